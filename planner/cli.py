@@ -1,0 +1,207 @@
+"""The ``planner`` command line: parse, call the library, print. No modelling here.
+
+Exit codes (spec/contracts.md): 0 plan found and demand met; 1 internal or
+solver error; 2 bad input; 3 solved but demand not met or not proven optimal.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import InputError, PlannerError
+
+EXAMPLE_MODEL = Path(__file__).resolve().parent.parent / "models" / "example.toml"
+
+EXIT_OK, EXIT_ERROR, EXIT_INPUT, EXIT_NOT_MET = 0, 1, 2, 3
+
+
+def _default_model() -> Path:
+    local = Path("models") / "example.toml"
+    return local if local.exists() else EXAMPLE_MODEL
+
+
+def handle_errors(fn):
+    """PlannerError -> short message and its exit code; anything else -> exit 1 (traceback with --debug)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        debug = kwargs.pop("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except InputError as exc:
+            click.secho(f"Error: {exc}", fg="red", err=True)
+            sys.exit(EXIT_INPUT)
+        except PlannerError as exc:
+            click.secho(f"Error: {exc}", fg="red", err=True)
+            sys.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            click.secho("Interrupted: no outputs were changed.", fg="red", err=True)
+            sys.exit(EXIT_ERROR)
+        except Exception as exc:  # a bug: say so briefly
+            if debug:
+                traceback.print_exc()
+            click.secho(f"Internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+                        fg="red", err=True)
+            sys.exit(EXIT_ERROR)
+
+    return click.option("--debug", is_flag=True, help="Show the full traceback of internal errors.")(wrapper)
+
+
+model_argument = click.argument("model", required=False, type=click.Path(path_type=Path))
+solver_option = click.option("--solver", type=click.Choice(["cbc", "highs"]), default=None,
+                             help="Solver backend (default: the model file's, else cbc).")
+time_limit_option = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+                                 help="Solver time limit in seconds (overrides the model file).")
+gap_option = click.option("--mip-gap", type=click.FloatRange(0, 1, max_open=True), default=None,
+                          help="Relative MIP gap at which the solver may stop (overrides the model file).")
+prices_option = click.option("--prices", type=click.Path(path_type=Path), default=None,
+                             help="Price sheet to use instead of the model file's.")
+demand_option = click.option("--demand", type=click.Path(path_type=Path), default=None,
+                             help="Demand forecast to use instead of the model file's.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="planner")
+def cli():
+    """GPU capacity planner: the cheapest reserved / on-demand / spot mix that meets demand.
+
+    Example:
+
+    \b
+        planner plan                      # the bundled example
+        planner plan models/q1.toml --solver highs
+    """
+
+
+@cli.command()
+@model_argument
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Output folder (default outputs/<model name>/).")
+@solver_option
+@time_limit_option
+@gap_option
+@prices_option
+@demand_option
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+@handle_errors
+def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, quiet):
+    """Solve MODEL (a .toml model file) and write plan.xlsx and plan.json.
+
+    MODEL defaults to the bundled example, models/example.toml.
+
+    Exit codes: 0 demand met at a proven optimum; 2 bad input (nothing written);
+    3 plan written but demand not met or optimality not proven; 1 solver or
+    internal error.
+
+    Example:
+
+    \b
+        planner plan models/example.toml --out outputs/q1 --solver highs --time-limit 120
+    """
+    from .pipeline import default_out_dir, load_inputs, make_plan, write_outputs
+    from .report import summary_text
+
+    t0 = time.perf_counter()
+    inp = load_inputs(model or _default_model(), demand=demand, prices=prices)
+    result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap,
+                       timings={"read_validate": time.perf_counter() - t0})
+    if result.status.value in ("infeasible", "error"):
+        click.secho(f"Error: the solver found no plan ({result.status.value}: {result.solve.message}); "
+                    "nothing was written.", fg="red", err=True)
+        sys.exit(EXIT_ERROR)
+    target = out_dir or default_out_dir(inp.config)
+    paths = write_outputs(result, target)
+    if not quiet:
+        click.echo(summary_text(result))
+        click.echo(f"  wrote {paths['xlsx']} and {paths['json']}")
+    if result.status.value != "optimal" or not result.demand_met:
+        why = []
+        if result.status.value != "optimal":
+            why.append(f"status {result.status.value} (gap {result.solve.mip_gap})")
+        if not result.demand_met:
+            why.append(f"{result.shortfall_gpu_hours:,.1f} GPU-hours of demand not met")
+        click.secho("Warning: " + "; ".join(why), fg="yellow", err=True)
+        sys.exit(EXIT_NOT_MET)
+
+
+@cli.command()
+@model_argument
+@prices_option
+@demand_option
+@handle_errors
+def validate(model, prices, demand):
+    """Check MODEL and its input files without solving.
+
+    Exit code 0 when every input is valid, 2 with every problem listed otherwise.
+
+    Example:
+
+    \b
+        planner validate models/example.toml
+    """
+    from .pipeline import load_inputs
+
+    inp = load_inputs(model or _default_model(), demand=demand, prices=prices)
+    click.echo(f"OK: '{inp.config.name}': {inp.T} periods ({inp.horizon_hours:g} h) x {inp.K} classes x "
+               f"{inp.P} pools, {len(inp.reserved)} reserved options, {len(inp.scenarios)} scenario(s).")
+
+
+@cli.command()
+@click.option("--interruptions-per-hour", type=click.FloatRange(min=0), default=None,
+              help="Spot preemptions per instance-hour.")
+@click.option("--mtbi-hours", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Mean time between interruptions of one instance, in hours (instead of the rate).")
+@click.option("--checkpoint-minutes", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Time to write one checkpoint.")
+@click.option("--restart-minutes", type=click.FloatRange(min=0), default=10.0, show_default=True,
+              help="Time to restart after an interruption (reschedule, reload).")
+@click.option("--interval-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Fixed checkpoint interval (default: the optimal one).")
+@click.option("--job-gpus", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="GPUs the gang-scheduled job spans (default: one instance).")
+@click.option("--gpus-per-instance", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True)
+@click.option("--failure-rate-per-gpu-hour", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Hardware failures per GPU-hour (hit every purchase option).")
+@click.option("--spot-price", type=click.FloatRange(min=0), default=None, help="Spot USD per GPU-hour.")
+@click.option("--on-demand-price", type=click.FloatRange(min=0), default=None, help="On-demand USD per GPU-hour.")
+@click.option("--reserved-price", type=click.FloatRange(min=0), default=None,
+              help="Effective reserved USD per GPU-hour, to compare spot against too.")
+@click.option("--sweep", type=click.Choice(["interruptions", "job-gpus"]), default=None,
+              help="Print the curve over interruption rates or gang sizes.")
+@click.option("--sweep-values", default=None,
+              help="Comma-separated points of the sweep (default: a log-spaced range).")
+@click.option("--xlsx", "xlsx_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write the sweep with a chart to this workbook.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@handle_errors
+def spot(**opts):
+    """Checkpoint interval, goodput and break-even of spot for one job.
+
+    Example: fine-tunes preempted about once every four hours, 2-minute
+    checkpoints, 5-minute restarts, 16-GPU jobs on 8-GPU instances:
+
+    \b
+        planner spot --mtbi-hours 4 --checkpoint-minutes 2 --restart-minutes 5 \\
+            --job-gpus 16 --gpus-per-instance 8 --spot-price 4.5 --on-demand-price 11
+    """
+    from .spotcli import run_spot
+
+    run_spot(**opts)
+
+
+def main():  # console script entry point
+    cli(prog_name="planner")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,299 @@
+"""Model file (TOML) -> frozen :class:`ModelConfig`.
+
+Unknown keys and wrong types are errors that name the file and the key, so a
+typo'd ``max_spot_shares`` never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .errors import Collector, ConfigError, Problem
+
+BACKENDS = ("cbc", "highs")
+
+DEFAULT_CHECKPOINT_MINUTES = 5.0
+DEFAULT_RESTART_MINUTES = 10.0
+
+
+@dataclass(frozen=True)
+class ClassPolicy:
+    """One workload class's policy (``[classes.<name>]``).
+
+    Symbols of ``spec/formulation.md``: ``headroom`` is eta_k, ``max_spot_share``
+    phi_k (0 when ``spot`` is false), ``gpu_types`` the speeds s[k, type]
+    (None = every type at 1.0), ``regions`` the allowed regions (None = all).
+    """
+
+    name: str
+    spot: bool = False
+    max_spot_share: float = 1.0
+    headroom: float = 0.0
+    gpu_types: dict[str, float] | None = None
+    regions: tuple[str, ...] | None = None
+    checkpoint_minutes: float = DEFAULT_CHECKPOINT_MINUTES
+    restart_minutes: float = DEFAULT_RESTART_MINUTES
+    job_gpus: float | None = None
+    checkpoint_interval_minutes: float | None = None  # None = "optimal"
+    spot_goodput: float | None = None
+    failure_rate_per_gpu_hour: float | None = None  # None = the fleet's rate
+    description: str = ""
+
+    @property
+    def phi(self) -> float:
+        return self.max_spot_share if self.spot else 0.0
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    backend: str = "cbc"
+    time_limit_s: float | None = 300.0
+    mip_gap: float = 1e-4
+    shortfall_penalty_usd_per_gpu_hour: float = 0.0  # 0 = 10 x max on-demand
+    threads: int | None = None
+    merge_periods: bool = True
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str
+    path: Path | None
+    demand: Path
+    prices: Path
+    inventory: Path | None
+    solver: SolverSettings
+    classes: dict[str, ClassPolicy]
+    scenarios: dict[str, float] = field(default_factory=dict)
+    failure_rate_per_gpu_hour: float = 0.0
+
+    def with_overrides(self, **changes) -> "ModelConfig":
+        solver_keys = {"backend", "time_limit_s", "mip_gap", "threads"}
+        solver = {k: v for k, v in changes.items() if k in solver_keys and v is not None}
+        other = {k: v for k, v in changes.items() if k not in solver_keys and v is not None}
+        return replace(self, solver=replace(self.solver, **solver), **other)
+
+
+_TOP_KEYS = {
+    "name": str, "demand": str, "prices": str, "inventory": str, "description": str,
+    "solver": dict, "classes": dict, "scenarios": dict, "failure_rate_per_gpu_hour": float,
+}
+_SOLVER_KEYS = {
+    "backend": str, "time_limit_s": float, "mip_gap": float,
+    "shortfall_penalty_usd_per_gpu_hour": float, "threads": int, "merge_periods": bool,
+}
+_CLASS_KEYS = {
+    "spot": bool, "max_spot_share": float, "headroom": float, "gpu_types": dict,
+    "regions": list, "checkpoint_minutes": float, "restart_minutes": float,
+    "job_gpus": float, "checkpoint_interval_minutes": (float, str), "spot_goodput": float,
+    "failure_rate_per_gpu_hour": float, "description": str,
+}
+_TYPE_WORDS = {str: "a string", float: "a number", int: "a whole number", bool: "true or false",
+               dict: "a table", list: "a list"}
+
+
+def _type_ok(value, kind) -> bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if k is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if k is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if k not in (float, int) and isinstance(value, k):
+            return True
+    return False
+
+
+def _check_keys(table: dict, spec: dict, where: str, file: str, bad: Collector) -> dict:
+    """Keep the keys of ``table`` that are known and of the right type; report the rest."""
+    good = {}
+    for key, value in table.items():
+        if key not in spec:
+            close = _closest(key, spec)
+            bad.add(file, f"unknown key '{where}{key}'", value=value,
+                    expected="one of " + ", ".join(sorted(spec)),
+                    hint=f"did you mean '{close}'?" if close else "remove the key")
+            continue
+        kind = spec[key]
+        if not _type_ok(value, kind):
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            bad.add(file, f"key '{where}{key}' has the wrong type", value=value,
+                    expected=" or ".join(_TYPE_WORDS[k] for k in kinds))
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            bad.add(file, f"key '{where}{key}' must be a finite number", value=value)
+            continue
+        good[key] = value
+    return good
+
+
+def _closest(key: str, known) -> str | None:
+    import difflib
+
+    match = difflib.get_close_matches(key, list(known), n=1, cutoff=0.75)
+    return match[0] if match else None
+
+
+def load_model(path: str | Path) -> ModelConfig:
+    """Read and check a model file; every problem is reported at once."""
+    path = Path(path)
+    file = str(path)
+    if not path.exists():
+        raise ConfigError(Problem(file, "model file not found",
+                                  hint="give the path of a .toml model file, e.g. models/example.toml"))
+    if path.is_dir():
+        raise ConfigError(Problem(file, "is a directory, expected a model file (.toml)"))
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(Problem(file, f"not valid TOML: {exc}",
+                                  hint="check quotes, '=' signs and [section] headers")) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(Problem(file, f"cannot be read: {exc}")) from None
+    return parse_model(raw, path)
+
+
+def parse_model(raw: dict, path: Path | None) -> ModelConfig:
+    file = str(path) if path else "<model>"
+    base = path.parent if path else Path(".")
+    bad = Collector()
+    top = _check_keys(raw, _TOP_KEYS, "", file, bad)
+    for required in ("demand", "prices"):
+        if required not in raw:
+            bad.add(file, f"missing key '{required}'", expected="a path relative to the model file")
+    name = top.get("name") or (path.stem if path else "plan")
+
+    solver = _parse_solver(_check_keys(top.get("solver", {}), _SOLVER_KEYS, "solver.", file, bad),
+                           file, bad)
+    classes_raw = top.get("classes", {})
+    if "classes" in raw and not classes_raw:
+        bad.add(file, "the [classes] table is empty", expected="at least one [classes.<name>] table")
+    if "classes" not in raw:
+        bad.add(file, "no workload classes defined", expected="[classes.<name>] tables")
+    classes = {}
+    for cname, ctable in classes_raw.items():
+        if not isinstance(ctable, dict):
+            bad.add(file, f"'classes.{cname}' must be a table", value=ctable,
+                    expected=f"[classes.{cname}] with keys such as spot, headroom")
+            continue
+        policy = _parse_class(cname, _check_keys(ctable, _CLASS_KEYS, f"classes.{cname}.", file, bad),
+                              ctable, file, bad)
+        if policy is not None:
+            classes[cname] = policy
+
+    scenarios = {}
+    for sname, prob in top.get("scenarios", {}).items():
+        if not _type_ok(prob, float) or not 0 <= prob <= 1:
+            bad.add(file, f"scenario probability 'scenarios.{sname}' out of range", value=prob,
+                    expected="a number between 0 and 1")
+        else:
+            scenarios[sname] = float(prob)
+    if scenarios and abs(sum(scenarios.values()) - 1) > 1e-6:
+        bad.add(file, "scenario probabilities do not add up to 1",
+                value=round(sum(scenarios.values()), 6), expected="a total of 1")
+    fleet_failure = float(top.get("failure_rate_per_gpu_hour", 0.0))
+    if fleet_failure < 0:
+        bad.add(file, "key 'failure_rate_per_gpu_hour' must be >= 0", value=fleet_failure)
+    bad.raise_if_any(ConfigError)
+
+    def resolve(key):
+        value = top.get(key)
+        return (base / value) if value else None
+
+    return ModelConfig(name=name, path=path, demand=resolve("demand"), prices=resolve("prices"),
+                       inventory=resolve("inventory"), solver=solver, classes=classes,
+                       scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure)
+
+
+def _parse_solver(table: dict, file: str, bad: Collector) -> SolverSettings:
+    s = SolverSettings()
+    backend = table.get("backend", s.backend).lower()
+    if backend not in BACKENDS:
+        bad.add(file, "unknown solver backend 'solver.backend'", value=backend,
+                expected=" or ".join(f"'{b}'" for b in BACKENDS))
+    limit = table.get("time_limit_s", s.time_limit_s)
+    if limit is not None and limit <= 0:
+        bad.add(file, "'solver.time_limit_s' must be > 0", value=limit)
+    gap = table.get("mip_gap", s.mip_gap)
+    if not 0 <= gap < 1:
+        bad.add(file, "'solver.mip_gap' out of range", value=gap, expected="0 <= mip_gap < 1")
+    penalty = table.get("shortfall_penalty_usd_per_gpu_hour", 0.0)
+    if penalty < 0:
+        bad.add(file, "'solver.shortfall_penalty_usd_per_gpu_hour' must be >= 0", value=penalty)
+    threads = table.get("threads")
+    if threads is not None and threads < 1:
+        bad.add(file, "'solver.threads' must be >= 1", value=threads)
+    return SolverSettings(backend=backend, time_limit_s=float(limit) if limit else None,
+                          mip_gap=float(gap), shortfall_penalty_usd_per_gpu_hour=float(penalty),
+                          threads=threads, merge_periods=table.get("merge_periods", True))
+
+
+def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> ClassPolicy | None:
+    where = f"classes.{name}"
+    n_before = len(bad.problems)
+    spot = t.get("spot", "max_spot_share" in t)
+    share = float(t.get("max_spot_share", 1.0 if spot else 0.0))
+    if not 0 <= share <= 1:
+        bad.add(file, f"'{where}.max_spot_share' out of range", value=share, expected="0 to 1")
+    if "spot" in t and not spot and share > 0 and "max_spot_share" in t:
+        bad.add(file, f"'{where}' has spot = false but max_spot_share = {share}",
+                expected="spot = true, or no max_spot_share",
+                hint="a class that may not use spot needs no max_spot_share")
+    headroom = float(t.get("headroom", 0.0))
+    if headroom < 0:
+        bad.add(file, f"'{where}.headroom' must be >= 0", value=headroom)
+    speeds = None
+    if "gpu_types" in t:
+        speeds = {}
+        for gtype, speed in t["gpu_types"].items():
+            if not _type_ok(speed, float) or not math.isfinite(speed) or speed < 0:
+                bad.add(file, f"speed '{where}.gpu_types.{gtype}' is not a number >= 0", value=speed,
+                        expected="a speed relative to the class's reference GPU, e.g. 1.0")
+            else:
+                speeds[str(gtype)] = float(speed)
+        if speeds is not None and t["gpu_types"] and all(v == 0 for v in speeds.values()):
+            bad.add(file, f"'{where}.gpu_types' gives every GPU type speed 0",
+                    expected="at least one type with speed > 0")
+        if not t["gpu_types"]:
+            bad.add(file, f"'{where}.gpu_types' is empty", expected="at least one GPU type")
+    regions = None
+    if "regions" in t:
+        if not t["regions"] or not all(isinstance(r, str) for r in t["regions"]):
+            bad.add(file, f"'{where}.regions' must be a non-empty list of region names",
+                    value=t["regions"])
+        else:
+            regions = tuple(t["regions"])
+    checkpoint = float(t.get("checkpoint_minutes", DEFAULT_CHECKPOINT_MINUTES))
+    restart = float(t.get("restart_minutes", DEFAULT_RESTART_MINUTES))
+    for key, value in (("checkpoint_minutes", checkpoint), ("restart_minutes", restart)):
+        if value < 0:
+            bad.add(file, f"'{where}.{key}' must be >= 0", value=value)
+    job = t.get("job_gpus")
+    if job is not None and job <= 0:
+        bad.add(file, f"'{where}.job_gpus' must be > 0", value=job)
+    interval = t.get("checkpoint_interval_minutes", "optimal")
+    if isinstance(interval, str):
+        if interval.strip().lower() != "optimal":
+            bad.add(file, f"'{where}.checkpoint_interval_minutes' not understood", value=interval,
+                    expected='"optimal" or a number of minutes > 0')
+        interval = None
+    elif interval <= 0:
+        bad.add(file, f"'{where}.checkpoint_interval_minutes' must be > 0", value=interval)
+    goodput = t.get("spot_goodput")
+    if goodput is not None and not 0 < goodput <= 1:
+        bad.add(file, f"'{where}.spot_goodput' out of range", value=goodput, expected="0 < spot_goodput <= 1")
+    failure = t.get("failure_rate_per_gpu_hour")
+    if failure is not None and failure < 0:
+        bad.add(file, f"'{where}.failure_rate_per_gpu_hour' must be >= 0", value=failure)
+    if len(bad.problems) > n_before:
+        return None
+    return ClassPolicy(name=name, spot=bool(spot), max_spot_share=share if spot else 0.0,
+                       headroom=headroom, gpu_types=speeds, regions=regions,
+                       checkpoint_minutes=checkpoint, restart_minutes=restart,
+                       job_gpus=float(job) if job is not None else None,
+                       checkpoint_interval_minutes=float(interval) if interval is not None else None,
+                       spot_goodput=float(goodput) if goodput is not None else None,
+                       failure_rate_per_gpu_hour=None if failure is None else float(failure),
+                       description=t.get("description", ""))

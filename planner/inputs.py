@@ -1,0 +1,200 @@
+"""Validated tables + model file -> :class:`PlanInputs`, the arrays the model is built from.
+
+Symbols follow ``spec/formulation.md``: K classes, P pools, T periods, S
+scenarios; ``demand[s, k, t]`` is d, ``speed[k, p]`` is s, ``goodput[k, p]`` is g,
+``inventory[p, t]`` is E. Nothing here knows about PuLP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import economics
+from .config import ModelConfig
+from .validate import Tables
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    config: ModelConfig
+    tables: Tables
+    classes: list[str]  # K
+    pools: pd.DataFrame  # P rows: gpu_type, region, m, od, sp, ip, cap_od, cap_sp, cap_res, has_*
+    reserved: pd.DataFrame  # one row per (pool, reserved option): pool, option, hourly_usd, upfront_usd, term_months, r, m
+    periods: pd.DatetimeIndex  # T
+    hours: np.ndarray  # (T,) h_t
+    scenarios: list[str]  # S
+    probability: np.ndarray  # (S,)
+    demand: np.ndarray  # (S, K, T) d
+    speed: np.ndarray  # (K, P) s (0 = not allowed)
+    goodput: np.ndarray  # (K, P) g on spot (0 where spot is not usable)
+    reliability: np.ndarray  # (K, P) share of a non-spot GPU-hour that is useful (1 without failure rates)
+    headroom: np.ndarray  # (K,) eta
+    spot_share: np.ndarray  # (K,) phi
+    inventory: np.ndarray  # (P, T) E
+    penalty: float  # M, USD per reference GPU-hour of shortfall
+    spot: pd.DataFrame  # per (class, spot pool): the economics behind g
+
+    @property
+    def horizon_hours(self) -> float:
+        return float(self.hours.sum())
+
+    @property
+    def K(self) -> int:
+        return len(self.classes)
+
+    @property
+    def P(self) -> int:
+        return len(self.pools)
+
+    @property
+    def T(self) -> int:
+        return len(self.periods)
+
+
+def _pools(prices: pd.DataFrame) -> pd.DataFrame:
+    keys = prices[["gpu_type", "region"]].drop_duplicates().sort_values(["gpu_type", "region"])
+    pools = keys.reset_index(drop=True)
+    idx = pd.MultiIndex.from_frame(pools)
+
+    def pick(option: str, col: str) -> np.ndarray:
+        rows = prices[prices["option"] == option].set_index(["gpu_type", "region"])[col]
+        return rows.reindex(idx).to_numpy(dtype=float)
+
+    pools["m"] = prices.groupby(["gpu_type", "region"])["gpus_per_instance"].first().reindex(idx).to_numpy()
+    pools["od"] = pick("on_demand", "hourly_usd")
+    pools["sp"] = pick("spot", "hourly_usd")
+    pools["ip"] = pick("spot", "interruptions_per_hour")
+    pools["cap_od"] = pick("on_demand", "max_gpus")
+    pools["cap_sp"] = pick("spot", "max_gpus")
+    res = prices[prices["option"].str.startswith("reserved")]
+    pools["cap_res"] = res.groupby(["gpu_type", "region"])["max_gpus"].min().reindex(idx).to_numpy()
+    pools["has_od"] = ~np.isnan(pools["od"].to_numpy())
+    pools["has_sp"] = ~np.isnan(pools["sp"].to_numpy())
+    pools["has_res"] = pd.Series(idx.isin(pd.MultiIndex.from_frame(res[["gpu_type", "region"]]))).to_numpy()
+    pools["name"] = pools["gpu_type"] + "/" + pools["region"]
+    return pools
+
+
+def _reserved(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
+    res = prices[prices["option"].str.startswith("reserved")].copy()
+    pool_of = {(g, r): i for i, (g, r) in enumerate(zip(pools.gpu_type, pools.region))}
+    res["pool"] = [pool_of[(g, r)] for g, r in zip(res.gpu_type, res.region)]
+    res["r"] = res["hourly_usd"] + res["upfront_usd"] / (res["term_months"] * 730.0)
+    res["m"] = res["gpus_per_instance"]
+    cols = ["pool", "gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months", "r", "m"]
+    return res[cols].sort_values(["pool", "option"]).reset_index(drop=True)
+
+
+def _inventory(inv: pd.DataFrame, pools: pd.DataFrame, periods: pd.DatetimeIndex,
+               hours: np.ndarray) -> np.ndarray:
+    """E[p, t]: GPUs owned, weighted by the share of the period the commitment covers."""
+    E = np.zeros((len(pools), len(periods)))
+    if inv.empty:
+        return E
+    pool_of = {(g, r): i for i, (g, r) in enumerate(zip(pools.gpu_type, pools.region))}
+    start = periods.to_numpy().astype("datetime64[s]").astype(float)
+    end = start + hours * 3600.0
+    for _, row in inv.iterrows():  # one row per commitment, not per period
+        a = np.datetime64(row["start"], "s").astype(float)
+        b = np.datetime64(row["end"], "s").astype(float)
+        overlap = np.clip(np.minimum(end, b) - np.maximum(start, a), 0, None) / (hours * 3600.0)
+        E[pool_of[(row.gpu_type, row.region)]] += row["gpus"] * overlap
+    return E
+
+
+def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
+    classes = list(config.classes)
+    pools = _pools(tables.prices)
+    reserved = _reserved(tables.prices, pools)
+    dem = tables.demand
+    scen = list(dict.fromkeys(dem["scenario"]))
+    if config.scenarios:
+        scen = [s for s in config.scenarios]
+        prob = np.array([config.scenarios[s] for s in scen])
+    else:
+        prob = np.full(len(scen), 1.0 / len(scen))
+    periods = pd.DatetimeIndex(np.sort(dem["period"].unique()))
+    hours = dem.drop_duplicates("period").set_index("period")["hours"].reindex(periods).to_numpy(float)
+    cube = dem.set_index(["scenario", "workload_class", "period"])["gpus"]
+    full = pd.MultiIndex.from_product([scen, classes, periods])
+    demand = cube.reindex(full).to_numpy(float).reshape(len(scen), len(classes), len(periods))
+
+    K, P = len(classes), len(pools)
+    speed = np.zeros((K, P))
+    for k, name in enumerate(classes):
+        pol = config.classes[name]
+        type_speed = pools["gpu_type"].map(pol.gpu_types or {}).fillna(0.0) if pol.gpu_types is not None \
+            else pd.Series(1.0, index=pools.index)
+        region_ok = pools["region"].isin(pol.regions) if pol.regions is not None else True
+        speed[k] = np.where(region_ok, type_speed.to_numpy(float), 0.0)
+    headroom = np.array([config.classes[c].headroom for c in classes])
+    phi = np.array([config.classes[c].phi for c in classes])
+
+    goodput, reliability, spot = _goodput(config, classes, pools, speed, reserved)
+    penalty = config.solver.shortfall_penalty_usd_per_gpu_hour or 10.0 * float(np.nanmax(pools["od"]))
+    return PlanInputs(config=config, tables=tables, classes=classes, pools=pools, reserved=reserved,
+                      periods=periods, hours=hours, scenarios=scen, probability=prob, demand=demand,
+                      speed=speed, goodput=goodput, reliability=reliability, headroom=headroom,
+                      spot_share=phi, inventory=_inventory(tables.inventory, pools, periods, hours),
+                      penalty=float(penalty), spot=spot)
+
+
+def _goodput(config: ModelConfig, classes: list[str], pools: pd.DataFrame, speed: np.ndarray,
+             reserved: pd.DataFrame):
+    """g[k, p] on spot, the non-spot reliability, and the per-(class, spot pool) economics table."""
+    K, P = speed.shape
+    goodput = np.zeros((K, P))
+    reliability = np.ones((K, P))
+    best_res = reserved.groupby("pool")["r"].min().reindex(range(P)).to_numpy(float)
+    rows = []
+    for k, name in enumerate(classes):
+        pol = config.classes[name]
+        fail = pol.failure_rate_per_gpu_hour
+        fail = config.failure_rate_per_gpu_hour if fail is None else fail
+        C, R = pol.checkpoint_minutes / 60.0, pol.restart_minutes / 60.0
+        tau = None if pol.checkpoint_interval_minutes is None else pol.checkpoint_interval_minutes / 60.0
+        for p in range(P):
+            if speed[k, p] <= 0:
+                continue
+            m = float(pools["m"].iat[p])
+            job = pol.job_gpus if pol.job_gpus is not None else m
+            if fail > 0:  # hardware failures interrupt every purchase option, not only spot
+                lam_f = float(economics.job_interruption_rate(0.0, job, m, fail))
+                t_f = economics.optimal_interval(lam_f, C) if tau is None else tau
+                reliability[k, p] = float(economics.goodput(lam_f, t_f, C, R))
+            if not (pol.phi > 0 and pools["has_sp"].iat[p]):
+                continue
+            a = economics.assess(spot_price=float(pools["sp"].iat[p]), on_demand_price=float(pools["od"].iat[p]),
+                                 interruptions_per_instance_hour=float(pools["ip"].iat[p]),
+                                 checkpoint_h=C, restart_h=R, job_gpus=job, gpus_per_instance=m,
+                                 interval_h=tau, failure_rate_per_gpu_hour=fail,
+                                 goodput_override=pol.spot_goodput)
+            goodput[k, p] = a.goodput
+            eff_res = best_res[p] / reliability[k, p] if not np.isnan(best_res[p]) else np.nan
+            rows.append({
+                "workload_class": name, "gpu_type": pools["gpu_type"].iat[p], "region": pools["region"].iat[p],
+                "pool": p, "class_index": k, "speed": speed[k, p], "job_gpus": job,
+                "instances_per_job": float(economics.instances_spanned(job, m)),
+                "interruptions_per_instance_hour": float(pools["ip"].iat[p]),
+                "job_interruptions_per_hour": a.job_interruptions_per_hour,
+                "checkpoint_minutes": pol.checkpoint_minutes, "restart_minutes": pol.restart_minutes,
+                "interval_minutes": a.interval_hours * 60.0, "young_interval_minutes": a.young_interval_hours * 60.0,
+                "goodput": a.goodput, "goodput_source": "spot_goodput" if pol.spot_goodput is not None else "model",
+                "spot_usd_per_gpu_hour": float(pools["sp"].iat[p]),
+                "effective_usd_per_useful_gpu_hour": a.effective_usd_per_useful_gpu_hour,
+                "on_demand_usd_per_gpu_hour": float(pools["od"].iat[p]),
+                "on_demand_usd_per_useful_gpu_hour": float(pools["od"].iat[p]) / reliability[k, p],
+                "best_reserved_usd_per_gpu_hour": best_res[p],
+                "best_reserved_usd_per_useful_gpu_hour": eff_res,
+                "spot_pays": bool(a.effective_usd_per_useful_gpu_hour
+                                  < float(pools["od"].iat[p]) / reliability[k, p]),
+                "spot_beats_reserved": bool(np.isnan(eff_res) or a.effective_usd_per_useful_gpu_hour < eff_res),
+                "break_even_interruptions_per_hour": a.break_even_interruptions_per_hour,
+                "expected_lost_minutes_per_interruption": a.expected_lost_hours * 60.0,
+            })
+    spot = pd.DataFrame(rows)
+    return goodput, reliability, spot

@@ -1,0 +1,160 @@
+"""Read input files (CSV or .xlsx) into tables of text, keeping the user's row numbers.
+
+No business rules here: every cell stays a string (blank = ""), so ``validate``
+can quote the exact value the user typed. CSVs saved by Excel are understood:
+a byte-order mark, ``;`` as the separator, and then ``,`` as the decimal mark.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import io as _io
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import InputError, Problem
+
+
+@dataclass(frozen=True)
+class RawTable:
+    """A table as read: text cells, header names stripped, spreadsheet row numbers."""
+
+    file: str
+    data: pd.DataFrame  # all str, "" for blank
+    rows: pd.Series  # spreadsheet row number of each data row (header = 1)
+    decimal_comma: bool = False
+    sha256: str = ""
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _check_path(path: Path, what: str) -> None:
+    file = str(path)
+    if not path.exists():
+        raise InputError(Problem(file, f"{what} file not found",
+                                 hint="check the path in the model file (paths are relative to it)"))
+    if path.is_dir():
+        raise InputError(Problem(file, f"is a directory, expected a {what} file (.csv or .xlsx)"))
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise InputError(Problem(file, f"cannot be read ({exc.strerror})",
+                                 hint="check the file's permissions")) from None
+
+
+def read_table(path: str | Path, what: str) -> RawTable:
+    """Read ``path`` (.csv, .txt or .xlsx) as text; ``what`` names the table in messages."""
+    path = Path(path)
+    _check_path(path, what)
+    suffix = path.suffix.lower()
+    if suffix in (".xlsx", ".xlsm"):
+        df = _read_xlsx(path, what)
+        decimal_comma = False
+    elif suffix in (".xls", ".ods"):
+        raise InputError(Problem(str(path), f"unsupported {what} file format '{suffix}'",
+                                 expected=".csv or .xlsx", hint="save it as .xlsx or .csv"))
+    else:
+        df, decimal_comma = _read_csv(path, what)
+    df.columns = [str(c).strip() for c in df.columns]
+    dupes = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
+    if dupes:
+        raise InputError([Problem(str(path), "duplicate column", row=1, column=c,
+                                  hint="keep one column of each name") for c in dupes])
+    df = df.apply(lambda s: s.str.strip()) if len(df.columns) else df
+    unnamed = [c for c in df.columns if c == "" or c.startswith("Unnamed:")]
+    lost = [list(df.columns).index(c) + 1 for c in unnamed if df[c].ne("").any()]
+    if lost:
+        raise InputError([Problem(str(path), f"column {i} has values but no header", row=1,
+                                  hint="give the column a name or delete it") for i in lost])
+    df = df.drop(columns=unnamed)  # Excel's leftover formatting: blank header, blank cells
+    rows = pd.Series(range(2, len(df) + 2), index=df.index)
+    # rows left fully blank (Excel often keeps a few) are not data
+    filled = df.ne("").any(axis=1) if len(df.columns) else pd.Series(False, index=df.index)
+    df, rows = df[filled], rows[filled]
+    return RawTable(file=str(path), data=df.reset_index(drop=True), rows=rows.reset_index(drop=True),
+                    decimal_comma=decimal_comma, sha256=sha256_of(path))
+
+
+def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, bool]:
+    file = str(path)
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise InputError(Problem(file, f"the {what} file is empty", expected="a header row and data rows"))
+    if raw[:4] == b"PK\x03\x04":
+        raise InputError(Problem(file, f"looks like an Excel workbook saved with a .csv name",
+                                 hint="rename it to .xlsx or save it as CSV"))
+    text = None
+    for enc in ("utf-8-sig", "cp1252"):
+        try:
+            text = raw.decode(enc)
+            break
+        except UnicodeDecodeError:
+            continue
+    header = text.lstrip().splitlines()[0]
+    sep = ","
+    if header.count(";") > header.count(",") and header.count(";") >= 1:
+        sep = ";"
+    elif header.count("\t") > header.count(","):
+        sep = "\t"
+    try:
+        table = pd.read_csv(_io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
+                            header=None, skipinitialspace=True, skip_blank_lines=False,
+                            quoting=csv.QUOTE_MINIMAL)
+    except pd.errors.ParserError as exc:
+        raise InputError(Problem(file, f"cannot be parsed as CSV ({exc})",
+                                 hint="every row needs as many fields as the header")) from None
+    except pd.errors.EmptyDataError:
+        raise InputError(Problem(file, f"the {what} file is empty")) from None
+    # header=None keeps duplicate column names as the user wrote them (pandas would mangle them)
+    df = table.iloc[1:].reset_index(drop=True)
+    df.columns = [str(c) for c in table.iloc[0]]
+    return df, sep == ";"
+
+
+def _cell_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value != value:
+        return ""
+    if isinstance(value, (dt.datetime, pd.Timestamp)):
+        return pd.Timestamp(value).isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _read_xlsx(path: Path, what: str) -> pd.DataFrame:
+    file = str(path)
+    try:
+        from openpyxl import load_workbook
+
+        wb = load_workbook(path, read_only=True, data_only=True)
+    except Exception as exc:  # openpyxl raises many types for a corrupt file
+        raise InputError(Problem(file, f"is not a readable .xlsx workbook ({type(exc).__name__})",
+                                 hint="open it in Excel and save it again as .xlsx")) from None
+    try:
+        ws = wb.worksheets[0]
+        rows = [[_cell_text(v) for v in row] for row in ws.iter_rows(values_only=True)]
+    finally:
+        wb.close()
+    while rows and not any(rows[-1]):
+        rows.pop()
+    if not rows:
+        raise InputError(Problem(file, f"the first sheet of the {what} workbook is empty",
+                                 expected="a header row and data rows"))
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    return pd.DataFrame(rows[1:], columns=rows[0], dtype=str)

@@ -1,0 +1,48 @@
+"""Exact period reduction: (scenario, period) pairs with identical data become one block.
+
+Periods are linked only through the reserved fleet ``N``, so two periods (in any
+scenarios) with the same demand vector and the same inventory vector have the
+same optimal recourse; solving one block weighted by their summed
+``probability x hours`` is exact, not an approximation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Blocks:
+    of: np.ndarray  # (S, T) block index of each (scenario, period)
+    weight: np.ndarray  # (B,) sum of probability x hours
+    demand: np.ndarray  # (K, B)
+    inventory: np.ndarray  # (P, B)
+
+    @property
+    def B(self) -> int:
+        return len(self.weight)
+
+
+def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
+                probability: np.ndarray, merge: bool = True) -> Blocks:
+    """``demand`` (S, K, T), ``inventory`` (P, T), ``hours`` (T,), ``probability`` (S,)."""
+    S, K, T = demand.shape
+    P = inventory.shape[0]
+    rows = np.concatenate([demand.transpose(0, 2, 1).reshape(S * T, K),
+                           np.broadcast_to(inventory.T, (S, T, P)).reshape(S * T, P)], axis=1)
+    w = (probability[:, None] * hours[None, :]).reshape(S * T)
+    if merge:
+        uniq, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        # number blocks in order of first appearance, so block 0 is the first period
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        inverse = rank[inverse.reshape(-1)]
+        uniq = uniq[order]
+    else:
+        uniq, inverse = rows, np.arange(S * T)
+    weight = np.bincount(inverse, weights=w, minlength=len(uniq))
+    return Blocks(of=inverse.reshape(S, T), weight=weight,
+                  demand=np.ascontiguousarray(uniq[:, :K].T), inventory=np.ascontiguousarray(uniq[:, K:].T))

@@ -1,0 +1,119 @@
+"""One function per constraint family of ``spec/formulation.md``; each adds all its rows at once.
+
+Every family selects the rows it applies to, returns early when there are
+none, and builds its terms as (row, column, coefficient) arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pulp import LpConstraintGE, LpConstraintLE, LpProblem
+
+from . import naming
+from .blocks import Blocks
+from .rows import add_rows
+from ..inputs import PlanInputs
+
+
+def _row_ids(shape: tuple[int, int], a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unique (a, b) pairs as rows: returns (row id table, row a, row b)."""
+    table = np.full(shape, -1, dtype=np.int64)
+    flat = np.unique(a * shape[1] + b)
+    ra, rb = flat // shape[1], flat % shape[1]
+    table[ra, rb] = np.arange(len(flat))
+    return table, ra, rb
+
+
+def define_demand_constraints(prob: LpProblem, variables: list, inp: PlanInputs, blocks: Blocks,
+                              fam: dict[str, pd.DataFrame]) -> int:
+    """sum_p s[k,p] (q[k,p] (x + y) + g[k,p] z)[k,p,b] + u[k,b] >= (1 + eta_k) d[k,b].
+
+    Applies to every (k, b) with d > 0 (q is the non-spot reliability, 1 unless a
+    failure rate is set). Rows with d = 0 hold trivially and are not built.
+    """
+    u = fam["u"]
+    if u.empty:
+        return 0
+    K, B = inp.K, blocks.B
+    rid, rk, rb = _row_ids((K, B), u["k"].to_numpy(), u["b"].to_numpy())
+    rows, cols, coefs = [rid[u["k"], u["b"]]], [u["col"].to_numpy()], [np.ones(len(u))]
+    for family, eff in (("x", inp.reliability), ("y", inp.reliability), ("z", inp.goodput)):
+        f = fam[family]
+        k, p, b = f["k"].to_numpy(), f["p"].to_numpy(), f["b"].to_numpy()
+        rows.append(rid[k, b])
+        cols.append(f["col"].to_numpy())
+        coefs.append(inp.speed[k, p] * eff[k, p])
+    rhs = (1.0 + inp.headroom[rk]) * blocks.demand[rk, rb]
+    return add_rows(prob, variables, naming.names("demand", rk, rb), np.concatenate(rows),
+                    np.concatenate(cols), np.concatenate(coefs), LpConstraintGE, rhs)
+
+
+def define_spot_share_constraints(prob: LpProblem, variables: list, inp: PlanInputs, blocks: Blocks,
+                                  fam: dict[str, pd.DataFrame]) -> int:
+    """sum_p s[k,p] g[k,p] z[k,p,b] <= phi_k d[k,b], for every (k, b) with spot variables."""
+    z = fam["z"]
+    if z.empty:
+        return 0
+    k, p, b = z["k"].to_numpy(), z["p"].to_numpy(), z["b"].to_numpy()
+    rid, rk, rb = _row_ids((inp.K, blocks.B), k, b)
+    return add_rows(prob, variables, naming.names("spot_share", rk, rb), rid[k, b], z["col"].to_numpy(),
+                    inp.speed[k, p] * inp.goodput[k, p], LpConstraintLE,
+                    inp.spot_share[rk] * blocks.demand[rk, rb])
+
+
+def define_reserved_share_constraints(prob: LpProblem, variables: list, inp: PlanInputs, blocks: Blocks,
+                                      fam: dict[str, pd.DataFrame]) -> int:
+    """sum_k x[k,p,b] - sum_c m_p n[p,c] <= E[p,b]: classes share the reserved fleet of each pool."""
+    x = fam["x"]
+    if x.empty:
+        return 0
+    p, b = x["p"].to_numpy(), x["b"].to_numpy()
+    rid, rp, rb = _row_ids((inp.P, blocks.B), p, b)
+    rows, cols, coefs = [rid[p, b]], [x["col"].to_numpy()], [np.ones(len(x))]
+    n = fam["n"]
+    m = inp.reserved["m"].to_numpy()
+    for c, (pool, col) in enumerate(zip(n["p"].to_numpy(), n["col"].to_numpy())):  # per option, not per period
+        hit = np.flatnonzero(rp == pool)
+        rows.append(hit)
+        cols.append(np.full(len(hit), col))
+        coefs.append(np.full(len(hit), -m[c]))
+    return add_rows(prob, variables, naming.names("reserved_share", rp, rb), np.concatenate(rows),
+                    np.concatenate(cols), np.concatenate(coefs), LpConstraintLE, blocks.inventory[rp, rb])
+
+
+def _cap_rows(prob, variables, inp, blocks, frame, cap, family) -> int:
+    limited = ~np.isnan(cap)
+    f = frame[limited[frame["p"].to_numpy()]]
+    if f.empty:
+        return 0
+    p, b = f["p"].to_numpy(), f["b"].to_numpy()
+    rid, rp, rb = _row_ids((inp.P, blocks.B), p, b)
+    return add_rows(prob, variables, naming.names(family, rp, rb), rid[p, b], f["col"].to_numpy(),
+                    np.ones(len(f)), LpConstraintLE, cap[rp])
+
+
+def define_on_demand_cap_constraints(prob, variables, inp: PlanInputs, blocks: Blocks, fam) -> int:
+    """sum_k y[k,p,b] <= Ucap^od_p where the price sheet caps on-demand GPUs."""
+    return _cap_rows(prob, variables, inp, blocks, fam["y"], inp.pools["cap_od"].to_numpy(float), "od_cap")
+
+
+def define_spot_cap_constraints(prob, variables, inp: PlanInputs, blocks: Blocks, fam) -> int:
+    """sum_k z[k,p,b] <= Ucap^sp_p where the price sheet caps spot GPUs (availability)."""
+    return _cap_rows(prob, variables, inp, blocks, fam["z"], inp.pools["cap_sp"].to_numpy(float), "spot_cap")
+
+
+def define_reserved_cap_constraints(prob, variables, inp: PlanInputs, blocks: Blocks, fam) -> int:
+    """sum_c m_p n[p,c] <= Ucap^res_p - max_t E[p,t] (reserved GPUs bought plus owned)."""
+    n = fam["n"]
+    cap = inp.pools["cap_res"].to_numpy(float)
+    pools = np.unique(n["p"].to_numpy()[~np.isnan(cap[n["p"].to_numpy()])]) if len(n) else np.array([], int)
+    if not len(pools):
+        return 0
+    rid = np.full(inp.P, -1)
+    rid[pools] = np.arange(len(pools))
+    sel = n[np.isin(n["p"], pools)]
+    owned = inp.inventory.max(axis=1) if inp.T else np.zeros(inp.P)
+    return add_rows(prob, variables, naming.names("reserved_cap", pools), rid[sel["p"].to_numpy()],
+                    sel["col"].to_numpy(), inp.reserved["m"].to_numpy()[sel["c"].to_numpy()],
+                    LpConstraintLE, cap[pools] - owned[pools])

@@ -1,0 +1,47 @@
+"""The only place variable and constraint names are made.
+
+Names are ``<family>_<i>_<j>...`` over integer positions (class k, pool p,
+block b, reserved option c), so they are always legal for PuLP and the LP/MPS
+writers, short, and unique by construction. ``describe`` turns a name back into
+the labels a person reads (class, pool, period).
+"""
+
+from __future__ import annotations
+
+import re
+
+FAMILIES = {
+    # variables
+    "n": ("reserved instances bought", ("option",)),
+    "x": ("reserved GPUs used", ("class", "pool", "block")),
+    "y": ("on-demand GPUs", ("class", "pool", "block")),
+    "z": ("spot GPUs", ("class", "pool", "block")),
+    "u": ("unmet demand", ("class", "block")),
+    # constraints
+    "demand": ("demand with headroom", ("class", "block")),
+    "spot_share": ("maximum spot share", ("class", "block")),
+    "reserved_share": ("reserved GPUs shared by classes", ("pool", "block")),
+    "od_cap": ("on-demand cap", ("pool", "block")),
+    "spot_cap": ("spot cap", ("pool", "block")),
+    "reserved_cap": ("reserved cap", ("pool",)),
+}
+
+
+def names(family: str, *keys) -> list[str]:
+    """Names for a family over parallel integer arrays ``keys``."""
+    if family not in FAMILIES:
+        raise KeyError(f"unknown family {family!r}")
+    if not keys:
+        raise ValueError("at least one key array")
+    columns = [k.tolist() if hasattr(k, "tolist") else list(k) for k in keys]
+    return [family + "".join(f"_{v}" for v in vals) for vals in zip(*columns)]
+
+
+_NAME = re.compile(r"^([a-z_]+?)((?:_\d+)+)$")
+
+
+def parse(name: str) -> tuple[str, tuple[int, ...]]:
+    m = _NAME.match(name)
+    if not m or m.group(1) not in FAMILIES:
+        raise ValueError(f"not a planner name: {name!r}")
+    return m.group(1), tuple(int(v) for v in m.group(2).split("_")[1:])

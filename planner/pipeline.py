@@ -1,0 +1,79 @@
+"""The recipe: model file -> validated inputs -> model -> solve -> plan -> outputs.
+
+Each step is a call into its own module; nothing here models or formats.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from . import io, validate
+from .atomic import atomic_path
+from .config import ModelConfig, load_model
+from .inputs import PlanInputs, build_inputs
+from .model import build_model
+from .results import Plan, extract_plan
+from .solve import solve
+
+
+def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = None,
+                prices: str | Path | None = None) -> PlanInputs:
+    """Read and validate everything a plan needs; raises InputError listing every problem."""
+    config = model if isinstance(model, ModelConfig) else load_model(model)
+    if demand is not None or prices is not None:
+        config = config.with_overrides(demand=Path(demand) if demand else None,
+                                       prices=Path(prices) if prices else None)
+    tables = validate.validate(
+        config,
+        io.read_table(config.demand, "demand"),
+        io.read_table(config.prices, "price sheet"),
+        io.read_table(config.inventory, "inventory") if config.inventory else None,
+    )
+    return build_inputs(config, tables)
+
+
+def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: float | None = None,
+              mip_gap: float | None = None, timings: dict | None = None) -> Plan:
+    s = inp.config.solver
+    timings = dict(timings or {})
+    model = build_model(inp)
+    timings["build"] = model.seconds
+    result = solve(model, backend or s.backend, time_limit_s if time_limit_s is not None else s.time_limit_s,
+                   s.mip_gap if mip_gap is None else mip_gap, s.threads)
+    timings["solve"] = result.seconds
+    t0 = time.perf_counter()
+    plan = extract_plan(inp, model, result, timings)
+    plan.timings["extract"] = time.perf_counter() - t0
+    return plan
+
+
+def write_outputs(plan: Plan, out_dir: str | Path) -> dict[str, Path]:
+    """Write plan.json and plan.xlsx atomically: both are complete, or the old ones stay."""
+    from .report import plan_json, write_workbook
+
+    out_dir = Path(out_dir)
+    paths = {"xlsx": out_dir / "plan.xlsx", "json": out_dir / "plan.json"}
+    t0 = time.perf_counter()
+    with atomic_path(paths["xlsx"]) as tmp_x:
+        write_workbook(plan, tmp_x)
+        plan.timings["write_xlsx"] = time.perf_counter() - t0
+        with atomic_path(paths["json"]) as tmp_j:
+            tmp_j.write_text(plan_json(plan), encoding="utf-8")
+    return paths
+
+
+def run(model: str | Path, out_dir: str | Path | None = None, **options) -> Plan:
+    """Plan ``model`` end to end and write its outputs; returns the Plan."""
+    t0 = time.perf_counter()
+    inp = load_inputs(model, demand=options.pop("demand", None), prices=options.pop("prices", None))
+    plan = make_plan(inp, timings={"read_validate": time.perf_counter() - t0}, **options)
+    write_outputs(plan, out_dir or default_out_dir(inp.config))
+    return plan
+
+
+def default_out_dir(config: ModelConfig) -> Path:
+    import re
+
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", config.name).strip("-") or "plan"
+    return Path("outputs") / slug

@@ -1,0 +1,97 @@
+"""plan.json: the contract's keys first, then extras scripts may use."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import __version__
+from ..results import Plan
+
+
+def _num(x):
+    if x is None:
+        return None
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    x = float(x)
+    return None if not math.isfinite(x) else x
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    out = []
+    for row in df.to_dict("records"):
+        out.append({k: (_num(v) if isinstance(v, (int, float, np.number, np.bool_)) else
+                        v.isoformat() if isinstance(v, pd.Timestamp) else v) for k, v in row.items()})
+    return out
+
+
+def plan_to_dict(plan: Plan) -> dict:
+    inp = plan.inputs
+    sources = inp.tables.sources
+    purchases = plan.purchases
+    shortfall = plan.shortfall
+    by_class = []
+    if len(shortfall):
+        g = shortfall.groupby(["scenario", "workload_class"], sort=True)
+        for (scen, cls), df in g:
+            by_class.append({"scenario": scen, "workload_class": cls, "periods": int(len(df)),
+                             "first_period": df["period"].min().isoformat(),
+                             "last_period": df["period"].max().isoformat(),
+                             "gpu_hours": float(df["unmet_gpu_hours"].sum()),
+                             "peak_gpus": float(df["unmet_gpus"].max()),
+                             "causes": sorted(set("; ".join(df["cause"]).split("; ")))})
+    spot_cols = ["workload_class", "gpu_type", "region", "job_gpus", "instances_per_job",
+                 "job_interruptions_per_hour", "interval_minutes", "young_interval_minutes", "goodput",
+                 "goodput_source", "spot_usd_per_gpu_hour", "effective_usd_per_useful_gpu_hour",
+                 "on_demand_usd_per_gpu_hour", "best_reserved_usd_per_gpu_hour", "spot_pays",
+                 "spot_beats_reserved", "break_even_interruptions_per_hour", "spot_gpu_hours", "why"]
+    spot = plan.spot[spot_cols] if len(plan.spot) else pd.DataFrame(columns=spot_cols)
+    out = {
+        "status": plan.status.value,
+        "mip_gap": _num(plan.solve.mip_gap),
+        "objective_usd": _num(plan.objective),
+        "cost_usd": {k: _num(v) for k, v in plan.cost.items()},
+        "shortfall_gpu_hours": _num(plan.shortfall_gpu_hours),
+        "reserved_purchases": [
+            {"gpu_type": r.gpu_type, "region": r.region, "option": r.option, "instances": int(r.instances),
+             "gpus": _num(r.gpus), "commitment_usd": _num(r.commitment_usd),
+             "term_months": _num(r.term_months), "effective_usd_per_gpu_hour": _num(r.effective_usd_per_gpu_hour),
+             "horizon_cost_usd": _num(r.horizon_cost_usd)}
+            for r in purchases.itertuples() if r.instances > 0],
+        "baselines_usd": {"all_on_demand": _num(plan.baseline_all_on_demand)},
+        "inputs": {"model": str(inp.config.path) if inp.config.path else None,
+                   "demand": sources["demand"]["path"], "prices": sources["prices"]["path"],
+                   "inventory": sources.get("inventory", {}).get("path"),
+                   "sha256": {v["path"]: v["sha256"] for v in sources.values()}},
+        "solver": {"backend": plan.solve.backend, "seconds": _num(plan.solve.seconds),
+                   "message": plan.solve.message, "best_bound_usd": _num(plan.solve.best_bound),
+                   "time_limit_s": _num(inp.config.solver.time_limit_s),
+                   "mip_gap_limit": _num(inp.config.solver.mip_gap)},
+        "name": plan.name,
+        "planner_version": __version__,
+        "demand_met": plan.demand_met,
+        "savings_usd": _num(plan.savings),
+        "expected_cost_usd": _num(plan.cost["total"]),
+        "shortfall_penalty_usd_per_gpu_hour": _num(inp.penalty),
+        "horizon": {"start": inp.periods[0].isoformat(), "periods": inp.T, "hours": _num(inp.horizon_hours)},
+        "reserved_utilisation": _num(plan.reserved_utilisation),
+        "shortfall": by_class,
+        "spot_economics": _records(spot),
+        "scenarios": [{"name": r["scenario"], "probability": _num(r["probability"]),
+                       "cost_usd": {k: _num(r[k]) for k in ("reserved", "on_demand", "spot", "total")},
+                       "shortfall_gpu_hours": _num(r["shortfall_gpu_hours"])}
+                      for r in plan.scenario_costs.to_dict("records")],
+        "model_size": plan.stats,
+        "timings_s": {k: _num(v) for k, v in plan.timings.items()},
+    }
+    return out
+
+
+def plan_json(plan: Plan) -> str:
+    return json.dumps(plan_to_dict(plan), indent=2, allow_nan=False) + "\n"

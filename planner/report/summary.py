@@ -1,0 +1,44 @@
+"""The short terminal summary of a plan."""
+
+from __future__ import annotations
+
+from ..results import Plan
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.0f}"
+
+
+def summary_text(plan: Plan) -> str:
+    inp = plan.inputs
+    lines = [f"Plan '{plan.name}': {plan.status.value}"
+             + (f" (gap {plan.solve.mip_gap:.2e})" if plan.solve.mip_gap is not None else "")
+             + f", {inp.T} periods x {inp.K} classes x {inp.P} pools, solved by {plan.solve.backend} "
+             f"in {plan.solve.seconds:.1f} s"]
+    if plan.status.value not in ("optimal", "feasible"):
+        lines.append(f"  no plan: {plan.solve.message or plan.status.value}")
+        return "\n".join(lines)
+    c = plan.cost
+    scen = " expected" if len(inp.scenarios) > 1 else ""
+    lines.append(f"  total{scen} cost   {_usd(c['total']):>16}   reserved {_usd(c['reserved'])}, "
+                 f"on-demand {_usd(c['on_demand'])}, spot {_usd(c['spot'])}")
+    base = plan.baseline_all_on_demand
+    if base == base:
+        pct = 100 * plan.savings / base if base else 0.0
+        lines.append(f"  all on-demand    {_usd(base):>16}   savings {_usd(plan.savings)} ({pct:.1f} %)")
+    bought = plan.purchases[plan.purchases["instances"] > 0]
+    if len(bought):
+        lines.append("  reserved purchases (commitment liability over the term):")
+        for r in bought.itertuples():
+            lines.append(f"    {r.gpu_type:<12} {r.region:<16} {r.option:<12} {r.instances:>6} instances "
+                         f"({r.gpus:g} GPUs)  {_usd(r.commitment_usd)}")
+        lines.append(f"    total commitment {_usd(bought['commitment_usd'].sum())}; reserved utilisation "
+                     f"{100 * plan.reserved_utilisation:.1f} %")
+    else:
+        lines.append("  reserved purchases: none")
+    if plan.shortfall_gpu_hours > 1e-6:
+        lines.append(f"  SHORTFALL: {plan.shortfall_gpu_hours:,.1f} GPU-hours of demand not met:")
+        for (cls, cause), df in plan.shortfall.groupby(["workload_class", "cause"]):
+            lines.append(f"    {cls}: {df['unmet_gpu_hours'].sum():,.1f} GPU-hours in {len(df)} periods "
+                         f"(first {df['period'].min():%Y-%m-%d %H:%M}); cause: {cause}")
+    return "\n".join(lines)

@@ -1,0 +1,413 @@
+"""plan.xlsx: the workbook finance reads, with live formulas over the ``Prices`` sheet.
+
+Sheets, in the contract's order: Summary, Purchases, Allocation, Costs, Spot
+economics, Prices, Demand, Assumptions; then Fleet (per-period view behind the
+charts). Every sheet is an Excel table. Every cost on Costs, Purchases and
+Summary is a formula over quantities and Prices, so editing a price moves every
+total that depends on it. Text from inputs is always written as text, never as
+a formula.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from openpyxl import Workbook
+from openpyxl.cell import WriteOnlyCell
+from openpyxl.chart import AreaChart, BarChart, Reference
+from openpyxl.styles import Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet.filters import AutoFilter
+from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
+
+from .. import __version__
+from ..results import Plan
+
+USD = '"$"#,##0.00'
+USD0 = '"$"#,##0'
+RATE = '"$"#,##0.0000'
+NUM = "#,##0.00"
+INT = "#,##0"
+PCT = "0.0%"
+DATE = "yyyy-mm-dd hh:mm"
+BOLD = Font(bold=True)
+RED = Font(bold=True, color="C00000")
+HEAD_FILL = PatternFill("solid", fgColor="DDEBF7")
+SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet")
+NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
+         "all_on_demand_usd", "savings_usd", "horizon_hours")
+_FORMULA_START = re.compile(r"^[\s]*[=+\-@]")
+
+
+@dataclass
+class _Sheet:
+    """A write-only sheet that knows its columns, formats and row count."""
+
+    ws: object
+    columns: list[str]
+    formats: dict[str, str] = field(default_factory=dict)
+    rows: int = 1
+
+    def cell(self, value, fmt: str | None = None, font=None):
+        c = WriteOnlyCell(self.ws, value=value)
+        if fmt:
+            c.number_format = fmt
+        if font:
+            c.font = font
+        return c
+
+    def text(self, value):
+        """Input text: always a string cell, never a formula, whatever it starts with."""
+        c = WriteOnlyCell(self.ws, value=None if value is None else str(value))
+        if value is not None:
+            c.data_type = "s"
+        return c
+
+    def header(self, widths: dict[str, int] | None = None):
+        for i, name in enumerate(self.columns, 1):
+            self.ws.column_dimensions[get_column_letter(i)].width = (widths or {}).get(name, max(12, len(name) + 3))
+        self.ws.freeze_panes = "A2"
+        self.ws.append([self.cell(c, font=BOLD) for c in self.columns])
+
+    def append(self, values: list):
+        row = []
+        for name, v in zip(self.columns, values):
+            if hasattr(v, "data_type"):
+                row.append(v)
+            elif isinstance(v, str) and v.startswith("="):
+                row.append(self.cell(v, self.formats.get(name)))  # our own formulas only
+            elif isinstance(v, str):
+                row.append(self.text(v))
+            elif v is None or (isinstance(v, float) and not np.isfinite(v)):
+                row.append(None)
+            else:
+                row.append(self.cell(v, self.formats.get(name)))
+        self.ws.append(row)
+        self.rows += 1
+
+    def col(self, name: str) -> str:
+        return get_column_letter(self.columns.index(name) + 1)
+
+    def ref(self, name: str, row: int, absolute: bool = True) -> str:
+        c = self.col(name)
+        return f"${c}${row}" if absolute else f"{c}{row}"
+
+    def table(self, display: str):
+        if self.rows == 1:  # a table needs a data row
+            self.ws.append([None] * len(self.columns))
+            self.rows += 1
+        last = get_column_letter(len(self.columns))
+        ref = f"A1:{last}{self.rows}"
+        t = Table(displayName=display, ref=ref, autoFilter=AutoFilter(ref=ref))
+        # write-only sheets cannot read their header back: name the columns here
+        t.tableColumns = [TableColumn(id=i, name=c) for i, c in enumerate(self.columns, 1)]
+        t.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
+        with warnings.catch_warnings():  # openpyxl warns that write-only tables need the columns we just gave
+            warnings.simplefilter("ignore", UserWarning)
+            self.ws.add_table(t)
+
+
+def _q(sheet: str) -> str:
+    return f"'{sheet}'" if " " in sheet else sheet
+
+
+def _date(ts) -> dt.datetime:
+    return pd.Timestamp(ts).to_pydatetime()
+
+
+def write_workbook(plan: Plan, path) -> None:
+    """Write ``plan`` to ``path`` (.xlsx). Call through :func:`planner.atomic.atomic_path`."""
+    inp = plan.inputs
+    wb = Workbook(write_only=True)
+    ws = {name: wb.create_sheet(name) for name in SHEETS}
+
+    prices = inp.tables.prices.reset_index(drop=True)
+    price_row = {(r.gpu_type, r.region, r.option): i + 2 for i, r in enumerate(prices.itertuples())}
+    n_alloc = len(plan.allocation)
+    purchases = plan.purchases.reset_index(drop=True)
+
+    summary_rows = _summary_layout(plan)
+    name_row = {key: i + 2 for i, (key, *_rest) in enumerate(summary_rows)}
+    horizon_ref = f"Summary!$B${name_row['horizon_hours']}"
+
+    _write_prices(ws["Prices"], prices)
+    _write_purchases(ws["Purchases"], plan, purchases, price_row, horizon_ref)
+    _write_allocation(ws["Allocation"], plan, price_row)
+    cost_rows = _write_costs(ws["Costs"], plan, purchases, price_row, horizon_ref, n_alloc)
+    _write_summary(ws["Summary"], plan, summary_rows, cost_rows, len(purchases))
+    _write_spot(ws["Spot economics"], plan)
+    _write_demand(ws["Demand"], plan)
+    _write_assumptions(ws["Assumptions"], plan)
+    _write_fleet(ws["Fleet"], plan)
+
+    for key in NAMES:
+        wb.defined_names[key] = DefinedName(key, attr_text=f"Summary!$B${name_row[key]}")
+    wb.save(path)
+
+
+# ---------------------------------------------------------------------------- sheets
+
+def _write_prices(ws, prices: pd.DataFrame) -> None:
+    s = _Sheet(ws, ["gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months",
+                    "effective_usd_per_gpu_hour", "gpus_per_instance", "max_gpus", "interruptions_per_hour"],
+               {"hourly_usd": RATE, "upfront_usd": USD, "effective_usd_per_gpu_hour": RATE, "term_months": INT,
+                "gpus_per_instance": "0.###", "max_gpus": INT, "interruptions_per_hour": "0.0000"})
+    s.header({"effective_usd_per_gpu_hour": 26})
+    for i, r in enumerate(prices.itertuples()):
+        row = i + 2
+        reserved = r.option.startswith("reserved")
+        eff = f"=D{row}+E{row}/(F{row}*730)" if reserved else f"=D{row}"
+        s.append([r.gpu_type, r.region, r.option, r.hourly_usd, r.upfront_usd if reserved else None,
+                  r.term_months if reserved else None, eff, r.gpus_per_instance, r.max_gpus,
+                  r.interruptions_per_hour])
+    s.table("Prices")
+
+
+def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horizon_ref: str) -> None:
+    s = _Sheet(ws, ["gpu_type", "region", "option", "term_months", "instances", "gpus_per_instance", "gpus",
+                    "effective_usd_per_gpu_hour", "horizon_cost_usd", "commitment_usd", "pool_reserved_utilisation"],
+               {"term_months": INT, "instances": INT, "gpus_per_instance": "0.###", "gpus": INT,
+                "effective_usd_per_gpu_hour": RATE, "horizon_cost_usd": USD, "commitment_usd": USD,
+                "pool_reserved_utilisation": PCT})
+    s.header({"effective_usd_per_gpu_hour": 26, "pool_reserved_utilisation": 26})
+    util = _pool_utilisation(plan)
+    for i, r in enumerate(purchases.itertuples()):
+        row, pr = i + 2, price_row[(r.gpu_type, r.region, r.option)]
+        s.append([r.gpu_type, r.region, r.option, f"=Prices!$F${pr}", int(r.instances), f"=Prices!$H${pr}",
+                  f"=E{row}*F{row}", f"=Prices!$G${pr}", f"=G{row}*H{row}*{horizon_ref}",
+                  f"=G{row}*(Prices!$D${pr}*Prices!$F${pr}*730+Prices!$E${pr})",
+                  util.get((r.gpu_type, r.region), np.nan)])
+    s.table("Purchases")
+
+
+def _pool_utilisation(plan: Plan) -> dict:
+    f = plan.fleet
+    if f.empty:
+        return {}
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    w = f["hours"] * f["scenario"].map(prob)
+    g = pd.DataFrame({"gpu_type": f["gpu_type"], "region": f["region"],
+                      "used": f["reserved_used"] * w, "owned": f["reserved_owned"] * w})
+    agg = g.groupby(["gpu_type", "region"])[["used", "owned"]].sum()
+    agg = agg[agg["owned"] > 0]
+    return {k: v for k, v in (agg["used"] / agg["owned"]).items()}
+
+
+def _write_allocation(ws, plan: Plan, price_row: dict) -> None:
+    s = _Sheet(ws, ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus",
+                    "gpu_hours", "probability", "expected_gpu_hours", "usd_per_gpu_hour", "expected_cost_usd"],
+               {"period": DATE, "hours": "0.##", "gpus": NUM, "gpu_hours": NUM, "probability": "0.###",
+                "expected_gpu_hours": NUM, "usd_per_gpu_hour": RATE, "expected_cost_usd": USD})
+    s.header({"period": 18, "workload_class": 20})
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    a = plan.allocation
+    cols = [a[c].tolist() for c in ("scenario", "period", "hours", "workload_class", "gpu_type", "region",
+                                    "option", "gpus")]
+    for i, (scen, per, hrs, cls, gt, rg, opt, gpus) in enumerate(zip(*cols)):
+        row = i + 2
+        price = 0 if opt == "reserved" else f"=Prices!$D${price_row[(gt, rg, opt)]}"
+        s.append([scen, _date(per), hrs, cls, gt, rg, opt, gpus, f"=H{row}*C{row}", prob[scen],
+                  f"=I{row}*J{row}", price, f"=K{row}*L{row}"])
+    s.table("Allocation")
+
+
+def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horizon_ref: str,
+                 n_alloc: int) -> int:
+    s = _Sheet(ws, ["cost_kind", "gpu_type", "region", "option", "quantity", "unit", "gpu_hours",
+                    "usd_per_gpu_hour", "cost_usd"],
+               {"quantity": NUM, "gpu_hours": NUM, "usd_per_gpu_hour": RATE, "cost_usd": USD})
+    s.header({"cost_kind": 14})
+    last = max(n_alloc + 1, 2)
+    alloc = lambda c: f"Allocation!${c}$2:${c}${last}"  # noqa: E731
+    for i, r in enumerate(purchases.itertuples()):
+        row, pr = s.rows + 1, price_row[(r.gpu_type, r.region, r.option)]
+        s.append(["reserved", r.gpu_type, r.region, r.option, f"=Purchases!$E${i + 2}", "instances",
+                  f"=E{row}*Prices!$H${pr}*{horizon_ref}", f"=Prices!$G${pr}", f"=G{row}*H{row}"])
+    for option in ("on_demand", "spot"):
+        for (gt, rg, opt), pr in price_row.items():
+            if opt != option:
+                continue
+            row = s.rows + 1
+            qty = (f'=SUMIFS({alloc("K")},{alloc("E")},B{row},{alloc("F")},C{row},{alloc("G")},D{row})')
+            s.append([option, gt, rg, opt, qty, "GPU-hours", f"=E{row}", f"=Prices!$D${pr}", f"=G{row}*H{row}"])
+    s.table("Costs")
+    return s.rows
+
+
+def _summary_layout(plan: Plan) -> list[tuple]:
+    """(name, label, note) rows of the Summary table; the named ones carry defined names."""
+    return [
+        ("total_cost_usd", "Total expected cost", "reserved + on-demand + spot over the horizon"),
+        ("reserved_cost_usd", "Reserved (amortised over the horizon)", "Costs sheet, reserved rows"),
+        ("on_demand_cost_usd", "On-demand", "Costs sheet, on-demand rows"),
+        ("spot_cost_usd", "Spot", "every spot GPU-hour paid, only its goodput share useful"),
+        ("all_on_demand_usd", "All on-demand baseline", "same demand with headroom, cheapest allowed pool"),
+        ("savings_usd", "Savings against all on-demand", ""),
+        ("savings_pct", "Savings %", ""),
+        ("commitment_usd", "Commitment liability (cash over the terms)", "Purchases sheet"),
+        ("reserved_utilisation", "Reserved utilisation", "reserved GPU-hours used / owned"),
+        ("shortfall_gpu_hours", "Shortfall (GPU-hours not met)", "0 when every class's demand is met"),
+        ("status", "Solver status", "optimal = proven within the gap"),
+        ("mip_gap", "Achieved relative gap", ""),
+        ("backend", "Solver", ""),
+        ("solve_seconds", "Solve time (s)", ""),
+        ("horizon_hours", "Horizon (hours)", ""),
+        ("periods", "Periods", ""),
+        ("horizon_start", "First period", ""),
+        ("penalty", "Shortfall penalty (USD per GPU-hour)", "M in the formulation"),
+        ("version", "Planner version", ""),
+    ]
+
+
+def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purchases: int) -> None:
+    s = _Sheet(ws, ["item", "value", "note"])
+    s.header({"item": 44, "value": 22, "note": 60})
+    inp = plan.inputs
+    costs = lambda c: f"Costs!${c}$2:${c}${cost_rows}"  # noqa: E731
+    last_p = max(n_purchases + 1, 2)
+    row_of = {key: i + 2 for i, (key, *_r) in enumerate(layout)}
+    short = plan.shortfall_gpu_hours
+    values = {
+        "total_cost_usd": (f"=SUM({costs('I')})", USD),
+        "reserved_cost_usd": (f'=SUMIFS({costs("I")},{costs("A")},"reserved")', USD),
+        "on_demand_cost_usd": (f'=SUMIFS({costs("I")},{costs("A")},"on_demand")', USD),
+        "spot_cost_usd": (f'=SUMIFS({costs("I")},{costs("A")},"spot")', USD),
+        "all_on_demand_usd": (plan.baseline_all_on_demand, USD),
+        "savings_usd": (f"=B{row_of['all_on_demand_usd']}-B{row_of['total_cost_usd']}", USD),
+        "savings_pct": (f"=IF(B{row_of['all_on_demand_usd']}>0,B{row_of['savings_usd']}/B{row_of['all_on_demand_usd']},0)", PCT),
+        "commitment_usd": (f"=SUM(Purchases!$J$2:$J${last_p})", USD),
+        "reserved_utilisation": (plan.reserved_utilisation, PCT),
+        "shortfall_gpu_hours": (short, NUM),
+        "status": (plan.status.value, None),
+        "mip_gap": (plan.solve.mip_gap, "0.00E+00"),
+        "backend": (plan.solve.backend, None),
+        "solve_seconds": (round(plan.solve.seconds, 2), "0.00"),
+        "horizon_hours": (inp.horizon_hours, "#,##0.##"),
+        "periods": (inp.T, INT),
+        "horizon_start": (_date(inp.periods[0]), DATE),
+        "penalty": (inp.penalty, RATE),
+        "version": (__version__, None),
+    }
+    for key, label, note in layout:
+        value, fmt = values[key]
+        font = RED if key == "shortfall_gpu_hours" and short > 1e-6 else None
+        cell = s.cell(value, fmt, font) if not isinstance(value, str) or value.startswith("=") else s.text(value)
+        s.append([label, cell, note])
+    for label, src in inp.tables.sources.items():
+        s.append([f"Input: {label}", s.text(src["path"]), s.text("sha256 " + src["sha256"])])
+    s.table("Summary")
+    _summary_charts(ws, plan, row_of)
+
+
+def _summary_charts(ws, plan: Plan, row_of: dict) -> None:
+    chart = BarChart()
+    chart.type = "col"
+    chart.title = "Expected cost by option (USD)"
+    chart.legend = None
+    first, last = row_of["reserved_cost_usd"], row_of["spot_cost_usd"]
+    chart.add_data(Reference(ws, min_col=2, min_row=first, max_row=last), titles_from_data=False)
+    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    chart.height, chart.width = 7.5, 14
+    ws.add_chart(chart, "E2")
+
+
+def _write_spot(ws, plan: Plan) -> None:
+    cols = ["workload_class", "gpu_type", "region", "job_gpus", "instances_per_job",
+            "interruptions_per_instance_hour", "job_interruptions_per_hour", "checkpoint_minutes",
+            "restart_minutes", "interval_minutes", "young_interval_minutes", "goodput", "goodput_source",
+            "spot_usd_per_gpu_hour", "effective_usd_per_useful_gpu_hour", "on_demand_usd_per_gpu_hour",
+            "best_reserved_usd_per_gpu_hour", "spot_pays", "break_even_interruptions_per_hour",
+            "expected_lost_minutes_per_interruption", "spot_gpu_hours", "why"]
+    s = _Sheet(ws, cols, {"goodput": PCT, "spot_usd_per_gpu_hour": RATE, "effective_usd_per_useful_gpu_hour": RATE,
+                          "on_demand_usd_per_gpu_hour": RATE, "best_reserved_usd_per_gpu_hour": RATE,
+                          "interval_minutes": "0.0", "young_interval_minutes": "0.0",
+                          "job_interruptions_per_hour": "0.0000", "interruptions_per_instance_hour": "0.0000",
+                          "break_even_interruptions_per_hour": "0.0000", "spot_gpu_hours": NUM,
+                          "expected_lost_minutes_per_interruption": "0.0"})
+    s.header({"why": 70, "workload_class": 20})
+    for r in plan.spot.to_dict("records") if len(plan.spot) else []:
+        s.append([r[c] if not isinstance(r[c], (bool, np.bool_)) else ("yes" if r[c] else "no") for c in cols])
+    s.table("SpotEconomics")
+
+
+def _write_demand(ws, plan: Plan) -> None:
+    inp = plan.inputs
+    s = _Sheet(ws, ["scenario", "period", "hours"] + [f"{c}" for c in inp.classes],
+               {c: NUM for c in inp.classes} | {"period": DATE, "hours": "0.##"})
+    s.header({"period": 18})
+    for si, scen in enumerate(inp.scenarios):
+        d = inp.demand[si]
+        for t in range(inp.T):
+            s.append([scen, _date(inp.periods[t]), inp.hours[t]] + d[:, t].tolist())
+    s.table("Demand")
+
+
+def _write_assumptions(ws, plan: Plan) -> None:
+    inp = plan.inputs
+    cfg = inp.config
+    s = _Sheet(ws, ["workload_class", "spot_allowed", "max_spot_share", "headroom", "gpu_type_speeds", "regions",
+                    "job_gpus", "checkpoint_minutes", "restart_minutes", "checkpoint_interval", "spot_goodput",
+                    "failure_rate_per_gpu_hour", "description"],
+               {"max_spot_share": PCT, "headroom": PCT})
+    s.header({"gpu_type_speeds": 30, "regions": 30, "description": 50})
+    for name in inp.classes:
+        c = cfg.classes[name]
+        s.append([name, "yes" if c.spot else "no", c.phi, c.headroom,
+                  ", ".join(f"{k}={v:g}" for k, v in c.gpu_types.items()) if c.gpu_types else "all at 1.0",
+                  ", ".join(c.regions) if c.regions else "all",
+                  c.job_gpus if c.job_gpus is not None else "one instance", c.checkpoint_minutes, c.restart_minutes,
+                  "optimal" if c.checkpoint_interval_minutes is None else c.checkpoint_interval_minutes,
+                  c.spot_goodput if c.spot_goodput is not None else "model",
+                  c.failure_rate_per_gpu_hour if c.failure_rate_per_gpu_hour is not None
+                  else cfg.failure_rate_per_gpu_hour, c.description])
+    s.table("Assumptions")
+    notes = [
+        f"Solver: {cfg.solver.backend}, time limit {cfg.solver.time_limit_s} s, relative gap {cfg.solver.mip_gap:g}.",
+        "How to read: Summary gives the decision; Purchases what to buy; Allocation who uses what per period;",
+        "Costs prices every quantity with live formulas over Prices: edit a price there and every total moves.",
+        "Reserved GPUs are paid whether used or not (Purchases, Costs); their Allocation rows carry no cost.",
+        "Expected cost weights each scenario by its probability (one scenario: weight 1).",
+        "Inventory already owned is sunk: it serves demand but is not charged.",
+    ]
+    ws.append([])  # the notes stand below the table
+    for note in notes:
+        ws.append([s.text(note)])
+
+
+def _write_fleet(ws, plan: Plan) -> None:
+    inp = plan.inputs
+    f = plan.fleet
+    scen0 = inp.scenarios[0]
+    g = f[f["scenario"] == scen0].groupby("period")[["reserved_owned", "reserved_used", "on_demand", "spot"]].sum()
+    demand = (inp.demand[0] * (1 + inp.headroom)[:, None]).sum(axis=0)
+    s = _Sheet(ws, ["period", "reserved_owned", "reserved_used", "on_demand", "spot", "demand_with_headroom",
+                    "reserved_utilisation"],
+               {"period": DATE, "reserved_owned": NUM, "reserved_used": NUM, "on_demand": NUM, "spot": NUM,
+                "demand_with_headroom": NUM, "reserved_utilisation": PCT})
+    s.header({"period": 18})
+    for t, per in enumerate(inp.periods):
+        row = t + 2
+        r = g.loc[per] if per in g.index else None
+        vals = [0.0] * 4 if r is None else [float(r[c]) for c in ("reserved_owned", "reserved_used", "on_demand", "spot")]
+        s.append([_date(per)] + vals + [float(demand[t]), f"=IF(B{row}>0,C{row}/B{row},0)"])
+    s.table("Fleet")
+    n = s.rows
+    area = AreaChart()
+    area.grouping = "stacked"
+    area.title = f"GPUs by option ({scen0}); demand with headroom in reference GPUs"
+    area.add_data(Reference(ws, min_col=3, max_col=5, min_row=1, max_row=n), titles_from_data=True)
+    area.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n))
+    area.height, area.width = 9, 24
+    ws.add_chart(area, "I2")
+    util = BarChart()
+    util.title = "Reserved utilisation per period"
+    util.add_data(Reference(ws, min_col=7, min_row=1, max_row=n), titles_from_data=True)
+    util.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n))
+    util.height, util.width = 7, 24
+    ws.add_chart(util, "I22")

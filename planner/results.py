@@ -1,0 +1,253 @@
+"""Solver values -> :class:`Plan`: tidy tables of what to buy and how it is used, and its costs.
+
+Costs are recomputed here from the plan's quantities and the price sheet (the
+formulation's costs), not taken from the solver; ``objective_usd`` is checked
+against the solver's objective.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .inputs import PlanInputs
+from .model import PlanModel
+from .solve import SolveResult, Status
+
+EPS = 1e-7
+OPTIONS = ("reserved", "on_demand", "spot")
+
+
+@dataclass
+class Plan:
+    name: str
+    status: Status
+    solve: SolveResult
+    inputs: PlanInputs
+    purchases: pd.DataFrame  # one row per reserved option (pool x term), bought or not
+    allocation: pd.DataFrame  # long: scenario, period, hours, workload_class, gpu_type, region, option, gpus
+    fleet: pd.DataFrame  # per scenario, period, pool: reserved owned/used, on-demand, spot
+    shortfall: pd.DataFrame  # per scenario, period, class with unmet demand, with its cause
+    spot: pd.DataFrame  # spot economics per (class, spot pool) and the spot GPU-hours bought
+    scenario_costs: pd.DataFrame  # per scenario: probability and cost by option
+    cost: dict  # expected cost by option: reserved, on_demand, spot, total
+    objective: float  # the formulation's objective, shortfall penalty included
+    shortfall_gpu_hours: float
+    baseline_all_on_demand: float
+    reserved_utilisation: float
+    timings: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def demand_met(self) -> bool:
+        return self.shortfall_gpu_hours <= 1e-6
+
+    @property
+    def savings(self) -> float:
+        return self.baseline_all_on_demand - self.cost["total"]
+
+
+def _dense(frame: pd.DataFrame, values: np.ndarray, shape: tuple, keys: tuple[str, ...]) -> np.ndarray:
+    out = np.zeros(shape)
+    if len(frame):
+        out[tuple(frame[k].to_numpy() for k in keys)] = values[frame["col"].to_numpy()]
+    return out
+
+
+def baseline_all_on_demand(inp: PlanInputs) -> float:
+    """Cost of serving the same demand (with headroom) all on-demand at each class's cheapest allowed pool."""
+    od = inp.pools["od"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_ref = np.where(inp.speed > 0, od[None, :] / (inp.speed * inp.reliability), np.inf)
+    per_ref = np.where(np.isnan(per_ref), np.inf, per_ref)
+    cheapest = per_ref.min(axis=1)  # (K,)
+    ref_hours = np.einsum("s,skt,t->k", inp.probability, inp.demand, inp.hours) * (1 + inp.headroom)
+    if np.any(np.isinf(cheapest) & (ref_hours > 0)):
+        return float("nan")
+    return float(np.sum(np.where(ref_hours > 0, ref_hours * cheapest, 0.0)))
+
+
+def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings: dict | None = None) -> Plan:
+    K, P, T, S = inp.K, inp.P, inp.T, len(inp.scenarios)
+    fam, v, blocks = model.families, result.values, model.blocks
+    have = result.status in (Status.optimal, Status.feasible)
+    if not have:
+        v = np.zeros(model.n_variables)
+    B = blocks.B
+    n = np.rint(v[fam["n"]["col"].to_numpy()]) if len(fam["n"]) else np.zeros(0)
+    Xb = _dense(fam["x"], v, (K, P, B), ("k", "p", "b"))
+    Yb = _dense(fam["y"], v, (K, P, B), ("k", "p", "b"))
+    Zb = _dense(fam["z"], v, (K, P, B), ("k", "p", "b"))
+    Ub = _dense(fam["u"], v, (K, B), ("k", "b"))
+    for a in (Xb, Yb, Zb, Ub):
+        a[a < EPS] = 0.0
+    _trim_free_surplus(inp, blocks, Xb, Yb, Zb, Ub)
+
+    res = inp.reserved
+    m_res = res["m"].to_numpy(float)
+    bought_gpus = np.bincount(res["pool"].to_numpy(int), weights=m_res * n, minlength=P) if len(res) else np.zeros(P)
+    H = inp.horizon_hours
+    od, sp = inp.pools["od"].to_numpy(float), inp.pools["sp"].to_numpy(float)
+    w = blocks.weight
+    reserved_cost = float(np.sum(m_res * n * res["r"].to_numpy(float)) * H)
+    od_cost = float(np.einsum("kpb,b,p->", Yb, w, np.nan_to_num(od)))
+    sp_cost = float(np.einsum("kpb,b,p->", Zb, w, np.nan_to_num(sp)))
+    short_hours = float(Ub.sum(axis=0) @ w)
+    cost = {"reserved": reserved_cost, "on_demand": od_cost, "spot": sp_cost,
+            "total": reserved_cost + od_cost + sp_cost}
+    objective = cost["total"] + inp.penalty * short_hours
+
+    purchases = res[["gpu_type", "region", "option", "term_months", "hourly_usd", "upfront_usd", "r", "m"]].copy()
+    purchases = purchases.rename(columns={"r": "effective_usd_per_gpu_hour", "m": "gpus_per_instance"})
+    purchases["instances"] = n.astype(int)
+    purchases["gpus"] = n * m_res
+    purchases["horizon_cost_usd"] = purchases["gpus"] * purchases["effective_usd_per_gpu_hour"] * H
+    purchases["commitment_usd"] = purchases["gpus"] * (purchases["hourly_usd"] * purchases["term_months"] * 730.0
+                                                       + purchases["upfront_usd"])
+
+    # expand blocks to (scenario, period)
+    of = blocks.of  # (S, T)
+    hours = inp.hours
+    frames, fleet_rows = [], []
+    for s, scen in enumerate(inp.scenarios):
+        idx = of[s]
+        for option, arr in (("reserved", Xb), ("on_demand", Yb), ("spot", Zb)):
+            sub = arr[:, :, idx]  # (K, P, T)
+            k, p, t = np.nonzero(sub)
+            if not len(k):
+                continue
+            frames.append(pd.DataFrame({
+                "scenario": scen, "period": inp.periods[t], "hours": hours[t],
+                "workload_class": np.asarray(inp.classes, dtype=object)[k],
+                "gpu_type": inp.pools["gpu_type"].to_numpy()[p], "region": inp.pools["region"].to_numpy()[p],
+                "option": option, "gpus": sub[k, p, t], "_k": k, "_p": p, "_t": t}))
+        owned = bought_gpus[:, None] + inp.inventory  # (P, T)
+        fleet_rows.append(pd.DataFrame({
+            "scenario": scen,
+            "period": np.tile(inp.periods, P), "hours": np.tile(hours, P),
+            "gpu_type": np.repeat(inp.pools["gpu_type"].to_numpy(), T),
+            "region": np.repeat(inp.pools["region"].to_numpy(), T),
+            "reserved_owned": owned.reshape(-1),
+            "reserved_used": Xb[:, :, idx].sum(axis=0).reshape(-1),
+            "on_demand": Yb[:, :, idx].sum(axis=0).reshape(-1),
+            "spot": Zb[:, :, idx].sum(axis=0).reshape(-1)}))
+    cols = ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus"]
+    allocation = (pd.concat(frames, ignore_index=True) if frames
+                  else pd.DataFrame({c: [] for c in cols + ["_k", "_p", "_t"]}))
+    allocation["gpu_hours"] = allocation["gpus"] * allocation["hours"]
+    allocation = allocation.sort_values(["scenario", "period", "workload_class", "gpu_type", "region", "option"],
+                                        kind="stable").reset_index(drop=True)
+    fleet = pd.concat(fleet_rows, ignore_index=True)
+
+    used = (Xb * w).sum() if B else 0.0
+    avail = float((bought_gpus[:, None] * w[None, :]).sum() + (blocks.inventory * w[None, :]).sum())
+    utilisation = float(used / avail) if avail > 0 else float("nan")
+
+    scenario_costs = _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost)
+    shortfall = _shortfall(inp, blocks, Xb, Yb, Zb, Ub, bought_gpus)
+    spot = inp.spot.copy()
+    if len(spot):
+        zh = np.einsum("kpb,b->kp", Zb, w)
+        spot["spot_gpu_hours"] = zh[spot["class_index"].to_numpy(), spot["pool"].to_numpy()]
+        spot["why"] = [_spot_reason(inp, row) for row in spot.itertuples()]
+    stats = {"variables": model.n_variables, "constraints": model.n_constraints, "blocks": B,
+             "periods": T, "scenarios": S, "classes": K, "pools": P,
+             "integer_variables": int(len(fam["n"])), "rows_per_family": dict(model.rows)}
+    return Plan(name=inp.config.name, status=result.status, solve=result, inputs=inp, purchases=purchases,
+                allocation=allocation[cols + ["gpu_hours", "_k", "_p", "_t"]], fleet=fleet, shortfall=shortfall,
+                spot=spot, scenario_costs=scenario_costs, cost=cost, objective=objective,
+                shortfall_gpu_hours=short_hours, baseline_all_on_demand=baseline_all_on_demand(inp),
+                reserved_utilisation=utilisation, timings=dict(timings or {}), stats=stats)
+
+
+def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Yb, Zb, Ub) -> None:
+    """Reserved GPUs cost nothing to use, so a solver may assign more than a class needs.
+
+    Cut each class's reserved use down to its demand with headroom (the cost is
+    unchanged: reserved use is free) so that allocation and utilisation mean what
+    they say. Works on all (class, block) pairs at once, one pool at a time.
+    """
+    q = inp.speed * inp.reliability  # (K, P)
+    cover = (np.einsum("kp,kpb->kb", q, Xb + Yb) + np.einsum("kp,kpb->kb", inp.speed * inp.goodput, Zb) + Ub)
+    surplus = cover - (1 + inp.headroom)[:, None] * blocks.demand
+    surplus[surplus < 1e-9] = 0.0
+    for p in np.argsort(-q.max(axis=0) if q.size else []):  # pools one by one, vectorised over (k, b)
+        rate = q[:, p][:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cut = np.where(rate > 0, np.minimum(Xb[:, p, :], surplus / rate), 0.0)
+        Xb[:, p, :] -= cut
+        surplus -= cut * rate
+    Xb[Xb < EPS] = 0.0
+
+
+def _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost) -> pd.DataFrame:
+    od, sp = np.nan_to_num(inp.pools["od"].to_numpy(float)), np.nan_to_num(inp.pools["sp"].to_numpy(float))
+    rows = []
+    for s, scen in enumerate(inp.scenarios):
+        idx = blocks.of[s]
+        h = inp.hours
+        odc = float(np.einsum("kpt,t,p->", Yb[:, :, idx], h, od))
+        spc = float(np.einsum("kpt,t,p->", Zb[:, :, idx], h, sp))
+        sh = float(Ub[:, idx].sum(axis=0) @ h)
+        rows.append({"scenario": scen, "probability": float(inp.probability[s]), "reserved": reserved_cost,
+                     "on_demand": odc, "spot": spc, "total": reserved_cost + odc + spc,
+                     "shortfall_gpu_hours": sh})
+    return pd.DataFrame(rows)
+
+
+def _spot_reason(inp: PlanInputs, row) -> str:
+    if row.spot_gpu_hours > EPS:
+        return "spot bought"
+    if not row.spot_pays:
+        return (f"effective spot price {row.effective_usd_per_useful_gpu_hour:.3f} USD is not below "
+                f"on-demand {row.on_demand_usd_per_useful_gpu_hour:.3f} USD per useful GPU-hour")
+    if not row.spot_beats_reserved:
+        return (f"reserved at {row.best_reserved_usd_per_useful_gpu_hour:.3f} USD per useful GPU-hour "
+                f"is cheaper than spot at {row.effective_usd_per_useful_gpu_hour:.3f}")
+    return "a cheaper pool or option covers this class's spot share"
+
+
+def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, bought_gpus) -> pd.DataFrame:
+    """Unmet demand per scenario, period and class, with the constraints that stand in the way."""
+    cols = ["scenario", "period", "hours", "workload_class", "unmet_gpus", "unmet_gpu_hours", "cause"]
+    kb = np.argwhere(Ub > 1e-6)
+    if not len(kb):
+        return pd.DataFrame({c: [] for c in cols})
+    pools = inp.pools
+    cause_of = {}
+    for k, b in kb:  # only the (class, block) pairs with a shortfall
+        reasons = []
+        allowed = np.flatnonzero(inp.speed[k] > 0)
+        for p in allowed:
+            name = pools["name"].iat[p]
+            if pools["has_od"].iat[p]:
+                cap = pools["cap_od"].iat[p]
+                if not np.isnan(cap) and Yb[:, p, b].sum() >= cap - 1e-6:
+                    reasons.append(f"on-demand cap {cap:g} of {name} reached")
+            if pools["has_res"].iat[p]:
+                cap = pools["cap_res"].iat[p]
+                if not np.isnan(cap) and bought_gpus[p] + inp.inventory[p].max() >= cap - 1e-6:
+                    reasons.append(f"reserved cap {cap:g} of {name} reached")
+            if inp.goodput[k, p] > 0:
+                cap = pools["cap_sp"].iat[p]
+                if not np.isnan(cap) and Zb[:, p, b].sum() >= cap - 1e-6:
+                    reasons.append(f"spot cap {cap:g} of {name} reached")
+        if inp.spot_share[k] > 0:
+            spot_eff = float(np.sum(inp.speed[k] * inp.goodput[k] * Zb[k, :, b]))
+            if spot_eff >= inp.spot_share[k] * blocks.demand[k, b] - 1e-6:
+                reasons.append(f"spot share limit {inp.spot_share[k]:g} reached")
+        if not reasons:
+            reasons.append(f"every allowed option costs more than the shortfall penalty {inp.penalty:g} "
+                           "USD per GPU-hour")
+        cause_of[(k, b)] = "; ".join(dict.fromkeys(reasons))
+    rows = []
+    for s, scen in enumerate(inp.scenarios):
+        for k, b in kb:
+            ts = np.flatnonzero(blocks.of[s] == b)
+            for t in ts:
+                rows.append((scen, inp.periods[t], inp.hours[t], inp.classes[k], Ub[k, b],
+                             Ub[k, b] * inp.hours[t], cause_of[(k, b)]))
+    out = pd.DataFrame(rows, columns=cols)
+    return out.sort_values(["scenario", "period", "workload_class"]).reset_index(drop=True)

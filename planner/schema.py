@@ -1,0 +1,81 @@
+"""The data dictionary: every input column with its type, unit, default and meaning.
+
+``io`` reads by it, ``validate`` checks by it, and ``docs/inputs.md`` is written
+from it (``python -m planner.schema`` prints the tables).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # "str" | "float" | "datetime"
+    required: bool
+    unit: str
+    default: str
+    description: str
+
+
+DEMAND = (
+    Column("period", "datetime", True, "ISO 8601", "",
+           "start of the period, e.g. 2027-01-04T00:00; equally spaced unless `hours` is given"),
+    Column("workload_class", "str", True, "", "", "class name, defined in the model file"),
+    Column("gpus", "float", True, "reference GPUs", "",
+           "average concurrent GPUs demanded, in the class's reference GPUs (>= 0)"),
+    Column("hours", "float", False, "h", "spacing of `period`", "length of the period"),
+    Column("scenario", "str", False, "", "one scenario", "forecast scenario name"),
+)
+
+PRICES = (
+    Column("gpu_type", "str", True, "", "", "GPU type, e.g. H100"),
+    Column("region", "str", True, "", "", "region, e.g. us-east4"),
+    Column("option", "str", True, "", "",
+           "`on_demand`, `spot` or `reserved_<anything>` (e.g. reserved_1y)"),
+    Column("hourly_usd", "float", True, "USD per GPU-hour", "",
+           "price per GPU-hour (the recurring part for reserved)"),
+    Column("upfront_usd", "float", False, "USD per GPU", "0", "reserved only: upfront payment"),
+    Column("term_months", "float", False, "months", "from the name (_1y 12, _3y 36)",
+           "reserved only: commitment term"),
+    Column("max_gpus", "float", False, "GPUs", "no cap",
+           "cap on GPUs held at once with this option in this pool (quota, availability)"),
+    Column("interruptions_per_hour", "float", False, "per instance-hour", "",
+           "spot only (required there): mean preemptions per instance-hour"),
+    Column("gpus_per_instance", "float", False, "GPUs", "1",
+           "GPUs per instance; reserved purchases are whole instances"),
+)
+
+INVENTORY = (
+    Column("gpu_type", "str", True, "", "", "GPU type of a pool in the price sheet"),
+    Column("region", "str", True, "", "", "region of a pool in the price sheet"),
+    Column("option", "str", True, "", "", "the reserved option it was bought as, e.g. reserved_1y"),
+    Column("gpus", "float", True, "GPUs", "", "reserved GPUs already owned (> 0)"),
+    Column("start", "datetime", True, "ISO 8601", "", "first moment the GPUs are usable"),
+    Column("end", "datetime", True, "ISO 8601", "", "moment the commitment ends (exclusive)"),
+)
+
+TABLES = {"demand": DEMAND, "prices": PRICES, "inventory": INVENTORY}
+
+
+def names(table: tuple[Column, ...]) -> list[str]:
+    return [c.name for c in table]
+
+
+def required(table: tuple[Column, ...]) -> list[str]:
+    return [c.name for c in table if c.required]
+
+
+def markdown() -> str:
+    out = []
+    for title, table in TABLES.items():
+        out.append(f"### {title}\n\n| column | required | unit | default | meaning |\n|---|---|---|---|---|")
+        for c in table:
+            out.append(f"| `{c.name}` | {'yes' if c.required else 'no'} | {c.unit} | {c.default} | {c.description} |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(markdown())

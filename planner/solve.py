@@ -1,0 +1,194 @@
+"""Run CBC (through ``COIN_CMD`` and cbcbox's binary) or HiGHS on a built model.
+
+The solver's answer is mapped to :class:`Status`; a plan is called
+``optimal`` only when the solver proved optimality within the requested
+relative gap, and the achieved gap is reported beside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pulp
+
+from .errors import SolverError
+from .model import PlanModel
+
+
+class Status(str, enum.Enum):
+    optimal = "optimal"  # proven optimal within the relative gap
+    feasible = "feasible"  # a plan, but stopped (time limit) before proving it optimal
+    infeasible = "infeasible"
+    error = "error"  # no usable answer
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    status: Status
+    values: np.ndarray  # one value per variable, in PlanModel.variables order
+    objective: float
+    mip_gap: float | None  # achieved relative gap (None if unknown)
+    best_bound: float | None
+    seconds: float
+    backend: str
+    message: str = ""
+
+
+def cbc_path() -> str | None:
+    """cbcbox's CBC binary if installed, else ``cbc`` on PATH."""
+    try:
+        import cbcbox
+
+        path = cbcbox.cbc_bin_path()
+        if path and os.access(path, os.X_OK):
+            return path
+    except Exception:  # cbcbox missing or broken: fall back to PATH
+        pass
+    return shutil.which("cbc")
+
+
+def highs_available() -> bool:
+    try:
+        import highspy  # noqa: F401
+    except ImportError:
+        return False
+    return pulp.HiGHS(msg=False).available()
+
+
+def available_backends() -> list[str]:
+    out = []
+    if cbc_path():
+        out.append("cbc")
+    if highs_available():
+        out.append("highs")
+    return out
+
+
+def solve(model: PlanModel, backend: str = "cbc", time_limit_s: float | None = None,
+          mip_gap: float = 1e-4, threads: int | None = None) -> SolveResult:
+    backend = backend.lower()
+    if backend == "cbc":
+        return _solve_cbc(model, time_limit_s, mip_gap, threads)
+    if backend == "highs":
+        return _solve_highs(model, time_limit_s, mip_gap, threads)
+    raise SolverError(f"unknown solver backend {backend!r}; expected 'cbc' or 'highs'")
+
+
+def _values(model: PlanModel) -> np.ndarray:
+    return np.array([v.varValue if v.varValue is not None else np.nan for v in model.variables], dtype=float)
+
+
+def _finish(model: PlanModel, backend: str, status: Status, t0: float, gap, bound, message="") -> SolveResult:
+    values = _values(model) if status in (Status.optimal, Status.feasible) else np.full(model.n_variables, np.nan)
+    if status in (Status.optimal, Status.feasible):
+        if np.isnan(values).any():
+            values = np.nan_to_num(values)  # variables in no constraint and no objective
+        values = np.where(np.abs(values) < 1e-9, 0.0, values)
+    objective = float(model.cost @ values) if status in (Status.optimal, Status.feasible) else float("nan")
+    return SolveResult(status=status, values=values, objective=objective, mip_gap=gap, best_bound=bound,
+                       seconds=time.perf_counter() - t0, backend=backend, message=message)
+
+
+_CBC_RESULT = re.compile(r"^Result - (.*)$", re.M)
+_CBC_GAP = re.compile(r"^Gap:\s+([-\d.eE+]+)", re.M)
+_CBC_BOUND = re.compile(r"^Lower bound:\s+([-\d.eE+]+)", re.M)
+
+
+def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
+    path = cbc_path()
+    if not path:
+        raise SolverError("CBC is not installed: reinstall the planner (pip install 'pulp[cbc]') "
+                          "or use --solver highs")
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="planner-cbc-") as tmp:
+        log = os.path.join(tmp, "cbc.log")
+        solver = pulp.COIN_CMD(path=path, msg=False, timeLimit=time_limit_s, gapRel=mip_gap,
+                               threads=threads, logPath=log)
+        cwd = os.getcwd()
+        try:
+            os.chdir(tmp)  # PuLP writes its temporary files to the working directory on some systems
+            model.prob.solve(solver)
+        except pulp.PulpSolverError as exc:
+            raise SolverError(f"CBC failed: {exc}") from None
+        finally:
+            os.chdir(cwd)
+        text = Path(log).read_text(encoding="utf-8", errors="replace") if os.path.exists(log) else ""
+    result = _CBC_RESULT.search(text)
+    result_text = result.group(1).strip() if result else ""
+    gap = _CBC_GAP.search(text)
+    bound = _CBC_BOUND.search(text)
+    gap_v = float(gap.group(1)) if gap else None
+    bound_v = float(bound.group(1)) if bound else None
+    st, sol = model.prob.status, model.prob.sol_status
+    if st == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
+        status = Status.optimal
+        if gap_v is None:
+            gap_v = 0.0
+    elif sol == pulp.LpSolutionIntegerFeasible:
+        status = Status.feasible
+    elif st == pulp.LpStatusInfeasible:
+        status = Status.infeasible
+    else:
+        status = Status.error
+    return _finish(model, "cbc", status, t0, gap_v, bound_v, result_text)
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    """Silence the C library's writes to file descriptor 1 for the duration."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # captured stdout (pytest, notebooks)
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+            yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
+    if not highs_available():
+        raise SolverError("HiGHS is not installed: pip install 'planner[highs]' (highspy), or use --solver cbc")
+    t0 = time.perf_counter()
+    solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=mip_gap, threads=threads)
+    try:
+        with _quiet_stdout():  # HiGHS prints a banner even with output switched off
+            model.prob.solve(solver)
+    except Exception as exc:  # highspy raises its own error types
+        raise SolverError(f"HiGHS failed: {exc}") from None
+    h = model.prob.solverModel
+    info = h.getInfo()
+    model_status = h.modelStatusToString(h.getModelStatus())
+    has_int = any(v.cat == pulp.LpInteger for v in model.variables)
+    gap = float(info.mip_gap) if has_int else 0.0
+    bound = float(info.mip_dual_bound) if has_int else None
+    st, sol = model.prob.status, model.prob.sol_status
+    import highspy
+
+    if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+        status = Status.optimal
+    elif st == pulp.LpStatusOptimal and sol == pulp.LpSolutionIntegerFeasible:
+        status = Status.feasible
+    elif st == pulp.LpStatusInfeasible:
+        status = Status.infeasible
+    else:
+        status = Status.error
+    if gap is not None and not np.isfinite(gap):
+        gap = None
+    return _finish(model, "highs", status, t0, gap, bound, model_status)

@@ -1,0 +1,515 @@
+"""Raw text tables + model file -> typed, consistent tables, or one InputError listing every problem.
+
+Each check is vectorised over the whole column; only the rows that fail are
+turned into messages (at most ``MAX_ROWS_PER_CHECK`` per check, then a count).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import schema
+from .config import ModelConfig
+from .errors import Collector, InputError
+from .io import RawTable
+
+MAX_ROWS_PER_CHECK = 10
+ABSURD_GPUS = 1e8
+ABSURD_USD_PER_HOUR = 1e5
+DEFAULT_SCENARIO = "base"
+_TERM_FROM_NAME = re.compile(r"_(\d+(?:\.\d+)?)\s*(y|yr|year|years|m|mo|month|months)$")
+_TZ = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Validated inputs, typed and tidy; nothing here refers to files any more but ``sources``."""
+
+    demand: pd.DataFrame  # scenario, period, workload_class, gpus, hours
+    prices: pd.DataFrame  # schema.PRICES columns, option normalised, defaults filled
+    inventory: pd.DataFrame  # schema.INVENTORY columns
+    sources: dict[str, dict] = field(default_factory=dict)  # "demand" -> {"path", "sha256"}
+
+
+def _report(bad: Collector, raw: RawTable, mask: pd.Series, column: str | None, message: str,
+            values: pd.Series | None = None, **extra) -> None:
+    """Add one problem per failing row (up to MAX_ROWS_PER_CHECK), then a count of the rest."""
+    idx = np.flatnonzero(np.asarray(mask, dtype=bool))
+    for i in idx[:MAX_ROWS_PER_CHECK]:
+        value = None if values is None else values.iloc[i]
+        if isinstance(value, str) and value == "":
+            value = "(blank)"
+        bad.add(raw.file, message, row=int(raw.rows.iloc[i]), column=column, value=value, **extra)
+    if len(idx) > MAX_ROWS_PER_CHECK:
+        bad.add(raw.file, f"{len(idx) - MAX_ROWS_PER_CHECK} more rows with the same problem "
+                f"({message})", column=column)
+
+
+def check_columns(raw: RawTable, table: tuple, bad: Collector, what: str,
+                  extra: list[str] | None = None) -> bool:
+    known = schema.names(table) + (extra or [])
+    ok = True
+    for col in raw.data.columns:
+        if col not in known:
+            close = _close(col, known)
+            bad.add(raw.file, f"unknown column in the {what}", row=1, column=col,
+                    expected="one of " + ", ".join(known),
+                    hint=f"did you mean '{close}'?" if close else "remove or rename the column")
+            ok = False
+    for col in schema.required(table):
+        if col not in raw.data.columns:
+            bad.add(raw.file, f"missing column '{col}' in the {what}", row=1,
+                    expected="columns " + ", ".join(schema.required(table)))
+            ok = False
+    if ok and raw.data.empty:
+        bad.add(raw.file, f"the {what} has a header but no data rows", row=2,
+                expected="at least one data row")
+        ok = False
+    return ok
+
+
+def _close(word: str, known) -> str | None:
+    import difflib
+
+    m = difflib.get_close_matches(word.lower(), known, n=1, cutoff=0.6)
+    return m[0] if m else None
+
+
+def numbers(raw: RawTable, col: str, bad: Collector, *, blank_ok: bool, low: float | None = 0.0,
+            low_open: bool = False, high: float | None = None, expected: str = "a number",
+            hint: str | None = None) -> pd.Series:
+    """Parse a column of numbers; blanks become NaN (an error unless ``blank_ok``)."""
+    if col not in raw.data.columns:
+        return pd.Series(np.nan, index=raw.data.index, dtype=float)
+    text = raw.data[col].astype(str)
+    clean = text.str.replace(r"[\s\u00a0$]", "", regex=True)
+    if raw.decimal_comma:
+        clean = clean.str.replace(",", ".", regex=False)
+    values = pd.to_numeric(clean, errors="coerce").astype(float)
+    blank = text.eq("")
+    nonnum = ~blank & values.isna()
+    thousands = nonnum & clean.str.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?")
+    _report(bad, raw, thousands, col, "number with a thousands separator", text, expected=expected,
+            hint="remove the thousands separators (write 1234.5, not 1,234.5)")
+    _report(bad, raw, nonnum & ~thousands, col, "not a number", text, expected=expected, hint=hint)
+    if not blank_ok:
+        _report(bad, raw, blank, col, "blank cell", None, expected=expected, hint=hint)
+    infinite = ~values.isna() & ~np.isfinite(values.fillna(0))
+    _report(bad, raw, infinite, col, "not a finite number", text, expected=expected)
+    finite = values.where(np.isfinite(values))
+    if low is not None:
+        below = (finite <= low) if low_open else (finite < low)
+        word = ">" if low_open else ">="
+        _report(bad, raw, below.fillna(False), col, f"value must be {word} {low:g}", text,
+                expected=expected, hint=hint)
+    if high is not None:
+        _report(bad, raw, (finite > high).fillna(False), col, "absurdly large value", text,
+                expected=f"{expected} no larger than {high:g}",
+                hint="check the unit and for extra digits")
+    return finite
+
+
+def times(raw: RawTable, col: str, bad: Collector) -> pd.Series:
+    """Parse ISO 8601 timestamps; all with a UTC offset (converted to UTC) or all without."""
+    if col not in raw.data.columns:
+        return pd.Series(pd.NaT, index=raw.data.index, dtype="datetime64[ns]")
+    text = raw.data[col].astype(str)
+    blank = text.eq("")
+    _report(bad, raw, blank, col, "blank date", None, expected="an ISO 8601 date such as 2027-01-04T00:00")
+    has_tz = text.str.contains(_TZ) & ~blank
+    if has_tz.any() and not has_tz[~blank].all():
+        minority = has_tz if has_tz.sum() <= (~has_tz & ~blank).sum() else (~has_tz & ~blank)
+        _report(bad, raw, minority, col, "dates mix time zones (some with a UTC offset, some without)",
+                text, expected="every date with an offset, or none",
+                hint="write all periods in UTC without an offset, e.g. 2027-01-04T00:00")
+        return pd.Series(pd.NaT, index=raw.data.index, dtype="datetime64[ns]")
+    parsed = pd.Series(pd.NaT, index=raw.data.index, dtype="datetime64[ns]")
+    good = ~blank
+    iso = text.str.fullmatch(r"\d{4}-\d\d-\d\d([T ]\d\d(:\d\d(:\d\d(\.\d+)?)?)?)?\s*(Z|[+-]\d\d:?\d\d)?")
+    _report(bad, raw, good & ~iso, col, "not an ISO 8601 date", text,
+            expected="a date such as 2027-01-04T00:00 (year-month-day)",
+            hint="format the column as yyyy-mm-ddThh:mm")
+    ok = good & iso
+    if ok.any():
+        conv = pd.to_datetime(text[ok], format="ISO8601", errors="coerce", utc=bool(has_tz.any()))
+        if has_tz.any():
+            conv = conv.dt.tz_convert("UTC").dt.tz_localize(None)
+        parsed.loc[ok] = conv.astype("datetime64[ns]")
+        _report(bad, raw, ok & parsed.isna(), col, "not a valid date", text,
+                expected="a real calendar date and time")
+    return parsed
+
+
+# ---------------------------------------------------------------------------- prices
+
+def normalise_option(text: pd.Series) -> pd.Series:
+    return text.str.lower().str.strip().str.replace(r"[\s\-]+", "_", regex=True)
+
+
+def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
+    what = "price sheet"
+    if not check_columns(raw, schema.PRICES, bad, what):
+        return None
+    d = raw.data
+    out = pd.DataFrame({"gpu_type": d["gpu_type"], "region": d["region"]})
+    for col in ("gpu_type", "region"):
+        _report(bad, raw, d[col].eq(""), col, "blank cell", None, expected="a name")
+    option = normalise_option(d["option"])
+    known = option.isin(["on_demand", "spot"]) | option.str.match(r"^reserved_?\w*$")
+    option = option.where(~option.str.fullmatch("reserved"), "reserved")
+    _report(bad, raw, ~known, "option", "unknown purchase option", d["option"],
+            expected="on_demand, spot or reserved_<term> (e.g. reserved_1y)")
+    out["option"] = option
+    is_res, is_spot, is_od = option.str.startswith("reserved"), option.eq("spot"), option.eq("on_demand")
+
+    hourly = numbers(raw, "hourly_usd", bad, blank_ok=False, high=ABSURD_USD_PER_HOUR,
+                     expected="a price in USD per GPU-hour >= 0")
+    _report(bad, raw, (hourly == 0) & (is_od | is_spot), "hourly_usd", "price of zero", d["hourly_usd"],
+            expected="a price > 0 for on_demand and spot rows",
+            hint="a free option would absorb all demand; delete the row if the option is not offered")
+    upfront = numbers(raw, "upfront_usd", bad, blank_ok=True, high=ABSURD_USD_PER_HOUR * 8760 * 5,
+                      expected="USD per GPU >= 0")
+    _report(bad, raw, ~is_res & upfront.fillna(0).ne(0), "upfront_usd", "upfront payment on a non-reserved row",
+            d.get("upfront_usd"), expected="blank or 0 for on_demand and spot")
+    term = numbers(raw, "term_months", bad, blank_ok=True, low=0, low_open=True, high=120,
+                   expected="a number of months > 0, e.g. 12 or 36",
+                   hint="write the term as a number of months (12 for one year)")
+    from_name = option.str.extract(_TERM_FROM_NAME)
+    name_months = pd.to_numeric(from_name[0], errors="coerce") * from_name[1].str.startswith("y").map(
+        {True: 12.0, False: 1.0})
+    term = term.where(term.notna(), name_months)
+    _report(bad, raw, is_res & known & term.isna() & (d.get("term_months", pd.Series("", index=d.index)) == ""),
+            "term_months", "reserved row without a term", None,
+            expected="term_months, or an option name ending in _1y / _3y / _<n>m",
+            hint="add term_months (e.g. 12) or rename the option to reserved_1y")
+    _report(bad, raw, ~is_res & d.get("term_months", pd.Series("", index=d.index)).ne(""),
+            "term_months", "term on a non-reserved row", d.get("term_months"),
+            expected="blank for on_demand and spot")
+    cap = numbers(raw, "max_gpus", bad, blank_ok=True, high=ABSURD_GPUS, expected="a number of GPUs >= 0 or blank")
+    ip = numbers(raw, "interruptions_per_hour", bad, blank_ok=True, high=100,
+                 expected="preemptions per instance-hour >= 0 (e.g. 0.02)")
+    ip_text = d.get("interruptions_per_hour", pd.Series("", index=d.index))
+    _report(bad, raw, is_spot & ip_text.eq(""), "interruptions_per_hour", "spot row without an interruption rate",
+            None, expected="mean preemptions per instance-hour (e.g. 0.02; 0 if never preempted)",
+            hint="take it from the provider's interruption-frequency advisor or your own history")
+    _report(bad, raw, ~is_spot & ip_text.ne(""), "interruptions_per_hour",
+            "interruption rate on a non-spot row", ip_text, expected="blank except on spot rows")
+    m = numbers(raw, "gpus_per_instance", bad, blank_ok=True, low=0, low_open=True, high=1024,
+                expected="GPUs per instance > 0 (e.g. 8; 0.125 for a GPU partition)")
+    out["hourly_usd"] = hourly
+    out["upfront_usd"] = upfront.where(is_res, 0.0).fillna(0.0)
+    out["term_months"] = term.where(is_res)
+    out["max_gpus"] = cap
+    out["interruptions_per_hour"] = ip.where(is_spot)
+    out["gpus_per_instance"] = m.fillna(1.0)
+    out["row"] = raw.rows
+    eff = out["hourly_usd"] + out["upfront_usd"] / (out["term_months"] * 730.0)
+    _report(bad, raw, is_res & eff.eq(0), "hourly_usd", "reserved row with a zero effective price",
+            d["hourly_usd"], expected="hourly_usd or upfront_usd > 0")
+
+    key = ["gpu_type", "region", "option"]
+    dup = out.duplicated(key, keep="first") & known
+    _report(bad, raw, dup, "option", "duplicate row for the same gpu_type, region and option",
+            d["option"], hint="keep one price per pool and option")
+    by_pool = out[known & ~dup].groupby(["gpu_type", "region"])
+    m_spread = by_pool["gpus_per_instance"].nunique()
+    for (gt, rg) in m_spread[m_spread > 1].index:
+        rows = out[(out.gpu_type == gt) & (out.region == rg)]
+        bad.add(raw.file, f"rows of pool {gt}/{rg} disagree on gpus_per_instance",
+                row=int(rows["row"].iloc[1]), column="gpus_per_instance",
+                value=", ".join(f"{v:g}" for v in rows["gpus_per_instance"].unique()),
+                expected="one instance size per gpu_type and region")
+    has_od = by_pool["option"].apply(lambda s: bool((s == "on_demand").any()))
+    for (gt, rg) in has_od[~has_od].index:
+        rows = out[(out.gpu_type == gt) & (out.region == rg)]
+        bad.add(raw.file, f"pool {gt}/{rg} has no on_demand row", row=int(rows["row"].iloc[0]),
+                column="option", expected="an on_demand price for every gpu_type and region",
+                hint="add its on-demand list price (it prices the all-on-demand baseline)")
+    _spelling(bad, raw, out, "region")
+    _spelling(bad, raw, out, "gpu_type")
+    return out
+
+
+def _spelling(bad: Collector, raw: RawTable, df: pd.DataFrame, col: str) -> None:
+    """Flag names that differ only in case, spaces, '-' or '_' (a region spelled two ways)."""
+    names = df[col][df[col].ne("")].unique()
+    folded = {}
+    for n in names:
+        folded.setdefault(re.sub(r"[\s_\-]", "", n.casefold()), []).append(n)
+    for variants in folded.values():
+        if len(variants) > 1:
+            second = df.index[df[col] == variants[1]][0]
+            bad.add(raw.file, f"{col} spelled two ways: " + " and ".join(f"'{v}'" for v in variants),
+                    row=int(raw.rows.iloc[second]), column=col, value=variants[1],
+                    expected=f"one spelling, e.g. '{variants[0]}'")
+
+
+# ---------------------------------------------------------------------------- demand
+
+def validate_demand(raw: RawTable, config: ModelConfig, bad: Collector) -> pd.DataFrame | None:
+    what = "demand file"
+    d = raw.data
+    if "workload_class" in d.columns or "gpus" in d.columns:
+        if not check_columns(raw, schema.DEMAND, bad, what):
+            return None
+        long = pd.DataFrame({"period_text": d["period"], "workload_class": d["workload_class"],
+                             "gpus_text": d["gpus"], "row": raw.rows,
+                             "gpus_col": "gpus"})
+        for c in ("hours", "scenario"):
+            if c in d.columns:
+                long[c + "_text"] = d[c]
+        gpus = numbers(raw, "gpus", bad, blank_ok=False, high=ABSURD_GPUS,
+                       expected="average concurrent GPUs >= 0")
+        hours = numbers(raw, "hours", bad, blank_ok=False, low=0, low_open=True, high=8784,
+                        expected="the period's length in hours > 0") if "hours" in d.columns else None
+        period = times(raw, "period", bad)
+        long["gpus"] = gpus.values
+        long["period"] = period.values
+        if hours is not None:
+            long["hours"] = hours.values
+        _report(bad, raw, d["workload_class"].eq(""), "workload_class", "blank class name", None,
+                expected="a class defined in the model file")
+        unknown = ~d["workload_class"].isin(list(config.classes)) & d["workload_class"].ne("")
+        first_unknown = unknown & ~d["workload_class"].duplicated()
+        _report(bad, raw, first_unknown, "workload_class", "class not defined in the model file",
+                d["workload_class"], expected="one of " + ", ".join(config.classes),
+                hint="add a [classes.<name>] table to the model file or fix the name")
+    else:
+        if "period" not in d.columns:
+            bad.add(raw.file, "missing column 'period' in the demand file", row=1,
+                    expected="long form (period, workload_class, gpus) or wide form (period, <class>...)")
+            return None
+        class_cols = [c for c in d.columns if c not in ("period", "hours", "scenario")]
+        for c in class_cols:
+            if c not in config.classes:
+                close = _close(c, list(config.classes))
+                bad.add(raw.file, "column is not a class defined in the model file", row=1, column=c,
+                        expected="period, hours, scenario or a class name: " + ", ".join(config.classes),
+                        hint=f"did you mean '{close}'?" if close else "add the class to the model file")
+        if not class_cols:
+            bad.add(raw.file, "wide-form demand file without class columns", row=1,
+                    expected="one column per workload class")
+            return None
+        if d.empty:
+            bad.add(raw.file, "the demand file has a header but no data rows", row=2)
+            return None
+        period = times(raw, "period", bad)
+        hours = numbers(raw, "hours", bad, blank_ok=False, low=0, low_open=True, high=8784,
+                        expected="the period's length in hours > 0") if "hours" in d.columns else None
+        parts = []
+        for c in class_cols:
+            g = numbers(raw, c, bad, blank_ok=False, high=ABSURD_GPUS,
+                        expected="average concurrent GPUs >= 0")
+            part = pd.DataFrame({"period": period.values, "workload_class": c, "gpus": g.values,
+                                 "row": raw.rows.values, "gpus_col": c})
+            if hours is not None:
+                part["hours"] = hours.values
+            if "scenario" in d.columns:
+                part["scenario_text"] = d["scenario"].values
+            parts.append(part)
+        long = pd.concat(parts, ignore_index=True)
+    if bad:
+        return None
+
+    long["scenario"] = long["scenario_text"] if "scenario_text" in long else DEFAULT_SCENARIO
+    if "scenario_text" in long:
+        blank = long["scenario"].eq("")
+        if blank.any():
+            r = long[blank]
+            bad.add(raw.file, "blank scenario name", row=int(r["row"].iloc[0]), column="scenario",
+                    expected="a scenario name on every row (or no scenario column)")
+            return None
+    return _check_demand_grid(raw, long, config, bad)
+
+
+def _check_demand_grid(raw: RawTable, long: pd.DataFrame, config: ModelConfig,
+                       bad: Collector) -> pd.DataFrame | None:
+    key = ["scenario", "period", "workload_class"]
+    dup = long.duplicated(key, keep=False)
+    if dup.any():
+        first = long[dup].groupby(key, sort=False)["row"].apply(list)
+        for (sc, per, cls), rows in list(first.items())[:MAX_ROWS_PER_CHECK]:
+            bad.add(raw.file, f"duplicate rows for class '{cls}' in period {per:%Y-%m-%dT%H:%M}"
+                    + (f" (scenario '{sc}')" if sc != DEFAULT_SCENARIO else ""),
+                    row=int(rows[1]), column="period", value=f"rows {', '.join(map(str, rows))}",
+                    expected="one row per period and class", hint="sum or delete the duplicates")
+        return None
+
+    scen_names = list(dict.fromkeys(long["scenario"]))
+    if config.scenarios:
+        missing = [s for s in config.scenarios if s not in scen_names]
+        extra = [s for s in scen_names if s not in config.scenarios]
+        for s in extra:
+            r = long[long.scenario == s]
+            bad.add(raw.file, "scenario not listed in the model file's [scenarios]",
+                    row=int(r["row"].iloc[0]), column="scenario", value=s,
+                    expected="one of " + ", ".join(config.scenarios))
+        for s in missing:
+            bad.add(raw.file, f"scenario '{s}' of the model file has no rows in the demand file",
+                    column="scenario", expected="rows for every scenario in [scenarios]")
+    periods = np.sort(long["period"].unique())
+    for cls in config.classes:
+        if not (long["workload_class"] == cls).any():
+            bad.add(raw.file, f"class '{cls}' of the model file has no demand rows",
+                    column="workload_class", expected="rows for every class in the model file",
+                    hint="add its demand (0 if none) or remove the class from the model file")
+    # every (scenario, class) covers every period
+    counts = long.groupby(["scenario", "workload_class"]).size()
+    for (sc, cls), n in counts[counts < len(periods)].items():
+        have = long.loc[(long.scenario == sc) & (long.workload_class == cls), "period"]
+        miss = pd.DatetimeIndex(periods).difference(pd.DatetimeIndex(have))
+        shown = ", ".join(f"{p:%Y-%m-%dT%H:%M}" for p in miss[:3]) + (" ..." if len(miss) > 3 else "")
+        bad.add(raw.file, f"class '{cls}' has no demand for {len(miss)} of the {len(periods)} periods"
+                + (f" in scenario '{sc}'" if sc != DEFAULT_SCENARIO else ""),
+                column="period", value=shown, expected="a row for every period and class",
+                hint="add the missing periods (gpus = 0 where there is no demand)")
+    if bad:
+        return None
+
+    hours = _period_hours(raw, long, periods, bad)
+    if hours is None:
+        return None
+    long["hours"] = long["period"].map(hours)
+    out = long[["scenario", "period", "workload_class", "gpus", "hours", "row"]]
+    return out.sort_values(["scenario", "period", "workload_class"], kind="stable").reset_index(drop=True)
+
+
+def _period_hours(raw: RawTable, long: pd.DataFrame, periods: np.ndarray,
+                  bad: Collector) -> pd.Series | None:
+    if "hours" in long.columns:
+        spread = long.groupby("period")["hours"].agg(["min", "max"])
+        clash = spread[spread["min"] != spread["max"]]
+        for per in clash.index[:MAX_ROWS_PER_CHECK]:
+            r = long[(long.period == per)]
+            bad.add(raw.file, f"period {per:%Y-%m-%dT%H:%M} has different hours on different rows",
+                    row=int(r["row"].iloc[-1]), column="hours", value=", ".join(map(str, r["hours"].unique())),
+                    expected="one length per period")
+        if len(clash):
+            return None
+        hours = spread["min"]
+        ends = pd.DatetimeIndex(hours.index) + pd.to_timedelta(hours.values, unit="h")
+        overlap = np.flatnonzero(ends[:-1] > pd.DatetimeIndex(hours.index)[1:])
+        for i in overlap[:MAX_ROWS_PER_CHECK]:
+            per = hours.index[i]
+            r = long[long.period == per]
+            bad.add(raw.file, f"period {per:%Y-%m-%dT%H:%M} lasts {hours.iloc[i]:g} h and overlaps the next one",
+                    row=int(r["row"].iloc[0]), column="hours", value=hours.iloc[i],
+                    expected="periods that do not overlap")
+        return None if len(overlap) else hours
+    if len(periods) < 2:
+        r = long["row"].iloc[0]
+        bad.add(raw.file, "a single period and no 'hours' column: the period length is unknown",
+                row=int(r), column="hours", expected="an 'hours' column giving the period's length")
+        return None
+    step = np.diff(periods).astype("timedelta64[s]").astype(float) / 3600.0
+    uneven = np.flatnonzero(~np.isclose(step, step[0]))
+    if len(uneven):
+        i = uneven[0] + 1
+        per = pd.Timestamp(periods[i])
+        r = long[long.period == per]
+        bad.add(raw.file, f"periods are unevenly spaced: {step[0]:g} h apart until "
+                f"{pd.Timestamp(periods[i - 1]):%Y-%m-%dT%H:%M}, then {step[i - 1]:g} h",
+                row=int(r["row"].iloc[0]), column="period", value=f"{per:%Y-%m-%dT%H:%M}",
+                expected="equally spaced periods, or an 'hours' column",
+                hint="add an 'hours' column with each period's length, or fill the gap")
+        return None
+    return pd.Series(step[0], index=pd.DatetimeIndex(periods))
+
+
+# ---------------------------------------------------------------------------- inventory
+
+def validate_inventory(raw: RawTable, prices: pd.DataFrame, bad: Collector) -> pd.DataFrame | None:
+    what = "inventory file"
+    if not check_columns(raw, schema.INVENTORY, bad, what):
+        return None
+    d = raw.data
+    gpus = numbers(raw, "gpus", bad, blank_ok=False, low=0, low_open=True, high=ABSURD_GPUS,
+                   expected="GPUs owned > 0")
+    start, end = times(raw, "start", bad), times(raw, "end", bad)
+    _report(bad, raw, (end <= start).fillna(False), "end", "commitment ends before it starts", d["end"],
+            expected="end after start")
+    option = normalise_option(d["option"])
+    _report(bad, raw, ~option.str.startswith("reserved"), "option", "inventory row is not a reserved option",
+            d["option"], expected="a reserved option such as reserved_1y")
+    pools = set(zip(prices["gpu_type"], prices["region"]))
+    unknown = pd.Series([(g, r) not in pools for g, r in zip(d["gpu_type"], d["region"])], index=d.index)
+    _report(bad, raw, unknown, "gpu_type", "pool (gpu_type, region) not in the price sheet",
+            d["gpu_type"] + "/" + d["region"], expected="a gpu_type and region priced in the price sheet")
+    return pd.DataFrame({"gpu_type": d["gpu_type"], "region": d["region"], "option": option,
+                         "gpus": gpus, "start": start, "end": end, "row": raw.rows})
+
+
+# ---------------------------------------------------------------------------- model vs prices
+
+def check_classes(config: ModelConfig, prices: pd.DataFrame, bad: Collector) -> None:
+    file = str(config.path) if config.path else "<model>"
+    types, regions = set(prices["gpu_type"]), set(prices["region"])
+    pools = set(zip(prices["gpu_type"], prices["region"]))
+    for name, c in config.classes.items():
+        for t in (c.gpu_types or {}):
+            if t not in types:
+                close = _close(t, sorted(types))
+                bad.add(file, f"'classes.{name}.gpu_types' names a GPU type not in the price sheet",
+                        value=t, expected="one of " + ", ".join(sorted(types)),
+                        hint=f"did you mean '{close}'?" if close else None)
+        for r in (c.regions or ()):
+            if r not in regions:
+                close = _close(r, sorted(regions))
+                bad.add(file, f"'classes.{name}.regions' names a region not in the price sheet",
+                        value=r, expected="one of " + ", ".join(sorted(regions)),
+                        hint=f"did you mean '{close}'?" if close else None)
+        allowed = [(t, r) for (t, r) in pools
+                   if (c.gpu_types is None or c.gpu_types.get(t, 0) > 0)
+                   and (c.regions is None or r in c.regions)]
+        if not allowed:
+            bad.add(file, f"class '{name}' has no allowed pool: no priced (gpu_type, region) "
+                    "matches its gpu_types (speed > 0) and regions",
+                    expected="at least one GPU type and region in the price sheet",
+                    hint="widen gpu_types or regions")
+
+
+def check_caps(prices: pd.DataFrame, inventory: pd.DataFrame, file: str, bad: Collector) -> None:
+    """A reserved cap below what is already owned can never be met."""
+    if inventory.empty:
+        return
+    res = prices[prices["option"].str.startswith("reserved") & prices["max_gpus"].notna()]
+    caps = res.groupby(["gpu_type", "region"])["max_gpus"].min()
+    owned = inventory.groupby(["gpu_type", "region"])["gpus"].sum()
+    for pool, cap in caps.items():
+        if owned.get(pool, 0) > cap + 1e-9:
+            row = res[(res.gpu_type == pool[0]) & (res.region == pool[1])]
+            bad.add(file, f"reserved cap of pool {pool[0]}/{pool[1]} is below the GPUs already owned",
+                    row=int(row["row"].iloc[0]), column="max_gpus", value=cap,
+                    expected=f"at least {owned[pool]:g} (the inventory)",
+                    hint="raise max_gpus or correct the inventory")
+
+
+def validate(config: ModelConfig, demand_raw: RawTable, prices_raw: RawTable,
+             inventory_raw: RawTable | None) -> Tables:
+    """Run every check; raise one InputError with all problems found."""
+    bad = Collector()
+    prices = validate_prices(prices_raw, bad)
+    demand = validate_demand(demand_raw, config, bad)
+    inventory = None
+    if inventory_raw is not None and prices is not None:
+        inventory = validate_inventory(inventory_raw, prices, bad)
+    if prices is not None and not bad:
+        check_classes(config, prices, bad)
+        if inventory is not None:
+            check_caps(prices, inventory, prices_raw.file, bad)
+    bad.raise_if_any(InputError)
+    if inventory is None:
+        inventory = pd.DataFrame({c: pd.Series(dtype=t) for c, t in (
+            ("gpu_type", str), ("region", str), ("option", str), ("gpus", float),
+            ("start", "datetime64[ns]"), ("end", "datetime64[ns]"), ("row", int))})
+    sources = {"demand": {"path": demand_raw.file, "sha256": demand_raw.sha256},
+               "prices": {"path": prices_raw.file, "sha256": prices_raw.sha256}}
+    if inventory_raw is not None:
+        sources["inventory"] = {"path": inventory_raw.file, "sha256": inventory_raw.sha256}
+    return Tables(demand=demand, prices=prices, inventory=inventory, sources=sources)
+
+
