@@ -1,0 +1,94 @@
+"""Shared fixtures: tiny models written to disk, a solver parametrised over the installed backends."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from planner import load_inputs, make_plan
+from planner.solve import available_backends
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+BACKENDS = available_backends()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+def _toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f'"{k}" = {_toml_value(x)}' for k, x in v.items()) + " }"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return repr(float(v)) if isinstance(v, float) else str(v)
+
+
+def write_case(folder: Path, demand: dict[str, list[float]], prices: list[dict], classes: dict[str, dict],
+               inventory: list[dict] | None = None, hours: float = 1.0, solver: dict | None = None,
+               start: str = "2027-01-04T00:00", name: str = "case", extra_top: str = "") -> Path:
+    """Write demand.csv, prices.csv (and inventory.csv) and model.toml; return the model path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(next(iter(demand.values())))
+    periods = pd.date_range(start, periods=n, freq=pd.Timedelta(hours=hours))
+    rows = [{"period": p.strftime("%Y-%m-%dT%H:%M"), "workload_class": k, "gpus": v[i]}
+            | ({"hours": hours} if n == 1 else {})  # one period: its length must be given
+            for i, p in enumerate(periods) for k, v in demand.items()]
+    pd.DataFrame(rows).to_csv(folder / "demand.csv", index=False)
+    cols = ["gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months", "max_gpus",
+            "interruptions_per_hour", "gpus_per_instance"]
+    pd.DataFrame(prices).reindex(columns=cols).to_csv(folder / "prices.csv", index=False)
+    lines = [f'name = "{name}"', 'demand = "demand.csv"', 'prices = "prices.csv"']
+    if inventory:
+        pd.DataFrame(inventory).to_csv(folder / "inventory.csv", index=False)
+        lines.append('inventory = "inventory.csv"')
+    lines.append(extra_top)
+    settings = {"backend": "cbc", "mip_gap": 0.0, "time_limit_s": 60}
+    settings.update(solver or {})
+    lines.append("[solver]")
+    lines += [f"{k} = {_toml_value(v)}" for k, v in settings.items()]
+    for cname, opts in classes.items():
+        lines.append(f'[classes."{cname}"]')
+        lines += [f"{k} = {_toml_value(v)}" for k, v in opts.items()]
+    path = folder / "model.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def solve_case(path: Path, backend: str = "cbc", **kw):
+    return make_plan(load_inputs(path), backend=backend, mip_gap=0.0, **kw)
+
+
+def price(gpu_type="A", region="r1", option="on_demand", hourly=1.0, **extra):
+    row = {"gpu_type": gpu_type, "region": region, "option": option, "hourly_usd": hourly}
+    row.update(extra)
+    return row
+
+
+@pytest.fixture(scope="session")
+def example_plan(tmp_path_factory):
+    """The bundled example, planned once per session with CBC, outputs written."""
+    from planner.pipeline import write_outputs
+
+    plan = make_plan(load_inputs(ROOT / "models" / "example.toml"), backend="cbc")
+    out = tmp_path_factory.mktemp("example")
+    paths = write_outputs(plan, out)
+    return plan, paths
+
+
+def soffice() -> str | None:
+    return shutil.which("soffice") or shutil.which("libreoffice")
+
+
+def dedent(text: str) -> str:
+    return textwrap.dedent(text).lstrip()
