@@ -161,6 +161,8 @@ def validate(model, prices, demand):
               help="Spot preemptions per instance-hour.")
 @click.option("--mtbi-hours", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Mean time between interruptions of one instance, in hours (instead of the rate).")
+@click.option("--job-mtbi-hours", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Mean time between interruptions of the whole job, in hours (e.g. a large training run).")
 @click.option("--checkpoint-minutes", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="Time to write one checkpoint.")
 @click.option("--restart-minutes", type=click.FloatRange(min=0), default=10.0, show_default=True,
