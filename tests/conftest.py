@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import textwrap
 from pathlib import Path
@@ -26,7 +27,7 @@ def _toml_value(v):
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
-        return f'"{v}"'
+        return json.dumps(v)
     if isinstance(v, dict):
         return "{ " + ", ".join(f'"{k}" = {_toml_value(x)}' for k, x in v.items()) + " }"
     if isinstance(v, (list, tuple)):
@@ -58,7 +59,7 @@ def write_case(folder: Path, demand: dict[str, list[float]], prices: list[dict],
     lines.append("[solver]")
     lines += [f"{k} = {_toml_value(v)}" for k, v in settings.items()]
     for cname, opts in classes.items():
-        lines.append(f'[classes."{cname}"]')
+        lines.append(f"[classes.{json.dumps(cname)}]")
         lines += [f"{k} = {_toml_value(v)}" for k, v in opts.items()]
     path = folder / "model.toml"
     path.write_text("\n".join(lines) + "\n")

@@ -42,7 +42,10 @@ HEAD_FILL = PatternFill("solid", fgColor="DDEBF7")
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
          "all_on_demand_usd", "savings_usd", "horizon_hours")
-_FORMULA_START = re.compile(r"^[\s]*[=+\-@]")
+
+
+class F(str):
+    """A formula this module wrote. Any other string is written as text, whatever it starts with."""
 
 
 @dataclass
@@ -73,15 +76,20 @@ class _Sheet:
         for i, name in enumerate(self.columns, 1):
             self.ws.column_dimensions[get_column_letter(i)].width = (widths or {}).get(name, max(12, len(name) + 3))
         self.ws.freeze_panes = "A2"
-        self.ws.append([self.cell(c, font=BOLD) for c in self.columns])
+        head = []
+        for c in self.columns:  # headers can be class names: text, never formulas
+            cell = self.text(c)
+            cell.font = BOLD
+            head.append(cell)
+        self.ws.append(head)
 
     def append(self, values: list):
         row = []
         for name, v in zip(self.columns, values):
             if hasattr(v, "data_type"):
                 row.append(v)
-            elif isinstance(v, str) and v.startswith("="):
-                row.append(self.cell(v, self.formats.get(name)))  # our own formulas only
+            elif isinstance(v, F):
+                row.append(self.cell(str(v), self.formats.get(name)))
             elif isinstance(v, str):
                 row.append(self.text(v))
             elif v is None or (isinstance(v, float) and not np.isfinite(v)):
@@ -162,7 +170,7 @@ def _write_prices(ws, prices: pd.DataFrame) -> None:
     for i, r in enumerate(prices.itertuples()):
         row = i + 2
         reserved = r.option.startswith("reserved")
-        eff = f"=D{row}+E{row}/(F{row}*730)" if reserved else f"=D{row}"
+        eff = F(f"=D{row}+E{row}/(F{row}*730)") if reserved else F(f"=D{row}")
         s.append([r.gpu_type, r.region, r.option, r.hourly_usd, r.upfront_usd if reserved else None,
                   r.term_months if reserved else None, eff, r.gpus_per_instance, r.max_gpus,
                   r.interruptions_per_hour])
@@ -179,9 +187,9 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
     util = _pool_utilisation(plan)
     for i, r in enumerate(purchases.itertuples()):
         row, pr = i + 2, price_row[(r.gpu_type, r.region, r.option)]
-        s.append([r.gpu_type, r.region, r.option, f"=Prices!$F${pr}", int(r.instances), f"=Prices!$H${pr}",
-                  f"=E{row}*F{row}", f"=Prices!$G${pr}", f"=G{row}*H{row}*{horizon_ref}",
-                  f"=G{row}*(Prices!$D${pr}*Prices!$F${pr}*730+Prices!$E${pr})",
+        s.append([r.gpu_type, r.region, r.option, F(f"=Prices!$F${pr}"), int(r.instances), F(f"=Prices!$H${pr}"),
+                  F(f"=E{row}*F{row}"), F(f"=Prices!$G${pr}"), F(f"=G{row}*H{row}*{horizon_ref}"),
+                  F(f"=G{row}*(Prices!$D${pr}*Prices!$F${pr}*730+Prices!$E${pr})"),
                   util.get((r.gpu_type, r.region), np.nan)])
     s.table("Purchases")
 
@@ -211,9 +219,9 @@ def _write_allocation(ws, plan: Plan, price_row: dict) -> None:
                                     "option", "gpus")]
     for i, (scen, per, hrs, cls, gt, rg, opt, gpus) in enumerate(zip(*cols)):
         row = i + 2
-        price = 0 if opt == "reserved" else f"=Prices!$D${price_row[(gt, rg, opt)]}"
-        s.append([scen, _date(per), hrs, cls, gt, rg, opt, gpus, f"=H{row}*C{row}", prob[scen],
-                  f"=I{row}*J{row}", price, f"=K{row}*L{row}"])
+        price = 0 if opt == "reserved" else F(f"=Prices!$D${price_row[(gt, rg, opt)]}")
+        s.append([scen, _date(per), hrs, cls, gt, rg, opt, gpus, F(f"=H{row}*C{row}"), prob[scen],
+                  F(f"=I{row}*J{row}"), price, F(f"=K{row}*L{row}")])
     s.table("Allocation")
 
 
@@ -227,15 +235,15 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horiz
     alloc = lambda c: f"Allocation!${c}$2:${c}${last}"  # noqa: E731
     for i, r in enumerate(purchases.itertuples()):
         row, pr = s.rows + 1, price_row[(r.gpu_type, r.region, r.option)]
-        s.append(["reserved", r.gpu_type, r.region, r.option, f"=Purchases!$E${i + 2}", "instances",
-                  f"=E{row}*Prices!$H${pr}*{horizon_ref}", f"=Prices!$G${pr}", f"=G{row}*H{row}"])
+        s.append(["reserved", r.gpu_type, r.region, r.option, F(f"=Purchases!$E${i + 2}"), "instances",
+                  F(f"=E{row}*Prices!$H${pr}*{horizon_ref}"), F(f"=Prices!$G${pr}"), F(f"=G{row}*H{row}")])
     for option in ("on_demand", "spot"):
         for (gt, rg, opt), pr in price_row.items():
             if opt != option:
                 continue
             row = s.rows + 1
-            qty = (f'=SUMIFS({alloc("K")},{alloc("E")},B{row},{alloc("F")},C{row},{alloc("G")},D{row})')
-            s.append([option, gt, rg, opt, qty, "GPU-hours", f"=E{row}", f"=Prices!$D${pr}", f"=G{row}*H{row}"])
+            qty = (F(f'=SUMIFS({alloc("K")},{alloc("E")},B{row},{alloc("F")},C{row},{alloc("G")},D{row})'))
+            s.append([option, gt, rg, opt, qty, "GPU-hours", F(f"=E{row}"), F(f"=Prices!$D${pr}"), F(f"=G{row}*H{row}")])
     s.table("Costs")
     return s.rows
 
@@ -274,14 +282,14 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purcha
     row_of = {key: i + 2 for i, (key, *_r) in enumerate(layout)}
     short = plan.shortfall_gpu_hours
     values = {
-        "total_cost_usd": (f"=SUM({costs('I')})", USD),
-        "reserved_cost_usd": (f'=SUMIFS({costs("I")},{costs("A")},"reserved")', USD),
-        "on_demand_cost_usd": (f'=SUMIFS({costs("I")},{costs("A")},"on_demand")', USD),
-        "spot_cost_usd": (f'=SUMIFS({costs("I")},{costs("A")},"spot")', USD),
+        "total_cost_usd": (F(f"=SUM({costs('I')})"), USD),
+        "reserved_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"reserved")'), USD),
+        "on_demand_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"on_demand")'), USD),
+        "spot_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"spot")'), USD),
         "all_on_demand_usd": (plan.baseline_all_on_demand, USD),
-        "savings_usd": (f"=B{row_of['all_on_demand_usd']}-B{row_of['total_cost_usd']}", USD),
-        "savings_pct": (f"=IF(B{row_of['all_on_demand_usd']}>0,B{row_of['savings_usd']}/B{row_of['all_on_demand_usd']},0)", PCT),
-        "commitment_usd": (f"=SUM(Purchases!$J$2:$J${last_p})", USD),
+        "savings_usd": (F(f"=B{row_of['all_on_demand_usd']}-B{row_of['total_cost_usd']}"), USD),
+        "savings_pct": (F(f"=IF(B{row_of['all_on_demand_usd']}>0,B{row_of['savings_usd']}/B{row_of['all_on_demand_usd']},0)"), PCT),
+        "commitment_usd": (F(f"=SUM(Purchases!$J$2:$J${last_p})"), USD),
         "reserved_utilisation": (plan.reserved_utilisation, PCT),
         "shortfall_gpu_hours": (short, NUM),
         "status": (plan.status.value, None),
@@ -297,7 +305,8 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purcha
     for key, label, note in layout:
         value, fmt = values[key]
         font = RED if key == "shortfall_gpu_hours" and short > 1e-6 else None
-        cell = s.cell(value, fmt, font) if not isinstance(value, str) or value.startswith("=") else s.text(value)
+        cell = s.cell(str(value) if isinstance(value, F) else value, fmt, font) \
+            if not isinstance(value, str) or isinstance(value, F) else s.text(value)
         s.append([label, cell, note])
     for label, src in inp.tables.sources.items():
         s.append([f"Input: {label}", s.text(src["path"]), s.text("sha256 " + src["sha256"])])
@@ -395,7 +404,7 @@ def _write_fleet(ws, plan: Plan) -> None:
         row = t + 2
         r = g.loc[per] if per in g.index else None
         vals = [0.0] * 4 if r is None else [float(r[c]) for c in ("reserved_owned", "reserved_used", "on_demand", "spot")]
-        s.append([_date(per)] + vals + [float(demand[t]), f"=IF(B{row}>0,C{row}/B{row},0)"])
+        s.append([_date(per)] + vals + [float(demand[t]), F(f"=IF(B{row}>0,C{row}/B{row},0)")])
     s.table("Fleet")
     n = s.rows
     area = AreaChart()

@@ -1,0 +1,102 @@
+"""plan.xlsx: structure, live formulas recomputed by LibreOffice, and text that never becomes a formula."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+
+from planner.pipeline import write_outputs
+from planner.report.xlsx import NAMES
+from conftest import price, soffice, solve_case, write_case
+
+SHEETS = ["Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions"]
+needs_lo = pytest.mark.skipif(soffice() is None, reason="LibreOffice (soffice) not installed")
+
+
+def recalc(path: Path, tmp: Path) -> Path:
+    """Open and recalculate ``path`` in LibreOffice headless; return the recomputed copy."""
+    out = tmp / f"recalc-{path.stem}"
+    profile = tmp / "lo-profile"
+    subprocess.run([soffice(), f"-env:UserInstallation=file://{profile}", "--headless", "--calc",
+                    "--convert-to", "xlsx", "--outdir", str(out), str(path)],
+                   check=True, capture_output=True, timeout=240)
+    return out / path.name
+
+
+def named_values(path: Path) -> dict[str, float]:
+    wb = load_workbook(path, data_only=True)
+    out = {}
+    for name in NAMES:
+        dn = wb.defined_names[name]
+        (sheet, ref), = list(dn.destinations)
+        out[name] = wb[sheet][ref.replace("$", "")].value
+    return out
+
+
+def test_sheets_tables_and_names(example_plan):
+    plan, paths = example_plan
+    wb = load_workbook(paths["xlsx"])
+    assert wb.sheetnames[:8] == SHEETS
+    for name in SHEETS:
+        ws = wb[name]
+        assert ws.tables, f"{name} has no Excel table"
+        assert ws.freeze_panes == "A2"
+    assert set(NAMES) <= set(wb.defined_names)
+    costs = wb["Costs"]
+    formulas = [c.value for c in costs["I"][1:] if c.value is not None]
+    assert formulas and all(isinstance(f, str) and f.startswith("=") for f in formulas)
+    summary = wb["Summary"]
+    assert str(summary["B2"].value).startswith("=SUM(Costs!")
+
+
+@needs_lo
+def test_libreoffice_recomputes_the_totals_of_plan_json(example_plan, tmp_path):
+    plan, paths = example_plan
+    data = json.loads(paths["json"].read_text())
+    got = named_values(recalc(paths["xlsx"], tmp_path))
+    assert got["total_cost_usd"] == pytest.approx(data["cost_usd"]["total"], abs=0.005)
+    assert got["reserved_cost_usd"] == pytest.approx(data["cost_usd"]["reserved"], abs=0.005)
+    assert got["on_demand_cost_usd"] == pytest.approx(data["cost_usd"]["on_demand"], abs=0.005)
+    assert got["spot_cost_usd"] == pytest.approx(data["cost_usd"]["spot"], abs=0.005)
+    assert got["all_on_demand_usd"] == pytest.approx(data["baselines_usd"]["all_on_demand"], abs=0.005)
+    assert got["savings_usd"] == pytest.approx(data["savings_usd"], abs=0.01)
+
+
+@needs_lo
+def test_doubling_an_on_demand_price_moves_the_total_by_hand_computation(example_plan, tmp_path):
+    plan, paths = example_plan
+    a = plan.allocation[plan.allocation.option == "on_demand"]
+    hours = a.assign(gh=a.gpus * a.hours).groupby(["gpu_type", "region"])["gh"].sum()
+    (gt, rg), gpu_hours = hours.idxmax(), hours.max()
+    edited = tmp_path / "edited.xlsx"
+    wb = load_workbook(paths["xlsx"])
+    ws = wb["Prices"]
+    for row in ws.iter_rows(min_row=2):
+        if (row[0].value, row[1].value, row[2].value) == (gt, rg, "on_demand"):
+            old = row[3].value
+            row[3].value = 2 * old
+    wb.save(edited)
+    before = named_values(recalc(paths["xlsx"], tmp_path))
+    after = named_values(recalc(edited, tmp_path))
+    assert after["on_demand_cost_usd"] - before["on_demand_cost_usd"] == pytest.approx(gpu_hours * old, rel=1e-9)
+    assert after["total_cost_usd"] - before["total_cost_usd"] == pytest.approx(gpu_hours * old, rel=1e-9)
+
+
+@pytest.mark.parametrize("evil", ['=HYPERLINK("http://example.com","x")', "+SUM(A1)", "-1+2", "@cmd", " \t=1+1"])
+def test_text_from_inputs_never_becomes_a_formula(tmp_path, evil):
+    name = evil.strip()  # names are trimmed on reading; the description keeps the leading blanks
+    m = write_case(tmp_path, {name: [3, 4]}, [price(hourly=1.0, region="r1")], {name: {"description": evil}})
+    plan = solve_case(m)
+    paths = write_outputs(plan, tmp_path / "out")
+    wb = load_workbook(paths["xlsx"])
+    cells = [c for ws in wb for row in ws.iter_rows() for c in row if c.value is not None
+             and isinstance(c.value, str) and c.value.strip() == evil.strip()]
+    assert cells, "the class name was not written"
+    assert all(c.data_type == "s" for c in cells)
+    alloc = wb["Allocation"]
+    assert alloc["D2"].value == name and alloc["D2"].data_type == "s"
