@@ -184,7 +184,8 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResul
     if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
         status = Status.optimal
     elif st == pulp.LpStatusOptimal and sol == pulp.LpSolutionIntegerFeasible:
-        status = Status.feasible
+        # stopped early: only a primal-feasible point is a plan (an interrupted simplex is not)
+        status = Status.feasible if int(info.primal_solution_status) == 2 else Status.error
     elif st == pulp.LpStatusInfeasible:
         status = Status.infeasible
     else:
