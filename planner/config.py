@@ -7,6 +7,7 @@ typo'd ``max_spot_shares`` never silently falls back to a default.
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -200,7 +201,7 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
 
     def resolve(key):
         value = top.get(key)
-        return (base / value) if value else None
+        return Path(os.path.normpath(base / value)) if value else None
 
     return ModelConfig(name=name, path=path, demand=resolve("demand"), prices=resolve("prices"),
                        inventory=resolve("inventory"), solver=solver, classes=classes,

@@ -1,8 +1,7 @@
 """Solver values -> :class:`Plan`: tidy tables of what to buy and how it is used, and its costs.
 
 Costs are recomputed here from the plan's quantities and the price sheet (the
-formulation's costs), not taken from the solver; ``objective_usd`` is checked
-against the solver's objective.
+formulation's costs), not taken from the solver (tests check that the two agree).
 """
 
 from __future__ import annotations

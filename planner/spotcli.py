@@ -74,6 +74,10 @@ def run_spot(interruptions_per_hour, mtbi_hours, checkpoint_minutes, restart_min
         raise ConfigError(Problem("command line", "no interruption rate given",
                                   expected="--interruptions-per-hour, --mtbi-hours or --job-mtbi-hours",
                                   hint="e.g. --mtbi-hours 4 for a preemption every four hours"))
+    if job_mtbi_hours is not None and sweep is not None:
+        raise ConfigError(Problem("command line", "--sweep needs a per-instance rate",
+                                  expected="--interruptions-per-hour or --mtbi-hours with --sweep",
+                                  hint="a job-level MTBI cannot be rescaled to other gang sizes or rates"))
     rate = interruptions_per_hour if interruptions_per_hour is not None else (
         1.0 / mtbi_hours if mtbi_hours is not None else 0.0)
     job_rate = 1.0 / job_mtbi_hours if job_mtbi_hours is not None else None

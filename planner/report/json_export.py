@@ -63,7 +63,7 @@ def plan_to_dict(plan: Plan) -> dict:
              "gpus": _num(r.gpus), "commitment_usd": _num(r.commitment_usd),
              "term_months": _num(r.term_months), "effective_usd_per_gpu_hour": _num(r.effective_usd_per_gpu_hour),
              "horizon_cost_usd": _num(r.horizon_cost_usd)}
-            for r in purchases.itertuples() if r.instances > 0],
+            for r in purchases.itertuples()],  # every reserved option, bought (instances > 0) or not
         "baselines_usd": {"all_on_demand": _num(plan.baseline_all_on_demand)},
         "inputs": {"model": str(inp.config.path) if inp.config.path else None,
                    "demand": sources["demand"]["path"], "prices": sources["prices"]["path"],

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
-from openpyxl.chart import AreaChart, BarChart, Reference
+from openpyxl.chart import AreaChart, BarChart, LineChart, Reference
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
@@ -394,23 +394,25 @@ def _write_fleet(ws, plan: Plan) -> None:
     f = plan.fleet
     scen0 = inp.scenarios[0]
     g = f[f["scenario"] == scen0].groupby("period")[["reserved_owned", "reserved_used", "on_demand", "spot"]].sum()
-    demand = (inp.demand[0] * (1 + inp.headroom)[:, None]).sum(axis=0)
-    s = _Sheet(ws, ["period", "reserved_owned", "reserved_used", "on_demand", "spot", "demand_with_headroom",
+    s = _Sheet(ws, ["period", "reserved_owned", "reserved_used", "on_demand", "spot", "gpus_in_use",
                     "reserved_utilisation"],
                {"period": DATE, "reserved_owned": NUM, "reserved_used": NUM, "on_demand": NUM, "spot": NUM,
-                "demand_with_headroom": NUM, "reserved_utilisation": PCT})
+                "gpus_in_use": NUM, "reserved_utilisation": PCT})
     s.header({"period": 18})
     for t, per in enumerate(inp.periods):
         row = t + 2
         r = g.loc[per] if per in g.index else None
         vals = [0.0] * 4 if r is None else [float(r[c]) for c in ("reserved_owned", "reserved_used", "on_demand", "spot")]
-        s.append([_date(per)] + vals + [float(demand[t]), F(f"=IF(B{row}>0,C{row}/B{row},0)")])
+        s.append([_date(per)] + vals + [F(f"=C{row}+D{row}+E{row}"), F(f"=IF(B{row}>0,C{row}/B{row},0)")])
     s.table("Fleet")
     n = s.rows
     area = AreaChart()
     area.grouping = "stacked"
-    area.title = f"GPUs by option ({scen0}); demand with headroom in reference GPUs"
+    area.title = f"GPUs in use by option, stacked = GPUs serving demand with headroom ({scen0})"
     area.add_data(Reference(ws, min_col=3, max_col=5, min_row=1, max_row=n), titles_from_data=True)
+    owned = LineChart()
+    owned.add_data(Reference(ws, min_col=2, min_row=1, max_row=n), titles_from_data=True)
+    area += owned  # the reserved fleet owned, as a line over the stacked use
     area.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n))
     area.height, area.width = 9, 24
     ws.add_chart(area, "I2")
