@@ -164,6 +164,10 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
     for required in ("demand", "prices"):
         if required not in raw:
             bad.add(file, f"missing key '{required}'", expected="a path relative to the model file")
+    for key in ("demand", "prices", "inventory"):
+        if isinstance(raw.get(key), str) and not raw[key].strip():
+            bad.add(file, f"key '{key}' is an empty path", expected="a path relative to the model file",
+                    hint="remove the key" if key == "inventory" else "name the file")
     name = top.get("name") or (path.stem if path else "plan")
 
     solver = _parse_solver(_check_keys(top.get("solver", {}), _SOLVER_KEYS, "solver.", file, bad),
@@ -195,8 +199,9 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
         bad.add(file, "scenario probabilities do not add up to 1",
                 value=round(sum(scenarios.values()), 6), expected="a total of 1")
     fleet_failure = float(top.get("failure_rate_per_gpu_hour", 0.0))
-    if fleet_failure < 0:
-        bad.add(file, "key 'failure_rate_per_gpu_hour' must be >= 0", value=fleet_failure)
+    if not 0 <= fleet_failure <= 0.01:
+        bad.add(file, "key 'failure_rate_per_gpu_hour' out of range", value=fleet_failure,
+                expected="failures per GPU-hour between 0 and 0.01")
     bad.raise_if_any(ConfigError)
 
     def resolve(key):
@@ -243,8 +248,9 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
                 expected="spot = true, or no max_spot_share",
                 hint="a class that may not use spot needs no max_spot_share")
     headroom = float(t.get("headroom", 0.0))
-    if headroom < 0:
-        bad.add(file, f"'{where}.headroom' must be >= 0", value=headroom)
+    if not 0 <= headroom <= 10:
+        bad.add(file, f"'{where}.headroom' out of range", value=headroom,
+                expected="a share between 0 and 10 (0.15 = 15 % above demand)")
     speeds = None
     if "gpu_types" in t:
         speeds = {}
@@ -286,8 +292,9 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
     if goodput is not None and not 0 < goodput <= 1:
         bad.add(file, f"'{where}.spot_goodput' out of range", value=goodput, expected="0 < spot_goodput <= 1")
     failure = t.get("failure_rate_per_gpu_hour")
-    if failure is not None and failure < 0:
-        bad.add(file, f"'{where}.failure_rate_per_gpu_hour' must be >= 0", value=failure)
+    if failure is not None and not 0 <= failure <= 0.01:
+        bad.add(file, f"'{where}.failure_rate_per_gpu_hour' out of range", value=failure,
+                expected="failures per GPU-hour between 0 and 0.01 (1e-5 = one per 100,000 GPU-hours)")
     if len(bad.problems) > n_before:
         return None
     return ClassPolicy(name=name, spot=bool(spot), max_spot_share=share if spot else 0.0,

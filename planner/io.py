@@ -11,6 +11,7 @@ import csv
 import datetime as dt
 import hashlib
 import io as _io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,25 +61,26 @@ def read_table(path: str | Path, what: str) -> RawTable:
     suffix = path.suffix.lower()
     if suffix in (".xlsx", ".xlsm"):
         df = _read_xlsx(path, what)
-        decimal_comma = False
+        decimal_comma, lead = False, 0
     elif suffix in (".xls", ".ods"):
         raise InputError(Problem(str(path), f"unsupported {what} file format '{suffix}'",
                                  expected=".csv or .xlsx", hint="save it as .xlsx or .csv"))
     else:
-        df, decimal_comma = _read_csv(path, what)
+        df, decimal_comma, lead = _read_csv(path, what)
     df.columns = [str(c).strip() for c in df.columns]
+    df = df.apply(lambda s: s.str.strip()) if len(df.columns) else df
+    names = list(df.columns)
+    unnamed = [i for i, c in enumerate(names) if c == "" or c.startswith("Unnamed:")]
+    lost = [i + 1 for i in unnamed if df.iloc[:, i].ne("").any()]
+    if lost:
+        raise InputError([Problem(str(path), f"column {i} has values but no header", row=1 + lead,
+                                  hint="give the column a name or delete it") for i in lost])
+    df = df.iloc[:, [i for i in range(len(names)) if i not in unnamed]]  # Excel's leftover blank columns
     dupes = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
     if dupes:
-        raise InputError([Problem(str(path), "duplicate column", row=1, column=c,
+        raise InputError([Problem(str(path), "duplicate column", row=1 + lead, column=c,
                                   hint="keep one column of each name") for c in dupes])
-    df = df.apply(lambda s: s.str.strip()) if len(df.columns) else df
-    unnamed = [c for c in df.columns if c == "" or c.startswith("Unnamed:")]
-    lost = [list(df.columns).index(c) + 1 for c in unnamed if df[c].ne("").any()]
-    if lost:
-        raise InputError([Problem(str(path), f"column {i} has values but no header", row=1,
-                                  hint="give the column a name or delete it") for i in lost])
-    df = df.drop(columns=unnamed)  # Excel's leftover formatting: blank header, blank cells
-    rows = pd.Series(range(2, len(df) + 2), index=df.index)
+    rows = pd.Series(range(2 + lead, len(df) + 2 + lead), index=df.index)
     # rows left fully blank (Excel often keeps a few) are not data
     filled = df.ne("").any(axis=1) if len(df.columns) else pd.Series(False, index=df.index)
     df, rows = df[filled], rows[filled]
@@ -86,7 +88,7 @@ def read_table(path: str | Path, what: str) -> RawTable:
                     decimal_comma=decimal_comma, sha256=sha256_of(path))
 
 
-def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, bool]:
+def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, bool, int]:
     file = str(path)
     raw = path.read_bytes()
     if not raw.strip():
@@ -95,13 +97,20 @@ def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, bool]:
         raise InputError(Problem(file, f"looks like an Excel workbook saved with a .csv name",
                                  hint="rename it to .xlsx or save it as CSV"))
     text = None
-    for enc in ("utf-8-sig", "cp1252"):
+    encodings = ("utf-16",) if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else ("utf-8-sig", "cp1252")
+    for enc in encodings:
         try:
             text = raw.decode(enc)
             break
         except UnicodeDecodeError:
             continue
-    header = text.lstrip().splitlines()[0]
+    if text is None or "\x00" in text:
+        raise InputError(Problem(file, f"the {what} file is not text (it cannot be decoded as UTF-8 or UTF-16)",
+                                 hint="save it as 'CSV UTF-8 (comma delimited)' or as .xlsx"))
+    lines = text.splitlines()
+    lead = next(i for i, line in enumerate(lines) if line.strip())  # blank lines above the header
+    text = "\n".join(lines[lead:])
+    header = lines[lead]
     sep = ","
     if header.count(";") > header.count(",") and header.count(";") >= 1:
         sep = ";"
@@ -112,14 +121,19 @@ def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, bool]:
                             header=None, skipinitialspace=True, skip_blank_lines=False,
                             quoting=csv.QUOTE_MINIMAL)
     except pd.errors.ParserError as exc:
-        raise InputError(Problem(file, f"cannot be parsed as CSV ({exc})",
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if m:
+            raise InputError(Problem(file, f"row has {m.group(3)} fields but the header has {m.group(1)}",
+                                     row=int(m.group(2)) + lead, hint="remove the extra separator, or quote "
+                                     "a value that contains one")) from None
+        raise InputError(Problem(file, "cannot be parsed as CSV: " + " ".join(str(exc).split()),
                                  hint="every row needs as many fields as the header")) from None
     except pd.errors.EmptyDataError:
         raise InputError(Problem(file, f"the {what} file is empty")) from None
     # header=None keeps duplicate column names as the user wrote them (pandas would mangle them)
     df = table.iloc[1:].reset_index(drop=True)
     df.columns = [str(c) for c in table.iloc[0]]
-    return df, sep == ";"
+    return df, sep == ";", lead
 
 
 def _cell_text(value) -> str:

@@ -159,7 +159,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     for col in ("gpu_type", "region"):
         _report(bad, raw, d[col].eq(""), col, "blank cell", None, expected="a name")
     option = normalise_option(d["option"])
-    known = option.isin(["on_demand", "spot"]) | option.str.match(r"^reserved_?\w*$")
+    known = option.isin(["on_demand", "spot"]) | option.str.match(r"^reserved(_[\w.]+)?$")
     option = option.where(~option.str.fullmatch("reserved"), "reserved")
     _report(bad, raw, ~known, "option", "unknown purchase option", d["option"],
             expected="on_demand, spot or reserved_<term> (e.g. reserved_1y)")
