@@ -116,8 +116,11 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, quiet):
     result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap,
                        timings={"read_validate": time.perf_counter() - t0})
     if result.status.value in ("infeasible", "error"):
-        click.secho(f"Error: the solver found no plan ({result.status.value}: {result.solve.message}); "
-                    "nothing was written.", fg="red", err=True)
+        hint = (" The model is infeasible." if result.status.value == "infeasible" else
+                f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
+        click.secho(f"Error: the solver found no plan ({result.status.value}"
+                    f"{': ' + result.solve.message if result.solve.message else ''}); nothing was written.{hint}",
+                    fg="red", err=True)
         sys.exit(EXIT_ERROR)
     target = out_dir or default_out_dir(inp.config)
     paths = write_outputs(result, target)
@@ -199,6 +202,9 @@ def spot(**opts):
     from .spotcli import run_spot
 
     run_spot(**opts)
+
+
+from . import cli_whatif  # noqa: E402,F401  (registers `compare` and `sweep`)
 
 
 def main():  # console script entry point

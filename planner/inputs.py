@@ -7,7 +7,7 @@ scenarios; ``demand[s, k, t]`` is d, ``speed[k, p]`` is s, ``goodput[k, p]`` is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -168,7 +168,9 @@ def _goodput(config: ModelConfig, classes: list[str], pools: pd.DataFrame, speed
                 reliability[k, p] = float(economics.goodput(lam_f, t_f, C, R))
             if not (pol.phi > 0 and pools["has_sp"].iat[p]):
                 continue
-            a = economics.assess(spot_price=float(pools["sp"].iat[p]), on_demand_price=float(pools["od"].iat[p]),
+            # on-demand per useful GPU-hour: failures (if any) hit it too, so spot is compared like for like
+            a = economics.assess(spot_price=float(pools["sp"].iat[p]),
+                                 on_demand_price=float(pools["od"].iat[p]) / reliability[k, p],
                                  interruptions_per_instance_hour=float(pools["ip"].iat[p]),
                                  checkpoint_h=C, restart_h=R, job_gpus=job, gpus_per_instance=m,
                                  interval_h=tau, failure_rate_per_gpu_hour=fail,
@@ -198,3 +200,50 @@ def _goodput(config: ModelConfig, classes: list[str], pools: pd.DataFrame, speed
             })
     spot = pd.DataFrame(rows)
     return goodput, reliability, spot
+
+
+FACTORS = ("spot_price", "on_demand_price", "reserved_price", "interruptions", "demand_level",
+           "demand_growth", "headroom")
+
+
+def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: float = 1.0,
+                 reserved_price: float = 1.0, interruptions: float = 1.0, demand_level: float = 1.0,
+                 demand_growth: float = 1.0, headroom: float = 1.0) -> PlanInputs:
+    """A what-if copy of ``inp`` with multiplicative factors applied; nothing is re-read or re-validated.
+
+    ``demand_growth`` scales demand linearly over the horizon: 1 at the first period, the factor at the
+    last one (1.2 = demand ends 20 % above the forecast). The other factors multiply their parameter
+    everywhere. Goodput and the spot economics are recomputed from the scaled rates and prices; the
+    penalty M stays that of the original sheet.
+    """
+    pools = inp.pools.copy()
+    pools["od"] = pools["od"] * on_demand_price
+    pools["sp"] = pools["sp"] * spot_price
+    pools["ip"] = pools["ip"] * interruptions
+    reserved = inp.reserved.copy()
+    for col in ("hourly_usd", "upfront_usd", "r"):
+        reserved[col] = reserved[col] * reserved_price
+    ramp = np.ones(inp.T)
+    if inp.T > 1 and demand_growth != 1.0:
+        elapsed = np.concatenate([[0.0], np.cumsum(inp.hours[:-1])])
+        ramp = 1.0 + (demand_growth - 1.0) * elapsed / elapsed[-1]
+    demand = inp.demand * demand_level * ramp[None, None, :]
+    prices = inp.tables.prices.copy()
+    factor = np.select([prices["option"] == "on_demand", prices["option"] == "spot",
+                        prices["option"].str.startswith("reserved")],
+                       [on_demand_price, spot_price, reserved_price], 1.0)
+    prices["hourly_usd"] = prices["hourly_usd"] * factor
+    prices["upfront_usd"] = prices["upfront_usd"] * np.where(prices["option"].str.startswith("reserved"),
+                                                             reserved_price, 1.0)
+    prices["interruptions_per_hour"] = prices["interruptions_per_hour"] * interruptions
+    tables = replace(inp.tables, prices=prices)
+    goodput, reliability, spot = _goodput(inp.config, inp.classes, pools, inp.speed, reserved)
+    return replace(inp, pools=pools, reserved=reserved, demand=demand, headroom=inp.headroom * headroom,
+                   goodput=goodput, reliability=reliability, spot=spot, tables=tables)
+
+
+def with_demand(inp: PlanInputs, demand: np.ndarray, scenarios: list[str],
+                probability: np.ndarray) -> PlanInputs:
+    """``inp`` with another demand cube (S, K, T) and scenario weights (same classes and periods)."""
+    return replace(inp, demand=np.asarray(demand, float), scenarios=list(scenarios),
+                   probability=np.asarray(probability, float))

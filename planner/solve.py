@@ -84,6 +84,12 @@ def solve(model: PlanModel, backend: str = "cbc", time_limit_s: float | None = N
     raise SolverError(f"unknown solver backend {backend!r}; expected 'cbc' or 'highs'")
 
 
+def _set_start(model: PlanModel) -> None:
+    """Give the solver a feasible incumbent, so a time limit always leaves a plan to report."""
+    for v, x in zip(model.variables, model.start.tolist()):
+        v.setInitialValue(x)
+
+
 def _values(model: PlanModel) -> np.ndarray:
     return np.array([v.varValue if v.varValue is not None else np.nan for v in model.variables], dtype=float)
 
@@ -112,8 +118,9 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="planner-cbc-") as tmp:
         log = os.path.join(tmp, "cbc.log")
+        _set_start(model)
         solver = pulp.COIN_CMD(path=path, msg=False, timeLimit=time_limit_s, gapRel=mip_gap,
-                               threads=threads, logPath=log)
+                               threads=threads, logPath=log, warmStart=True)
         cwd = os.getcwd()
         try:
             os.chdir(tmp)  # PuLP writes its temporary files to the working directory on some systems
@@ -166,7 +173,8 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResul
     if not highs_available():
         raise SolverError("HiGHS is not installed: pip install 'planner[highs]' (highspy), or use --solver cbc")
     t0 = time.perf_counter()
-    solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=mip_gap, threads=threads)
+    _set_start(model)
+    solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=mip_gap, threads=threads, warmStart=True)
     try:
         with _quiet_stdout():  # HiGHS prints a banner even with output switched off
             model.prob.solve(solver)

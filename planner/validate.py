@@ -275,9 +275,13 @@ def validate_demand(raw: RawTable, config: ModelConfig, bad: Collector) -> pd.Da
                 expected="a class defined in the model file")
         unknown = ~d["workload_class"].isin(list(config.classes)) & d["workload_class"].ne("")
         first_unknown = unknown & ~d["workload_class"].duplicated()
-        _report(bad, raw, first_unknown, "workload_class", "class not defined in the model file",
-                d["workload_class"], expected="one of " + ", ".join(config.classes),
-                hint="add a [classes.<name>] table to the model file or fix the name")
+        for i in np.flatnonzero(first_unknown.to_numpy())[:MAX_ROWS_PER_CHECK]:
+            name = d["workload_class"].iat[i]
+            close = _close(name, list(config.classes))
+            bad.add(raw.file, "class not defined in the model file", row=int(raw.rows.iat[i]),
+                    column="workload_class", value=name, expected="one of " + ", ".join(config.classes),
+                    hint=f"did you mean '{close}'?" if close else
+                    "add a [classes.<name>] table to the model file or fix the name")
     else:
         if "period" not in d.columns:
             bad.add(raw.file, "missing column 'period' in the demand file", row=1,

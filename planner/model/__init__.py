@@ -28,6 +28,7 @@ class PlanModel:
     families: dict[str, pd.DataFrame]
     blocks: Blocks
     cost: np.ndarray  # objective coefficient of every variable
+    start: np.ndarray  # a feasible start: buy nothing, leave all demand unmet (the solver's first incumbent)
     rows: dict[str, int] = field(default_factory=dict)  # constraint rows per family
     seconds: float = 0.0
 
@@ -59,5 +60,8 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None) -> PlanModel
     rows = {name: define(prob, variables, inp, blocks, fam) for name, define in FAMILIES}
     cost = objective_coefficients(inp, blocks, fam, len(variables))
     define_objective(prob, variables, cost)
-    return PlanModel(prob=prob, variables=variables, families=fam, blocks=blocks, cost=cost, rows=rows,
-                     seconds=time.perf_counter() - t0)
+    start = np.zeros(len(variables))
+    u = fam["u"]
+    start[u["col"].to_numpy()] = (1 + inp.headroom[u["k"].to_numpy()]) * blocks.demand[u["k"], u["b"]]
+    return PlanModel(prob=prob, variables=variables, families=fam, blocks=blocks, cost=cost, start=start,
+                     rows=rows, seconds=time.perf_counter() - t0)

@@ -1,0 +1,1 @@
+"""What-if commands (`planner compare`, `planner sweep`), registered on the main CLI group."""
