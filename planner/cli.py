@@ -16,7 +16,9 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import InputError, PlannerError
+import numpy as np
+
+from .errors import InputError, PlannerError, Problem
 
 EXAMPLE_MODEL = Path(__file__).resolve().parent.parent / "models" / "example.toml"
 
@@ -203,6 +205,115 @@ def spot(**opts):
 
     run_spot(**opts)
 
+
+@cli.command()
+@model_argument
+@click.option("--plan", "plan_file", required=True, type=click.Path(path_type=Path),
+              help="plan.json whose reserved purchases are evaluated.")
+@click.option("--demand", required=True, type=click.Path(path_type=Path), help="The demand that really came.")
+@prices_option
+@solver_option
+@time_limit_option
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Folder for evaluation.xlsx and evaluation.json (default outputs/<name>-evaluate/).")
+@click.option("--json", "as_json", is_flag=True, help="Print the evaluation as JSON.")
+@handle_errors
+def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_json):
+    """Fix a plan's reserved purchases and price the cheapest recourse for the actual demand.
+
+    Reports the realised cost, shortfall, reserved utilisation and the regret
+    against the plan made with hindsight on the same demand.
+
+    Example:
+
+    \b
+        planner evaluate models/example.toml --plan outputs/example-q1-2027/plan.json \\
+            --demand data/actual_q1.csv --json
+    """
+    from .atomic import atomic_path
+    from .evaluate import evaluate as run_evaluation, read_plan_purchases
+    from .pipeline import default_out_dir, load_inputs, make_plan
+    from .report import write_workbook
+
+    inp = load_inputs(model or _default_model(), demand=demand, prices=prices)
+    purchases = read_plan_purchases(plan_file, inp)
+    solve = functools.partial(make_plan, backend=solver, time_limit_s=time_limit)
+    ev = run_evaluation(inp, purchases, solve, plan_file=str(plan_file))
+    data = ev.to_dict()
+    target = out_dir or default_out_dir(inp.config).with_name(default_out_dir(inp.config).name + "-evaluate")
+    with atomic_path(Path(target) / "evaluation.xlsx") as tmp:
+        write_workbook(ev.realised, tmp)
+    with atomic_path(Path(target) / "evaluation.json") as tmp:
+        tmp.write_text(json.dumps(data, indent=2, default=float) + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=float))
+    else:
+        c = data["cost_usd"]
+        click.echo(f"Realised cost ${c['total']:,.0f} (reserved ${c['reserved']:,.0f}, on-demand "
+                   f"${c['on_demand']:,.0f}, spot ${c['spot']:,.0f}); shortfall {data['shortfall_gpu_hours']:,.1f} "
+                   f"GPU-hours; reserved utilisation {100 * data['reserved_utilisation']:.1f} %; regret "
+                   f"${data['regret_usd']:,.0f} against hindsight (${data['hindsight']['objective_usd']:,.0f})")
+        click.echo(f"  wrote {Path(target) / 'evaluation.xlsx'} and {Path(target) / 'evaluation.json'}")
+
+
+@cli.command()
+@model_argument
+@click.option("--demand", "history", type=click.Path(path_type=Path), default=None,
+              help="Demand history to backtest on (default: the model file's demand).")
+@click.option("--train-hours", type=click.FloatRange(min=1), default=672, show_default=True,
+              help="Length of each planning window.")
+@click.option("--test-hours", type=click.FloatRange(min=1), default=672, show_default=True,
+              help="Length of each evaluation window.")
+@click.option("--step-hours", type=click.FloatRange(min=1), default=None, help="Roll forward by (default: test).")
+@solver_option
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Folder for backtest.csv and backtest.json (default outputs/<name>-backtest/).")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@handle_errors
+def backtest(model, history, train_hours, test_hours, step_hours, solver, out_dir, as_json):
+    """Plan on a window of history, evaluate on the next, roll forward; regret per strategy.
+
+    Strategies: the stochastic plan, the point-forecast plan and the percentile
+    rule (reserve the level exceeded in the break-even share of hours).
+
+    Example:
+
+    \b
+        planner backtest models/example.toml --train-hours 336 --test-hours 336
+    """
+    from .atomic import atomic_path
+    from .backtest import backtest as run_backtest
+    from .pipeline import default_out_dir, load_inputs, make_plan
+
+    inp = load_inputs(model or _default_model(), demand=history)
+    if len(inp.scenarios) > 1:
+        raise InputError(Problem(str(history or inp.config.demand), "a backtest needs one demand history, "
+                                 "not scenarios", column="scenario"))
+    step = float(np.median(inp.hours))
+    train, test = int(round(train_hours / step)), int(round(test_hours / step))
+    if train + test > inp.T:
+        raise InputError(Problem(str(history or inp.config.demand), f"history too short: {inp.T} periods of "
+                                 f"{step:g} h for a {train_hours:g} h + {test_hours:g} h window",
+                                 hint="shorten --train-hours or --test-hours"))
+    result = run_backtest(inp, train, test, functools.partial(make_plan, backend=solver),
+                          step_periods=int(round((step_hours or test_hours) / step)))
+    target = Path(out_dir or default_out_dir(inp.config).with_name(default_out_dir(inp.config).name + "-backtest"))
+    with atomic_path(target / "backtest.csv") as tmp:
+        result.to_csv(tmp, index=False)
+    records = json.loads(result.to_json(orient="records", date_format="iso"))
+    with atomic_path(target / "backtest.json") as tmp:
+        tmp.write_text(json.dumps({"windows": records}, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps({"windows": records}, indent=2))
+    else:
+        table = result.pivot(index="window", columns="strategy", values="regret_pct")[list(STRATEGY_ORDER)]
+        click.echo("Regret against hindsight, % of the hindsight cost, per test window:")
+        click.echo(table.round(2).to_string())
+        click.echo(f"  mean: " + ", ".join(f"{s} {table[s].mean():.2f} %" for s in STRATEGY_ORDER))
+        click.echo(f"  wrote {target / 'backtest.csv'} and {target / 'backtest.json'}")
+
+
+STRATEGY_ORDER = ("stochastic", "point", "percentile")
 
 from . import cli_whatif  # noqa: E402,F401  (registers `compare` and `sweep`)
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import economics
 from .config import ModelConfig
-from .validate import Tables
+from .validate import QUANTILE, Tables
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,18 @@ class PlanInputs:
     @property
     def T(self) -> int:
         return len(self.periods)
+
+
+def quantile_weights(names: list[str]) -> tuple[list[str], np.ndarray]:
+    """Scenarios from quantile forecasts: each quantile stands for the probability mass nearest to it.
+
+    Sorted levels q_1 < ... < q_n get the weight between the midpoints of their neighbours (0 and 1 at
+    the ends): p10, p50, p90 -> 0.3, 0.4, 0.3 (Swanson's rule); p50 alone -> 1.
+    """
+    order = sorted(names, key=lambda s: int(s[1:]))
+    q = np.array([int(s[1:]) / 100.0 for s in order])
+    edges = np.concatenate([[0.0], (q[1:] + q[:-1]) / 2, [1.0]])
+    return order, np.diff(edges)
 
 
 def _pools(prices: pd.DataFrame) -> pd.DataFrame:
@@ -115,6 +127,8 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     if config.scenarios:
         scen = [s for s in config.scenarios]
         prob = np.array([config.scenarios[s] for s in scen])
+    elif len(scen) > 1 and all(QUANTILE.fullmatch(s) for s in scen):
+        scen, prob = quantile_weights(scen)
     else:
         prob = np.full(len(scen), 1.0 / len(scen))
     periods = pd.DatetimeIndex(np.sort(dem["period"].unique()))
@@ -247,3 +261,10 @@ def with_demand(inp: PlanInputs, demand: np.ndarray, scenarios: list[str],
     """``inp`` with another demand cube (S, K, T) and scenario weights (same classes and periods)."""
     return replace(inp, demand=np.asarray(demand, float), scenarios=list(scenarios),
                    probability=np.asarray(probability, float))
+
+
+def slice_periods(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
+    """``inp`` restricted to the periods at positions ``index`` (a window of a longer history)."""
+    index = np.asarray(index)
+    return replace(inp, periods=inp.periods[index], hours=inp.hours[index], demand=inp.demand[:, :, index],
+                   inventory=inp.inventory[:, index])

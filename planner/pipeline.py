@@ -14,6 +14,7 @@ from .config import ModelConfig, load_model
 from .inputs import PlanInputs, build_inputs
 from .model import build_model
 from .results import Plan, extract_plan
+from .risk import risk_view
 from .solve import solve
 
 
@@ -34,10 +35,12 @@ def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = 
 
 
 def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: float | None = None,
-              mip_gap: float | None = None, timings: dict | None = None) -> Plan:
+              mip_gap: float | None = None, timings: dict | None = None,
+              fixed_reserved=None, risk: bool = True) -> Plan:
+    """Build, solve and extract; ``fixed_reserved`` (instances per row of ``inp.reserved``) fixes the purchases."""
     s = inp.config.solver
     timings = dict(timings or {})
-    model = build_model(inp)
+    model = build_model(inp, fixed_reserved=fixed_reserved)
     timings["build"] = model.seconds
     result = solve(model, backend or s.backend, time_limit_s if time_limit_s is not None else s.time_limit_s,
                    s.mip_gap if mip_gap is None else mip_gap, s.threads)
@@ -45,6 +48,13 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     t0 = time.perf_counter()
     plan = extract_plan(inp, model, result, timings)
     plan.timings["extract"] = time.perf_counter() - t0
+    if risk and len(inp.scenarios) > 1 and plan.status.value in ("optimal", "feasible"):
+        t0 = time.perf_counter()
+        sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
+            i, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved,
+            risk=False)
+        plan.risk = risk_view(plan, sub)
+        plan.timings["risk"] = time.perf_counter() - t0
     return plan
 
 

@@ -38,6 +38,7 @@ class Plan:
     reserved_utilisation: float
     timings: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
+    risk: object = None  # planner.risk.RiskView for plans over several scenarios
 
     @property
     def demand_met(self) -> bool:

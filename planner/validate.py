@@ -22,6 +22,7 @@ ABSURD_GPUS = 1e8
 ABSURD_USD_PER_HOUR = 1e5
 DEFAULT_SCENARIO = "base"
 _TERM_FROM_NAME = re.compile(r"_(\d+(?:\.\d+)?)\s*(y|yr|year|years|m|mo|month|months)$")
+QUANTILE = re.compile(r"p\d{1,2}")
 _TZ = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
 
 
@@ -253,24 +254,35 @@ def _spelling(bad: Collector, raw: RawTable, df: pd.DataFrame, col: str) -> None
 def validate_demand(raw: RawTable, config: ModelConfig, bad: Collector) -> pd.DataFrame | None:
     what = "demand file"
     d = raw.data
+    quantiles = [c for c in d.columns if QUANTILE.fullmatch(c)]
     if "workload_class" in d.columns or "gpus" in d.columns:
-        if not check_columns(raw, schema.DEMAND, bad, what):
+        if quantiles and "gpus" not in d.columns and "scenario" not in d.columns:
+            # quantile forecast: p10, p50, p90 ... columns instead of gpus, one scenario per column
+            d = d.assign(gpus="0")
+        elif quantiles:
+            bad.add(raw.file, "quantile columns beside a 'gpus' or 'scenario' column", row=1,
+                    column=quantiles[0], expected="either gpus (with an optional scenario) or quantile columns "
+                    "such as p10, p50, p90")
             return None
-        long = pd.DataFrame({"period_text": d["period"], "workload_class": d["workload_class"],
-                             "gpus_text": d["gpus"], "row": raw.rows,
-                             "gpus_col": "gpus"})
-        for c in ("hours", "scenario"):
-            if c in d.columns:
-                long[c + "_text"] = d[c]
-        gpus = numbers(raw, "gpus", bad, blank_ok=False, high=ABSURD_GPUS,
-                       expected="average concurrent GPUs >= 0")
+        if not check_columns(RawTable(raw.file, d, raw.rows, raw.decimal_comma), schema.DEMAND, bad, what,
+                             extra=quantiles):
+            return None
         hours = numbers(raw, "hours", bad, blank_ok=False, low=0, low_open=True, high=8784,
                         expected="the period's length in hours > 0") if "hours" in d.columns else None
         period = times(raw, "period", bad)
-        long["gpus"] = gpus.values
-        long["period"] = period.values
-        if hours is not None:
-            long["hours"] = hours.values
+        parts = []
+        for col in quantiles or ["gpus"]:
+            gpus = numbers(raw, col, bad, blank_ok=False, high=ABSURD_GPUS, expected="average concurrent GPUs >= 0")
+            part = pd.DataFrame({"workload_class": d["workload_class"], "row": raw.rows, "gpus_col": col,
+                                 "gpus": gpus.values, "period": period.values})
+            if quantiles:
+                part["scenario_text"] = col
+            elif "scenario" in d.columns:
+                part["scenario_text"] = d["scenario"]
+            if hours is not None:
+                part["hours"] = hours.values
+            parts.append(part)
+        long = pd.concat(parts, ignore_index=True)
         _report(bad, raw, d["workload_class"].eq(""), "workload_class", "blank class name", None,
                 expected="a class defined in the model file")
         unknown = ~d["workload_class"].isin(list(config.classes)) & d["workload_class"].ne("")

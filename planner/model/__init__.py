@@ -51,16 +51,20 @@ FAMILIES = (
 )
 
 
-def build_model(inp: PlanInputs, merge_periods: bool | None = None) -> PlanModel:
+def build_model(inp: PlanInputs, merge_periods: bool | None = None,
+                fixed_reserved: np.ndarray | None = None) -> PlanModel:
+    """The MILP for ``inp``; ``fixed_reserved`` fixes the instances bought per reserved option (recourse only)."""
     t0 = time.perf_counter()
     merge = inp.config.solver.merge_periods if merge_periods is None else merge_periods
     blocks = make_blocks(inp.demand, inp.inventory, inp.hours, inp.probability, merge=merge)
     prob = LpProblem("fleet_plan", LpMinimize)
-    variables, fam = define_variables(prob, inp, blocks)
+    variables, fam = define_variables(prob, inp, blocks, fixed_reserved)
     rows = {name: define(prob, variables, inp, blocks, fam) for name, define in FAMILIES}
     cost = objective_coefficients(inp, blocks, fam, len(variables))
     define_objective(prob, variables, cost)
     start = np.zeros(len(variables))
+    if fixed_reserved is not None:
+        start[fam["n"]["col"].to_numpy()] = fixed_reserved
     u = fam["u"]
     start[u["col"].to_numpy()] = (1 + inp.headroom[u["k"].to_numpy()]) * blocks.demand[u["k"], u["b"]]
     return PlanModel(prob=prob, variables=variables, families=fam, blocks=blocks, cost=cost, start=start,

@@ -31,11 +31,16 @@ def _add(prob: LpProblem, variables: list, family: str, keys: dict[str, np.ndarr
     return frame
 
 
-def define_variables(prob: LpProblem, inp: PlanInputs, blocks: Blocks) -> tuple[list, dict[str, pd.DataFrame]]:
+def define_variables(prob: LpProblem, inp: PlanInputs, blocks: Blocks,
+                     fixed_reserved: np.ndarray | None = None) -> tuple[list, dict[str, pd.DataFrame]]:
+    """Create every family; ``fixed_reserved`` (instances per reserved option) fixes n, for recourse-only runs."""
     variables: list = []
     fam: dict[str, pd.DataFrame] = {}
     fam["n"] = _add(prob, variables, "n", {"c": np.arange(len(inp.reserved))}, LpInteger)
     fam["n"]["p"] = inp.reserved["pool"].to_numpy()
+    if fixed_reserved is not None:
+        for col, count in zip(fam["n"]["col"].tolist(), np.asarray(fixed_reserved, float).tolist()):
+            variables[col].lowBound = variables[col].upBound = count
 
     active = blocks.demand > 0  # (K, B)
     allowed = inp.speed > 0  # (K, P)

@@ -26,6 +26,13 @@ def summary_text(plan: Plan) -> str:
     if base == base:
         pct = 100 * plan.savings / base if base else 0.0
         lines.append(f"  all on-demand    {_usd(base):>16}   savings {_usd(plan.savings)} ({pct:.1f} %)")
+    if len(inp.scenarios) > 1:
+        parts = ", ".join(f"{r.scenario} ({r.probability:.0%}) {_usd(r.total)}" for r in plan.scenario_costs.itertuples())
+        lines.append(f"  scenarios: {parts}")
+        if plan.risk is not None:
+            lines.append(f"  worst case {_usd(plan.risk.worst_case_usd)} ({plan.risk.worst_scenario}); "
+                         f"value of the stochastic solution {_usd(plan.risk.vss_usd)}; "
+                         f"value of perfect information {_usd(plan.risk.evpi_usd)}")
     bought = plan.purchases[plan.purchases["instances"] > 0]
     if len(bought):
         lines.append("  reserved purchases (commitment liability over the term):")

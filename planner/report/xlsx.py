@@ -39,7 +39,8 @@ DATE = "yyyy-mm-dd hh:mm"
 BOLD = Font(bold=True)
 RED = Font(bold=True, color="C00000")
 HEAD_FILL = PatternFill("solid", fgColor="DDEBF7")
-SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet")
+SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
+          "Scenarios")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
          "all_on_demand_usd", "savings_usd", "horizon_hours")
 
@@ -153,6 +154,7 @@ def write_workbook(plan: Plan, path) -> None:
     _write_demand(ws["Demand"], plan)
     _write_assumptions(ws["Assumptions"], plan)
     _write_fleet(ws["Fleet"], plan)
+    _write_scenarios(ws["Scenarios"], plan)
 
     for key in NAMES:
         wb.defined_names[key] = DefinedName(key, attr_text=f"Summary!$B${name_row[key]}")
@@ -261,6 +263,9 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("commitment_usd", "Commitment liability (cash over the terms)", "Purchases sheet"),
         ("reserved_utilisation", "Reserved utilisation", "reserved GPU-hours used / owned"),
         ("shortfall_gpu_hours", "Shortfall (GPU-hours not met)", "0 when every class's demand is met"),
+        ("worst_case_usd", "Worst-case scenario cost", "Scenarios sheet"),
+        ("vss_usd", "Value of the stochastic solution", "expected saving over planning on the mean forecast"),
+        ("evpi_usd", "Value of perfect information", "what a perfect forecast would save"),
         ("status", "Solver status", "optimal = proven within the gap"),
         ("mip_gap", "Achieved relative gap", ""),
         ("backend", "Solver", ""),
@@ -292,6 +297,9 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purcha
         "commitment_usd": (F(f"=SUM(Purchases!$J$2:$J${last_p})"), USD),
         "reserved_utilisation": (plan.reserved_utilisation, PCT),
         "shortfall_gpu_hours": (short, NUM),
+        "worst_case_usd": (plan.risk.worst_case_usd if plan.risk else plan.cost["total"], USD),
+        "vss_usd": (plan.risk.vss_usd if plan.risk else 0.0, USD),
+        "evpi_usd": (plan.risk.evpi_usd if plan.risk else 0.0, USD),
         "status": (plan.status.value, None),
         "mip_gap": (plan.solve.mip_gap, "0.00E+00"),
         "backend": (plan.solve.backend, None),
@@ -422,3 +430,16 @@ def _write_fleet(ws, plan: Plan) -> None:
     util.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n))
     util.height, util.width = 7, 24
     ws.add_chart(util, "I22")
+
+
+def _write_scenarios(ws, plan: Plan) -> None:
+    s = _Sheet(ws, ["scenario", "probability", "reserved_usd", "on_demand_usd", "spot_usd", "total_usd",
+                    "shortfall_gpu_hours"],
+               {"probability": PCT, "reserved_usd": USD, "on_demand_usd": USD, "spot_usd": USD, "total_usd": USD,
+                "shortfall_gpu_hours": NUM})
+    s.header({"scenario": 18})
+    for i, r in enumerate(plan.scenario_costs.itertuples()):
+        row = i + 2
+        s.append([r.scenario, r.probability, r.reserved, r.on_demand, r.spot, F(f"=C{row}+D{row}+E{row}"),
+                  r.shortfall_gpu_hours])
+    s.table("Scenarios")

@@ -1,0 +1,101 @@
+"""Evaluate a plan's reserved purchases against the demand that really came.
+
+The purchases are fixed (they were signed); on-demand and spot are re-optimised
+for the actual demand (the cheapest recourse). Regret is the realised objective
+minus that of the plan made with hindsight (purchases free, same actual demand).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError, Problem
+from .inputs import PlanInputs
+from .results import Plan
+
+
+@dataclass
+class Evaluation:
+    realised: Plan
+    hindsight: Plan
+    purchases: np.ndarray  # instances per row of inputs.reserved
+    plan_file: str
+
+    @property
+    def regret_usd(self) -> float:
+        value = self.realised.objective - self.hindsight.objective
+        gap = max(self.realised.inputs.config.solver.mip_gap, self.hindsight.solve.mip_gap or 0.0)
+        return 0.0 if value < 0 and -value <= gap * abs(self.hindsight.objective) + 1e-6 else value
+
+    def to_dict(self) -> dict:
+        r = self.realised
+        return {
+            "status": r.status.value,
+            "plan": self.plan_file,
+            "cost_usd": dict(r.cost),
+            "objective_usd": r.objective,
+            "shortfall_gpu_hours": r.shortfall_gpu_hours,
+            "reserved_utilisation": r.reserved_utilisation,
+            "regret_usd": self.regret_usd,
+            "hindsight": {"cost_usd": dict(self.hindsight.cost), "objective_usd": self.hindsight.objective,
+                          "reserved_purchases": _purchases(self.hindsight)},
+            "reserved_purchases": _purchases(r),
+            "horizon": {"start": r.inputs.periods[0].isoformat(), "periods": r.inputs.T,
+                        "hours": r.inputs.horizon_hours},
+        }
+
+
+def _purchases(plan: Plan) -> list[dict]:
+    return [{"gpu_type": p.gpu_type, "region": p.region, "option": p.option, "instances": int(p.instances),
+             "gpus": float(p.gpus)} for p in plan.purchases.itertuples()]
+
+
+def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
+    """Instances per row of ``inp.reserved`` from a plan.json (or a list of purchases)."""
+    path = Path(path)
+    file = str(path)
+    if not path.is_file():
+        raise InputError(Problem(file, "plan file not found", expected="a plan.json written by `planner plan`"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(Problem(file, f"not valid JSON ({exc})")) from None
+    rows = data.get("reserved_purchases") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise InputError(Problem(file, "no 'reserved_purchases' list", expected="a plan.json written by `planner plan`"))
+    index = {(r.gpu_type, r.region, r.option): i for i, r in enumerate(inp.reserved.itertuples())}
+    n = np.zeros(len(inp.reserved))
+    problems = []
+    for i, row in enumerate(rows):
+        try:
+            key = (row["gpu_type"], row["region"], row["option"])
+            count = float(row["instances"])
+        except (KeyError, TypeError, ValueError):
+            problems.append(Problem(file, f"reserved_purchases[{i}] lacks gpu_type, region, option or instances",
+                                    value=str(row)))
+            continue
+        if count < 0 or not count.is_integer():
+            problems.append(Problem(file, f"reserved_purchases[{i}] instances must be a whole number >= 0",
+                                    value=count))
+        elif key not in index:
+            if count > 0:
+                problems.append(Problem(file, f"reserved_purchases[{i}] buys an option the price sheet does not have",
+                                        value="/".join(key), expected="a gpu_type, region and reserved option "
+                                        "of the price sheet", hint="evaluate with the price sheet the plan used"))
+        else:
+            n[index[key]] += count
+    if problems:
+        raise InputError(problems)
+    return n
+
+
+def evaluate(inp: PlanInputs, purchases: np.ndarray, make_plan, plan_file: str = "",
+             hindsight: Plan | None = None) -> Evaluation:
+    """Fix ``purchases`` on the actual-demand inputs ``inp``; compare with the hindsight plan (solved if not given)."""
+    realised = make_plan(inp, fixed_reserved=purchases, risk=False)
+    hindsight = hindsight if hindsight is not None else make_plan(inp, risk=False)
+    return Evaluation(realised=realised, hindsight=hindsight, purchases=purchases, plan_file=plan_file)

@@ -1,0 +1,16 @@
+"""What-if analysis: compare whole plans side by side (``planner compare``) and sweep factors (``planner sweep``).
+
+* :mod:`.metrics`  -- the few numbers of a plan that a comparison or a sweep tabulates;
+* :mod:`.pricediff` -- what changed between two price sheets;
+* :mod:`.runner`   -- runs solves in parallel processes with progress and an estimate of time left;
+* :mod:`.compare`  -- scenarios -> plans -> ``comparison.json`` / ``comparison.xlsx``;
+* :mod:`.sweep`    -- factor grids -> plans -> ``sweep.json`` / ``sweep.csv`` / ``sweep.xlsx``;
+* :mod:`.report`   -- the two workbooks.
+
+Nothing here models or solves: it calls :mod:`planner.pipeline`, :mod:`planner.model`,
+:mod:`planner.solve` and :mod:`planner.results` like ``planner plan`` does.
+"""
+
+from .pricediff import PriceDiff, diff_prices
+
+__all__ = ["PriceDiff", "diff_prices"]

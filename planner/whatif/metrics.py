@@ -1,0 +1,112 @@
+"""The numbers of a :class:`~planner.results.Plan` that what-if views put side by side.
+
+Everything is an expected value over the plan's forecast scenarios (weighted by
+their probabilities), like the plan's own totals.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..results import Plan
+
+SPOT_EPS = 1e-3  # GPU-hours: below this a class's spot use counts as none (solver noise)
+RESERVED_EPS = 1e-9
+
+
+def pool_key(gpu_type: str, region: str) -> str:
+    return f"{gpu_type}/{region}"
+
+
+def reserved_key(gpu_type: str, region: str, option: str) -> str:
+    return f"{gpu_type}/{region}/{option}"
+
+
+def class_pool_key(workload_class: str, gpu_type: str, region: str) -> str:
+    return f"{workload_class} @ {gpu_type}/{region}"
+
+
+def _f(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def expected_gpu_hours(plan: Plan) -> pd.DataFrame:
+    """Allocation with ``expected_gpu_hours`` = GPU-hours x the forecast scenario's probability."""
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    a = plan.allocation
+    out = a[["scenario", "workload_class", "gpu_type", "region", "option", "gpu_hours"]].copy()
+    out["expected_gpu_hours"] = out["gpu_hours"].to_numpy(float) * out["scenario"].map(prob).to_numpy(float)
+    return out
+
+
+def spend(plan: Plan) -> pd.DataFrame:
+    """Expected spend per (option, pool): reserved per reserved option, on-demand and spot per pool.
+
+    The rows sum to ``plan.cost["total"]``.
+    """
+    inp = plan.inputs
+    rows = []
+    for r in plan.purchases.itertuples():
+        rows.append({"option": r.option, "gpu_type": r.gpu_type, "region": r.region,
+                     "gpus": float(r.gpus), "gpu_hours": float(r.gpus) * inp.horizon_hours,
+                     "usd": float(r.horizon_cost_usd)})
+    price = {}
+    for p in inp.pools.itertuples():
+        price[(p.gpu_type, p.region, "on_demand")] = 0.0 if np.isnan(p.od) else float(p.od)
+        price[(p.gpu_type, p.region, "spot")] = 0.0 if np.isnan(p.sp) else float(p.sp)
+    a = expected_gpu_hours(plan)
+    a = a[a["option"] != "reserved"]
+    if len(a):
+        g = a.groupby(["option", "gpu_type", "region"], sort=True)["expected_gpu_hours"].sum()
+        for (opt, gt, rg), hours in g.items():
+            rows.append({"option": opt, "gpu_type": gt, "region": rg, "gpus": None, "gpu_hours": float(hours),
+                         "usd": float(hours) * price[(gt, rg, opt)]})
+    return pd.DataFrame(rows, columns=["option", "gpu_type", "region", "gpus", "gpu_hours", "usd"])
+
+
+def plan_metrics(plan: Plan) -> dict:
+    """Costs, purchases and spot use of ``plan`` as flat, JSON-ready numbers."""
+    inp = plan.inputs
+    cost = plan.cost
+    base = plan.baseline_all_on_demand
+    bought = plan.purchases
+    commitment = float(bought["commitment_usd"].sum()) if len(bought) else 0.0
+    reserved = {reserved_key(r.gpu_type, r.region, r.option): float(r.gpus) for r in bought.itertuples()}
+
+    a = expected_gpu_hours(plan)
+    by_class = a.groupby(["workload_class", "option"])["expected_gpu_hours"].sum() if len(a) else pd.Series(dtype=float)
+    spot_hours, spot_share = {}, {}
+    for k in inp.classes:
+        total = float(by_class.loc[k].sum()) if k in by_class.index.get_level_values(0) else 0.0
+        sp = float(by_class.loc[(k, "spot")]) if (k, "spot") in by_class.index else 0.0
+        spot_hours[k] = sp if sp > SPOT_EPS else 0.0
+        spot_share[k] = sp / total if total > 0 and sp > SPOT_EPS else 0.0
+    by_pool = {}
+    if len(plan.spot) and "spot_gpu_hours" in plan.spot:
+        for r in plan.spot.itertuples():
+            by_pool[class_pool_key(r.workload_class, r.gpu_type, r.region)] = \
+                float(r.spot_gpu_hours) if r.spot_gpu_hours > SPOT_EPS else 0.0
+    demand = np.einsum("s,skt,t->k", inp.probability, inp.demand, inp.hours)
+    return {
+        "status": plan.status.value,
+        "total_usd": float(cost["total"]),
+        "reserved_usd": float(cost["reserved"]),
+        "on_demand_usd": float(cost["on_demand"]),
+        "spot_usd": float(cost["spot"]),
+        "objective_usd": float(plan.objective),
+        "all_on_demand_usd": _f(base),
+        "savings_usd": _f(plan.savings),
+        "savings_pct": _f(100.0 * plan.savings / base) if base and math.isfinite(base) else None,
+        "commitment_usd": commitment,
+        "reserved_utilisation": _f(plan.reserved_utilisation),
+        "shortfall_gpu_hours": float(plan.shortfall_gpu_hours),
+        "reserved_gpus": reserved,
+        "spot_gpu_hours": spot_hours,
+        "spot_share": spot_share,
+        "spot_gpu_hours_by_pool": by_pool,
+        "demand_gpu_hours": {k: float(demand[i]) for i, k in enumerate(inp.classes)},
+    }
