@@ -82,6 +82,9 @@ MAX_JOB_GPUS_SEARCHED = 2**53
 # helpers
 # ----------------------------------------------------------------------------
 
+NEGLIGIBLE_RATE = 1e-300  # rates below this are 0: lam * C underflows and 1/lam overflows
+
+
 def _arr(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
@@ -206,6 +209,7 @@ def goodput(lam, interval_h, checkpoint_h, restart_h):
                                          _arr(restart_h))
     for name, v in (("lam", lam), ("interval_h", tau), ("checkpoint_h", c), ("restart_h", r)):
         _check_nonneg(name, v)
+    lam = np.where(lam < NEGLIGIBLE_RATE, 0.0, lam)
     with np.errstate(all="ignore"):
         x = lam * tau
         y = lam * (tau + c)
@@ -231,6 +235,7 @@ def optimal_interval(lam, checkpoint_h):
     lam, c = np.broadcast_arrays(_arr(lam), _arr(checkpoint_h))
     _check_nonneg("lam", lam)
     _check_nonneg("checkpoint_h", c)
+    lam = np.where(lam < NEGLIGIBLE_RATE, 0.0, lam)
     with np.errstate(all="ignore"):
         cc = lam * c
         ok = (cc > 0) & np.isfinite(cc)
@@ -252,7 +257,7 @@ def young_interval(lam, checkpoint_h):
     lam, c = np.broadcast_arrays(_arr(lam), _arr(checkpoint_h))
     _check_nonneg("lam", lam)
     _check_nonneg("checkpoint_h", c)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         tau = np.sqrt(2.0 * c / lam)
         tau = np.where(lam == 0, np.inf, tau)
     return _out(tau)
@@ -303,7 +308,7 @@ def expected_lost_hours(lam, interval_h, checkpoint_h, restart_h):
 def effective_price(price, goodput_value):
     """Price per useful GPU-hour: ``price / goodput`` (inf where goodput is 0)."""
     p, g = np.broadcast_arrays(_arr(price), _arr(goodput_value))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         return _out(p / g)
 
 

@@ -94,13 +94,15 @@ def _values(model: PlanModel) -> np.ndarray:
     return np.array([v.varValue if v.varValue is not None else np.nan for v in model.variables], dtype=float)
 
 
-def _finish(model: PlanModel, backend: str, status: Status, t0: float, gap, bound, message="") -> SolveResult:
-    values = _values(model) if status in (Status.optimal, Status.feasible) else np.full(model.n_variables, np.nan)
-    if status in (Status.optimal, Status.feasible):
-        if np.isnan(values).any():
-            values = np.nan_to_num(values)  # variables in no constraint and no objective
+def _result(model: PlanModel, backend: str, status: Status, t0: float, gap, bound, message,
+            values: np.ndarray) -> SolveResult:
+    ok = status in (Status.optimal, Status.feasible)
+    if ok:
+        values = np.where(np.isnan(values), 0.0, values)  # columns in no row and no objective
         values = np.where(np.abs(values) < 1e-9, 0.0, values)
-    objective = float(model.cost @ values) if status in (Status.optimal, Status.feasible) else float("nan")
+    else:
+        values = np.full(model.n_variables, np.nan)
+    objective = float(model.cost @ values) if ok else float("nan")
     return SolveResult(status=status, values=values, objective=objective, mip_gap=gap, best_bound=bound,
                        seconds=time.perf_counter() - t0, backend=backend, message=message)
 
@@ -147,7 +149,7 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
         status = Status.infeasible
     else:
         status = Status.error
-    return _finish(model, "cbc", status, t0, gap_v, bound_v, result_text)
+    return _result(model, "cbc", status, t0, gap_v, bound_v, result_text, _values(model))
 
 
 @contextlib.contextmanager
@@ -170,34 +172,64 @@ def _quiet_stdout():
 
 
 def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
+    """Pass the model's arrays to HiGHS whole (row-wise matrix), with the feasible start as incumbent."""
     if not highs_available():
         raise SolverError("HiGHS is not installed: pip install 'planner[highs]' (highspy), or use --solver cbc")
-    t0 = time.perf_counter()
-    _set_start(model)
-    solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=mip_gap, threads=threads, warmStart=True)
-    try:
-        with _quiet_stdout():  # HiGHS prints a banner even with output switched off
-            model.prob.solve(solver)
-    except Exception as exc:  # highspy raises its own error types
-        raise SolverError(f"HiGHS failed: {exc}") from None
-    h = model.prob.solverModel
-    info = h.getInfo()
-    model_status = h.modelStatusToString(h.getModelStatus())
-    has_int = any(v.cat == pulp.LpInteger for v in model.variables)
-    gap = float(info.mip_gap) if has_int else 0.0
-    bound = float(info.mip_dual_bound) if has_int else None
-    st, sol = model.prob.status, model.prob.sol_status
     import highspy
 
-    if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+    t0 = time.perf_counter()
+    start, index, value, row_lower, row_upper = model.constraints.to_csr()
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_ = model.n_variables
+    lp.num_row_ = len(row_lower)
+    lp.col_cost_ = model.cost
+    lp.col_lower_ = model.lower
+    lp.col_upper_ = np.where(np.isinf(model.upper), inf, model.upper)
+    lp.row_lower_ = np.where(np.isinf(row_lower), -inf, row_lower)
+    lp.row_upper_ = np.where(np.isinf(row_upper), inf, row_upper)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_ = model.n_variables
+    lp.a_matrix_.num_row_ = len(row_lower)
+    lp.a_matrix_.start_ = start.astype(np.int32)
+    lp.a_matrix_.index_ = index.astype(np.int32)
+    lp.a_matrix_.value_ = value
+    has_int = bool(model.integer.any())
+    if has_int:
+        kinds = np.where(model.integer, int(highspy.HighsVarType.kInteger), int(highspy.HighsVarType.kContinuous))
+        lp.integrality_ = [highspy.HighsVarType(int(k)) for k in kinds]
+    with _quiet_stdout():  # HiGHS prints a banner when it starts, whatever its options
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("mip_rel_gap", float(mip_gap))
+        if time_limit_s is not None:
+            h.setOptionValue("time_limit", float(time_limit_s))
+        if threads:
+            h.setOptionValue("threads", int(threads))
+        status = h.passModel(lp)
+        if status == highspy.HighsStatus.kError:
+            raise SolverError("HiGHS rejected the model")
+        # no setSolution(model.start): with HiGHS 1.16 a MIP start made run() stop at once and call the
+        # start optimal (bound 0, gap 0). HiGHS finds its own first incumbent early.
+        run = h.run()
+    if run == highspy.HighsStatus.kError:
+        raise SolverError(f"HiGHS failed: {h.modelStatusToString(h.getModelStatus())}")
+    info = h.getInfo()
+    ms = h.getModelStatus()
+    text = h.modelStatusToString(ms)
+    feasible = int(info.primal_solution_status) == 2
+    if ms == highspy.HighsModelStatus.kOptimal:
         status = Status.optimal
-    elif st == pulp.LpStatusOptimal and sol == pulp.LpSolutionIntegerFeasible:
-        # stopped early: only a primal-feasible point is a plan (an interrupted simplex is not)
-        status = Status.feasible if int(info.primal_solution_status) == 2 else Status.error
-    elif st == pulp.LpStatusInfeasible:
+    elif ms in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
         status = Status.infeasible
+    elif feasible:
+        status = Status.feasible  # stopped early (time limit) with a primal-feasible incumbent
     else:
         status = Status.error
+    gap = float(info.mip_gap) if has_int else 0.0
+    bound = float(info.mip_dual_bound) if has_int else None
     if gap is not None and not np.isfinite(gap):
         gap = None
-    return _finish(model, "highs", status, t0, gap, bound, model_status)
+    values = np.asarray(h.getSolution().col_value, dtype=float) if status in (Status.optimal, Status.feasible) \
+        else np.full(model.n_variables, np.nan)
+    return _result(model, "highs", status, t0, gap, bound, text, values)

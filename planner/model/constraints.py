@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from pulp import LpConstraintGE, LpConstraintLE, LpProblem
 
-from . import naming
 from .blocks import Blocks
-from .rows import add_rows
+from .rows import GE as LpConstraintGE, LE as LpConstraintLE, Rows
 from ..inputs import PlanInputs
 
 
@@ -25,7 +23,7 @@ def _row_ids(shape: tuple[int, int], a: np.ndarray, b: np.ndarray) -> tuple[np.n
     return table, ra, rb
 
 
-def define_demand_constraints(prob: LpProblem, variables: list, inp: PlanInputs, blocks: Blocks,
+def define_demand_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
                               fam: dict[str, pd.DataFrame]) -> int:
     """sum_p s[k,p] (q[k,p] (x + y) + g[k,p] z)[k,p,b] + u[k,b] >= (1 + eta_k) d[k,b].
 
@@ -45,11 +43,11 @@ def define_demand_constraints(prob: LpProblem, variables: list, inp: PlanInputs,
         cols.append(f["col"].to_numpy())
         coefs.append(inp.speed[k, p] * eff[k, p])
     rhs = (1.0 + inp.headroom[rk]) * blocks.demand[rk, rb]
-    return add_rows(prob, variables, naming.names("demand", rk, rb), np.concatenate(rows),
+    return out.add("demand", (rk, rb,), np.concatenate(rows),
                     np.concatenate(cols), np.concatenate(coefs), LpConstraintGE, rhs)
 
 
-def define_spot_share_constraints(prob: LpProblem, variables: list, inp: PlanInputs, blocks: Blocks,
+def define_spot_share_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
                                   fam: dict[str, pd.DataFrame]) -> int:
     """sum_p s[k,p] g[k,p] z[k,p,b] <= phi_k d[k,b], for every (k, b) with spot variables."""
     z = fam["z"]
@@ -57,12 +55,12 @@ def define_spot_share_constraints(prob: LpProblem, variables: list, inp: PlanInp
         return 0
     k, p, b = z["k"].to_numpy(), z["p"].to_numpy(), z["b"].to_numpy()
     rid, rk, rb = _row_ids((inp.K, blocks.B), k, b)
-    return add_rows(prob, variables, naming.names("spot_share", rk, rb), rid[k, b], z["col"].to_numpy(),
+    return out.add("spot_share", (rk, rb,), rid[k, b], z["col"].to_numpy(),
                     inp.speed[k, p] * inp.goodput[k, p], LpConstraintLE,
                     inp.spot_share[rk] * blocks.demand[rk, rb])
 
 
-def define_reserved_share_constraints(prob: LpProblem, variables: list, inp: PlanInputs, blocks: Blocks,
+def define_reserved_share_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
                                       fam: dict[str, pd.DataFrame]) -> int:
     """sum_k x[k,p,b] - sum_c m_p n[p,c] <= E[p,b]: classes share the reserved fleet of each pool."""
     x = fam["x"]
@@ -78,32 +76,32 @@ def define_reserved_share_constraints(prob: LpProblem, variables: list, inp: Pla
         rows.append(hit)
         cols.append(np.full(len(hit), col))
         coefs.append(np.full(len(hit), -m[c]))
-    return add_rows(prob, variables, naming.names("reserved_share", rp, rb), np.concatenate(rows),
+    return out.add("reserved_share", (rp, rb,), np.concatenate(rows),
                     np.concatenate(cols), np.concatenate(coefs), LpConstraintLE, blocks.inventory[rp, rb])
 
 
-def _cap_rows(prob, variables, inp, blocks, frame, cap, family) -> int:
+def _cap_rows(out: Rows, inp, blocks, frame, cap, family) -> int:
     limited = ~np.isnan(cap)
     f = frame[limited[frame["p"].to_numpy()]]
     if f.empty:
         return 0
     p, b = f["p"].to_numpy(), f["b"].to_numpy()
     rid, rp, rb = _row_ids((inp.P, blocks.B), p, b)
-    return add_rows(prob, variables, naming.names(family, rp, rb), rid[p, b], f["col"].to_numpy(),
+    return out.add(family, (rp, rb), rid[p, b], f["col"].to_numpy(),
                     np.ones(len(f)), LpConstraintLE, cap[rp])
 
 
-def define_on_demand_cap_constraints(prob, variables, inp: PlanInputs, blocks: Blocks, fam) -> int:
+def define_on_demand_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
     """sum_k y[k,p,b] <= Ucap^od_p where the price sheet caps on-demand GPUs."""
-    return _cap_rows(prob, variables, inp, blocks, fam["y"], inp.pools["cap_od"].to_numpy(float), "od_cap")
+    return _cap_rows(out, inp, blocks, fam["y"], inp.pools["cap_od"].to_numpy(float), "od_cap")
 
 
-def define_spot_cap_constraints(prob, variables, inp: PlanInputs, blocks: Blocks, fam) -> int:
+def define_spot_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
     """sum_k z[k,p,b] <= Ucap^sp_p where the price sheet caps spot GPUs (availability)."""
-    return _cap_rows(prob, variables, inp, blocks, fam["z"], inp.pools["cap_sp"].to_numpy(float), "spot_cap")
+    return _cap_rows(out, inp, blocks, fam["z"], inp.pools["cap_sp"].to_numpy(float), "spot_cap")
 
 
-def define_reserved_cap_constraints(prob, variables, inp: PlanInputs, blocks: Blocks, fam) -> int:
+def define_reserved_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
     """sum_c m_p n[p,c] <= Ucap^res_p - max_t E[p,t] (reserved GPUs bought plus owned)."""
     n = fam["n"]
     cap = inp.pools["cap_res"].to_numpy(float)
@@ -114,6 +112,6 @@ def define_reserved_cap_constraints(prob, variables, inp: PlanInputs, blocks: Bl
     rid[pools] = np.arange(len(pools))
     sel = n[np.isin(n["p"], pools)]
     owned = inp.inventory.max(axis=1) if inp.T else np.zeros(inp.P)
-    return add_rows(prob, variables, naming.names("reserved_cap", pools), rid[sel["p"].to_numpy()],
+    return out.add("reserved_cap", (pools,), rid[sel["p"].to_numpy()],
                     sel["col"].to_numpy(), inp.reserved["m"].to_numpy()[sel["c"].to_numpy()],
                     LpConstraintLE, cap[pools] - owned[pools])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from pulp import LpAffineExpression, LpProblem
 
 from .blocks import Blocks
 from ..inputs import PlanInputs
@@ -28,8 +27,3 @@ def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.Da
     c[fam["z"]["col"]] = blocks.weight[fam["z"]["b"]] * sp[fam["z"]["p"]]
     c[fam["u"]["col"]] = blocks.weight[fam["u"]["b"]] * inp.penalty
     return c
-
-
-def define_objective(prob: LpProblem, variables: list, cost: np.ndarray) -> None:
-    nz = np.flatnonzero(cost)
-    prob.setObjective(LpAffineExpression(zip([variables[i] for i in nz], cost[nz].tolist())))

@@ -1,30 +1,88 @@
-"""Add a family of constraint rows to a PuLP problem from sparse (row, column, coefficient) arrays.
+"""Constraint rows held as sparse arrays, one family at a time; turned into PuLP or HiGHS on demand.
 
-This is the one loop the model cannot avoid: PuLP stores a constraint as a
-Python dict, so each row is made once, from slices of sorted arrays.
+Each family is stored as (row, column, coefficient) triples with its sense and
+right-hand side. ``to_pulp`` makes the PuLP constraints (one loop per row: PuLP
+stores a constraint as a dict); ``to_csr`` gives the row-wise matrix HiGHS takes
+whole, with no Python loop at all.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
-from pulp import LpAffineExpression, LpConstraint, LpProblem
+from pulp import LpAffineExpression, LpConstraint, LpConstraintGE, LpConstraintLE, LpProblem
+
+from . import naming
+
+GE, LE = LpConstraintGE, LpConstraintLE
 
 
-def add_rows(prob: LpProblem, variables: list, row_names: list[str], rows: np.ndarray,
-             cols: np.ndarray, coefs: np.ndarray, sense: int, rhs: np.ndarray) -> int:
-    """Add ``len(row_names)`` constraints ``sum_j coefs * variables[cols] (sense) rhs``.
+@dataclass(frozen=True)
+class RowFamily:
+    name: str
+    keys: tuple  # integer key arrays naming each row (see naming.FAMILIES)
+    rows: np.ndarray  # row (0 .. n-1) of each term
+    cols: np.ndarray  # column of each term
+    coefs: np.ndarray
+    sense: int  # GE or LE
+    rhs: np.ndarray  # (n,)
 
-    ``rows[i]`` is the row (0 .. len(row_names)-1) of term ``i``. Returns the number of rows.
-    """
-    if not len(row_names):
-        return 0
+    @property
+    def n(self) -> int:
+        return len(self.rhs)
+
+
+@dataclass
+class Rows:
+    families: list[RowFamily] = field(default_factory=list)
+
+    def add(self, name: str, keys: tuple, rows, cols, coefs, sense: int, rhs) -> int:
+        rhs = np.asarray(rhs, float)
+        if len(rhs):
+            self.families.append(RowFamily(name, tuple(np.asarray(k) for k in keys), np.asarray(rows, np.int64),
+                                           np.asarray(cols, np.int64), np.asarray(coefs, float), sense, rhs))
+        return len(rhs)
+
+    @property
+    def n_rows(self) -> int:
+        return sum(f.n for f in self.families)
+
+    @property
+    def nonzeros(self) -> int:
+        return sum(len(f.coefs) for f in self.families)
+
+    def to_pulp(self, prob: LpProblem, variables: list) -> None:
+        for f in self.families:
+            _add_pulp_rows(prob, variables, naming.names(f.name, *f.keys), f.rows, f.cols, f.coefs, f.sense, f.rhs)
+
+    def to_csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(start, index, value, lower, upper) of all rows, families in order."""
+        offset, rows, cols, vals, lower, upper = 0, [], [], [], [], []
+        for f in self.families:
+            rows.append(f.rows + offset)
+            cols.append(f.cols)
+            vals.append(f.coefs)
+            lower.append(f.rhs if f.sense == GE else np.full(f.n, -np.inf))
+            upper.append(f.rhs if f.sense == LE else np.full(f.n, np.inf))
+            offset += f.n
+        if not rows:
+            return np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)
+        r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+        order = np.lexsort((c, r))
+        r, c, v = r[order], c[order], v[order]
+        start = np.searchsorted(r, np.arange(offset + 1))
+        return start, c, v, np.concatenate(lower), np.concatenate(upper)
+
+
+def _add_pulp_rows(prob: LpProblem, variables: list, row_names: list[str], rows: np.ndarray,
+                   cols: np.ndarray, coefs: np.ndarray, sense: int, rhs: np.ndarray) -> None:
     order = np.argsort(rows, kind="stable")
-    rows, cols, coefs = rows[order], cols[order], coefs[order].astype(float)
+    rows, cols, coefs = rows[order], cols[order], coefs[order]
     bounds = np.searchsorted(rows, np.arange(len(row_names) + 1))
-    col_list, coef_list, rhs_list = cols.tolist(), coefs.tolist(), np.asarray(rhs, float).tolist()
-    terms = [variables[c] for c in col_list]
+    coef_list, rhs_list = coefs.tolist(), rhs.tolist()
+    terms = [variables[c] for c in cols.tolist()]
     for r, name in enumerate(row_names):
         a, b = bounds[r], bounds[r + 1]
         expr = LpAffineExpression(zip(terms[a:b], coef_list[a:b]))
         prob.addConstraint(LpConstraint(expr, sense, name, rhs_list[r]))
-    return len(row_names)

@@ -1,57 +1,78 @@
-"""Decision variables, created only where they can be non-zero.
+"""Decision variables, created only where they can be non-zero or be needed.
 
-Each family is a DataFrame of integer keys plus ``col``, the variable's
-position in ``PlanModel.variables``:
+Each family is a DataFrame of integer keys plus ``col``, the variable's column:
 
 - ``n[c]``     integer >= 0, reserved instances of option c (a row of ``inputs.reserved``);
 - ``x[k,p,b]`` reserved GPUs used: pool p allowed for class k (s > 0), d[k,b] > 0,
   and the pool sells reserved options or holds inventory in block b;
-- ``y[k,p,b]`` on-demand GPUs: s > 0, d > 0, the pool has an on-demand price;
-- ``z[k,p,b]`` spot GPUs: g[k,p] > 0 (which needs s > 0, phi_k > 0 and a spot price), d > 0;
+- ``y[k,p,b]`` on-demand GPUs: s > 0, d > 0, the pool has an on-demand price, and the pool is not
+  dominated for the class (below);
+- ``z[k,p,b]`` spot GPUs: g[k,p] > 0 (which needs s > 0, phi_k > 0 and a spot price), d > 0, not dominated;
 - ``u[k,b]``   unmet demand where d[k,b] > 0.
+
+Dominance (exact): an on-demand GPU of pool p serves class k only through the demand row (coefficient
+s q) and p's on-demand cap. If an uncapped pool p' is at least as cheap per useful reference GPU-hour
+(od / (s q)), any use of p can move to p' at no extra cost, so y[k,p] is not created. The same holds
+for spot with sp / (s g), as the spot-share row has the same coefficient as the demand row. Ties keep
+the first pool.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from pulp import LpContinuous, LpInteger, LpProblem
 
-from . import naming
 from .blocks import Blocks
 from ..inputs import PlanInputs
 
 
-def _add(prob: LpProblem, variables: list, family: str, keys: dict[str, np.ndarray], cat) -> pd.DataFrame:
-    frame = pd.DataFrame(keys)
-    start = len(variables)
-    for name in naming.names(family, *keys.values()):
-        variables.append(prob.add_variable(name, lowBound=0, cat=cat))
-    frame["col"] = np.arange(start, len(variables))
-    return frame
+def undominated(cost: np.ndarray, capped: np.ndarray) -> np.ndarray:
+    """(K, P) mask of options worth creating, from per-useful-unit ``cost`` (inf = not allowed)."""
+    keep = np.isfinite(cost)
+    free = np.where(~capped[None, :] & keep, cost, np.inf)
+    best = free.min(axis=1, keepdims=True)
+    first = np.argmin(free, axis=1)
+    has_free = np.isfinite(best[:, 0])
+    cheaper_capped = keep & capped[None, :] & (cost < best)
+    chosen = np.zeros_like(keep)
+    chosen[np.arange(len(cost)), first] = has_free
+    return np.where(has_free[:, None], chosen | cheaper_capped, keep)
 
 
-def define_variables(prob: LpProblem, inp: PlanInputs, blocks: Blocks,
-                     fixed_reserved: np.ndarray | None = None) -> tuple[list, dict[str, pd.DataFrame]]:
-    """Create every family; ``fixed_reserved`` (instances per reserved option) fixes n, for recourse-only runs."""
-    variables: list = []
+def define_variables(inp: PlanInputs, blocks: Blocks, dominance: bool = True
+                     ) -> tuple[int, dict[str, pd.DataFrame]]:
+    """Lay out every family's columns; returns the number of columns and the families."""
     fam: dict[str, pd.DataFrame] = {}
-    fam["n"] = _add(prob, variables, "n", {"c": np.arange(len(inp.reserved))}, LpInteger)
+    n_cols = 0
+
+    def add(family: str, keys: dict[str, np.ndarray]) -> None:
+        nonlocal n_cols
+        frame = pd.DataFrame(keys)
+        frame["col"] = np.arange(n_cols, n_cols + len(frame))
+        n_cols += len(frame)
+        fam[family] = frame
+
+    add("n", {"c": np.arange(len(inp.reserved))})
     fam["n"]["p"] = inp.reserved["pool"].to_numpy()
-    if fixed_reserved is not None:
-        for col, count in zip(fam["n"]["col"].tolist(), np.asarray(fixed_reserved, float).tolist()):
-            variables[col].lowBound = variables[col].upBound = count
 
     active = blocks.demand > 0  # (K, B)
     allowed = inp.speed > 0  # (K, P)
-    base = allowed[:, :, None] & active[:, None, :]  # (K, P, B)
-    has_res = inp.pools["has_res"].to_numpy()
-    x_mask = base & (has_res[None, :, None] | (blocks.inventory > 0)[None, :, :])
-    y_mask = base & inp.pools["has_od"].to_numpy()[None, :, None]
-    z_mask = (inp.goodput > 0)[:, :, None] & active[:, None, :]
-    for family, mask in (("x", x_mask), ("y", y_mask), ("z", z_mask)):
+    pools = inp.pools
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        od_cost = np.where(allowed & pools["has_od"].to_numpy()[None, :],
+                           pools["od"].to_numpy(float)[None, :] / (inp.speed * inp.reliability), np.inf)
+        sp_cost = np.where(inp.goodput > 0, pools["sp"].to_numpy(float)[None, :] / (inp.speed * inp.goodput), np.inf)
+    use_od, use_sp = np.isfinite(od_cost), np.isfinite(sp_cost)
+    if dominance:
+        use_od = undominated(od_cost, ~np.isnan(pools["cap_od"].to_numpy(float)))
+        use_sp = undominated(sp_cost, ~np.isnan(pools["cap_sp"].to_numpy(float)))
+    has_res = pools["has_res"].to_numpy()
+    x_mask = (allowed[:, :, None] & active[:, None, :]
+              & (has_res[None, :, None] | (blocks.inventory > 0)[None, :, :]))
+    for family, mask in (("x", x_mask), ("y", use_od[:, :, None] & active[:, None, :]),
+                         ("z", use_sp[:, :, None] & active[:, None, :])):
         k, p, b = np.nonzero(mask)
-        fam[family] = _add(prob, variables, family, {"k": k, "p": p, "b": b}, LpContinuous)
+        add(family, {"k": k, "p": p, "b": b})
     k, b = np.nonzero(active)
-    fam["u"] = _add(prob, variables, "u", {"k": k, "b": b}, LpContinuous)
-    return variables, fam
+    add("u", {"k": k, "b": b})
+    return n_cols, fam
