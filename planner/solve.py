@@ -75,12 +75,13 @@ def available_backends() -> list[str]:
 
 
 def solve(model: PlanModel, backend: str = "cbc", time_limit_s: float | None = None,
-          mip_gap: float = 1e-4, threads: int | None = None) -> SolveResult:
+          mip_gap: float = 1e-4, threads: int | None = None, strategy: str = "auto") -> SolveResult:
+    """Solve with ``backend``; ``strategy`` ("auto" or "mip") picks HiGHS's LP-rounding first pass."""
     backend = backend.lower()
     if backend == "cbc":
         return _solve_cbc(model, time_limit_s, mip_gap, threads)
     if backend == "highs":
-        return _solve_highs(model, time_limit_s, mip_gap, threads)
+        return _solve_highs(model, time_limit_s, mip_gap, threads, strategy)
     raise SolverError(f"unknown solver backend {backend!r}; expected 'cbc' or 'highs'")
 
 
@@ -171,13 +172,8 @@ def _quiet_stdout():
         os.close(saved)
 
 
-def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
-    """Pass the model's arrays to HiGHS whole (row-wise matrix), with the feasible start as incumbent."""
-    if not highs_available():
-        raise SolverError("HiGHS is not installed: pip install 'planner[highs]' (highspy), or use --solver cbc")
-    import highspy
-
-    t0 = time.perf_counter()
+def _highs_lp(model: PlanModel, highspy, integer: bool):
+    """The model as a HighsLp: row-wise matrix straight from the arrays, no Python loop per entry."""
     start, index, value, row_lower, row_upper = model.constraints.to_csr()
     inf = highspy.kHighsInf
     lp = highspy.HighsLp()
@@ -194,20 +190,81 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResul
     lp.a_matrix_.start_ = start.astype(np.int32)
     lp.a_matrix_.index_ = index.astype(np.int32)
     lp.a_matrix_.value_ = value
-    has_int = bool(model.integer.any())
-    if has_int:
+    if integer:
         kinds = np.where(model.integer, int(highspy.HighsVarType.kInteger), int(highspy.HighsVarType.kContinuous))
         lp.integrality_ = [highspy.HighsVarType(int(k)) for k in kinds]
-    with _quiet_stdout():  # HiGHS prints a banner when it starts, whatever its options
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("mip_rel_gap", float(mip_gap))
+    return lp
+
+
+def _new_highs(highspy, time_limit_s, mip_gap, threads):
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("mip_rel_gap", float(mip_gap))
+    if time_limit_s is not None:
+        h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
+    if threads:
+        h.setOptionValue("threads", int(threads))
+    return h
+
+
+def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
+    """Solve the LP relaxation, round the few integer columns, re-solve with them fixed (warm).
+
+    The relaxation's optimum is a lower bound on the MILP's, so the rounded plan is proven optimal
+    within ``(upper - lower) / upper``. Returns (values, objective, lower bound) or None when the
+    relaxation did not solve; the caller decides whether the bound certifies the gap.
+    """
+    with _quiet_stdout():
+        h = _new_highs(highspy, time_limit_s, mip_gap, threads)
+        if h.passModel(_highs_lp(model, highspy, integer=False)) == highspy.HighsStatus.kError:
+            raise SolverError("HiGHS rejected the model")
+        h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    lower = float(h.getInfo().objective_function_value)
+    relaxed = np.asarray(h.getSolution().col_value, dtype=float)
+    cols = np.flatnonzero(model.integer)
+    best = None
+    for rounded in (np.floor(relaxed[cols] + 0.5), np.floor(relaxed[cols] + 1e-9)):
+        rounded = np.clip(rounded, model.lower[cols], model.upper[cols])
+        if best is not None and np.array_equal(rounded, best[2]):
+            continue
+        with _quiet_stdout():
+            h.changeColsBounds(len(cols), cols.astype(np.int32), rounded, rounded)
+            if time_limit_s is not None:
+                h.setOptionValue("time_limit", max(float(time_limit_s) - (time.perf_counter() - t0), 0.01))
+            h.run()  # warm: the basis of the relaxation is a few pivots away
+        if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+            values = np.asarray(h.getSolution().col_value, dtype=float)
+            values[cols] = rounded
+            objective = float(model.cost @ values)
+            if best is None or objective < best[1]:
+                best = (values, objective, rounded)
+    return None if best is None else (best[0], best[1], lower)
+
+
+def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str = "auto") -> SolveResult:
+    """HiGHS on the model's arrays. With ``strategy="auto"`` and integer columns, first the LP relaxation
+    and rounding (proven within the gap by the relaxation's bound, or else), then the branch and bound."""
+    if not highs_available():
+        raise SolverError("HiGHS is not installed: pip install 'planner[highs]' (highspy), or use --solver cbc")
+    import highspy
+
+    t0 = time.perf_counter()
+    has_int = bool(model.integer.any())
+    if has_int and strategy == "auto":
+        rounded = _lp_round(model, highspy, time_limit_s, mip_gap, threads, t0)
+        if rounded is not None:
+            values, objective, lower = rounded
+            gap = (objective - lower) / max(abs(objective), 1e-9)
+            if gap <= mip_gap + 1e-12:
+                return _result(model, "highs", Status.optimal, t0, max(gap, 0.0), lower,
+                               "Optimal (LP relaxation rounded; its bound proves the gap)", values)
         if time_limit_s is not None:
-            h.setOptionValue("time_limit", float(time_limit_s))
-        if threads:
-            h.setOptionValue("threads", int(threads))
-        status = h.passModel(lp)
-        if status == highspy.HighsStatus.kError:
+            time_limit_s = max(time_limit_s - (time.perf_counter() - t0), 0.01)
+    with _quiet_stdout():  # HiGHS prints a banner when it starts, whatever its options
+        h = _new_highs(highspy, time_limit_s, mip_gap, threads)
+        if h.passModel(_highs_lp(model, highspy, integer=has_int)) == highspy.HighsStatus.kError:
             raise SolverError("HiGHS rejected the model")
         # no setSolution(model.start): with HiGHS 1.16 a MIP start made run() stop at once and call the
         # start optimal (bound 0, gap 0). HiGHS finds its own first incumbent early.
