@@ -100,3 +100,13 @@ def test_text_from_inputs_never_becomes_a_formula(tmp_path, evil):
     assert all(c.data_type == "s" for c in cells)
     alloc = wb["Allocation"]
     assert alloc["D2"].value == name and alloc["D2"].data_type == "s"
+
+
+def test_shortfall_is_explained_in_the_workbook(tmp_path):
+    m = write_case(tmp_path, {"c": [10, 10]}, [price(hourly=1.0, max_gpus=5)], {"c": {}})
+    paths = write_outputs(solve_case(m), tmp_path / "out")
+    ws = load_workbook(paths["xlsx"])["Shortfall"]
+    rows = list(ws.iter_rows(min_row=2, values_only=True))
+    assert len(rows) == 2
+    assert rows[0][3] == "c" and rows[0][4] == pytest.approx(5)
+    assert "on-demand cap 5 of A/r1 reached" in rows[0][6]

@@ -40,7 +40,7 @@ BOLD = Font(bold=True)
 RED = Font(bold=True, color="C00000")
 HEAD_FILL = PatternFill("solid", fgColor="DDEBF7")
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
-          "Scenarios")
+          "Scenarios", "Shortfall")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
          "all_on_demand_usd", "savings_usd", "horizon_hours")
 
@@ -155,6 +155,7 @@ def write_workbook(plan: Plan, path) -> None:
     _write_assumptions(ws["Assumptions"], plan)
     _write_fleet(ws["Fleet"], plan)
     _write_scenarios(ws["Scenarios"], plan)
+    _write_shortfall(ws["Shortfall"], plan)
 
     for key in NAMES:
         wb.defined_names[key] = DefinedName(key, attr_text=f"Summary!$B${name_row[key]}")
@@ -262,7 +263,8 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("savings_pct", "Savings %", ""),
         ("commitment_usd", "Commitment liability (cash over the terms)", "Purchases sheet"),
         ("reserved_utilisation", "Reserved utilisation", "reserved GPU-hours used / owned"),
-        ("shortfall_gpu_hours", "Shortfall (GPU-hours not met)", "0 when every class's demand is met"),
+        ("shortfall_gpu_hours", "Shortfall (GPU-hours not met)", "0 when every class's demand is met; "
+         "Shortfall sheet: which class, when, why"),
         ("worst_case_usd", "Worst-case scenario cost", "Scenarios sheet"),
         ("vss_usd", "Value of the stochastic solution", "expected saving over planning on the mean forecast"),
         ("evpi_usd", "Value of perfect information", "what a perfect forecast would save"),
@@ -443,3 +445,13 @@ def _write_scenarios(ws, plan: Plan) -> None:
         s.append([r.scenario, r.probability, r.reserved, r.on_demand, r.spot, F(f"=C{row}+D{row}+E{row}"),
                   r.shortfall_gpu_hours])
     s.table("Scenarios")
+
+
+def _write_shortfall(ws, plan: Plan) -> None:
+    """Unmet demand per scenario, period and class, with the constraints that stood in the way."""
+    s = _Sheet(ws, ["scenario", "period", "hours", "workload_class", "unmet_gpus", "unmet_gpu_hours", "cause"],
+               {"period": DATE, "hours": "0.##", "unmet_gpus": NUM, "unmet_gpu_hours": NUM})
+    s.header({"period": 18, "workload_class": 20, "cause": 90})
+    for r in plan.shortfall.itertuples():
+        s.append([r.scenario, _date(r.period), r.hours, r.workload_class, r.unmet_gpus, r.unmet_gpu_hours, r.cause])
+    s.table("Shortfall")
