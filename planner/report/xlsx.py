@@ -92,7 +92,8 @@ class _Sheet:
             elif isinstance(v, F):
                 row.append(self.cell(str(v), self.formats.get(name)))
             elif isinstance(v, str):
-                row.append(self.text(v))
+                # openpyxl stores a plain str as text unless it starts with "=": only those need forcing
+                row.append(self.text(v) if v.startswith("=") else v)
             elif v is None or (isinstance(v, float) and not np.isfinite(v)):
                 row.append(None)
             else:
