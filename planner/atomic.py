@@ -23,6 +23,7 @@ def atomic_path(path: str | Path):
         yield Path(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -32,3 +33,9 @@ def atomic_path(path: str | Path):
 def write_text(path: str | Path, text: str) -> None:
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
