@@ -1,1 +1,187 @@
 """What-if commands (`planner compare`, `planner sweep`), registered on the main CLI group."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from .cli import (EXIT_ERROR, EXIT_NOT_MET, _default_model, cli, demand_option, gap_option, handle_errors,
+                  model_argument, prices_option, solver_option, time_limit_option)
+
+jobs_option = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+                           help="Solves run at once, one process each (default: every core).")
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress either).")
+
+
+@cli.command()
+@model_argument
+@click.option("--prices", "prices_list", multiple=True, type=click.Path(path_type=Path),
+              help="A price sheet: one scenario each (repeat the option).")
+@click.option("--demand", "demand_list", multiple=True, type=click.Path(path_type=Path),
+              help="A demand forecast: one scenario each (repeat the option).")
+@click.option("--model", "model_list", multiple=True, type=click.Path(path_type=Path),
+              help="Another model file: one scenario each (repeat the option).")
+@click.option("--label", "labels", multiple=True,
+              help="Name of each scenario, in the same order (default: the file names that differ).")
+@click.option("--with-base", is_flag=True,
+              help="Put MODEL as it is first, labelled 'base' (automatic with a single variant).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Output folder (default outputs/<model name>-compare/).")
+@solver_option
+@time_limit_option
+@gap_option
+@jobs_option
+@quiet_option
+@handle_errors
+def compare(model, prices_list, demand_list, model_list, labels, with_base, out_dir, solver, time_limit, mip_gap,
+            jobs, quiet):
+    """Solve variants of MODEL side by side: comparison.xlsx and comparison.json.
+
+    Each --prices, --demand or --model value is one scenario; lists given
+    together are read in parallel (scenario i takes the i-th of each; a list
+    given once applies to all). The first scenario is the base of the deltas;
+    with a single variant, MODEL as it is comes first as 'base'. Each
+    scenario's own plan.xlsx / plan.json go to scenarios/<n>-<label>/ and are
+    linked from the comparison.
+
+    Exit codes: 0 every scenario optimal with demand met; 2 bad input in any
+    scenario (nothing written); 3 written, but some scenario has a shortfall or
+    is not proven optimal; 1 a scenario has no plan (nothing written).
+
+    Example:
+
+    \b
+        planner compare models/example.toml --prices data/example/prices.csv \\
+            --prices offer.csv --label today --label offer --out outputs/offer
+    """
+    from .whatif import compare as cmp
+    from .whatif.runner import default_jobs
+
+    t0 = time.perf_counter()
+    variants = cmp.resolve_variants(model or _default_model(), list(model_list), list(prices_list),
+                                    list(demand_list), list(labels), with_base)
+    inputs = cmp.load_variants(variants)
+    target = out_dir or Path(str(_out_root(inputs[0].config)) + "-compare")
+    if not quiet:
+        click.echo(f"Comparing {len(variants)} scenarios (base '{variants[0].label}'):", err=True)
+        for v in variants:
+            click.echo(f"  {v.label}: {v.describe()}", err=True)
+    plans = cmp.solve_variants(variants, inputs, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap,
+                               jobs=jobs or default_jobs(), progress=not quiet)
+    comparison = cmp.build_comparison(variants, plans)
+    paths = cmp.write_comparison(variants, plans, comparison, target)
+    if not quiet:
+        for line in cmp.summary_lines(comparison):
+            click.echo(line)
+        click.echo(f"  wrote {paths['xlsx']} and {paths['json']} ({len(plans)} scenario plans under "
+                   f"{Path(target) / 'scenarios'}) in {time.perf_counter() - t0:.1f} s")
+    why = []
+    for v, p in zip(variants, plans):
+        if p.status.value != "optimal":
+            why.append(f"'{v.label}' status {p.status.value} (gap {p.solve.mip_gap})")
+        if not p.demand_met:
+            why.append(f"'{v.label}' leaves {p.shortfall_gpu_hours:,.1f} GPU-hours of demand unmet")
+    if why:
+        click.secho("Warning: " + "; ".join(why), fg="yellow", err=True)
+        sys.exit(EXIT_NOT_MET)
+
+
+def _out_root(config) -> Path:
+    from .pipeline import default_out_dir
+
+    return default_out_dir(config)
+
+
+def _factor_option(name: str, what: str):
+    return click.option("--" + name.replace("_", "-"), name, default=None, metavar="LO:HI:N|A,B,..",
+                        help=f"Factor on {what} (1 = as in the inputs).")
+
+
+@cli.command()
+@model_argument
+@_factor_option("spot_price", "spot prices")
+@_factor_option("on_demand_price", "on-demand prices")
+@_factor_option("reserved_price", "reserved prices (hourly and upfront)")
+@_factor_option("interruptions", "spot interruption rates")
+@_factor_option("demand_level", "demand, every period")
+@_factor_option("demand_growth", "demand growth: 1 at the first period rising linearly to the factor at the last")
+@_factor_option("headroom", "every class's headroom")
+@click.option("--grid", is_flag=True, help="Every combination of the factors' values (default: one at a time).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Output folder (default outputs/<model name>-sweep/).")
+@prices_option
+@demand_option
+@solver_option
+@time_limit_option
+@gap_option
+@jobs_option
+@quiet_option
+@handle_errors
+def sweep(model, spot_price, on_demand_price, reserved_price, interruptions, demand_level, demand_growth, headroom,
+          grid, out_dir, prices, demand, solver, time_limit, mip_gap, jobs, quiet):
+    """Sensitivity of the plan to factors on prices, interruptions, demand and headroom.
+
+    Each factor takes LO:HI:N (N evenly spaced values) or a comma list. By
+    default each factor varies alone with the others at 1, around a base point;
+    --grid solves every combination. Inputs are read once; points run in
+    parallel (--jobs). Writes sweep.json, sweep.csv and sweep.xlsx (points,
+    break-evens, tornado chart, a chart per factor), and prints the table,
+    the break-evens where a reserved purchase or a class's spot use starts or
+    stops, the wall time and points per minute. A failed point is reported and
+    the others go on.
+
+    Exit codes: 0 every point solved to a proven optimum with demand met; 3
+    outputs written but some point failed, left demand unmet or is not proven
+    optimal; 1 no point solved; 2 bad options or inputs (nothing written).
+
+    Example:
+
+    \b
+        planner sweep models/example.toml --spot-price 0.5:2:16 --interruptions 0.5,1,2,4 --jobs 2
+    """
+    from .pipeline import load_inputs
+    from .whatif import sweep as sw
+    from .whatif.report import write_sweep_outputs
+    from .whatif.runner import default_jobs
+
+    spec = sw.SweepSpec.from_options(dict(spot_price=spot_price, on_demand_price=on_demand_price,
+                                          reserved_price=reserved_price, interruptions=interruptions,
+                                          demand_level=demand_level, demand_growth=demand_growth, headroom=headroom),
+                                     grid=grid)
+    n_points = len(spec.points())
+    t0 = time.perf_counter()
+    inp = load_inputs(model or _default_model(), demand=demand, prices=prices)
+    read_s = time.perf_counter() - t0
+    jobs = jobs or default_jobs()
+    if not quiet:
+        click.echo(f"Sweeping '{inp.config.name}': {n_points} points "
+                   f"({'grid' if grid else 'one factor at a time'}) on {min(jobs, n_points)} process(es); "
+                   f"inputs read and validated once in {read_s:.1f} s", err=True)
+    result = sw.run_sweep(inp, spec, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, jobs=jobs,
+                          progress=not quiet)
+    target = Path(out_dir or Path(str(_out_root(inp.config)) + "-sweep"))
+    paths = write_sweep_outputs(result, target)
+    if not quiet:
+        for line in sw.summary_lines(result):
+            click.echo(line)
+        click.echo(f"  wrote {paths['xlsx']}, {paths['csv']} and {paths['json']}")
+    ok = result.ok_points
+    if not ok:
+        click.secho("Error: no point of the sweep was solved (see the errors above).", fg="red", err=True)
+        sys.exit(EXIT_ERROR)
+    why = []
+    failed = len(result.points) - len(ok)
+    if failed:
+        why.append(f"{failed} point(s) failed")
+    not_opt = sum(1 for p in ok if p["status"] != "optimal")
+    if not_opt:
+        why.append(f"{not_opt} point(s) not proven optimal")
+    short = sum(1 for p in ok if p["shortfall_gpu_hours"] > 1e-6)
+    if short:
+        why.append(f"{short} point(s) leave demand unmet")
+    if why:
+        click.secho("Warning: " + "; ".join(why), fg="yellow", err=True)
+        sys.exit(EXIT_NOT_MET)

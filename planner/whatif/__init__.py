@@ -7,8 +7,8 @@
 * :mod:`.sweep`    -- factor grids -> plans -> ``sweep.json`` / ``sweep.csv`` / ``sweep.xlsx``;
 * :mod:`.report`   -- the two workbooks.
 
-Nothing here models or solves: it calls :mod:`planner.pipeline`, :mod:`planner.model`,
-:mod:`planner.solve` and :mod:`planner.results` like ``planner plan`` does.
+Nothing here models or solves: every plan comes from :func:`planner.pipeline.make_plan`, as in
+``planner plan``; a sweep point's inputs from :func:`planner.inputs.scale_inputs`.
 """
 
 from .pricediff import PriceDiff, diff_prices
