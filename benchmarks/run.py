@@ -54,7 +54,7 @@ COLUMNS = (["date", "size", "solver"] + [f"{s}_s" for s in STAGES]
               "objective_rel_diff", "agree", "blocks", "periods", "classes", "pools", "solver_child_mb",
               "time_limit_s", "repeats", "seed", "solve_transfer_s", "solve_native_s", "write_xlsx_s",
               "yardstick_solve_transfer_s", "commit", "load1", "mip_gap_limit"])
-REL_TOL = 1e-4
+REL_TOL = 2e-4  # each run is within its 1e-4 gap of the optimum, so they may differ by about that
 
 
 # ============================================================================ workers (subprocess side)
@@ -644,9 +644,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="named sizes (default S M L; XL only when named, with --time-limit)")
     ap.add_argument("--solver", choices=["cbc", "highs"], default="highs")
     ap.add_argument("--time-limit", type=float, help="solver time limit in seconds (default: the model file's)")
-    ap.add_argument("--mip-gap", type=float, default=1e-5,
-                    help="relative MIP gap written into the generated model files (default 1e-5, so that the "
-                         "1e-4 objective check has a margin; the planner's own default is 1e-4)")
+    ap.add_argument("--mip-gap", type=float, default=1e-4,
+                    help="relative MIP gap written into the generated model files (default 1e-4, the planner's "
+                         "own default; the objective check then allows the two runs' gaps)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per size; medians are reported")
     ap.add_argument("--seed", type=int, default=0, help="generator seed")
     ap.add_argument("--no-yardstick", action="store_true", help="skip the plain-PuLP yardstick")
