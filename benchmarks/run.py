@@ -69,23 +69,7 @@ def _progress(path: str | None, **info) -> None:
         Path(path).write_text(json.dumps(info))
 
 
-@contextlib.contextmanager
-def _quiet_stdout():
-    """Silence C-level writes to fd 1 (HiGHS prints a banner even with msg=False)."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(fd)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), fd)
-            yield
-    finally:
-        os.dup2(saved, fd)
-        os.close(saved)
+from planner.solve import quiet_stdout as _quiet_stdout  # noqa: E402  (HiGHS prints a banner)
 
 
 @contextlib.contextmanager

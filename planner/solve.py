@@ -154,7 +154,7 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
 
 
 @contextlib.contextmanager
-def _quiet_stdout():
+def quiet_stdout():
     """Silence the C library's writes to file descriptor 1 for the duration."""
     try:
         fd = sys.stdout.fileno()
@@ -214,7 +214,7 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
     within ``(upper - lower) / upper``. Returns (values, objective, lower bound) or None when the
     relaxation did not solve; the caller decides whether the bound certifies the gap.
     """
-    with _quiet_stdout():
+    with quiet_stdout():
         h = _new_highs(highspy, time_limit_s, mip_gap, threads)
         if h.passModel(_highs_lp(model, highspy, integer=False)) == highspy.HighsStatus.kError:
             raise SolverError("HiGHS rejected the model")
@@ -229,7 +229,7 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
         rounded = np.clip(rounded, model.lower[cols], model.upper[cols])
         if best is not None and np.array_equal(rounded, best[2]):
             continue
-        with _quiet_stdout():
+        with quiet_stdout():
             h.changeColsBounds(len(cols), cols.astype(np.int32), rounded, rounded)
             if time_limit_s is not None:
                 h.setOptionValue("time_limit", max(float(time_limit_s) - (time.perf_counter() - t0), 0.01))
@@ -262,7 +262,7 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
                                "Optimal (LP relaxation rounded; its bound proves the gap)", values)
         if time_limit_s is not None:
             time_limit_s = max(time_limit_s - (time.perf_counter() - t0), 0.01)
-    with _quiet_stdout():  # HiGHS prints a banner when it starts, whatever its options
+    with quiet_stdout():  # HiGHS prints a banner when it starts, whatever its options
         h = _new_highs(highspy, time_limit_s, mip_gap, threads)
         if h.passModel(_highs_lp(model, highspy, integer=has_int)) == highspy.HighsStatus.kError:
             raise SolverError("HiGHS rejected the model")

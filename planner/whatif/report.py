@@ -15,7 +15,7 @@ from openpyxl.styles import Font
 from .. import __version__
 from ..atomic import atomic_path
 from ..report.xlsx import BOLD, INT, NUM, PCT, RATE, USD, USD0, _Sheet
-from .sweep import FACTORS, SweepResult, flat_rows, series, to_dict
+from .sweep import FACTORS, SweepResult, flat_rows, series, solved_line, to_dict
 
 LINK = Font(color="0563C1", underline="single")
 FACTOR = "0.0###"
@@ -305,11 +305,8 @@ def _write_series(ws, result: SweepResult) -> None:
     """Per factor: cost by option along the factor (others at 1), with a line chart beside it."""
     row = 1
     for factor in result.spec.factors:
-        lines = [(fixed, pts) for fixed, pts in series(result, factor) if not fixed]
-        if not lines:
-            continue
-        pts = [p for p in lines[0][1] if p["ok"]]
-        if len(pts) < 2:
+        pts = solved_line(result, factor)
+        if not pts:
             continue
         ws.cell(row=row, column=1, value=f"{factor} (others at 1)").font = BOLD
         head = [factor, "total_usd", "reserved_usd", "on_demand_usd", "spot_usd", "shortfall_gpu_hours"]

@@ -244,6 +244,13 @@ def run_sweep(inp: PlanInputs, spec: SweepSpec, *, backend=None, time_limit_s=No
 
 # ---------------------------------------------------------------------------- analysis
 
+def solved_line(result: SweepResult, factor: str) -> list[dict]:
+    """The solved points along ``factor`` with every other factor at 1 (empty if fewer than two)."""
+    lines = [(fixed, pts) for fixed, pts in series(result, factor) if not fixed]
+    pts = [p for p in lines[0][1] if p["ok"]] if lines else []
+    return pts if len(pts) >= 2 else []
+
+
 def series(result: SweepResult, factor: str) -> list[tuple[dict, list[dict]]]:
     """Lines along ``factor``: for each setting of the other factors, the points sorted by ``factor``.
 
@@ -347,11 +354,8 @@ def spot_checks(result: SweepResult, inp: PlanInputs) -> list[dict]:
     rows = []
     for pred in predicted_spot_break_evens(inp):
         factor = pred["factor"]
-        lines = [(fixed, pts) for fixed, pts in series(result, factor) if not fixed]
-        if not lines:
-            continue
-        pts = [p for p in lines[0][1] if p["ok"]]
-        if len(pts) < 2:
+        pts = solved_line(result, factor)
+        if not pts:
             continue
         key = f"{pred['workload_class']} @ {pred['pool']}"
         use = [p.get("spot_gpu_hours_by_pool", {}).get(key, 0.0) for p in pts]
