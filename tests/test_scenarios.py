@@ -130,3 +130,32 @@ def test_backtest_on_a_real_trace(tmp_path):
     assert result["window"].nunique() == (inp.T - 336) // 168 + 1
     assert (result["regret_usd"] >= -1e-6).all()
     print("\n" + result.pivot(index="window", columns="strategy", values="regret_pct").round(2).to_string())
+
+
+def test_evaluate_with_a_bad_plan_file_exits_2(tmp_path):
+    m = write_case(tmp_path, {"a": [4] * 3}, [price(hourly=2.0), price(option="reserved_1y", hourly=1.1)], {"a": {}})
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps({"reserved_purchases": [
+        {"gpu_type": "H100", "region": "nowhere", "option": "reserved_1y", "instances": 3}]}))
+    result = CliRunner().invoke(cli, ["evaluate", str(m), "--plan", str(plan_file), "--demand",
+                                      str(tmp_path / "demand.csv"), "--out", str(tmp_path / "ev")])
+    assert result.exit_code == 2
+    assert "buys an option the price sheet does not have (got 'H100/nowhere/reserved_1y')" in result.output
+    assert not (tmp_path / "ev").exists()
+
+
+def test_backtest_command_reports_three_strategies_per_window(tmp_path):
+    rng = np.random.default_rng(3)
+    d = (10 + 5 * np.sin(np.arange(96) / 24 * 2 * np.pi) + rng.normal(0, 1, 96)).clip(0).round(2).tolist()
+    m = write_case(tmp_path, {"a": d}, [price(hourly=2.0), price(option="reserved_1y", hourly=1.1)], {"a": {}})
+    out = tmp_path / "bt"
+    result = CliRunner().invoke(cli, ["backtest", str(m), "--train-hours", "24", "--test-hours", "24",
+                                      "--json", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    windows = json.loads(result.output)["windows"]
+    assert len(windows) == 3 * 3  # (96 - 48) / 24 + 1 windows x 3 strategies
+    assert {w["strategy"] for w in windows} == set(STRATEGIES)
+    assert all(w["regret_usd"] >= 0 for w in windows)
+    assert (out / "backtest.csv").exists()
+    short = CliRunner().invoke(cli, ["backtest", str(m), "--train-hours", "96", "--test-hours", "24"])
+    assert short.exit_code == 2 and "history too short" in short.output
