@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import economics
 from .config import ModelConfig
-from .validate import QUANTILE, Tables
+from .validate import QUANTILE, Tables, owned_gpus
 
 
 @dataclass(frozen=True)
@@ -101,23 +101,6 @@ def _reserved(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
     return res[cols].sort_values(["pool", "option"]).reset_index(drop=True)
 
 
-def _inventory(inv: pd.DataFrame, pools: pd.DataFrame, periods: pd.DatetimeIndex,
-               hours: np.ndarray) -> np.ndarray:
-    """E[p, t]: GPUs owned, weighted by the share of the period the commitment covers."""
-    E = np.zeros((len(pools), len(periods)))
-    if inv.empty:
-        return E
-    pool_of = {(g, r): i for i, (g, r) in enumerate(zip(pools.gpu_type, pools.region))}
-    start = periods.to_numpy().astype("datetime64[s]").astype(float)
-    end = start + hours * 3600.0
-    for _, row in inv.iterrows():  # one row per commitment, not per period
-        a = np.datetime64(row["start"], "s").astype(float)
-        b = np.datetime64(row["end"], "s").astype(float)
-        overlap = np.clip(np.minimum(end, b) - np.maximum(start, a), 0, None) / (hours * 3600.0)
-        E[pool_of[(row.gpu_type, row.region)]] += row["gpus"] * overlap
-    return E
-
-
 def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     classes = list(config.classes)
     pools = _pools(tables.prices)
@@ -153,7 +136,8 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     return PlanInputs(config=config, tables=tables, classes=classes, pools=pools, reserved=reserved,
                       periods=periods, hours=hours, scenarios=scen, probability=prob, demand=demand,
                       speed=speed, goodput=goodput, reliability=reliability, headroom=headroom,
-                      spot_share=phi, inventory=_inventory(tables.inventory, pools, periods, hours),
+                      spot_share=phi, inventory=owned_gpus(tables.inventory, list(zip(pools.gpu_type, pools.region)),
+                                                 periods, hours),
                       penalty=float(penalty), spot=spot)
 
 

@@ -252,6 +252,7 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
 
     t0 = time.perf_counter()
     has_int = bool(model.integer.any())
+    rounded = None
     if has_int and strategy == "auto":
         rounded = _lp_round(model, highspy, time_limit_s, mip_gap, threads, t0)
         if rounded is not None:
@@ -289,4 +290,13 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
         gap = None
     values = np.asarray(h.getSolution().col_value, dtype=float) if status in (Status.optimal, Status.feasible) \
         else np.full(model.n_variables, np.nan)
+    if status != Status.optimal and rounded is not None:
+        # stopped early: keep the rounded plan if branch and bound found nothing better
+        r_values, r_objective, lower = rounded
+        if status != Status.feasible or r_objective < float(model.cost @ np.nan_to_num(values)):
+            best = max(lower, bound) if bound is not None and np.isfinite(bound) else lower
+            r_gap = max((r_objective - best) / max(abs(r_objective), 1e-9), 0.0)
+            kept = Status.optimal if r_gap <= mip_gap + 1e-12 else Status.feasible
+            return _result(model, "highs", kept, t0, r_gap, best,
+                           f"{text}; kept the rounded LP-relaxation plan", r_values)
     return _result(model, "highs", status, t0, gap, bound, text, values)

@@ -488,19 +488,42 @@ def check_classes(config: ModelConfig, prices: pd.DataFrame, bad: Collector) -> 
                     hint="widen gpu_types or regions")
 
 
-def check_caps(prices: pd.DataFrame, inventory: pd.DataFrame, file: str, bad: Collector) -> None:
-    """A reserved cap below what is already owned can never be met."""
+def owned_gpus(inventory: pd.DataFrame, pools: list[tuple[str, str]], periods: pd.DatetimeIndex,
+               hours: np.ndarray) -> np.ndarray:
+    """E[p, t]: reserved GPUs owned in each pool and period, weighted by the share of the period covered."""
+    E = np.zeros((len(pools), len(periods)))
     if inventory.empty:
+        return E
+    pool_of = {pool: i for i, pool in enumerate(pools)}
+    start = periods.to_numpy().astype("datetime64[s]").astype(float)
+    end = start + hours * 3600.0
+    for row in inventory.itertuples():  # one row per commitment, not per period
+        a = np.datetime64(row.start, "s").astype(float)
+        b = np.datetime64(row.end, "s").astype(float)
+        overlap = np.clip(np.minimum(end, b) - np.maximum(start, a), 0, None) / (hours * 3600.0)
+        E[pool_of[(row.gpu_type, row.region)]] += row.gpus * overlap
+    return E
+
+
+def check_caps(prices: pd.DataFrame, inventory: pd.DataFrame, demand: pd.DataFrame, file: str,
+               bad: Collector) -> None:
+    """A reserved cap below the most GPUs owned at once in the horizon (max_t E[p,t]) can never be met."""
+    if inventory.empty or demand is None:
         return
     res = prices[prices["option"].str.startswith("reserved") & prices["max_gpus"].notna()]
     caps = res.groupby(["gpu_type", "region"])["max_gpus"].min()
-    owned = inventory.groupby(["gpu_type", "region"])["gpus"].sum()
-    for pool, cap in caps.items():
-        if owned.get(pool, 0) > cap + 1e-9:
+    if caps.empty:
+        return
+    periods = demand.drop_duplicates("period").sort_values("period")
+    pools = list(caps.index)
+    peak = owned_gpus(inventory[[(g, r) in set(pools) for g, r in zip(inventory.gpu_type, inventory.region)]],
+                      pools, pd.DatetimeIndex(periods["period"]), periods["hours"].to_numpy(float)).max(axis=1)
+    for (pool, cap), owned in zip(caps.items(), peak):
+        if owned > cap + 1e-9:
             row = res[(res.gpu_type == pool[0]) & (res.region == pool[1])]
             bad.add(file, f"reserved cap of pool {pool[0]}/{pool[1]} is below the GPUs already owned",
                     row=int(row["row"].iloc[0]), column="max_gpus", value=cap,
-                    expected=f"at least {owned[pool]:g} (the inventory)",
+                    expected=f"at least {owned:g} (the most GPUs the inventory holds at once in the horizon)",
                     hint="raise max_gpus or correct the inventory")
 
 
@@ -516,7 +539,7 @@ def validate(config: ModelConfig, demand_raw: RawTable, prices_raw: RawTable,
     if prices is not None and not bad:
         check_classes(config, prices, bad)
         if inventory is not None:
-            check_caps(prices, inventory, prices_raw.file, bad)
+            check_caps(prices, inventory, demand, prices_raw.file, bad)
     bad.raise_if_any(InputError)
     if inventory is None:
         inventory = pd.DataFrame({c: pd.Series(dtype=t) for c, t in (

@@ -196,3 +196,17 @@ def test_merging_identical_periods_is_exact(tmp_path):
     p1, p2 = solve_case(m1), solve_case(m2)
     assert p1.stats["blocks"] < p2.stats["blocks"] == 40
     assert p1.cost["total"] == pytest.approx(p2.cost["total"], rel=1e-9)
+
+
+def test_reserved_cap_counts_inventory_owned_at_once_not_in_total(tmp_path, backend):
+    # two back-to-back commitments of 10 GPUs (never 20 at once) under a reserved cap of 15:
+    # valid; 2 more reserved GPUs at 1 $/h cover demand 12 for 4 hours: 8 $.
+    m = write_case(tmp_path, {"c": [12] * 4},
+                   [price(hourly=10.0), price(option="reserved_1y", hourly=1.0, max_gpus=15)], {"c": {}},
+                   inventory=[{"gpu_type": "A", "region": "r1", "option": "reserved_1y", "gpus": 10,
+                               "start": "2027-01-04T00:00", "end": "2027-01-04T02:00"},
+                              {"gpu_type": "A", "region": "r1", "option": "reserved_1y", "gpus": 10,
+                               "start": "2027-01-04T02:00", "end": "2027-01-04T04:00"}])
+    plan = solve_case(m, backend)
+    assert int(plan.purchases["instances"].sum()) == 2
+    assert plan.cost["total"] == pytest.approx(8)
