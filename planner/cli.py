@@ -240,7 +240,7 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
     solve = functools.partial(make_plan, backend=solver, time_limit_s=time_limit)
     ev = run_evaluation(inp, purchases, solve, plan_file=str(plan_file))
     data = ev.to_dict()
-    target = out_dir or default_out_dir(inp.config).with_name(default_out_dir(inp.config).name + "-evaluate")
+    target = out_dir or default_out_dir(inp.config, "-evaluate")
     with atomic_path(Path(target) / "evaluation.xlsx") as tmp:
         write_workbook(ev.realised, tmp)
     with atomic_path(Path(target) / "evaluation.json") as tmp:
@@ -297,7 +297,7 @@ def backtest(model, history, train_hours, test_hours, step_hours, solver, out_di
                                  hint="shorten --train-hours or --test-hours"))
     result = run_backtest(inp, train, test, functools.partial(make_plan, backend=solver),
                           step_periods=int(round((step_hours or test_hours) / step)))
-    target = Path(out_dir or default_out_dir(inp.config).with_name(default_out_dir(inp.config).name + "-backtest"))
+    target = Path(out_dir or default_out_dir(inp.config, "-backtest"))
     with atomic_path(target / "backtest.csv") as tmp:
         result.to_csv(tmp, index=False)
     records = json.loads(result.to_json(orient="records", date_format="iso"))
@@ -309,7 +309,7 @@ def backtest(model, history, train_hours, test_hours, step_hours, solver, out_di
         table = result.pivot(index="window", columns="strategy", values="regret_pct")[list(STRATEGY_ORDER)]
         click.echo("Regret against hindsight, % of the hindsight cost, per test window:")
         click.echo(table.round(2).to_string())
-        click.echo(f"  mean: " + ", ".join(f"{s} {table[s].mean():.2f} %" for s in STRATEGY_ORDER))
+        click.echo("  mean: " + ", ".join(f"{s} {table[s].mean():.2f} %" for s in STRATEGY_ORDER))
         click.echo(f"  wrote {target / 'backtest.csv'} and {target / 'backtest.json'}")
 
 

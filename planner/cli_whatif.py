@@ -57,6 +57,7 @@ def compare(model, prices_list, demand_list, model_list, labels, with_base, out_
         planner compare models/example.toml --prices data/example/prices.csv \\
             --prices offer.csv --label today --label offer --out outputs/offer
     """
+    from .pipeline import default_out_dir
     from .whatif import compare as cmp
     from .whatif.runner import default_jobs
 
@@ -64,7 +65,7 @@ def compare(model, prices_list, demand_list, model_list, labels, with_base, out_
     variants = cmp.resolve_variants(model or _default_model(), list(model_list), list(prices_list),
                                     list(demand_list), list(labels), with_base)
     inputs = cmp.load_variants(variants)
-    target = out_dir or Path(str(_out_root(inputs[0].config)) + "-compare")
+    target = out_dir or default_out_dir(inputs[0].config, "-compare")
     if not quiet:
         click.echo(f"Comparing {len(variants)} scenarios (base '{variants[0].label}'):", err=True)
         for v in variants:
@@ -88,11 +89,6 @@ def compare(model, prices_list, demand_list, model_list, labels, with_base, out_
         click.secho("Warning: " + "; ".join(why), fg="yellow", err=True)
         sys.exit(EXIT_NOT_MET)
 
-
-def _out_root(config) -> Path:
-    from .pipeline import default_out_dir
-
-    return default_out_dir(config)
 
 
 def _factor_option(name: str, what: str):
@@ -142,7 +138,7 @@ def sweep(model, spot_price, on_demand_price, reserved_price, interruptions, dem
     \b
         planner sweep models/example.toml --spot-price 0.5:2:16 --interruptions 0.5,1,2,4 --jobs 2
     """
-    from .pipeline import load_inputs
+    from .pipeline import default_out_dir, load_inputs
     from .whatif import sweep as sw
     from .whatif.report import write_sweep_outputs
     from .whatif.runner import default_jobs
@@ -162,7 +158,7 @@ def sweep(model, spot_price, on_demand_price, reserved_price, interruptions, dem
                    f"inputs read and validated once in {read_s:.1f} s", err=True)
     result = sw.run_sweep(inp, spec, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, jobs=jobs,
                           progress=not quiet)
-    target = Path(out_dir or Path(str(_out_root(inp.config)) + "-sweep"))
+    target = Path(out_dir or default_out_dir(inp.config, "-sweep"))
     paths = write_sweep_outputs(result, target)
     if not quiet:
         for line in sw.summary_lines(result):

@@ -94,7 +94,7 @@ def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, bool, int]:
     if not raw.strip():
         raise InputError(Problem(file, f"the {what} file is empty", expected="a header row and data rows"))
     if raw[:4] == b"PK\x03\x04":
-        raise InputError(Problem(file, f"looks like an Excel workbook saved with a .csv name",
+        raise InputError(Problem(file, "looks like an Excel workbook saved with a .csv name",
                                  hint="rename it to .xlsx or save it as CSV"))
     text = None
     encodings = ("utf-16",) if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else ("utf-8-sig", "cp1252")

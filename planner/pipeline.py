@@ -82,8 +82,9 @@ def run(model: str | Path, out_dir: str | Path | None = None, **options) -> Plan
     return plan
 
 
-def default_out_dir(config: ModelConfig) -> Path:
+def default_out_dir(config: ModelConfig, suffix: str = "") -> Path:
+    """outputs/<model name><suffix>, the name made safe for a folder (suffix e.g. "-sweep")."""
     import re
 
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", config.name).strip("-") or "plan"
-    return Path("outputs") / slug
+    return Path("outputs") / (slug + suffix)

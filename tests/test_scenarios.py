@@ -36,7 +36,6 @@ def test_vss_and_evpi_by_hand(tmp_path):
     assert plan.risk.ws_usd == pytest.approx(27)
     assert plan.risk.evpi_usd == pytest.approx(18)
     assert plan.risk.worst_case_usd == pytest.approx(45)
-    data = json.loads(json.dumps({"x": 1}))
     paths = write_outputs(plan, tmp_path / "out")
     data = json.loads(paths["json"].read_text())
     assert data["vss_usd"] == pytest.approx(2) and data["evpi_usd"] == pytest.approx(18)

@@ -11,7 +11,6 @@ a formula.
 from __future__ import annotations
 
 import datetime as dt
-import re
 import warnings
 from dataclasses import dataclass, field
 

@@ -27,10 +27,9 @@ import pandas as pd
 
 from .. import __version__
 from ..atomic import atomic_path
-from ..config import load_model
 from ..errors import ConfigError, InputError, Problem, SolverError
 from ..inputs import PlanInputs
-from ..pipeline import default_out_dir, load_inputs, make_plan
+from ..pipeline import load_inputs, make_plan
 from ..results import Plan
 from .metrics import plan_metrics, spend
 from .pricediff import PriceDiff, diff_prices
@@ -290,9 +289,6 @@ def write_comparison(variants: list[Variant], plans: list[Plan], comparison: dic
         write_comparison_workbook(comparison, tmp)
     return paths
 
-
-def default_compare_dir(model: Path) -> Path:
-    return Path(str(default_out_dir(load_model(model))) + "-compare")
 
 
 def summary_lines(comparison: dict) -> list[str]:

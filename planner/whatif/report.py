@@ -15,7 +15,7 @@ from openpyxl.styles import Font
 from .. import __version__
 from ..atomic import atomic_path
 from ..report.xlsx import BOLD, INT, NUM, PCT, RATE, USD, USD0, _Sheet
-from .sweep import FACTORS, SweepResult, flat_rows, series, solved_line, to_dict
+from .sweep import FACTORS, SweepResult, flat_rows, solved_line, to_dict
 
 LINK = Font(color="0563C1", underline="single")
 FACTOR = "0.0###"
