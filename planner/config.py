@@ -21,6 +21,25 @@ DEFAULT_RESTART_MINUTES = 10.0
 
 
 @dataclass(frozen=True)
+class ReplicaSpec:
+    """One GPU type's inference replica: mean service time and GPUs per replica."""
+
+    gpu_type: str
+    service_ms: float
+    gpus_per_replica: float = 1.0
+
+
+@dataclass(frozen=True)
+class SloSpec:
+    """A latency SLO: ``P(latency > latency_slo_ms) <= 1 - percentile / 100`` (M/M/c, see queueing)."""
+
+    latency_slo_ms: float
+    percentile: float = 99.0
+    service_cv: float = 1.0
+    replicas: tuple[ReplicaSpec, ...] = ()  # the first is the reference type (speed 1)
+
+
+@dataclass(frozen=True)
 class ClassPolicy:
     """One workload class's policy (``[classes.<name>]``).
 
@@ -42,6 +61,10 @@ class ClassPolicy:
     spot_goodput: float | None = None
     failure_rate_per_gpu_hour: float | None = None  # None = the fleet's rate
     description: str = ""
+    slo: SloSpec | None = None  # demand in requests per second, sized to this SLO
+    backfill: bool = False  # may run on reserved GPUs that other classes leave idle, preemptibly
+    backfill_goodput: float | None = None  # override of the reclaim model's goodput
+    team: str | None = None  # None = the class is its own team
 
     @property
     def phi(self) -> float:
@@ -90,7 +113,11 @@ _CLASS_KEYS = {
     "regions": list, "checkpoint_minutes": float, "restart_minutes": float,
     "job_gpus": float, "checkpoint_interval_minutes": (float, str), "spot_goodput": float,
     "failure_rate_per_gpu_hour": float, "description": str,
+    "demand_unit": str, "latency_slo_ms": float, "slo_percentile": float, "service_cv": float,
+    "replicas": dict, "backfill": bool, "backfill_goodput": float, "team": str,
 }
+_REPLICA_KEYS = {"service_ms": float, "requests_per_s_per_replica": float, "gpus_per_replica": float}
+DEMAND_UNITS = ("gpus", "requests_per_s")
 _TYPE_WORDS = {str: "a string", float: "a number", int: "a whole number", bool: "true or false",
                dict: "a table", list: "a list"}
 
@@ -295,6 +322,22 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
     if failure is not None and not 0 <= failure <= 0.01:
         bad.add(file, f"'{where}.failure_rate_per_gpu_hour' out of range", value=failure,
                 expected="failures per GPU-hour between 0 and 0.01 (1e-5 = one per 100,000 GPU-hours)")
+    slo = _parse_slo(name, t, file, bad)
+    if slo is not None and "gpu_types" in t:
+        bad.add(file, f"'{where}' has both gpu_types and replicas", expected="replicas only",
+                hint="an SLO-sized class lists its GPU types under [classes.<name>.replicas.<type>]")
+    if slo is not None:
+        speeds = {r.gpu_type: 1.0 for r in slo.replicas}  # the sizing sets the real speeds (inputs)
+    backfill_goodput = t.get("backfill_goodput")
+    if backfill_goodput is not None and not 0 < backfill_goodput <= 1:
+        bad.add(file, f"'{where}.backfill_goodput' out of range", value=backfill_goodput,
+                expected="0 < backfill_goodput <= 1")
+    if t.get("backfill") and slo is not None:
+        bad.add(file, f"'{where}' is SLO-sized and has backfill = true", value=True,
+                expected="backfill only for preemptible work (training, batch)")
+    team = t.get("team")
+    if team is not None and (not team.strip() or any(ord(ch) < 32 for ch in team)):
+        bad.add(file, f"'{where}.team' must be a non-empty name without control characters", value=team)
     if len(bad.problems) > n_before:
         return None
     return ClassPolicy(name=name, spot=bool(spot), max_spot_share=share if spot else 0.0,
@@ -304,4 +347,83 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
                        checkpoint_interval_minutes=float(interval) if interval is not None else None,
                        spot_goodput=float(goodput) if goodput is not None else None,
                        failure_rate_per_gpu_hour=None if failure is None else float(failure),
-                       description=t.get("description", ""))
+                       description=t.get("description", ""), slo=slo,
+                       backfill=bool(t.get("backfill", False)),
+                       backfill_goodput=None if backfill_goodput is None else float(backfill_goodput),
+                       team=team)
+
+
+def _parse_slo(name: str, t: dict, file: str, bad: Collector) -> SloSpec | None:
+    """``demand_unit = "requests_per_s"`` with ``latency_slo_ms`` and ``[classes.<name>.replicas.<type>]``."""
+    from . import queueing
+
+    where = f"classes.{name}"
+    unit = t.get("demand_unit", "gpus")
+    if unit not in DEMAND_UNITS:
+        bad.add(file, f"'{where}.demand_unit' not understood", value=unit,
+                expected=" or ".join(f'"{u}"' for u in DEMAND_UNITS))
+        return None
+    slo_keys = [k for k in ("latency_slo_ms", "slo_percentile", "service_cv", "replicas") if k in t]
+    if unit == "gpus":
+        if slo_keys:
+            bad.add(file, f"'{where}.{slo_keys[0]}' needs demand_unit = \"requests_per_s\"", value=unit,
+                    expected='demand_unit = "requests_per_s" (the demand is then requests per second)')
+        return None
+    for key in ("latency_slo_ms", "replicas"):
+        if key not in t:
+            bad.add(file, f"'{where}' has demand_unit = \"requests_per_s\" but no {key}",
+                    expected="latency_slo_ms = <ms> and [classes.<name>.replicas.<gpu type>] tables")
+    if "latency_slo_ms" not in t or "replicas" not in t:
+        return None
+    n_before = len(bad.problems)
+    slo_ms = float(t["latency_slo_ms"])
+    if slo_ms <= 0:
+        bad.add(file, f"'{where}.latency_slo_ms' must be > 0", value=slo_ms, expected="milliseconds > 0")
+    pct = float(t.get("slo_percentile", 99.0))
+    if not 0 < pct < 100:
+        bad.add(file, f"'{where}.slo_percentile' out of range", value=pct,
+                expected="a percentile strictly between 0 and 100, e.g. 99")
+    cv = float(t.get("service_cv", 1.0))
+    if not 0 <= cv <= 10:
+        bad.add(file, f"'{where}.service_cv' out of range", value=cv,
+                expected="a coefficient of variation between 0 and 10 (1 = exponential service)")
+    if not t["replicas"]:
+        bad.add(file, f"'{where}.replicas' is empty", expected="one [classes.<name>.replicas.<gpu type>] table")
+    replicas = []
+    for gtype, spec in t["replicas"].items():
+        at = f"{where}.replicas.{gtype}"
+        if not isinstance(spec, dict):
+            bad.add(file, f"'{at}' must be a table", value=spec,
+                    expected="{ service_ms = 500, gpus_per_replica = 1 }")
+            continue
+        spec = _check_keys(spec, _REPLICA_KEYS, f"{at}.", file, bad)
+        rates = [k for k in ("service_ms", "requests_per_s_per_replica") if k in spec]
+        if len(rates) != 1:
+            bad.add(file, f"'{at}' needs exactly one of service_ms, requests_per_s_per_replica",
+                    value=", ".join(rates) or "neither",
+                    expected="the mean service time of one request on one replica")
+            continue
+        rate = float(spec[rates[0]])
+        if rate <= 0:
+            bad.add(file, f"'{at}.{rates[0]}' must be > 0", value=rate,
+                    expected="a service time or rate > 0")
+            continue
+        service_ms = rate if rates[0] == "service_ms" else 1000.0 / rate
+        gpr = float(spec.get("gpus_per_replica", 1.0))
+        if not 0 < gpr <= 4096:
+            bad.add(file, f"'{at}.gpus_per_replica' out of range", value=gpr, expected="0 < GPUs <= 4096")
+            continue
+        if slo_ms > 0 and 0 < pct < 100 and 0 <= cv <= 10 and not queueing.slo_feasible(
+                service_ms / 1000.0, slo_ms / 1000.0, pct, cv):
+            floor_ms = queueing.latency_percentile(pct, 0.0, service_ms / 1000.0, 1, cv) * 1000.0
+            bad.add(file, f"'{at}': no number of replicas meets p{pct:g} <= {slo_ms:g} ms",
+                    value=f"service_ms = {service_ms:g}, service_cv = {cv:g}",
+                    expected=f"latency_slo_ms >= {floor_ms:.0f} (p{pct:g} of the service time alone)"
+                             " or a faster replica",
+                    hint="the service time alone exceeds the target in more than "
+                         f"{100 - pct:g} % of requests")
+            continue
+        replicas.append(ReplicaSpec(gpu_type=str(gtype), service_ms=service_ms, gpus_per_replica=gpr))
+    if len(bad.problems) > n_before or not replicas:
+        return None
+    return SloSpec(latency_slo_ms=slo_ms, percentile=pct, service_cv=cv, replicas=tuple(replicas))

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from . import economics
+from . import economics, queueing
+from .backfill import backfill_table
 from .config import ModelConfig
 from .validate import QUANTILE, Tables, owned_gpus
 
@@ -37,6 +38,16 @@ class PlanInputs:
     inventory: np.ndarray  # (P, T) E
     penalty: float  # M, USD per reference GPU-hour of shortfall
     spot: pd.DataFrame  # per (class, spot pool): the economics behind g
+    reserved_useful: np.ndarray | None = None  # (K, P) useful share of a reserved GPU-hour (None = reliability)
+    backfill: pd.DataFrame | None = None  # per (backfill class, pool): reclaim rate and goodput
+    requests: np.ndarray | None = None  # (S, K, T) requests per second of SLO-sized classes (NaN elsewhere)
+    slo: pd.DataFrame | None = None  # per (SLO class, GPU type): service time, GPUs per replica, speed
+
+    @property
+    def q_reserved(self) -> np.ndarray:
+        """(K, P) useful reference GPUs per reserved GPU: speed x reliability, or x backfill goodput."""
+        useful = self.reliability if self.reserved_useful is None else self.reserved_useful
+        return self.speed * useful
 
     @property
     def horizon_hours(self) -> float:
@@ -121,24 +132,72 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     demand = cube.reindex(full).to_numpy(float).reshape(len(scen), len(classes), len(periods))
 
     K, P = len(classes), len(pools)
+    requests, demand, slo_speed, slo = size_slo_classes(config, classes, demand)
     speed = np.zeros((K, P))
     for k, name in enumerate(classes):
         pol = config.classes[name]
         type_speed = pools["gpu_type"].map(pol.gpu_types or {}).fillna(0.0) if pol.gpu_types is not None \
             else pd.Series(1.0, index=pools.index)
         region_ok = pools["region"].isin(pol.regions) if pol.regions is not None else True
+        if name in slo_speed:
+            type_speed = pools["gpu_type"].map(slo_speed[name]).fillna(0.0)
         speed[k] = np.where(region_ok, type_speed.to_numpy(float), 0.0)
     headroom = np.array([config.classes[c].headroom for c in classes])
     phi = np.array([config.classes[c].phi for c in classes])
 
     goodput, reliability, spot = _goodput(config, classes, pools, speed, reserved)
+    useful, backfill = backfill_table(classes, config.classes, pools, speed, reliability, demand, prob,
+                                      headroom, hours, config.failure_rate_per_gpu_hour)
     penalty = config.solver.shortfall_penalty_usd_per_gpu_hour or 10.0 * float(np.nanmax(pools["od"]))
     return PlanInputs(config=config, tables=tables, classes=classes, pools=pools, reserved=reserved,
                       periods=periods, hours=hours, scenarios=scen, probability=prob, demand=demand,
                       speed=speed, goodput=goodput, reliability=reliability, headroom=headroom,
                       spot_share=phi, inventory=owned_gpus(tables.inventory, list(zip(pools.gpu_type, pools.region)),
                                                  periods, hours),
-                      penalty=float(penalty), spot=spot)
+                      penalty=float(penalty), spot=spot, reserved_useful=useful, backfill=backfill,
+                      requests=requests, slo=slo)
+
+
+def size_slo_classes(config: ModelConfig, classes: list[str], demand: np.ndarray):
+    """Requests per second -> reference GPUs for every SLO-sized class (M/M/c, :mod:`planner.queueing`).
+
+    The first GPU type of a class's ``replicas`` table is its reference (speed 1): its demand in period t
+    is ``gpus_per_replica * replicas(lam_t)``. Another type's speed is the smallest ratio, over the periods
+    with load, of the reference GPUs to the GPUs that type needs alone: a plan that serves the class on
+    any one type then meets the SLO in every period.
+    Returns (requests or None, demand in reference GPUs, {class: {type: speed}}, sizing table or None).
+    """
+    slo_classes = [k for k, c in enumerate(classes) if config.classes[c].slo is not None]
+    if not slo_classes:
+        return None, demand, {}, None
+    requests = np.full(demand.shape, np.nan)
+    demand = demand.copy()
+    speeds, rows = {}, []
+    for k in slo_classes:
+        spec = config.classes[classes[k]].slo
+        lam = demand[:, k, :]
+        requests[:, k, :] = lam
+        need = {}
+        for rep in spec.replicas:
+            c = queueing.replicas_for_slo(lam, rep.service_ms / 1000.0, spec.latency_slo_ms / 1000.0,
+                                          spec.percentile, spec.service_cv)
+            need[rep.gpu_type] = c * rep.gpus_per_replica
+        ref = spec.replicas[0]
+        demand[:, k, :] = need[ref.gpu_type]
+        busy = need[ref.gpu_type] > 0
+        speeds[classes[k]] = {}
+        for rep in spec.replicas:
+            other = need[rep.gpu_type]
+            ratio = float(np.min(need[ref.gpu_type][busy] / other[busy])) if busy.any() else \
+                ref.service_ms * ref.gpus_per_replica / (rep.service_ms * rep.gpus_per_replica)
+            speeds[classes[k]][rep.gpu_type] = 1.0 if rep is ref else ratio
+            rows.append({"workload_class": classes[k], "gpu_type": rep.gpu_type, "reference": rep is ref,
+                         "service_ms": rep.service_ms, "gpus_per_replica": rep.gpus_per_replica,
+                         "latency_slo_ms": spec.latency_slo_ms, "slo_percentile": spec.percentile,
+                         "service_cv": spec.service_cv, "speed": speeds[classes[k]][rep.gpu_type],
+                         "peak_requests_per_s": float(np.nanmax(lam)) if lam.size else 0.0,
+                         "peak_replicas": float(np.max(other) / rep.gpus_per_replica) if other.size else 0.0})
+    return requests, demand, speeds, pd.DataFrame(rows)
 
 
 def _goodput(config: ModelConfig, classes: list[str], pools: pd.DataFrame, speed: np.ndarray,
@@ -236,15 +295,24 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
     prices["interruptions_per_hour"] = prices["interruptions_per_hour"] * interruptions
     tables = replace(inp.tables, prices=prices)
     goodput, reliability, spot = _goodput(inp.config, inp.classes, pools, inp.speed, reserved)
-    return replace(inp, pools=pools, reserved=reserved, demand=demand, headroom=inp.headroom * headroom,
-                   goodput=goodput, reliability=reliability, spot=spot, tables=tables)
+    return _refresh_backfill(replace(inp, pools=pools, reserved=reserved, demand=demand,
+                                     headroom=inp.headroom * headroom, goodput=goodput,
+                                     reliability=reliability, spot=spot, tables=tables))
+
+
+def _refresh_backfill(inp: PlanInputs) -> PlanInputs:
+    """Recompute the backfill goodput after the demand, rates or headroom changed."""
+    useful, backfill = backfill_table(inp.classes, inp.config.classes, inp.pools, inp.speed, inp.reliability,
+                                      inp.demand, inp.probability, inp.headroom, inp.hours,
+                                      inp.config.failure_rate_per_gpu_hour)
+    return replace(inp, reserved_useful=useful, backfill=backfill)
 
 
 def with_demand(inp: PlanInputs, demand: np.ndarray, scenarios: list[str],
                 probability: np.ndarray) -> PlanInputs:
     """``inp`` with another demand cube (S, K, T) and scenario weights (same classes and periods)."""
-    return replace(inp, demand=np.asarray(demand, float), scenarios=list(scenarios),
-                   probability=np.asarray(probability, float))
+    return _refresh_backfill(replace(inp, demand=np.asarray(demand, float), scenarios=list(scenarios),
+                                     probability=np.asarray(probability, float)))
 
 
 def slice_periods(inp: PlanInputs, index: np.ndarray) -> PlanInputs:

@@ -169,8 +169,9 @@ def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Yb, Zb, Ub) -> None:
     unchanged: reserved use is free) so that allocation and utilisation mean what
     they say. Works on all (class, block) pairs at once, one pool at a time.
     """
-    q = inp.speed * inp.reliability  # (K, P)
-    cover = (np.einsum("kp,kpb->kb", q, Xb + Yb) + np.einsum("kp,kpb->kb", inp.speed * inp.goodput, Zb) + Ub)
+    q = inp.q_reserved  # (K, P)
+    cover = (np.einsum("kp,kpb->kb", q, Xb) + np.einsum("kp,kpb->kb", inp.speed * inp.reliability, Yb)
+             + np.einsum("kp,kpb->kb", inp.speed * inp.goodput, Zb) + Ub)
     surplus = cover - (1 + inp.headroom)[:, None] * blocks.demand
     surplus[surplus < 1e-9] = 0.0
     for p in np.argsort(-q.max(axis=0) if q.size else []):  # pools one by one, vectorised over (k, b)

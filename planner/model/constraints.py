@@ -28,7 +28,7 @@ def define_demand_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
     """sum_p s[k,p] (q[k,p] (x + y) + g[k,p] z)[k,p,b] + u[k,b] >= (1 + eta_k) d[k,b].
 
     Applies to every (k, b) with d > 0 (q is the non-spot reliability, 1 unless a
-    failure rate is set). Rows with d = 0 hold trivially and are not built.
+    failure rate is set; on x of a ``backfill`` class it is the backfill goodput). Rows with d = 0 hold trivially and are not built.
     """
     u = fam["u"]
     if u.empty:
@@ -36,12 +36,12 @@ def define_demand_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
     K, B = inp.K, blocks.B
     rid, rk, rb = _row_ids((K, B), u["k"].to_numpy(), u["b"].to_numpy())
     rows, cols, coefs = [rid[u["k"], u["b"]]], [u["col"].to_numpy()], [np.ones(len(u))]
-    for family, eff in (("x", inp.reliability), ("y", inp.reliability), ("z", inp.goodput)):
+    for family, q in (("x", inp.q_reserved), ("y", inp.speed * inp.reliability), ("z", inp.speed * inp.goodput)):
         f = fam[family]
         k, p, b = f["k"].to_numpy(), f["p"].to_numpy(), f["b"].to_numpy()
         rows.append(rid[k, b])
         cols.append(f["col"].to_numpy())
-        coefs.append(inp.speed[k, p] * eff[k, p])
+        coefs.append(q[k, p])
     rhs = (1.0 + inp.headroom[rk]) * blocks.demand[rk, rb]
     return out.add("demand", (rk, rb,), np.concatenate(rows),
                     np.concatenate(cols), np.concatenate(coefs), LpConstraintGE, rhs)
