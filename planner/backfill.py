@@ -7,13 +7,15 @@ on them is preempted, exactly as spot is (Daly's model, :mod:`planner.economics`
 Estimator of the reclaim rate in pool ``p`` (documented in docs/slo-and-pooling.md): let ``R_t`` be the
 GPUs of pool ``p`` the priority classes would need in period ``t`` if they ran there alone
 (``(1 + eta_k) d[k,t] / s[k,p]`` summed over the priority classes allowed in ``p``, expected over the
-scenarios). In a pool sized to their peak, backfill has ``sum_t h_t (max R - R_t)`` idle GPU-hours and
-loses ``sum_t max(0, R_t - R_{t-1})`` GPUs to reclaims. Each reclaimed GPU preempts the job on it, so the
-reclaim rate per backfilled GPU-hour is their ratio, per instance ``m_p`` times that, and a gang of
-``j = ceil(job_gpus / m_p)`` instances is stopped at ``j`` times the instance rate (plus hardware
-failures, when a failure rate is set). The class's goodput on backfill is Daly's ``g`` at that rate with
-its checkpoint and restart times (optimal interval unless the class fixes one), or ``backfill_goodput``
-where the model file overrides it.
+scenarios). In a pool sized to their peak, backfill has ``sum_t h_t (max R - R_t)`` idle GPU-hours, on
+which ``G = j m_p`` GPU gangs (``j = ceil(job_gpus / m_p)`` instances) run: on average
+``sum_t h_t (max R - R_t) / (G H)`` of them. When the requirement rises by ``r_t = R_t - R_{t-1} > 0``
+GPUs, the scheduler takes back whole gangs, the fewest that free them (Kueue and Volcano preempt whole
+workloads): ``ceil(r_t / G)`` jobs. A backfilled job is therefore stopped at the rate
+``lam = sum_t ceil(r_t / G) / (sum_t h_t (max R - R_t) / G)`` per hour (plus hardware failures, when a
+failure rate is set). The class's goodput on backfill is Daly's ``g`` at that rate with its checkpoint
+and restart times (optimal interval unless the class fixes one), or ``backfill_goodput`` where the model
+file overrides it.
 """
 
 from __future__ import annotations
@@ -33,14 +35,21 @@ def priority_requirement(demand: np.ndarray, probability: np.ndarray, headroom: 
     return np.einsum("kp,kt->pt", per_gpu, expected)
 
 
-def reclaim_rate_per_gpu_hour(requirement: np.ndarray, hours: np.ndarray) -> np.ndarray:
-    """(P,): GPUs taken back per idle (backfillable) GPU-hour, from the requirement's rises."""
-    if requirement.shape[1] < 2:
-        return np.zeros(requirement.shape[0])
-    rises = np.clip(np.diff(requirement, axis=1), 0.0, None).sum(axis=1)
-    idle = ((requirement.max(axis=1, keepdims=True) - requirement) * hours[None, :]).sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(idle > 0, rises / np.where(idle > 0, idle, 1.0), 0.0)
+def rises_and_idle(requirement: np.ndarray, hours: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(P, T-1) rises of the requirement between periods and (P,) idle GPU-hours under its peak."""
+    rises = np.clip(np.diff(requirement, axis=1), 0.0, None) if requirement.shape[1] > 1 \
+        else np.zeros((requirement.shape[0], 0))
+    idle = ((requirement.max(axis=1, keepdims=True) - requirement) * hours[None, :]).sum(axis=1) \
+        if requirement.shape[1] else np.zeros(requirement.shape[0])
+    return rises, idle
+
+
+def job_reclaim_rate(rises: np.ndarray, idle_gpu_hours: float, gang_gpus: float) -> float:
+    """Preemptions per hour of one backfilled gang of ``gang_gpus`` GPUs (whole gangs are taken back)."""
+    if idle_gpu_hours <= 0 or gang_gpus <= 0:
+        return 0.0
+    jobs_preempted = np.ceil(rises[rises > 1e-9] / gang_gpus - 1e-9).sum()
+    return float(jobs_preempted * gang_gpus / idle_gpu_hours)
 
 
 def backfill_table(classes: list[str], policies: dict, pools: pd.DataFrame, speed: np.ndarray,
@@ -53,7 +62,7 @@ def backfill_table(classes: list[str], policies: dict, pools: pd.DataFrame, spee
     if not backfill.any():
         return useful, pd.DataFrame()
     requirement = priority_requirement(demand, probability, headroom, speed, ~backfill)
-    rate = reclaim_rate_per_gpu_hour(requirement, hours)
+    rises, idle = rises_and_idle(requirement, hours)
     rows = []
     for k in np.flatnonzero(backfill):
         pol = policies[classes[k]]
@@ -64,7 +73,9 @@ def backfill_table(classes: list[str], policies: dict, pools: pd.DataFrame, spee
         for p in np.flatnonzero(speed[k] > 0):
             m = float(pools["m"].iat[p])
             job = pol.job_gpus if pol.job_gpus is not None else m
-            lam = float(economics.job_interruption_rate(rate[p] * m, job, m, fail))
+            gang = float(economics.instances_spanned(job, m)) * m
+            lam_reclaim = job_reclaim_rate(rises[p], float(idle[p]), gang)
+            lam = lam_reclaim + float(economics.job_interruption_rate(0.0, job, m, fail))
             tau = float(economics.optimal_interval(lam, C)) if tau_fixed is None else tau_fixed
             g = float(economics.goodput(lam, tau, C, R))
             if pol.backfill_goodput is not None:
@@ -75,8 +86,10 @@ def backfill_table(classes: list[str], policies: dict, pools: pd.DataFrame, spee
                 "region": pools["region"].iat[p], "class_index": int(k), "pool": int(p),
                 "priority_peak_gpus": float(requirement[p].max()) if requirement.shape[1] else 0.0,
                 "priority_mean_gpus": float(np.average(requirement[p], weights=hours)) if hours.sum() else 0.0,
-                "reclaims_per_gpu_hour": float(rate[p]),
-                "job_gpus": float(job), "job_interruptions_per_hour": lam,
+                "idle_gpu_hours": float(idle[p]),
+                "gpus_reclaimed": float(rises[p].sum()),
+                "job_gpus": float(job), "job_reclaims_per_hour": lam_reclaim,
+                "job_interruptions_per_hour": lam,
                 "checkpoint_minutes": pol.checkpoint_minutes, "restart_minutes": pol.restart_minutes,
                 "interval_minutes": tau * 60.0, "goodput": g,
                 "goodput_source": "backfill_goodput" if pol.backfill_goodput is not None else "model",

@@ -208,6 +208,83 @@ def spot(**opts):
 
 @cli.command()
 @model_argument
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Output folder for pooling.json and pooling.xlsx (default outputs/<model name>-pooling/).")
+@solver_option
+@time_limit_option
+@gap_option
+@click.option("--json", "as_json", is_flag=True, help="Print pooling.json instead of the table.")
+@handle_errors
+def pooling(model, out_dir, solver, time_limit, mip_gap, as_json):
+    """Separate pools, or one pool where training backfills what inference leaves idle?
+
+    Plans MODEL twice: the classes with priority (no backfill) and the backfill classes each on a
+    fleet of their own, and all together with backfill preempted when the priority classes need their
+    GPUs back. Prints both costs, the inference latency, what training loses, and a recommendation.
+
+    Example:
+
+    \b
+        planner pooling models/pooling.toml --out outputs/pooling
+    """
+    from .pipeline import default_out_dir, load_inputs, make_plan
+    from .pooling import compare_pooling
+    from .report.pooling_report import pooling_dict, pooling_text, write_pooling
+
+    if model is None:
+        model = Path(__file__).resolve().parent.parent / "models" / "pooling.toml"
+    inp = load_inputs(model)
+    result = compare_pooling(inp, lambda i: make_plan(i, backend=solver, time_limit_s=time_limit,
+                                                      mip_gap=mip_gap, risk=False))
+    bad = [p for p in result.separate + [result.pooled] if p.status.value in ("infeasible", "error")]
+    if bad:
+        click.secho(f"Error: a plan could not be solved: {bad[0].solve.message}", fg="red", err=True)
+        sys.exit(EXIT_ERROR)
+    paths = write_pooling(result, out_dir or default_out_dir(inp.config, "-pooling"))
+    if as_json:
+        click.echo(json.dumps(pooling_dict(result), indent=2))
+    else:
+        click.echo(pooling_text(result))
+        click.echo(f"wrote {paths['json']} and {paths['xlsx']}")
+    proven = all(p.status.value == "optimal" and p.demand_met for p in result.separate + [result.pooled])
+    sys.exit(EXIT_OK if proven else EXIT_NOT_MET)
+
+
+@cli.command()
+@click.option("--requests-per-s", type=click.FloatRange(min=0), required=True, help="Arrival rate of requests.")
+@click.option("--service-ms", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Mean service time of one request on one replica (ms).")
+@click.option("--requests-per-s-per-replica", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Service rate of one replica (instead of --service-ms).")
+@click.option("--slo-ms", type=click.FloatRange(min=0, min_open=True), required=True,
+              help="Latency target (queueing wait + service), ms.")
+@click.option("--percentile", type=float, default=99.0, show_default=True,
+              help="Share of requests (percent) that must meet the target.")
+@click.option("--gpus-per-replica", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True)
+@click.option("--service-cv", type=click.FloatRange(0, 10), default=1.0, show_default=True,
+              help="Coefficient of variation of the service time (1 = exponential, M/M/c; else Allen-Cunneen).")
+@click.option("--sweep", type=click.Choice(["requests"]), default=None,
+              help="Print the replica staircase over a range of loads.")
+@click.option("--sweep-values", default=None,
+              help="Comma-separated loads of the sweep (default: 20 from a tenth to twice --requests-per-s).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@handle_errors
+def slo(**opts):
+    """Replicas and GPUs an inference service needs to meet a latency SLO (M/M/c, Erlang C).
+
+    Example: 40 requests per second, 500 ms per request, p99 latency within 3 s:
+
+    \b
+        planner slo --requests-per-s 40 --service-ms 500 --slo-ms 3000 --percentile 99
+        planner slo --requests-per-s 40 --service-ms 500 --slo-ms 3000 --sweep requests
+    """
+    from .slocli import run_slo
+
+    run_slo(**opts)
+
+
+@cli.command()
+@model_argument
 @click.option("--plan", "plan_file", required=True, type=click.Path(path_type=Path),
               help="plan.json whose reserved purchases are evaluated.")
 @click.option("--demand", required=True, type=click.Path(path_type=Path), help="The demand that really came.")

@@ -320,3 +320,31 @@ def slice_periods(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
     index = np.asarray(index)
     return replace(inp, periods=inp.periods[index], hours=inp.hours[index], demand=inp.demand[:, :, index],
                    inventory=inp.inventory[:, index])
+
+
+def select_classes(inp: PlanInputs, names: list[str], backfill: bool = True,
+                   inventory: bool = True) -> PlanInputs:
+    """``inp`` restricted to the classes ``names`` (a pool of its own for them).
+
+    ``backfill = False`` plans the classes' reserved use at full goodput (a fleet of their own: nobody
+    reclaims it); ``inventory = False`` leaves the commitments already owned to the other pool.
+    """
+    ks = np.array([inp.classes.index(n) for n in names], dtype=int)
+    remap = {int(k): i for i, k in enumerate(ks)}
+
+    def keep(table):
+        if table is None or not len(table):
+            return table
+        out = table[table["class_index"].isin(ks)].copy()
+        out["class_index"] = out["class_index"].map(remap)
+        return out.reset_index(drop=True)
+
+    sub = replace(inp, classes=list(names), demand=inp.demand[:, ks], speed=inp.speed[ks],
+                  goodput=inp.goodput[ks], reliability=inp.reliability[ks], headroom=inp.headroom[ks],
+                  spot_share=inp.spot_share[ks], spot=keep(inp.spot),
+                  requests=None if inp.requests is None else inp.requests[:, ks],
+                  inventory=inp.inventory if inventory else np.zeros_like(inp.inventory),
+                  reserved_useful=None, backfill=None)
+    if not backfill:
+        return sub
+    return _refresh_backfill(sub)

@@ -203,3 +203,40 @@ def replicas_for_slo(lam, service_s: float, slo_s: float, percentile: float, cv:
             keep = ~met
             todo, b, a, lam_t = todo[keep], b[keep], a[keep], lam_t[keep]
     return need[inverse].reshape(lam.shape)
+
+
+def max_load(replicas: int, service_s: float, slo_s: float, percentile: float, cv: float = 1.0) -> float:
+    """The highest arrival rate (per second) that ``replicas`` serve within the SLO (bisection)."""
+    if replicas <= 0 or not slo_feasible(service_s, slo_s, percentile, cv):
+        return 0.0
+    lo, hi = 0.0, replicas / service_s
+    target = 1.0 - percentile / 100.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if p_latency_above(slo_s, mid, service_s, replicas, cv) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def sizing(requests_per_s: float, service_ms: float, slo_ms: float, percentile: float = 99.0,
+           gpus_per_replica: float = 1.0, cv: float = 1.0) -> dict:
+    """Everything ``planner slo`` reports for one load: replicas, GPUs, utilisation and the latency achieved."""
+    S, slo = service_ms / 1000.0, slo_ms / 1000.0
+    c = int(replicas_for_slo(np.array([requests_per_s]), S, slo, percentile, cv)[0])
+    a = requests_per_s * S
+    stable = c > a
+    return {
+        "requests_per_s": float(requests_per_s), "service_ms": float(service_ms),
+        "latency_slo_ms": float(slo_ms), "slo_percentile": float(percentile), "service_cv": float(cv),
+        "gpus_per_replica": float(gpus_per_replica),
+        "offered_load_erlangs": float(a),
+        "replicas": c, "gpus": float(c * gpus_per_replica),
+        "utilisation": float(a / c) if c else 0.0,
+        "p_wait": float(erlang_c(c, a)) if c and stable else (0.0 if not c else 1.0),
+        "p_latency_above_slo": float(p_latency_above(slo, requests_per_s, S, c, cv)) if c else 0.0,
+        "latency_at_percentile_ms": float(latency_percentile(percentile, requests_per_s, S, c, cv)) * 1000.0
+        if c else 0.0,
+        "max_requests_per_s_at_these_replicas": max_load(c, S, slo, percentile, cv),
+    }

@@ -39,6 +39,8 @@ class Plan:
     timings: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
     risk: object = None  # planner.risk.RiskView for plans over several scenarios
+    latency: pd.DataFrame = field(default_factory=pd.DataFrame)  # SLO classes: per scenario, period
+    backfill: pd.DataFrame = field(default_factory=pd.DataFrame)  # backfill economics and GPU-hours
 
     @property
     def demand_met(self) -> bool:
@@ -81,9 +83,12 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     Yb = _dense(fam["y"], v, (K, P, B), ("k", "p", "b"))
     Zb = _dense(fam["z"], v, (K, P, B), ("k", "p", "b"))
     Ub = _dense(fam["u"], v, (K, B), ("k", "b"))
-    for a in (Xb, Yb, Zb, Ub):
+    Xd = _dense(fam["xd"], v, (K, P, B), ("k", "p", "b")) if "xd" in fam else np.zeros((K, P, B))
+    for a in (Xb, Xd, Yb, Zb, Ub):
         a[a < EPS] = 0.0
-    _trim_free_surplus(inp, blocks, Xb, Yb, Zb, Ub)
+    _trim_free_surplus(inp, blocks, Xb, Yb, Zb, Ub, Xd)
+    Xrisk = Xb.copy()  # backfilled (at risk) reserved use; Xb becomes all reserved use
+    Xb = Xb + Xd
 
     res = inp.reserved
     m_res = res["m"].to_numpy(float)
@@ -152,6 +157,15 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
         zh = np.einsum("kpb,b->kp", Zb, w)
         spot["spot_gpu_hours"] = zh[spot["class_index"].to_numpy(), spot["pool"].to_numpy()]
         spot["why"] = [_spot_reason(inp, row) for row in spot.itertuples()]
+    latency = _latency(inp, blocks, Xb, Yb)
+    backfill = inp.backfill.copy() if inp.backfill is not None and len(inp.backfill) else pd.DataFrame()
+    if len(backfill):
+        xh = np.einsum("kpb,b->kp", Xrisk, w)
+        dh = np.einsum("kpb,b->kp", Xd, w)
+        kk, pp = backfill["class_index"].to_numpy(), backfill["pool"].to_numpy()
+        backfill["backfilled_gpu_hours"] = xh[kk, pp]
+        backfill["own_reserved_gpu_hours"] = dh[kk, pp]
+        backfill["useful_gpu_hours"] = backfill["backfilled_gpu_hours"] * backfill["goodput"]
     stats = {"variables": model.n_variables, "constraints": model.n_constraints, "blocks": B,
              "periods": T, "scenarios": S, "classes": K, "pools": P,
              "integer_variables": int(len(fam["n"])), "rows_per_family": dict(model.rows)}
@@ -159,10 +173,44 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                 allocation=allocation[cols + ["gpu_hours", "_k", "_p", "_t"]], fleet=fleet, shortfall=shortfall,
                 spot=spot, scenario_costs=scenario_costs, cost=cost, objective=objective,
                 shortfall_gpu_hours=short_hours, baseline_all_on_demand=baseline_all_on_demand(inp),
-                reserved_utilisation=utilisation, timings=dict(timings or {}), stats=stats)
+                reserved_utilisation=utilisation, timings=dict(timings or {}), stats=stats,
+                latency=latency, backfill=backfill)
 
 
-def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Yb, Zb, Ub) -> None:
+def _latency(inp: PlanInputs, blocks, Xb, Yb) -> pd.DataFrame:
+    """Per SLO class, scenario and period: load, replicas provisioned and the latency they give.
+
+    Replicas are the reference-type equivalents of the reserved and on-demand GPUs the plan gives the class
+    (sum_p s[k,p] (x + y), divided by the reference type's GPUs per replica, rounded down).
+    """
+    from . import queueing
+
+    if inp.requests is None:
+        return pd.DataFrame()
+    frames = []
+    for k, name in enumerate(inp.classes):
+        spec = inp.config.classes[name].slo
+        if spec is None:
+            continue
+        ref = spec.replicas[0]
+        prov = np.einsum("p,pb->b", inp.speed[k], Xb[k] + Yb[k])  # (B,) reference GPUs
+        for s, scen in enumerate(inp.scenarios):
+            lam = inp.requests[s, k]
+            gpus = prov[blocks.of[s]]
+            replicas = np.floor(gpus / ref.gpus_per_replica + 1e-6).astype(np.int64)
+            S, slo = ref.service_ms / 1000.0, spec.latency_slo_ms / 1000.0
+            pct = queueing.latency_percentile(spec.percentile, lam, S, replicas, spec.service_cv) * 1000.0
+            above = np.where(lam > 0, queueing.p_latency_above(slo, lam, S, replicas, spec.service_cv), 0.0)
+            frames.append(pd.DataFrame({
+                "scenario": scen, "period": inp.periods, "hours": inp.hours, "workload_class": name,
+                "requests_per_s": lam, "replicas": replicas, "gpus": gpus,
+                "latency_slo_ms": spec.latency_slo_ms, "slo_percentile": spec.percentile,
+                "latency_at_percentile_ms": pct, "p_latency_above_slo": above,
+                "slo_met": pct <= spec.latency_slo_ms * (1 + 1e-9)}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Yb, Zb, Ub, Xd=None) -> None:
     """Reserved GPUs cost nothing to use, so a solver may assign more than a class needs.
 
     Cut each class's reserved use down to its demand with headroom (the cost is
@@ -170,17 +218,20 @@ def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Yb, Zb, Ub) -> None:
     they say. Works on all (class, block) pairs at once, one pool at a time.
     """
     q = inp.q_reserved  # (K, P)
-    cover = (np.einsum("kp,kpb->kb", q, Xb) + np.einsum("kp,kpb->kb", inp.speed * inp.reliability, Yb)
+    qd = inp.speed * inp.reliability
+    Xd = np.zeros_like(Xb) if Xd is None else Xd
+    cover = (np.einsum("kp,kpb->kb", q, Xb) + np.einsum("kp,kpb->kb", qd, Yb + Xd)
              + np.einsum("kp,kpb->kb", inp.speed * inp.goodput, Zb) + Ub)
     surplus = cover - (1 + inp.headroom)[:, None] * blocks.demand
     surplus[surplus < 1e-9] = 0.0
-    for p in np.argsort(-q.max(axis=0) if q.size else []):  # pools one by one, vectorised over (k, b)
-        rate = q[:, p][:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cut = np.where(rate > 0, np.minimum(Xb[:, p, :], surplus / rate), 0.0)
-        Xb[:, p, :] -= cut
-        surplus -= cut * rate
-    Xb[Xb < EPS] = 0.0
+    for X, qq in ((Xb, q), (Xd, qd)):  # at-risk backfill first, then GPUs of their own
+        for p in np.argsort(-qq.max(axis=0) if qq.size else []):  # pools one by one, vectorised over (k, b)
+            rate = qq[:, p][:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cut = np.where(rate > 0, np.minimum(X[:, p, :], surplus / np.where(rate > 0, rate, 1.0)), 0.0)
+            X[:, p, :] -= cut
+            surplus -= cut * rate
+        X[X < EPS] = 0.0
 
 
 def _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost) -> pd.DataFrame:

@@ -86,6 +86,8 @@ FAMILIES = (
     ("od_cap", con.define_on_demand_cap_constraints),
     ("spot_cap", con.define_spot_cap_constraints),
     ("reserved_cap", con.define_reserved_cap_constraints),
+    ("backfill_peak", con.define_backfill_peak_constraints),
+    ("backfill_dedicated", con.define_backfill_dedicated_constraints),
 )
 
 

@@ -36,7 +36,8 @@ def define_demand_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
     K, B = inp.K, blocks.B
     rid, rk, rb = _row_ids((K, B), u["k"].to_numpy(), u["b"].to_numpy())
     rows, cols, coefs = [rid[u["k"], u["b"]]], [u["col"].to_numpy()], [np.ones(len(u))]
-    for family, q in (("x", inp.q_reserved), ("y", inp.speed * inp.reliability), ("z", inp.speed * inp.goodput)):
+    for family, q in (("x", inp.q_reserved), ("xd", inp.speed * inp.reliability),
+                      ("y", inp.speed * inp.reliability), ("z", inp.speed * inp.goodput)):
         f = fam[family]
         k, p, b = f["k"].to_numpy(), f["p"].to_numpy(), f["b"].to_numpy()
         rows.append(rid[k, b])
@@ -62,8 +63,8 @@ def define_spot_share_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
 
 def define_reserved_share_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
                                       fam: dict[str, pd.DataFrame]) -> int:
-    """sum_k x[k,p,b] - sum_c m_p n[p,c] <= E[p,b]: classes share the reserved fleet of each pool."""
-    x = fam["x"]
+    """sum_k (x + xd)[k,p,b] - sum_c m_p n[p,c] <= E[p,b]: classes share the reserved fleet of each pool."""
+    x = pd.concat([fam["x"], fam["xd"]], ignore_index=True)
     if x.empty:
         return 0
     p, b = x["p"].to_numpy(), x["b"].to_numpy()
@@ -115,3 +116,52 @@ def define_reserved_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, 
     return out.add("reserved_cap", (pools,), rid[sel["p"].to_numpy()],
                     sel["col"].to_numpy(), inp.reserved["m"].to_numpy()[sel["c"].to_numpy()],
                     LpConstraintLE, cap[pools] - owned[pools])
+
+
+def define_backfill_peak_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
+    """sum_{k without backfill} x[k,p,b] - pk[p] <= 0: pk is the priority classes' peak reserved use."""
+    pk = fam["pk"]
+    if pk.empty:
+        return 0
+    bf = np.array([inp.config.classes[c].backfill for c in inp.classes], dtype=bool)
+    x = fam["x"]
+    x = x[~bf[x["k"].to_numpy()] & x["p"].isin(pk["p"])]
+    blocks_of = np.arange(blocks.B)
+    rp = np.repeat(pk["p"].to_numpy(), blocks.B)
+    rb = np.tile(blocks_of, len(pk))
+    rid = np.full((inp.P, blocks.B), -1, dtype=np.int64)
+    rid[rp, rb] = np.arange(len(rp))
+    rows = [rid[x["p"].to_numpy(), x["b"].to_numpy()], rid[rp, rb]]
+    pk_col = np.full(inp.P, -1, dtype=np.int64)
+    pk_col[pk["p"].to_numpy()] = pk["col"].to_numpy()
+    cols = [x["col"].to_numpy(), pk_col[rp]]
+    coefs = [np.ones(len(x)), -np.ones(len(rp))]
+    return out.add("backfill_peak", (rp, rb), np.concatenate(rows), np.concatenate(cols),
+                   np.concatenate(coefs), LpConstraintLE, np.zeros(len(rp)))
+
+
+def define_backfill_dedicated_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
+    """sum_{backfill k} xd[k,p,b] + pk[p] - sum_c m_p n[p,c] <= E[p,b]: only GPUs above the priority peak
+    are the backfill classes' own (pk = 0 where no priority class uses the pool's reserved GPUs)."""
+    xd = fam["xd"]
+    if xd.empty:
+        return 0
+    p, b = xd["p"].to_numpy(), xd["b"].to_numpy()
+    rid, rp, rb = _row_ids((inp.P, blocks.B), p, b)
+    rows, cols, coefs = [rid[p, b]], [xd["col"].to_numpy()], [np.ones(len(xd))]
+    pk = fam["pk"]
+    pk_col = np.full(inp.P, -1, dtype=np.int64)
+    pk_col[pk["p"].to_numpy()] = pk["col"].to_numpy()
+    has = pk_col[rp] >= 0
+    rows.append(np.flatnonzero(has))
+    cols.append(pk_col[rp][has])
+    coefs.append(np.ones(int(has.sum())))
+    n = fam["n"]
+    m = inp.reserved["m"].to_numpy()
+    for c, (pool, col) in enumerate(zip(n["p"].to_numpy(), n["col"].to_numpy())):
+        hit = np.flatnonzero(rp == pool)
+        rows.append(hit)
+        cols.append(np.full(len(hit), col))
+        coefs.append(np.full(len(hit), -m[c]))
+    return out.add("backfill_dedicated", (rp, rb), np.concatenate(rows), np.concatenate(cols),
+                   np.concatenate(coefs), LpConstraintLE, blocks.inventory[rp, rb])

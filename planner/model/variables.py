@@ -8,7 +8,10 @@ Each family is a DataFrame of integer keys plus ``col``, the variable's column:
 - ``y[k,p,b]`` on-demand GPUs: s > 0, d > 0, the pool has an on-demand price, and the pool is not
   dominated for the class (below);
 - ``z[k,p,b]`` spot GPUs: g[k,p] > 0 (which needs s > 0, phi_k > 0 and a spot price), d > 0, not dominated;
-- ``u[k,b]``   unmet demand where d[k,b] > 0.
+- ``u[k,b]``   unmet demand where d[k,b] > 0;
+- ``xd[k,p,b]`` reserved GPUs of a ``backfill`` class that lie above the priority classes' peak use
+  (never reclaimed: full goodput), where x of that class exists; its x is then the backfilled, at-risk use;
+- ``pk[p]``    the priority classes' peak reserved use in pool p, where backfill shares a pool with them.
 
 Dominance (exact): an on-demand GPU of pool p serves class k only through the demand row (coefficient
 s q) and p's on-demand cap. If an uncapped pool p' is at least as cheap per useful reference GPU-hour
@@ -75,4 +78,11 @@ def define_variables(inp: PlanInputs, blocks: Blocks, dominance: bool = True
         add(family, {"k": k, "p": p, "b": b})
     k, b = np.nonzero(active)
     add("u", {"k": k, "b": b})
+    # backfill classes: reserved GPUs of their own (above the priority classes' peak, never reclaimed)
+    bf = np.array([inp.config.classes[c].backfill for c in inp.classes], dtype=bool) if inp.reserved_useful \
+        is not None else np.zeros(inp.K, dtype=bool)
+    k, p, b = np.nonzero(x_mask & bf[:, None, None])
+    add("xd", {"k": k, "p": p, "b": b})
+    pri_pools = np.unique(fam["x"]["p"].to_numpy()[~bf[fam["x"]["k"].to_numpy()]]) if len(fam["x"]) else []
+    add("pk", {"p": np.intersect1d(np.unique(p), pri_pools).astype(int)})
     return n_cols, fam

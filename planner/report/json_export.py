@@ -90,9 +90,35 @@ def plan_to_dict(plan: Plan) -> dict:
                        "cost_usd": {k: _num(r[k]) for k in ("reserved", "on_demand", "spot", "total")},
                        "shortfall_gpu_hours": _num(r["shortfall_gpu_hours"])}
                       for r in plan.scenario_costs.to_dict("records")],
+        "slo": _slo_summary(plan),
+        "backfill": _records(plan.backfill.drop(columns=["class_index", "pool"], errors="ignore"))
+        if len(plan.backfill) else [],
         "model_size": plan.stats,
         "timings_s": {k: _num(v) for k, v in plan.timings.items()},
     }
+    return out
+
+
+def _slo_summary(plan: Plan) -> list[dict]:
+    """One entry per SLO class: its target, the worst latency over the periods, and the periods that miss it."""
+    lat = plan.latency
+    if not len(lat):
+        return []
+    out = []
+    for (scen, cls), df in lat.groupby(["scenario", "workload_class"], sort=False):
+        busy = df[df["requests_per_s"] > 0]
+        out.append({"scenario": scen, "workload_class": cls,
+                    "latency_slo_ms": _num(df["latency_slo_ms"].iat[0]),
+                    "slo_percentile": _num(df["slo_percentile"].iat[0]),
+                    "peak_requests_per_s": _num(df["requests_per_s"].max()),
+                    "peak_replicas": int(df["replicas"].max()),
+                    "worst_latency_at_percentile_ms": _num(busy["latency_at_percentile_ms"].max())
+                    if len(busy) else 0.0,
+                    "periods_missing_slo": int((~df["slo_met"]).sum()),
+                    "periods": [{"period": r.period.isoformat(), "requests_per_s": _num(r.requests_per_s),
+                                 "replicas": int(r.replicas),
+                                 "latency_at_percentile_ms": _num(r.latency_at_percentile_ms)}
+                                for r in df.itertuples()]})
     return out
 
 

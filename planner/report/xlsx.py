@@ -39,7 +39,7 @@ BOLD = Font(bold=True)
 RED = Font(bold=True, color="C00000")
 HEAD_FILL = PatternFill("solid", fgColor="DDEBF7")
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
-          "Scenarios", "Shortfall")
+          "Scenarios", "Shortfall", "Latency", "Backfill")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
          "all_on_demand_usd", "savings_usd", "horizon_hours")
 
@@ -156,6 +156,8 @@ def write_workbook(plan: Plan, path) -> None:
     _write_fleet(ws["Fleet"], plan)
     _write_scenarios(ws["Scenarios"], plan)
     _write_shortfall(ws["Shortfall"], plan)
+    _write_latency(ws["Latency"], plan)
+    _write_backfill(ws["Backfill"], plan)
 
     for key in NAMES:
         wb.defined_names[key] = DefinedName(key, attr_text=f"Summary!$B${name_row[key]}")
@@ -455,3 +457,35 @@ def _write_shortfall(ws, plan: Plan) -> None:
     for r in plan.shortfall.itertuples():
         s.append([r.scenario, _date(r.period), r.hours, r.workload_class, r.unmet_gpus, r.unmet_gpu_hours, r.cause])
     s.table("Shortfall")
+
+
+def _write_latency(ws, plan: Plan) -> None:
+    """SLO-sized classes: load, replicas provisioned and the latency percentile they give, per period."""
+    cols = ["scenario", "period", "workload_class", "requests_per_s", "replicas", "gpus", "latency_slo_ms",
+            "slo_percentile", "latency_at_percentile_ms", "p_latency_above_slo", "slo_met"]
+    s = _Sheet(ws, cols, {"period": DATE, "requests_per_s": "#,##0.00", "replicas": "#,##0", "gpus": NUM,
+                          "latency_slo_ms": "#,##0", "latency_at_percentile_ms": "#,##0",
+                          "p_latency_above_slo": "0.000%"})
+    s.header({"period": 18, "workload_class": 20})
+    lat = plan.latency
+    for r in lat.itertuples() if len(lat) else []:
+        s.append([r.scenario, _date(r.period), r.workload_class, r.requests_per_s, int(r.replicas), r.gpus,
+                  r.latency_slo_ms, r.slo_percentile, r.latency_at_percentile_ms, r.p_latency_above_slo,
+                  "yes" if r.slo_met else "no"])
+    s.table("Latency")
+
+
+def _write_backfill(ws, plan: Plan) -> None:
+    """Backfill classes: the reclaim rate from the priority classes' rises and the goodput it leaves."""
+    cols = ["workload_class", "gpu_type", "region", "priority_peak_gpus", "priority_mean_gpus",
+            "idle_gpu_hours", "gpus_reclaimed", "job_gpus", "job_reclaims_per_hour", "job_interruptions_per_hour", "checkpoint_minutes",
+            "restart_minutes", "interval_minutes", "goodput", "goodput_source", "backfilled_gpu_hours",
+            "useful_gpu_hours"]
+    s = _Sheet(ws, cols, {"priority_peak_gpus": NUM, "priority_mean_gpus": NUM, "idle_gpu_hours": NUM,
+                          "gpus_reclaimed": NUM, "job_reclaims_per_hour": "0.0000",
+                          "job_interruptions_per_hour": "0.0000", "interval_minutes": "0.0", "goodput": PCT,
+                          "backfilled_gpu_hours": NUM, "useful_gpu_hours": NUM})
+    s.header({"workload_class": 20})
+    for r in plan.backfill.to_dict("records") if len(plan.backfill) else []:
+        s.append([r[c] for c in cols])
+    s.table("Backfill")
