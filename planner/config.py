@@ -378,10 +378,10 @@ def _parse_slo(name: str, t: dict, file: str, bad: Collector) -> SloSpec | None:
     n_before = len(bad.problems)
     slo_ms = float(t["latency_slo_ms"])
     if slo_ms <= 0:
-        bad.add(file, f"'{where}.latency_slo_ms' must be > 0", value=slo_ms, expected="milliseconds > 0")
+        bad.add(file, f"'{where}.latency_slo_ms' must be > 0", value=t["latency_slo_ms"], expected="milliseconds > 0")
     pct = float(t.get("slo_percentile", 99.0))
     if not 0 < pct < 100:
-        bad.add(file, f"'{where}.slo_percentile' out of range", value=pct,
+        bad.add(file, f"'{where}.slo_percentile' out of range", value=t.get("slo_percentile"),
                 expected="a percentile strictly between 0 and 100, e.g. 99")
     cv = float(t.get("service_cv", 1.0))
     if not 0 <= cv <= 10:
@@ -405,13 +405,13 @@ def _parse_slo(name: str, t: dict, file: str, bad: Collector) -> SloSpec | None:
             continue
         rate = float(spec[rates[0]])
         if rate <= 0:
-            bad.add(file, f"'{at}.{rates[0]}' must be > 0", value=rate,
+            bad.add(file, f"'{at}.{rates[0]}' must be > 0", value=spec[rates[0]],
                     expected="a service time or rate > 0")
             continue
         service_ms = rate if rates[0] == "service_ms" else 1000.0 / rate
         gpr = float(spec.get("gpus_per_replica", 1.0))
         if not 0 < gpr <= 4096:
-            bad.add(file, f"'{at}.gpus_per_replica' out of range", value=gpr, expected="0 < GPUs <= 4096")
+            bad.add(file, f"'{at}.gpus_per_replica' out of range", value=spec.get("gpus_per_replica"), expected="0 < GPUs <= 4096")
             continue
         if slo_ms > 0 and 0 < pct < 100 and 0 <= cv <= 10 and not queueing.slo_feasible(
                 service_ms / 1000.0, slo_ms / 1000.0, pct, cv):

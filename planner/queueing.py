@@ -88,7 +88,8 @@ def _tail(t, lam, service_s: float, c, erl_c, cv: float):
         return np.clip(np.exp(-mu * t) + erl_c * mix, 0.0, 1.0)
     theta = theta * 2.0 / (1.0 + cv ** 2)
     if cv == 0.0:
-        wait = np.where(t >= service_s, erl_c * np.exp(-theta * (t - service_s)), 1.0)
+        with np.errstate(over="ignore", invalid="ignore"):  # unstable entries (theta < 0) are masked by callers
+            wait = erl_c * np.exp(-theta * np.maximum(t - service_s, 0.0))
         return np.clip(np.where(t < service_s, 1.0, wait), 0.0, 1.0)
     from scipy.special import gammainc
 
