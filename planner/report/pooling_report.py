@@ -22,13 +22,13 @@ ROWS = [  # (key, label, number format)
     ("reserved_gpus_bought", "Reserved GPUs bought", "#,##0"),
     ("peak_on_demand_gpus", "Peak on-demand GPUs", "#,##0"),
     ("peak_spot_gpus", "Peak spot GPUs", "#,##0"),
-    ("inference_p99_ms", "Inference latency at its percentile, worst period (ms)", "#,##0"),
+    ("inference_p99_ms", "Inference p99 latency, worst period (ms)", "#,##0"),
     ("training_gpu_hours", "Training GPU-hours used", "#,##0"),
     ("training_useful_gpu_hours", "Training useful GPU-hours", "#,##0"),
     ("training_goodput", "Training goodput", "0.0%"),
     ("training_lost_to_preemption_pct", "Training lost to preemption (%)", "0.0"),
     ("preemptions_per_day", "Training job preemptions per day", "#,##0.0"),
-    ("training_idle_useful_gpu_hours", "Idle reserved GPU-hours training could still use (useful)", "#,##0"),
+    ("training_idle_useful_gpu_hours", "Idle reserved left to training (useful h)", "#,##0"),
     ("shortfall_gpu_hours", "Shortfall (GPU-hours)", "#,##0"),
 ]
 
