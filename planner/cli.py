@@ -49,6 +49,11 @@ def handle_errors(fn):
         except KeyboardInterrupt:
             click.secho("Interrupted: no outputs were changed.", fg="red", err=True)
             sys.exit(EXIT_ERROR)
+        except BrokenPipeError:  # the reader went away (e.g. `| head`): outputs are already written
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(EXIT_OK)
         except Exception as exc:  # a bug: say so briefly
             if debug:
                 traceback.print_exc()
