@@ -332,6 +332,13 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
     if backfill_goodput is not None and not 0 < backfill_goodput <= 1:
         bad.add(file, f"'{where}.backfill_goodput' out of range", value=backfill_goodput,
                 expected="0 < backfill_goodput <= 1")
+    if slo is not None and spot:
+        bad.add(file, f"'{where}' is SLO-sized and has spot = true", value=True,
+                expected="spot = false: a latency SLO cannot ride on GPUs taken back at minutes' notice",
+                hint="remove spot and max_spot_share from the class")
+    if backfill_goodput is not None and not t.get("backfill"):
+        bad.add(file, f"'{where}.backfill_goodput' without backfill = true", value=backfill_goodput,
+                expected="backfill = true, or no backfill_goodput")
     if t.get("backfill") and slo is not None:
         bad.add(file, f"'{where}' is SLO-sized and has backfill = true", value=True,
                 expected="backfill only for preemptible work (training, batch)")
@@ -416,9 +423,9 @@ def _parse_slo(name: str, t: dict, file: str, bad: Collector) -> SloSpec | None:
         if slo_ms > 0 and 0 < pct < 100 and 0 <= cv <= 10 and not queueing.slo_feasible(
                 service_ms / 1000.0, slo_ms / 1000.0, pct, cv):
             floor_ms = queueing.latency_percentile(pct, 0.0, service_ms / 1000.0, 1, cv) * 1000.0
-            bad.add(file, f"'{at}': no number of replicas meets p{pct:g} <= {slo_ms:g} ms",
+            bad.add(file, f"'{at}': no number of replicas meets p{pct:.10g} <= {slo_ms:g} ms",
                     value=f"service_ms = {service_ms:g}, service_cv = {cv:g}",
-                    expected=f"latency_slo_ms >= {floor_ms:.0f} (p{pct:g} of the service time alone)"
+                    expected=f"latency_slo_ms >= {floor_ms:.4g} (p{pct:.10g} of the service time alone)"
                              " or a faster replica",
                     hint="the service time alone exceeds the target in more than "
                          f"{100 - pct:g} % of requests")

@@ -179,6 +179,16 @@ def size_slo_classes(config: ModelConfig, classes: list[str], demand: np.ndarray
         requests[:, k, :] = lam
         need = {}
         for rep in spec.replicas:
+            top = float(np.nanmax(lam)) if lam.size else 0.0
+            if top * rep.service_ms / 1000.0 > queueing.MAX_REPLICAS / 2:
+                from .errors import InputError, Problem
+
+                raise InputError(Problem(str(config.demand), f"class '{classes[k]}' has a load beyond what the "
+                                         f"planner sizes on {rep.gpu_type}", column="gpus",
+                                         value=f"{top:g} requests/s",
+                                         expected=f"at most {queueing.MAX_REPLICAS // 2:,} Erlangs "
+                                                  "(requests per second x service seconds)",
+                                         hint="is the column GPUs rather than requests per second?"))
             c = queueing.replicas_for_slo(lam, rep.service_ms / 1000.0, spec.latency_slo_ms / 1000.0,
                                           spec.percentile, spec.service_cv)
             need[rep.gpu_type] = c * rep.gpus_per_replica
@@ -285,6 +295,12 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
         elapsed = np.concatenate([[0.0], np.cumsum(inp.hours[:-1])])
         ramp = 1.0 + (demand_growth - 1.0) * elapsed / elapsed[-1]
     demand = inp.demand * demand_level * ramp[None, None, :]
+    speed, requests = inp.speed, inp.requests
+    if inp.requests is not None and (demand_level != 1.0 or demand_growth != 1.0):
+        # SLO classes: scale their requests and size them again (replicas are not proportional to load)
+        raw = np.where(np.isnan(inp.requests), demand, inp.requests * demand_level * ramp[None, None, :])
+        requests, demand, slo_speed, _ = size_slo_classes(inp.config, inp.classes, raw)
+        speed = _apply_slo_speeds(inp.speed, inp.classes, inp.pools, slo_speed)
     prices = inp.tables.prices.copy()
     factor = np.select([prices["option"] == "on_demand", prices["option"] == "spot",
                         prices["option"].str.startswith("reserved")],
@@ -294,10 +310,20 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
                                                              reserved_price, 1.0)
     prices["interruptions_per_hour"] = prices["interruptions_per_hour"] * interruptions
     tables = replace(inp.tables, prices=prices)
-    goodput, reliability, spot = _goodput(inp.config, inp.classes, pools, inp.speed, reserved)
-    return _refresh_backfill(replace(inp, pools=pools, reserved=reserved, demand=demand,
+    goodput, reliability, spot = _goodput(inp.config, inp.classes, pools, speed, reserved)
+    return _refresh_backfill(replace(inp, pools=pools, reserved=reserved, demand=demand, speed=speed,
+                                     requests=requests,
                                      headroom=inp.headroom * headroom, goodput=goodput,
                                      reliability=reliability, spot=spot, tables=tables))
+
+
+def _apply_slo_speeds(speed: np.ndarray, classes: list[str], pools: pd.DataFrame, slo_speed: dict) -> np.ndarray:
+    """``speed`` with the SLO classes' rows set from their sizing (allowed pools keep being allowed)."""
+    out = speed.copy()
+    for name, by_type in slo_speed.items():
+        k = classes.index(name)
+        out[k] = np.where(speed[k] > 0, pools["gpu_type"].map(by_type).fillna(0.0).to_numpy(float), 0.0)
+    return out
 
 
 def _refresh_backfill(inp: PlanInputs) -> PlanInputs:
@@ -310,16 +336,21 @@ def _refresh_backfill(inp: PlanInputs) -> PlanInputs:
 
 def with_demand(inp: PlanInputs, demand: np.ndarray, scenarios: list[str],
                 probability: np.ndarray) -> PlanInputs:
-    """``inp`` with another demand cube (S, K, T) and scenario weights (same classes and periods)."""
+    """``inp`` with another demand cube (S, K, T) and scenario weights (same classes and periods).
+
+    The cube is in reference GPUs for every class (SLO classes already sized); their requests per second
+    are not known for it, so plans of these inputs report no latency table.
+    """
     return _refresh_backfill(replace(inp, demand=np.asarray(demand, float), scenarios=list(scenarios),
-                                     probability=np.asarray(probability, float)))
+                                     probability=np.asarray(probability, float), requests=None))
 
 
 def slice_periods(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
     """``inp`` restricted to the periods at positions ``index`` (a window of a longer history)."""
     index = np.asarray(index)
-    return replace(inp, periods=inp.periods[index], hours=inp.hours[index], demand=inp.demand[:, :, index],
-                   inventory=inp.inventory[:, index])
+    return _refresh_backfill(replace(
+        inp, periods=inp.periods[index], hours=inp.hours[index], demand=inp.demand[:, :, index],
+        inventory=inp.inventory[:, index], requests=None if inp.requests is None else inp.requests[:, :, index]))
 
 
 def select_classes(inp: PlanInputs, names: list[str], backfill: bool = True,

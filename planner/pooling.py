@@ -57,12 +57,37 @@ def compare_pooling(inp: PlanInputs, plan_fn) -> PoolingResult:
     """Plan ``inp`` separately and pooled; ``plan_fn(inputs) -> Plan`` solves one (e.g. ``make_plan``)."""
     priority, backfill = split_classes(inp)
     sep_priority = plan_fn(select_classes(inp, priority, backfill=False, inventory=True))
-    sep_backfill = plan_fn(select_classes(inp, backfill, backfill=False, inventory=False))
+    sep_backfill = plan_fn(leftover_caps(select_classes(inp, backfill, backfill=False, inventory=False),
+                                         sep_priority))
     pooled = plan_fn(inp)
     metrics = {"separate": _metrics([sep_priority, sep_backfill], backfill),
                "pooled": _metrics([pooled], backfill)}
     return PoolingResult(separate=[sep_priority, sep_backfill], pooled=pooled, metrics=metrics,
                          priority_classes=priority, backfill_classes=backfill)
+
+
+def leftover_caps(inp: PlanInputs, first: Plan) -> PlanInputs:
+    """``inp`` with each pool's caps less what ``first`` (the priority pool's plan) holds of them.
+
+    The market's caps (quotas, spot availability, reserved limits) are shared by the two pools: the
+    backfill pool gets what is left: the on-demand and spot caps less the priority plan's peak use,
+    the reserved cap less the reserved GPUs it bought and owns.
+    """
+    from dataclasses import replace
+
+    pools = inp.pools.copy()
+    f = first.fleet.groupby(["scenario", "period", "gpu_type", "region"])[["on_demand", "spot"]].sum()
+    peak = f.groupby(level=["gpu_type", "region"]).max()
+    key = pd.MultiIndex.from_arrays([pools["gpu_type"], pools["region"]])
+    bought = first.purchases.groupby(["gpu_type", "region"])["gpus"].sum()
+    owned = pd.Series(first.inputs.inventory.max(axis=1) if first.inputs.T else 0.0, index=key)
+    held = {"cap_od": peak["on_demand"].reindex(key).fillna(0.0).to_numpy(),
+            "cap_sp": peak["spot"].reindex(key).fillna(0.0).to_numpy(),
+            "cap_res": bought.reindex(key).fillna(0.0).to_numpy() + owned.to_numpy()}
+    for col, used in held.items():
+        cap = pools[col].to_numpy(float)
+        pools[col] = np.where(np.isnan(cap), np.nan, np.maximum(cap - used, 0.0))
+    return replace(inp, pools=pools)
 
 
 def _gang_rates(plan: Plan) -> pd.DataFrame:
@@ -114,19 +139,11 @@ def _metrics(plans: list[Plan], backfill: list[str]) -> dict:
 
     train_used = train_useful = preemptions = idle_useful = 0.0
     for p in plans:
-        inp, w = p.inputs, _scenario_weights(p)
-        mine = [k for k, c in enumerate(inp.classes) if c in backfill]
-        if not mine:
-            continue
-        a = p.allocation[p.allocation["workload_class"].isin(backfill)]
-        used = float((a["gpu_hours"] * a["scenario"].map(w)).sum())
+        used, useful = _training_hours(p, backfill)
+        train_used += used
+        train_useful += useful
         rates = _gang_rates(p)
         rates = rates[rates["workload_class"].isin(backfill)]
-        useful = float((rates["gpu_hours"] * rates["useful"]).sum())
-        paid_elsewhere = used - float(rates["gpu_hours"].sum())  # reserved of their own, on-demand
-        q = _non_spot_useful(p, backfill)
-        train_used += used
-        train_useful += useful + q * paid_elsewhere
         with np.errstate(divide="ignore", invalid="ignore"):
             preemptions += float(np.nansum(rates["gpu_hours"] / rates["gang_gpus"] * rates["job_rate"]))
         idle_useful += _idle_useful(p, backfill)
@@ -156,20 +173,36 @@ def _scenario_weights(plan: Plan) -> dict:
     return dict(zip(plan.inputs.scenarios, plan.inputs.probability))
 
 
-def _non_spot_useful(plan: Plan, backfill: list[str]) -> float:
-    """Useful share of a non-spot, non-backfilled GPU-hour for the backfill classes (1 without failures)."""
+def _training_hours(plan: Plan, backfill: list[str]) -> tuple[float, float]:
+    """(GPU-hours used, useful GPU-hours) of the backfill classes, both in each class's reference GPUs.
+
+    Used = speed x GPU-hours of every option; useful counts reserved and on-demand at the non-spot
+    reliability, spot at its goodput, and the backfilled (at-risk) part of reserved at the backfill goodput.
+    """
     inp = plan.inputs
-    ks = [k for k, c in enumerate(inp.classes) if c in backfill]
-    rel = inp.reliability[ks]
-    allowed = inp.speed[ks] > 0
-    return float(rel[allowed].min()) if allowed.any() else 1.0
+    a = plan.allocation
+    a = a[a["workload_class"].isin(backfill)]
+    if not len(a):
+        return 0.0, 0.0
+    w = a["scenario"].map(_scenario_weights(plan)).to_numpy(float)
+    k, p = a["_k"].to_numpy(), a["_p"].to_numpy()
+    ref = a["gpu_hours"].to_numpy(float) * w * inp.speed[k, p]
+    factor = np.where(a["option"].to_numpy() == "spot", inp.goodput[k, p], inp.reliability[k, p])
+    used, useful = float(ref.sum()), float((ref * factor).sum())
+    if len(plan.backfill):
+        b = plan.backfill
+        ci, pi = b["class_index"].to_numpy(), b["pool"].to_numpy()
+        loss = b["backfilled_gpu_hours"].to_numpy(float) * inp.speed[ci, pi] * (inp.reliability[ci, pi]
+                                                                               - b["goodput"].to_numpy(float))
+        useful -= float(loss[b["workload_class"].isin(backfill).to_numpy()].sum())
+    return used, useful
 
 
 def _idle_useful(plan: Plan, backfill: list[str]) -> float:
     """Useful GPU-hours the backfill classes could still draw from reserved GPUs left idle by the plan.
 
-    Idle reserved GPU-hours (owned minus used, expected over scenarios) of the pools they may use, at
-    the backfill goodput of the best such pool (pooled), or at full goodput on their own fleet (separate).
+    Idle reserved GPU-hours (owned minus used, expected over scenarios) of the pools they may use, in
+    reference GPU-hours at the backfill goodput (pooled) or the plain reliability (their own fleet).
     """
     inp = plan.inputs
     ks = [k for k, c in enumerate(inp.classes) if c in backfill]
@@ -177,7 +210,7 @@ def _idle_useful(plan: Plan, backfill: list[str]) -> float:
     w = _scenario_weights(plan)
     idle = ((f["reserved_owned"] - f["reserved_used"]).clip(lower=0) * f["hours"] * f["scenario"].map(w))
     pool_idle = idle.groupby([f["gpu_type"], f["region"]]).sum()
-    useful = inp.q_reserved[ks] / np.where(inp.speed[ks] > 0, inp.speed[ks], 1.0)  # goodput per GPU
+    useful = inp.q_reserved[ks]  # useful reference GPUs per reserved GPU
     total = 0.0
     for p, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"])):
         ok = inp.speed[ks, p] > 0

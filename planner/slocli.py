@@ -28,6 +28,14 @@ SWEEP_COLUMNS = ["requests_per_s", "replicas", "gpus", "utilisation", "p_latency
 def run_slo(requests_per_s, service_ms, requests_per_s_per_replica, slo_ms, percentile, gpus_per_replica,
             service_cv, sweep, sweep_values, as_json) -> None:
     """Check the arguments, size the service (or sweep the load) and print."""
+    import math
+
+    for flag, value in (("--requests-per-s", requests_per_s), ("--service-ms", service_ms),
+                        ("--requests-per-s-per-replica", requests_per_s_per_replica), ("--slo-ms", slo_ms),
+                        ("--percentile", percentile), ("--gpus-per-replica", gpus_per_replica),
+                        ("--service-cv", service_cv)):
+        if value is not None and not math.isfinite(value):
+            raise ConfigError(Problem("command line", f"{flag} must be a finite number", value=value))
     if (service_ms is None) == (requests_per_s_per_replica is None):
         raise ConfigError(Problem("command line", "give exactly one of --service-ms and "
                                   "--requests-per-s-per-replica", expected="the mean service time of one request"))
@@ -37,12 +45,16 @@ def run_slo(requests_per_s, service_ms, requests_per_s_per_replica, slo_ms, perc
                                   expected="a percentile strictly between 0 and 100, e.g. 99"))
     if not queueing.slo_feasible(service / 1000.0, slo_ms / 1000.0, percentile, service_cv):
         floor = queueing.latency_percentile(percentile, 0.0, service / 1000.0, 1, service_cv) * 1000.0
-        raise ConfigError(Problem("command line", f"no number of replicas meets p{percentile:g} <= {slo_ms:g} ms",
+        raise ConfigError(Problem("command line", f"no number of replicas meets p{percentile:.10g} <= {slo_ms:g} ms",
                                   value=f"--service-ms {service:g}",
-                                  expected=f"--slo-ms >= {floor:.0f} (p{percentile:g} of the service time alone)"
+                                  expected=f"--slo-ms >= {floor:.0f} (p{percentile:.10g} of the service time alone)"
                                            " or a faster replica"))
     args = dict(service_ms=service, slo_ms=slo_ms, percentile=percentile, gpus_per_replica=gpus_per_replica,
                 cv=service_cv)
+    top = max([requests_per_s] + (_values(sweep_values) if sweep else []))
+    if top * service / 1000.0 > queueing.MAX_REPLICAS / 2:
+        raise ConfigError(Problem("command line", "load beyond what the planner sizes", value=f"{top:g} requests/s",
+                                  expected=f"at most {queueing.MAX_REPLICAS // 2:,} Erlangs (requests/s x service s)"))
     if sweep is None:
         result = queueing.sizing(requests_per_s, **args)
         if as_json:

@@ -469,7 +469,8 @@ def check_classes(config: ModelConfig, prices: pd.DataFrame, bad: Collector) -> 
         for t in (c.gpu_types or {}):
             if t not in types:
                 close = _close(t, sorted(types))
-                bad.add(file, f"'classes.{name}.gpu_types' names a GPU type not in the price sheet",
+                key = f"replicas.{t}" if c.slo is not None else "gpu_types"
+                bad.add(file, f"'classes.{name}.{key}' names a GPU type not in the price sheet",
                         value=t, expected="one of " + ", ".join(sorted(types)),
                         hint=f"did you mean '{close}'?" if close else None)
         for r in (c.regions or ()):

@@ -182,3 +182,96 @@ def test_pooling_without_backfill_class_is_an_input_error(tmp_path):
     r = CliRunner().invoke(cli_mod.cli, ["pooling", str(m), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2 and "no class has backfill = true" in r.output
     assert not (tmp_path / "o").exists()
+
+
+# --- defects found by the independent review, each now a test ---------------------------------------
+
+
+def test_cbc_solves_backfill_models_like_highs():
+    inp = load_inputs(POOLING)
+    a = make_plan(inp, backend="highs", mip_gap=0.0, risk=False)
+    b = make_plan(inp, backend="cbc", mip_gap=0.0, risk=False)
+    assert b.status.value == "optimal"
+    assert b.cost["total"] == pytest.approx(a.cost["total"], rel=1e-6)
+
+
+def test_windows_and_what_ifs_of_slo_models_keep_the_slo():
+    from planner.inputs import scale_inputs, slice_periods
+
+    inp = load_inputs(POOLING)
+    week = slice_periods(inp, np.arange(168, 336))
+    assert week.requests.shape == (1, 2, 168)
+    assert _plan(week).latency["slo_met"].all()
+    for level in (0.5, 2.0):  # requests are scaled and sized again, not the GPUs scaled
+        scaled = scale_inputs(inp, demand_level=level)
+        lam = inp.requests[0, 0] * level
+        assert scaled.demand[0, 0].tolist() == queueing.replicas_for_slo(lam, 0.4, 2.0, 99).tolist()
+        assert _plan(scaled).latency["slo_met"].all()
+
+
+def test_pooled_beats_separate_with_shared_caps_and_expiring_inventory(tmp_path):
+    # caps are the market's, shared by both pools; owned GPUs that expire mid-horizon stay feasible
+    path = _bundled_copy(tmp_path, 1.0)
+    prices = tmp_path / "data" / "pooling" / "prices.csv"
+    text = prices.read_text().replace("reserved_3y,2.43,63860.4,36,,", "reserved_3y,2.43,63860.4,36,400,")
+    prices.write_text(text)
+    (tmp_path / "data" / "pooling" / "inventory.csv").write_text(
+        "gpu_type,region,option,gpus,start,end\nH100,us-central1,reserved_1y,400,2026-06-01T00:00,2027-01-18T00:00\n")
+    path.write_text(path.read_text().replace('prices = "../data/pooling/prices.csv"',
+                                             'prices = "../data/pooling/prices.csv"\n'
+                                             'inventory = "../data/pooling/inventory.csv"'))
+    res = compare_pooling(load_inputs(path), _plan)
+    sep, pool = res.metrics["separate"], res.metrics["pooled"]
+    assert pool["total_cost_usd"] <= sep["total_cost_usd"] * (1 + 1e-6)
+    # the separate training pool got what the inference plan left of the reserved cap of 400
+    bought = res.separate[0].purchases["gpus"].sum() + res.separate[1].purchases["gpus"].sum()
+    assert bought <= 400 + 1e-9
+
+
+def test_training_hours_are_counted_in_reference_gpus(tmp_path):
+    # training may run on a half-speed type: useful reference GPU-hours must equal its demand
+    prices = PRICES + [price(gpu_type="B", hourly=4.0), price(gpu_type="B", option="spot", hourly=1.0,
+                                                               interruptions_per_hour=0.0)]
+    classes = {"inf": {"gpu_types": {"A": 1.0}},
+               "tr": {"backfill": True, "spot": True, "gpu_types": {"A": 1.0, "B": 0.5}}}
+    m = write_case(tmp_path, {"inf": [2, 6, 2, 6], "tr": [3, 3, 3, 3]}, prices, classes)
+    res = compare_pooling(load_inputs(m), _plan)
+    for side in ("separate", "pooled"):
+        assert res.metrics[side]["training_useful_gpu_hours"] == pytest.approx(12.0)
+
+
+@pytest.mark.parametrize("cls,message", [
+    ({"spot": True, "max_spot_share": 0.5}, "'classes.chat' is SLO-sized and has spot = true"),
+    ({"replicas": {"B200": {"service_ms": 500}}}, "'classes.chat.replicas.B200' names a GPU type not in the "
+                                                 "price sheet"),
+])
+def test_more_bad_slo_inputs(tmp_path, cls, message):
+    chat = {"demand_unit": "requests_per_s", "latency_slo_ms": 3000, "replicas": {"A": {"service_ms": 500}}}
+    chat.update(cls)
+    m = write_case(tmp_path, {"chat": [10.0, 20.0]}, PRICES, {"chat": chat})
+    result = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_backfill_goodput_needs_backfill(tmp_path):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, PRICES, {"a": {"backfill_goodput": 0.5}})
+    result = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert result.exit_code == 2 and "'classes.a.backfill_goodput' without backfill = true" in result.output
+
+
+def test_a_load_beyond_sizing_is_an_input_error(tmp_path):
+    m = write_case(tmp_path, {"chat": [10.0, 2e7]}, PRICES,
+                   {"chat": {"demand_unit": "requests_per_s", "latency_slo_ms": 3000,
+                             "replicas": {"A": {"service_ms": 500}}}})
+    result = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert result.exit_code == 2, result.output
+    assert "class 'chat' has a load beyond what the planner sizes on A (got '2e+07 requests/s')" in result.output
+
+
+@pytest.mark.parametrize("args", [["--requests-per-s", "nan"], ["--requests-per-s", "inf"],
+                                  ["--requests-per-s", "1e9"], ["--gpus-per-replica", "nan"]])
+def test_slo_command_rejects_absurd_numbers(args):
+    base = {"--requests-per-s": "40", "--service-ms": "500", "--slo-ms": "3000"}
+    base.update(dict(zip(args[::2], args[1::2])))
+    r = CliRunner().invoke(cli_mod.cli, ["slo"] + [x for kv in base.items() for x in kv])
+    assert r.exit_code == 2, r.output

@@ -134,3 +134,36 @@ def test_sizing_report_keys():
     assert r["latency_at_percentile_ms"] == pytest.approx(2526.3, abs=0.1)
     assert r["max_requests_per_s_at_these_replicas"] >= 40
     assert q.replicas_for_slo(np.array([r["max_requests_per_s_at_these_replicas"] * 1.001]), 0.5, 3, 99)[0] == 23
+
+
+@pytest.mark.parametrize("lam,service,c,t,cv", [(40, 0.5, 22, 3.0, 1.2), (40, 0.4, 20, 4.0, 1.5),
+                                               (5, 0.2, 2, 1.0, 2.0), (40, 0.4, 21, 6.0, 3.0),
+                                               (40, 0.5, 22, 3.0, 0.5)])
+def test_non_exponential_tail_equals_adaptive_quadrature(lam, service, c, t, cv):
+    # the documented formula, P = P(S > t) + C int_0^t f_S(s) exp(-theta' (t - s)) ds, by scipy's quad
+    from scipy import integrate, stats
+
+    k, beta = 1 / cv ** 2, service * cv ** 2
+    theta = (c / service - lam) * 2 / (1 + cv ** 2)
+    erl = q.erlang_c(c, lam * service)
+    conv = integrate.quad(lambda s: stats.gamma.pdf(s, k, scale=beta) * np.exp(-theta * (t - s)), 0, t,
+                          limit=400)[0]
+    want = stats.gamma.sf(t, k, scale=beta) + erl * conv
+    assert q.p_latency_above(t, lam, service, c, cv) == pytest.approx(want, rel=1e-4)
+
+
+def test_erlang_b_array_equals_the_recursion():
+    c = np.array([1, 2, 5, 40, 5000])
+    a = np.array([0.5, 1.0, 3.7, 35.0, 4900.0])
+    assert q.erlang_b_array(c, a) == pytest.approx([q.erlang_b(int(x), y) for x, y in zip(c, a)], rel=1e-9)
+
+
+def test_large_loads_size_fast_and_right():
+    c = int(q.replicas_for_slo(np.array([1e6]), 0.5, 3.0, 99)[0])
+    assert q.p_latency_above(3.0, 1e6, 0.5, c) <= 0.01 < q.p_latency_above(3.0, 1e6, 0.5, c - 1)
+
+
+def test_scalar_inputs_work_for_every_cv():
+    for cv in (0.0, 0.5, 1.0, 1.3):
+        assert 0 <= q.p_latency_above(3.0, 40.0, 0.5, 22, cv) <= 1
+        assert q.latency_percentile(99, 40.0, 0.5, 22, cv) > 0.5

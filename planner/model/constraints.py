@@ -119,7 +119,8 @@ def define_reserved_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, 
 
 
 def define_backfill_peak_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_{k without backfill} x[k,p,b] - pk[p] <= 0: pk is the priority classes' peak reserved use."""
+    """sum_{k without backfill} x[k,p,b] - pk[p] <= E[p,b]: pk is the priority classes' peak use of
+    purchased reserved GPUs (what they use beyond the inventory owned in that block)."""
     pk = fam["pk"]
     if pk.empty:
         return 0
@@ -137,12 +138,13 @@ def define_backfill_peak_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
     cols = [x["col"].to_numpy(), pk_col[rp]]
     coefs = [np.ones(len(x)), -np.ones(len(rp))]
     return out.add("backfill_peak", (rp, rb), np.concatenate(rows), np.concatenate(cols),
-                   np.concatenate(coefs), LpConstraintLE, np.zeros(len(rp)))
+                   np.concatenate(coefs), LpConstraintLE, blocks.inventory[rp, rb])
 
 
 def define_backfill_dedicated_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_{backfill k} xd[k,p,b] + pk[p] - sum_c m_p n[p,c] <= E[p,b]: only GPUs above the priority peak
-    are the backfill classes' own (pk = 0 where no priority class uses the pool's reserved GPUs)."""
+    """sum_{backfill k} xd[k,p,b] + pk[p] - sum_c m_p n[p,c] <= 0: only purchased GPUs the priority classes
+    never need are the backfill classes' own (pk = 0 where no priority class uses the pool's reserved
+    GPUs); idle inventory can still be backfilled, at risk."""
     xd = fam["xd"]
     if xd.empty:
         return 0
@@ -164,4 +166,4 @@ def define_backfill_dedicated_constraints(out: Rows, inp: PlanInputs, blocks: Bl
         cols.append(np.full(len(hit), col))
         coefs.append(np.full(len(hit), -m[c]))
     return out.add("backfill_dedicated", (rp, rb), np.concatenate(rows), np.concatenate(cols),
-                   np.concatenate(coefs), LpConstraintLE, blocks.inventory[rp, rb])
+                   np.concatenate(coefs), LpConstraintLE, np.zeros(len(rp)))

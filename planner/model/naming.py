@@ -17,6 +17,8 @@ FAMILIES = {
     "y": ("on-demand GPUs", ("class", "pool", "block")),
     "z": ("spot GPUs", ("class", "pool", "block")),
     "u": ("unmet demand", ("class", "block")),
+    "xd": ("backfill class's own reserved GPUs (above the priority peak)", ("class", "pool", "block")),
+    "pk": ("priority classes' peak use of purchased reserved GPUs", ("pool",)),
     # constraints
     "demand": ("demand with headroom", ("class", "block")),
     "spot_share": ("maximum spot share", ("class", "block")),
@@ -24,6 +26,8 @@ FAMILIES = {
     "od_cap": ("on-demand cap", ("pool", "block")),
     "spot_cap": ("spot cap", ("pool", "block")),
     "reserved_cap": ("reserved cap", ("pool",)),
+    "backfill_peak": ("priority classes' peak reserved use", ("pool", "block")),
+    "backfill_dedicated": ("backfill classes' own reserved GPUs", ("pool", "block")),
 }
 
 

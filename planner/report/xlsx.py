@@ -480,11 +480,11 @@ def _write_backfill(ws, plan: Plan) -> None:
     cols = ["workload_class", "gpu_type", "region", "priority_peak_gpus", "priority_mean_gpus",
             "idle_gpu_hours", "gpus_reclaimed", "job_gpus", "job_reclaims_per_hour", "job_interruptions_per_hour", "checkpoint_minutes",
             "restart_minutes", "interval_minutes", "goodput", "goodput_source", "backfilled_gpu_hours",
-            "useful_gpu_hours"]
+            "own_reserved_gpu_hours", "useful_gpu_hours"]
     s = _Sheet(ws, cols, {"priority_peak_gpus": NUM, "priority_mean_gpus": NUM, "idle_gpu_hours": NUM,
                           "gpus_reclaimed": NUM, "job_reclaims_per_hour": "0.0000",
                           "job_interruptions_per_hour": "0.0000", "interval_minutes": "0.0", "goodput": PCT,
-                          "backfilled_gpu_hours": NUM, "useful_gpu_hours": NUM})
+                          "backfilled_gpu_hours": NUM, "own_reserved_gpu_hours": NUM, "useful_gpu_hours": NUM})
     s.header({"workload_class": 20})
     for r in plan.backfill.to_dict("records") if len(plan.backfill) else []:
         s.append([r[c] for c in cols])
