@@ -211,6 +211,82 @@ def spot(**opts):
     run_spot(**opts)
 
 
+def _quota_options(fn):
+    for opt in reversed([
+        click.option("--plan", "plan_file", type=click.Path(path_type=Path), default=None,
+                     help="Share the fleet of this plan.json's purchases (default: plan MODEL now)."),
+        click.option("--total-gpus", type=click.IntRange(min=1, max=10_000_000), default=None,
+                     help="Share a fixed number of GPUs instead of a plan's fleet."),
+        click.option("--percentile", type=click.FloatRange(0, 100), default=50.0, show_default=True,
+                     help="Percentile of a team's hourly demand that sets its nominal quota."),
+        click.option("--gamer", default=None, help="Team that games the policy (default: the one that waits most)."),
+        click.option("--inflate", type=click.FloatRange(1, 100), default=1.5, show_default=True,
+                     help="Factor by which the gamer inflates its requests."),
+        solver_option,
+    ]):
+        fn = opt(fn)
+    return fn
+
+
+@cli.command()
+@model_argument
+@_quota_options
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Output folder for quotas.json and quotas.xlsx (default outputs/<model name>-quotas/).")
+@click.option("--json", "as_json", is_flag=True, help="Print quotas.json instead of the tables.")
+@handle_errors
+def quotas(model, plan_file, total_gpus, percentile, gamer, inflate, solver, out_dir, as_json):
+    """Quotas and fair-sharing weights per team, replayed hour by hour, and how teams could game them.
+
+    Teams are the classes' `team` (a class is its own team by default); [teams.<name>] sets
+    fair_share_weight and guaranteed_gpus. See docs/quotas.md.
+
+    Example:
+
+    \b
+        planner quotas models/quotas.toml --total-gpus 1024
+        planner quotas models/example.toml --plan outputs/example-q1-2027/plan.json --json
+    """
+    from .pipeline import default_out_dir
+    from .quotascli import echo_json, quota_result
+    from .report.quotas_report import quotas_dict, quotas_text, write_quotas
+
+    model = model or Path(__file__).resolve().parent.parent / "models" / "quotas.toml"
+    result = quota_result(model, plan_file, total_gpus, percentile, gamer, inflate, solver)
+    from .config import load_model
+
+    paths = write_quotas(result, out_dir or default_out_dir(load_model(model), "-quotas"))
+    if as_json:
+        echo_json(quotas_dict(result))
+    else:
+        click.echo(quotas_text(result))
+        click.echo(f"wrote {paths['json']} and {paths['xlsx']}")
+
+
+@cli.command(name="export")
+@click.argument("kind", type=click.Choice(["kueue", "volcano", "slurm"]))
+@model_argument
+@_quota_options
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), required=True,
+              help="Folder for the generated files.")
+@handle_errors
+def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, solver, out_dir):
+    """Write the quota policy as Kueue or Volcano manifests (YAML) or Slurm sacctmgr commands.
+
+    Example:
+
+    \b
+        planner export kueue models/quotas.toml --total-gpus 1024 --out outputs/kueue
+        planner export slurm models/quotas.toml --total-gpus 1024 --out outputs/slurm
+    """
+    from .quotascli import quota_result, write_export
+
+    model = model or Path(__file__).resolve().parent.parent / "models" / "quotas.toml"
+    result = quota_result(model, plan_file, total_gpus, percentile, gamer, inflate, solver)
+    for path in write_export(kind, result, out_dir):
+        click.echo(f"wrote {path}")
+
+
 @cli.command()
 @model_argument
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,

@@ -72,6 +72,15 @@ class ClassPolicy:
 
 
 @dataclass(frozen=True)
+class TeamPolicy:
+    """A team (``[teams.<name>]``): its fair-sharing weight and a floor of GPUs it is guaranteed."""
+
+    name: str
+    fair_share_weight: float = 1.0
+    guaranteed_gpus: float = 0.0
+
+
+@dataclass(frozen=True)
 class SolverSettings:
     backend: str = "cbc"
     time_limit_s: float | None = 300.0
@@ -92,6 +101,11 @@ class ModelConfig:
     classes: dict[str, ClassPolicy]
     scenarios: dict[str, float] = field(default_factory=dict)
     failure_rate_per_gpu_hour: float = 0.0
+    teams: dict[str, TeamPolicy] = field(default_factory=dict)  # every team, with defaults where unlisted
+
+    def team_of(self, cls: str) -> str:
+        """The team that owns class ``cls`` (the class itself when it names none)."""
+        return self.classes[cls].team or cls
 
     def with_overrides(self, **changes) -> "ModelConfig":
         solver_keys = {"backend", "time_limit_s", "mip_gap", "threads"}
@@ -103,7 +117,9 @@ class ModelConfig:
 _TOP_KEYS = {
     "name": str, "demand": str, "prices": str, "inventory": str, "description": str,
     "solver": dict, "classes": dict, "scenarios": dict, "failure_rate_per_gpu_hour": float,
+    "teams": dict,
 }
+_TEAM_KEYS = {"fair_share_weight": float, "guaranteed_gpus": float, "description": str}
 _SOLVER_KEYS = {
     "backend": str, "time_limit_s": float, "mip_gap": float,
     "shortfall_penalty_usd_per_gpu_hour": float, "threads": int, "merge_periods": bool,
@@ -229,6 +245,7 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
     if not 0 <= fleet_failure <= 0.01:
         bad.add(file, "key 'failure_rate_per_gpu_hour' out of range", value=fleet_failure,
                 expected="failures per GPU-hour between 0 and 0.01")
+    teams = _parse_teams(top.get("teams", {}), classes, file, bad)
     bad.raise_if_any(ConfigError)
 
     def resolve(key):
@@ -237,7 +254,39 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
 
     return ModelConfig(name=name, path=path, demand=resolve("demand"), prices=resolve("prices"),
                        inventory=resolve("inventory"), solver=solver, classes=classes,
-                       scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure)
+                       scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure, teams=teams)
+
+
+def _parse_teams(table: dict, classes: dict, file: str, bad: Collector) -> dict[str, TeamPolicy]:
+    """``[teams.<name>]`` tables; every team that a class names (or a class on its own) gets one."""
+    named = {c.team or c.name for c in classes.values()}
+    out = {}
+    for tname, t in table.items():
+        if not isinstance(t, dict):
+            bad.add(file, f"'teams.{tname}' must be a table", value=t,
+                    expected="[teams.<name>] with fair_share_weight and guaranteed_gpus")
+            continue
+        if tname not in named:
+            close = _closest(tname, named)
+            bad.add(file, f"'teams.{tname}' is not the team of any class", value=tname,
+                    expected="one of " + ", ".join(sorted(named)),
+                    hint=f"did you mean '{close}'?" if close else "set team = \"...\" in the classes it owns")
+            continue
+        t = _check_keys(t, _TEAM_KEYS, f"teams.{tname}.", file, bad)
+        weight = float(t.get("fair_share_weight", 1.0))
+        if not 0 < weight <= 1e6:
+            bad.add(file, f"'teams.{tname}.fair_share_weight' out of range", value=t.get("fair_share_weight"),
+                    expected="a weight > 0 and <= 1,000,000")
+            continue
+        floor = float(t.get("guaranteed_gpus", 0.0))
+        if not 0 <= floor <= 1e7:
+            bad.add(file, f"'teams.{tname}.guaranteed_gpus' out of range", value=t.get("guaranteed_gpus"),
+                    expected="GPUs >= 0")
+            continue
+        out[tname] = TeamPolicy(tname, weight, floor)
+    for tname in sorted(named):
+        out.setdefault(tname, TeamPolicy(tname))
+    return out
 
 
 def _parse_solver(table: dict, file: str, bad: Collector) -> SolverSettings:

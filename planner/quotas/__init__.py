@@ -1,0 +1,1 @@
+"""Teams, quotas and fairness: quotas from demand (policy), an hour-by-hour replay, and gaming."""
