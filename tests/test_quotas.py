@@ -245,3 +245,16 @@ def test_the_strict_validator_rejects_what_the_api_server_would():
                 {"name": "f", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 0.5}]}]}]}}
     with pytest.raises(jsonschema.ValidationError):  # a float is not a quantity
         _validate(half, "kueue.x-k8s.io_v1beta2_ClusterQueue.json")
+
+
+def test_showback_adds_up_to_the_total_by_class_and_team(example_plan):
+    from planner.showback import by_class, by_team
+
+    plan = example_plan[0] if isinstance(example_plan, tuple) else example_plan
+    c = by_class(plan)
+    assert c["total_usd"].sum() == pytest.approx(plan.cost["total"], rel=1e-9)
+    assert by_team(plan)["total_usd"].sum() == pytest.approx(plan.cost["total"], rel=1e-9)
+    # on-demand and spot are the classes' own; reserved = used + idle share of every purchase
+    assert c["on_demand_usd"].sum() == pytest.approx(plan.cost["on_demand"], rel=1e-9)
+    assert c["spot_usd"].sum() == pytest.approx(plan.cost["spot"], rel=1e-9)
+    assert (c["reserved_used_usd"] + c["reserved_idle_usd"]).sum() == pytest.approx(plan.cost["reserved"], rel=1e-9)

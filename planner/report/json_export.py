@@ -90,6 +90,8 @@ def plan_to_dict(plan: Plan) -> dict:
                        "cost_usd": {k: _num(r[k]) for k in ("reserved", "on_demand", "spot", "total")},
                        "shortfall_gpu_hours": _num(r["shortfall_gpu_hours"])}
                       for r in plan.scenario_costs.to_dict("records")],
+        "cost_by_class_usd": _showback(plan)[0],
+        "showback_by_team": _showback(plan)[1],
         "slo": _slo_summary(plan),
         "backfill": _records(plan.backfill.drop(columns=["class_index", "pool"], errors="ignore"))
         if len(plan.backfill) else [],
@@ -97,6 +99,16 @@ def plan_to_dict(plan: Plan) -> dict:
         "timings_s": {k: _num(v) for k, v in plan.timings.items()},
     }
     return out
+
+
+def _showback(plan: Plan):
+    """``{class: usd}`` adding up to the total, and per team GPU-hours and cost by option (planner.showback)."""
+    from ..showback import by_class, by_team
+
+    if plan.status.value not in ("optimal", "feasible"):
+        return {}, []
+    c = by_class(plan)
+    return ({r.workload_class: _num(r.total_usd) for r in c.itertuples()}, _records(by_team(plan)))
 
 
 def _slo_summary(plan: Plan) -> list[dict]:

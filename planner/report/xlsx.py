@@ -39,7 +39,7 @@ BOLD = Font(bold=True)
 RED = Font(bold=True, color="C00000")
 HEAD_FILL = PatternFill("solid", fgColor="DDEBF7")
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
-          "Scenarios", "Shortfall", "Latency", "Backfill")
+          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
          "all_on_demand_usd", "savings_usd", "horizon_hours")
 
@@ -158,6 +158,7 @@ def write_workbook(plan: Plan, path) -> None:
     _write_shortfall(ws["Shortfall"], plan)
     _write_latency(ws["Latency"], plan)
     _write_backfill(ws["Backfill"], plan)
+    _write_showback(ws["Showback"], plan)
 
     for key in NAMES:
         wb.defined_names[key] = DefinedName(key, attr_text=f"Summary!$B${name_row[key]}")
@@ -489,3 +490,18 @@ def _write_backfill(ws, plan: Plan) -> None:
     for r in plan.backfill.to_dict("records") if len(plan.backfill) else []:
         s.append([r[c] for c in cols])
     s.table("Backfill")
+
+
+def _write_showback(ws, plan: Plan) -> None:
+    """Cost and GPU-hours per class and team (planner.showback: reserved by use, idle pro rata to use)."""
+    from ..showback import by_class
+
+    cols = ["team", "workload_class", "reserved_gpu_hours", "on_demand_gpu_hours", "spot_gpu_hours",
+            "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "total_usd"]
+    s = _Sheet(ws, cols, {c: (USD if c.endswith("usd") else NUM) for c in cols[2:]})
+    s.header({"team": 20, "workload_class": 20})
+    if plan.status.value in ("optimal", "feasible"):
+        for i, r in enumerate(by_class(plan).to_dict("records")):
+            row = i + 2
+            s.append([r[c] for c in cols[:-1]] + [F(f"=F{row}+G{row}+H{row}+I{row}")])
+    s.table("Showback")

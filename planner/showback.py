@@ -1,0 +1,71 @@
+"""Showback: a plan's cost and GPU-hours per class and per team. Pure over a :class:`Plan`.
+
+On-demand and spot cost go to the class that used them. A pool's reserved cost (new purchases; owned
+inventory is sunk and costs nothing here) is spread over the reserved GPU-hours owned there: each class
+pays that rate for the reserved GPU-hours it used, and the idle GPU-hours' cost is spread over the
+classes in proportion to their reserved use of the pool (the rule finance expects: who uses the fleet
+carries its idle part). A pool whose reserved GPUs nobody used leaves its cost ``unallocated``. The
+classes' totals add up to the plan's total cost.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .results import Plan
+
+
+def by_class(plan: Plan) -> pd.DataFrame:
+    """One row per class: team, GPU-hours and cost by option, idle reserved share, total (expected)."""
+    inp = plan.inputs
+    w = dict(zip(inp.scenarios, inp.probability))
+    a = plan.allocation.assign(wt=plan.allocation["scenario"].map(w))
+    a["wgh"] = a["gpu_hours"] * a["wt"]
+    od, sp = inp.pools["od"].to_numpy(float), inp.pools["sp"].to_numpy(float)
+    price = np.where(a["option"] == "on_demand", np.nan_to_num(od)[a["_p"]],
+                     np.where(a["option"] == "spot", np.nan_to_num(sp)[a["_p"]], 0.0))
+    a["usd"] = a["wgh"] * price
+    K, P = inp.K, inp.P
+    gh = {o: np.zeros(K) for o in ("reserved", "on_demand", "spot")}
+    usd = {o: np.zeros(K) for o in ("on_demand", "spot")}
+    res_use = np.zeros((K, P))
+    for o in gh:
+        sel = a[a["option"] == o]
+        np.add.at(gh[o], sel["_k"].to_numpy(int), sel["wgh"].to_numpy())
+        if o in usd:
+            np.add.at(usd[o], sel["_k"].to_numpy(int), sel["usd"].to_numpy())
+        else:
+            np.add.at(res_use, (sel["_k"].to_numpy(int), sel["_p"].to_numpy(int)), sel["wgh"].to_numpy())
+    pur = plan.purchases
+    pool_of = {(g, r): p for p, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
+    cost_p = np.zeros(P)
+    np.add.at(cost_p, [pool_of[(g, r)] for g, r in zip(pur["gpu_type"], pur["region"])],
+              pur["horizon_cost_usd"].to_numpy(float))
+    f = plan.fleet.assign(wt=plan.fleet["scenario"].map(w))
+    owned_p = (f["reserved_owned"] * f["hours"] * f["wt"]).groupby([f["gpu_type"], f["region"]]).sum()
+    owned = np.array([owned_p.get((g, r), 0.0) for g, r in zip(inp.pools["gpu_type"], inp.pools["region"])])
+    used = res_use.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(owned > 0, cost_p / owned, 0.0)
+        share = np.where(used > 0, res_use / used, 0.0)
+    reserved_used = (res_use * rate).sum(axis=1)
+    reserved_idle = (share * (rate * np.clip(owned - used, 0.0, None))[None, :]).sum(axis=1)
+    out = pd.DataFrame({
+        "workload_class": inp.classes, "team": [inp.config.team_of(c) for c in inp.classes],
+        "reserved_gpu_hours": gh["reserved"], "on_demand_gpu_hours": gh["on_demand"], "spot_gpu_hours": gh["spot"],
+        "reserved_used_usd": reserved_used, "reserved_idle_usd": reserved_idle,
+        "on_demand_usd": usd["on_demand"], "spot_usd": usd["spot"]})
+    out["total_usd"] = out[["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd"]].sum(axis=1)
+    unallocated = float(plan.cost["total"] - out["total_usd"].sum())
+    if abs(unallocated) > 1e-6 * max(1.0, plan.cost["total"]):
+        out = pd.concat([out, pd.DataFrame([{"workload_class": "(unallocated)", "team": "(unallocated)",
+                                             "reserved_idle_usd": unallocated, "total_usd": unallocated}])],
+                        ignore_index=True).fillna(0.0)
+    return out
+
+
+def by_team(plan: Plan) -> pd.DataFrame:
+    """The classes' showback summed per team."""
+    c = by_class(plan)
+    return c.drop(columns=["workload_class"]).groupby("team", sort=False).sum(numeric_only=True).reset_index()
