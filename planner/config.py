@@ -134,6 +134,7 @@ _CLASS_KEYS = {
 }
 _REPLICA_KEYS = {"service_ms": float, "requests_per_s_per_replica": float, "gpus_per_replica": float}
 DEMAND_UNITS = ("gpus", "requests_per_s")
+RESERVED_NAMES = {"period", "hours", "scenario", "workload_class", "gpus", "row"}
 _TYPE_WORDS = {str: "a string", float: "a number", int: "a whole number", bool: "true or false",
                dict: "a table", list: "a list"}
 
@@ -221,6 +222,19 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
     if "classes" not in raw:
         bad.add(file, "no workload classes defined", expected="[classes.<name>] tables")
     classes = {}
+    folded: dict[str, str] = {}
+    for cname in classes_raw:
+        low = cname.strip().casefold()
+        if low in folded:
+            bad.add(file, f"classes '{folded[low]}' and '{cname}' differ only in case or spaces", value=cname,
+                    expected="class names that differ in more than case (they become column headers)")
+        elif low in RESERVED_NAMES:
+            bad.add(file, f"class name '{cname}' is a column name of the demand file", value=cname,
+                    expected="a name other than " + ", ".join(sorted(RESERVED_NAMES)))
+        elif not cname.strip() or any(ord(ch) < 32 or ord(ch) == 127 for ch in cname):
+            bad.add(file, "class name is empty or has control characters", value=repr(cname),
+                    expected="printable text")
+        folded.setdefault(low, cname)
     for cname, ctable in classes_raw.items():
         if not isinstance(ctable, dict):
             bad.add(file, f"'classes.{cname}' must be a table", value=ctable,
@@ -307,6 +321,12 @@ def _parse_solver(table: dict, file: str, bad: Collector) -> SolverSettings:
     threads = table.get("threads")
     if threads is not None and threads < 1:
         bad.add(file, "'solver.threads' must be >= 1", value=threads)
+    elif threads is not None and threads > (os.cpu_count() or 1):
+        import warnings
+
+        warnings.warn(f"{file}: solver.threads = {threads} is more than this machine's {os.cpu_count()} CPUs; "
+                      f"using {os.cpu_count()}", RuntimeWarning, stacklevel=2)
+        threads = os.cpu_count() or 1
     return SolverSettings(backend=backend, time_limit_s=float(limit) if limit else None,
                           mip_gap=float(gap), shortfall_penalty_usd_per_gpu_hour=float(penalty),
                           threads=threads, merge_periods=table.get("merge_periods", True))

@@ -86,5 +86,5 @@ def default_out_dir(config: ModelConfig, suffix: str = "") -> Path:
     """outputs/<model name><suffix>, the name made safe for a folder (suffix e.g. "-sweep")."""
     import re
 
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", config.name).strip("-") or "plan"
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", config.name).strip("-.") or "plan"  # never "." or ".."
     return Path("outputs") / (slug + suffix)

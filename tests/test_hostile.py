@@ -1,0 +1,38 @@
+"""Hostile inputs (issue 17): each attack that is fixed gets its test here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planner import cli as cli_mod
+from planner.config import load_model
+from planner.pipeline import default_out_dir
+from conftest import price, write_case
+
+
+@pytest.mark.parametrize("classes,message", [
+    ({"chat": {}, "Chat": {}}, "classes 'chat' and 'Chat' differ only in case or spaces"),
+    ({"hours": {}}, "class name 'hours' is a column name of the demand file"),
+])
+def test_class_names_that_would_collide_in_the_workbook_exit_2(tmp_path, classes, message):
+    m = write_case(tmp_path, {c: [1.0, 2.0] for c in classes}, [price()], classes)
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2 and message in r.output, r.output
+
+
+@pytest.mark.parametrize("name", [".", "..", "...", "-.-"])
+def test_default_output_folder_is_always_a_child_of_outputs(tmp_path, name):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {}}, name=name)
+    out = default_out_dir(load_model(m))
+    assert out.parent == Path("outputs") and out.name not in (".", "..", "")
+
+
+def test_more_solver_threads_than_cpus_are_capped(tmp_path):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {}}, solver={"threads": 100000})
+    with pytest.warns(RuntimeWarning, match="more than this machine's"):
+        cfg = load_model(m)
+    assert cfg.solver.threads == (os.cpu_count() or 1)
