@@ -25,6 +25,18 @@ EXAMPLE_MODEL = Path(__file__).resolve().parent.parent / "models" / "example.tom
 EXIT_OK, EXIT_ERROR, EXIT_INPUT, EXIT_NOT_MET = 0, 1, 2, 3
 
 
+class Finite(click.FloatRange):
+    """A number in a range that is finite: nan and inf are refused (exit 2, naming the option)."""
+
+    def convert(self, value, param, ctx):
+        import math
+
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
 def _default_model() -> Path:
     local = Path("models") / "example.toml"
     return local if local.exists() else EXAMPLE_MODEL
@@ -67,9 +79,9 @@ def handle_errors(fn):
 model_argument = click.argument("model", required=False, type=click.Path(path_type=Path))
 solver_option = click.option("--solver", type=click.Choice(["cbc", "highs"]), default=None,
                              help="Solver backend (default: the model file's, else cbc).")
-time_limit_option = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+time_limit_option = click.option("--time-limit", type=Finite(min=0, min_open=True), default=None,
                                  help="Solver time limit in seconds (overrides the model file).")
-gap_option = click.option("--mip-gap", type=click.FloatRange(0, 1, max_open=True), default=None,
+gap_option = click.option("--mip-gap", type=Finite(0, 1, max_open=True), default=None,
                           help="Relative MIP gap at which the solver may stop (overrides the model file).")
 prices_option = click.option("--prices", type=click.Path(path_type=Path), default=None,
                              help="Price sheet to use instead of the model file's.")
@@ -167,26 +179,26 @@ def validate(model, prices, demand):
 
 
 @cli.command()
-@click.option("--interruptions-per-hour", type=click.FloatRange(min=0), default=None,
+@click.option("--interruptions-per-hour", type=Finite(min=0), default=None,
               help="Spot preemptions per instance-hour.")
-@click.option("--mtbi-hours", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--mtbi-hours", type=Finite(min=0, min_open=True), default=None,
               help="Mean time between interruptions of one instance, in hours (instead of the rate).")
-@click.option("--job-mtbi-hours", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--job-mtbi-hours", type=Finite(min=0, min_open=True), default=None,
               help="Mean time between interruptions of the whole job, in hours (e.g. a large training run).")
-@click.option("--checkpoint-minutes", type=click.FloatRange(min=0), default=5.0, show_default=True,
+@click.option("--checkpoint-minutes", type=Finite(min=0), default=5.0, show_default=True,
               help="Time to write one checkpoint.")
-@click.option("--restart-minutes", type=click.FloatRange(min=0), default=10.0, show_default=True,
+@click.option("--restart-minutes", type=Finite(min=0), default=10.0, show_default=True,
               help="Time to restart after an interruption (reschedule, reload).")
-@click.option("--interval-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--interval-minutes", type=Finite(min=0, min_open=True), default=None,
               help="Fixed checkpoint interval (default: the optimal one).")
-@click.option("--job-gpus", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--job-gpus", type=Finite(min=0, min_open=True), default=None,
               help="GPUs the gang-scheduled job spans (default: one instance).")
-@click.option("--gpus-per-instance", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True)
-@click.option("--failure-rate-per-gpu-hour", type=click.FloatRange(min=0), default=0.0, show_default=True,
+@click.option("--gpus-per-instance", type=Finite(min=0, min_open=True), default=1.0, show_default=True)
+@click.option("--failure-rate-per-gpu-hour", type=Finite(min=0), default=0.0, show_default=True,
               help="Hardware failures per GPU-hour (hit every purchase option).")
-@click.option("--spot-price", type=click.FloatRange(min=0), default=None, help="Spot USD per GPU-hour.")
-@click.option("--on-demand-price", type=click.FloatRange(min=0), default=None, help="On-demand USD per GPU-hour.")
-@click.option("--reserved-price", type=click.FloatRange(min=0), default=None,
+@click.option("--spot-price", type=Finite(min=0), default=None, help="Spot USD per GPU-hour.")
+@click.option("--on-demand-price", type=Finite(min=0), default=None, help="On-demand USD per GPU-hour.")
+@click.option("--reserved-price", type=Finite(min=0), default=None,
               help="Effective reserved USD per GPU-hour, to compare spot against too.")
 @click.option("--sweep", type=click.Choice(["interruptions", "job-gpus"]), default=None,
               help="Print the curve over interruption rates or gang sizes.")
@@ -217,10 +229,10 @@ def _quota_options(fn):
                      help="Share the fleet of this plan.json's purchases (default: plan MODEL now)."),
         click.option("--total-gpus", type=click.IntRange(min=1, max=10_000_000), default=None,
                      help="Share a fixed number of GPUs instead of a plan's fleet."),
-        click.option("--percentile", type=click.FloatRange(0, 100), default=50.0, show_default=True,
+        click.option("--percentile", type=Finite(0, 100), default=50.0, show_default=True,
                      help="Percentile of a team's hourly demand that sets its nominal quota."),
         click.option("--gamer", default=None, help="Team that games the policy (default: the one that waits most)."),
-        click.option("--inflate", type=click.FloatRange(1, 100), default=1.5, show_default=True,
+        click.option("--inflate", type=Finite(1, 100), default=1.5, show_default=True,
                      help="Factor by which the gamer inflates its requests."),
         solver_option,
     ]):
@@ -332,17 +344,17 @@ def pooling(model, out_dir, solver, time_limit, mip_gap, as_json):
 
 
 @cli.command()
-@click.option("--requests-per-s", type=click.FloatRange(min=0), required=True, help="Arrival rate of requests.")
-@click.option("--service-ms", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--requests-per-s", type=Finite(min=0), required=True, help="Arrival rate of requests.")
+@click.option("--service-ms", type=Finite(min=0, min_open=True), default=None,
               help="Mean service time of one request on one replica (ms).")
-@click.option("--requests-per-s-per-replica", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--requests-per-s-per-replica", type=Finite(min=0, min_open=True), default=None,
               help="Service rate of one replica (instead of --service-ms).")
-@click.option("--slo-ms", type=click.FloatRange(min=0, min_open=True), required=True,
+@click.option("--slo-ms", type=Finite(min=0, min_open=True), required=True,
               help="Latency target (queueing wait + service), ms.")
-@click.option("--percentile", type=float, default=99.0, show_default=True,
+@click.option("--percentile", type=Finite(0, 100, min_open=True, max_open=True), default=99.0, show_default=True,
               help="Share of requests (percent) that must meet the target.")
-@click.option("--gpus-per-replica", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True)
-@click.option("--service-cv", type=click.FloatRange(0, 10), default=1.0, show_default=True,
+@click.option("--gpus-per-replica", type=Finite(min=0, min_open=True), default=1.0, show_default=True)
+@click.option("--service-cv", type=Finite(0, 10), default=1.0, show_default=True,
               help="Coefficient of variation of the service time (1 = exponential, M/M/c; else Allen-Cunneen).")
 @click.option("--sweep", type=click.Choice(["requests"]), default=None,
               help="Print the replica staircase over a range of loads.")
@@ -418,11 +430,11 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
 @model_argument
 @click.option("--demand", "history", type=click.Path(path_type=Path), default=None,
               help="Demand history to backtest on (default: the model file's demand).")
-@click.option("--train-hours", type=click.FloatRange(min=1), default=672, show_default=True,
+@click.option("--train-hours", type=Finite(min=1), default=672, show_default=True,
               help="Length of each planning window.")
-@click.option("--test-hours", type=click.FloatRange(min=1), default=672, show_default=True,
+@click.option("--test-hours", type=Finite(min=1), default=672, show_default=True,
               help="Length of each evaluation window.")
-@click.option("--step-hours", type=click.FloatRange(min=1), default=None, help="Roll forward by (default: test).")
+@click.option("--step-hours", type=Finite(min=1), default=None, help="Roll forward by (default: test).")
 @solver_option
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Folder for backtest.csv and backtest.json (default outputs/<name>-backtest/).")

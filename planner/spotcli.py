@@ -81,6 +81,10 @@ def run_spot(interruptions_per_hour, mtbi_hours, checkpoint_minutes, restart_min
     rate = interruptions_per_hour if interruptions_per_hour is not None else (
         1.0 / mtbi_hours if mtbi_hours is not None else 0.0)
     job_rate = 1.0 / job_mtbi_hours if job_mtbi_hours is not None else None
+    if not math.isfinite(rate) or (job_rate is not None and not math.isfinite(job_rate)):
+        raise ConfigError(Problem("command line", "the interruption rate is not a finite number",
+                                  value=mtbi_hours if mtbi_hours is not None else job_mtbi_hours,
+                                  expected="a mean time between interruptions above 1e-300 hours"))
     m = gpus_per_instance
     job = job_gpus if job_gpus is not None else m
     C, R = checkpoint_minutes / 60, restart_minutes / 60

@@ -36,3 +36,14 @@ def test_more_solver_threads_than_cpus_are_capped(tmp_path):
     with pytest.warns(RuntimeWarning, match="more than this machine's"):
         cfg = load_model(m)
     assert cfg.solver.threads == (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize("args", [
+    ["spot", "--interruptions-per-hour", "nan"], ["spot", "--interruptions-per-hour", "inf"],
+    ["spot", "--mtbi-hours", "1e-320"], ["backtest", "--train-hours", "inf"], ["backtest", "--train-hours", "nan"],
+    ["sweep", "--spot-price", "0:1:400000000"],
+])
+def test_absurd_numbers_on_the_command_line_exit_2(args):
+    r = CliRunner().invoke(cli_mod.cli, args)
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output

@@ -63,6 +63,8 @@ def parse_values(factor: str, text: str) -> list[float]:
             raise bad("n must be a whole number of points", "lo:hi:n with n >= 2, e.g. 0.5:2:7") from None
         if n < 2:
             raise bad("n must be at least 2", "lo:hi:n with n >= 2, e.g. 0.5:2:7")
+        if n > MAX_POINTS:  # checked before a single value is made
+            raise bad(f"asks for {n:,} points", f"at most {MAX_POINTS:,} points")
         if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
             raise bad("needs lo < hi", "lo:hi:n with lo < hi, e.g. 0.5:2:7")
         values = [float(v) for v in np.linspace(lo, hi, n)]
@@ -107,6 +109,10 @@ class SweepSpec:
 
         if self.grid:
             names = list(self.factors)
+            size = math.prod(len(self.factors[f]) for f in names)
+            if size > MAX_POINTS:  # from the counts, before the grid is built
+                raise ConfigError(Problem("command line", f"the sweep has {size:,} points",
+                                          expected=f"at most {MAX_POINTS:,}", hint="use fewer values or drop --grid"))
             for combo in itertools.product(*(self.factors[f] for f in names)):
                 add(base | dict(zip(names, combo)), "grid")
         else:
