@@ -66,6 +66,10 @@ def handle_errors(fn):
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(EXIT_OK)
+        except OSError as exc:  # the output folder cannot be written (read-only, a file, no such device...)
+            where = exc.filename or ""
+            click.secho(f"Error: cannot write {where}: {exc.strerror or exc}", fg="red", err=True)
+            sys.exit(EXIT_ERROR)
         except Exception as exc:  # a bug: say so briefly
             if debug:
                 traceback.print_exc()

@@ -288,9 +288,9 @@ def _parse_teams(table: dict, classes: dict, file: str, bad: Collector) -> dict[
             continue
         t = _check_keys(t, _TEAM_KEYS, f"teams.{tname}.", file, bad)
         weight = float(t.get("fair_share_weight", 1.0))
-        if not 0 < weight <= 1e6:
+        if not 0.001 <= weight <= 1000:
             bad.add(file, f"'teams.{tname}.fair_share_weight' out of range", value=t.get("fair_share_weight"),
-                    expected="a weight > 0 and <= 1,000,000")
+                    expected="a weight between 0.001 and 1000 (relative: 1 = an equal share)")
             continue
         floor = float(t.get("guaranteed_gpus", 0.0))
         if not 0 <= floor <= 1e7:

@@ -37,6 +37,12 @@ def quota_result(model, plan_file=None, total_gpus=None, percentile=50.0, gamer=
         data = from_plan(plan)
     if not len(data.flavors):
         raise ConfigError(Problem(str(model), "the fleet has no GPUs to share", hint="use --total-gpus N"))
+    guaranteed = int(data.flavors.loc[~data.flavors["preemptible"].astype(bool), "capacity_gpus"].sum())
+    if data.floors.sum() > guaranteed:
+        raise ConfigError(Problem(str(model), "the teams' guaranteed_gpus add up to more than the fleet",
+                                  value=f"{data.floors.sum():g} GPUs guaranteed",
+                                  expected=f"at most {guaranteed:,} (the GPUs that are not preemptible)",
+                                  hint="lower [teams.<name>] guaranteed_gpus or share more GPUs"))
     return analyse(data, percentile=percentile, gamer=gamer, inflate=inflate)
 
 

@@ -221,7 +221,7 @@ def test_quotas_json_has_teams_and_gaming(tmp_path):
 
 @pytest.mark.parametrize("teams,message", [
     ({"nobody": {"fair_share_weight": 1}}, "'teams.nobody' is not the team of any class"),
-    ({"x": {"fair_share_weight": 0}}, "'teams.x.fair_share_weight' out of range (got 0); expected a weight > 0"),
+    ({"x": {"fair_share_weight": 0}}, "'teams.x.fair_share_weight' out of range (got 0); expected a weight between 0.001 and 1000"),
     ({"x": {"guaranteed_gpus": -5}}, "'teams.x.guaranteed_gpus' out of range (got -5); expected GPUs >= 0"),
 ])
 def test_bad_team_exits_2(tmp_path, teams, message):
@@ -258,3 +258,66 @@ def test_showback_adds_up_to_the_total_by_class_and_team(example_plan):
     assert c["on_demand_usd"].sum() == pytest.approx(plan.cost["on_demand"], rel=1e-9)
     assert c["spot_usd"].sum() == pytest.approx(plan.cost["spot"], rel=1e-9)
     assert (c["reserved_used_usd"] + c["reserved_idle_usd"]).sum() == pytest.approx(plan.cost["reserved"], rel=1e-9)
+
+
+# --- defects found by the independent review of #13, each now a test -------------------------------
+
+def test_team_names_that_collide_or_are_not_latin_get_distinct_valid_names(tmp_path):
+    import re
+
+    from planner.quotas.build import unique_names
+
+    names = unique_names(["team a", "Team-A", "视觉团队", "语音团队", "x" * 62 + "z", "ok"])
+    assert len(set(names.values())) == 6
+    rx = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    assert all(rx.match(v) and len(v) <= 63 for v in names.values())
+    assert names["ok"] == "ok"
+    classes = {f"c{i}": {"team": t} for i, t in enumerate(["team a", "Team-A", "视觉团队", "x" * 62 + "z"])}
+    m = write_case(tmp_path, {c: [1.0, 2.0] for c in classes}, [price()], classes)
+    out = tmp_path / "k"
+    r = CliRunner().invoke(cli_mod.cli, ["export", "kueue", str(m), "--total-gpus", "16", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    for f in ("cluster-queues.yaml", "local-queues.yaml", "namespaces.yaml"):
+        docs = list(yaml.safe_load_all((out / f).read_text()))
+        assert len({d["metadata"]["name"] for d in docs}) == 4
+        assert all(rx.match(d["metadata"]["name"]) for d in docs)
+
+
+def test_integer_weights_keep_their_ratio():
+    from planner.quotas.build import integer_weights
+
+    assert integer_weights([1, 2.5, 1.4]) == [10, 25, 14]
+
+
+def test_guarantees_beyond_the_fleet_exit_2(tmp_path):
+    m = write_case(tmp_path, {"a": [100.0, 200.0], "b": [100.0, 200.0]}, [price()],
+                   {"a": {"team": "x"}, "b": {"team": "y"}})
+    m.write_text(m.read_text() + "\n[teams.x]\nguaranteed_gpus = 600\n[teams.y]\nguaranteed_gpus = 600\n")
+    r = CliRunner().invoke(cli_mod.cli, ["quotas", str(m), "--total-gpus", "1024", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "guaranteed_gpus add up to more than the fleet" in r.output, r.output
+
+
+def test_a_guarantee_above_the_peak_is_not_locked_idle():
+    d = np.array([[10.0, 20.0], [100.0, 100.0]])
+    q = flavor_quotas(d, 200, np.ones(2), np.array([150.0, 0.0]))
+    assert q["guaranteed_floor_gpus"].iat[0] == 20  # capped at the team's peak
+    assert q["nominal_gpus"].sum() == 200 and q["lending_limit_gpus"].iat[0] == q["nominal_gpus"].iat[0] - 20
+
+
+def test_hours_are_counted_once_per_team_across_flavors():
+    from planner.pipeline import make_plan
+    from planner.quotas.build import from_plan
+
+    plan = make_plan(load_inputs(ROOT / "models" / "example.toml"), backend="highs", risk=False)
+    r = analyse(from_plan(plan))
+    H = plan.inputs.horizon_hours
+    assert (r.replay["hours_waiting"] <= H + 1e-9).all()
+    assert (r.replay["hours_below_guarantee"] <= H + 1e-9).all()
+    assert (r.gaming[["gamer_gain_gpu_hours", "others_loss_gpu_hours"]].abs() >= 0).all().all()
+
+
+def test_an_unwritable_output_folder_is_a_clean_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = CliRunner().invoke(cli_mod.cli, ["quotas", str(MODEL), "--total-gpus", "1024", "--out", str(blocker / "sub")])
+    assert r.exit_code == 1 and "Error: cannot write" in r.output and "Internal error" not in r.output

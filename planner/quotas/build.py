@@ -18,7 +18,7 @@ class TeamDemand:
     ``demand`` (teams, flavors, T) in GPUs, ``eligible`` (teams, flavors), hours (T,), team policies."""
 
     teams: list[str]
-    flavors: pd.DataFrame
+    flavors: pd.DataFrame  # name (DNS-1123, unique), gpu_type, region, option, capacity_gpus, preemptible
     demand: np.ndarray
     eligible: np.ndarray
     hours: np.ndarray
@@ -30,9 +30,33 @@ class TeamDemand:
 
 
 def dns_name(text: str) -> str:
-    """A DNS-1123 name (lower case, digits, '-') for Kubernetes objects, at most 63 characters."""
+    """A DNS-1123 label (lower case, digits, '-'; starts and ends alphanumeric) of at most 63 characters."""
     s = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
     return (s or "x")[:63].rstrip("-") or "x"
+
+
+def unique_names(names: list[str]) -> dict[str, str]:
+    """DNS-1123 names for ``names``, distinct: where two would collide (``team a`` and ``Team-A``) or say
+    nothing (non-Latin names), a short hash of the original keeps them apart."""
+    import hashlib
+
+    base = {n: dns_name(n) for n in names}
+    count: dict[str, int] = {}
+    for b in base.values():
+        count[b] = count.get(b, 0) + 1
+    out = {}
+    for n, b in base.items():
+        if count[b] > 1 or b == "x":
+            tag = hashlib.sha1(n.encode("utf-8")).hexdigest()[:8]
+            b = f"{b[:54].rstrip('-')}-{tag}"
+        out[n] = b
+    return out
+
+
+def label_value(text: str) -> str:
+    """A Kubernetes label value: at most 63 of [A-Za-z0-9-_.], starting and ending alphanumeric."""
+    s = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text))[:63]
+    return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", s)
 
 
 def _teams(inp: PlanInputs):
@@ -98,3 +122,11 @@ def from_plan(plan: Plan) -> TeamDemand:
                 ok &= inp.goodput[ks, p] > 0
             eligible[team_idx[t], j] = bool(ok.any()) or dem[team_idx[t], j].max() > 0
     return TeamDemand(teams, flavors, dem, eligible, inp.hours, weights, floors, classes_of, pre, lat)
+
+
+def integer_weights(weights) -> list[int]:
+    """Fair-sharing weights as integers (Volcano weight, Slurm Fairshare): 10 for the smallest, the
+    others in proportion, rounded half up (1 : 2.5 -> 10 : 25), within 1..65535."""
+    w = np.asarray(weights, float)
+    low = float(w.min()) if len(w) else 1.0
+    return [int(min(65535, max(1, np.floor(10.0 * x / low + 0.5)))) for x in w]

@@ -4,7 +4,8 @@ The policy, per flavor of capacity ``C`` (whole GPUs) and the teams that may use
 
 1. **Target**: a team's nominal target is the ``percentile`` (default 50) of its hourly demand on the
    flavor, and at least its ``guaranteed_gpus`` floor (split over the non-preemptible flavors in
-   proportion to its demand there; preemptible flavors guarantee nothing).
+   proportion to its demand there, and never above its peak demand there; preemptible flavors
+   guarantee nothing).
 2. **Scaled to fit** by weighted max-min (water-filling): floors first; then, up to their targets,
    every team's share grows in proportion to its ``fair_share_weight`` until the flavor is full. If
    the targets fit, what is left goes the same way up to each team's peak demand, and any rest by
@@ -62,6 +63,7 @@ def flavor_quotas(demand: np.ndarray, capacity: int, weights: np.ndarray, floors
     n = demand.shape[0]
     need = np.percentile(demand, percentile, axis=1) if demand.shape[1] else np.zeros(n)
     peak = demand.max(axis=1) if demand.shape[1] else np.zeros(n)
+    floors = np.minimum(np.asarray(floors, float), peak)  # a guarantee above the team's peak would only idle
     target = np.maximum(need, floors)
     floor_part = waterfill(capacity, floors, weights)  # floors first (scaled if they do not fit)
     nominal = floor_part + waterfill(capacity - floor_part.sum(), target - floor_part, weights)

@@ -37,8 +37,8 @@ BEHAVIOURS = {
 }
 COUNTERMEASURES = {
     "inflate": "quotas from measured usage, not declared requests; idle reclaim of borrowed GPUs",
-    "hoard": "usage-based charging: placeholder GPU-hours are billed to the team (showback); lending limits "
-             "keep most of every quota lendable",
+    "hoard": "no scheduler rule sees a placeholder job as idle: usage-based charging (showback bills the "
+             "held GPU-hours to the team); the others' loss is bounded by the hoarder's nominal quota",
     "split": "fair sharing by weight (admission is by share, not by arrival): splitting gains nothing",
     "priority": "borrowWithinCohort.maxPriorityThreshold / priority classes only for SLO work: priority "
                 "does not buy borrowing",
@@ -52,6 +52,7 @@ class Replay:
     teams: pd.DataFrame  # team, demanded/admitted/useful/waiting GPU-hours, hours waiting, preemptions
     utilisation: float
     jain: float
+    masks: dict | None = None  # per hour and team (T, n): "waiting", "below_guarantee", "preempted"
 
 
 def jain_index(x: np.ndarray) -> float:
@@ -138,12 +139,14 @@ def measure(names: list[str], demand: np.ndarray, admit: np.ndarray, hours: np.n
         "hours_waiting": ((wait > 0.5) * h).sum(axis=0),
         "preempted_gpu_hours": (taken * h).sum(axis=0), "times_preempted": (taken > 0.5).sum(axis=0),
     })
+    masks = {"waiting": wait > 0.5, "preempted": taken > 0.5}
     if entitled is not None:
         short = np.minimum(demand, entitled[None, :]) - useful > 0.5
         teams["hours_below_guarantee"] = (short * h).sum(axis=0)
+        masks["below_guarantee"] = short
     H = hours.sum()
     util = float((admit.sum(axis=1) * hours).sum() / (capacity * H)) if capacity > 0 and H > 0 else 0.0
-    return Replay(teams=teams, utilisation=util, jain=jain_index(ratio[demanded > 0]))
+    return Replay(teams=teams, utilisation=util, jain=jain_index(ratio[demanded > 0]), masks=masks)
 
 
 def replay(names, demand, hours, capacity, quotas, weights, policies=POLICIES) -> dict[str, Replay]:

@@ -32,6 +32,9 @@ def analyse(data: TeamDemand, percentile: float = 50.0, gamer: str | None = None
     q = quota_table(data.demand, data.teams, data.flavors, data.weights, data.floors, data.eligible, percentile)
     n = len(data.teams)
     per_policy = {p: [] for p in POLICIES}
+    T, n = len(data.hours), len(data.teams)
+    hour_masks = {p: {m: np.zeros((T, n), bool) for m in ("waiting", "below_guarantee", "preempted")}
+                  for p in POLICIES}
     games = []
     for f, fl in enumerate(data.flavors.itertuples()):
         who = np.flatnonzero(data.eligible[:, f])
@@ -42,11 +45,16 @@ def analyse(data: TeamDemand, percentile: float = 50.0, gamer: str | None = None
         for p, r in replay(names, data.demand[who, f].T, data.hours, fl.capacity_gpus, fq,
                            data.weights[who]).items():
             per_policy[p].append(r.teams.assign(capacity_gpu_hours=fl.capacity_gpus * data.hours.sum()))
+            for m, mask in r.masks.items():  # an hour counts once for a team, whatever its flavors
+                hour_masks[p][m][:, who] |= mask
     if gamer:
         g = data.teams.index(gamer)
-    else:  # the team with the most reason to game: the most waiting under the quota policy
+    else:  # the team with the most reason to game: the most waiting under the quota policy (else the largest)
         waits = pd.concat(per_policy["quota"]).groupby("team")["waiting_gpu_hours"].sum()
-        g = data.teams.index(str(waits.idxmax())) if len(waits) else 0
+        if len(waits) and waits.max() > 1.0:
+            g = data.teams.index(str(waits.idxmax()))
+        else:
+            g = int(np.argmax((data.demand.sum(axis=1) * data.hours).sum(axis=1)))
     for f, fl in enumerate(data.flavors.itertuples()):
         who = np.flatnonzero(data.eligible[:, f])
         if not len(who):
@@ -70,6 +78,10 @@ def analyse(data: TeamDemand, percentile: float = 50.0, gamer: str | None = None
         with np.errstate(divide="ignore", invalid="ignore"):
             t["satisfaction"] = np.where(t["demanded_gpu_hours"] > 0,
                                          t["admitted_gpu_hours"] / t["demanded_gpu_hours"], 1.0)
+        hm = hour_masks[p]
+        t["hours_waiting"] = (hm["waiting"] * data.hours[:, None]).sum(axis=0)
+        t["hours_below_guarantee"] = (hm["below_guarantee"] * data.hours[:, None]).sum(axis=0)
+        t["times_preempted"] = hm["preempted"].sum(axis=0)
         t = t.reset_index().assign(policy=p)
         rows.append(t)
         cap = sum(part["capacity_gpu_hours"].iat[0] for part in parts)
@@ -87,5 +99,7 @@ def analyse(data: TeamDemand, percentile: float = 50.0, gamer: str | None = None
         gm = gm.groupby(keys, sort=False).agg(
             gamer_gain_gpu_hours=("gamer_gain_gpu_hours", "sum"), others_loss_gpu_hours=("others_loss_gpu_hours", "sum"),
             gamer_idle_held_gpu_hours=("gamer_idle_held_gpu_hours", "sum")).reset_index()
+        for col in ("gamer_gain_gpu_hours", "others_loss_gpu_hours", "gamer_idle_held_gpu_hours"):
+            gm[col] = gm[col].round(6) + 0.0  # no float dust, no -0
     return QuotaResult(data=data, quotas=q, replay=replayed, pool=pd.DataFrame(pool), gaming=gm,
                        gamer=data.teams[g], percentile=percentile)

@@ -5,42 +5,42 @@ set -e
 sacctmgr -i add qos preemptible PreemptMode=requeue Priority=100
 
 # llm: nominal 512 GPUs, may hold up to 512
-sacctmgr -i add account llm Description="team llm" Fairshare=2
+sacctmgr -i add account llm Description="team llm" Fairshare=20
 sacctmgr -i add qos llm GrpTRES=gres/gpu=512 Preempt=preemptible Priority=500
 sacctmgr -i modify account llm set QOS=llm,preemptible DefaultQOS=llm
 
 # serving: nominal 160 GPUs, may hold up to 160
-sacctmgr -i add account serving Description="team serving" Fairshare=2
+sacctmgr -i add account serving Description="team serving" Fairshare=20
 sacctmgr -i add qos serving GrpTRES=gres/gpu=160 Preempt=preemptible Priority=500
 sacctmgr -i modify account serving set QOS=serving,preemptible DefaultQOS=serving
 
 # vision: nominal 34 GPUs, may hold up to 256
-sacctmgr -i add account vision Description="team vision" Fairshare=1
+sacctmgr -i add account vision Description="team vision" Fairshare=10
 sacctmgr -i add qos vision GrpTRES=gres/gpu=256 Preempt=preemptible Priority=500
 sacctmgr -i modify account vision set QOS=vision,preemptible DefaultQOS=vision
 
 # rl: nominal 82 GPUs, may hold up to 240
-sacctmgr -i add account rl Description="team rl" Fairshare=1
+sacctmgr -i add account rl Description="team rl" Fairshare=10
 sacctmgr -i add qos rl GrpTRES=gres/gpu=240 Preempt=preemptible Priority=500
 sacctmgr -i modify account rl set QOS=rl,preemptible DefaultQOS=rl
 
 # speech: nominal 50 GPUs, may hold up to 120
-sacctmgr -i add account speech Description="team speech" Fairshare=1
+sacctmgr -i add account speech Description="team speech" Fairshare=10
 sacctmgr -i add qos speech GrpTRES=gres/gpu=120 Preempt=preemptible Priority=500
 sacctmgr -i modify account speech set QOS=speech,preemptible DefaultQOS=speech
 
 # research-a: nominal 80 GPUs, may hold up to 112
-sacctmgr -i add account research-a Description="team research-a" Fairshare=1
+sacctmgr -i add account research-a Description="team research-a" Fairshare=10
 sacctmgr -i add qos research-a GrpTRES=gres/gpu=112 Preempt=preemptible Priority=500
 sacctmgr -i modify account research-a set QOS=research-a,preemptible DefaultQOS=research-a
 
 # research-b: nominal 64 GPUs, may hold up to 120
-sacctmgr -i add account research-b Description="team research-b" Fairshare=1
+sacctmgr -i add account research-b Description="team research-b" Fairshare=10
 sacctmgr -i add qos research-b GrpTRES=gres/gpu=120 Preempt=preemptible Priority=500
 sacctmgr -i modify account research-b set QOS=research-b,preemptible DefaultQOS=research-b
 
 # eval: nominal 42 GPUs, may hold up to 160
-sacctmgr -i add account eval Description="team eval" Fairshare=1
+sacctmgr -i add account eval Description="team eval" Fairshare=10
 sacctmgr -i add qos eval GrpTRES=gres/gpu=160 Preempt=preemptible Priority=500
 sacctmgr -i modify account eval set QOS=eval,preemptible DefaultQOS=eval
 
