@@ -170,6 +170,10 @@ def _check_keys(table: dict, spec: dict, where: str, file: str, bad: Collector) 
         if isinstance(value, float) and not math.isfinite(value):
             bad.add(file, f"key '{where}{key}' must be a finite number", value=value)
             continue
+        if isinstance(value, str) and any((ord(ch) < 32 and ch not in "\t\n\r") or ord(ch) == 127 for ch in value):
+            bad.add(file, f"key '{where}{key}' has a control character", value=repr(value),
+                    expected="printable text")
+            continue
         good[key] = value
     return good
 

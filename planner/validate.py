@@ -528,10 +528,36 @@ def check_caps(prices: pd.DataFrame, inventory: pd.DataFrame, demand: pd.DataFra
                     hint="raise max_gpus or correct the inventory")
 
 
+_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+
+
+def check_control_characters(raw: RawTable, bad: Collector) -> None:
+    """Control characters in any cell or header (they break workbooks and scripts): one problem each, at
+    most 20 per file, naming row, column and the character."""
+    found = 0
+    for col in raw.data.columns:
+        if pd.Series([col]).str.contains(_CONTROL, regex=True).iat[0]:
+            bad.add(raw.file, "a column name has a control character", row=1, value=repr(col),
+                    expected="printable text")
+            found += 1
+        hits = raw.data[col].astype(str).str.contains(_CONTROL, regex=True)
+        for i in np.flatnonzero(hits.to_numpy())[: max(0, 20 - found)]:
+            text = raw.data[col].iat[i]
+            ch = next(c for c in text if ord(c) < 32 and c not in "\t\n\r" or ord(c) == 127)
+            bad.add(raw.file, f"control character U+{ord(ch):04X} in the text", row=int(raw.rows.iat[i]),
+                    column=str(col), value=repr(text), expected="printable text")
+            found += 1
+        if found >= 20:
+            return
+
+
 def validate(config: ModelConfig, demand_raw: RawTable, prices_raw: RawTable,
              inventory_raw: RawTable | None) -> Tables:
     """Run every check; raise one InputError with all problems found."""
     bad = Collector()
+    for raw in (prices_raw, demand_raw, inventory_raw):
+        if raw is not None:
+            check_control_characters(raw, bad)
     prices = validate_prices(prices_raw, bad)
     demand = validate_demand(demand_raw, config, bad)
     inventory = None

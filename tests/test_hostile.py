@@ -47,3 +47,16 @@ def test_absurd_numbers_on_the_command_line_exit_2(args):
     r = CliRunner().invoke(cli_mod.cli, args)
     assert r.exit_code == 2, r.output
     assert "Traceback" not in r.output
+
+
+def test_control_characters_in_table_cells_exit_2_before_solving(tmp_path):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price(region="us-east4\x01")], {"a": {"regions": ["us-east4\x01"]}})
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2, r.output
+    assert "row 2, column 'region': control character U+0001" in r.output
+
+
+def test_control_characters_in_the_model_file_exit_2(tmp_path):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {"description": "x\u000by"}})
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2 and "key 'classes.a.description' has a control character" in r.output, r.output
