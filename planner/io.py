@@ -46,6 +46,8 @@ def _check_path(path: Path, what: str) -> None:
                                  hint="check the path in the model file (paths are relative to it)"))
     if path.is_dir():
         raise InputError(Problem(file, f"is a directory, expected a {what} file (.csv or .xlsx)"))
+    if not path.is_file():  # a FIFO, a device such as /dev/zero, a socket: reading could hang or never end
+        raise InputError(Problem(file, f"is not a regular file, expected a {what} file (.csv or .xlsx)"))
     try:
         with open(path, "rb"):
             pass

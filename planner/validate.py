@@ -183,6 +183,11 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     name_months = pd.to_numeric(from_name[0], errors="coerce") * from_name[1].str.startswith("y").map(
         {True: 12.0, False: 1.0})
     term = term.where(term.notna(), name_months)
+    absurd = is_res & known & term.notna() & ~term.between(1e-3, 120) & d.get(
+        "term_months", pd.Series("", index=d.index)).eq("")
+    _report(bad, raw, absurd, "option", "the term in the option's name is out of range", d["option"],
+            expected="a term between one day and 120 months, e.g. reserved_1y or reserved_36m")
+    term = term.where(~absurd)
     _report(bad, raw, is_res & known & term.isna() & (d.get("term_months", pd.Series("", index=d.index)) == ""),
             "term_months", "reserved row without a term", None,
             expected="term_months, or an option name ending in _1y / _3y / _<n>m",

@@ -60,3 +60,18 @@ def test_control_characters_in_the_model_file_exit_2(tmp_path):
     m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {"description": "x\u000by"}})
     r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
     assert r.exit_code == 2 and "key 'classes.a.description' has a control character" in r.output, r.output
+
+
+@pytest.mark.parametrize("option", ["reserved_999y", "reserved_0y"])
+def test_absurd_terms_in_option_names_exit_2(tmp_path, option):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price(hourly=3.0), price(option=option, hourly=1.0)], {"a": {}})
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2 and "the term in the option's name is out of range" in r.output, r.output
+
+
+def test_a_fifo_is_not_read(tmp_path):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {}})
+    (tmp_path / "demand.csv").unlink()
+    os.mkfifo(tmp_path / "demand.csv")
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2 and "is not a regular file" in r.output, r.output
