@@ -413,6 +413,12 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
     purchases = read_plan_purchases(plan_file, inp)
     solve = functools.partial(make_plan, backend=solver, time_limit_s=time_limit)
     ev = run_evaluation(inp, purchases, solve, plan_file=str(plan_file))
+    if ev.realised.status.value not in ("optimal", "feasible"):
+        click.secho(f"Error: the plan's purchases cannot be run on these inputs (status "
+                    f"{ev.realised.status.value}: {ev.realised.solve.message}). A reserved cap (max_gpus) below "
+                    f"the purchases, or purchases of an option the price sheet no longer has, make it infeasible; "
+                    f"no cost is reported and nothing was written.", fg="red", err=True)
+        sys.exit(EXIT_NOT_MET)
     data = ev.to_dict()
     target = out_dir or default_out_dir(inp.config, "-evaluate")
     with atomic_path(Path(target) / "evaluation.xlsx") as tmp:

@@ -8,6 +8,7 @@ minus that of the plan made with hindsight (purchases free, same actual demand).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +78,10 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
         except (KeyError, TypeError, ValueError):
             problems.append(Problem(file, f"reserved_purchases[{i}] lacks gpu_type, region, option or instances",
                                     value=str(row)))
+            continue
+        if not math.isfinite(count) or count > 1e7:
+            problems.append(Problem(file, f"reserved_purchases[{i}] instances out of range", value=row["instances"],
+                                    expected="a whole number of instances up to 10,000,000"))
             continue
         if count < 0 or not count.is_integer():
             problems.append(Problem(file, f"reserved_purchases[{i}] instances must be a whole number >= 0",

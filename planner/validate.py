@@ -21,6 +21,7 @@ MAX_ROWS_PER_CHECK = 10
 ABSURD_GPUS = 1e8
 ABSURD_USD_PER_HOUR = 1e5
 DEFAULT_SCENARIO = "base"
+MIN_PRICE = 1e-4  # USD per GPU-hour: costs below it vanish in the solver's tolerances
 _TERM_FROM_NAME = re.compile(r"_(\d+(?:\.\d+)?)\s*(y|yr|year|years|m|mo|month|months)$")
 QUANTILE = re.compile(r"p\d{1,2}")
 _TZ = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
@@ -169,6 +170,9 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
 
     hourly = numbers(raw, "hourly_usd", bad, blank_ok=False, high=ABSURD_USD_PER_HOUR,
                      expected="a price in USD per GPU-hour >= 0")
+    _report(bad, raw, (hourly > 0) & (hourly < MIN_PRICE), "hourly_usd", "price below what the solver can tell "
+            "from zero", d["hourly_usd"], expected=f"USD per GPU-hour >= {MIN_PRICE:g} (0 only for reserved rows "
+            "with an upfront)", hint="are the prices in thousands or millions of USD? write them in USD")
     _report(bad, raw, (hourly == 0) & (is_od | is_spot), "hourly_usd", "price of zero", d["hourly_usd"],
             expected="a price > 0 for on_demand and spot rows",
             hint="a free option would absorb all demand; delete the row if the option is not offered")

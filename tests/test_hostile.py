@@ -75,3 +75,30 @@ def test_a_fifo_is_not_read(tmp_path):
     os.mkfifo(tmp_path / "demand.csv")
     r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
     assert r.exit_code == 2 and "is not a regular file" in r.output, r.output
+
+
+def test_evaluating_a_plan_the_inputs_cannot_hold_is_never_a_cost(tmp_path):
+    import json
+
+    res = price(option="reserved_1y", hourly=1.0, term_months=12)
+    m = write_case(tmp_path / "a", {"a": [4.0, 4.0]}, [price(hourly=3.0), res], {"a": {}})
+    out = tmp_path / "plan"
+    assert CliRunner().invoke(cli_mod.cli, ["plan", str(m), "--out", str(out)]).exit_code == 0
+    capped = write_case(tmp_path / "b", {"a": [4.0, 4.0]}, [price(hourly=3.0), dict(res, max_gpus=1)], {"a": {}})
+    r = CliRunner().invoke(cli_mod.cli, ["evaluate", str(capped), "--plan", str(out / "plan.json"),
+                                         "--demand", str(tmp_path / "b" / "demand.csv"), "--out", str(tmp_path / "e")])
+    assert r.exit_code == 3, r.output
+    assert "cannot be run on these inputs" in r.output and "Realised cost" not in r.output
+    assert not (tmp_path / "e").exists()
+    plan = json.loads((out / "plan.json").read_text())
+    plan["reserved_purchases"][0]["instances"] = 1e300
+    (out / "huge.json").write_text(json.dumps(plan))
+    r = CliRunner().invoke(cli_mod.cli, ["evaluate", str(m), "--plan", str(out / "huge.json"),
+                                         "--demand", str(tmp_path / "a" / "demand.csv")])
+    assert r.exit_code == 2 and "instances out of range" in r.output, r.output
+
+
+def test_prices_below_the_solver_tolerance_exit_2(tmp_path):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price(hourly=1e-9)], {"a": {}})
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2 and "price below what the solver can tell from zero" in r.output, r.output
