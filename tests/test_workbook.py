@@ -109,3 +109,17 @@ def test_shortfall_is_explained_in_the_workbook(tmp_path):
     assert len(rows) == 2
     assert rows[0][3] == "c" and rows[0][4] == pytest.approx(5)
     assert "on-demand cap 5 of A/r1 reached" in rows[0][6]
+
+
+@needs_lo
+def test_names_with_criteria_characters_recompute_to_plan_json(tmp_path):
+    # names that SUMIFS/COUNTIFS would read as operators or wildcards (issue 17)
+    prices = [price(gpu_type="=1+1", region="*", hourly=1.0), price(gpu_type="?", region="~r", hourly=2.0),
+              price(gpu_type="<A", region=">b", hourly=1.5, max_gpus=2)]
+    m = write_case(tmp_path, {"c": [3, 4, 5]}, prices, {"c": {}})
+    plan = solve_case(m)
+    paths = write_outputs(plan, tmp_path / "out")
+    data = json.loads(paths["json"].read_text())
+    got = named_values(recalc(paths["xlsx"], tmp_path))
+    assert got["total_cost_usd"] == pytest.approx(data["cost_usd"]["total"], abs=0.005)
+    assert got["on_demand_cost_usd"] == pytest.approx(data["cost_usd"]["on_demand"], abs=0.005)

@@ -248,7 +248,10 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horiz
             if opt != option:
                 continue
             row = s.rows + 1
-            qty = (F(f'=SUMIFS({alloc("K")},{alloc("E")},B{row},{alloc("F")},C{row},{alloc("G")},D{row})'))
+            # exact, case-sensitive matches: a SUMIFS criterion would read "=1+1", "*", "?", "~" or a
+            # leading "<" / ">" in a pool's name as an operator or a wildcard
+            qty = F(f'=SUMPRODUCT(--EXACT({alloc("E")},B{row}),--EXACT({alloc("F")},C{row}),'
+                    f'--EXACT({alloc("G")},D{row}),{alloc("K")})')
             s.append([option, gt, rg, opt, qty, "GPU-hours", F(f"=E{row}"), F(f"=Prices!$D${pr}"), F(f"=G{row}*H{row}")])
     s.table("Costs")
     return s.rows
