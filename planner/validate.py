@@ -89,9 +89,15 @@ def numbers(raw: RawTable, col: str, bad: Collector, *, blank_ok: bool, low: flo
         return pd.Series(np.nan, index=raw.data.index, dtype=float)
     text = raw.data[col].astype(str)
     clean = text.str.replace(r"[\s\u00a0$]", "", regex=True)
+    ambiguous = pd.Series(False, index=text.index)
     if raw.decimal_comma:
+        # with commas as decimal marks, "1.234" is a thousands separator to some and 1.234 to others
+        ambiguous = clean.str.fullmatch(r"-?\d{1,3}(\.\d{3})+")
+        _report(bad, raw, ambiguous, col, "ambiguous number: '.' between groups of three digits in a file "
+                "that writes decimals with ','", text, expected=expected,
+                hint="write 1234 or 1,234 (decimal comma), not 1.234")
         clean = clean.str.replace(",", ".", regex=False)
-    values = pd.to_numeric(clean, errors="coerce").astype(float)
+    values = pd.to_numeric(clean, errors="coerce").astype(float).where(~ambiguous)
     blank = text.eq("")
     nonnum = ~blank & values.isna()
     thousands = nonnum & clean.str.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?")
@@ -143,6 +149,9 @@ def times(raw: RawTable, col: str, bad: Collector) -> pd.Series:
         parsed.loc[ok] = conv.astype("datetime64[ns]")
         _report(bad, raw, ok & parsed.isna(), col, "not a valid date", text,
                 expected="a real calendar date and time")
+        far = ok & parsed.notna() & ((parsed < pd.Timestamp("1970-01-01")) | (parsed > pd.Timestamp("2200-01-01")))
+        _report(bad, raw, far, col, "date out of range", text, expected="a date between 1970 and 2200")
+        parsed = parsed.where(~far)
     return parsed
 
 
@@ -183,6 +192,9 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     term = numbers(raw, "term_months", bad, blank_ok=True, low=0, low_open=True, high=120,
                    expected="a number of months > 0, e.g. 12 or 36",
                    hint="write the term as a number of months (12 for one year)")
+    _report(bad, raw, (term > 0) & (term < 0.03), "term_months", "term shorter than a day", d.get("term_months"),
+            expected="a number of months >= 0.03, e.g. 12 or 36")
+    term = term.where(~((term > 0) & (term < 0.03)))
     from_name = option.str.extract(_TERM_FROM_NAME)
     name_months = pd.to_numeric(from_name[0], errors="coerce") * from_name[1].str.startswith("y").map(
         {True: 12.0, False: 1.0})
@@ -276,8 +288,7 @@ def validate_demand(raw: RawTable, config: ModelConfig, bad: Collector) -> pd.Da
         if not check_columns(RawTable(raw.file, d, raw.rows, raw.decimal_comma), schema.DEMAND, bad, what,
                              extra=quantiles):
             return None
-        hours = numbers(raw, "hours", bad, blank_ok=False, low=0, low_open=True, high=8784,
-                        expected="the period's length in hours > 0") if "hours" in d.columns else None
+        hours = _hours_column(raw, d, bad)
         period = times(raw, "period", bad)
         parts = []
         for col in quantiles or ["gpus"]:
@@ -323,8 +334,7 @@ def validate_demand(raw: RawTable, config: ModelConfig, bad: Collector) -> pd.Da
             bad.add(raw.file, "the demand file has a header but no data rows", row=2)
             return None
         period = times(raw, "period", bad)
-        hours = numbers(raw, "hours", bad, blank_ok=False, low=0, low_open=True, high=8784,
-                        expected="the period's length in hours > 0") if "hours" in d.columns else None
+        hours = _hours_column(raw, d, bad)
         parts = []
         for c in class_cols:
             g = numbers(raw, c, bad, blank_ok=False, high=ABSURD_GPUS,
@@ -403,6 +413,18 @@ def _check_demand_grid(raw: RawTable, long: pd.DataFrame, config: ModelConfig,
     return out.sort_values(["scenario", "period", "workload_class"], kind="stable").reset_index(drop=True)
 
 
+def _hours_column(raw: RawTable, d: pd.DataFrame, bad: Collector) -> pd.Series | None:
+    """The optional ``hours`` column: > 0, at least a minute, at most a leap year."""
+    if "hours" not in d.columns:
+        return None
+    hours = numbers(raw, "hours", bad, blank_ok=False, low=0, low_open=True, high=8784,
+                    expected="the period's length in hours > 0")
+    short = (hours > 0) & (hours < 1 / 60)
+    _report(bad, raw, short, "hours", "period shorter than a minute", d["hours"],
+            expected="the period's length in hours, at least 1/60")
+    return hours.where(~short)
+
+
 def _period_hours(raw: RawTable, long: pd.DataFrame, periods: np.ndarray,
                   bad: Collector) -> pd.Series | None:
     if "hours" in long.columns:
@@ -430,7 +452,13 @@ def _period_hours(raw: RawTable, long: pd.DataFrame, periods: np.ndarray,
         bad.add(raw.file, "a single period and no 'hours' column: the period length is unknown",
                 row=int(r), column="hours", expected="an 'hours' column giving the period's length")
         return None
-    step = np.diff(periods).astype("timedelta64[s]").astype(float) / 3600.0
+    step = np.diff(periods).astype("timedelta64[ns]").astype(float) / 3.6e12
+    if not 1 / 60 <= step[0] <= 8784:
+        r = long[long.period == pd.Timestamp(periods[1])]
+        bad.add(raw.file, f"periods are {step[0]:.3g} h apart", row=int(r["row"].iloc[0]), column="period",
+                value=f"{pd.Timestamp(periods[1])}", expected="periods between one minute and a year apart",
+                hint="check the dates, or give an 'hours' column")
+        return None
     uneven = np.flatnonzero(~np.isclose(step, step[0]))
     if len(uneven):
         i = uneven[0] + 1

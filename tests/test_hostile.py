@@ -102,3 +102,31 @@ def test_prices_below_the_solver_tolerance_exit_2(tmp_path):
     m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price(hourly=1e-9)], {"a": {}})
     r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
     assert r.exit_code == 2 and "price below what the solver can tell from zero" in r.output, r.output
+
+
+def _demand_case(tmp_path, rows, decimal_comma=False):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {}})
+    sep = ";" if decimal_comma else ","
+    (tmp_path / "demand.csv").write_text(sep.join(["period", "workload_class", "gpus"]) + "\n"
+                                         + "\n".join(sep.join(r) for r in rows) + "\n")
+    return CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+
+
+@pytest.mark.parametrize("rows,message", [
+    ([("2261-12-31T00:00", "a", "1"), ("2261-12-31T01:00", "a", "2")], "date out of range"),
+    ([("2027-01-01T00:00:00.000000000", "a", "1"), ("2027-01-01T00:00:00.000000001", "a", "2")],
+     "periods are"),
+    ([("2027-01-01T00:00", "a", "1.234"), ("2027-01-01T01:00", "a", "32,5")], "ambiguous number"),
+])
+def test_absurd_dates_and_ambiguous_numbers_exit_2(tmp_path, rows, message):
+    r = _demand_case(tmp_path, rows, decimal_comma=any("," in x for row in rows for x in row))
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert "Internal error" not in r.output
+
+
+def test_a_term_of_almost_nothing_exits_2(tmp_path):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price(hourly=3.0),
+                                                 price(option="reserved_x", hourly=1.0, term_months=5e-324)],
+                   {"a": {}})
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2 and "term shorter than a day" in r.output, r.output
