@@ -162,14 +162,18 @@ def _read_xlsx(path: Path, what: str) -> pd.DataFrame:
         raise InputError(Problem(file, f"is not a readable .xlsx workbook ({type(exc).__name__})",
                                  hint="open it in Excel and save it again as .xlsx")) from None
     try:
-        ws = wb.worksheets[0]
+        ws = wb.active or wb.worksheets[0]  # the sheet shown when the file was saved
+        if getattr(ws, "sheet_state", "visible") != "visible":
+            raise InputError(Problem(file, f"the active sheet '{ws.title}' of the {what} workbook is hidden",
+                                     expected="the data on the visible sheet shown when the file is opened",
+                                     hint="unhide the sheet or make the data sheet the active one, then save"))
         rows = [[_cell_text(v) for v in row] for row in ws.iter_rows(values_only=True)]
     finally:
         wb.close()
     while rows and not any(rows[-1]):
         rows.pop()
     if not rows:
-        raise InputError(Problem(file, f"the first sheet of the {what} workbook is empty",
+        raise InputError(Problem(file, f"the active sheet of the {what} workbook is empty",
                                  expected="a header row and data rows"))
     width = max(len(r) for r in rows)
     rows = [r + [""] * (width - len(r)) for r in rows]

@@ -130,3 +130,26 @@ def test_a_term_of_almost_nothing_exits_2(tmp_path):
                    {"a": {}})
     r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
     assert r.exit_code == 2 and "term shorter than a day" in r.output, r.output
+
+
+def test_xlsx_reads_the_active_sheet_not_a_hidden_first_one(tmp_path):
+    from openpyxl import Workbook
+
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {}})
+    wb = Workbook()
+    stale = wb.active
+    stale.title = "old"
+    stale.append(["period", "workload_class", "gpus"])
+    stale.append(["2027-01-04T00:00", "a", 100.0])
+    stale.append(["2027-01-04T01:00", "a", 200.0])
+    stale.sheet_state = "hidden"
+    cur = wb.create_sheet("current")
+    cur.append(["period", "workload_class", "gpus"])
+    cur.append(["2027-01-04T00:00", "a", 1.0])
+    cur.append(["2027-01-04T01:00", "a", 2.0])
+    wb.active = 1
+    wb.save(tmp_path / "demand.xlsx")
+    m.write_text(m.read_text().replace('demand = "demand.csv"', 'demand = "demand.xlsx"'))
+    from planner.pipeline import load_inputs
+
+    assert load_inputs(m).demand[0, 0].tolist() == [1.0, 2.0]  # the current data, not the hidden first sheet
