@@ -30,6 +30,14 @@ def atomic_path(path: str | Path):
             os.unlink(tmp)
 
 
+def write_workbook_and_json(wb, xlsx_path: str | Path, json_path: str | Path, text: str) -> None:
+    """Save openpyxl workbook ``wb`` and ``text`` (JSON) atomically: both are complete, or the old ones stay."""
+    with atomic_path(xlsx_path) as tmp_x:
+        wb.save(tmp_x)
+        with atomic_path(json_path) as tmp_j:
+            tmp_j.write_text(text, encoding="utf-8")
+
+
 def write_text(path: str | Path, text: str) -> None:
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")

@@ -10,7 +10,7 @@ from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Font
 
-from ..atomic import atomic_path
+from ..atomic import write_workbook_and_json
 from ..pooling import PoolingResult
 from .json_export import plan_to_dict
 
@@ -99,10 +99,7 @@ def write_pooling(result: PoolingResult, out_dir: Path) -> dict[str, Path]:
     chart.set_categories(Reference(ws, min_col=2, max_col=3, min_row=1, max_row=1))
     chart.height, chart.width = 9, 16
     ws.add_chart(chart, "F2")
-    with atomic_path(paths["xlsx"]) as tmp_x:
-        wb.save(tmp_x)
-        with atomic_path(paths["json"]) as tmp_j:
-            tmp_j.write_text(json.dumps(pooling_dict(result), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    write_workbook_and_json(wb, paths["xlsx"], paths["json"], json.dumps(pooling_dict(result), indent=2, allow_nan=False) + "\n")
     return paths
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from openpyxl import Workbook
 from openpyxl.styles import Font
 
-from ..atomic import atomic_path
+from ..atomic import write_workbook_and_json
 from ..quotas.run import QuotaResult
 
 POLICY_TEXT = ("nominal = p{pct:g} of each team's hourly demand on the flavor (at least its guaranteed floor), "
@@ -91,10 +91,7 @@ def write_quotas(r: QuotaResult, out_dir: Path) -> dict[str, Path]:
                 for row in ws.iter_rows(min_row=2, min_col=i, max_col=i):
                     row[0].number_format = fmt if c != "jain_index" else "0.000"
         ws.freeze_panes = "A2"
-    with atomic_path(paths["xlsx"]) as tmp_x:
-        wb.save(tmp_x)
-        with atomic_path(paths["json"]) as tmp_j:
-            tmp_j.write_text(json.dumps(quotas_dict(r), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    write_workbook_and_json(wb, paths["xlsx"], paths["json"], json.dumps(quotas_dict(r), indent=2, allow_nan=False) + "\n")
     return paths
 
 
