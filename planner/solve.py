@@ -119,11 +119,13 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
         raise SolverError("CBC is not installed: reinstall the planner (pip install 'pulp[cbc]') "
                           "or use --solver highs")
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="planner-cbc-") as tmp:
+    _remove_stale_cbc_folders()
+    with tempfile.TemporaryDirectory(prefix=f"planner-cbc-{os.getpid()}-") as tmp:
         log = os.path.join(tmp, "cbc.log")
         _set_start(model)
-        solver = pulp.COIN_CMD(path=path, msg=False, timeLimit=time_limit_s, gapRel=mip_gap,
-                               threads=threads, logPath=log, warmStart=True)
+        solver = pulp.COIN_CMD(path=_dies_with_us(path, tmp), msg=False, timeLimit=time_limit_s,
+                               gapRel=mip_gap, threads=threads, logPath=log, warmStart=True)
+        solver.tmpDir = tmp  # PuLP's .mps/.mst/.sol files go in our private folder, removed after
         cwd = os.getcwd()
         try:
             os.chdir(tmp)  # PuLP writes its temporary files to the working directory on some systems
@@ -151,6 +153,36 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
     else:
         status = Status.error
     return _result(model, "cbc", status, t0, gap_v, bound_v, result_text, _values(model))
+
+
+def _dies_with_us(cbc: str, folder: str) -> str:
+    """A launcher for CBC that the kernel kills when the planner dies (SIGKILL included): util-linux's
+    ``setpriv --pdeathsig KILL``; the plain binary where setpriv is missing."""
+    setpriv = shutil.which("setpriv")
+    if not setpriv or sys.platform != "linux":
+        return cbc
+    launcher = os.path.join(folder, "cbc")
+    with open(launcher, "w", encoding="utf-8") as f:
+        f.write(f'#!/bin/sh\nexec "{setpriv}" --pdeathsig KILL -- "{cbc}" "$@"\n')
+    os.chmod(launcher, 0o700)
+    return launcher
+
+
+def _remove_stale_cbc_folders() -> None:
+    """Remove the private CBC folders of planner runs that were killed (their process is gone)."""
+    for folder in Path(tempfile.gettempdir()).glob("planner-cbc-*-*"):
+        try:
+            pid = int(folder.name.split("-")[2])
+        except (IndexError, ValueError):
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass
 
 
 @contextlib.contextmanager

@@ -153,3 +153,45 @@ def test_xlsx_reads_the_active_sheet_not_a_hidden_first_one(tmp_path):
     from planner.pipeline import load_inputs
 
     assert load_inputs(m).demand[0, 0].tolist() == [1.0, 2.0]  # the current data, not the hidden first sheet
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
+def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
+    import glob
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    from planner import solve
+
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "planner", "plan", str(root / "models" / "example.toml"),
+                             "--solver", "cbc", "--out", str(tmp_path / "out")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    folder = None
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:  # wait until CBC runs
+        hits = glob.glob(os.path.join(tempfile.gettempdir(), f"planner-cbc-{proc.pid}-*"))
+        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        if hits and kids:
+            folder = hits[0]
+            break
+        time.sleep(0.1)
+    if folder is None:
+        proc.kill()
+        pytest.skip("the solve ended before CBC could be caught running")
+    cbc = [int(k) for k in kids]
+    os.kill(proc.pid, getattr(signal, sig))
+    proc.wait(timeout=30)
+    deadline = time.time() + 5
+    alive = cbc
+    while time.time() < deadline and alive:
+        alive = [p for p in cbc if os.path.exists(f"/proc/{p}")
+                 and Path(f"/proc/{p}/stat").read_text().split()[2] != "Z"]
+        time.sleep(0.1)
+    assert not alive, "CBC outlived the planner"
+    solve._remove_stale_cbc_folders()  # what the next CBC solve does first
+    assert not os.path.exists(folder)
