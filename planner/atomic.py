@@ -2,6 +2,12 @@
 
 Every file is written to a temporary name in the destination folder, flushed
 and fsynced, then renamed over the old file in one step (``os.replace``).
+Files that belong together (plan.xlsx and plan.json) are published together:
+written into a new sibling folder that is then exchanged with the output
+folder in one step (Linux ``renameat2(RENAME_EXCHANGE)``), so a reader sees the
+old pair or the new pair, never one of each, even if the planner is killed.
+Temporary files and folders carry the writer's process id; those of writers
+that are gone are removed by the next write.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ def atomic_path(path: str | Path):
     """Yield a temporary path beside ``path``; rename it into place on success, delete it on failure."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
@@ -28,6 +35,109 @@ def atomic_path(path: str | Path):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def check_writable(out_dir: str | Path) -> None:
+    """Raise OSError early (before a long solve) when ``out_dir`` cannot take outputs."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotADirectoryError(20, "the output folder is a file", str(out_dir))
+    probe = out_dir if out_dir.is_dir() else next((p for p in out_dir.parents if p.exists()), Path("."))
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise PermissionError(13, "permission denied", str(probe))
+
+
+def remove_stale(folder: Path) -> None:
+    """Remove temporary files and folders left in ``folder`` by writers that were killed."""
+    import re
+    import shutil
+
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        if not entry.name.startswith("."):
+            continue
+        m = re.search(r"\.new-(\d+)-[^./]*$", entry.name) or re.search(r"\.(\d+)\.[^./]+\.tmp$", entry.name)
+        if not m:
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid() or _alive(pid):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."""
+    import ctypes
+    import sys
+
+    if sys.platform != "linux":
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, exchange = -100, 2
+    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), exchange) != 0:
+        return False
+    return True
+
+
+def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
+    """Write ``writers`` ({file name: function(path)}) into ``out_dir`` as one publication.
+
+    Where ``out_dir`` holds nothing but these files (the usual outputs/<name>/), the files are written
+    into a new sibling folder, which is then exchanged with ``out_dir`` in one step; otherwise (other
+    files live there, or the system cannot exchange) each file is replaced atomically, in order.
+    """
+    import shutil
+
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(out_dir.parent)
+    remove_stale(out_dir) if out_dir.is_dir() else None
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotADirectoryError(20, "the output folder is a file", str(out_dir))
+    others = [p for p in out_dir.iterdir() if p.name not in writers and not p.name.startswith(".")] \
+        if out_dir.is_dir() else []
+    paths = {name: out_dir / name for name in writers}
+    if not others:
+        new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-{os.getpid()}-", dir=out_dir.parent))
+        try:
+            for name, write in writers.items():
+                write(new / name)
+                with open(new / name, "rb+") as f:
+                    os.fsync(f.fileno())
+                os.chmod(new / name, 0o666 & ~_umask())
+            os.chmod(new, 0o777 & ~_umask())
+            if not out_dir.exists():
+                with contextlib.suppress(OSError):
+                    os.rename(new, out_dir)
+                    return paths
+            if _exchange(new, out_dir):
+                return paths  # ``new`` now holds the old outputs: removed below
+        finally:
+            shutil.rmtree(new, ignore_errors=True)
+    for name, write in writers.items():  # fallback: file by file, each atomic
+        with atomic_path(paths[name]) as tmp:
+            write(tmp)
+    return paths
 
 
 def write_workbook_and_json(wb, xlsx_path: str | Path, json_path: str | Path, text: str) -> None:

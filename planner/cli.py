@@ -134,8 +134,11 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, quiet):
     from .pipeline import default_out_dir, load_inputs, make_plan, write_outputs
     from .report import summary_text
 
+    from .atomic import check_writable
+
     t0 = time.perf_counter()
     inp = load_inputs(model or _default_model(), demand=demand, prices=prices)
+    check_writable(out_dir or default_out_dir(inp.config))  # before the solve, not after
     result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap,
                        timings={"read_validate": time.perf_counter() - t0})
     if result.status.value in ("infeasible", "error"):

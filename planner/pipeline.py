@@ -59,18 +59,25 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
 
 
 def write_outputs(plan: Plan, out_dir: str | Path) -> dict[str, Path]:
-    """Write plan.json and plan.xlsx atomically: both are complete, or the old ones stay."""
+    """Write plan.json and plan.xlsx as one publication: both from this run, or the old ones stay.
+
+    Both carry the same ``run_id`` (plan.json key, workbook Assumptions note).
+    """
+    import uuid
+
+    from .atomic import publish_together
     from .report import plan_json, write_workbook
 
-    out_dir = Path(out_dir)
-    paths = {"xlsx": out_dir / "plan.xlsx", "json": out_dir / "plan.json"}
+    plan.run_id = uuid.uuid4().hex
     t0 = time.perf_counter()
-    with atomic_path(paths["xlsx"]) as tmp_x:
-        write_workbook(plan, tmp_x)
+
+    def xlsx(path):
+        write_workbook(plan, path)
         plan.timings["write_xlsx"] = time.perf_counter() - t0
-        with atomic_path(paths["json"]) as tmp_j:
-            tmp_j.write_text(plan_json(plan), encoding="utf-8")
-    return paths
+
+    found = publish_together(out_dir, {"plan.xlsx": xlsx,
+                                       "plan.json": lambda path: path.write_text(plan_json(plan), encoding="utf-8")})
+    return {"xlsx": found["plan.xlsx"], "json": found["plan.json"]}
 
 
 def run(model: str | Path, out_dir: str | Path | None = None, **options) -> Plan:

@@ -41,6 +41,7 @@ class Plan:
     risk: object = None  # planner.risk.RiskView for plans over several scenarios
     latency: pd.DataFrame = field(default_factory=pd.DataFrame)  # SLO classes: per scenario, period
     backfill: pd.DataFrame = field(default_factory=pd.DataFrame)  # backfill economics and GPU-hours
+    run_id: str = ""  # set when written: the same in plan.json and plan.xlsx
 
     @property
     def demand_met(self) -> bool:

@@ -195,3 +195,49 @@ def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
     assert not alive, "CBC outlived the planner"
     solve._remove_stale_cbc_folders()  # what the next CBC solve does first
     assert not os.path.exists(folder)
+
+
+def _workbook_run_id(path: Path) -> str:
+    from openpyxl import load_workbook
+
+    wb = load_workbook(path, read_only=True)
+    try:
+        for row in wb["Assumptions"].iter_rows(values_only=True):
+            if row and isinstance(row[0], str) and row[0].startswith("Run id: "):
+                return row[0].split()[2]
+    finally:
+        wb.close()
+    return ""
+
+
+@pytest.mark.slow
+def test_kills_during_the_write_leave_a_pair_from_one_run_and_no_temp_files(tmp_path):
+    import json
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    demand = {c: list(rng.uniform(0, 50, 1000).round(1)) for c in ("a", "b", "c")}
+    m = write_case(tmp_path, demand, [price(hourly=3.0), price(option="reserved_1y", hourly=1.0, term_months=12)],
+                   {c: {} for c in demand}, solver={"backend": "highs"})
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "planner", "plan", str(m), "--out", str(out), "-q"]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    full = time.perf_counter() - t0
+    random.seed(3)
+    for _ in range(12):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(random.uniform(0.5 * full, 1.05 * full))  # mostly inside the write phase
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        run_id = json.loads((out / "plan.json").read_text())["run_id"]
+        assert _workbook_run_id(out / "plan.xlsx") == run_id, "plan.json and plan.xlsx from different runs"
+    subprocess.run(cmd, check=True)  # the next run removes what killed runs left
+    leftovers = [p.name for p in list(out.iterdir()) + list(tmp_path.iterdir()) if p.name.startswith(".")]
+    assert leftovers == []

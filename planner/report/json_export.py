@@ -74,6 +74,7 @@ def plan_to_dict(plan: Plan) -> dict:
                    "time_limit_s": _num(inp.config.solver.time_limit_s),
                    "mip_gap_limit": _num(inp.config.solver.mip_gap)},
         "name": plan.name,
+        "run_id": plan.run_id,
         "planner_version": __version__,
         "demand_met": plan.demand_met,
         "savings_usd": _num(plan.savings),

@@ -399,6 +399,7 @@ def _write_assumptions(ws, plan: Plan) -> None:
         "Reserved GPUs are paid whether used or not (Purchases, Costs); their Allocation rows carry no cost.",
         "Expected cost weights each scenario by its probability (one scenario: weight 1).",
         "Inventory already owned is sunk: it serves demand but is not charged.",
+        f"Run id: {plan.run_id} (the same as plan.json's run_id: the two files come from one run).",
     ]
     ws.append([])  # the notes stand below the table
     for note in notes:
