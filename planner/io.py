@@ -7,6 +7,7 @@ a byte-order mark, ``;`` as the separator, and then ``,`` as the decimal mark.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import hashlib
@@ -138,6 +139,37 @@ def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, bool, int]:
     return df, sep == ";", lead
 
 
+MAX_CELLS = 60_000_000  # text cells read from one sheet (a 2M-row, 30-column table)
+MAX_COLUMNS = 2_000
+
+
+def _sheet_rows(ws, file: str, what: str) -> list[list[str]]:
+    """The sheet's rows as text, trailing blanks cut, memory bounded by the cells actually there.
+
+    The sheet's stated dimensions are ignored (a stray cell at XFD1048576 would claim 17 billion);
+    reading stops with an input error past MAX_CELLS cells or a value beyond MAX_COLUMNS columns.
+    """
+    with contextlib.suppress(AttributeError):
+        ws.reset_dimensions()
+    rows, cells = [], 0
+    for r, row in enumerate(ws.iter_rows(values_only=True), start=1):
+        texts = [_cell_text(v) for v in row]
+        while texts and not texts[-1]:
+            texts.pop()
+        if len(texts) > MAX_COLUMNS:
+            raise InputError(Problem(file, f"a value far to the right of the {what} table", row=r,
+                                     column=f"column {len(texts)}", value=texts[-1][:40],
+                                     expected=f"data within the first {MAX_COLUMNS:,} columns",
+                                     hint="delete stray cells right of the table (Ctrl+End shows the used range)"))
+        cells += len(texts)
+        if cells > MAX_CELLS:
+            raise InputError(Problem(file, f"the {what} sheet holds more than {MAX_CELLS:,} cells", row=r,
+                                     expected="a demand or price table of at most about 2 million rows",
+                                     hint="split the file, or aggregate the periods"))
+        rows.append(texts)
+    return rows
+
+
 def _cell_text(value) -> str:
     if value is None:
         return ""
@@ -167,7 +199,7 @@ def _read_xlsx(path: Path, what: str) -> pd.DataFrame:
             raise InputError(Problem(file, f"the active sheet '{ws.title}' of the {what} workbook is hidden",
                                      expected="the data on the visible sheet shown when the file is opened",
                                      hint="unhide the sheet or make the data sheet the active one, then save"))
-        rows = [[_cell_text(v) for v in row] for row in ws.iter_rows(values_only=True)]
+        rows = _sheet_rows(ws, file, what)
     finally:
         wb.close()
     while rows and not any(rows[-1]):

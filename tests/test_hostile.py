@@ -241,3 +241,18 @@ def test_kills_during_the_write_leave_a_pair_from_one_run_and_no_temp_files(tmp_
     subprocess.run(cmd, check=True)  # the next run removes what killed runs left
     leftovers = [p.name for p in list(out.iterdir()) + list(tmp_path.iterdir()) if p.name.startswith(".")]
     assert leftovers == []
+
+
+def test_a_stray_cell_far_away_in_an_xlsx_is_an_input_error_not_a_memory_bomb(tmp_path):
+    from openpyxl import Workbook
+
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {}})
+    wb = Workbook()
+    ws = wb.active
+    for row in (["period", "workload_class", "gpus"], ["2027-01-04T00:00", "a", 1.0], ["2027-01-04T01:00", "a", 2.0]):
+        ws.append(row)
+    ws["XFD1048576"] = "x"
+    wb.save(tmp_path / "demand.xlsx")
+    m.write_text(m.read_text().replace('demand = "demand.csv"', 'demand = "demand.xlsx"'))
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2 and "a value far to the right of the demand table" in r.output, r.output
