@@ -123,3 +123,31 @@ def test_names_with_criteria_characters_recompute_to_plan_json(tmp_path):
     got = named_values(recalc(paths["xlsx"], tmp_path))
     assert got["total_cost_usd"] == pytest.approx(data["cost_usd"]["total"], abs=0.005)
     assert got["on_demand_cost_usd"] == pytest.approx(data["cost_usd"]["on_demand"], abs=0.005)
+
+
+def test_a_long_horizon_is_aggregated_before_the_sheet_grows_and_says_so(tmp_path, monkeypatch):
+    import numpy as np
+
+    from planner.report import xlsx
+
+    monkeypatch.setattr(xlsx, "MAX_SHEET_ROWS", 500)
+    rng = np.random.default_rng(2)
+    m = write_case(tmp_path, {"a": list(rng.uniform(1, 9, 1000)), "b": list(rng.uniform(1, 9, 1000))},
+                   [price(hourly=3.0), price(option="reserved_1y", hourly=1.0, term_months=12)], {"a": {}, "b": {}})
+    plan = solve_case(m, backend="highs")
+    assert len(plan.allocation) > 500
+    paths = write_outputs(plan, tmp_path / "out")
+    wb = load_workbook(paths["xlsx"])
+    ws = wb["Allocation"]
+    head = [c.value for c in ws[1]]
+    rows = list(ws.iter_rows(min_row=2, values_only=True))
+    assert len(rows) <= 500
+    h, g = head.index("hours"), head.index("gpus")
+    assert sum(r[h] * r[g] for r in rows if r[h]) == pytest.approx(plan.allocation["gpu_hours"].sum(), rel=1e-9)
+    notes = [r[0] for r in wb["Assumptions"].iter_rows(values_only=True) if r and isinstance(r[0], str)]
+    assert any(n.startswith("Allocation is summed to days") for n in notes)
+    assert wb["Demand"].max_row <= 501 and wb["Fleet"].max_row <= 501
+    if soffice():
+        data = json.loads(paths["json"].read_text())
+        got = named_values(recalc(paths["xlsx"], tmp_path))
+        assert got["total_cost_usd"] == pytest.approx(data["cost_usd"]["total"], abs=0.005)

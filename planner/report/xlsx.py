@@ -130,6 +130,45 @@ def _date(ts) -> dt.datetime:
     return pd.Timestamp(ts).to_pydatetime()
 
 
+MAX_SHEET_ROWS = 200_000  # past this a sheet is aggregated to days, then weeks, then months
+_GRAINS = (("day", "D"), ("week", "W"), ("month", "M"))
+
+
+def _grain(periods: pd.Series, grain: str) -> pd.Series:
+    return periods.dt.floor("D") if grain == "D" else periods.dt.to_period(grain).dt.start_time
+
+
+def coarsen_allocation(a: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """``a`` (the plan's allocation) as it fits a sheet: per period, or summed to days, weeks or months.
+
+    Aggregated rows keep the sums (hours, GPU-hours) and the average GPUs (GPU-hours / hours), so the
+    Costs formulas over the sheet give the same totals. Returns the rows and the grain's name (None =
+    per period)."""
+    if len(a) <= MAX_SHEET_ROWS:
+        return a, None
+    keys = ["scenario", "workload_class", "gpu_type", "region", "option"]
+    for name, code in _GRAINS:
+        g = a.assign(period=_grain(a["period"], code)).groupby(keys + ["period"], sort=False)[
+            ["hours", "gpu_hours"]].sum().reset_index()
+        if len(g) <= MAX_SHEET_ROWS or code == "M":
+            g["gpus"] = g["gpu_hours"] / g["hours"]
+            return g.sort_values(["scenario", "period", "workload_class", "gpu_type", "region", "option"],
+                                 kind="stable").reset_index(drop=True), name
+    raise AssertionError("unreachable")
+
+
+def _period_grain(plan: Plan) -> tuple[str | None, str | None]:
+    """The grain of the per-period sheets (Demand, Fleet): None, or (name, pandas code)."""
+    rows = len(plan.inputs.scenarios) * plan.inputs.T
+    if rows <= MAX_SHEET_ROWS:
+        return None, None
+    for name, code in _GRAINS:
+        n = _grain(pd.Series(plan.inputs.periods), code).nunique() * len(plan.inputs.scenarios)
+        if n <= MAX_SHEET_ROWS or code == "M":
+            return name, code
+    return None, None
+
+
 def write_workbook(plan: Plan, path) -> None:
     """Write ``plan`` to ``path`` (.xlsx). Call through :func:`planner.atomic.atomic_path`."""
     inp = plan.inputs
@@ -138,7 +177,9 @@ def write_workbook(plan: Plan, path) -> None:
 
     prices = inp.tables.prices.reset_index(drop=True)
     price_row = {(r.gpu_type, r.region, r.option): i + 2 for i, r in enumerate(prices.itertuples())}
-    n_alloc = len(plan.allocation)
+    alloc, alloc_grain = coarsen_allocation(plan.allocation)
+    grain_name, grain_code = _period_grain(plan)
+    n_alloc = len(alloc)
     purchases = plan.purchases.reset_index(drop=True)
 
     summary_rows = _summary_layout(plan)
@@ -147,13 +188,19 @@ def write_workbook(plan: Plan, path) -> None:
 
     _write_prices(ws["Prices"], prices)
     _write_purchases(ws["Purchases"], plan, purchases, price_row, horizon_ref)
-    _write_allocation(ws["Allocation"], plan, price_row)
+    _write_allocation(ws["Allocation"], plan, price_row, alloc)
     cost_rows = _write_costs(ws["Costs"], plan, purchases, price_row, horizon_ref, n_alloc)
     _write_summary(ws["Summary"], plan, summary_rows, cost_rows, len(purchases))
     _write_spot(ws["Spot economics"], plan)
-    _write_demand(ws["Demand"], plan)
-    _write_assumptions(ws["Assumptions"], plan)
-    _write_fleet(ws["Fleet"], plan)
+    _write_demand(ws["Demand"], plan, grain_code)
+    notes = []
+    if alloc_grain:
+        notes.append(f"Allocation is summed to {alloc_grain}s: its {len(plan.allocation):,} rows per period would "
+                     f"pass {MAX_SHEET_ROWS:,}; plan.json and the totals are exact (GPU-hours are sums).")
+    if grain_name:
+        notes.append(f"Demand and Fleet are averaged over {grain_name}s ({plan.inputs.T:,} periods).")
+    _write_assumptions(ws["Assumptions"], plan, notes)
+    _write_fleet(ws["Fleet"], plan, grain_code)
     _write_scenarios(ws["Scenarios"], plan)
     _write_shortfall(ws["Shortfall"], plan)
     _write_latency(ws["Latency"], plan)
@@ -213,14 +260,13 @@ def _pool_utilisation(plan: Plan) -> dict:
     return {k: v for k, v in (agg["used"] / agg["owned"]).items()}
 
 
-def _write_allocation(ws, plan: Plan, price_row: dict) -> None:
+def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
     s = _Sheet(ws, ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus",
                     "gpu_hours", "probability", "expected_gpu_hours", "usd_per_gpu_hour", "expected_cost_usd"],
                {"period": DATE, "hours": "0.##", "gpus": NUM, "gpu_hours": NUM, "probability": "0.###",
                 "expected_gpu_hours": NUM, "usd_per_gpu_hour": RATE, "expected_cost_usd": USD})
     s.header({"period": 18, "workload_class": 20})
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
-    a = plan.allocation
     cols = [a[c].tolist() for c in ("scenario", "period", "hours", "workload_class", "gpu_type", "region",
                                     "option", "gpus")]
     for i, (scen, per, hrs, cls, gt, rg, opt, gpus) in enumerate(zip(*cols)):
@@ -361,19 +407,28 @@ def _write_spot(ws, plan: Plan) -> None:
     s.table("SpotEconomics")
 
 
-def _write_demand(ws, plan: Plan) -> None:
+def _write_demand(ws, plan: Plan, grain: str | None = None) -> None:
     inp = plan.inputs
     s = _Sheet(ws, ["scenario", "period", "hours"] + [f"{c}" for c in inp.classes],
                {c: NUM for c in inp.classes} | {"period": DATE, "hours": "0.##"})
     s.header({"period": 18})
     for si, scen in enumerate(inp.scenarios):
-        d = inp.demand[si]
-        for t in range(inp.T):
-            s.append([scen, _date(inp.periods[t]), inp.hours[t]] + d[:, t].tolist())
+        d = pd.DataFrame(inp.demand[si].T, columns=range(inp.K))
+        d["hours"] = inp.hours
+        d["period"] = inp.periods
+        if grain:  # hour-weighted averages over each day, week or month
+            w = d[list(range(inp.K))].mul(d["hours"], axis=0)
+            w["hours"] = d["hours"]
+            g = w.groupby(_grain(d["period"], grain).to_numpy(), sort=True).sum()
+            d = g[list(range(inp.K))].div(g["hours"], axis=0)
+            d["hours"] = g["hours"]
+            d["period"] = g.index
+        for r in d.itertuples(index=False):
+            s.append([scen, _date(r[-1]), r[-2]] + list(r[:inp.K]))
     s.table("Demand")
 
 
-def _write_assumptions(ws, plan: Plan) -> None:
+def _write_assumptions(ws, plan: Plan, extra_notes: list[str] | None = None) -> None:
     inp = plan.inputs
     cfg = inp.config
     s = _Sheet(ws, ["workload_class", "spot_allowed", "max_spot_share", "headroom", "gpu_type_speeds", "regions",
@@ -400,23 +455,31 @@ def _write_assumptions(ws, plan: Plan) -> None:
         "Expected cost weights each scenario by its probability (one scenario: weight 1).",
         "Inventory already owned is sunk: it serves demand but is not charged.",
         f"Run id: {plan.run_id} (the same as plan.json's run_id: the two files come from one run).",
-    ]
+    ] + list(extra_notes or [])
     ws.append([])  # the notes stand below the table
     for note in notes:
         ws.append([s.text(note)])
 
 
-def _write_fleet(ws, plan: Plan) -> None:
+def _write_fleet(ws, plan: Plan, grain: str | None = None) -> None:
     inp = plan.inputs
     f = plan.fleet
     scen0 = inp.scenarios[0]
-    g = f[f["scenario"] == scen0].groupby("period")[["reserved_owned", "reserved_used", "on_demand", "spot"]].sum()
+    cols4 = ["reserved_owned", "reserved_used", "on_demand", "spot"]
+    g = f[f["scenario"] == scen0].groupby("period")[cols4].sum()
+    periods = inp.periods
+    if grain:  # hour-weighted averages per day, week or month
+        h = pd.Series(inp.hours, index=inp.periods)
+        g = g.reindex(inp.periods).fillna(0.0)
+        key = _grain(pd.Series(inp.periods), grain).to_numpy()
+        g = g.mul(h, axis=0).groupby(key).sum().div(h.groupby(key).sum(), axis=0)
+        periods = g.index
     s = _Sheet(ws, ["period", "reserved_owned", "reserved_used", "on_demand", "spot", "gpus_in_use",
                     "reserved_utilisation"],
                {"period": DATE, "reserved_owned": NUM, "reserved_used": NUM, "on_demand": NUM, "spot": NUM,
                 "gpus_in_use": NUM, "reserved_utilisation": PCT})
     s.header({"period": 18})
-    for t, per in enumerate(inp.periods):
+    for t, per in enumerate(periods):
         row = t + 2
         r = g.loc[per] if per in g.index else None
         vals = [0.0] * 4 if r is None else [float(r[c]) for c in ("reserved_owned", "reserved_used", "on_demand", "spot")]
