@@ -27,7 +27,7 @@ def _toml_value(v):
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
-        return json.dumps(v)
+        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(v, dict):
         return "{ " + ", ".join(f'"{k}" = {_toml_value(x)}' for k, x in v.items()) + " }"
     if isinstance(v, (list, tuple)):
@@ -59,7 +59,7 @@ def write_case(folder: Path, demand: dict[str, list[float]], prices: list[dict],
     lines.append("[solver]")
     lines += [f"{k} = {_toml_value(v)}" for k, v in settings.items()]
     for cname, opts in classes.items():
-        lines.append(f"[classes.{json.dumps(cname)}]")
+        lines.append(f"[classes.{json.dumps(cname, ensure_ascii=False)}]".replace("\x7f", "\\u007f"))
         lines += [f"{k} = {_toml_value(v)}" for k, v in opts.items()]
     path = folder / "model.toml"
     path.write_text("\n".join(lines) + "\n")

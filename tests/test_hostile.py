@@ -256,3 +256,41 @@ def test_a_stray_cell_far_away_in_an_xlsx_is_an_input_error_not_a_memory_bomb(tm
     m.write_text(m.read_text().replace('demand = "demand.csv"', 'demand = "demand.xlsx"'))
     r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
     assert r.exit_code == 2 and "a value far to the right of the demand table" in r.output, r.output
+
+
+_NAME = st_text = None  # hypothesis names, defined below (imported lazily: hypothesis is a test dependency)
+
+
+def _names():
+    from hypothesis import strategies as st
+
+    return st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=1, max_size=10)
+
+
+def test_names_from_all_of_unicode_never_crash_and_stay_text(tmp_path_factory):
+    """Class, GPU type and region names drawn from all of Unicode (control and formula characters too):
+    the planner plans (exit 0 or 3) with the names written as text, or refuses them (exit 2, naming a
+    file); never an internal error."""
+    from hypothesis import HealthCheck, given, settings
+
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                      HealthCheck.too_slow])
+    @given(cls=_names(), gpu=_names(), region=_names())
+    def check(cls, gpu, region):
+        from openpyxl import load_workbook
+
+        tmp = tmp_path_factory.mktemp("uni")
+        m = write_case(tmp, {cls: [2.0, 3.0]}, [price(gpu_type=gpu, region=region, hourly=2.0)], {cls: {}},
+                       solver={"backend": "highs"})
+        r = CliRunner().invoke(cli_mod.cli, ["plan", str(m), "--out", str(tmp / "out"), "-q"])
+        assert "Internal error" not in r.output and "Traceback" not in r.output, r.output
+        assert r.exit_code in (0, 2, 3), r.output
+        if r.exit_code == 2:
+            assert str(tmp) in r.output  # the message names the file
+            return
+        wb = load_workbook(tmp / "out" / "plan.xlsx")
+        alloc = wb["Allocation"]
+        assert alloc["D2"].data_type == "s" and alloc["E2"].data_type == "s"
+        assert (alloc["D2"].value, alloc["E2"].value, alloc["F2"].value) == (cls.strip(), gpu.strip(), region.strip())
+
+    check()
