@@ -167,6 +167,11 @@ def _check_keys(table: dict, spec: dict, where: str, file: str, bad: Collector) 
             bad.add(file, f"key '{where}{key}' has the wrong type", value=value,
                     expected=" or ".join(_TYPE_WORDS[k] for k in kinds))
             continue
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1e15:
+            bad.add(file, f"key '{where}{key}' is an absurdly large number", value=f"{str(value)[:20]}... "
+                    f"({len(str(value))} digits)" if len(str(value)) > 20 else value,
+                    expected="a number below 1e15")
+            continue
         if isinstance(value, float) and not math.isfinite(value):
             bad.add(file, f"key '{where}{key}' must be a finite number", value=value)
             continue
@@ -199,6 +204,9 @@ def load_model(path: str | Path) -> ModelConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(Problem(file, f"not valid TOML: {exc}",
                                   hint="check quotes, '=' signs and [section] headers")) from None
+    except RecursionError:
+        raise ConfigError(Problem(file, "nested too deeply to read", expected="a model file of tables and keys",
+                                  hint="arrays or tables nested hundreds deep are not a model file")) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(Problem(file, f"cannot be read: {exc}")) from None
     return parse_model(raw, path)
@@ -355,7 +363,7 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
     if "gpu_types" in t:
         speeds = {}
         for gtype, speed in t["gpu_types"].items():
-            if not _type_ok(speed, float) or not math.isfinite(speed) or speed < 0:
+            if not _type_ok(speed, float) or abs(speed) > 1e15 or not math.isfinite(speed) or speed < 0:
                 bad.add(file, f"speed '{where}.gpu_types.{gtype}' is not a number >= 0", value=speed,
                         expected="a speed relative to the class's reference GPU, e.g. 1.0")
             else:

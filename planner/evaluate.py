@@ -74,8 +74,10 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
     for i, row in enumerate(rows):
         try:
             key = (row["gpu_type"], row["region"], row["option"])
+            if not all(isinstance(k, str) for k in key):
+                raise TypeError("names must be text")
             count = float(row["instances"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             problems.append(Problem(file, f"reserved_purchases[{i}] lacks gpu_type, region, option or instances",
                                     value=str(row)))
             continue

@@ -139,7 +139,7 @@ def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, bool, int]:
     return df, sep == ";", lead
 
 
-MAX_CELLS = 60_000_000  # text cells read from one sheet (a 2M-row, 30-column table)
+MAX_CELLS = 12_000_000  # text cells read from one sheet (a 2M-row, 6-column table)
 MAX_COLUMNS = 2_000
 
 

@@ -294,3 +294,28 @@ def test_names_from_all_of_unicode_never_crash_and_stay_text(tmp_path_factory):
         assert (alloc["D2"].value, alloc["E2"].value, alloc["F2"].value) == (cls.strip(), gpu.strip(), region.strip())
 
     check()
+
+
+def test_deep_toml_and_huge_integers_exit_2(tmp_path):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {}})
+    text = m.read_text()
+    m.write_text(text.replace('name = "case"', 'name = "case"\nx = ' + "[" * 20000 + "]" * 20000))
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2 and "nested too deeply" in r.output, r.output
+    m.write_text(text + "job_gpus = " + "9" * 400 + "\n")
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2 and "'classes.a.job_gpus' is an absurdly large number" in r.output, r.output
+    m.write_text(text + "gpu_types = { A = " + "9" * 400 + " }\n")
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2 and "Internal error" not in r.output, r.output
+
+
+def test_a_plan_file_with_a_list_where_a_name_belongs_exits_2(tmp_path):
+    import json
+
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {}})
+    (tmp_path / "bad.json").write_text(json.dumps({"reserved_purchases": [
+        {"gpu_type": ["A"], "region": "r1", "option": "reserved_1y", "instances": 1}]}))
+    r = CliRunner().invoke(cli_mod.cli, ["evaluate", str(m), "--plan", str(tmp_path / "bad.json"),
+                                         "--demand", str(tmp_path / "demand.csv")])
+    assert r.exit_code == 2 and "lacks gpu_type, region, option or instances" in r.output, r.output
