@@ -118,7 +118,10 @@ def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
         if out_dir.is_dir() else []
     paths = {name: out_dir / name for name in writers}
     if not others:
-        new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-{os.getpid()}-", dir=out_dir.parent))
+        try:
+            new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-{os.getpid()}-", dir=out_dir.parent))
+        except OSError as exc:  # name the folder the user gave, not our temporary one
+            raise OSError(exc.errno, exc.strerror, str(out_dir)) from None
         try:
             for name, write in writers.items():
                 write(new / name)

@@ -175,12 +175,19 @@ def _check_keys(table: dict, spec: dict, where: str, file: str, bad: Collector) 
         if isinstance(value, float) and not math.isfinite(value):
             bad.add(file, f"key '{where}{key}' must be a finite number", value=value)
             continue
-        if isinstance(value, str) and any((ord(ch) < 32 and ch not in "\t\n\r") or ord(ch) == 127 for ch in value):
+        if isinstance(value, str) and any(_invisible(ch) for ch in value):
             bad.add(file, f"key '{where}{key}' has a control character", value=repr(value),
                     expected="printable text")
             continue
         good[key] = value
     return good
+
+
+def _invisible(ch: str) -> bool:
+    """Control characters (C0 but tab and newlines, DEL, C1), line separators and bidi overrides."""
+    o = ord(ch)
+    return ((o < 32 and ch not in "\t\n\r") or 0x7F <= o <= 0x9F or o in (0x2028, 0x2029)
+            or 0x202A <= o <= 0x202E or 0x2066 <= o <= 0x2069)
 
 
 def _closest(key: str, known) -> str | None:
@@ -243,7 +250,7 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
         elif low in RESERVED_NAMES:
             bad.add(file, f"class name '{cname}' is a column name of the demand file", value=cname,
                     expected="a name other than " + ", ".join(sorted(RESERVED_NAMES)))
-        elif not cname.strip() or any(ord(ch) < 32 or ord(ch) == 127 for ch in cname):
+        elif not cname.strip() or any(ord(ch) < 32 or _invisible(ch) for ch in cname):
             bad.add(file, "class name is empty or has control characters", value=repr(cname),
                     expected="printable text")
         folded.setdefault(low, cname)
@@ -424,7 +431,7 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
         bad.add(file, f"'{where}' is SLO-sized and has backfill = true", value=True,
                 expected="backfill only for preemptible work (training, batch)")
     team = t.get("team")
-    if team is not None and (not team.strip() or any(ord(ch) < 32 for ch in team)):
+    if team is not None and (not team.strip() or any(ord(ch) < 32 or _invisible(ch) for ch in team)):
         bad.add(file, f"'{where}.team' must be a non-empty name without control characters", value=team)
     if len(bad.problems) > n_before:
         return None
@@ -497,6 +504,10 @@ def _parse_slo(name: str, t: dict, file: str, bad: Collector) -> SloSpec | None:
                     expected="a service time or rate > 0")
             continue
         service_ms = rate if rates[0] == "service_ms" else 1000.0 / rate
+        if not 1e-3 <= service_ms <= 1e9:
+            bad.add(file, f"'{at}.{rates[0]}' out of range", value=spec[rates[0]],
+                    expected="a service time between 0.001 ms and 1e9 ms")
+            continue
         gpr = float(spec.get("gpus_per_replica", 1.0))
         if not 0 < gpr <= 4096:
             bad.add(file, f"'{at}.gpus_per_replica' out of range", value=spec.get("gpus_per_replica"), expected="0 < GPUs <= 4096")

@@ -29,6 +29,11 @@ import math
 import numpy as np
 
 MAX_REPLICAS = 10_000_000
+MIN_CV = 1e-6  # a coefficient of variation below this is deterministic service (cv = 0)
+
+
+def _cv(cv: float) -> float:
+    return 0.0 if cv < MIN_CV else float(cv)
 
 
 def erlang_b(c: int, a: float) -> float:
@@ -72,6 +77,7 @@ def erlang_c_array(c, a) -> np.ndarray:
 
 def _service_tail(t, service_s: float, cv: float):
     """P(service time > t): exponential at cv = 1, Gamma(1/cv^2, S cv^2) otherwise, a step at cv = 0."""
+    cv = _cv(cv)
     t = np.asarray(t, float)
     if cv == 1.0:
         return np.exp(-t / service_s)
@@ -85,6 +91,7 @@ def _service_tail(t, service_s: float, cv: float):
 
 def _tail(t, lam, service_s: float, c, erl_c, cv: float):
     """P(latency > t) given the Erlang C probability ``erl_c`` (arrays broadcast)."""
+    cv = _cv(cv)
     t = np.asarray(t, float)
     lam = np.asarray(lam, float)
     c = np.asarray(c, float)
@@ -172,6 +179,7 @@ def latency_percentile(percentile: float, lam, service_s: float, replicas, cv: f
 
 
 def _service_percentile(percentile: float, service_s: float, cv: float) -> float:
+    cv = _cv(cv)
     q = percentile / 100.0
     if cv == 1.0:
         return -service_s * math.log(1.0 - q)

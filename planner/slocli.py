@@ -40,6 +40,9 @@ def run_slo(requests_per_s, service_ms, requests_per_s_per_replica, slo_ms, perc
         raise ConfigError(Problem("command line", "give exactly one of --service-ms and "
                                   "--requests-per-s-per-replica", expected="the mean service time of one request"))
     service = service_ms if service_ms is not None else 1000.0 / requests_per_s_per_replica
+    if not 1e-3 <= service <= 1e9:
+        raise ConfigError(Problem("command line", "service time out of range", value=f"{service:g} ms",
+                                  expected="between 0.001 ms and 1e9 ms"))
     if not 0 < percentile < 100:
         raise ConfigError(Problem("command line", "--percentile out of range", value=percentile,
                                   expected="a percentile strictly between 0 and 100, e.g. 99"))

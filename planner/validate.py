@@ -146,12 +146,14 @@ def times(raw: RawTable, col: str, bad: Collector) -> pd.Series:
         conv = pd.to_datetime(text[ok], format="ISO8601", errors="coerce", utc=bool(has_tz.any()))
         if has_tz.any():
             conv = conv.dt.tz_convert("UTC").dt.tz_localize(None)
-        parsed.loc[ok] = conv.astype("datetime64[ns]")
-        _report(bad, raw, ok & parsed.isna(), col, "not a valid date", text,
+        invalid = conv.isna()
+        far = ~invalid & ((conv < pd.Timestamp("1970-01-01")) | (conv > pd.Timestamp("2200-01-01")))
+        keep = ~invalid & ~far  # checked before the nanosecond cast, which overflows past 2262
+        parsed.loc[keep[keep].index] = conv[keep].astype("datetime64[ns]")
+        _report(bad, raw, ok & invalid.reindex(raw.data.index, fill_value=False), col, "not a valid date", text,
                 expected="a real calendar date and time")
-        far = ok & parsed.notna() & ((parsed < pd.Timestamp("1970-01-01")) | (parsed > pd.Timestamp("2200-01-01")))
-        _report(bad, raw, far, col, "date out of range", text, expected="a date between 1970 and 2200")
-        parsed = parsed.where(~far)
+        _report(bad, raw, far.reindex(raw.data.index, fill_value=False), col, "date out of range", text,
+                expected="a date between 1970 and 2200")
     return parsed
 
 
@@ -565,7 +567,7 @@ def check_caps(prices: pd.DataFrame, inventory: pd.DataFrame, demand: pd.DataFra
                     hint="raise max_gpus or correct the inventory")
 
 
-_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 
 
 def check_control_characters(raw: RawTable, bad: Collector) -> None:
@@ -580,7 +582,7 @@ def check_control_characters(raw: RawTable, bad: Collector) -> None:
         hits = raw.data[col].astype(str).str.contains(_CONTROL, regex=True)
         for i in np.flatnonzero(hits.to_numpy())[: max(0, 20 - found)]:
             text = raw.data[col].iat[i]
-            ch = next(c for c in text if ord(c) < 32 and c not in "\t\n\r" or ord(c) == 127)
+            ch = next(c for c in text if re.fullmatch(_CONTROL, c))
             bad.add(raw.file, f"control character U+{ord(ch):04X} in the text", row=int(raw.rows.iat[i]),
                     column=str(col), value=repr(text), expected="printable text")
             found += 1

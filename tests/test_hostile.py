@@ -319,3 +319,30 @@ def test_a_plan_file_with_a_list_where_a_name_belongs_exits_2(tmp_path):
     r = CliRunner().invoke(cli_mod.cli, ["evaluate", str(m), "--plan", str(tmp_path / "bad.json"),
                                          "--demand", str(tmp_path / "demand.csv")])
     assert r.exit_code == 2 and "lacks gpu_type, region, option or instances" in r.output, r.output
+
+
+@pytest.mark.parametrize("year", ["2300", "2263", "1677"])
+def test_dates_past_the_nanosecond_range_exit_2(tmp_path, year):
+    r = _demand_case(tmp_path, [(f"{year}-01-04T00:00", "a", "1"), (f"{year}-01-04T01:00", "a", "2")])
+    assert r.exit_code == 2 and "date out of range" in r.output, r.output
+
+
+@pytest.mark.parametrize("args", [["--service-cv", "1e-300"], ["--service-ms", "5e-324"]])
+def test_slo_with_vanishing_numbers(args):
+    base = {"--requests-per-s": "100", "--service-ms": "50", "--slo-ms": "200"}
+    base.update(dict(zip(args[::2], args[1::2])))
+    r = CliRunner().invoke(cli_mod.cli, ["slo", "--json"] + [x for kv in base.items() for x in kv])
+    assert "Internal error" not in r.output and r.exit_code in (0, 2), r.output
+    if args[0] == "--service-cv":  # a vanishing cv is deterministic service, as cv = 0
+        import json
+
+        zero = CliRunner().invoke(cli_mod.cli, ["slo", "--json", "--requests-per-s", "100", "--service-ms", "50",
+                                                "--slo-ms", "200", "--service-cv", "0"])
+        assert json.loads(r.output) == json.loads(zero.output) | {"service_cv": json.loads(r.output)["service_cv"]}
+
+
+@pytest.mark.parametrize("text", ["a\x85b", "a\u2028b", "a\u202eb"])
+def test_invisible_characters_are_refused_too(tmp_path, text):
+    m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {"description": text}})
+    r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
+    assert r.exit_code == 2 and "has a control character" in r.output, r.output

@@ -131,6 +131,7 @@ def test_a_long_horizon_is_aggregated_before_the_sheet_grows_and_says_so(tmp_pat
     from planner.report import xlsx
 
     monkeypatch.setattr(xlsx, "MAX_SHEET_ROWS", 500)
+    monkeypatch.setattr(xlsx, "MAX_PERIOD_ROWS", 500)
     rng = np.random.default_rng(2)
     m = write_case(tmp_path, {"a": list(rng.uniform(1, 9, 1000)), "b": list(rng.uniform(1, 9, 1000))},
                    [price(hourly=3.0), price(option="reserved_1y", hourly=1.0, term_months=12)], {"a": {}, "b": {}})

@@ -130,7 +130,8 @@ def _date(ts) -> dt.datetime:
     return pd.Timestamp(ts).to_pydatetime()
 
 
-MAX_SHEET_ROWS = 200_000  # past this a sheet is aggregated to days, then weeks, then months
+MAX_SHEET_ROWS = 200_000  # past this the Allocation sheet is aggregated to days, then weeks, then months
+MAX_PERIOD_ROWS = 30_000  # the same for the per-period sheets (Demand, Fleet and its charts): 3 years hourly fit
 _GRAINS = (("day", "D"), ("week", "W"), ("month", "M"))
 
 
@@ -160,11 +161,11 @@ def coarsen_allocation(a: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
 def _period_grain(plan: Plan) -> tuple[str | None, str | None]:
     """The grain of the per-period sheets (Demand, Fleet): None, or (name, pandas code)."""
     rows = len(plan.inputs.scenarios) * plan.inputs.T
-    if rows <= MAX_SHEET_ROWS:
+    if rows <= MAX_PERIOD_ROWS:
         return None, None
     for name, code in _GRAINS:
         n = _grain(pd.Series(plan.inputs.periods), code).nunique() * len(plan.inputs.scenarios)
-        if n <= MAX_SHEET_ROWS or code == "M":
+        if n <= MAX_PERIOD_ROWS or code == "M":
             return name, code
     return None, None
 
