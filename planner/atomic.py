@@ -111,7 +111,8 @@ def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(out_dir.parent)
-    remove_stale(out_dir) if out_dir.is_dir() else None
+    if out_dir.is_dir():
+        remove_stale(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectoryError(20, "the output folder is a file", str(out_dir))
     others = [p for p in out_dir.iterdir() if p.name not in writers and not p.name.startswith(".")] \

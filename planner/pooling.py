@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import economics
 from .errors import ConfigError, Problem
 from .inputs import PlanInputs, select_classes
 from .results import Plan
@@ -110,7 +111,7 @@ def _gang_rates(plan: Plan) -> pd.DataFrame:
 
 def _gang(inp: PlanInputs, pool: int, job_gpus: float) -> float:
     m = float(inp.pools["m"].iat[pool])
-    return float(np.ceil(job_gpus / m - 1e-9) * m)
+    return float(economics.instances_spanned(job_gpus, m)) * m
 
 
 def _metrics(plans: list[Plan], backfill: list[str]) -> dict:

@@ -46,10 +46,7 @@ def erlang_b(c: int, a: float) -> float:
 
 def erlang_c(c: int, a: float) -> float:
     """Erlang C: the probability that an arrival waits (1 where ``c <= a``: the queue is unstable)."""
-    if c <= a:
-        return 1.0
-    b = erlang_b(c, a)
-    return c * b / (c - a * (1.0 - b))
+    return float(erlang_c_array(np.array([int(c)]), np.array([float(a)]))[0])
 
 
 def erlang_b_array(c, a) -> np.ndarray:

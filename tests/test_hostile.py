@@ -258,9 +258,6 @@ def test_a_stray_cell_far_away_in_an_xlsx_is_an_input_error_not_a_memory_bomb(tm
     assert r.exit_code == 2 and "a value far to the right of the demand table" in r.output, r.output
 
 
-_NAME = st_text = None  # hypothesis names, defined below (imported lazily: hypothesis is a test dependency)
-
-
 def _names():
     from hypothesis import strategies as st
 

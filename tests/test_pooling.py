@@ -15,6 +15,7 @@ from planner import queueing
 from planner.backfill import job_reclaim_rate, rises_and_idle
 from planner.pipeline import load_inputs, make_plan
 from planner.pooling import compare_pooling
+from planner.report import plan_json
 from conftest import price, write_case
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,7 +103,7 @@ def test_slo_class_demand_is_the_replicas_in_gpus(tmp_path):
     inp = load_inputs(m)
     assert inp.demand[0, 0].tolist() == [44.0, 0.0, 84.0]  # 22 and 42 replicas of 2 GPUs
     plan = make_plan(inp, backend="highs", mip_gap=0.0)
-    d = json.loads(__import__("planner.report", fromlist=["plan_json"]).plan_json(plan))
+    d = json.loads(plan_json(plan))
     slo = d["slo"][0]
     assert slo["peak_replicas"] == 42 and slo["periods_missing_slo"] == 0
     assert [p["replicas"] for p in slo["periods"]] == [22, 0, 42]

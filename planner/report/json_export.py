@@ -23,6 +23,19 @@ def _num(x):
     return None if not math.isfinite(x) else x
 
 
+def jsonable(x):
+    """``x`` (nested dicts and lists of numpy/pandas values) as plain JSON values; NaN and inf become null."""
+    if isinstance(x, dict):
+        return {k: jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, (bool, np.bool_, int, np.integer, float, np.floating)):
+        return _num(x)
+    if isinstance(x, pd.Timestamp):
+        return x.isoformat()
+    return x
+
+
 def _records(df: pd.DataFrame) -> list[dict]:
     out = []
     for row in df.to_dict("records"):

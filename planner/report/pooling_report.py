@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from openpyxl import Workbook
@@ -12,7 +11,7 @@ from openpyxl.styles import Font
 
 from ..atomic import write_workbook_and_json
 from ..pooling import PoolingResult
-from .json_export import plan_to_dict
+from .json_export import jsonable, plan_to_dict
 
 ROWS = [  # (key, label, number format)
     ("total_cost_usd", "Total cost (USD)", "$#,##0"),
@@ -39,16 +38,6 @@ def _get(d: dict, key: str):
     return d
 
 
-def _clean(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_clean(v) for v in x]
-    return x
-
-
 def pooling_dict(result: PoolingResult) -> dict:
     """The pooling.json document: both arrangements' metrics, the recommendation, and the plans' summaries."""
     def brief(plan):
@@ -56,7 +45,7 @@ def pooling_dict(result: PoolingResult) -> dict:
         return {k: d[k] for k in ("status", "mip_gap", "cost_usd", "reserved_purchases", "shortfall_gpu_hours",
                                   "backfill", "spot_economics")}
 
-    return _clean({
+    return jsonable({
         "separate": result.metrics["separate"],
         "pooled": result.metrics["pooled"],
         "recommendation": result.recommendation,

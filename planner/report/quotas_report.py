@@ -3,35 +3,19 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 from openpyxl import Workbook
 from openpyxl.styles import Font
 
 from ..atomic import write_workbook_and_json
 from ..quotas.run import QuotaResult
+from .json_export import jsonable
 
 POLICY_TEXT = ("nominal = p{pct:g} of each team's hourly demand on the flavor (at least its guaranteed floor), "
                "scaled to fit by weighted max-min; spare capacity up to each team's peak, then by weight; "
                "borrowing up to the team's own peak and the rest of the flavor; lending = nominal less the "
                "guaranteed floor")
-
-
-def _clean(x):
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_clean(v) for v in x]
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating, float)):
-        return float(x) if math.isfinite(float(x)) else None
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
 
 
 def quotas_dict(r: QuotaResult) -> dict:
@@ -50,7 +34,7 @@ def quotas_dict(r: QuotaResult) -> dict:
             "flavors": q.drop(columns=["team"]).to_dict("records"),
             "replay": {p: rep.loc[p].drop(labels=["team"], errors="ignore").to_dict() for p in rep.index},
         })
-    return _clean({
+    return jsonable({
         "teams": teams,
         "flavors": d.flavors.to_dict("records"),
         "policy": {"percentile": r.percentile, "rule": POLICY_TEXT.format(pct=r.percentile)},
@@ -83,7 +67,7 @@ def write_quotas(r: QuotaResult, out_dir: Path) -> dict[str, Path]:
         for cell in ws[1]:
             cell.font = Font(bold=True)
         for row in df.itertuples(index=False):
-            ws.append([_clean(v) if not isinstance(v, str) else v for v in row])
+            ws.append([jsonable(v) if not isinstance(v, str) else v for v in row])
         for i, c in enumerate(df.columns, start=1):
             ws.column_dimensions[ws.cell(1, i).column_letter].width = max(12, min(60, len(c) + 4))
             fmt = "0.0%" if c in ("satisfaction", "utilisation", "jain_index") else "#,##0"
