@@ -162,7 +162,7 @@ def _nonzeros(model) -> int:
     own = getattr(type(model), "nonzeros", None)
     if own is not None:
         return int(model.nonzeros)
-    return sum(len(c) for c in model.prob.constraints())
+    return len(model.to_pulp()[0].constraints)
 
 
 def worker_planner(model_path: str, backend: str, time_limit: float | None, progress: str | None,

@@ -82,7 +82,7 @@ def handle_errors(fn):
 
 model_argument = click.argument("model", required=False, type=click.Path(path_type=Path))
 solver_option = click.option("--solver", type=click.Choice(["cbc", "highs"]), default=None,
-                             help="Solver backend (default: the model file's, else cbc).")
+                             help="Solver backend (default: the model file's, else highs).")
 time_limit_option = click.option("--time-limit", type=Finite(min=0, min_open=True), default=None,
                                  help="Solver time limit in seconds (overrides the model file).")
 gap_option = click.option("--mip-gap", type=Finite(0, 1, max_open=True), default=None,

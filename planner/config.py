@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import Collector, ConfigError, Problem
+from .units import HEADROOM_MAX
 
 BACKENDS = ("cbc", "highs")
 
@@ -82,7 +83,7 @@ class TeamPolicy:
 
 @dataclass(frozen=True)
 class SolverSettings:
-    backend: str = "cbc"
+    backend: str = "highs"
     time_limit_s: float | None = 300.0
     mip_gap: float = 1e-4
     shortfall_penalty_usd_per_gpu_hour: float = 0.0  # 0 = 10 x max on-demand
@@ -363,9 +364,9 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
                 expected="spot = true, or no max_spot_share",
                 hint="a class that may not use spot needs no max_spot_share")
     headroom = float(t.get("headroom", 0.0))
-    if not 0 <= headroom <= 10:
+    if not 0 <= headroom <= HEADROOM_MAX:
         bad.add(file, f"'{where}.headroom' out of range", value=headroom,
-                expected="a share between 0 and 10 (0.15 = 15 % above demand)")
+                expected=f"a share between 0 and {HEADROOM_MAX:g} (0.15 = 15 % above demand)")
     speeds = None
     if "gpu_types" in t:
         speeds = {}

@@ -15,6 +15,7 @@ import pandas as pd
 from . import economics, queueing
 from .backfill import backfill_table
 from .config import ModelConfig
+from .units import effective_rate
 from .validate import QUANTILE, Tables, owned_gpus
 
 
@@ -106,7 +107,7 @@ def _reserved(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
     res = prices[prices["option"].str.startswith("reserved")].copy()
     pool_of = {(g, r): i for i, (g, r) in enumerate(zip(pools.gpu_type, pools.region))}
     res["pool"] = [pool_of[(g, r)] for g, r in zip(res.gpu_type, res.region)]
-    res["r"] = res["hourly_usd"] + res["upfront_usd"] / (res["term_months"] * 730.0)
+    res["r"] = effective_rate(res["hourly_usd"], res["upfront_usd"], res["term_months"])
     res["m"] = res["gpus_per_instance"]
     cols = ["pool", "gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months", "r", "m"]
     return res[cols].sort_values(["pool", "option"]).reset_index(drop=True)

@@ -170,10 +170,34 @@ def _sheet_rows(ws, file: str, what: str) -> list[list[str]]:
     return rows
 
 
+def table_from_frame(frame: pd.DataFrame, what: str) -> RawTable:
+    """A DataFrame given in memory as a table of text, as if read from a file named ``<what> DataFrame``.
+
+    Values are written as the reader would see them in a CSV (timestamps in ISO 8601, NaN/None blank),
+    so in-memory inputs pass exactly the checks files do; rows are numbered from 2, as in a sheet.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise InputError(Problem(f"<{what} DataFrame>", f"expected a pandas DataFrame for the {what}",
+                                 value=type(frame).__name__))
+    file = f"<{what} DataFrame>"
+    df = frame.reset_index(drop=True)
+    df.columns = [str(c).strip() for c in df.columns]
+    dupes = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
+    if dupes:
+        raise InputError([Problem(file, "duplicate column", row=1, column=c) for c in dupes])
+    text = pd.DataFrame({c: [_cell_text(v.item() if hasattr(v, "item") and not isinstance(v, pd.Timestamp) else v)
+                             for v in df[c].tolist()] for c in df.columns}, dtype=object)
+    text = text.apply(lambda s: s.str.strip()) if len(text.columns) else text
+    digest = hashlib.sha256(text.to_csv(index=False).encode("utf-8")).hexdigest()
+    return RawTable(file=file, data=text, rows=pd.Series(range(2, len(df) + 2)), sha256=digest)
+
+
 def _cell_text(value) -> str:
     if value is None:
         return ""
     if isinstance(value, float) and value != value:
+        return ""
+    if value is pd.NaT:
         return ""
     if isinstance(value, (dt.datetime, pd.Timestamp)):
         return pd.Timestamp(value).isoformat()

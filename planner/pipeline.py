@@ -36,12 +36,27 @@ def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = 
 
 def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: float | None = None,
               mip_gap: float | None = None, timings: dict | None = None,
-              fixed_reserved=None, risk: bool = True) -> Plan:
-    """Build, solve and extract; ``fixed_reserved`` (instances per row of ``inp.reserved``) fixes the purchases."""
+              fixed_reserved=None, risk: bool = True, extend=None, write_model: str | Path | None = None) -> Plan:
+    """Build, solve and extract one plan.
+
+    ``backend``, ``time_limit_s`` and ``mip_gap`` override the model file's ``[solver]`` settings;
+    ``fixed_reserved`` (instances per row of ``inp.reserved``) fixes the purchases. ``extend(model)`` is
+    called on the built :class:`~planner.model.PlanModel` before solving: add rows and columns there (both
+    backends solve them); with it, the exact reductions (merged periods, dominated options) are off, so
+    every (class, pool, period) column exists for your rows. ``write_model`` writes the model solved
+    (``.lp`` or ``.mps``). ``risk`` (scenario inputs only) also solves the 2 + S extra MILPs of the
+    risk view (EVPI, VSS, worst case); pass ``risk=False`` to skip them.
+    """
     s = inp.config.solver
     timings = dict(timings or {})
-    model = build_model(inp, fixed_reserved=fixed_reserved)
+    reduce = None if extend is None else False
+    model = build_model(inp, fixed_reserved=fixed_reserved, merge_periods=reduce,
+                        dominance=extend is None)
+    if extend is not None:
+        extend(model)
     timings["build"] = model.seconds
+    if write_model is not None:
+        model.write(write_model)
     result = solve(model, backend or s.backend, time_limit_s if time_limit_s is not None else s.time_limit_s,
                    s.mip_gap if mip_gap is None else mip_gap, s.threads)
     timings["solve"] = result.seconds
@@ -52,7 +67,7 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
         t0 = time.perf_counter()
         sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
             i, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved,
-            risk=False)
+            risk=False, extend=extend)
         plan.risk = risk_view(plan, sub)
         plan.timings["risk"] = time.perf_counter() - t0
     return plan

@@ -181,7 +181,7 @@ def _training_hours(plan: Plan, backfill: list[str]) -> tuple[float, float]:
     reliability, spot at its goodput, and the backfilled (at-risk) part of reserved at the backfill goodput.
     """
     inp = plan.inputs
-    a = plan.allocation
+    a = plan.allocation_positions
     a = a[a["workload_class"].isin(backfill)]
     if not len(a):
         return 0.0, 0.0

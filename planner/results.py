@@ -7,6 +7,7 @@ formulation's costs), not taken from the solver (tests check that the two agree)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,19 +15,32 @@ import pandas as pd
 from .inputs import PlanInputs
 from .model import PlanModel
 from .solve import SolveResult, Status
+from .units import commitment_usd
 
 EPS = 1e-7
 OPTIONS = ("reserved", "on_demand", "spot")
 
 
-@dataclass
+POSITIONS = ["_k", "_p", "_t"]  # class, pool and period positions kept beside the allocation for vector maths
+
+
+@dataclass(repr=False)
 class Plan:
+    """One solved plan: what to buy, how it is used each period, what it costs, and how it was solved.
+
+    Tables are pandas DataFrames with readable labels (``purchases``, ``allocation``, ``fleet``,
+    ``shortfall``, ``spot``, ``scenario_costs``, ``latency``, ``backfill``); ``cost`` is the expected
+    cost by option (USD over the horizon, the formulation's costs recomputed from the quantities);
+    ``status`` says whether it is proven optimal within ``solve.mip_gap``. ``summary()`` is the text
+    the CLI prints, ``to_dict()``/``to_json()`` the plan.json contract, ``to_excel(path)`` the workbook.
+    """
+
     name: str
     status: Status
     solve: SolveResult
     inputs: PlanInputs
     purchases: pd.DataFrame  # one row per reserved option (pool x term), bought or not
-    allocation: pd.DataFrame  # long: scenario, period, hours, workload_class, gpu_type, region, option, gpus
+    allocation_positions: pd.DataFrame  # the allocation with the _k, _p, _t positions (for vector maths)
     fleet: pd.DataFrame  # per scenario, period, pool: reserved owned/used, on-demand, spot
     shortfall: pd.DataFrame  # per scenario, period, class with unmet demand, with its cause
     spot: pd.DataFrame  # spot economics per (class, spot pool) and the spot GPU-hours bought
@@ -44,12 +58,66 @@ class Plan:
     run_id: str = ""  # set when written: the same in plan.json and plan.xlsx
 
     @property
+    def allocation(self) -> pd.DataFrame:
+        """Long table: scenario, period, hours, workload_class, gpu_type, region, option, gpus, gpu_hours."""
+        return self.allocation_positions.drop(columns=POSITIONS)
+
+    @property
     def demand_met(self) -> bool:
+        """True when no demand is left unmet in any scenario and period."""
         return self.shortfall_gpu_hours <= 1e-6
 
     @property
     def savings(self) -> float:
+        """All-on-demand baseline minus the plan's expected cost (USD)."""
         return self.baseline_all_on_demand - self.cost["total"]
+
+    def __repr__(self) -> str:
+        gap = f", gap {self.solve.mip_gap:.1e}" if self.solve.mip_gap is not None else ""
+        bought = self.purchases[self.purchases["instances"] > 0]
+        return (f"<Plan '{self.name}': {self.status.value}{gap}, total ${self.cost['total']:,.0f} "
+                f"(reserved ${self.cost['reserved']:,.0f}, on-demand ${self.cost['on_demand']:,.0f}, "
+                f"spot ${self.cost['spot']:,.0f}), {len(bought)} reserved option(s) bought, "
+                f"shortfall {self.shortfall_gpu_hours:,.1f} GPU-h; {self.inputs.T} periods x {self.inputs.K} "
+                f"classes x {self.inputs.P} pools, {self.solve.backend} {self.solve.seconds:.1f} s>")
+
+    def _repr_html_(self) -> str:  # notebooks: the same line, not a 20,000-character dump
+        import html
+
+        return f"<pre>{html.escape(repr(self))}</pre>"
+
+    def summary(self) -> str:
+        """The terminal summary the CLI prints (costs, purchases, savings, spot, shortfall)."""
+        from .report import summary_text
+
+        return summary_text(self)
+
+    def to_dict(self) -> dict:
+        """The plan.json contract as a dict (see docs/workbook.md)."""
+        import json
+
+        return json.loads(self.to_json())
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """plan.json as text; also written (whole or not at all) to ``path`` when given."""
+        from .atomic import atomic_path
+        from .report import plan_json
+
+        text = plan_json(self)
+        if path is not None:
+            with atomic_path(Path(path)) as tmp:
+                tmp.write_text(text, encoding="utf-8")
+        return text
+
+    def to_excel(self, path: str | Path) -> Path:
+        """Write the workbook (plan.xlsx: live formulas over the Prices sheet) to ``path``, whole or not at all."""
+        from .atomic import atomic_path
+        from .report import write_workbook
+
+        path = Path(path)
+        with atomic_path(path) as tmp:
+            write_workbook(self, tmp)
+        return path
 
 
 def _dense(frame: pd.DataFrame, values: np.ndarray, shape: tuple, keys: tuple[str, ...]) -> np.ndarray:
@@ -110,8 +178,8 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     purchases["instances"] = n.astype(int)
     purchases["gpus"] = n * m_res
     purchases["horizon_cost_usd"] = purchases["gpus"] * purchases["effective_usd_per_gpu_hour"] * H
-    purchases["commitment_usd"] = purchases["gpus"] * (purchases["hourly_usd"] * purchases["term_months"] * 730.0
-                                                       + purchases["upfront_usd"])
+    purchases["commitment_usd"] = purchases["gpus"] * commitment_usd(purchases["hourly_usd"], purchases["upfront_usd"],
+                                                                     purchases["term_months"])
 
     # expand blocks to (scenario, period)
     of = blocks.of  # (S, T)
@@ -141,7 +209,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
             "spot": Zb[:, :, idx].sum(axis=0).reshape(-1)}))
     cols = ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus"]
     allocation = (pd.concat(frames, ignore_index=True) if frames
-                  else pd.DataFrame({c: [] for c in cols + ["_k", "_p", "_t"]}))
+                  else pd.DataFrame({c: [] for c in cols + POSITIONS}))
     allocation["gpu_hours"] = allocation["gpus"] * allocation["hours"]
     allocation = allocation.sort_values(["scenario", "period", "workload_class", "gpu_type", "region", "option"],
                                         kind="stable").reset_index(drop=True)
@@ -171,7 +239,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
              "periods": T, "scenarios": S, "classes": K, "pools": P,
              "integer_variables": int(len(fam["n"])), "rows_per_family": dict(model.rows)}
     return Plan(name=inp.config.name, status=result.status, solve=result, inputs=inp, purchases=purchases,
-                allocation=allocation[cols + ["gpu_hours", "_k", "_p", "_t"]], fleet=fleet, shortfall=shortfall,
+                allocation_positions=allocation[cols + ["gpu_hours"] + POSITIONS], fleet=fleet, shortfall=shortfall,
                 spot=spot, scenario_costs=scenario_costs, cost=cost, objective=objective,
                 shortfall_gpu_hours=short_hours, baseline_all_on_demand=baseline_all_on_demand(inp),
                 reserved_utilisation=utilisation, timings=dict(timings or {}), stats=stats,

@@ -20,7 +20,7 @@ def by_class(plan: Plan) -> pd.DataFrame:
     """One row per class: team, GPU-hours and cost by option, idle reserved share, total (expected)."""
     inp = plan.inputs
     w = dict(zip(inp.scenarios, inp.probability))
-    a = plan.allocation.assign(wt=plan.allocation["scenario"].map(w))
+    a = plan.allocation_positions.assign(wt=plan.allocation_positions["scenario"].map(w))
     a["wgh"] = a["gpu_hours"] * a["wt"]
     od, sp = inp.pools["od"].to_numpy(float), inp.pools["sp"].to_numpy(float)
     price = np.where(a["option"] == "on_demand", np.nan_to_num(od)[a["_p"]],

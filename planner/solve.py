@@ -35,7 +35,7 @@ class Status(str, enum.Enum):
 @dataclass(frozen=True)
 class SolveResult:
     status: Status
-    values: np.ndarray  # one value per variable, in PlanModel.variables order
+    values: np.ndarray  # one value per column of the PlanModel, in column order
     objective: float
     mip_gap: float | None  # achieved relative gap (None if unknown)
     best_bound: float | None
@@ -85,14 +85,14 @@ def solve(model: PlanModel, backend: str = "cbc", time_limit_s: float | None = N
     raise SolverError(f"unknown solver backend {backend!r}; expected 'cbc' or 'highs'")
 
 
-def _set_start(model: PlanModel) -> None:
+def _set_start(model: PlanModel, variables: list) -> None:
     """Give the solver a feasible incumbent, so a time limit always leaves a plan to report."""
-    for v, x in zip(model.variables, model.start.tolist()):
+    for v, x in zip(variables, model.start.tolist()):
         v.setInitialValue(x)
 
 
-def _values(model: PlanModel) -> np.ndarray:
-    return np.array([v.varValue if v.varValue is not None else np.nan for v in model.variables], dtype=float)
+def _values(variables: list) -> np.ndarray:
+    return np.array([v.varValue if v.varValue is not None else np.nan for v in variables], dtype=float)
 
 
 def _result(model: PlanModel, backend: str, status: Status, t0: float, gap, bound, message,
@@ -122,14 +122,15 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
     _remove_stale_cbc_folders()
     with tempfile.TemporaryDirectory(prefix=f"planner-cbc-{os.getpid()}-") as tmp:
         log = os.path.join(tmp, "cbc.log")
-        _set_start(model)
+        prob, variables = model.to_pulp()  # derived from the arrays for this solve
+        _set_start(model, variables)
         solver = pulp.COIN_CMD(path=_dies_with_us(path, tmp), msg=False, timeLimit=time_limit_s,
                                gapRel=mip_gap, threads=threads, logPath=log, warmStart=True)
         solver.tmpDir = tmp  # PuLP's .mps/.mst/.sol files go in our private folder, removed after
         cwd = os.getcwd()
         try:
             os.chdir(tmp)  # PuLP writes its temporary files to the working directory on some systems
-            model.prob.solve(solver)
+            prob.solve(solver)
         except pulp.PulpSolverError as exc:
             raise SolverError(f"CBC failed: {exc}") from None
         finally:
@@ -141,7 +142,7 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
     bound = _CBC_BOUND.search(text)
     gap_v = float(gap.group(1)) if gap else None
     bound_v = float(bound.group(1)) if bound else None
-    st, sol = model.prob.status, model.prob.sol_status
+    st, sol = prob.status, prob.sol_status
     if st == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
         status = Status.optimal
         if gap_v is None:
@@ -152,7 +153,7 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
         status = Status.infeasible
     else:
         status = Status.error
-    return _result(model, "cbc", status, t0, gap_v, bound_v, result_text, _values(model))
+    return _result(model, "cbc", status, t0, gap_v, bound_v, result_text, _values(variables))
 
 
 def _dies_with_us(cbc: str, folder: str) -> str:

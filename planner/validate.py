@@ -16,6 +16,7 @@ from . import schema
 from .config import ModelConfig
 from .errors import Collector, InputError
 from .io import RawTable
+from .units import effective_rate
 
 MAX_ROWS_PER_CHECK = 10
 ABSURD_GPUS = 1e8
@@ -231,7 +232,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     out["interruptions_per_hour"] = ip.where(is_spot)
     out["gpus_per_instance"] = m.fillna(1.0)
     out["row"] = raw.rows
-    eff = out["hourly_usd"] + out["upfront_usd"] / (out["term_months"] * 730.0)
+    eff = effective_rate(out["hourly_usd"], out["upfront_usd"], out["term_months"])
     _report(bad, raw, is_res & eff.eq(0), "hourly_usd", "reserved row with a zero effective price",
             d["hourly_usd"], expected="hourly_usd or upfront_usd > 0")
 

@@ -104,7 +104,7 @@ def test_random_valid_inputs_plan_and_cover_demand(case):
         plan = solve_case(write_case(Path(tmp), demand, prices, classes))
     assert plan.status.value == "optimal"
     inp = plan.inputs
-    a = plan.allocation
+    a = plan.allocation_positions
     k = np.array([inp.classes.index(c) for c in a.workload_class], dtype=int)
     pool = {(g, r): i for i, (g, r) in enumerate(zip(inp.pools.gpu_type, inp.pools.region))}
     p = np.array([pool[(g, r)] for g, r in zip(a.gpu_type, a.region)], dtype=int)

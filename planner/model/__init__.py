@@ -3,14 +3,18 @@
 ``build_model`` is a flat, ordered list of ``define_*`` calls: blocks, then
 variables, then constraint families, then the objective. It holds no modelling
 logic of its own. The model is kept as arrays (columns with bounds and costs,
-rows as sparse triples); ``PlanModel.pulp()`` materialises it as a PuLP problem
-(for CBC and LP/MPS export) and ``solve`` hands the arrays to HiGHS directly.
+rows as sparse triples); ``PlanModel.to_pulp()`` derives a PuLP problem from it
+(for CBC and LP/MPS export) and ``solve`` hands the arrays to HiGHS directly. Users
+extend the model through the arrays (``add_columns``, ``add_rows``), never through
+the derived PuLP problem, so every backend solves the same model.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,13 +24,26 @@ from . import constraints as con
 from . import naming
 from .blocks import Blocks, make_blocks
 from .objective import objective_coefficients
-from .rows import Rows
+from .rows import EQ, GE, LE, Rows
 from .variables import define_variables
 from ..inputs import PlanInputs
 
 
+_SENSES = {"<=": LE, ">=": GE, "==": EQ}
+_USER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+
+
 @dataclass
 class PlanModel:
+    """The MILP as arrays: the one truth every backend solves.
+
+    Columns are laid out by variable family (``families``: integer keys and ``col``); rows are
+    sparse triples per constraint family (``constraints``). ``to_pulp()`` derives a PuLP problem
+    from the arrays when one is wanted (CBC, LP/MPS export, inspection): changes made to that
+    problem are not solved by anyone. To extend the model, use ``columns``, ``add_columns`` and
+    ``add_rows`` / ``add_constraint``: every backend solves what they add.
+    """
+
     families: dict[str, pd.DataFrame]  # variable families: keys and column
     blocks: Blocks
     cost: np.ndarray  # objective coefficient of every column
@@ -37,7 +54,13 @@ class PlanModel:
     constraints: Rows
     rows: dict[str, int] = field(default_factory=dict)  # constraint rows per family
     seconds: float = 0.0
-    _pulp: tuple | None = None
+    labels: dict = field(default_factory=dict)  # names a person reads: classes, pools, options, block periods
+    user_columns: dict[str, np.ndarray] = field(default_factory=dict)  # extension columns by name
+
+    def __repr__(self) -> str:
+        return (f"PlanModel({self.n_variables:,} columns ({int(self.integer.sum())} integer), "
+                f"{self.n_constraints:,} rows, {self.nonzeros:,} nonzeros, {self.blocks.B} blocks"
+                + (f", extensions {sorted(self.user_columns)}" if self.user_columns else "") + ")")
 
     @property
     def n_variables(self) -> int:
@@ -51,32 +74,185 @@ class PlanModel:
     def nonzeros(self) -> int:
         return self.constraints.nonzeros
 
-    def pulp(self) -> tuple[LpProblem, list]:
-        """The model as a PuLP problem and its variables in column order (made once, on first use)."""
-        if self._pulp is None:
-            prob = LpProblem("fleet_plan", LpMinimize)
-            variables = [None] * self.n_variables
-            for family, frame in self.families.items():
-                keys = [frame["c"].to_numpy()] if family == "n" else \
-                    [frame[c].to_numpy() for c in frame.columns if c != "col"]
-                cat = LpInteger if family == "n" else LpContinuous
-                for col, name in zip(frame["col"].tolist(), naming.names(family, *keys) if len(frame) else []):
-                    up = self.upper[col]
-                    variables[col] = prob.add_variable(name, lowBound=float(self.lower[col]),
-                                                       upBound=None if np.isinf(up) else float(up), cat=cat)
-            self.constraints.to_pulp(prob, variables)
-            nz = np.flatnonzero(self.cost)
-            prob.setObjective(LpAffineExpression(zip([variables[i] for i in nz], self.cost[nz].tolist())))
-            self._pulp = (prob, variables)
-        return self._pulp
+    # ---- derived views -------------------------------------------------------------------------------
+    def column_names(self) -> list[str]:
+        """The name of every column, in column order (``naming`` for the planner's, yours for extensions)."""
+        names = [""] * self.n_variables
+        for family, frame in self.families.items():
+            if not len(frame):
+                continue
+            keys = [frame["c"].to_numpy()] if family == "n" else \
+                [frame[c].to_numpy() for c in frame.columns if c != "col"]
+            for col, name in zip(frame["col"].tolist(), naming.names(family, *keys)):
+                names[col] = name
+        for name, cols in self.user_columns.items():
+            for i, col in enumerate(cols.tolist()):
+                names[col] = name if len(cols) == 1 else f"{name}_{i}"
+        return names
 
-    @property
-    def prob(self) -> LpProblem:
-        return self.pulp()[0]
+    def to_pulp(self) -> tuple[LpProblem, list]:
+        """A new PuLP problem made from the arrays, and its variables in column order.
 
-    @property
-    def variables(self) -> list:
-        return self.pulp()[1]
+        It is a copy: constraints added to it are not seen by the solvers (use ``add_rows``).
+        """
+        prob = LpProblem("fleet_plan", LpMinimize)
+        variables = []
+        for col, name in enumerate(self.column_names()):
+            up = self.upper[col]
+            variables.append(prob.add_variable(name, lowBound=float(self.lower[col]),
+                                               upBound=None if np.isinf(up) else float(up),
+                                               cat=LpInteger if self.integer[col] else LpContinuous))
+        self.constraints.to_pulp(prob, variables)
+        nz = np.flatnonzero(self.cost)
+        prob.setObjective(LpAffineExpression(zip([variables[i] for i in nz], self.cost[nz].tolist())))
+        return prob, variables
+
+    def write(self, path: str | Path) -> Path:
+        """Write the model as CPLEX LP (``.lp``) or free MPS (``.mps``), whole or not at all."""
+        from ..atomic import atomic_path
+
+        path = Path(path)
+        prob, _ = self.to_pulp()
+        with atomic_path(path) as tmp:
+            if path.suffix.lower() == ".mps":
+                prob.writeMPS(str(tmp))
+            else:
+                prob.writeLP(str(tmp))
+        return path
+
+    def columns(self, family: str) -> pd.DataFrame:
+        """The columns of a variable family with labels a person reads, and ``col`` (its column).
+
+        ``n``: gpu_type, region, option, term_months; ``x``/``y``/``z``/``xd``: workload_class, gpu_type,
+        region, block, scenario, period (the block's first); ``u``: workload_class, block, ...; ``pk``: pool.
+        Keys are only where the variable exists (see ``variables.py``).
+        """
+        if family in self.user_columns:
+            return pd.DataFrame({"name": self.column_names_of(family), "col": self.user_columns[family]})
+        if family not in self.families:
+            raise KeyError(f"unknown variable family {family!r}; expected one of "
+                           f"{sorted(self.families) + sorted(self.user_columns)}")
+        frame = self.families[family]
+        out = pd.DataFrame(index=frame.index)
+        lab = self.labels
+        if family == "n":
+            out = lab["reserved"].iloc[frame["c"].to_numpy()].reset_index(drop=True)
+        if "k" in frame:
+            out["workload_class"] = np.asarray(lab["classes"], dtype=object)[frame["k"].to_numpy()]
+        if "p" in frame and family != "n":
+            pools = lab["pools"]
+            out["gpu_type"] = pools["gpu_type"].to_numpy()[frame["p"].to_numpy()]
+            out["region"] = pools["region"].to_numpy()[frame["p"].to_numpy()]
+        if "b" in frame:
+            b = frame["b"].to_numpy()
+            out["block"] = b
+            out["scenario"] = np.asarray(lab["block_scenario"], dtype=object)[b]
+            out["period"] = lab["block_period"][b]
+        out["col"] = frame["col"].to_numpy()
+        return out.reset_index(drop=True)
+
+    def column_names_of(self, name: str) -> list[str]:
+        cols = self.user_columns[name]
+        return [name] if len(cols) == 1 else [f"{name}_{i}" for i in range(len(cols))]
+
+    # ---- extensions ------------------------------------------------------------------------------------
+    def _check_name(self, name: str, what: str) -> None:
+        if not isinstance(name, str) or not _USER_NAME.match(name):
+            raise ValueError(f"{what} name {name!r}: expected a letter then letters, digits or _ (at most 64)")
+        if name in naming.FAMILIES or name in self.user_columns or \
+                any(f.name == name for f in self.constraints.families):
+            raise ValueError(f"{what} name {name!r} is taken; the planner's families are {sorted(naming.FAMILIES)}")
+
+    def add_columns(self, name: str, n: int = 1, *, lower=0.0, upper=np.inf, cost=0.0,
+                    integer: bool = False) -> np.ndarray:
+        """Add ``n`` columns (named ``name`` or ``name_0 ..``); returns their column indices.
+
+        ``cost`` is their objective coefficient (USD per unit over the horizon); bounds and cost may be
+        scalars or arrays of length ``n``. Every backend solves them.
+        """
+        self._check_name(name, "column")
+        cols = np.arange(self.n_variables, self.n_variables + int(n))
+        grow = lambda a, v: np.concatenate([a, np.broadcast_to(np.asarray(v, a.dtype), (int(n),))])  # noqa: E731
+        self.cost, self.lower, self.upper = grow(self.cost, cost), grow(self.lower, lower), grow(self.upper, upper)
+        self.integer = grow(self.integer, bool(integer))
+        self.start = grow(self.start, np.clip(0.0, lower, upper))
+        self.user_columns[name] = cols
+        return cols
+
+    def add_rows(self, name: str, rows, cols, coefs, sense: str, rhs) -> int:
+        """Add a family of rows from triples: term i puts ``coefs[i]`` on column ``cols[i]`` in row ``rows[i]``.
+
+        ``sense`` is ``"<="``, ``">="`` or ``"=="``; ``rhs`` has one value per row (rows are 0 .. len(rhs)-1).
+        Row names are ``name_0, name_1, ..`` (``name`` for a single row). Returns the number of rows.
+        """
+        self._check_name(name, "row")
+        if sense not in _SENSES:
+            raise ValueError(f"sense {sense!r}: expected '<=', '>=' or '=='")
+        rhs = np.atleast_1d(np.asarray(rhs, float))
+        rows, cols, coefs = (np.atleast_1d(np.asarray(a)) for a in (rows, cols, coefs))
+        if not (len(rows) == len(cols) == len(coefs)):
+            raise ValueError("rows, cols and coefs must have the same length")
+        if len(rows) and (rows.min() < 0 or rows.max() >= len(rhs)):
+            raise ValueError(f"row numbers must lie in 0 .. {len(rhs) - 1}")
+        if len(cols) and (cols.min() < 0 or cols.max() >= self.n_variables):
+            raise ValueError(f"column numbers must lie in 0 .. {self.n_variables - 1}")
+        labels = [name] if len(rhs) == 1 else [f"{name}_{i}" for i in range(len(rhs))]
+        added = self.constraints.add(name, (np.arange(len(rhs)),), rows, cols, coefs, _SENSES[sense], rhs,
+                                     labels=labels)
+        self.rows[name] = added
+        return added
+
+    def row_frame(self, family: str) -> pd.DataFrame:
+        """The rows of a constraint family with readable labels (as ``columns``) and ``row`` (0 .. n-1)."""
+        found = [f for f in self.constraints.families if f.name == family]
+        if not found:
+            raise KeyError(f"no rows in family {family!r}; families with rows: "
+                           f"{[f.name for f in self.constraints.families]}")
+        f = found[0]
+        kinds = naming.FAMILIES.get(family, ("", ("row",)))[1]
+        out = pd.DataFrame({"row": np.arange(f.n)})
+        lab = self.labels
+        for kind, key in zip(kinds, f.keys):
+            key = np.asarray(key)
+            if kind == "class":
+                out["workload_class"] = np.asarray(lab["classes"], dtype=object)[key]
+            elif kind == "pool":
+                out["gpu_type"] = lab["pools"]["gpu_type"].to_numpy()[key]
+                out["region"] = lab["pools"]["region"].to_numpy()[key]
+            elif kind == "block":
+                out["block"] = key
+                out["scenario"] = np.asarray(lab["block_scenario"], dtype=object)[key]
+                out["period"] = lab["block_period"][key]
+        return out
+
+    def add_terms(self, family: str, rows, cols, coefs) -> None:
+        """Put coefficients of columns (yours or the planner's) into rows of an existing family.
+
+        E.g. a column of your own that also covers demand: ``add_terms("demand", rows, [col, ..], [1.0, ..])``
+        with rows from ``row_frame("demand")``.
+        """
+        import dataclasses
+
+        rows, cols, coefs = (np.atleast_1d(np.asarray(a)) for a in (rows, cols, coefs))
+        for i, f in enumerate(self.constraints.families):
+            if f.name == family:
+                if len(rows) and (rows.min() < 0 or rows.max() >= f.n):
+                    raise ValueError(f"row numbers of {family!r} lie in 0 .. {f.n - 1}")
+                if len(cols) and (cols.min() < 0 or cols.max() >= self.n_variables):
+                    raise ValueError(f"column numbers must lie in 0 .. {self.n_variables - 1}")
+                self.constraints.families[i] = dataclasses.replace(
+                    f, rows=np.concatenate([f.rows, rows.astype(np.int64)]),
+                    cols=np.concatenate([f.cols, cols.astype(np.int64)]),
+                    coefs=np.concatenate([f.coefs, coefs.astype(float)]))
+                return
+        raise KeyError(f"no rows in family {family!r}")
+
+    def add_constraint(self, name: str, terms, sense: str, rhs: float) -> None:
+        """One row: ``sum(coef x column) <sense> rhs`` over ``terms`` ({column: coef} or a Series)."""
+        items = terms.items() if hasattr(terms, "items") else terms
+        cols, coefs = zip(*items) if len(terms) else ((), ())
+        self.add_rows(name, np.zeros(len(cols), np.int64), np.asarray(cols, np.int64), np.asarray(coefs, float),
+                      sense, [rhs])
 
 
 FAMILIES = (
@@ -114,4 +290,15 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     u = fam["u"]
     start[u["col"].to_numpy()] = (1 + inp.headroom[u["k"].to_numpy()]) * blocks.demand[u["k"], u["b"]]
     return PlanModel(families=fam, blocks=blocks, cost=cost, lower=lower, upper=upper, integer=integer,
-                     start=start, constraints=out, rows=rows, seconds=time.perf_counter() - t0)
+                     start=start, constraints=out, rows=rows, seconds=time.perf_counter() - t0,
+                     labels=_labels(inp, blocks))
+
+
+def _labels(inp: PlanInputs, blocks: Blocks) -> dict:
+    """What ``PlanModel.columns`` shows: class names, pools, reserved options and each block's first period."""
+    flat = blocks.of.reshape(-1)
+    _, first = np.unique(flat, return_index=True)
+    s, t = np.divmod(first, blocks.of.shape[1])
+    return {"classes": list(inp.classes), "pools": inp.pools[["gpu_type", "region"]].reset_index(drop=True),
+            "reserved": inp.reserved[["gpu_type", "region", "option", "term_months"]].reset_index(drop=True),
+            "block_scenario": [inp.scenarios[i] for i in s], "block_period": np.asarray(inp.periods)[t]}

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from pulp import LpAffineExpression, LpConstraint, LpConstraintGE, LpConstraintLE, LpProblem
+from pulp import LpAffineExpression, LpConstraint, LpConstraintEQ, LpConstraintGE, LpConstraintLE, LpProblem
 
 from . import naming
 
-GE, LE = LpConstraintGE, LpConstraintLE
+GE, LE, EQ = LpConstraintGE, LpConstraintLE, LpConstraintEQ
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,9 @@ class RowFamily:
     rows: np.ndarray  # row (0 .. n-1) of each term
     cols: np.ndarray  # column of each term
     coefs: np.ndarray
-    sense: int  # GE or LE
+    sense: int  # GE, LE or EQ
     rhs: np.ndarray  # (n,)
+    labels: tuple | None = None  # row names given by the user (extensions); else made by ``naming``
 
     @property
     def n(self) -> int:
@@ -37,11 +38,13 @@ class RowFamily:
 class Rows:
     families: list[RowFamily] = field(default_factory=list)
 
-    def add(self, name: str, keys: tuple, rows, cols, coefs, sense: int, rhs) -> int:
+    def add(self, name: str, keys: tuple, rows, cols, coefs, sense: int, rhs, labels=None) -> int:
+        """Append a family of ``len(rhs)`` rows from (row, column, coefficient) triples; returns its row count."""
         rhs = np.asarray(rhs, float)
         if len(rhs):
             self.families.append(RowFamily(name, tuple(np.asarray(k) for k in keys), np.asarray(rows, np.int64),
-                                           np.asarray(cols, np.int64), np.asarray(coefs, float), sense, rhs))
+                                           np.asarray(cols, np.int64), np.asarray(coefs, float), sense, rhs,
+                                           tuple(labels) if labels is not None else None))
         return len(rhs)
 
     @property
@@ -53,8 +56,10 @@ class Rows:
         return sum(len(f.coefs) for f in self.families)
 
     def to_pulp(self, prob: LpProblem, variables: list) -> None:
+        """Add every row to ``prob`` over ``variables`` (PuLP variables in column order)."""
         for f in self.families:
-            _add_pulp_rows(prob, variables, naming.names(f.name, *f.keys), f.rows, f.cols, f.coefs, f.sense, f.rhs)
+            names = list(f.labels) if f.labels is not None else naming.names(f.name, *f.keys)
+            _add_pulp_rows(prob, variables, names, f.rows, f.cols, f.coefs, f.sense, f.rhs)
 
     def to_csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(start, index, value, lower, upper) of all rows, families in order."""
@@ -63,8 +68,8 @@ class Rows:
             rows.append(f.rows + offset)
             cols.append(f.cols)
             vals.append(f.coefs)
-            lower.append(f.rhs if f.sense == GE else np.full(f.n, -np.inf))
-            upper.append(f.rhs if f.sense == LE else np.full(f.n, np.inf))
+            lower.append(f.rhs if f.sense in (GE, EQ) else np.full(f.n, -np.inf))
+            upper.append(f.rhs if f.sense in (LE, EQ) else np.full(f.n, np.inf))
             offset += f.n
         if not rows:
             return np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)

@@ -103,7 +103,7 @@ def from_plan(plan: Plan) -> TeamDemand:
     T = inp.T
     dem = np.zeros((len(teams), len(flavors), T))
     eligible = np.zeros((len(teams), len(flavors)), bool)
-    a = plan.allocation
+    a = plan.allocation_positions
     key = {(r.gpu_type, r.region, r.option): i for i, r in enumerate(flavors.itertuples())}
     team_idx = {t: i for i, t in enumerate(teams)}
     if len(a):

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from ..results import Plan
-
-
-def _usd(x: float) -> str:
-    return f"${x:,.0f}"
+from ..units import usd as _usd
 
 
 def summary_text(plan: Plan) -> str:

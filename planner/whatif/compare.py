@@ -33,6 +33,7 @@ from ..pipeline import load_inputs, make_plan
 from ..results import Plan
 from .metrics import plan_metrics, spend
 from .pricediff import PriceDiff, diff_prices
+from ..units import signed_usd as _signed, usd as _usd
 from .runner import Outcome, run_tasks
 
 RESERVED_COLUMN_NAMES = {"section", "item"}  # the comparison workbook's own columns
@@ -319,9 +320,3 @@ def summary_lines(comparison: dict) -> list[str]:
     return lines
 
 
-def _usd(x) -> str:
-    return "-" if x is None else f"${x:,.0f}"
-
-
-def _signed(x: float) -> str:
-    return f"{'+' if x >= 0 else '-'}${abs(x):,.0f}"

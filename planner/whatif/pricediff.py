@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..units import effective_rate
+
 KEY = ("gpu_type", "region", "option")
 FIELDS = ("hourly_usd", "upfront_usd", "term_months", "max_gpus", "interruptions_per_hour", "gpus_per_instance")
 DERIVED = "effective_usd_per_gpu_hour"  # reserved only: hourly + upfront / (term x 730)
@@ -35,7 +37,7 @@ def _effective(row) -> float | None:
     h, u, t = _num(row.get("hourly_usd")), _num(row.get("upfront_usd")) or 0.0, _num(row.get("term_months"))
     if h is None or not t:
         return None
-    return h + u / (t * 730.0)
+    return effective_rate(h, u, t)
 
 
 @dataclass

@@ -30,13 +30,13 @@ import numpy as np
 from ..errors import ConfigError, InputError, Problem, SolverError
 from ..inputs import FACTORS, PlanInputs, scale_inputs
 from ..pipeline import make_plan
+from ..units import HEADROOM_MAX, usd as _usd
 from .metrics import SPOT_EPS, plan_metrics
 from .runner import Outcome, run_tasks
 
 PRICE_FACTORS = ("spot_price", "on_demand_price", "reserved_price")
 OPTION_OF = {f: "--" + f.replace("_", "-") for f in FACTORS}
 MAX_POINTS = 10_000
-HEADROOM_LIMIT = 10.0  # the model file's limit on a class's headroom (config.py)
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -145,9 +145,9 @@ def check_scaled(scaled: PlanInputs, factors: dict) -> None:
     where = ", ".join(f"{f}={v:g}" for f, v in factors.items() if v != 1.0) or "base"
     for k, name in enumerate(scaled.classes):
         h = float(scaled.headroom[k])
-        if h > HEADROOM_LIMIT:
+        if h > HEADROOM_MAX:
             problems.append(Problem("command line", f"at {where}, class '{name}' headroom becomes {h:g}",
-                                    expected=f"at most {HEADROOM_LIMIT:g} ({HEADROOM_LIMIT * 100:g} %), "
+                                    expected=f"at most {HEADROOM_MAX:g} ({HEADROOM_MAX * 100:g} %), "
                                              "the model file's limit"))
     peak = float(np.max(scaled.demand)) if scaled.demand.size else 0.0
     if peak > ABSURD_GPUS:
@@ -543,6 +543,3 @@ def summary_lines(result: SweepResult, max_rows: int = 200) -> list[str]:
                  f"{result.points_per_minute:.1f} points per minute")
     return lines
 
-
-def _usd(x) -> str:
-    return "-" if x is None else f"${x:,.0f}"

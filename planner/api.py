@@ -1,0 +1,73 @@
+"""The Python API: plans from model files or from DataFrames in memory, as the CLI makes them.
+
+    >>> import planner
+    >>> p = planner.plan("models/example.toml")            # doctest: +SKIP
+    >>> p                                                    # a one-line summary
+    >>> p.purchases, p.allocation, p.cost                    # DataFrames and a dict
+    >>> p.to_excel("plan.xlsx"); p.to_json("plan.json")
+
+``inputs_from_frames`` runs the same checks as the files (a bad value raises ``InputError`` naming the
+DataFrame, row and column), so a notebook and the CLI can never disagree about what a valid input is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from . import io, validate
+from .config import ModelConfig, load_model, parse_model
+from .inputs import PlanInputs, build_inputs
+from .pipeline import load_inputs, make_plan
+from .results import Plan
+
+
+def inputs_from_frames(demand: pd.DataFrame, prices: pd.DataFrame, classes: dict, *,
+                       inventory: pd.DataFrame | None = None, name: str = "plan", solver: dict | None = None,
+                       scenarios: dict | None = None, teams: dict | None = None,
+                       failure_rate_per_gpu_hour: float = 0.0) -> PlanInputs:
+    """Validated plan inputs from DataFrames: the same checks and the same model as a model file.
+
+    ``demand``, ``prices`` and ``inventory`` have the columns of the files (docs/inputs.md): e.g. demand
+    with ``period`` and one column per class (or long: ``period, workload_class, gpus``), prices with
+    ``gpu_type, region, option, hourly_usd, ...``. Timestamps may be pandas datetimes or ISO text.
+    ``classes`` maps each class to its ``[classes.<name>]`` table as a dict (``{"chat": {"spot": False,
+    "headroom": 0.15, "gpu_types": {"H100": 1.0}}}``); ``solver``, ``scenarios`` and ``teams`` are the
+    model file's tables of those names. Raises :class:`~planner.errors.InputError` (every problem at once).
+    """
+    raw = {"name": name, "demand": "<demand DataFrame>", "prices": "<prices DataFrame>",
+           "classes": classes, "solver": dict(solver or {}), "failure_rate_per_gpu_hour": failure_rate_per_gpu_hour}
+    if scenarios:
+        raw["scenarios"] = scenarios
+    if teams:
+        raw["teams"] = teams
+    config = parse_model(raw, None)
+    tables = validate.validate(config, io.table_from_frame(demand, "demand"), io.table_from_frame(prices, "prices"),
+                               io.table_from_frame(inventory, "inventory") if inventory is not None else None)
+    return build_inputs(config, tables)
+
+
+def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | None = None,
+         prices: str | Path | None = None, backend: str | None = None, time_limit_s: float | None = None,
+         mip_gap: float | None = None, risk: bool = True,
+         extend: Callable | None = None, write_model: str | Path | None = None) -> Plan:
+    """Solve one plan and return it (nothing is written unless you ask: ``plan.to_excel(...)``).
+
+    ``source`` is a model file, a parsed :class:`~planner.config.ModelConfig` or inputs already built
+    (:func:`inputs_from_frames`, :func:`~planner.pipeline.load_inputs`). ``demand``/``prices`` replace the
+    model file's (like ``--demand``/``--prices``). ``backend`` ("highs" or "cbc"), ``time_limit_s`` and
+    ``mip_gap`` override its ``[solver]``. ``extend(model)`` adds your own rows and columns to the
+    :class:`~planner.model.PlanModel` before it is solved (see docs/api.md); ``write_model`` writes the
+    model (.lp or .mps). ``risk=False`` skips the extra solves of the risk view for scenario inputs.
+    """
+    if isinstance(source, PlanInputs):
+        if demand is not None or prices is not None:
+            raise TypeError("demand= and prices= replace a model file's tables; inputs are already built")
+        inp = source
+    else:
+        config = source if isinstance(source, ModelConfig) else load_model(source)
+        inp = load_inputs(config, demand=demand, prices=prices)
+    return make_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, risk=risk,
+                     extend=extend, write_model=write_model)

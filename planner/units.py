@@ -1,0 +1,33 @@
+"""Facts used in more than one place, defined once: hours per month, the effective reserved rate,
+the limits on a class's headroom, and how money is printed.
+
+Nothing here reads, models or writes; every module that needs one of these imports it from here.
+"""
+
+from __future__ import annotations
+
+HOURS_PER_MONTH = 730.0  # 8,760 h / 12: how a term in months becomes hours everywhere (and in the workbook)
+HEADROOM_MAX = 10.0  # a class's headroom, as a fraction of its demand: 0 .. 10 (1,000 %)
+
+
+def effective_rate(hourly_usd, upfront_usd, term_months):
+    """Effective reserved USD per GPU-hour: ``hourly + upfront / (term_months x 730)``.
+
+    Works on floats, numpy arrays and pandas Series alike (the upfront is spread evenly over the term).
+    """
+    return hourly_usd + upfront_usd / (term_months * HOURS_PER_MONTH)
+
+
+def commitment_usd(hourly_usd, upfront_usd, term_months):
+    """What one GPU of a commitment costs over its whole term: ``hourly x term x 730 + upfront``."""
+    return hourly_usd * term_months * HOURS_PER_MONTH + upfront_usd
+
+
+def usd(x) -> str:
+    """Whole dollars with thousands separators (``$1,234``); ``-`` for None."""
+    return "-" if x is None else f"${x:,.0f}"
+
+
+def signed_usd(x: float) -> str:
+    """A change in whole dollars with its sign (``+$1,234``, ``-$56``)."""
+    return f"{'+' if x >= 0 else '-'}${abs(x):,.0f}"
