@@ -153,6 +153,7 @@ def write_workbook_and_json(wb, xlsx_path: str | Path, json_path: str | Path, te
 
 
 def write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file renamed into place)."""
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
 

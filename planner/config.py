@@ -69,6 +69,7 @@ class ClassPolicy:
 
     @property
     def phi(self) -> float:
+        """The class's spot share limit phi_k: 0 when spot is not allowed."""
         return self.max_spot_share if self.spot else 0.0
 
 
@@ -83,6 +84,7 @@ class TeamPolicy:
 
 @dataclass(frozen=True)
 class SolverSettings:
+    """The model file's ``[solver]`` table: backend, limits and the exact reductions."""
     backend: str = "highs"
     time_limit_s: float | None = 300.0
     mip_gap: float = 1e-4
@@ -93,6 +95,7 @@ class SolverSettings:
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """A checked model file: paths of its tables, solver settings, classes, scenarios and teams."""
     name: str
     path: Path | None
     demand: Path
@@ -109,6 +112,7 @@ class ModelConfig:
         return self.classes[cls].team or cls
 
     def with_overrides(self, **changes) -> "ModelConfig":
+        """A copy with the given paths or solver settings replaced (``None`` keeps the model file's)."""
         solver_keys = {"backend", "time_limit_s", "mip_gap", "threads"}
         solver = {k: v for k, v in changes.items() if k in solver_keys and v is not None}
         other = {k: v for k, v in changes.items() if k not in solver_keys and v is not None}
@@ -221,6 +225,7 @@ def load_model(path: str | Path) -> ModelConfig:
 
 
 def parse_model(raw: dict, path: Path | None) -> ModelConfig:
+    """A :class:`ModelConfig` from the TOML table ``raw`` (paths relative to ``path``'s folder); raises ConfigError listing every problem."""
     file = str(path) if path else "<model>"
     base = path.parent if path else Path(".")
     bad = Collector()

@@ -515,3 +515,64 @@ def assess(spot_price, on_demand_price, interruptions_per_instance_hour, checkpo
         break_even_interruptions_per_hour=_py(be),
         expected_lost_hours=_py(lost),
     )
+
+
+def analyse_job(rate: float, checkpoint_h: float, restart_h: float, job_gpus: float, m: float,
+            interval_h: float | None = None, failure: float = 0.0, spot_price: float | None = None,
+            on_demand_price: float | None = None, reserved_price: float | None = None,
+            job_rate: float | None = None) -> dict:
+    """Everything ``planner spot`` reports for one job (a dict); ``job_rate`` fixes the job's interruption rate.
+
+    Times in hours, prices in USD per GPU-hour; ``rate`` is interruptions per instance-hour, ``m`` GPUs per instance.
+    """
+    lam = float(job_rate) if job_rate is not None else float(job_interruption_rate(rate, job_gpus, m, failure))
+    opt = float(optimal_interval(lam, checkpoint_h))
+    tau = opt if interval_h is None else interval_h
+    g = float(goodput(lam, tau, checkpoint_h, restart_h))
+    out = {
+        "interruptions_per_instance_hour": rate if job_rate is None else None,
+        "instances_per_job": float(instances_spanned(job_gpus, m)),
+        "job_gpus": job_gpus, "gpus_per_instance": m,
+        "job_interruptions_per_hour": lam,
+        "job_mtbi_hours": 1 / lam if lam > 0 else None,
+        "checkpoint_minutes": checkpoint_h * 60, "restart_minutes": restart_h * 60,
+        "young_interval_minutes": float(young_interval(lam, checkpoint_h)) * 60 if lam > 0 else None,
+        "optimal_interval_minutes": opt * 60,
+        "interval_minutes": tau * 60,
+        "goodput": g,
+        "expected_lost_minutes_per_interruption": float(expected_lost_hours(lam, tau, checkpoint_h, restart_h)) * 60,
+        "effective_usd_per_useful_gpu_hour": None, "spot_pays": None,
+        "break_even_interruptions_per_hour": None, "max_paying_job_gpus": None,
+    }
+    if spot_price is not None:
+        out["effective_usd_per_useful_gpu_hour"] = float(effective_price(spot_price, g)) if g > 0 else math.inf
+    if spot_price is not None and on_demand_price is not None:
+        out["spot_pays"] = bool(spot_price < on_demand_price * g)
+        if job_rate is None:
+            out["break_even_interruptions_per_hour"] = float(break_even_rate(
+                spot_price, on_demand_price, checkpoint_h, restart_h, job_gpus, m, interval_h, failure))
+            out["max_paying_job_gpus"] = float(max_paying_job_gpus(
+                spot_price, on_demand_price, rate, checkpoint_h, restart_h, m, interval_h, failure))
+    if spot_price is not None and reserved_price is not None:
+        out["spot_beats_reserved"] = bool(spot_price < reserved_price * g)
+        if job_rate is None:
+            out["break_even_vs_reserved_interruptions_per_hour"] = float(break_even_rate(
+                spot_price, reserved_price, checkpoint_h, restart_h, job_gpus, m, interval_h, failure))
+    return out
+
+
+def job_table(interruptions_per_instance_hour, checkpoint_minutes: float, restart_minutes: float, job_gpus=None,
+              gpus_per_instance: float = 1.0, interval_minutes: float | None = None,
+              failure_rate_per_gpu_hour: float = 0.0, spot_price: float | None = None,
+              on_demand_price: float | None = None, reserved_price: float | None = None):
+    """:func:`analyse_job` over lists of rates and/or job sizes (one row each, broadcast together) as a DataFrame."""
+    import pandas as pd
+
+    rates = np.atleast_1d(np.asarray(interruptions_per_instance_hour, float))
+    jobs = np.atleast_1d(np.asarray(gpus_per_instance if job_gpus is None else job_gpus, float))
+    rates, jobs = np.broadcast_arrays(rates, jobs)
+    tau = None if interval_minutes is None else interval_minutes / 60
+    return pd.DataFrame([analyse_job(float(r), checkpoint_minutes / 60, restart_minutes / 60, float(j),
+                                     gpus_per_instance, tau, failure_rate_per_gpu_hour, spot_price,
+                                     on_demand_price, reserved_price)
+                         for r, j in zip(rates.tolist(), jobs.tolist())])

@@ -63,6 +63,7 @@ class InputError(PlannerError):
         super().__init__(self.render())
 
     def render(self, limit: int = 50) -> str:
+        """Every problem, one per line, as the CLI prints them."""
         lines = [str(p) for p in self.problems[:limit]]
         if len(self.problems) > limit:
             lines.append(f"... and {len(self.problems) - limit} more problems")
@@ -87,11 +88,13 @@ class Collector:
         self.problems: list[Problem] = []
 
     def add(self, file: str, message: str, **where) -> None:
+        """Record one problem (file, message and where/what/expected keywords of :class:`Problem`)."""
         self.problems.append(Problem(file=file, message=message, **where))
 
     def __bool__(self) -> bool:
         return bool(self.problems)
 
     def raise_if_any(self, error: type[InputError] = InputError) -> None:
+        """Raise ``error_type`` with every recorded problem, if there is any."""
         if self.problems:
             raise error(self.problems)

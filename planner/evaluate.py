@@ -21,6 +21,7 @@ from .results import Plan
 
 @dataclass
 class Evaluation:
+    """A plan's purchases run on the demand that came: the realised plan, the hindsight plan and the regret."""
     realised: Plan
     hindsight: Plan
     purchases: np.ndarray  # instances per row of inputs.reserved
@@ -28,11 +29,13 @@ class Evaluation:
 
     @property
     def regret_usd(self) -> float:
+        """Realised objective minus hindsight's, 0 when the difference is within the solvers' gap."""
         value = self.realised.objective - self.hindsight.objective
         gap = max(self.realised.inputs.config.solver.mip_gap, self.hindsight.solve.mip_gap or 0.0)
         return 0.0 if value < 0 and -value <= gap * abs(self.hindsight.objective) + 1e-6 else value
 
     def to_dict(self) -> dict:
+        """evaluation.json as a dict."""
         r = self.realised
         return {
             "status": r.status.value,
@@ -106,3 +109,17 @@ def evaluate(inp: PlanInputs, purchases: np.ndarray, make_plan, plan_file: str =
     realised = make_plan(inp, fixed_reserved=purchases, risk=False)
     hindsight = hindsight if hindsight is not None else make_plan(inp, risk=False)
     return Evaluation(realised=realised, hindsight=hindsight, purchases=purchases, plan_file=plan_file)
+
+
+def write_evaluation(ev: Evaluation, out_dir: str | Path) -> dict[str, Path]:
+    """evaluation.xlsx (the realised plan's workbook) and evaluation.json, each whole or not at all."""
+    from .atomic import atomic_path
+    from .report import write_workbook
+
+    out_dir = Path(out_dir)
+    paths = {"xlsx": out_dir / "evaluation.xlsx", "json": out_dir / "evaluation.json"}
+    with atomic_path(paths["xlsx"]) as tmp:
+        write_workbook(ev.realised, tmp)
+    with atomic_path(paths["json"]) as tmp:
+        tmp.write_text(json.dumps(ev.to_dict(), indent=2, default=float) + "\n", encoding="utf-8")
+    return paths

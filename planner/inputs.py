@@ -21,6 +21,13 @@ from .validate import QUANTILE, Tables, owned_gpus
 
 @dataclass(frozen=True)
 class PlanInputs:
+    """Everything the model needs, as arrays over classes k, pools p, periods t and scenarios s.
+
+    ``demand`` (S, K, T) in reference GPUs, ``hours`` (T,), ``probability`` (S,), ``speed`` s[k,p],
+    ``goodput`` g[k,p] (spot), ``reliability``, ``headroom`` eta_k, ``spot_share`` phi_k, ``pools`` (one row per
+    GPU type and region: prices and caps), ``reserved`` (one row per reserved option: pool, term, effective rate
+    ``r``, GPUs per instance ``m``), ``inventory`` (P, T) owned GPUs; ``tables`` keeps the validated tables.
+    """
     config: ModelConfig
     tables: Tables
     classes: list[str]  # K
@@ -52,18 +59,22 @@ class PlanInputs:
 
     @property
     def horizon_hours(self) -> float:
+        """Hours in the horizon (sum of the period lengths)."""
         return float(self.hours.sum())
 
     @property
     def K(self) -> int:
+        """Number of workload classes."""
         return len(self.classes)
 
     @property
     def P(self) -> int:
+        """Number of pools (GPU type x region)."""
         return len(self.pools)
 
     @property
     def T(self) -> int:
+        """Number of periods."""
         return len(self.periods)
 
 
@@ -114,6 +125,7 @@ def _reserved(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
 
 
 def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
+    """The arrays of :class:`PlanInputs` from a model and its validated tables (SLO classes sized here)."""
     classes = list(config.classes)
     pools = _pools(tables.prices)
     reserved = _reserved(tables.prices, pools)

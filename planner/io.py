@@ -33,6 +33,7 @@ class RawTable:
 
 
 def sha256_of(path: Path) -> str:
+    """SHA-256 of a file's bytes (hex), for provenance in plan.json and the workbook."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

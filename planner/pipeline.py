@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 from . import io, validate
-from .atomic import atomic_path
 from .config import ModelConfig, load_model
 from .inputs import PlanInputs, build_inputs
 from .model import build_model

@@ -35,6 +35,7 @@ class PoolingResult:
 
     @property
     def recommendation(self) -> str:
+        """One sentence: which arrangement is cheaper, by how much, and what training gives up."""
         return recommend(self.metrics)
 
 

@@ -269,3 +269,12 @@ def sizing(requests_per_s: float, service_ms: float, slo_ms: float, percentile: 
         if c else 0.0,
         "max_requests_per_s_at_these_replicas": max_load(c, S, slo, percentile, cv),
     }
+
+
+def sizing_table(requests_per_s, service_ms: float, slo_ms: float, percentile: float = 99.0,
+                 gpus_per_replica: float = 1.0, cv: float = 1.0):
+    """:func:`sizing` for each load in ``requests_per_s`` as a DataFrame (one row per load)."""
+    import pandas as pd
+
+    loads = np.atleast_1d(np.asarray(requests_per_s, float)).tolist()
+    return pd.DataFrame([sizing(x, service_ms, slo_ms, percentile, gpus_per_replica, cv) for x in loads])

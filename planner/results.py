@@ -141,6 +141,7 @@ def baseline_all_on_demand(inp: PlanInputs) -> float:
 
 
 def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings: dict | None = None) -> Plan:
+    """The :class:`Plan` of a solved model: quantities in tidy tables, costs recomputed from the price sheet."""
     K, P, T, S = inp.K, inp.P, inp.T, len(inp.scenarios)
     fam, v, blocks = model.families, result.values, model.blocks
     have = result.status in (Status.optimal, Status.feasible)

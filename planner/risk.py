@@ -27,6 +27,7 @@ from .results import Plan
 
 @dataclass(frozen=True)
 class RiskView:
+    """What a plan over scenarios risks: EVPI, VSS, the worst case and the cost spread."""
     expected_cost_usd: float
     worst_case_usd: float
     worst_scenario: str

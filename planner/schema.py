@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Column:
+    """One column of an input file: name, whether it is required, and what it means."""
     name: str
     kind: str  # "str" | "float" | "datetime"
     required: bool
@@ -60,14 +61,17 @@ TABLES = {"demand": DEMAND, "prices": PRICES, "inventory": INVENTORY}
 
 
 def names(table: tuple[Column, ...]) -> list[str]:
+    """The column names of a table's schema."""
     return [c.name for c in table]
 
 
 def required(table: tuple[Column, ...]) -> list[str]:
+    """The required column names of a table's schema."""
     return [c.name for c in table if c.required]
 
 
 def markdown() -> str:
+    """The schema as a Markdown table (docs/inputs.md is made from it)."""
     out = []
     for title, table in TABLES.items():
         out.append(f"### {title}\n\n| column | required | unit | default | meaning |\n|---|---|---|---|---|")

@@ -26,6 +26,7 @@ from .model import PlanModel
 
 
 class Status(str, enum.Enum):
+    """How a solve ended: optimal (proven within the gap), feasible (a plan, not proven), infeasible or error."""
     optimal = "optimal"  # proven optimal within the relative gap
     feasible = "feasible"  # a plan, but stopped (time limit) before proving it optimal
     infeasible = "infeasible"
@@ -34,6 +35,7 @@ class Status(str, enum.Enum):
 
 @dataclass(frozen=True)
 class SolveResult:
+    """A solver's answer: status, one value per column, objective, gap, bound, time and backend."""
     status: Status
     values: np.ndarray  # one value per column of the PlanModel, in column order
     objective: float
@@ -58,6 +60,7 @@ def cbc_path() -> str | None:
 
 
 def highs_available() -> bool:
+    """True when highspy is installed and PuLP sees it."""
     try:
         import highspy  # noqa: F401
     except ImportError:
@@ -66,6 +69,7 @@ def highs_available() -> bool:
 
 
 def available_backends() -> list[str]:
+    """The installed solver backends, of 'cbc' and 'highs'."""
     out = []
     if cbc_path():
         out.append("cbc")

@@ -54,6 +54,7 @@ def _report(bad: Collector, raw: RawTable, mask: pd.Series, column: str | None, 
 
 def check_columns(raw: RawTable, table: tuple, bad: Collector, what: str,
                   extra: list[str] | None = None) -> bool:
+    """Report missing required columns and unknown ones (with the closest known name)."""
     known = schema.names(table) + (extra or [])
     ok = True
     for col in raw.data.columns:
@@ -161,10 +162,12 @@ def times(raw: RawTable, col: str, bad: Collector) -> pd.Series:
 # ---------------------------------------------------------------------------- prices
 
 def normalise_option(text: pd.Series) -> pd.Series:
+    """Price-sheet option names in one spelling: lower case, spaces and dashes as underscores."""
     return text.str.lower().str.strip().str.replace(r"[\s\-]+", "_", regex=True)
 
 
 def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
+    """The price sheet as typed columns, or None after reporting every bad cell to ``bad``."""
     what = "price sheet"
     if not check_columns(raw, schema.PRICES, bad, what):
         return None
@@ -276,6 +279,7 @@ def _spelling(bad: Collector, raw: RawTable, df: pd.DataFrame, col: str) -> None
 # ---------------------------------------------------------------------------- demand
 
 def validate_demand(raw: RawTable, config: ModelConfig, bad: Collector) -> pd.DataFrame | None:
+    """The demand as a long table (scenario, period, hours, class, gpus), or None after reporting."""
     what = "demand file"
     d = raw.data
     quantiles = [c for c in d.columns if QUANTILE.fullmatch(c)]
@@ -479,6 +483,7 @@ def _period_hours(raw: RawTable, long: pd.DataFrame, periods: np.ndarray,
 # ---------------------------------------------------------------------------- inventory
 
 def validate_inventory(raw: RawTable, prices: pd.DataFrame, bad: Collector) -> pd.DataFrame | None:
+    """Owned commitments with start and end, or None after reporting every bad cell."""
     what = "inventory file"
     if not check_columns(raw, schema.INVENTORY, bad, what):
         return None
@@ -502,6 +507,7 @@ def validate_inventory(raw: RawTable, prices: pd.DataFrame, bad: Collector) -> p
 # ---------------------------------------------------------------------------- model vs prices
 
 def check_classes(config: ModelConfig, prices: pd.DataFrame, bad: Collector) -> None:
+    """Every class may use some priced pool, and names only GPU types and regions the sheet has."""
     file = str(config.path) if config.path else "<model>"
     types, regions = set(prices["gpu_type"]), set(prices["region"])
     pools = set(zip(prices["gpu_type"], prices["region"]))

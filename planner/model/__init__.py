@@ -64,14 +64,17 @@ class PlanModel:
 
     @property
     def n_variables(self) -> int:
+        """Number of columns."""
         return len(self.cost)
 
     @property
     def n_constraints(self) -> int:
+        """Number of rows."""
         return sum(self.rows.values())
 
     @property
     def nonzeros(self) -> int:
+        """Number of nonzero coefficients in the rows."""
         return self.constraints.nonzeros
 
     # ---- derived views -------------------------------------------------------------------------------
@@ -152,6 +155,7 @@ class PlanModel:
         return out.reset_index(drop=True)
 
     def column_names_of(self, name: str) -> list[str]:
+        """The names of an extension's columns (``name`` or ``name_0 ..``)."""
         cols = self.user_columns[name]
         return [name] if len(cols) == 1 else [f"{name}_{i}" for i in range(len(cols))]
 

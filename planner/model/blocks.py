@@ -15,6 +15,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Blocks:
+    """(scenario, period) pairs grouped into blocks with identical demand and inventory."""
     of: np.ndarray  # (S, T) block index of each (scenario, period)
     weight: np.ndarray  # (B,) sum of probability x hours
     demand: np.ndarray  # (K, B)
@@ -22,6 +23,7 @@ class Blocks:
 
     @property
     def B(self) -> int:
+        """Number of blocks."""
         return len(self.weight)
 
 

@@ -45,6 +45,7 @@ _NAME = re.compile(r"^([a-z_]+?)((?:_\d+)+)$")
 
 
 def parse(name: str) -> tuple[str, tuple[int, ...]]:
+    """(family, integer keys) of a planner name; ValueError for anything else."""
     m = _NAME.match(name)
     if not m or m.group(1) not in FAMILIES:
         raise ValueError(f"not a planner name: {name!r}")

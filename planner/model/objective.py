@@ -19,6 +19,7 @@ from ..inputs import PlanInputs
 
 def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame],
                            n_vars: int) -> np.ndarray:
+    """The objective coefficient of every column (USD over the horizon), shortfall penalty included."""
     c = np.zeros(n_vars)
     res = inp.reserved
     c[fam["n"]["col"]] = (res["m"] * res["r"]).to_numpy() * inp.horizon_hours

@@ -20,6 +20,7 @@ GE, LE, EQ = LpConstraintGE, LpConstraintLE, LpConstraintEQ
 
 @dataclass(frozen=True)
 class RowFamily:
+    """One constraint family as sparse triples, with its sense, right-hand sides and key arrays."""
     name: str
     keys: tuple  # integer key arrays naming each row (see naming.FAMILIES)
     rows: np.ndarray  # row (0 .. n-1) of each term
@@ -31,11 +32,13 @@ class RowFamily:
 
     @property
     def n(self) -> int:
+        """Number of rows in the family."""
         return len(self.rhs)
 
 
 @dataclass
 class Rows:
+    """Every constraint family of a model, in order."""
     families: list[RowFamily] = field(default_factory=list)
 
     def add(self, name: str, keys: tuple, rows, cols, coefs, sense: int, rhs, labels=None) -> int:
@@ -49,10 +52,12 @@ class Rows:
 
     @property
     def n_rows(self) -> int:
+        """Number of rows over all families."""
         return sum(f.n for f in self.families)
 
     @property
     def nonzeros(self) -> int:
+        """Number of coefficients over all families."""
         return sum(len(f.coefs) for f in self.families)
 
     def to_pulp(self, prob: LpProblem, variables: list) -> None:

@@ -45,6 +45,7 @@ def _records(df: pd.DataFrame) -> list[dict]:
 
 
 def plan_to_dict(plan: Plan) -> dict:
+    """plan.json as a dict (the contract of spec/contracts.md)."""
     inp = plan.inputs
     sources = inp.tables.sources
     purchases = plan.purchases
@@ -149,4 +150,5 @@ def _slo_summary(plan: Plan) -> list[dict]:
 
 
 def plan_json(plan: Plan) -> str:
+    """plan.json as text (no NaN or infinity: they become null)."""
     return json.dumps(plan_to_dict(plan), indent=2, allow_nan=False) + "\n"

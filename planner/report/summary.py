@@ -7,6 +7,7 @@ from ..units import usd as _usd
 
 
 def summary_text(plan: Plan) -> str:
+    """The terminal summary of a plan: status, costs, purchases, savings, spot and shortfall."""
     inp = plan.inputs
     lines = [f"Plan '{plan.name}': {plan.status.value}"
              + (f" (gap {plan.solve.mip_gap:.2e})" if plan.solve.mip_gap is not None else "")

@@ -2,7 +2,7 @@
 
 * :mod:`.metrics`  -- the few numbers of a plan that a comparison or a sweep tabulates;
 * :mod:`.pricediff` -- what changed between two price sheets;
-* :mod:`.runner`   -- runs solves in parallel processes with progress and an estimate of time left;
+* :mod:`planner.executors` -- runs the solves (local processes or Dask) with progress and time left;
 * :mod:`.compare`  -- scenarios -> plans -> ``comparison.json`` / ``comparison.xlsx``;
 * :mod:`.sweep`    -- factor grids -> plans -> ``sweep.json`` / ``sweep.csv`` / ``sweep.xlsx``;
 * :mod:`.report`   -- the two workbooks.

@@ -34,19 +34,21 @@ from ..results import Plan
 from .metrics import plan_metrics, spend
 from .pricediff import PriceDiff, diff_prices
 from ..units import signed_usd as _signed, usd as _usd
-from .runner import Outcome, run_tasks
+from ..executors import Executor, LocalExecutor, Outcome
 
 RESERVED_COLUMN_NAMES = {"section", "item"}  # the comparison workbook's own columns
 
 
 @dataclass(frozen=True)
 class Variant:
+    """One scenario of a comparison: its label and the model, prices and demand files it uses."""
     label: str
     model: Path
     prices: Path | None = None
     demand: Path | None = None
 
     def describe(self) -> str:
+        """The files this scenario changes, for the progress line."""
         parts = [f"model {self.model}"]
         if self.prices:
             parts.append(f"prices {self.prices}")
@@ -170,8 +172,12 @@ def _solve_one(task: tuple[str, PlanInputs]) -> Plan:
 
 
 def solve_variants(variants: list[Variant], inputs: list[PlanInputs], *, backend=None, time_limit_s=None,
-                   mip_gap=None, jobs: int = 1, progress: bool = True) -> list[Plan]:
-    """One plan per scenario (in parallel); raises SolverError naming every scenario without a plan."""
+                   mip_gap=None, jobs: int = 1, executor: Executor | None = None,
+                   progress: bool = True) -> list[Plan]:
+    """One plan per scenario, on ``executor`` (default: ``jobs`` local processes).
+
+    Raises SolverError naming every scenario without a plan.
+    """
 
     def describe(o: Outcome) -> str:
         label = variants[o.index].label
@@ -180,9 +186,10 @@ def solve_variants(variants: list[Variant], inputs: list[PlanInputs], *, backend
         p: Plan = o.value
         return f"{label}: {p.status.value}, total ${p.cost['total']:,.0f}"
 
-    outcomes = run_tasks(_solve_one, [(v.label, inp) for v, inp in zip(variants, inputs)], jobs=jobs,
-                         initializer=_init_solver, initargs=(backend, time_limit_s, mip_gap),
-                         progress=progress, describe=describe)
+    executor = executor or LocalExecutor(jobs)
+    outcomes = executor.map(_solve_one, [(v.label, inp) for v, inp in zip(variants, inputs)],
+                            initializer=_init_solver, initargs=(backend, time_limit_s, mip_gap),
+                            progress=progress, describe=describe)
     failed = []
     for v, o in zip(variants, outcomes):
         if not o.ok:

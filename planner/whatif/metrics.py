@@ -18,14 +18,17 @@ RESERVED_EPS = 1e-9
 
 
 def pool_key(gpu_type: str, region: str) -> str:
+    """'gpu_type/region' of a row."""
     return f"{gpu_type}/{region}"
 
 
 def reserved_key(gpu_type: str, region: str, option: str) -> str:
+    """'gpu_type/region/option' of a reserved row."""
     return f"{gpu_type}/{region}/{option}"
 
 
 def class_pool_key(workload_class: str, gpu_type: str, region: str) -> str:
+    """'class @ gpu_type/region' of a row."""
     return f"{workload_class} @ {gpu_type}/{region}"
 
 

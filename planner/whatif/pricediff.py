@@ -50,9 +50,11 @@ class PriceDiff:
 
     @property
     def empty(self) -> bool:
+        """True when the two price sheets agree on every row."""
         return not (self.added or self.removed or self.changed)
 
     def to_dict(self) -> dict:
+        """The differences as plain data (comparison.json)."""
         return {"added": self.added, "removed": self.removed, "changed": self.changed}
 
     def summary(self, limit: int = 4) -> str:
@@ -144,4 +146,5 @@ def read_price_sheet(path: str | Path) -> pd.DataFrame:
 
 
 def diff_price_files(old: str | Path, new: str | Path) -> PriceDiff:
+    """The differences between two price-sheet files (read and validated)."""
     return diff_prices(read_price_sheet(old), read_price_sheet(new))

@@ -32,7 +32,7 @@ from ..inputs import FACTORS, PlanInputs, scale_inputs
 from ..pipeline import make_plan
 from ..units import HEADROOM_MAX, usd as _usd
 from .metrics import SPOT_EPS, plan_metrics
-from .runner import Outcome, run_tasks
+from ..executors import Executor, LocalExecutor, Outcome
 
 PRICE_FACTORS = ("spot_price", "on_demand_price", "reserved_price")
 OPTION_OF = {f: "--" + f.replace("_", "-") for f in FACTORS}
@@ -82,11 +82,13 @@ def parse_values(factor: str, text: str) -> list[float]:
 
 @dataclass
 class SweepSpec:
+    """The factors of a sweep and their values; one at a time around 1, or every combination (grid)."""
     factors: dict[str, list[float]]  # factor -> values, in FACTORS order
     grid: bool = False
 
     @classmethod
     def from_options(cls, options: dict[str, str | None], grid: bool = False) -> "SweepSpec":
+        """A spec from the CLI's LO:HI:N or comma lists (ConfigError when none is given or one is bad)."""
         factors = {f: parse_values(f, options[f]) for f in FACTORS if options.get(f)}
         if not factors:
             raise ConfigError(Problem("command line", "no factor to sweep",
@@ -184,6 +186,7 @@ def solve_point(point: dict) -> dict:
 
 @dataclass
 class SweepResult:
+    """Every point of a sweep (factors, status, metrics or error) with break-evens and the tornado."""
     spec: SweepSpec
     points: list[dict]  # index, varied, factors, ok, error, seconds, metrics...
     wall_seconds: float
@@ -195,14 +198,27 @@ class SweepResult:
 
     @property
     def ok_points(self) -> list[dict]:
+        """The points that solved."""
         return [p for p in self.points if p["ok"]]
 
     @property
+    def frame(self):
+        """One row per point: index, the factors as columns, status, costs and the other metrics."""
+        import pandas as pd
+
+        rows = [{"index": p["index"], **p["factors"],
+                 **{k: v for k, v in p.items() if k not in ("index", "factors") and not isinstance(v, (dict, list))}}
+                for p in self.points]
+        return pd.DataFrame(rows)
+
+    @property
     def points_per_minute(self) -> float:
+        """Throughput of the run."""
         return 60.0 * len(self.points) / self.wall_seconds if self.wall_seconds > 0 else float("nan")
 
     @property
     def base(self) -> dict | None:
+        """The solved point with every factor at 1, if any."""
         for p in self.points:
             if all(v == 1.0 for v in p["factors"].values()) and p["ok"]:
                 return p
@@ -210,12 +226,18 @@ class SweepResult:
 
 
 def describe_point(p: dict) -> str:
+    """'factor=value, ..' of the factors that differ from 1 ('base' when none)."""
     f = ", ".join(f"{k}={v:g}" for k, v in p["factors"].items() if v != 1.0) or "base"
     return f
 
 
 def run_sweep(inp: PlanInputs, spec: SweepSpec, *, backend=None, time_limit_s=None, mip_gap=None, jobs: int = 1,
-              progress: bool = True) -> SweepResult:
+              executor: Executor | None = None, progress: bool = True) -> SweepResult:
+    """Solve every point of ``spec`` on ``executor`` (default: ``jobs`` local processes) and analyse them.
+
+    A failed point is kept (``ok`` false, its error) and the others go on; ``result.frame`` is the table.
+    """
+    executor = executor or LocalExecutor(jobs)
     points = spec.points()
     for i, p in enumerate(points):
         p["index"] = i + 1
@@ -227,9 +249,8 @@ def run_sweep(inp: PlanInputs, spec: SweepSpec, *, backend=None, time_limit_s=No
         return f"#{p['index']} {describe_point(p)}: {o.value['status']}, total ${o.value['total_usd']:,.0f}"
 
     t0 = time.perf_counter()
-    outcomes = run_tasks(solve_point, points, jobs=jobs, initializer=_init_worker,
-                         initargs=(inp, backend, time_limit_s, mip_gap), progress=progress,
-                         describe=describe)
+    outcomes = executor.map(solve_point, points, initializer=_init_worker,
+                            initargs=(inp, backend, time_limit_s, mip_gap), progress=progress, describe=describe)
     wall = time.perf_counter() - t0
     rows = []
     for p, o in zip(points, outcomes):
@@ -240,7 +261,7 @@ def run_sweep(inp: PlanInputs, spec: SweepSpec, *, backend=None, time_limit_s=No
         else:
             row["status"] = "failed"
         rows.append(row)
-    result = SweepResult(spec=spec, points=rows, wall_seconds=wall, jobs=max(1, min(jobs, len(points))),
+    result = SweepResult(spec=spec, points=rows, wall_seconds=wall, jobs=max(1, min(executor.workers, len(points))),
                          name=inp.config.name)
     result.break_evens = break_evens(result)
     result.spot_checks = spot_checks(result, inp)
@@ -437,6 +458,7 @@ def tornado(result: SweepResult) -> list[dict]:
 # ---------------------------------------------------------------------------- flat table (CSV, workbook, terminal)
 
 def flat_columns(result: SweepResult) -> list[str]:
+    """Column names of sweep.csv."""
     res_keys, spot_keys = [], []
     for p in result.ok_points:
         for k in p.get("reserved_gpus", {}):
@@ -455,6 +477,7 @@ def flat_columns(result: SweepResult) -> list[str]:
 
 
 def flat_rows(result: SweepResult) -> tuple[list[str], list[list]]:
+    """The points as flat rows for sweep.csv."""
     cols = flat_columns(result)
     rows = []
     for p in result.points:
@@ -477,6 +500,7 @@ def flat_rows(result: SweepResult) -> tuple[list[str], list[list]]:
 
 
 def to_dict(result: SweepResult) -> dict:
+    """sweep.json as a dict."""
     return {
         "name": result.name,
         "mode": "grid" if result.spec.grid else "one-at-a-time",
@@ -492,6 +516,7 @@ def to_dict(result: SweepResult) -> dict:
 
 
 def summary_lines(result: SweepResult, max_rows: int = 200) -> list[str]:
+    """The lines the CLI prints after a sweep: table, break-evens, wall time."""
     varied = [f for f in FACTORS if f in result.spec.factors]
     short = {"spot_price": "spot", "on_demand_price": "on-dem", "reserved_price": "resv", "interruptions": "interr",
              "demand_level": "demand", "demand_growth": "growth", "headroom": "headrm"}

@@ -1,4 +1,4 @@
-"""What-if commands (`planner compare`, `planner sweep`), registered on the main CLI group."""
+"""``planner compare`` and ``planner sweep``: many solves of variants of one model."""
 
 from __future__ import annotations
 
@@ -8,12 +8,10 @@ from pathlib import Path
 
 import click
 
-from .cli import (EXIT_ERROR, EXIT_NOT_MET, _default_model, cli, demand_option, gap_option, handle_errors,
-                  model_argument, prices_option, solver_option, time_limit_option)
-
-jobs_option = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-                           help="Solves run at once, one process each (default: every core).")
-quiet_option = click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress either).")
+from . import cli
+from .common import (default_model, demand_option, executor_from, EXIT_ERROR, exit_not_proven, handle_errors,
+                     model_argument, not_proven_reasons, out_option, prices_option, quiet_option, scale_options,
+                     solve_options)
 
 
 @cli.command()
@@ -28,16 +26,13 @@ quiet_option = click.option("--quiet", "-q", is_flag=True, help="Print nothing b
               help="Name of each scenario, in the same order (default: the file names that differ).")
 @click.option("--with-base", is_flag=True,
               help="Put MODEL as it is first, labelled 'base' (automatic with a single variant).")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Output folder (default outputs/<model name>-compare/).")
-@solver_option
-@time_limit_option
-@gap_option
-@jobs_option
+@out_option("comparison.xlsx, comparison.json and each scenario's plan", "-compare")
+@solve_options
+@scale_options
 @quiet_option
 @handle_errors
 def compare(model, prices_list, demand_list, model_list, labels, with_base, out_dir, solver, time_limit, mip_gap,
-            jobs, quiet):
+            jobs, executor, scheduler, quiet):
     """Solve variants of MODEL side by side: comparison.xlsx and comparison.json.
 
     Each --prices, --demand or --model value is one scenario; lists given
@@ -57,12 +52,11 @@ def compare(model, prices_list, demand_list, model_list, labels, with_base, out_
         planner compare models/example.toml --prices data/example/prices.csv \\
             --prices offer.csv --label today --label offer --out outputs/offer
     """
-    from .pipeline import default_out_dir
-    from .whatif import compare as cmp
-    from .whatif.runner import default_jobs
+    from ..pipeline import default_out_dir
+    from ..whatif import compare as cmp
 
     t0 = time.perf_counter()
-    variants = cmp.resolve_variants(model or _default_model(), list(model_list), list(prices_list),
+    variants = cmp.resolve_variants(model or default_model(), list(model_list), list(prices_list),
                                     list(demand_list), list(labels), with_base)
     inputs = cmp.load_variants(variants)
     target = out_dir or default_out_dir(inputs[0].config, "-compare")
@@ -70,8 +64,9 @@ def compare(model, prices_list, demand_list, model_list, labels, with_base, out_
         click.echo(f"Comparing {len(variants)} scenarios (base '{variants[0].label}'):", err=True)
         for v in variants:
             click.echo(f"  {v.label}: {v.describe()}", err=True)
-    plans = cmp.solve_variants(variants, inputs, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap,
-                               jobs=jobs or default_jobs(), progress=not quiet)
+    with executor_from(executor, scheduler, jobs) as ex:
+        plans = cmp.solve_variants(variants, inputs, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap,
+                                   executor=ex, progress=not quiet)
     comparison = cmp.build_comparison(variants, plans)
     paths = cmp.write_comparison(variants, plans, comparison, target)
     if not quiet:
@@ -79,15 +74,7 @@ def compare(model, prices_list, demand_list, model_list, labels, with_base, out_
             click.echo(line)
         click.echo(f"  wrote {paths['xlsx']} and {paths['json']} ({len(plans)} scenario plans under "
                    f"{Path(target) / 'scenarios'}) in {time.perf_counter() - t0:.1f} s")
-    why = []
-    for v, p in zip(variants, plans):
-        if p.status.value != "optimal":
-            why.append(f"'{v.label}' status {p.status.value} (gap {p.solve.mip_gap})")
-        if not p.demand_met:
-            why.append(f"'{v.label}' leaves {p.shortfall_gpu_hours:,.1f} GPU-hours of demand unmet")
-    if why:
-        click.secho("Warning: " + "; ".join(why), fg="yellow", err=True)
-        sys.exit(EXIT_NOT_MET)
+    exit_not_proven(not_proven_reasons([(v.label, p) for v, p in zip(variants, plans)]))
 
 
 
@@ -106,18 +93,15 @@ def _factor_option(name: str, what: str):
 @_factor_option("demand_growth", "demand growth: 1 at the first period rising linearly to the factor at the last")
 @_factor_option("headroom", "every class's headroom")
 @click.option("--grid", is_flag=True, help="Every combination of the factors' values (default: one at a time).")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Output folder (default outputs/<model name>-sweep/).")
+@out_option("sweep.json, sweep.csv and sweep.xlsx", "-sweep")
 @prices_option
 @demand_option
-@solver_option
-@time_limit_option
-@gap_option
-@jobs_option
+@solve_options
+@scale_options
 @quiet_option
 @handle_errors
 def sweep(model, spot_price, on_demand_price, reserved_price, interruptions, demand_level, demand_growth, headroom,
-          grid, out_dir, prices, demand, solver, time_limit, mip_gap, jobs, quiet):
+          grid, out_dir, prices, demand, solver, time_limit, mip_gap, jobs, executor, scheduler, quiet):
     """Sensitivity of the plan to factors on prices, interruptions, demand and headroom.
 
     Each factor takes LO:HI:N (N evenly spaced values) or a comma list. By
@@ -138,10 +122,9 @@ def sweep(model, spot_price, on_demand_price, reserved_price, interruptions, dem
     \b
         planner sweep models/example.toml --spot-price 0.5:2:16 --interruptions 0.5,1,2,4 --jobs 2
     """
-    from .pipeline import default_out_dir, load_inputs
-    from .whatif import sweep as sw
-    from .whatif.report import write_sweep_outputs
-    from .whatif.runner import default_jobs
+    from ..pipeline import default_out_dir, load_inputs
+    from ..whatif import sweep as sw
+    from ..whatif.report import write_sweep_outputs
 
     spec = sw.SweepSpec.from_options(dict(spot_price=spot_price, on_demand_price=on_demand_price,
                                           reserved_price=reserved_price, interruptions=interruptions,
@@ -149,15 +132,15 @@ def sweep(model, spot_price, on_demand_price, reserved_price, interruptions, dem
                                      grid=grid)
     n_points = len(spec.points())
     t0 = time.perf_counter()
-    inp = load_inputs(model or _default_model(), demand=demand, prices=prices)
+    inp = load_inputs(model or default_model(), demand=demand, prices=prices)
     read_s = time.perf_counter() - t0
-    jobs = jobs or default_jobs()
-    if not quiet:
-        click.echo(f"Sweeping '{inp.config.name}': {n_points} points "
-                   f"({'grid' if grid else 'one factor at a time'}) on {min(jobs, n_points)} process(es); "
-                   f"inputs read and validated once in {read_s:.1f} s", err=True)
-    result = sw.run_sweep(inp, spec, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, jobs=jobs,
-                          progress=not quiet)
+    with executor_from(executor, scheduler, jobs) as ex:
+        if not quiet:
+            click.echo(f"Sweeping '{inp.config.name}': {n_points} points "
+                       f"({'grid' if grid else 'one factor at a time'}) on {min(ex.workers, n_points)} "
+                       f"{ex.name} worker(s); inputs read and validated once in {read_s:.1f} s", err=True)
+        result = sw.run_sweep(inp, spec, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, executor=ex,
+                              progress=not quiet)
     target = Path(out_dir or default_out_dir(inp.config, "-sweep"))
     paths = write_sweep_outputs(result, target)
     if not quiet:
@@ -178,6 +161,4 @@ def sweep(model, spot_price, on_demand_price, reserved_price, interruptions, dem
     short = sum(1 for p in ok if p["shortfall_gpu_hours"] > 1e-6)
     if short:
         why.append(f"{short} point(s) leave demand unmet")
-    if why:
-        click.secho("Warning: " + "; ".join(why), fg="yellow", err=True)
-        sys.exit(EXIT_NOT_MET)
+    exit_not_proven(why)

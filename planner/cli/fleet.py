@@ -1,0 +1,131 @@
+"""``planner pooling``, ``quotas`` and ``export``: how one fleet is shared."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from . import cli
+from .common import (default_model, echo_json, EXIT_ERROR, EXIT_NOT_MET, EXIT_OK, Finite, handle_errors,
+                     json_option, model_argument, out_option, solve_options, solver_option)
+
+
+def _quota_options(fn):
+    for opt in reversed([
+        click.option("--plan", "plan_file", type=click.Path(path_type=Path), default=None,
+                     help="Share the fleet of this plan.json's purchases (default: plan MODEL now)."),
+        click.option("--total-gpus", type=click.IntRange(min=1, max=10_000_000), default=None,
+                     help="Share a fixed number of GPUs instead of a plan's fleet."),
+        click.option("--percentile", type=Finite(0, 100), default=50.0, show_default=True,
+                     help="Percentile of a team's hourly demand that sets its nominal quota."),
+        click.option("--gamer", default=None, help="Team that games the policy (default: the one that waits most)."),
+        click.option("--inflate", type=Finite(1, 100), default=1.5, show_default=True,
+                     help="Factor by which the gamer inflates its requests."),
+        solver_option,
+    ]):
+        fn = opt(fn)
+    return fn
+
+
+@cli.command()
+@model_argument
+@_quota_options
+@out_option("quotas.json and quotas.xlsx", "-quotas")
+@json_option
+@handle_errors
+def quotas(model, plan_file, total_gpus, percentile, gamer, inflate, solver, out_dir, as_json):
+    """Quotas and fair-sharing weights per team, replayed hour by hour, and how teams could game them.
+
+    Teams are the classes' `team` (a class is its own team by default); [teams.<name>] sets
+    fair_share_weight and guaranteed_gpus. See docs/quotas.md.
+
+    Example:
+
+    \b
+        planner quotas models/quotas.toml --total-gpus 1024
+        planner quotas models/example.toml --plan outputs/example-q1-2027/plan.json --json
+    """
+    from ..pipeline import default_out_dir
+    from ..quotas.run import quota_result
+    from ..report.quotas_report import quotas_dict, quotas_text, write_quotas
+
+    model = model or default_model("quotas")
+    result = quota_result(model, plan_file, total_gpus, percentile, gamer, inflate, solver)
+    from ..config import load_model
+
+    paths = write_quotas(result, out_dir or default_out_dir(load_model(model), "-quotas"))
+    if as_json:
+        echo_json(quotas_dict(result))
+    else:
+        click.echo(quotas_text(result))
+        click.echo(f"wrote {paths['json']} and {paths['xlsx']}")
+
+
+@cli.command(name="export")
+@click.argument("kind", type=click.Choice(["kueue", "volcano", "slurm"]))
+@model_argument
+@_quota_options
+@out_option("the generated files", required=True)
+@handle_errors
+def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, solver, out_dir):
+    """Write the quota policy as Kueue or Volcano manifests (YAML) or Slurm sacctmgr commands.
+
+    Example:
+
+    \b
+        planner export kueue models/quotas.toml --total-gpus 1024 --out outputs/kueue
+        planner export slurm models/quotas.toml --total-gpus 1024 --out outputs/slurm
+    """
+    from ..export import write_export
+    from ..quotas.run import quota_result
+
+    model = model or default_model("quotas")
+    result = quota_result(model, plan_file, total_gpus, percentile, gamer, inflate, solver)
+    for path in write_export(kind, result, out_dir):
+        click.echo(f"wrote {path}")
+
+
+@cli.command()
+@model_argument
+@out_option("pooling.json and pooling.xlsx", "-pooling")
+@solve_options
+@json_option
+@handle_errors
+def pooling(model, out_dir, solver, time_limit, mip_gap, as_json):
+    """Separate pools, or one pool where training backfills what inference leaves idle?
+
+    Plans MODEL twice: the classes with priority (no backfill) and the backfill classes each on a
+    fleet of their own, and all together with backfill preempted when the priority classes need their
+    GPUs back. Prints both costs, the inference latency, what training loses, and a recommendation.
+
+    Example:
+
+    \b
+        planner pooling models/pooling.toml --out outputs/pooling
+    """
+    from ..pipeline import default_out_dir, load_inputs, make_plan
+    from ..pooling import compare_pooling
+    from ..report.pooling_report import pooling_dict, pooling_text, write_pooling
+
+    if model is None:
+        model = default_model("pooling")
+    inp = load_inputs(model)
+    result = compare_pooling(inp, lambda i: make_plan(i, backend=solver, time_limit_s=time_limit,
+                                                      mip_gap=mip_gap, risk=False))
+    bad = [p for p in result.separate + [result.pooled] if p.status.value in ("infeasible", "error")]
+    if bad:
+        click.secho(f"Error: a plan could not be solved: {bad[0].solve.message}", fg="red", err=True)
+        sys.exit(EXIT_ERROR)
+    paths = write_pooling(result, out_dir or default_out_dir(inp.config, "-pooling"))
+    if as_json:
+        click.echo(json.dumps(pooling_dict(result), indent=2))
+    else:
+        click.echo(pooling_text(result))
+        click.echo(f"wrote {paths['json']} and {paths['xlsx']}")
+    proven = all(p.status.value == "optimal" and p.demand_met for p in result.separate + [result.pooled])
+    sys.exit(EXIT_OK if proven else EXIT_NOT_MET)
+
+

@@ -1,0 +1,258 @@
+"""Where many independent solves run: local processes, or a Dask cluster.
+
+Sweeps, comparisons and backtests hand a list of tasks to an executor:
+``executor.map(fn, tasks, initializer=..., initargs=...)`` runs ``fn(task)`` for
+every task and returns one :class:`Outcome` per task, in task order. A task that
+raises is reported as failed (its error text kept) and the others go on.
+``initializer(*initargs)`` loads what every task shares (the validated inputs)
+once per worker, not once per task.
+
+- :class:`LocalExecutor`: ``jobs`` processes on this machine (``jobs=1`` runs here, no pool).
+- :class:`DaskExecutor`: Dask distributed, on the cluster at ``scheduler`` (``tcp://host:8786``) or on a
+  ``LocalCluster`` of ``jobs`` worker processes (``processes=False``: threads in this process, for quick tests).
+  The shared arguments are scattered to every worker once; progress is shown as tasks finish.
+
+Dask is imported only when a Dask executor is made.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import click
+
+
+def default_jobs() -> int:
+    """Every core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class Outcome:
+    """One task's result: ``value`` when ``ok``, else ``error`` ("ErrorType: message")."""
+
+    index: int
+    ok: bool
+    value: Any = None
+    error: str = ""
+    seconds: float = 0.0
+
+
+def _guarded(fn: Callable, task) -> tuple[bool, Any, float]:
+    t0 = time.perf_counter()
+    try:
+        return True, fn(task), time.perf_counter() - t0
+    except Exception as exc:  # reported per task; the run goes on
+        from .errors import PlannerError
+
+        text = str(exc) if isinstance(exc, PlannerError) else f"{type(exc).__name__}: {exc}"
+        return False, text, time.perf_counter() - t0
+
+
+def _fmt_s(s: float) -> str:
+    if s < 100:
+        return f"{s:.0f} s"
+    m, sec = divmod(int(round(s)), 60)
+    return f"{m} min {sec:02d} s" if m < 60 else f"{m // 60} h {m % 60:02d} min"
+
+
+class Progress:
+    """``[#####-----] 12/50  24 %  elapsed 30 s, ~95 s left  <what just finished>`` on stderr."""
+
+    def __init__(self, total: int, enabled: bool = True, width: int = 20):
+        self.total, self.enabled, self.width = total, enabled, width
+        self.done = 0
+        self.t0 = time.perf_counter()
+
+    def step(self, text: str = "") -> None:
+        """Count one finished task and print the bar (when enabled)."""
+        self.done += 1
+        if not self.enabled:
+            return
+        elapsed = time.perf_counter() - self.t0
+        frac = self.done / self.total if self.total else 1.0
+        fill = int(round(frac * self.width))
+        bar = "#" * fill + "-" * (self.width - fill)
+        left = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        eta = "done" if self.done == self.total else f"~{_fmt_s(left)} left"
+        click.echo(f"[{bar}] {self.done}/{self.total} {100 * frac:3.0f} %  elapsed {_fmt_s(elapsed)}, {eta}"
+                   + (f"  {text}" if text else ""), err=True)
+
+
+class _Recorder:
+    def __init__(self, n: int, progress: bool, describe):
+        self.outcomes: list[Outcome | None] = [None] * n
+        self.bar = Progress(n, enabled=progress)
+        self.describe = describe
+
+    def __call__(self, i: int, ok: bool, value, seconds: float) -> None:
+        out = Outcome(i, ok, value if ok else None, "" if ok else str(value), seconds)
+        self.outcomes[i] = out
+        self.bar.step(self.describe(out) if self.describe else "")
+
+
+class Executor:
+    """Runs ``fn(task)`` for many tasks; see the module docstring."""
+
+    name = "executor"
+    workers = 1
+
+    def map(self, fn: Callable, tasks: list, *, initializer: Callable | None = None, initargs: tuple = (),
+            progress: bool = True, describe: Callable[[Outcome], str] | None = None) -> list[Outcome]:
+        """``fn(task)`` for every task; one :class:`Outcome` per task, in task order."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release workers (a no-op for local processes, which live only for one ``map``)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _context():
+    """fork where it is safe (Linux, one thread: workers inherit the loaded inputs for free), else spawn."""
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform.startswith("linux") and "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+class LocalExecutor(Executor):
+    """``jobs`` worker processes on this machine (``jobs=1``: in this process, which a debugger wants)."""
+
+    name = "local"
+
+    def __init__(self, jobs: int | None = None):
+        self.workers = max(1, jobs or default_jobs())
+
+    def __repr__(self) -> str:
+        return f"LocalExecutor(jobs={self.workers})"
+
+    def map(self, fn, tasks, *, initializer=None, initargs=(), progress=True, describe=None):
+        """``fn(task)`` for every task on ``jobs`` processes; see :meth:`Executor.map`."""
+        record = _Recorder(len(tasks), progress, describe)
+        jobs = max(1, min(self.workers, len(tasks)))
+        if jobs == 1:
+            if initializer:
+                initializer(*initargs)
+            for i, task in enumerate(tasks):
+                record(i, *_guarded(fn, task))
+            return record.outcomes  # type: ignore[return-value]
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=initializer,
+                                   initargs=initargs)
+        try:
+            pending = {pool.submit(_guarded, fn, task): i for i, task in enumerate(tasks)}
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    i = pending.pop(fut)
+                    try:
+                        ok, value, seconds = fut.result()
+                    except BrokenProcessPool as exc:
+                        ok, value, seconds = False, f"worker process died: {exc}", 0.0
+                    except Exception as exc:  # e.g. a result that cannot be pickled back
+                        ok, value, seconds = False, f"{type(exc).__name__}: {exc}", 0.0
+                    record(i, ok, value, seconds)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return record.outcomes  # type: ignore[return-value]
+
+
+_INITIALISED: dict[str, bool] = {}  # per Dask worker process: which runs' initializers have run here
+_INIT_LOCK = threading.Lock()
+
+
+def _dask_task(fn, task, run: str, initializer, initargs):
+    """On a Dask worker: run this run's initializer once per worker process, then the task."""
+    if initializer is not None:
+        with _INIT_LOCK:
+            if not _INITIALISED.get(run):
+                initializer(*initargs)
+                _INITIALISED.clear()  # one run's state at a time per worker
+                _INITIALISED[run] = True
+    return _guarded(fn, task)
+
+
+class DaskExecutor(Executor):
+    """Dask distributed: a cluster's scheduler address, or a LocalCluster started here (closed by ``close``)."""
+
+    name = "dask"
+
+    def __init__(self, scheduler: str | None = None, jobs: int | None = None, processes: bool = True):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:  # pragma: no cover - dask is a dependency
+            from .errors import SolverError
+
+            raise SolverError("Dask is not installed: pip install 'dask[distributed]'") from None
+        self.cluster = None
+        if scheduler:
+            self.client = Client(scheduler, timeout="30s")
+        else:
+            n = max(1, jobs or default_jobs())
+            self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
+                                        dashboard_address=":0", silence_logs=40)
+            self.client = Client(self.cluster)
+        self.workers = max(1, len(self.client.scheduler_info().get("workers", {})) or (jobs or 1))
+
+    def __repr__(self) -> str:
+        return f"DaskExecutor({self.client.scheduler.address}, workers={self.workers})"
+
+    def map(self, fn, tasks, *, initializer=None, initargs=(), progress=True, describe=None):
+        """``fn(task)`` for every task on the Dask workers (shared arguments scattered once)."""
+        from distributed import as_completed
+
+        record = _Recorder(len(tasks), progress, describe)
+        if not tasks:
+            return []
+        run = uuid.uuid4().hex
+        shared = self.client.scatter(list(initargs), broadcast=True) if initargs else []
+        futures = [self.client.submit(_dask_task, fn, task, run, initializer, *([shared] if initargs else [()]),
+                                      pure=False, key=f"planner-{run}-{i}")
+                   for i, task in enumerate(tasks)]
+        index = {f.key: i for i, f in enumerate(futures)}
+        try:
+            for fut in as_completed(futures):
+                i = index[fut.key]
+                try:
+                    ok, value, seconds = fut.result()
+                except Exception as exc:  # the worker died, or the result could not come back
+                    ok, value, seconds = False, f"{type(exc).__name__}: {exc}", 0.0
+                record(i, ok, value, seconds)
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+        return record.outcomes  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Close the client, and the LocalCluster when this executor started one."""
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def make_executor(kind: str = "local", *, jobs: int | None = None, scheduler: str | None = None,
+                  processes: bool = True) -> Executor:
+    """``"local"`` (processes here) or ``"dask"`` (``scheduler``'s cluster, else a LocalCluster of ``jobs``)."""
+    if kind == "local":
+        return LocalExecutor(jobs)
+    if kind == "dask":
+        return DaskExecutor(scheduler=scheduler, jobs=jobs, processes=processes)
+    raise ValueError(f"unknown executor {kind!r}; expected 'local' or 'dask'")
