@@ -54,7 +54,7 @@ def write_case(folder: Path, demand: dict[str, list[float]], prices: list[dict],
         pd.DataFrame(inventory).to_csv(folder / "inventory.csv", index=False)
         lines.append('inventory = "inventory.csv"')
     lines.append(extra_top)
-    settings = {"backend": "cbc", "mip_gap": 0.0, "time_limit_s": 60}
+    settings = {"backend": "highs", "mip_gap": 0.0, "time_limit_s": 60}
     settings.update(solver or {})
     lines.append("[solver]")
     lines += [f"{k} = {_toml_value(v)}" for k, v in settings.items()]
@@ -66,7 +66,7 @@ def write_case(folder: Path, demand: dict[str, list[float]], prices: list[dict],
     return path
 
 
-def solve_case(path: Path, backend: str = "cbc", **kw):
+def solve_case(path: Path, backend: str = "highs", **kw):
     return make_plan(load_inputs(path), backend=backend, mip_gap=0.0, **kw)
 
 
@@ -78,10 +78,10 @@ def price(gpu_type="A", region="r1", option="on_demand", hourly=1.0, **extra):
 
 @pytest.fixture(scope="session")
 def example_plan(tmp_path_factory):
-    """The bundled example, planned once per session with CBC, outputs written."""
+    """The bundled example, planned once per session (HiGHS, the default), outputs written."""
     from planner.pipeline import write_outputs
 
-    plan = make_plan(load_inputs(ROOT / "models" / "example.toml"), backend="cbc")
+    plan = make_plan(load_inputs(ROOT / "models" / "example.toml"))
     out = tmp_path_factory.mktemp("example")
     paths = write_outputs(plan, out)
     return plan, paths

@@ -144,6 +144,7 @@ def test_written_mps_solves_back_to_the_same_optimum(tmp_path):
     assert "cap:" in text and "demand_0_0" in text
 
 
+@pytest.mark.slow
 def test_import_is_lazy_and_exports_the_public_names():
     code = ("import sys, planner; heavy = [m for m in ('pandas', 'pulp', 'highspy', 'numpy') if m in sys.modules];"
             "print(heavy); from planner import Plan, Status, InputError, SolverError, PlannerError, plan, "
@@ -155,6 +156,7 @@ def test_import_is_lazy_and_exports_the_public_names():
         planner.no_such_name  # noqa: B018
 
 
+@pytest.mark.slow
 def test_example_notebook_plan_uses_highs_by_default():
     p = planner.plan(ROOT / "models" / "example.toml", risk=False)
     assert p.solve.backend == "highs" and p.status.value == "optimal"

@@ -56,6 +56,8 @@ def _param(name: str):
         marks.append(pytest.mark.xfail(strict=True, reason=reason))
     if (folder / "unreadable.txt").exists() and IS_ROOT:
         marks.append(pytest.mark.skip(reason="running as root: chmod 000 does not stop root reading the file"))
+    if name.endswith("_valid"):  # whole valid workbooks and encodings: read in full, kept out of the quick loop
+        marks.append(pytest.mark.slow)
     return pytest.param(name, marks=marks, id=name)
 
 
@@ -140,6 +142,7 @@ def test_validate(name, tmp_path):
     _assert_lines(name, result.output)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PARAMS)
 def test_plan(name, tmp_path):
     model = _workspace(name, tmp_path)

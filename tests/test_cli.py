@@ -89,6 +89,7 @@ def test_overrides_prices_from_the_command_line(runner, tmp_path):
     assert json.loads((out / "plan.json").read_text())["cost_usd"]["total"] == pytest.approx(33.0)
 
 
+@pytest.mark.slow
 def test_example_plan_is_optimal_and_written(example_plan):
     plan, paths = example_plan
     data = json.loads(paths["json"].read_text())

@@ -50,6 +50,7 @@ def _run(*args):
     return CliRunner().invoke(cli, ["compare", *map(str, args)])
 
 
+@pytest.mark.slow
 def test_compare_totals_equal_separate_plan_runs(case, tmp_path):
     model, now, offer = case
     out = tmp_path / "out"
@@ -75,6 +76,7 @@ def test_compare_totals_equal_separate_plan_runs(case, tmp_path):
     assert ("reserved_3y", "reserved GPUs bought") in moved
 
 
+@pytest.mark.slow
 def test_compare_workbook_side_by_side_delta_chart_and_links(case, tmp_path):
     model, now, offer = case
     out = tmp_path / "out"
@@ -103,6 +105,7 @@ def test_compare_workbook_side_by_side_delta_chart_and_links(case, tmp_path):
         assert load_workbook(out / link).sheetnames[0] == "Summary"
 
 
+@pytest.mark.slow
 def test_compare_demand_variants_and_single_variant_gets_the_base(tmp_path):
     model = write_case(tmp_path / "m", DEMAND, _base_prices(), SPOT_CLASS)
     high = tmp_path / "high.csv"
@@ -133,6 +136,7 @@ def test_compare_bad_input_in_any_scenario_exits_2_and_writes_nothing(case, tmp_
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_compare_exit_3_when_a_scenario_leaves_demand_unmet(case, tmp_path):
     model, now, _offer = case
     capped = _sheet(tmp_path / "capped", [price(hourly=2.0, max_gpus=4),

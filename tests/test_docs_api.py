@@ -15,6 +15,7 @@ def _blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
 
+@pytest.mark.slow
 def test_the_api_walkthrough_runs_as_written(capsys):
     blocks = _blocks()
     assert len(blocks) >= 5

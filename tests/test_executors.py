@@ -45,6 +45,7 @@ def test_local_map_keeps_order_failures_and_shared_state(make):
     assert "three is refused" in out[2].error
 
 
+@pytest.mark.slow
 def test_dask_map_keeps_order_failures_and_shared_state(dask_threads):
     out = dask_threads.map(_square, [1, 2, 3, 4], initializer=_init, initargs=(10,), progress=False)
     assert [o.value for o in out] == [11, 14, None, 26]
@@ -64,6 +65,7 @@ def _points(result):
     return [(p["factors"], p["status"], round(p["total_usd"], 6)) for p in result.points]
 
 
+@pytest.mark.slow
 def test_sweep_on_dask_equals_the_local_run(case, dask_threads):
     spec = SweepSpec({"spot_price": [0.5, 1.0, 2.0], "reserved_price": [0.8, 1.2]})
     local = run_sweep(case, spec, executor=LocalExecutor(2), progress=False)
@@ -72,6 +74,7 @@ def test_sweep_on_dask_equals_the_local_run(case, dask_threads):
     assert len(local.frame) == 5 and {"spot_price", "reserved_price", "total_usd"} <= set(local.frame.columns)
 
 
+@pytest.mark.slow
 def test_backtest_windows_in_parallel_equal_the_serial_run(case, dask_threads):
     serial = backtest_hours(case, 12, 6, 6)
     parallel = backtest_hours(case, 12, 6, 6, executor=LocalExecutor(2))

@@ -31,6 +31,7 @@ def test_xlsx_inputs_equal_csv_inputs(tmp_path):
     assert xlsx_plan.cost["total"] == pytest.approx(csv_plan.cost["total"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("r,reserved,expected", [(0.6, 0, 50.0), (0.4, 10, 40.0)])
 def test_two_scenarios_by_hand(tmp_path, backend, r, reserved, expected):
     # low: no demand, high: 10 GPUs, each p = 0.5, 10 one-hour periods, on-demand 1 $/h, reserved r $/h:

@@ -77,6 +77,7 @@ def test_a_fifo_is_not_read(tmp_path):
     assert r.exit_code == 2 and "is not a regular file" in r.output, r.output
 
 
+@pytest.mark.slow
 def test_evaluating_a_plan_the_inputs_cannot_hold_is_never_a_cost(tmp_path):
     import json
 
@@ -243,6 +244,7 @@ def test_kills_during_the_write_leave_a_pair_from_one_run_and_no_temp_files(tmp_
     assert leftovers == []
 
 
+@pytest.mark.slow
 def test_a_stray_cell_far_away_in_an_xlsx_is_an_input_error_not_a_memory_bomb(tmp_path):
     from openpyxl import Workbook
 
@@ -264,6 +266,7 @@ def _names():
     return st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=1, max_size=10)
 
 
+@pytest.mark.slow
 def test_names_from_all_of_unicode_never_crash_and_stay_text(tmp_path_factory):
     """Class, GPU type and region names drawn from all of Unicode (control and formula characters too):
     the planner plans (exit 0 or 3) with the names written as text, or refuses them (exit 2, naming a

@@ -86,6 +86,7 @@ def test_costs_recomputed_from_quantities(tmp_path, seed):
     assert plan.objective == pytest.approx(plan.solve.objective, rel=1e-7)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(len(BACKENDS) < 2, reason="needs both CBC and HiGHS")
 @pytest.mark.parametrize("seed", [4, 5])
 def test_cbc_and_highs_agree(tmp_path, seed):

@@ -72,6 +72,7 @@ def _bundled_copy(tmp_path: Path, goodput: float | None) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_pooled_never_costs_more_when_preemption_is_free(tmp_path):
     res = compare_pooling(load_inputs(_bundled_copy(tmp_path, 1.0)), _plan)
     sep, pool = res.metrics["separate"], res.metrics["pooled"]
@@ -159,6 +160,7 @@ def test_slo_command_json_and_exit_codes():
     assert r.exit_code == 2 and "no number of replicas meets p99 <= 2000 ms" in r.output
 
 
+@pytest.mark.slow
 def test_pooling_command_writes_json_and_workbook(tmp_path):
     out = tmp_path / "out"
     r = CliRunner().invoke(cli_mod.cli, ["pooling", str(POOLING), "--out", str(out)])
@@ -188,6 +190,7 @@ def test_pooling_without_backfill_class_is_an_input_error(tmp_path):
 # --- defects found by the independent review, each now a test ---------------------------------------
 
 
+@pytest.mark.slow
 def test_cbc_solves_backfill_models_like_highs():
     inp = load_inputs(POOLING)
     a = make_plan(inp, backend="highs", mip_gap=0.0, risk=False)
@@ -196,6 +199,7 @@ def test_cbc_solves_backfill_models_like_highs():
     assert b.cost["total"] == pytest.approx(a.cost["total"], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_windows_and_what_ifs_of_slo_models_keep_the_slo():
     from planner.inputs import scale_inputs, slice_periods
 

@@ -106,6 +106,7 @@ def _simulate(lam, service, c, slo, n, seed=1, dist="exp", cv=1.0):
     return float((lat > slo).mean()), len(lat)
 
 
+@pytest.mark.slow
 def test_exact_tail_agrees_with_simulation():
     lam, service, c, slo = 5.0, 0.2, 2, 1.0
     exact = q.p_latency_above(slo, lam, service, c)
@@ -136,6 +137,7 @@ def test_sizing_report_keys():
     assert q.replicas_for_slo(np.array([r["max_requests_per_s_at_these_replicas"] * 1.001]), 0.5, 3, 99)[0] == 23
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lam,service,c,t,cv", [(40, 0.5, 22, 3.0, 1.2), (40, 0.4, 20, 4.0, 1.5),
                                                (5, 0.2, 2, 1.0, 2.0), (40, 0.4, 21, 6.0, 3.0),
                                                (40, 0.5, 22, 3.0, 0.5)])

@@ -137,6 +137,7 @@ def _export(kind, tmp_path):
     return out
 
 
+@pytest.mark.slow
 def test_kueue_manifests_validate_against_the_crds(tmp_path):
     out = _export("kueue", tmp_path)
     files = {"resource-flavors.yaml": "ResourceFlavor", "cohort.yaml": "Cohort",
@@ -175,6 +176,7 @@ def test_kueue_manifests_validate_against_the_crds(tmp_path):
     assert all(lq["metadata"]["namespace"] for lq in docs["LocalQueue"])
 
 
+@pytest.mark.slow
 def test_volcano_queues_validate(tmp_path):
     out = _export("volcano", tmp_path)
     for q in yaml.safe_load_all((out / "queues.yaml").read_text()):
@@ -185,6 +187,7 @@ def test_volcano_queues_validate(tmp_path):
         assert s["capability"][gpu] >= s["deserved"][gpu] >= s.get("guarantee", {}).get("resource", {}).get(gpu, 0)
 
 
+@pytest.mark.slow
 def test_slurm_commands_match_the_golden_files(tmp_path):
     out = _export("slurm", tmp_path)
     for name in ("sacctmgr.sh", "slurm.conf.preemption"):
@@ -209,6 +212,7 @@ def test_kueue_export_of_a_planned_fleet_has_a_flavor_per_option(tmp_path):
 
 # --- command line and bad input --------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_quotas_json_has_teams_and_gaming(tmp_path):
     r = CliRunner().invoke(cli_mod.cli, ["quotas", str(MODEL), "--total-gpus", "1024", "--json",
                                          "--out", str(tmp_path / "q")])
@@ -247,6 +251,7 @@ def test_the_strict_validator_rejects_what_the_api_server_would():
         _validate(half, "kueue.x-k8s.io_v1beta2_ClusterQueue.json")
 
 
+@pytest.mark.slow
 def test_showback_adds_up_to_the_total_by_class_and_team(example_plan):
     from planner.showback import by_class, by_team
 
@@ -304,6 +309,7 @@ def test_a_guarantee_above_the_peak_is_not_locked_idle():
     assert q["nominal_gpus"].sum() == 200 and q["lending_limit_gpus"].iat[0] == q["nominal_gpus"].iat[0] - 20
 
 
+@pytest.mark.slow
 def test_hours_are_counted_once_per_team_across_flavors():
     from planner.pipeline import make_plan
     from planner.quotas.build import from_plan
@@ -316,6 +322,7 @@ def test_hours_are_counted_once_per_team_across_flavors():
     assert (r.gaming[["gamer_gain_gpu_hours", "others_loss_gpu_hours"]].abs() >= 0).all().all()
 
 
+@pytest.mark.slow
 def test_an_unwritable_output_folder_is_a_clean_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")

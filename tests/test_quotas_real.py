@@ -15,6 +15,7 @@ if not helios.DATA.exists():
     pytest.skip("../shared/data/real not present", allow_module_level=True)
 
 
+@pytest.mark.slow
 def test_helios_replay():
     out = helios.run()
     assert out["teams"] == 16 and out["gpus"] == 856

@@ -33,6 +33,7 @@ cli(["plan", sys.argv[2], "--out", sys.argv[3], "-q"], prog_name="planner")
 """
 
 
+@pytest.mark.slow
 def test_killing_a_run_mid_write_leaves_the_previous_outputs(tmp_path):
     m = write_case(tmp_path, {"c": [5, 6]}, [price(hourly=1.0)], {"c": {}})
     out = tmp_path / "out"
@@ -54,6 +55,7 @@ def test_killing_a_run_mid_write_leaves_the_previous_outputs(tmp_path):
     assert json.loads(after["plan.json"])["cost_usd"]["total"] == pytest.approx(11.0)
 
 
+@pytest.mark.slow
 def test_same_inputs_same_plan_json_but_timings(tmp_path):
     m = write_case(tmp_path, {"a": [5, 6, 9], "b": [1, 8, 2]},
                    [price(hourly=2.0), price(option="reserved_1y", hourly=1.0),
@@ -96,6 +98,7 @@ def cases(draw):
     return demand, prices, classes, capped
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_random_valid_inputs_plan_and_cover_demand(case):

@@ -43,6 +43,7 @@ def test_vss_and_evpi_by_hand(tmp_path):
     assert sum(s["probability"] * s["cost_usd"]["total"] for s in data["scenarios"]) == pytest.approx(45)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(5))
 def test_vss_and_evpi_are_never_negative(tmp_path, seed):
     rng = np.random.default_rng(seed)
@@ -64,6 +65,7 @@ def test_quantile_columns_become_weighted_scenarios(tmp_path):
     assert plan.cost["total"] == pytest.approx(2 * (0.3 * 1 + 0.4 * 2 + 0.3 * 4))
 
 
+@pytest.mark.slow
 def test_evaluating_a_plan_on_its_own_forecast_reproduces_its_cost(tmp_path):
     m = write_case(tmp_path, {"a": [4, 9, 2, 7, 12], "b": [3, 3, 8, 1, 0]},
                    [price(hourly=2.0), price(option="reserved_1y", hourly=1.1),
@@ -109,6 +111,7 @@ def test_percentile_rule_reserves_the_break_even_level(tmp_path):
 
 @pytest.mark.skipif(not (SHARED / "data" / "real" / "demand_alibaba_dlrm2025_hourly.csv").exists(),
                     reason="real traces not available (../shared/data/real)")
+@pytest.mark.slow
 def test_backtest_on_a_real_trace(tmp_path):
     raw = pd.read_csv(SHARED / "data" / "real" / "demand_alibaba_dlrm2025_hourly.csv")
     cls_col = next(c for c in raw.columns if c in ("workload_class", "class", "app"))
@@ -143,6 +146,7 @@ def test_evaluate_with_a_bad_plan_file_exits_2(tmp_path):
     assert not (tmp_path / "ev").exists()
 
 
+@pytest.mark.slow
 def test_backtest_command_reports_three_strategies_per_window(tmp_path):
     rng = np.random.default_rng(3)
     d = (10 + 5 * np.sin(np.arange(96) / 24 * 2 * np.pi) + rng.normal(0, 1, 96)).clip(0).round(2).tolist()

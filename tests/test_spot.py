@@ -54,6 +54,7 @@ def test_spot_command_needs_a_rate():
     assert "no interruption rate given" in result.output
 
 
+@pytest.mark.slow
 def test_spot_sweep_writes_a_workbook_with_a_chart(tmp_path):
     path = tmp_path / "sweep.xlsx"
     result = CliRunner().invoke(cli, ["spot", "--interruptions-per-hour", "0.05", "--gpus-per-instance", "8",
@@ -103,6 +104,7 @@ def test_spot_that_does_not_pay_is_not_bought_and_says_why(tmp_path):
     assert "not below on-demand" in row["why"]
 
 
+@pytest.mark.slow
 def test_example_spot_decisions_agree_with_the_sheet(example_plan):
     plan, paths = example_plan
     spot = plan.spot

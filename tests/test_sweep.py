@@ -58,6 +58,7 @@ def test_parse_values():
         [(0.5, 1.0), (0.5, 2.0), (2.0, 1.0), (2.0, 2.0)]
 
 
+@pytest.mark.slow
 def test_spot_use_stops_at_the_break_even_planner_spot_computes(spot_case):
     # the break-even `planner spot` gives for this class and pool: spot pays while price < on-demand x goodput
     eco = _spot_cli("--interruptions-per-hour", RATE, "--checkpoint-minutes", 2, "--restart-minutes", 5,
@@ -103,6 +104,7 @@ def test_a_failed_point_is_reported_and_the_rest_go_on(spot_case, tmp_path):
     assert "1 point(s) failed" in result.output
 
 
+@pytest.mark.slow
 def test_two_processes_give_the_same_points_as_one(reserved_case):
     inp = load_inputs(reserved_case)
     spec = SweepSpec({"spot_price": [0.5, 2.5], "demand_level": [0.5, 1.5], "interruptions": [4.0]})
@@ -117,6 +119,7 @@ def test_two_processes_give_the_same_points_as_one(reserved_case):
     assert len({round(p["total_usd"], 6) for p in one.points}) == 6  # every point is a different plan
 
 
+@pytest.mark.slow
 def test_each_point_equals_a_separate_plan_of_the_scaled_inputs(reserved_case):
     inp = load_inputs(reserved_case)
     spec = SweepSpec({"spot_price": [0.4, 3.0], "on_demand_price": [0.6], "reserved_price": [0.5, 2.5],
@@ -133,6 +136,7 @@ def test_each_point_equals_a_separate_plan_of_the_scaled_inputs(reserved_case):
     assert [(b["from"], b["to"], b["change"]) for b in flips] == [(1.0, 2.5, "stops")]
 
 
+@pytest.mark.slow
 def test_sweep_writes_table_csv_workbook_with_tornado(reserved_case, tmp_path):
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["sweep", str(reserved_case), "--spot-price", "0.5:2.5:3",
@@ -168,6 +172,7 @@ def test_sweep_needs_a_factor_and_writes_nothing(spot_case, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_bundled_example_spot_stops_at_the_break_even_planner_spot_computes(example_plan):
     """Pretraining buys spot on H100/us-east4 when spot is cheap enough; past the break-even `planner spot`
     gives for that class and pool (on-demand x goodput / spot, about 0.76 x today's spot price) it must not."""

@@ -14,7 +14,12 @@ from planner.report.xlsx import NAMES
 from conftest import price, soffice, solve_case, write_case
 
 SHEETS = ["Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions"]
-needs_lo = pytest.mark.skipif(soffice() is None, reason="LibreOffice (soffice) not installed")
+
+
+def needs_lo(fn):
+    """LibreOffice round trips: marked libreoffice and slow, skipped where soffice is missing."""
+    return pytest.mark.skipif(soffice() is None, reason="LibreOffice (soffice) not installed")(
+        pytest.mark.libreoffice(pytest.mark.slow(fn)))
 
 
 def recalc(path: Path, tmp: Path) -> Path:
@@ -37,6 +42,7 @@ def named_values(path: Path) -> dict[str, float]:
     return out
 
 
+@pytest.mark.slow
 def test_sheets_tables_and_names(example_plan):
     plan, paths = example_plan
     wb = load_workbook(paths["xlsx"])
@@ -86,6 +92,7 @@ def test_doubling_an_on_demand_price_moves_the_total_by_hand_computation(example
     assert after["total_cost_usd"] - before["total_cost_usd"] == pytest.approx(gpu_hours * old, rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("evil", ['=HYPERLINK("http://example.com","x")', "+SUM(A1)", "-1+2", "@cmd", " \t=1+1"])
 def test_text_from_inputs_never_becomes_a_formula(tmp_path, evil):
     name = evil.strip()  # names are trimmed on reading; the description keeps the leading blanks
@@ -125,6 +132,7 @@ def test_names_with_criteria_characters_recompute_to_plan_json(tmp_path):
     assert got["on_demand_cost_usd"] == pytest.approx(data["cost_usd"]["on_demand"], abs=0.005)
 
 
+@pytest.mark.slow
 def test_a_long_horizon_is_aggregated_before_the_sheet_grows_and_says_so(tmp_path, monkeypatch):
     import numpy as np
 
