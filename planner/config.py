@@ -6,6 +6,7 @@ typo'd ``max_spot_shares`` never silently falls back to a default.
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 import tomllib
@@ -93,6 +94,25 @@ class SolverSettings:
     merge_periods: bool = True
 
 
+PURCHASE_EVERY = ("once", "quarter", "month")
+ACCOUNTING = ("amortised", "full_term")
+
+
+@dataclass(frozen=True)
+class CommitmentPolicy:
+    """The model file's ``[commitments]``: when reserved capacity may be bought and how its cost is counted.
+
+    ``purchase_every``: "once" (at the first period), "quarter" or "month" (the first period of every
+    calendar quarter / month starting in the horizon); ``purchase_until``: no purchase on or after this
+    date; ``accounting``: "amortised" (each purchase pays its effective rate for the horizon hours it is
+    active) or "full_term" (each purchase pays its whole liability, past the horizon included).
+    """
+
+    purchase_every: str = "once"
+    purchase_until: str | None = None  # ISO date
+    accounting: str = "amortised"
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """A checked model file: paths of its tables, solver settings, classes, scenarios and teams."""
@@ -106,6 +126,7 @@ class ModelConfig:
     scenarios: dict[str, float] = field(default_factory=dict)
     failure_rate_per_gpu_hour: float = 0.0
     teams: dict[str, TeamPolicy] = field(default_factory=dict)  # every team, with defaults where unlisted
+    commitments: CommitmentPolicy = field(default_factory=CommitmentPolicy)
 
     def team_of(self, cls: str) -> str:
         """The team that owns class ``cls`` (the class itself when it names none)."""
@@ -122,8 +143,9 @@ class ModelConfig:
 _TOP_KEYS = {
     "name": str, "demand": str, "prices": str, "inventory": str, "description": str,
     "solver": dict, "classes": dict, "scenarios": dict, "failure_rate_per_gpu_hour": float,
-    "teams": dict,
+    "teams": dict, "commitments": dict,
 }
+_COMMITMENT_KEYS = {"purchase_every": str, "purchase_until": (str, datetime.date), "accounting": str}
 _TEAM_KEYS = {"fair_share_weight": float, "guaranteed_gpus": float, "description": str}
 _SOLVER_KEYS = {
     "backend": str, "time_limit_s": float, "mip_gap": float,
@@ -141,7 +163,7 @@ _REPLICA_KEYS = {"service_ms": float, "requests_per_s_per_replica": float, "gpus
 DEMAND_UNITS = ("gpus", "requests_per_s")
 RESERVED_NAMES = {"period", "hours", "scenario", "workload_class", "gpus", "row"}
 _TYPE_WORDS = {str: "a string", float: "a number", int: "a whole number", bool: "true or false",
-               dict: "a table", list: "a list"}
+               dict: "a table", list: "a list", datetime.date: "a date"}
 
 
 def _type_ok(value, kind) -> bool:
@@ -285,6 +307,8 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
         bad.add(file, "key 'failure_rate_per_gpu_hour' out of range", value=fleet_failure,
                 expected="failures per GPU-hour between 0 and 0.01")
     teams = _parse_teams(top.get("teams", {}), classes, file, bad)
+    commitments = _parse_commitments(_check_keys(top.get("commitments", {}), _COMMITMENT_KEYS, "commitments.",
+                                                 file, bad), file, bad)
     bad.raise_if_any(ConfigError)
 
     def resolve(key):
@@ -293,7 +317,36 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
 
     return ModelConfig(name=name, path=path, demand=resolve("demand"), prices=resolve("prices"),
                        inventory=resolve("inventory"), solver=solver, classes=classes,
-                       scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure, teams=teams)
+                       scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure, teams=teams,
+                       commitments=commitments)
+
+
+def _parse_commitments(table: dict, file: str, bad: Collector) -> CommitmentPolicy:
+    """``[commitments]``: purchase_every, purchase_until (checked against the horizon later), accounting."""
+    every = table.get("purchase_every", "once")
+    if isinstance(every, str) and every.strip().lower() in PURCHASE_EVERY:
+        every = every.strip().lower()
+    elif "purchase_every" in table:
+        bad.add(file, "unknown 'commitments.purchase_every'", value=every,
+                expected=" or ".join(f'"{v}"' for v in PURCHASE_EVERY))
+        every = "once"
+    accounting = table.get("accounting", "amortised")
+    if isinstance(accounting, str) and accounting.strip().lower().replace("amortized", "amortised") in ACCOUNTING:
+        accounting = accounting.strip().lower().replace("amortized", "amortised")
+    elif "accounting" in table:
+        bad.add(file, "unknown 'commitments.accounting'", value=accounting,
+                expected=" or ".join(f'"{v}"' for v in ACCOUNTING))
+        accounting = "amortised"
+    until = table.get("purchase_until")
+    if until is not None:
+        try:
+            datetime.date.fromisoformat(str(until).strip()[:10])
+            until = str(until).strip()[:10]
+        except ValueError:
+            bad.add(file, "'commitments.purchase_until' is not a date", value=until,
+                    expected="an ISO date such as 2027-10-01")
+            until = None
+    return CommitmentPolicy(purchase_every=every, purchase_until=until, accounting=accounting)
 
 
 def _parse_teams(table: dict, classes: dict, file: str, bad: Collector) -> dict[str, TeamPolicy]:

@@ -125,9 +125,16 @@ class Executor:
 
 
 def _context():
-    """fork where it is safe (Linux, one thread: workers inherit the loaded inputs for free), else spawn."""
+    """fork where it is safe, else spawn.
+
+    Safe means Linux, one Python thread, and no solver library loaded yet: HiGHS keeps a pool of native
+    threads once it has solved, and a child forked from such a process waits forever for threads that were
+    not copied (a notebook that plans, then sweeps). Forked workers inherit the loaded inputs for free.
+    """
     methods = multiprocessing.get_all_start_methods()
-    if sys.platform.startswith("linux") and "fork" in methods and threading.active_count() == 1:
+    solver = sys.modules.get(__package__ + ".solve")
+    highs_ran = bool(getattr(solver, "HIGHS_RAN", False))
+    if sys.platform.startswith("linux") and "fork" in methods and threading.active_count() == 1 and not highs_ran:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
 

@@ -15,6 +15,7 @@ import pandas as pd
 from . import economics, queueing
 from .backfill import backfill_table
 from .config import ModelConfig
+from . import ladder
 from .units import effective_rate
 from .validate import QUANTILE, Tables, owned_gpus
 
@@ -32,7 +33,7 @@ class PlanInputs:
     tables: Tables
     classes: list[str]  # K
     pools: pd.DataFrame  # P rows: gpu_type, region, m, od, sp, ip, cap_od, cap_sp, cap_res, has_*
-    reserved: pd.DataFrame  # one row per (pool, reserved option): pool, option, hourly_usd, upfront_usd, term_months, r, m
+    reserved: pd.DataFrame  # one row per (reserved option, purchase date): pool, option, prices, r, m, dates (ladder)
     periods: pd.DatetimeIndex  # T
     hours: np.ndarray  # (T,) h_t
     scenarios: list[str]  # S
@@ -50,6 +51,15 @@ class PlanInputs:
     backfill: pd.DataFrame | None = None  # per (backfill class, pool): reclaim rate and goodput
     requests: np.ndarray | None = None  # (S, K, T) requests per second of SLO-sized classes (NaN elsewhere)
     slo: pd.DataFrame | None = None  # per (SLO class, GPU type): service time, GPUs per replica, speed
+    options: pd.DataFrame | None = None  # the price sheet's reserved rows (one per option and valid_from)
+    reserved_active: np.ndarray | None = None  # (R, T): purchase row active in period t (None = all)
+
+    @property
+    def active(self) -> np.ndarray:
+        """(R, T) activity of every purchase row (all true when not given)."""
+        if self.reserved_active is None:
+            return np.ones((len(self.reserved), self.T), dtype=bool)
+        return self.reserved_active
 
     @property
     def q_reserved(self) -> np.ndarray:
@@ -114,21 +124,36 @@ def _pools(prices: pd.DataFrame) -> pd.DataFrame:
     return pools
 
 
-def _reserved(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
+OPTION_COLUMNS = ["pool", "gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months", "r", "m",
+                  "lead_time_months", "residual_usd", "valid_from"]
+
+
+def _options(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
+    """The price sheet's reserved rows (one per option and valid_from), with pool, effective rate r and m."""
     res = prices[prices["option"].str.startswith("reserved")].copy()
     pool_of = {(g, r): i for i, (g, r) in enumerate(zip(pools.gpu_type, pools.region))}
     res["pool"] = [pool_of[(g, r)] for g, r in zip(res.gpu_type, res.region)]
-    res["r"] = effective_rate(res["hourly_usd"], res["upfront_usd"], res["term_months"])
+    for col, default in (("lead_time_months", 0.0), ("residual_usd", 0.0), ("valid_from", pd.NaT)):
+        if col not in res:
+            res[col] = default
+    res["r"] = effective_rate(res["hourly_usd"], res["upfront_usd"] - res["residual_usd"], res["term_months"])
     res["m"] = res["gpus_per_instance"]
-    cols = ["pool", "gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months", "r", "m"]
-    return res[cols].sort_values(["pool", "option"]).reset_index(drop=True)
+    return res[OPTION_COLUMNS].sort_values(["pool", "option", "valid_from"]).reset_index(drop=True)
+
+
+def reserved_purchases(config: ModelConfig, options: pd.DataFrame, periods: pd.DatetimeIndex,
+                       hours: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+    """The purchase rows (one per reserved option and purchase date) and their activity (R, T)."""
+    c = config.commitments
+    dates = ladder.purchase_periods(periods, c.purchase_every, c.purchase_until)
+    return ladder.purchase_rows(options, periods, hours, dates)
 
 
 def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     """The arrays of :class:`PlanInputs` from a model and its validated tables (SLO classes sized here)."""
     classes = list(config.classes)
     pools = _pools(tables.prices)
-    reserved = _reserved(tables.prices, pools)
+    options = _options(tables.prices, pools)
     dem = tables.demand
     scen = list(dict.fromkeys(dem["scenario"]))
     if config.scenarios:
@@ -144,6 +169,8 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     full = pd.MultiIndex.from_product([scen, classes, periods])
     demand = cube.reindex(full).to_numpy(float).reshape(len(scen), len(classes), len(periods))
 
+    _check_purchase_until(config, periods)
+    reserved, active = reserved_purchases(config, options, periods, hours)
     K, P = len(classes), len(pools)
     requests, demand, slo_speed, slo = size_slo_classes(config, classes, demand)
     speed = np.zeros((K, P))
@@ -163,12 +190,28 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
                                       headroom, hours, config.failure_rate_per_gpu_hour)
     penalty = config.solver.shortfall_penalty_usd_per_gpu_hour or 10.0 * float(np.nanmax(pools["od"]))
     return PlanInputs(config=config, tables=tables, classes=classes, pools=pools, reserved=reserved,
+                      options=options, reserved_active=active,
                       periods=periods, hours=hours, scenarios=scen, probability=prob, demand=demand,
                       speed=speed, goodput=goodput, reliability=reliability, headroom=headroom,
                       spot_share=phi, inventory=owned_gpus(tables.inventory, list(zip(pools.gpu_type, pools.region)),
                                                  periods, hours),
                       penalty=float(penalty), spot=spot, reserved_useful=useful, backfill=backfill,
                       requests=requests, slo=slo)
+
+
+def _check_purchase_until(config: ModelConfig, periods: pd.DatetimeIndex) -> None:
+    """``purchase_until`` must fall after the first period and no later than the horizon's end."""
+    until = config.commitments.purchase_until
+    if until is None or not len(periods):
+        return
+    from .errors import ConfigError, Problem
+
+    when = pd.Timestamp(until)
+    if not periods[0] < when <= periods[-1] + pd.Timedelta(days=1):
+        raise ConfigError(Problem(str(config.path or "<model>"), "'commitments.purchase_until' outside the horizon",
+                                  value=until, expected=f"a date after {periods[0].date()} and no later than "
+                                  f"{(periods[-1] + pd.Timedelta(days=1)).date()} (the demand's horizon)",
+                                  hint="remove the key to allow purchases on every date of the horizon"))
 
 
 def size_slo_classes(config: ModelConfig, classes: list[str], demand: np.ndarray):
@@ -301,8 +344,11 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
     pools["sp"] = pools["sp"] * spot_price
     pools["ip"] = pools["ip"] * interruptions
     reserved = inp.reserved.copy()
-    for col in ("hourly_usd", "upfront_usd", "r"):
-        reserved[col] = reserved[col] * reserved_price
+    options = None if inp.options is None else inp.options.copy()
+    for table in (reserved, options):
+        if table is not None:
+            for col in ("hourly_usd", "upfront_usd", "residual_usd", "r"):
+                table[col] = table[col] * reserved_price
     ramp = np.ones(inp.T)
     if inp.T > 1 and demand_growth != 1.0:
         elapsed = np.concatenate([[0.0], np.cumsum(inp.hours[:-1])])
@@ -324,7 +370,8 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
     prices["interruptions_per_hour"] = prices["interruptions_per_hour"] * interruptions
     tables = replace(inp.tables, prices=prices)
     goodput, reliability, spot = _goodput(inp.config, inp.classes, pools, speed, reserved)
-    return _refresh_backfill(replace(inp, pools=pools, reserved=reserved, demand=demand, speed=speed,
+    return _refresh_backfill(replace(inp, pools=pools, reserved=reserved, options=options, demand=demand,
+                                     speed=speed,
                                      requests=requests,
                                      headroom=inp.headroom * headroom, goodput=goodput,
                                      reliability=reliability, spot=spot, tables=tables))
@@ -361,9 +408,15 @@ def with_demand(inp: PlanInputs, demand: np.ndarray, scenarios: list[str],
 def slice_periods(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
     """``inp`` restricted to the periods at positions ``index`` (a window of a longer history)."""
     index = np.asarray(index)
+    periods, hours = inp.periods[index], inp.hours[index]
+    reserved, active = inp.reserved, None if inp.reserved_active is None else inp.reserved_active[:, index]
+    if inp.options is not None:  # purchases dated in the window, active from their own dates
+        reserved, active = reserved_purchases(replace(inp.config, commitments=replace(
+            inp.config.commitments, purchase_until=None)), inp.options, periods, hours)
     return _refresh_backfill(replace(
-        inp, periods=inp.periods[index], hours=inp.hours[index], demand=inp.demand[:, :, index],
-        inventory=inp.inventory[:, index], requests=None if inp.requests is None else inp.requests[:, :, index]))
+        inp, periods=periods, hours=hours, demand=inp.demand[:, :, index], reserved=reserved,
+        reserved_active=active, inventory=inp.inventory[:, index],
+        requests=None if inp.requests is None else inp.requests[:, :, index]))
 
 
 def select_classes(inp: PlanInputs, names: list[str], backfill: bool = True,

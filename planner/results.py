@@ -15,7 +15,8 @@ import pandas as pd
 from .inputs import PlanInputs
 from .model import PlanModel
 from .solve import SolveResult, Status
-from .units import commitment_usd
+from .model.objective import reserved_cost_per_instance
+from .units import HOURS_PER_MONTH, commitment_usd
 
 EPS = 1e-7
 OPTIONS = ("reserved", "on_demand", "spot")
@@ -56,6 +57,8 @@ class Plan:
     latency: pd.DataFrame = field(default_factory=pd.DataFrame)  # SLO classes: per scenario, period
     backfill: pd.DataFrame = field(default_factory=pd.DataFrame)  # backfill economics and GPU-hours
     run_id: str = ""  # set when written: the same in plan.json and plan.xlsx
+    commitments: dict = field(default_factory=dict)  # accounting, amortised and full-term cost, liability past H
+    cash_schedule: pd.DataFrame = field(default_factory=pd.DataFrame)  # per calendar month to the last term's end
 
     @property
     def allocation(self) -> pd.DataFrame:
@@ -162,25 +165,30 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
 
     res = inp.reserved
     m_res = res["m"].to_numpy(float)
-    bought_gpus = np.bincount(res["pool"].to_numpy(int), weights=m_res * n, minlength=P) if len(res) else np.zeros(P)
-    H = inp.horizon_hours
+    # reserved GPUs bought and active in each period (dated purchases: each from its date, for its term)
+    active_t = inp.active.astype(float)  # (R, T)
+    owned_bought = np.zeros((P, inp.T))
+    if len(res):
+        np.add.at(owned_bought, res["pool"].to_numpy(int), (m_res * n)[:, None] * active_t)
+    owned_block = np.zeros((P, B))
+    if len(res) and blocks.active is not None:
+        np.add.at(owned_block, res["pool"].to_numpy(int), (m_res * n)[:, None] * blocks.active.astype(float))
     od, sp = inp.pools["od"].to_numpy(float), inp.pools["sp"].to_numpy(float)
     w = blocks.weight
-    reserved_cost = float(np.sum(m_res * n * res["r"].to_numpy(float)) * H)
+    amortised = float(np.sum(n * reserved_cost_per_instance(inp, "amortised"))) if len(res) else 0.0
+    full_term = float(np.sum(n * reserved_cost_per_instance(inp, "full_term"))) if len(res) else 0.0
+    accounting = inp.config.commitments.accounting
+    reserved_cost = full_term if accounting == "full_term" else amortised
     od_cost = float(np.einsum("kpb,b,p->", Yb, w, np.nan_to_num(od)))
     sp_cost = float(np.einsum("kpb,b,p->", Zb, w, np.nan_to_num(sp)))
     short_hours = float(Ub.sum(axis=0) @ w)
     cost = {"reserved": reserved_cost, "on_demand": od_cost, "spot": sp_cost,
             "total": reserved_cost + od_cost + sp_cost}
     objective = cost["total"] + inp.penalty * short_hours
+    commitments = {"accounting": accounting, "reserved_amortised_usd": amortised,
+                   "reserved_full_term_usd": full_term, "liability_past_horizon_usd": full_term - amortised}
 
-    purchases = res[["gpu_type", "region", "option", "term_months", "hourly_usd", "upfront_usd", "r", "m"]].copy()
-    purchases = purchases.rename(columns={"r": "effective_usd_per_gpu_hour", "m": "gpus_per_instance"})
-    purchases["instances"] = n.astype(int)
-    purchases["gpus"] = n * m_res
-    purchases["horizon_cost_usd"] = purchases["gpus"] * purchases["effective_usd_per_gpu_hour"] * H
-    purchases["commitment_usd"] = purchases["gpus"] * commitment_usd(purchases["hourly_usd"], purchases["upfront_usd"],
-                                                                     purchases["term_months"])
+    purchases = _purchases_table(inp, n)
 
     # expand blocks to (scenario, period)
     of = blocks.of  # (S, T)
@@ -198,7 +206,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                 "workload_class": np.asarray(inp.classes, dtype=object)[k],
                 "gpu_type": inp.pools["gpu_type"].to_numpy()[p], "region": inp.pools["region"].to_numpy()[p],
                 "option": option, "gpus": sub[k, p, t], "_k": k, "_p": p, "_t": t}))
-        owned = bought_gpus[:, None] + inp.inventory  # (P, T)
+        owned = owned_bought + inp.inventory  # (P, T)
         fleet_rows.append(pd.DataFrame({
             "scenario": scen,
             "period": np.tile(inp.periods, P), "hours": np.tile(hours, P),
@@ -217,11 +225,12 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     fleet = pd.concat(fleet_rows, ignore_index=True)
 
     used = (Xb * w).sum() if B else 0.0
-    avail = float((bought_gpus[:, None] * w[None, :]).sum() + (blocks.inventory * w[None, :]).sum())
+    avail = float((owned_block * w[None, :]).sum() + (blocks.inventory * w[None, :]).sum())
     utilisation = float(used / avail) if avail > 0 else float("nan")
 
     scenario_costs = _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost)
-    shortfall = _shortfall(inp, blocks, Xb, Yb, Zb, Ub, bought_gpus)
+    shortfall = _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block)
+    cash = _cash(inp, blocks, Yb, Zb, purchases)
     spot = inp.spot.copy()
     if len(spot):
         zh = np.einsum("kpb,b->kp", Zb, w)
@@ -244,7 +253,55 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                 spot=spot, scenario_costs=scenario_costs, cost=cost, objective=objective,
                 shortfall_gpu_hours=short_hours, baseline_all_on_demand=baseline_all_on_demand(inp),
                 reserved_utilisation=utilisation, timings=dict(timings or {}), stats=stats,
-                latency=latency, backfill=backfill)
+                latency=latency, backfill=backfill, commitments=commitments, cash_schedule=cash)
+
+
+def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
+    """One row per purchase row of the inputs (reserved option x purchase date), bought or not.
+
+    Per GPU: ``hourly_usd``, ``upfront_usd``, ``residual_usd``, ``effective_usd_per_gpu_hour``. For the GPUs
+    bought: ``horizon_cost_usd`` (amortised: effective rate x active horizon hours), ``commitment_usd``
+    (the whole term's liability), ``liability_past_horizon_usd`` (the difference), ``upfront_total_usd``
+    (paid at the purchase date, net of the residual value) and ``monthly_recurring_usd`` (hourly x 730).
+    """
+    res = inp.reserved
+    cols = ["gpu_type", "region", "option", "term_months", "hourly_usd", "upfront_usd", "r", "m",
+            "purchase_date", "active_from", "end_date", "firm", "lead_time_months", "residual_usd",
+            "hours_active", "valid_from"]
+    purchases = res[[c for c in cols if c in res]].copy()
+    purchases = purchases.rename(columns={"r": "effective_usd_per_gpu_hour", "m": "gpus_per_instance"})
+    purchases["instances"] = n.astype(int)
+    purchases["gpus"] = n * res["m"].to_numpy(float)
+    gpus = purchases["gpus"]
+    hours = purchases["hours_active"] if "hours_active" in purchases else inp.horizon_hours
+    purchases["horizon_cost_usd"] = gpus * purchases["effective_usd_per_gpu_hour"] * hours
+    residual = purchases["residual_usd"] if "residual_usd" in purchases else 0.0
+    purchases["commitment_usd"] = gpus * (commitment_usd(purchases["hourly_usd"], purchases["upfront_usd"],
+                                                         purchases["term_months"]) - residual)
+    purchases["liability_past_horizon_usd"] = purchases["commitment_usd"] - purchases["horizon_cost_usd"]
+    purchases["upfront_total_usd"] = gpus * (purchases["upfront_usd"] - residual)
+    purchases["monthly_recurring_usd"] = gpus * purchases["hourly_usd"] * HOURS_PER_MONTH
+    return purchases
+
+
+def _cash(inp: PlanInputs, blocks, Yb, Zb, purchases: pd.DataFrame) -> pd.DataFrame:
+    """The plan's cash per calendar month (ladder.cash_schedule): expected on-demand and spot over scenarios."""
+    from .ladder import cash_schedule
+
+    od = np.nan_to_num(inp.pools["od"].to_numpy(float))
+    sp = np.nan_to_num(inp.pools["sp"].to_numpy(float))
+    per_block_od = np.einsum("kpb,p->b", Yb, od)
+    per_block_sp = np.einsum("kpb,p->b", Zb, sp)
+    od_t = (inp.probability[:, None] * per_block_od[blocks.of]).sum(axis=0) * inp.hours  # (T,)
+    sp_t = (inp.probability[:, None] * per_block_sp[blocks.of]).sum(axis=0) * inp.hours
+    month = inp.periods.strftime("%Y-%m")
+    bought = purchases[purchases["gpus"] > 0]
+    if "purchase_date" not in bought:
+        bought = bought.assign(purchase_date=inp.periods[0], active_from=inp.periods[0], residual_usd=0.0,
+                               end_date=inp.periods[0] + pd.to_timedelta(bought["term_months"] * HOURS_PER_MONTH,
+                                                                         unit="h"))
+    return cash_schedule(bought, inp.periods, pd.Series(od_t, index=month).groupby(level=0).sum(),
+                         pd.Series(sp_t, index=month).groupby(level=0).sum())
 
 
 def _latency(inp: PlanInputs, blocks, Xb, Yb) -> pd.DataFrame:
@@ -331,7 +388,7 @@ def _spot_reason(inp: PlanInputs, row) -> str:
     return "a cheaper pool or option covers this class's spot share"
 
 
-def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, bought_gpus) -> pd.DataFrame:
+def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block) -> pd.DataFrame:
     """Unmet demand per scenario, period and class, with the constraints that stand in the way."""
     cols = ["scenario", "period", "hours", "workload_class", "unmet_gpus", "unmet_gpu_hours", "cause"]
     kb = np.argwhere(Ub > 1e-6)
@@ -350,7 +407,7 @@ def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, bought_gpus) -> pd.DataFrame:
                     reasons.append(f"on-demand cap {cap:g} of {name} reached")
             if pools["has_res"].iat[p]:
                 cap = pools["cap_res"].iat[p]
-                if not np.isnan(cap) and bought_gpus[p] + inp.inventory[p].max() >= cap - 1e-6:
+                if not np.isnan(cap) and owned_block[p, b] + blocks.inventory[p, b] >= cap - 1e-6:
                     reasons.append(f"reserved cap {cap:g} of {name} reached")
             if inp.goodput[k, p] > 0:
                 cap = pools["cap_sp"].iat[p]

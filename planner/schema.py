@@ -46,6 +46,14 @@ PRICES = (
            "spot only (required there): mean preemptions per instance-hour"),
     Column("gpus_per_instance", "float", False, "GPUs", "1",
            "GPUs per instance; reserved purchases are whole instances"),
+    Column("valid_from", "datetime", False, "ISO 8601", "the start",
+           "reserved only: this price applies to purchases dated on or after it (a purchase keeps the price "
+           "of its date); several rows of one option, each from its date"),
+    Column("lead_time_months", "float", False, "months", "0",
+           "reserved only: a purchase becomes usable this long after its date (owned hardware, capacity "
+           "bought ahead); its term starts then"),
+    Column("residual_usd", "float", False, "USD per GPU", "0",
+           "reserved only: value left at the end of the term (resale); lowers the upfront in both accountings"),
 )
 
 INVENTORY = (

@@ -46,6 +46,9 @@ class SolveResult:
     message: str = ""
 
 
+HIGHS_RAN = False  # set once HiGHS has solved in this process (its native thread pool exists: fork is unsafe)
+
+
 def cbc_path() -> str | None:
     """cbcbox's CBC binary if installed, else ``cbc`` on PATH."""
     try:
@@ -234,6 +237,8 @@ def _highs_lp(model: PlanModel, highspy, integer: bool):
 
 
 def _new_highs(highspy, time_limit_s, mip_gap, threads):
+    global HIGHS_RAN
+    HIGHS_RAN = True
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("mip_rel_gap", float(mip_gap))

@@ -16,7 +16,7 @@ from . import schema
 from .config import ModelConfig
 from .errors import Collector, InputError
 from .io import RawTable
-from .units import effective_rate
+from .units import commitment_usd, effective_rate
 
 MAX_ROWS_PER_CHECK = 10
 ABSURD_GPUS = 1e8
@@ -123,13 +123,14 @@ def numbers(raw: RawTable, col: str, bad: Collector, *, blank_ok: bool, low: flo
     return finite
 
 
-def times(raw: RawTable, col: str, bad: Collector) -> pd.Series:
-    """Parse ISO 8601 timestamps; all with a UTC offset (converted to UTC) or all without."""
+def times(raw: RawTable, col: str, bad: Collector, blank_ok: bool = False) -> pd.Series:
+    """Parse ISO 8601 timestamps; all with a UTC offset (converted to UTC) or all without (blank: NaT)."""
     if col not in raw.data.columns:
         return pd.Series(pd.NaT, index=raw.data.index, dtype="datetime64[ns]")
     text = raw.data[col].astype(str)
     blank = text.eq("")
-    _report(bad, raw, blank, col, "blank date", None, expected="an ISO 8601 date such as 2027-01-04T00:00")
+    if not blank_ok:
+        _report(bad, raw, blank, col, "blank date", None, expected="an ISO 8601 date such as 2027-01-04T00:00")
     has_tz = text.str.contains(_TZ) & ~blank
     if has_tz.any() and not has_tz[~blank].all():
         minority = has_tz if has_tz.sum() <= (~has_tz & ~blank).sum() else (~has_tz & ~blank)
@@ -234,15 +235,38 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     out["max_gpus"] = cap
     out["interruptions_per_hour"] = ip.where(is_spot)
     out["gpus_per_instance"] = m.fillna(1.0)
+    # dated commitments: a price valid from a date, capacity usable some months after purchase, value left at the end
+    valid_from = times(raw, "valid_from", bad, blank_ok=True)
+    lead = numbers(raw, "lead_time_months", bad, blank_ok=True, high=120,
+                   expected="months >= 0 between a purchase and its first usable hour")
+    residual = numbers(raw, "residual_usd", bad, blank_ok=True, high=ABSURD_USD_PER_HOUR * 8760 * 10,
+                       expected="USD per GPU >= 0 left at the end of the term")
+    for col, values in (("valid_from", valid_from.notna()), ("lead_time_months", lead.fillna(0).ne(0)),
+                        ("residual_usd", residual.fillna(0).ne(0))):
+        _report(bad, raw, ~is_res & values, col, f"{col} on a non-reserved row", d.get(col),
+                expected="blank except on reserved rows",
+                hint="on-demand and spot prices are one price per pool over the horizon")
+    out["valid_from"] = valid_from.where(is_res)
+    out["lead_time_months"] = lead.where(is_res).fillna(0.0)
+    out["residual_usd"] = residual.where(is_res).fillna(0.0)
+    liability = commitment_usd(out["hourly_usd"], out["upfront_usd"], out["term_months"])
+    _report(bad, raw, is_res & (out["residual_usd"] > liability + 1e-9), "residual_usd",
+            "residual value above what the commitment costs over its term", d.get("residual_usd"),
+            expected="residual_usd <= upfront_usd + hourly_usd x term_months x 730")
     out["row"] = raw.rows
-    eff = effective_rate(out["hourly_usd"], out["upfront_usd"], out["term_months"])
+    eff = effective_rate(out["hourly_usd"], out["upfront_usd"] - out["residual_usd"], out["term_months"])
     _report(bad, raw, is_res & eff.eq(0), "hourly_usd", "reserved row with a zero effective price",
             d["hourly_usd"], expected="hourly_usd or upfront_usd > 0")
 
-    key = ["gpu_type", "region", "option"]
+    key = ["gpu_type", "region", "option", "valid_from"]
     dup = out.duplicated(key, keep="first") & known
-    _report(bad, raw, dup, "option", "duplicate row for the same gpu_type, region and option",
-            d["option"], hint="keep one price per pool and option")
+    dated = "valid_from" in d.columns
+    _report(bad, raw, dup & ~out["valid_from"].notna(), "option",
+            "duplicate row for the same gpu_type, region and option", d["option"],
+            hint="keep one price per pool and option" + (", or give each a different valid_from" if dated else ""))
+    _report(bad, raw, dup & out["valid_from"].notna(), "valid_from",
+            "valid_from overlaps: two prices of the same option start on the same date", d.get("valid_from"),
+            expected="one price per gpu_type, region, option and valid_from date")
     by_pool = out[known & ~dup].groupby(["gpu_type", "region"])
     m_spread = by_pool["gpus_per_instance"].nunique()
     for (gt, rg) in m_spread[m_spread > 1].index:

@@ -279,7 +279,7 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     """
     t0 = time.perf_counter()
     merge = inp.config.solver.merge_periods if merge_periods is None else merge_periods
-    blocks = make_blocks(inp.demand, inp.inventory, inp.hours, inp.probability, merge=merge)
+    blocks = make_blocks(inp.demand, inp.inventory, inp.hours, inp.probability, merge=merge, active=inp.active)
     n_cols, fam = define_variables(inp, blocks, dominance=dominance)
     out = Rows()
     rows = {name: define(out, inp, blocks, fam) for name, define in FAMILIES}
@@ -304,5 +304,6 @@ def _labels(inp: PlanInputs, blocks: Blocks) -> dict:
     _, first = np.unique(flat, return_index=True)
     s, t = np.divmod(first, blocks.of.shape[1])
     return {"classes": list(inp.classes), "pools": inp.pools[["gpu_type", "region"]].reset_index(drop=True),
-            "reserved": inp.reserved[["gpu_type", "region", "option", "term_months"]].reset_index(drop=True),
+            "reserved": inp.reserved[[c for c in ("gpu_type", "region", "option", "term_months", "purchase_date")
+                                      if c in inp.reserved]].reset_index(drop=True),
             "block_scenario": [inp.scenarios[i] for i in s], "block_period": np.asarray(inp.periods)[t]}

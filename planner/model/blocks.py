@@ -20,6 +20,7 @@ class Blocks:
     weight: np.ndarray  # (B,) sum of probability x hours
     demand: np.ndarray  # (K, B)
     inventory: np.ndarray  # (P, B)
+    active: np.ndarray | None = None  # (R, B) purchase row active in the block (dated commitments)
 
     @property
     def B(self) -> int:
@@ -28,12 +29,18 @@ class Blocks:
 
 
 def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
-                probability: np.ndarray, merge: bool = True) -> Blocks:
-    """``demand`` (S, K, T), ``inventory`` (P, T), ``hours`` (T,), ``probability`` (S,)."""
+                probability: np.ndarray, merge: bool = True, active: np.ndarray | None = None) -> Blocks:
+    """``demand`` (S, K, T), ``inventory`` (P, T), ``hours`` (T,), ``probability`` (S,), ``active`` (R, T).
+
+    Periods merge only when the same purchases are active in them (their reserved fleet is the same).
+    """
     S, K, T = demand.shape
     P = inventory.shape[0]
+    active = np.ones((0, T), dtype=bool) if active is None else np.asarray(active, bool)
+    R = active.shape[0]
     rows = np.concatenate([demand.transpose(0, 2, 1).reshape(S * T, K),
-                           np.broadcast_to(inventory.T, (S, T, P)).reshape(S * T, P)], axis=1)
+                           np.broadcast_to(inventory.T, (S, T, P)).reshape(S * T, P),
+                           np.broadcast_to(active.T.astype(float), (S, T, R)).reshape(S * T, R)], axis=1)
     w = (probability[:, None] * hours[None, :]).reshape(S * T)
     if merge:
         uniq, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
@@ -47,4 +54,5 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
         uniq, inverse = rows, np.arange(S * T)
     weight = np.bincount(inverse, weights=w, minlength=len(uniq))
     return Blocks(of=inverse.reshape(S, T), weight=weight,
-                  demand=np.ascontiguousarray(uniq[:, :K].T), inventory=np.ascontiguousarray(uniq[:, K:].T))
+                  demand=np.ascontiguousarray(uniq[:, :K].T), inventory=np.ascontiguousarray(uniq[:, K:K + P].T),
+                  active=np.ascontiguousarray(uniq[:, K + P:].T) > 0.5)

@@ -70,15 +70,22 @@ def define_reserved_share_constraints(out: Rows, inp: PlanInputs, blocks: Blocks
     p, b = x["p"].to_numpy(), x["b"].to_numpy()
     rid, rp, rb = _row_ids((inp.P, blocks.B), p, b)
     rows, cols, coefs = [rid[p, b]], [x["col"].to_numpy()], [np.ones(len(x))]
+    _purchased_terms(inp, blocks, fam, rp, rb, rows, cols, coefs)
+    return out.add("reserved_share", (rp, rb,), np.concatenate(rows),
+                    np.concatenate(cols), np.concatenate(coefs), LpConstraintLE, blocks.inventory[rp, rb])
+
+
+def _purchased_terms(inp: PlanInputs, blocks: Blocks, fam, rp: np.ndarray, rb: np.ndarray,
+                     rows: list, cols: list, coefs: list) -> None:
+    """Append -m_p n[c] to each row (p, b) for every purchase c of pool p active in block b."""
     n = fam["n"]
-    m = inp.reserved["m"].to_numpy()
-    for c, (pool, col) in enumerate(zip(n["p"].to_numpy(), n["col"].to_numpy())):  # per option, not per period
-        hit = np.flatnonzero(rp == pool)
+    m = inp.reserved["m"].to_numpy(float)
+    active = blocks.active
+    for c, (pool, col) in enumerate(zip(n["p"].to_numpy(), n["col"].to_numpy())):  # per purchase, not per period
+        hit = np.flatnonzero((rp == pool) & (active[c, rb] if active is not None else True))
         rows.append(hit)
         cols.append(np.full(len(hit), col))
         coefs.append(np.full(len(hit), -m[c]))
-    return out.add("reserved_share", (rp, rb,), np.concatenate(rows),
-                    np.concatenate(cols), np.concatenate(coefs), LpConstraintLE, blocks.inventory[rp, rb])
 
 
 def _cap_rows(out: Rows, inp, blocks, frame, cap, family) -> int:
@@ -103,19 +110,39 @@ def define_spot_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam)
 
 
 def define_reserved_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_c m_p n[p,c] <= Ucap^res_p - max_t E[p,t] (reserved GPUs bought plus owned)."""
+    """sum_{c active} m_p n[p,c] <= Ucap^res_p - E[p,t] for every period (reserved GPUs bought plus owned).
+
+    One row per pool and distinct set of active purchases, with the most inventory owned while that set is
+    active (the other periods' rows are implied); with one purchase date that is one row per pool, as before.
+    """
     n = fam["n"]
     cap = inp.pools["cap_res"].to_numpy(float)
     pools = np.unique(n["p"].to_numpy()[~np.isnan(cap[n["p"].to_numpy()])]) if len(n) else np.array([], int)
     if not len(pools):
         return 0
-    rid = np.full(inp.P, -1)
-    rid[pools] = np.arange(len(pools))
-    sel = n[np.isin(n["p"], pools)]
-    owned = inp.inventory.max(axis=1) if inp.T else np.zeros(inp.P)
-    return out.add("reserved_cap", (pools,), rid[sel["p"].to_numpy()],
-                    sel["col"].to_numpy(), inp.reserved["m"].to_numpy()[sel["c"].to_numpy()],
-                    LpConstraintLE, cap[pools] - owned[pools])
+    m = inp.reserved["m"].to_numpy(float)
+    active = inp.active  # (R, T): per period, so inventory peaks inside a block are seen
+    keys, rows, cols, coefs, rhs = [], [], [], [], []
+    for p in pools:  # capped pools only; vectorised over periods
+        mine = np.flatnonzero(n["p"].to_numpy() == p)
+        pattern, which = np.unique(active[mine].T, axis=0, return_inverse=True)
+        which = which.reshape(-1)
+        owned = np.full(len(pattern), -np.inf)
+        np.maximum.at(owned, which, inp.inventory[p])
+        for j, pat in enumerate(pattern):
+            on = mine[pat]
+            if not len(on):
+                continue
+            r = len(rhs)
+            keys.append(p)
+            rows.append(np.full(len(on), r))
+            cols.append(n["col"].to_numpy()[on])
+            coefs.append(m[on])
+            rhs.append(cap[p] - owned[j])
+    if not rhs:
+        return 0
+    return out.add("reserved_cap", (np.asarray(keys), np.arange(len(keys))), np.concatenate(rows), np.concatenate(cols),
+                   np.concatenate(coefs), LpConstraintLE, np.asarray(rhs))
 
 
 def define_backfill_peak_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
@@ -158,12 +185,6 @@ def define_backfill_dedicated_constraints(out: Rows, inp: PlanInputs, blocks: Bl
     rows.append(np.flatnonzero(has))
     cols.append(pk_col[rp][has])
     coefs.append(np.ones(int(has.sum())))
-    n = fam["n"]
-    m = inp.reserved["m"].to_numpy()
-    for c, (pool, col) in enumerate(zip(n["p"].to_numpy(), n["col"].to_numpy())):
-        hit = np.flatnonzero(rp == pool)
-        rows.append(hit)
-        cols.append(np.full(len(hit), col))
-        coefs.append(np.full(len(hit), -m[c]))
+    _purchased_terms(inp, blocks, fam, rp, rb, rows, cols, coefs)
     return out.add("backfill_dedicated", (rp, rb), np.concatenate(rows), np.concatenate(cols),
                    np.concatenate(coefs), LpConstraintLE, np.zeros(len(rp)))

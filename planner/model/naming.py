@@ -25,7 +25,7 @@ FAMILIES = {
     "reserved_share": ("reserved GPUs shared by classes", ("pool", "block")),
     "od_cap": ("on-demand cap", ("pool", "block")),
     "spot_cap": ("spot cap", ("pool", "block")),
-    "reserved_cap": ("reserved cap", ("pool",)),
+    "reserved_cap": ("reserved cap", ("pool", "set")),  # one row per set of purchases active together
     "backfill_peak": ("priority classes' peak reserved use", ("pool", "block")),
     "backfill_dedicated": ("backfill classes' own reserved GPUs", ("pool", "block")),
 }

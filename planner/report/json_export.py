@@ -44,6 +44,14 @@ def _records(df: pd.DataFrame) -> list[dict]:
     return out
 
 
+def _date(x) -> str | None:
+    """An ISO date (``2027-01-04``), or an ISO timestamp when it is not midnight; None for NaT."""
+    if x is None or pd.isna(x):
+        return None
+    x = pd.Timestamp(x)
+    return x.date().isoformat() if x == x.normalize() else x.isoformat()
+
+
 def plan_to_dict(plan: Plan) -> dict:
     """plan.json as a dict (the contract of spec/contracts.md)."""
     inp = plan.inputs
@@ -76,8 +84,14 @@ def plan_to_dict(plan: Plan) -> dict:
             {"gpu_type": r.gpu_type, "region": r.region, "option": r.option, "instances": int(r.instances),
              "gpus": _num(r.gpus), "commitment_usd": _num(r.commitment_usd),
              "term_months": _num(r.term_months), "effective_usd_per_gpu_hour": _num(r.effective_usd_per_gpu_hour),
-             "horizon_cost_usd": _num(r.horizon_cost_usd)}
-            for r in purchases.itertuples()],  # every reserved option, bought (instances > 0) or not
+             "horizon_cost_usd": _num(r.horizon_cost_usd),
+             "purchase_date": _date(r.purchase_date), "active_from": _date(r.active_from),
+             "end_date": _date(r.end_date), "firm": bool(r.firm),
+             "upfront_usd": _num(r.upfront_total_usd), "monthly_recurring_usd": _num(r.monthly_recurring_usd),
+             "liability_past_horizon_usd": _num(r.liability_past_horizon_usd)}
+            for r in purchases.itertuples()],  # every reserved option and purchase date, bought (instances > 0) or not
+        "commitments": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.commitments.items()},
+        "cash_schedule": _records(plan.cash_schedule) if len(plan.cash_schedule) else [],
         "baselines_usd": {"all_on_demand": _num(plan.baseline_all_on_demand)},
         "inputs": {"model": str(inp.config.path) if inp.config.path else None,
                    "demand": sources["demand"]["path"], "prices": sources["prices"]["path"],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from ..results import Plan
 from ..units import usd as _usd
 
@@ -33,12 +35,21 @@ def summary_text(plan: Plan) -> str:
                          f"value of perfect information {_usd(plan.risk.evpi_usd)}")
     bought = plan.purchases[plan.purchases["instances"] > 0]
     if len(bought):
+        dated = bought["purchase_date"].nunique() > 1 if "purchase_date" in bought else False
         lines.append("  reserved purchases (commitment liability over the term):")
         for r in bought.itertuples():
-            lines.append(f"    {r.gpu_type:<12} {r.region:<16} {r.option:<12} {r.instances:>6} instances "
-                         f"({r.gpus:g} GPUs)  {_usd(r.commitment_usd)}")
+            when = ""
+            if "purchase_date" in bought:
+                when = f"{'buy now' if r.firm else 'expect to buy'} {r.purchase_date:%Y-%m-%d}" + \
+                    (f", usable {r.active_from:%Y-%m-%d}" if r.active_from != r.purchase_date else "") + \
+                    f", ends {r.end_date:%Y-%m-%d}: "
+            lines.append(f"    {when}{r.gpu_type:<12} {r.region:<16} {r.option:<12} {r.instances:>6} instances "
+                         f"({r.gpus:g} GPUs)  {_usd(r.commitment_usd)}"
+                         + (f" (upfront {_usd(r.upfront_total_usd)}, then {_usd(r.monthly_recurring_usd)}/month)"
+                            if dated or r.upfront_total_usd > 0 else ""))
         lines.append(f"    total commitment {_usd(bought['commitment_usd'].sum())}; reserved utilisation "
                      f"{100 * plan.reserved_utilisation:.1f} %")
+        lines.extend(_liability_lines(plan))
     else:
         lines.append("  reserved purchases: none")
     if plan.shortfall_gpu_hours > 1e-6:
@@ -47,3 +58,19 @@ def summary_text(plan: Plan) -> str:
             lines.append(f"    {cls}: {df['unmet_gpu_hours'].sum():,.1f} GPU-hours in {len(df)} periods "
                          f"(first {df['period'].min():%Y-%m-%d %H:%M}); cause: {cause}")
     return "\n".join(lines)
+
+
+def _liability_lines(plan: Plan) -> list[str]:
+    """Amortised and full-term figures, and one plain sentence when most of the liability is past the horizon."""
+    c = plan.commitments
+    if not c:
+        return []
+    full, amortised, past = c["reserved_full_term_usd"], c["reserved_amortised_usd"], c["liability_past_horizon_usd"]
+    lines = [f"    reserved cost counted {c['accounting'].replace('_', ' ')}: amortised over the horizon "
+             f"{_usd(amortised)}, full term {_usd(full)}, of which {_usd(past)} falls after the horizon ends"]
+    if full > 0 and past > 0.5 * full:
+        end = plan.inputs.periods[-1] + pd.Timedelta(hours=float(plan.inputs.hours[-1]))
+        lines.append(f"  NOTE: {100 * past / full:.0f} % of the commitments signed ({_usd(past)} of {_usd(full)}) "
+                     f"is owed after the forecast ends on {end:%Y-%m-%d}: the plan assumes demand past the forecast "
+                     "keeps them busy.")
+    return lines

@@ -1,0 +1,105 @@
+"""Dated commitments (the ladder): when purchases may be made, when each is active, what it costs and when.
+
+Pure functions of the price sheet's reserved options, the periods and the model file's
+``[commitments]`` (spec/formulation.md, "Dated commitments: the ladder"):
+
+- purchase dates: the first period, and with ``purchase_every = "quarter" | "month"`` the first period
+  of every calendar quarter / month that starts in the horizon, before ``purchase_until``;
+- one purchase row per (reserved option, purchase date) at the price valid on that date
+  (``valid_from``), active from ``date + lead_time_months x 730 h`` for ``term_months x 730`` hours;
+- its cost under both accountings: amortised (effective rate x its active horizon hours) and full term
+  (``hourly x L + upfront - residual``), and the cash it pays per calendar month.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .units import HOURS_PER_MONTH
+
+HOUR = pd.Timedelta(hours=1)
+
+
+def purchase_periods(periods: pd.DatetimeIndex, every: str = "once", until: str | None = None) -> np.ndarray:
+    """Positions of the periods at which purchases may be dated (the first period always counts)."""
+    if not len(periods):
+        return np.zeros(0, dtype=int)
+    if every == "once":
+        idx = np.array([0])
+    else:
+        group = periods.to_period("Q" if every == "quarter" else "M").asi8
+        idx = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    if until is not None:
+        idx = idx[periods[idx] < pd.Timestamp(until)]
+    return idx
+
+
+def purchase_rows(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.ndarray,
+                  dates: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+    """One row per (reserved option, purchase date) and its activity (R, T) over the periods.
+
+    ``options`` has one row per price-sheet reserved row (``valid_from`` NaT = valid from the start); a
+    purchase at date s takes the row of its option with the latest ``valid_from`` on or before s, and is not
+    offered when every row of the option starts later. Rows are ordered by pool, option, then date.
+    """
+    if not len(options) or not len(dates):
+        cols = list(options.columns) + ["purchase_date", "active_from", "end_date", "hours_active", "firm"]
+        return pd.DataFrame({c: [] for c in cols}), np.zeros((0, len(periods)), dtype=bool)
+    frames = []
+    valid = options["valid_from"].fillna(pd.Timestamp.min)
+    for i, s in enumerate(dates):
+        when = periods[s]
+        ok = options[valid <= when].assign(_v=valid[valid <= when])
+        ok = ok.sort_values("_v").groupby(["pool", "option"], sort=False).tail(1).drop(columns="_v")
+        frames.append(ok.assign(purchase_date=when, date_index=i))
+    rows = pd.concat(frames, ignore_index=True).sort_values(["pool", "option", "date_index"], kind="stable")
+    rows = rows.reset_index(drop=True)
+    L = rows["term_months"].to_numpy(float) * HOURS_PER_MONTH
+    lead = rows["lead_time_months"].to_numpy(float) * HOURS_PER_MONTH
+    rows["active_from"] = rows["purchase_date"] + pd.to_timedelta(lead, unit="h")
+    rows["end_date"] = rows["active_from"] + pd.to_timedelta(L, unit="h")
+    start = periods.to_numpy()
+    active = (start[None, :] >= rows["active_from"].to_numpy()[:, None]) & \
+             (start[None, :] < rows["end_date"].to_numpy()[:, None])
+    rows["hours_active"] = active.astype(float) @ np.asarray(hours, float)
+    rows["firm"] = rows["date_index"] == 0  # dated in the first purchase interval: act on it now
+    return rows, active
+
+
+def full_term_usd_per_gpu(rows: pd.DataFrame) -> np.ndarray:
+    """The whole liability of one GPU of each purchase row: ``hourly x L + upfront - residual``."""
+    L = rows["term_months"].to_numpy(float) * HOURS_PER_MONTH
+    return rows["hourly_usd"].to_numpy(float) * L + rows["upfront_usd"].to_numpy(float) \
+        - rows["residual_usd"].to_numpy(float)
+
+
+def cash_schedule(purchases: pd.DataFrame, periods: pd.DatetimeIndex, on_demand: pd.Series,
+                  spot: pd.Series) -> pd.DataFrame:
+    """Cash per calendar month from the first period to the end of the last commitment's term.
+
+    ``purchases``: rows with ``gpus`` > 0, their ``purchase_date``, ``active_from``, ``end_date``,
+    ``hourly_usd``, ``upfront_usd`` and ``residual_usd`` (per GPU); the upfront (net of the residual
+    value) is paid in the month of the purchase date, the recurring part ``hourly x GPUs x hours`` in every
+    calendar month of the active term (its real hours in that month). ``on_demand``/``spot``: expected USD
+    per month (index "YYYY-MM").
+    """
+    first = periods[0].to_period("M")
+    ends = [periods[-1].to_period("M")] + [pd.Timestamp(e - HOUR).to_period("M") for e in purchases["end_date"]]
+    months = pd.period_range(first, max(ends), freq="M")
+    start = months.start_time
+    stop = (months + 1).start_time
+    upfront = np.zeros(len(months))
+    recurring = np.zeros(len(months))
+    for row in purchases.itertuples():  # one row per purchase made, not per period
+        gpus = float(row.gpus)
+        pos = months.get_loc(pd.Timestamp(row.purchase_date).to_period("M"))
+        upfront[pos] += gpus * (float(row.upfront_usd) - float(row.residual_usd))
+        lo, hi = pd.Timestamp(row.active_from), pd.Timestamp(row.end_date)
+        overlap = (np.minimum(stop, hi) - np.maximum(start, lo)) / HOUR
+        recurring += gpus * float(row.hourly_usd) * np.clip(np.asarray(overlap, float), 0.0, None)
+    label = months.strftime("%Y-%m")
+    od = on_demand.reindex(label).fillna(0.0).to_numpy(float)
+    sp = spot.reindex(label).fillna(0.0).to_numpy(float)
+    return pd.DataFrame({"month": label, "upfront_usd": upfront, "reserved_recurring_usd": recurring,
+                         "on_demand_usd": od, "spot_usd": sp, "total_usd": upfront + recurring + od + sp})
