@@ -74,6 +74,23 @@ def full_term_usd_per_gpu(rows: pd.DataFrame) -> np.ndarray:
         - rows["residual_usd"].to_numpy(float)
 
 
+def schedule_months(purchases: pd.DataFrame, periods: pd.DatetimeIndex) -> pd.PeriodIndex:
+    """Calendar months from the first period's to the one in which the last commitment's term ends."""
+    first = periods[0].to_period("M")
+    ends = [periods[-1].to_period("M")] + [pd.Timestamp(e - HOUR).to_period("M") for e in purchases["end_date"]]
+    return pd.period_range(first, max(ends), freq="M")
+
+
+def active_hours_by_month(purchases: pd.DataFrame, months: pd.PeriodIndex) -> np.ndarray:
+    """(purchases, months): the real hours of each calendar month inside each purchase's active term."""
+    start = months.start_time.to_numpy()
+    stop = (months + 1).start_time.to_numpy()
+    lo = pd.to_datetime(purchases["active_from"]).to_numpy()[:, None]
+    hi = pd.to_datetime(purchases["end_date"]).to_numpy()[:, None]
+    overlap = (np.minimum(stop[None, :], hi) - np.maximum(start[None, :], lo)) / np.timedelta64(1, "h")
+    return np.clip(overlap.astype(float), 0.0, None)
+
+
 def cash_schedule(purchases: pd.DataFrame, periods: pd.DatetimeIndex, on_demand: pd.Series,
                   spot: pd.Series) -> pd.DataFrame:
     """Cash per calendar month from the first period to the end of the last commitment's term.
@@ -84,20 +101,15 @@ def cash_schedule(purchases: pd.DataFrame, periods: pd.DatetimeIndex, on_demand:
     calendar month of the active term (its real hours in that month). ``on_demand``/``spot``: expected USD
     per month (index "YYYY-MM").
     """
-    first = periods[0].to_period("M")
-    ends = [periods[-1].to_period("M")] + [pd.Timestamp(e - HOUR).to_period("M") for e in purchases["end_date"]]
-    months = pd.period_range(first, max(ends), freq="M")
-    start = months.start_time
-    stop = (months + 1).start_time
+    months = schedule_months(purchases, periods)
+    gpus = purchases["gpus"].to_numpy(float)
     upfront = np.zeros(len(months))
-    recurring = np.zeros(len(months))
-    for row in purchases.itertuples():  # one row per purchase made, not per period
-        gpus = float(row.gpus)
-        pos = months.get_loc(pd.Timestamp(row.purchase_date).to_period("M"))
-        upfront[pos] += gpus * (float(row.upfront_usd) - float(row.residual_usd))
-        lo, hi = pd.Timestamp(row.active_from), pd.Timestamp(row.end_date)
-        overlap = (np.minimum(stop, hi) - np.maximum(start, lo)) / HOUR
-        recurring += gpus * float(row.hourly_usd) * np.clip(np.asarray(overlap, float), 0.0, None)
+    if len(purchases):
+        pos = months.get_indexer(pd.to_datetime(purchases["purchase_date"]).dt.to_period("M"))
+        np.add.at(upfront, pos, gpus * (purchases["upfront_usd"].to_numpy(float)
+                                        - purchases["residual_usd"].to_numpy(float)))
+    recurring = (gpus * purchases["hourly_usd"].to_numpy(float)) @ active_hours_by_month(purchases, months) \
+        if len(purchases) else np.zeros(len(months))
     label = months.strftime("%Y-%m")
     od = on_demand.reindex(label).fillna(0.0).to_numpy(float)
     sp = spot.reindex(label).fillna(0.0).to_numpy(float)

@@ -39,7 +39,7 @@ BOLD = Font(bold=True)
 RED = Font(bold=True, color="C00000")
 HEAD_FILL = PatternFill("solid", fgColor="DDEBF7")
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
-          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback")
+          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
          "all_on_demand_usd", "savings_usd", "horizon_hours")
 
@@ -177,7 +177,7 @@ def write_workbook(plan: Plan, path) -> None:
     ws = {name: wb.create_sheet(name) for name in SHEETS}
 
     prices = inp.tables.prices.reset_index(drop=True)
-    price_row = {(r.gpu_type, r.region, r.option): i + 2 for i, r in enumerate(prices.itertuples())}
+    price_row = {_price_key(r): i + 2 for i, r in enumerate(prices.itertuples())}
     alloc, alloc_grain = coarsen_allocation(plan.allocation)
     grain_name, grain_code = _period_grain(plan)
     n_alloc = len(alloc)
@@ -207,44 +207,73 @@ def write_workbook(plan: Plan, path) -> None:
     _write_latency(ws["Latency"], plan)
     _write_backfill(ws["Backfill"], plan)
     _write_showback(ws["Showback"], plan)
+    _write_cash_flow(ws["Cash flow"], plan, purchases, price_row)
 
     for key in NAMES:
         wb.defined_names[key] = DefinedName(key, attr_text=f"Summary!$B${name_row[key]}")
     wb.save(path)
 
 
+def _price_key(r) -> tuple:
+    """(gpu_type, region, option, valid_from or None): the Prices row a purchase or a cost reads."""
+    vf = getattr(r, "valid_from", None)
+    return (r.gpu_type, r.region, r.option, None if vf is None or pd.isna(vf) else pd.Timestamp(vf))
+
+
 # ---------------------------------------------------------------------------- sheets
 
 def _write_prices(ws, prices: pd.DataFrame) -> None:
     s = _Sheet(ws, ["gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months",
-                    "effective_usd_per_gpu_hour", "gpus_per_instance", "max_gpus", "interruptions_per_hour"],
+                    "effective_usd_per_gpu_hour", "gpus_per_instance", "max_gpus", "interruptions_per_hour",
+                    "valid_from", "lead_time_months", "residual_usd"],
                {"hourly_usd": RATE, "upfront_usd": USD, "effective_usd_per_gpu_hour": RATE, "term_months": INT,
-                "gpus_per_instance": "0.###", "max_gpus": INT, "interruptions_per_hour": "0.0000"})
+                "gpus_per_instance": "0.###", "max_gpus": INT, "interruptions_per_hour": "0.0000",
+                "valid_from": DATE, "lead_time_months": "0.##", "residual_usd": USD})
     s.header({"effective_usd_per_gpu_hour": 26})
     for i, r in enumerate(prices.itertuples()):
         row = i + 2
         reserved = r.option.startswith("reserved")
-        eff = F(f"=D{row}+E{row}/(F{row}*730)") if reserved else F(f"=D{row}")
+        eff = F(f"=D{row}+(E{row}-M{row})/(F{row}*730)") if reserved else F(f"=D{row}")
+        vf = getattr(r, "valid_from", None)
         s.append([r.gpu_type, r.region, r.option, r.hourly_usd, r.upfront_usd if reserved else None,
                   r.term_months if reserved else None, eff, r.gpus_per_instance, r.max_gpus,
-                  r.interruptions_per_hour])
+                  r.interruptions_per_hour, _date(vf) if vf is not None and not pd.isna(vf) else None,
+                  getattr(r, "lead_time_months", 0.0) if reserved else None,
+                  getattr(r, "residual_usd", 0.0) if reserved else 0.0])
     s.table("Prices")
 
 
 def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horizon_ref: str) -> None:
+    """One row per reserved option and purchase date: quantities, dates and live costs over Prices.
+
+    horizon_cost_usd = GPUs x effective rate x the horizon hours the purchase is active (amortised);
+    commitment_usd = GPUs x (hourly x term x 730 + upfront - residual) (full term).
+    """
     s = _Sheet(ws, ["gpu_type", "region", "option", "term_months", "instances", "gpus_per_instance", "gpus",
-                    "effective_usd_per_gpu_hour", "horizon_cost_usd", "commitment_usd", "pool_reserved_utilisation"],
+                    "effective_usd_per_gpu_hour", "horizon_cost_usd", "commitment_usd", "pool_reserved_utilisation",
+                    "purchase_date", "active_from", "end_date", "firm", "hours_active",
+                    "liability_past_horizon_usd", "upfront_usd", "monthly_recurring_usd"],
                {"term_months": INT, "instances": INT, "gpus_per_instance": "0.###", "gpus": INT,
                 "effective_usd_per_gpu_hour": RATE, "horizon_cost_usd": USD, "commitment_usd": USD,
-                "pool_reserved_utilisation": PCT})
-    s.header({"effective_usd_per_gpu_hour": 26, "pool_reserved_utilisation": 26})
+                "pool_reserved_utilisation": PCT, "purchase_date": DATE, "active_from": DATE, "end_date": DATE,
+                "hours_active": "#,##0.##", "liability_past_horizon_usd": USD, "upfront_usd": USD,
+                "monthly_recurring_usd": USD})
+    s.header({"effective_usd_per_gpu_hour": 26, "pool_reserved_utilisation": 26, "liability_past_horizon_usd": 26})
     util = _pool_utilisation(plan)
     for i, r in enumerate(purchases.itertuples()):
-        row, pr = i + 2, price_row[(r.gpu_type, r.region, r.option)]
+        row, pr = i + 2, price_row[_price_key(r)]
+        hours = getattr(r, "hours_active", None)
+        hours_cell = float(hours) if hours is not None else F(f"={horizon_ref}")
         s.append([r.gpu_type, r.region, r.option, F(f"=Prices!$F${pr}"), int(r.instances), F(f"=Prices!$H${pr}"),
-                  F(f"=E{row}*F{row}"), F(f"=Prices!$G${pr}"), F(f"=G{row}*H{row}*{horizon_ref}"),
-                  F(f"=G{row}*(Prices!$D${pr}*Prices!$F${pr}*730+Prices!$E${pr})"),
-                  util.get((r.gpu_type, r.region), np.nan)])
+                  F(f"=E{row}*F{row}"), F(f"=Prices!$G${pr}"), F(f"=G{row}*H{row}*P{row}"),
+                  F(f"=G{row}*(Prices!$D${pr}*Prices!$F${pr}*730+Prices!$E${pr}-Prices!$M${pr})"),
+                  util.get((r.gpu_type, r.region), np.nan) if r.instances > 0 else None,
+                  _date(getattr(r, "purchase_date", plan.inputs.periods[0])),
+                  _date(getattr(r, "active_from", plan.inputs.periods[0])),
+                  _date(getattr(r, "end_date", plan.inputs.periods[0])),
+                  ("now" if getattr(r, "firm", True) else "planned"), hours_cell,
+                  F(f"=J{row}-I{row}"), F(f"=G{row}*(Prices!$E${pr}-Prices!$M${pr})"),
+                  F(f"=G{row}*Prices!$D${pr}*730")])
     s.table("Purchases")
 
 
@@ -272,7 +301,7 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
                                     "option", "gpus")]
     for i, (scen, per, hrs, cls, gt, rg, opt, gpus) in enumerate(zip(*cols)):
         row = i + 2
-        price = 0 if opt == "reserved" else F(f"=Prices!$D${price_row[(gt, rg, opt)]}")
+        price = 0 if opt == "reserved" else F(f"=Prices!$D${price_row[(gt, rg, opt, None)]}")
         s.append([scen, _date(per), hrs, cls, gt, rg, opt, gpus, F(f"=H{row}*C{row}"), prob[scen],
                   F(f"=I{row}*J{row}"), price, F(f"=K{row}*L{row}")])
     s.table("Allocation")
@@ -286,12 +315,14 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horiz
     s.header({"cost_kind": 14})
     last = max(n_alloc + 1, 2)
     alloc = lambda c: f"Allocation!${c}$2:${c}${last}"  # noqa: E731
+    full_term = plan.inputs.config.commitments.accounting == "full_term"
     for i, r in enumerate(purchases.itertuples()):
-        row, pr = s.rows + 1, price_row[(r.gpu_type, r.region, r.option)]
+        row, pr = s.rows + 1, price_row[_price_key(r)]
+        cost = F(f"=Purchases!$J${i + 2}") if full_term else F(f"=G{row}*H{row}")  # whole term, or its hours here
         s.append(["reserved", r.gpu_type, r.region, r.option, F(f"=Purchases!$E${i + 2}"), "instances",
-                  F(f"=E{row}*Prices!$H${pr}*{horizon_ref}"), F(f"=Prices!$G${pr}"), F(f"=G{row}*H{row}")])
+                  F(f"=E{row}*Prices!$H${pr}*Purchases!$P${i + 2}"), F(f"=Prices!$G${pr}"), cost])
     for option in ("on_demand", "spot"):
-        for (gt, rg, opt), pr in price_row.items():
+        for (gt, rg, opt, _vf), pr in price_row.items():
             if opt != option:
                 continue
             row = s.rows + 1
@@ -308,13 +339,19 @@ def _summary_layout(plan: Plan) -> list[tuple]:
     """(name, label, note) rows of the Summary table; the named ones carry defined names."""
     return [
         ("total_cost_usd", "Total expected cost", "reserved + on-demand + spot over the horizon"),
-        ("reserved_cost_usd", "Reserved (amortised over the horizon)", "Costs sheet, reserved rows"),
+        ("reserved_cost_usd", "Reserved (" + ("full term, whatever lies past the horizon" if
+                               plan.inputs.config.commitments.accounting == "full_term" else
+                               "amortised over the horizon hours each purchase is active") + ")",
+         "Costs sheet, reserved rows"),
         ("on_demand_cost_usd", "On-demand", "Costs sheet, on-demand rows"),
         ("spot_cost_usd", "Spot", "every spot GPU-hour paid, only its goodput share useful"),
         ("all_on_demand_usd", "All on-demand baseline", "same demand with headroom, cheapest allowed pool"),
         ("savings_usd", "Savings against all on-demand", ""),
         ("savings_pct", "Savings %", ""),
         ("commitment_usd", "Commitment liability (cash over the terms)", "Purchases sheet"),
+        ("amortised_usd", "Reserved cost amortised over the horizon", "Purchases sheet, horizon_cost_usd"),
+        ("liability_past_horizon_usd", "Liability falling after the horizon ends",
+         _liability_note(plan)),
         ("reserved_utilisation", "Reserved utilisation", "reserved GPU-hours used / owned"),
         ("shortfall_gpu_hours", "Shortfall (GPU-hours not met)", "0 when every class's demand is met; "
          "Shortfall sheet: which class, when, why"),
@@ -331,6 +368,16 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("penalty", "Shortfall penalty (USD per GPU-hour)", "M in the formulation"),
         ("version", "Planner version", ""),
     ]
+
+
+def _liability_note(plan: Plan) -> str:
+    """The plain sentence when most of the liability falls past the forecast; the Cash flow sheet otherwise."""
+    c = plan.commitments
+    full, past = c.get("reserved_full_term_usd", 0.0), c.get("liability_past_horizon_usd", 0.0)
+    if full > 0 and past > 0.5 * full:
+        return (f"{100 * past / full:.0f} % of the commitments signed is owed after the forecast ends: the plan "
+                "assumes demand past the forecast keeps them busy. Cash flow sheet: when each dollar is paid")
+    return "Cash flow sheet: when each dollar is paid"
 
 
 def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purchases: int) -> None:
@@ -350,6 +397,8 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purcha
         "savings_usd": (F(f"=B{row_of['all_on_demand_usd']}-B{row_of['total_cost_usd']}"), USD),
         "savings_pct": (F(f"=IF(B{row_of['all_on_demand_usd']}>0,B{row_of['savings_usd']}/B{row_of['all_on_demand_usd']},0)"), PCT),
         "commitment_usd": (F(f"=SUM(Purchases!$J$2:$J${last_p})"), USD),
+        "amortised_usd": (F(f"=SUM(Purchases!$I$2:$I${last_p})"), USD),
+        "liability_past_horizon_usd": (F(f"=SUM(Purchases!$Q$2:$Q${last_p})"), USD),
         "reserved_utilisation": (plan.reserved_utilisation, PCT),
         "shortfall_gpu_hours": (short, NUM),
         "worst_case_usd": (plan.risk.worst_case_usd if plan.risk else plan.cost["total"], USD),
@@ -573,3 +622,88 @@ def _write_showback(ws, plan: Plan) -> None:
             row = i + 2
             s.append([r[c] for c in cols[:-1]] + [F(f"=F{row}+G{row}+H{row}+I{row}")])
     s.table("Showback")
+
+
+MAX_FORMULA_TERMS = 150  # terms spelled out in one cash-flow formula (Excel allows 8,192 characters)
+
+
+def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -> None:
+    """Cash per calendar month to the end of the last term, live over Prices, with a cash chart and a ladder chart.
+
+    Columns A-F are the cash (upfront, reserved recurring, on-demand, spot, total). To their right, values the
+    formulas read: each purchase's hours active in the month, on-demand and spot GPU-hours per pool and month
+    (expected over scenarios); then each purchase's GPUs owned in the month (the ladder). Edit a price in
+    Prices and every month moves; the columns add up to plan.json's ``cash_schedule``.
+    """
+    from ..ladder import active_hours_by_month, schedule_months
+
+    inp = plan.inputs
+    cash = plan.cash_schedule
+    if not len(cash):
+        ws.append(["no cash schedule (no plan)"])
+        return
+    bought_idx = [i for i, r in enumerate(purchases.itertuples()) if r.instances > 0]
+    bought = purchases.iloc[bought_idx]
+    months = schedule_months(bought, inp.periods) if len(bought) else pd.period_range(
+        inp.periods[0].to_period("M"), inp.periods[-1].to_period("M"), freq="M")
+    hours = active_hours_by_month(bought, months) if len(bought) else np.zeros((0, len(months)))
+    label = list(months.strftime("%Y-%m"))
+    # expected GPU-hours per pool and month, on-demand and spot
+    a = plan.allocation
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    gh = pd.DataFrame({"month": a["period"].dt.strftime("%Y-%m"), "gpu_type": a["gpu_type"], "region": a["region"],
+                       "option": a["option"], "gh": a["gpu_hours"] * a["scenario"].map(prob)})
+    gh = gh[gh["option"].isin(["on_demand", "spot"])].groupby(["option", "gpu_type", "region", "month"])["gh"].sum()
+    pool_cols = [(opt, gt, rg) for opt, gt, rg in sorted({k[:3] for k in gh.index})]
+    names = ["month", "upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", "total_usd", ""]
+    names += [f"hours {r.option} {pd.Timestamp(r.purchase_date):%Y-%m-%d} {r.gpu_type}/{r.region}"
+              for r in bought.itertuples()]
+    names += [f"GPU-hours {opt} {gt}/{rg}" for opt, gt, rg in pool_cols]
+    names += [f"GPUs {r.option} {pd.Timestamp(r.purchase_date):%Y-%m-%d} {r.gpu_type}/{r.region}"
+              for r in bought.itertuples()]
+    s = _Sheet(ws, names, {n: USD for n in names[1:6]})
+    s.header({"month": 10, "": 3})
+    h0 = 8  # first helper column (H)
+    g0 = h0 + len(bought)  # GPU-hours columns
+    l0 = g0 + len(pool_cols)  # ladder columns
+    letter = get_column_letter
+    spelled = len(bought) <= MAX_FORMULA_TERMS and len(pool_cols) <= MAX_FORMULA_TERMS
+    purchase_month = {j: pd.Timestamp(r.purchase_date).strftime("%Y-%m") for j, r in enumerate(bought.itertuples())}
+    for i, m in enumerate(label):
+        row = i + 2
+        c = cash.iloc[i] if i < len(cash) else None
+        if spelled:
+            up = [f"Purchases!$R${bought_idx[j] + 2}" for j in range(len(bought)) if purchase_month[j] == m]
+            rec = [f"{letter(h0 + j)}{row}*Purchases!$G${bought_idx[j] + 2}*Prices!$D$"
+                   f"{price_row[_price_key(r)]}" for j, r in enumerate(bought.itertuples())]
+            od = [f"{letter(g0 + q)}{row}*Prices!$D${price_row[(gt, rg, opt, None)]}"
+                  for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "on_demand"]
+            sp = [f"{letter(g0 + q)}{row}*Prices!$D${price_row[(gt, rg, opt, None)]}"
+                  for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "spot"]
+            cells = [F("=" + ("+".join(x) if x else "0")) for x in (up, rec, od, sp)]
+        else:  # too many terms for one formula: the values, as in plan.json
+            cells = [float(c[k]) for k in ("upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd")]
+        values = [m, *cells, F(f"=SUM(B{row}:E{row})"), None]
+        values += [float(x) for x in hours[:, i]]
+        values += [float(gh.get((opt, gt, rg, m), 0.0)) for opt, gt, rg in pool_cols]
+        values += [F(f"=IF({letter(h0 + j)}{row}>0,Purchases!$G${bought_idx[j] + 2},0)") for j in range(len(bought))]
+        s.append(values)
+    n = s.rows
+    chart = BarChart()
+    chart.type, chart.grouping, chart.overlap = "col", "stacked", 100
+    chart.title = "Cash out per month (USD)"
+    chart.y_axis.title, chart.x_axis.title = "USD", "month"
+    chart.add_data(Reference(ws, min_col=2, max_col=5, min_row=1, max_row=n), titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n))
+    chart.width, chart.height = 24, 10
+    ws.add_chart(chart, "H2" if not len(bought) and not pool_cols else f"{letter(l0 + len(bought) + 1)}2")
+    if len(bought):
+        ladder = AreaChart()
+        ladder.grouping = "stacked"
+        ladder.title = "Reserved GPUs owned, by purchase (the ladder)"
+        ladder.y_axis.title, ladder.x_axis.title = "GPUs", "month"
+        ladder.add_data(Reference(ws, min_col=l0, max_col=l0 + len(bought) - 1, min_row=1, max_row=n),
+                        titles_from_data=True)
+        ladder.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n))
+        ladder.width, ladder.height = 24, 10
+        ws.add_chart(ladder, f"{letter(l0 + len(bought) + 1)}24")
