@@ -92,9 +92,11 @@ class SolverSettings:
     shortfall_penalty_usd_per_gpu_hour: float = 0.0  # 0 = 10 x max on-demand
     threads: int | None = None
     merge_periods: bool = True
+    method: str = "auto"  # "monolithic", "benders", or "auto" (Benders for long dated-purchase horizons)
 
 
 PURCHASE_EVERY = ("once", "quarter", "month")
+METHODS = ("auto", "monolithic", "benders")
 ACCOUNTING = ("amortised", "full_term")
 
 
@@ -149,7 +151,7 @@ _COMMITMENT_KEYS = {"purchase_every": str, "purchase_until": (str, datetime.date
 _TEAM_KEYS = {"fair_share_weight": float, "guaranteed_gpus": float, "description": str}
 _SOLVER_KEYS = {
     "backend": str, "time_limit_s": float, "mip_gap": float,
-    "shortfall_penalty_usd_per_gpu_hour": float, "threads": int, "merge_periods": bool,
+    "shortfall_penalty_usd_per_gpu_hour": float, "threads": int, "merge_periods": bool, "method": str,
 }
 _CLASS_KEYS = {
     "spot": bool, "max_spot_share": float, "headroom": float, "gpu_types": dict,
@@ -405,9 +407,14 @@ def _parse_solver(table: dict, file: str, bad: Collector) -> SolverSettings:
         warnings.warn(f"{file}: solver.threads = {threads} is more than this machine's {os.cpu_count()} CPUs; "
                       f"using {os.cpu_count()}", RuntimeWarning, stacklevel=2)
         threads = os.cpu_count() or 1
+    method = str(table.get("method", "auto")).strip().lower()
+    if method not in METHODS:
+        bad.add(file, "unknown 'solver.method'", value=table.get("method"),
+                expected=" or ".join(f'"{m}"' for m in METHODS))
+        method = "auto"
     return SolverSettings(backend=backend, time_limit_s=float(limit) if limit else None,
                           mip_gap=float(gap), shortfall_penalty_usd_per_gpu_hour=float(penalty),
-                          threads=threads, merge_periods=table.get("merge_periods", True))
+                          threads=threads, merge_periods=table.get("merge_periods", True), method=method)
 
 
 def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> ClassPolicy | None:

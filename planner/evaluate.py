@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from .errors import InputError, Problem
 from .inputs import PlanInputs
@@ -55,7 +56,8 @@ class Evaluation:
 
 def _purchases(plan: Plan) -> list[dict]:
     return [{"gpu_type": p.gpu_type, "region": p.region, "option": p.option, "instances": int(p.instances),
-             "gpus": float(p.gpus)} for p in plan.purchases.itertuples()]
+             "gpus": float(p.gpus), "purchase_date": pd.Timestamp(p.purchase_date).date().isoformat()}
+            for p in plan.purchases.itertuples()]
 
 
 def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
@@ -71,12 +73,18 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
     rows = data.get("reserved_purchases") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise InputError(Problem(file, "no 'reserved_purchases' list", expected="a plan.json written by `planner plan`"))
-    index = {(r.gpu_type, r.region, r.option): i for i, r in enumerate(inp.reserved.itertuples())}
+    index = {}  # (gpu_type, region, option) -> its first purchase row; with the date -> that date's row
+    for i, r in enumerate(inp.reserved.itertuples()):
+        index.setdefault((r.gpu_type, r.region, r.option), i)
+        if hasattr(r, "purchase_date"):
+            index[(r.gpu_type, r.region, r.option, pd.Timestamp(r.purchase_date).date().isoformat())] = i
     n = np.zeros(len(inp.reserved))
     problems = []
     for i, row in enumerate(rows):
         try:
             key = (row["gpu_type"], row["region"], row["option"])
+            if row.get("purchase_date") is not None:
+                key = key + (str(row["purchase_date"])[:10],)
             if not all(isinstance(k, str) for k in key):
                 raise TypeError("names must be text")
             count = float(row["instances"])
@@ -93,9 +101,12 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
                                     value=count))
         elif key not in index:
             if count > 0:
-                problems.append(Problem(file, f"reserved_purchases[{i}] buys an option the price sheet does not have",
+                problems.append(Problem(file, f"reserved_purchases[{i}] buys an option the price sheet does not have"
+                                        + (" on that date" if len(key) == 4 else ""),
                                         value="/".join(key), expected="a gpu_type, region and reserved option "
-                                        "of the price sheet", hint="evaluate with the price sheet the plan used"))
+                                        "of the price sheet" + (", at a purchase date of the inputs' horizon"
+                                                                if len(key) == 4 else ""),
+                                        hint="evaluate with the price sheet, horizon and [commitments] the plan used"))
         else:
             n[index[key]] += count
     if problems:

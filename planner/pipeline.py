@@ -48,6 +48,9 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     """
     s = inp.config.solver
     timings = dict(timings or {})
+    if fixed_reserved is None and extend is None and _use_benders(inp, backend or s.backend):
+        return _benders_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
+                             risk=risk, write_model=write_model)
     reduce = None if extend is None else False
     model = build_model(inp, fixed_reserved=fixed_reserved, merge_periods=reduce,
                         dominance=extend is None)
@@ -69,6 +72,51 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
             risk=False, extend=extend)
         plan.risk = risk_view(plan, sub)
         plan.timings["risk"] = time.perf_counter() - t0
+    return plan
+
+
+BENDERS_AUTO_CELLS = 500_000  # periods x classes above which "auto" decomposes a dated-purchase model
+
+
+def _use_benders(inp: PlanInputs, backend: str) -> bool:
+    """Benders when asked, or with "auto" on long horizons with several purchase dates (HiGHS, no backfill)."""
+    from .decompose import applicable
+
+    method = inp.config.solver.method
+    if method == "monolithic" or not applicable(inp):
+        return False
+    if method == "benders":
+        return True
+    dated = "date_index" in inp.reserved and inp.reserved["date_index"].nunique() > 1
+    return dated and backend == "highs" and inp.T * inp.K * len(inp.scenarios) > BENDERS_AUTO_CELLS
+
+
+def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, risk, write_model) -> Plan:
+    """Purchases by Benders decomposition (proven gap), then the full model with them fixed for the plan."""
+    from dataclasses import replace
+
+    from .decompose import solve_benders
+    from .solve import Status
+
+    s = inp.config.solver
+    gap = s.mip_gap if mip_gap is None else mip_gap
+    limit = s.time_limit_s if time_limit_s is None else time_limit_s
+    t0 = time.perf_counter()
+    bd = solve_benders(inp, mip_gap=gap, time_limit_s=limit, threads=s.threads)
+    timings["benders"] = time.perf_counter() - t0
+    plan = make_plan(inp, backend="highs", time_limit_s=None, mip_gap=gap, timings=timings,
+                     fixed_reserved=bd.n, risk=risk, write_model=write_model)
+    if plan.status.value not in ("optimal", "feasible"):
+        return plan
+    status = Status.optimal if bd.status == "optimal" else Status.feasible
+    plan.solve = replace(plan.solve, status=status, mip_gap=bd.gap, best_bound=bd.lower,
+                         seconds=bd.seconds + plan.solve.seconds, backend="highs",
+                         message=f"Benders decomposition over {bd.chunks} monthly chunks, {bd.iterations} "
+                                 f"iterations: every purchase plan priced on the full hourly model, bound "
+                                 f"{bd.lower:,.2f} USD")
+    plan.status = status
+    plan.stats["benders"] = {"chunks": bd.chunks, "iterations": bd.iterations, "lower_usd": bd.lower,
+                             "upper_usd": bd.upper, "gap": bd.gap}
     return plan
 
 

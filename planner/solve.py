@@ -293,6 +293,8 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
     import highspy
 
     t0 = time.perf_counter()
+    if model.n_variables == 0:  # nothing to decide (no demand, nothing to buy): HiGHS calls an empty model an error
+        return _result(model, "highs", Status.optimal, t0, 0.0, 0.0, "Optimal (empty model)", np.zeros(0))
     has_int = bool(model.integer.any())
     rounded = None
     if has_int and strategy == "auto":

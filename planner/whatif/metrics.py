@@ -53,10 +53,16 @@ def spend(plan: Plan) -> pd.DataFrame:
     """
     inp = plan.inputs
     rows = []
-    for r in plan.purchases.itertuples():
-        rows.append({"option": r.option, "gpu_type": r.gpu_type, "region": r.region,
-                     "gpus": float(r.gpus), "gpu_hours": float(r.gpus) * inp.horizon_hours,
-                     "usd": float(r.horizon_cost_usd)})
+    full_term = inp.config.commitments.accounting == "full_term"
+    reserved = {}
+    for r in plan.purchases.itertuples():  # purchases of one option on several dates: one row per option
+        row = reserved.setdefault((r.option, r.gpu_type, r.region), {"option": r.option, "gpu_type": r.gpu_type,
+                                                                    "region": r.region, "gpus": 0.0,
+                                                                    "gpu_hours": 0.0, "usd": 0.0})
+        row["gpus"] += float(r.gpus)
+        row["gpu_hours"] += float(r.gpus) * float(getattr(r, "hours_active", inp.horizon_hours))
+        row["usd"] += float(r.commitment_usd if full_term else r.horizon_cost_usd)
+    rows.extend(reserved.values())
     price = {}
     for p in inp.pools.itertuples():
         price[(p.gpu_type, p.region, "on_demand")] = 0.0 if np.isnan(p.od) else float(p.od)
@@ -78,7 +84,10 @@ def plan_metrics(plan: Plan) -> dict:
     base = plan.baseline_all_on_demand
     bought = plan.purchases
     commitment = float(bought["commitment_usd"].sum()) if len(bought) else 0.0
-    reserved = {reserved_key(r.gpu_type, r.region, r.option): float(r.gpus) for r in bought.itertuples()}
+    reserved = {}
+    for r in bought.itertuples():  # summed over purchase dates
+        key = reserved_key(r.gpu_type, r.region, r.option)
+        reserved[key] = reserved.get(key, 0.0) + float(r.gpus)
 
     a = expected_gpu_hours(plan)
     by_class = a.groupby(["workload_class", "option"])["expected_gpu_hours"].sum() if len(a) else pd.Series(dtype=float)

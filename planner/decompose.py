@@ -1,0 +1,212 @@
+"""Benders (L-shaped) decomposition for long horizons: the purchases are the only link between periods.
+
+Given the purchases ``n`` (whole instances per purchase row), the rest of the model separates by period:
+each chunk of periods (a calendar month, or a fixed number of periods) is an LP whose optimal value
+``Q_j(n)`` is convex and piecewise linear in ``n``. With ``n`` fixed by its bounds, the reduced cost of
+each ``n`` column is a subgradient of ``Q_j`` at that point, so every chunk solve gives a valid cut
+
+    theta_j >= Q_j(n_bar) + sum_c d_jc (n_c - n_bar_c).
+
+The master is the purchase MILP (integer ``n``, its cost, the reserved caps) plus one ``theta_j`` per
+chunk and the cuts so far; its optimum is a lower bound on the full model's. Every integer ``n`` the
+master proposes is priced exactly on every chunk at full resolution, which gives an upper bound. The loop
+stops when ``(upper - lower) / upper <= mip_gap``: the gap is proven on the full hourly model, never on an
+aggregate. The LP relaxation of the master is cut first (cheap), then the integer master.
+
+Not for models with backfill classes (their priority peak links every period; the planner then solves the
+monolithic model). The monolithic model is the oracle in tests.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from .inputs import PlanInputs
+from .model import build_model
+from .model.objective import reserved_cost_per_instance
+
+
+@dataclass
+class BendersResult:
+    """The purchases found, the bounds that prove them, and how the loop went."""
+
+    n: np.ndarray  # instances per purchase row (the best integer plan found)
+    upper: float  # its exact cost on the full model (purchases + every chunk's recourse)
+    lower: float  # the master's bound
+    iterations: int
+    chunks: int
+    seconds: float
+    status: str  # "optimal" (gap proven) or "feasible" (time limit)
+    history: list  # (iteration, lower, upper) per iteration
+
+    @property
+    def gap(self) -> float:
+        """Proven relative gap (upper - lower) / upper."""
+        return max(self.upper - self.lower, 0.0) / max(abs(self.upper), 1e-9)
+
+
+def applicable(inp: PlanInputs) -> bool:
+    """True when the decomposition is exact for ``inp``: purchases to decide and no backfill classes."""
+    backfill = any(inp.config.classes[c].backfill for c in inp.classes)
+    return len(inp.reserved) > 0 and not backfill
+
+
+def chunk_index(inp: PlanInputs, chunk: str | int = "month") -> list[np.ndarray]:
+    """Period positions of each chunk: calendar months (``"month"``), weeks (``"week"``) or N periods."""
+    if isinstance(chunk, int):
+        return [np.arange(a, min(a + chunk, inp.T)) for a in range(0, inp.T, chunk)]
+    code = {"month": "M", "week": "W"}[chunk]
+    key = inp.periods.to_period(code).asi8
+    cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return [np.arange(a, b) for a, b in zip(cuts, np.r_[cuts[1:], inp.T])]
+
+
+def chunk_inputs(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
+    """``inp`` on the periods ``index``, with every purchase row kept (its activity sliced) and the backfill
+    economics of the whole horizon (not re-estimated on the chunk)."""
+    return replace(inp, periods=inp.periods[index], hours=inp.hours[index], demand=inp.demand[:, :, index],
+                   inventory=inp.inventory[:, index], reserved_active=inp.active[:, index],
+                   requests=None if inp.requests is None else inp.requests[:, :, index])
+
+
+class _Chunk:
+    """One chunk's recourse LP in HiGHS, kept alive: each new ``n`` changes bounds and re-solves warm."""
+
+    def __init__(self, inp: PlanInputs, n0: np.ndarray, highspy, threads):
+        from .solve import _highs_lp, _new_highs, quiet_stdout
+
+        self.model = build_model(inp, fixed_reserved=n0)
+        self.model.cost[self.model.families["n"]["col"].to_numpy()] = 0.0  # purchases are paid in the master
+        self.cols = self.model.families["n"]["col"].to_numpy().astype(np.int32)
+        with quiet_stdout():
+            self.h = _new_highs(highspy, None, 0.0, threads)
+            self.h.passModel(_highs_lp(self.model, highspy, integer=False))
+        self.highspy = highspy
+
+    def price(self, n: np.ndarray) -> tuple[float, np.ndarray]:
+        """(Q_j(n), subgradient d_j) at ``n``."""
+        from .errors import SolverError
+        from .solve import quiet_stdout
+
+        with quiet_stdout():
+            self.h.changeColsBounds(len(self.cols), self.cols, n.astype(float), n.astype(float))
+            self.h.run()
+        if self.h.getModelStatus() != self.highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"a chunk's recourse LP did not solve: {self.h.modelStatusToString(self.h.getModelStatus())}")
+        value = float(self.h.getInfo().objective_function_value)
+        duals = np.asarray(self.h.getSolution().col_dual, dtype=float)[self.cols]
+        return value, duals
+
+
+def _cap_rows(inp: PlanInputs) -> tuple[list, list, list]:
+    """The reserved caps over purchases only: per capped pool and set of active purchases, as (cols, coefs, rhs)."""
+    cap = inp.pools["cap_res"].to_numpy(float)
+    pool = inp.reserved["pool"].to_numpy(int)
+    m = inp.reserved["m"].to_numpy(float)
+    rows_c, rows_v, rhs = [], [], []
+    for p in np.unique(pool[~np.isnan(cap[pool])]):
+        mine = np.flatnonzero(pool == p)
+        pattern, which = np.unique(inp.active[mine].T, axis=0, return_inverse=True)
+        owned = np.full(len(pattern), -np.inf)
+        np.maximum.at(owned, which.reshape(-1), inp.inventory[p])
+        for j, pat in enumerate(pattern):
+            if pat.any():
+                rows_c.append(mine[pat])
+                rows_v.append(m[mine[pat]])
+                rhs.append(cap[p] - owned[j])
+    return rows_c, rows_v, rhs
+
+
+def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float = 1e-4,
+                  time_limit_s: float | None = None, threads: int | None = None, max_iterations: int = 500,
+                  progress=None) -> BendersResult:
+    """Decide the purchases of ``inp`` by Benders decomposition over chunks of periods (see the module)."""
+    import highspy
+
+    from .solve import _new_highs, quiet_stdout
+
+    t0 = time.perf_counter()
+    R = len(inp.reserved)
+    cost = reserved_cost_per_instance(inp)
+    index = chunk_index(inp, chunk)
+    n0 = np.zeros(R)
+    chunks = [_Chunk(chunk_inputs(inp, idx), n0, highspy, threads) for idx in index]
+    J = len(chunks)
+    inf = highspy.kHighsInf
+    with quiet_stdout():
+        master = _new_highs(highspy, None, mip_gap / 4, threads)
+        # columns: n (R, integer later) then theta (J)
+        lower = np.zeros(R + J)
+        upper = np.full(R + J, inf)
+        master.addVars(R + J, lower, upper)
+        master.changeColsCost(R + J, np.arange(R + J, dtype=np.int32), np.r_[cost, np.ones(J)])
+        for cols, coefs, rhs in zip(*_cap_rows(inp)):
+            master.addRow(-inf, float(rhs), len(cols), cols.astype(np.int32), coefs.astype(float))
+    best_n, best_upper, bound = None, np.inf, -np.inf
+    history = []
+    integer = False
+    it = 0
+    status = "feasible"
+
+    def add_cuts(n, values, duals):
+        with quiet_stdout():
+            for j, (q, d) in enumerate(zip(values, duals)):
+                nz = np.flatnonzero(np.abs(d) > 1e-12)
+                idx = np.r_[nz, R + j].astype(np.int32)
+                val = np.r_[-d[nz], 1.0]
+                master.addRow(float(q - d @ n), inf, len(idx), idx, val)
+
+    n = n0
+    while it < max_iterations:
+        it += 1
+        values, duals = zip(*(c.price(n) for c in chunks))
+        recourse = float(sum(values))
+        if integer or np.allclose(n, np.round(n)):
+            total = float(cost @ np.round(n)) + recourse
+            if integer and total < best_upper:
+                best_upper, best_n = total, np.round(n)
+            elif not integer and total < best_upper:
+                best_upper, best_n = total, np.round(n)
+        add_cuts(n, values, duals)
+        if not integer:
+            # relaxation: stop cutting it when it stalls; then the integer master
+            with quiet_stdout():
+                master.run()
+            lp_bound = float(master.getInfo().objective_function_value)
+            n_new = np.asarray(master.getSolution().col_value, dtype=float)[:R]
+            bound = max(bound, lp_bound)
+            history.append((it, bound, best_upper))
+            lp_gap = (float(cost @ n_new) + sum(values) - lp_bound) if np.allclose(n_new, n) else np.inf
+            if np.allclose(n_new, n, atol=1e-7) or lp_gap <= mip_gap * abs(lp_bound) or it > 60:
+                integer = True
+                with quiet_stdout():
+                    master.changeColsIntegrality(R, np.arange(R, dtype=np.int32),
+                                                 np.full(R, highspy.HighsVarType.kInteger))
+            else:
+                n = n_new
+                continue
+        with quiet_stdout():
+            if time_limit_s is not None:
+                master.setOptionValue("time_limit", max(time_limit_s - (time.perf_counter() - t0), 1.0))
+            master.run()
+        info = master.getInfo()
+        bound = max(bound, float(info.mip_dual_bound if np.isfinite(info.mip_dual_bound) else
+                                 info.objective_function_value))
+        n = np.round(np.asarray(master.getSolution().col_value, dtype=float)[:R])
+        history.append((it, bound, best_upper))
+        if progress:
+            progress(it, bound, best_upper)
+        if best_upper < np.inf and (best_upper - bound) <= mip_gap * abs(best_upper):
+            status = "optimal"
+            break
+        if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
+            break
+    if best_n is None:  # never priced an integer point (time limit): price the last one
+        values, _ = zip(*(c.price(np.round(n)) for c in chunks))
+        best_n, best_upper = np.round(n), float(cost @ np.round(n)) + float(sum(values))
+    return BendersResult(n=best_n, upper=best_upper, lower=min(bound, best_upper), iterations=it, chunks=J,
+                         seconds=time.perf_counter() - t0, status=status, history=history)
