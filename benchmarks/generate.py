@@ -45,6 +45,8 @@ SIZES: dict[str, dict] = {
     "M": dict(hours=2184, classes=8, types=3, regions=4, pools_per_class=None),
     "L": dict(hours=2184, classes=20, types=6, regions=4, pools_per_class=8),
     "XL": dict(hours=8760, classes=50, types=6, regions=4, pools_per_class=8),
+    # three years hourly, monthly purchases (the ladder): only when named
+    "3Y": dict(hours=26280, classes=20, types=6, regions=4, pools_per_class=8, purchase_every="month"),
 }
 
 
@@ -272,10 +274,13 @@ def _toml_value(v) -> str:
 
 
 def write_model_toml(path: Path, name: str, classes: dict[str, dict], solver: dict,
-                     demand: str = "demand.csv", prices: str = "prices.csv", comment: str = "") -> None:
+                     demand: str = "demand.csv", prices: str = "prices.csv", comment: str = "",
+                     purchase_every: str = "once") -> None:
     lines = [f"# {line}" for line in comment.splitlines()] if comment else []
-    lines += [f"name = {json.dumps(name)}", f"demand = {json.dumps(demand)}", f"prices = {json.dumps(prices)}",
-              "", "[solver]"]
+    lines += [f"name = {json.dumps(name)}", f"demand = {json.dumps(demand)}", f"prices = {json.dumps(prices)}", ""]
+    if purchase_every != "once":
+        lines += ["[commitments]", f"purchase_every = {json.dumps(purchase_every)}", ""]
+    lines += ["[solver]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in solver.items()]
     for cname, opts in classes.items():
         lines += ["", f"[classes.{json.dumps(cname)}]"]
@@ -300,7 +305,8 @@ def write_demand_csv(path: Path, periods: pd.DatetimeIndex, names: list[str], de
 
 def generate(out: Path, *, hours: int, classes: int, types: int, regions: int,
              pools_per_class: int | None = None, seed: int = 0, name: str | None = None,
-             backend: str = "highs", mip_gap: float = 1e-4, time_limit_s: float = 600.0) -> Path:
+             backend: str = "highs", mip_gap: float = 1e-4, time_limit_s: float = 600.0,
+             purchase_every: str = "once") -> Path:
     """Write demand.csv, prices.csv and model.toml into ``out``; return the model file's path."""
     if not 1 <= types <= len(TYPES):
         raise ValueError(f"--types must be 1..{len(TYPES)}")
@@ -330,7 +336,7 @@ def generate(out: Path, *, hours: int, classes: int, types: int, regions: int,
                f"{hours} hourly periods, {classes} classes, {types} GPU types x {regions} regions, "
                f"pools per class: {pools_per_class or 'all'}.")
     solver = {"backend": backend, "time_limit_s": float(time_limit_s), "mip_gap": mip_gap}
-    write_model_toml(out / "model.toml", name, policies, solver, comment=comment)
+    write_model_toml(out / "model.toml", name, policies, solver, comment=comment, purchase_every=purchase_every)
     return out / "model.toml"
 
 
@@ -353,10 +359,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", choices=["cbc", "highs"], default="highs", help="written to model.toml")
     ap.add_argument("--mip-gap", type=float, default=1e-4, help="written to model.toml (the planner default)")
     ap.add_argument("--time-limit", type=float, default=600.0, help="written to model.toml (seconds)")
+    ap.add_argument("--purchase-every", choices=["once", "quarter", "month"], default=None,
+                    help="[commitments] purchase_every (default: the size's, else once)")
     a = ap.parse_args(argv)
     given = dict(hours=a.hours, classes=a.classes, types=a.types, regions=a.regions,
                  pools_per_class=a.pools_per_class)
     extra = dict(backend=a.backend, mip_gap=a.mip_gap, time_limit_s=a.time_limit)
+    if a.purchase_every:
+        extra["purchase_every"] = a.purchase_every
     try:
         if a.size:
             path = generate_size(a.out, a.size, seed=a.seed, **given, **extra)

@@ -75,11 +75,11 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     return plan
 
 
-BENDERS_AUTO_CELLS = 500_000  # periods x classes above which "auto" decomposes a dated-purchase model
+BENDERS_AUTO_CELLS = 100_000  # periods x classes x scenarios above which "auto" decomposes (a year of 12 classes)
 
 
 def _use_benders(inp: PlanInputs, backend: str) -> bool:
-    """Benders when asked, or with "auto" on long horizons with several purchase dates (HiGHS, no backfill)."""
+    """Benders when asked, or with "auto" on long horizons (HiGHS, no backfill classes)."""
     from .decompose import applicable
 
     method = inp.config.solver.method
@@ -87,8 +87,7 @@ def _use_benders(inp: PlanInputs, backend: str) -> bool:
         return False
     if method == "benders":
         return True
-    dated = "date_index" in inp.reserved and inp.reserved["date_index"].nunique() > 1
-    return dated and backend == "highs" and inp.T * inp.K * len(inp.scenarios) > BENDERS_AUTO_CELLS
+    return backend == "highs" and inp.T * inp.K * len(inp.scenarios) > BENDERS_AUTO_CELLS
 
 
 def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, risk, write_model) -> Plan:

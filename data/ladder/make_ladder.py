@@ -8,7 +8,8 @@ evaluation +4 %), pretraining stepping from 1,024 to 1,536 H100 in 2028 and 2,04
 seeded noise so no two quarters are the same. prices.csv: the example's price sheet, plus a 3-year H100
 price cut in us-east4 from 2028-01-01 (valid_from) and an owned-hardware option for H100 in us-central1
 (capex as upfront, power and operations as hourly, a 48-month life, usable 3 months after purchase, 15 %
-resale value at the end). inventory.csv: the example's (commitments expiring in 2027).
+resale value at the end); prices_rent.csv: the same without owned hardware (rent only), for a buy-vs-rent
+comparison. inventory.csv: the example's (commitments expiring in 2027).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def main() -> None:
     own["lead_time_months"], own["residual_usd"] = 3, 4500.0
     out = pd.concat([prices, cut, own], ignore_index=True)
     out.to_csv(HERE / "prices.csv", index=False)
+    out[out["option"] != "reserved_owned"].to_csv(HERE / "prices_rent.csv", index=False)  # cloud only: buy vs rent
     (HERE / "inventory.csv").write_text((EXAMPLE / "inventory.csv").read_text())
 
 
