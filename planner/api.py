@@ -38,15 +38,29 @@ def inputs_from_frames(demand: pd.DataFrame, prices: pd.DataFrame, classes: dict
     model file's tables of those names. Raises :class:`~planner.errors.InputError` (every problem at once).
     """
     raw = {"name": name, "demand": "<demand DataFrame>", "prices": "<prices DataFrame>",
-           "classes": classes, "solver": dict(solver or {}), "failure_rate_per_gpu_hour": failure_rate_per_gpu_hour}
+           "classes": _plain(classes), "solver": _plain(dict(solver or {})),
+           "failure_rate_per_gpu_hour": _plain(failure_rate_per_gpu_hour)}
     if scenarios:
-        raw["scenarios"] = scenarios
+        raw["scenarios"] = _plain(scenarios)
     if teams:
-        raw["teams"] = teams
+        raw["teams"] = _plain(teams)
     config = parse_model(raw, None)
     tables = validate.validate(config, io.table_from_frame(demand, "demand"), io.table_from_frame(prices, "prices"),
                                io.table_from_frame(inventory, "inventory") if inventory is not None else None)
     return build_inputs(config, tables)
+
+
+def _plain(x):
+    """numpy scalars and arrays in a classes/solver table as the Python values a TOML file would give."""
+    import numpy as np
+
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
 
 
 def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | None = None,
@@ -69,5 +83,32 @@ def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | 
     else:
         config = source if isinstance(source, ModelConfig) else load_model(source)
         inp = load_inputs(config, demand=demand, prices=prices)
-    return make_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, risk=risk,
-                     extend=extend, write_model=write_model)
+    _check_overrides(backend, time_limit_s, mip_gap)
+    result = make_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, risk=risk,
+                       extend=extend, write_model=write_model)
+    if not result.ok:  # as the CLI: no plan, no plan object that looks like one
+        from .errors import SolverError
+
+        raise SolverError(f"the solver found no plan ({result.status.value}"
+                          + (f": {result.solve.message}" if result.solve.message else "") + ")"
+                          + (" — an extension may make the model infeasible or unbounded" if extend else ""))
+    return result
+
+
+def _check_overrides(backend, time_limit_s, mip_gap) -> None:
+    """The CLI's checks on --solver, --time-limit and --mip-gap, for keyword arguments."""
+    import math
+
+    from .config import BACKENDS
+    from .errors import ConfigError, Problem
+
+    bad = []
+    if backend is not None and str(backend).lower() not in BACKENDS:
+        bad.append(Problem("plan()", "unknown backend", value=backend, expected=" or ".join(BACKENDS)))
+    if time_limit_s is not None and not (isinstance(time_limit_s, (int, float)) and math.isfinite(time_limit_s)
+                                         and time_limit_s > 0):
+        bad.append(Problem("plan()", "time_limit_s out of range", value=time_limit_s, expected="seconds > 0"))
+    if mip_gap is not None and not (isinstance(mip_gap, (int, float)) and 0 <= mip_gap < 1):
+        bad.append(Problem("plan()", "mip_gap out of range", value=mip_gap, expected="0 <= mip_gap < 1"))
+    if bad:
+        raise ConfigError(bad)

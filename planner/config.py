@@ -387,7 +387,7 @@ def _parse_solver(table: dict, file: str, bad: Collector) -> SolverSettings:
     s = SolverSettings()
     backend = table.get("backend", s.backend).lower()
     if backend not in BACKENDS:
-        bad.add(file, "unknown solver backend 'solver.backend'", value=backend,
+        bad.add(file, "unknown value of 'solver.backend'", value=backend,
                 expected=" or ".join(f"'{b}'" for b in BACKENDS))
     limit = table.get("time_limit_s", s.time_limit_s)
     if limit is not None and limit <= 0:

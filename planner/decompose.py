@@ -181,7 +181,8 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
             bound = max(bound, lp_bound)
             history.append((it, bound, best_upper))
             lp_gap = (float(cost @ n_new) + sum(values) - lp_bound) if np.allclose(n_new, n) else np.inf
-            if np.allclose(n_new, n, atol=1e-7) or lp_gap <= mip_gap * abs(lp_bound) or it > 60:
+            out_of_time = time_limit_s is not None and time.perf_counter() - t0 > time_limit_s
+            if np.allclose(n_new, n, atol=1e-7) or lp_gap <= mip_gap * abs(lp_bound) or it > 60 or out_of_time:
                 integer = True
                 with quiet_stdout():
                     master.changeColsIntegrality(R, np.arange(R, dtype=np.int32),

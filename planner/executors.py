@@ -160,26 +160,45 @@ class LocalExecutor(Executor):
             for i, task in enumerate(tasks):
                 record(i, *_guarded(fn, task))
             return record.outcomes  # type: ignore[return-value]
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=initializer,
-                                   initargs=initargs)
-        try:
-            pending = {pool.submit(_guarded, fn, task): i for i, task in enumerate(tasks)}
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    i = pending.pop(fut)
-                    try:
-                        ok, value, seconds = fut.result()
-                    except BrokenProcessPool as exc:
-                        ok, value, seconds = False, f"worker process died: {exc}", 0.0
-                    except Exception as exc:  # e.g. a result that cannot be pickled back
-                        ok, value, seconds = False, f"{type(exc).__name__}: {exc}", 0.0
-                    record(i, ok, value, seconds)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
+        attempts = [0] * len(tasks)
+        todo = list(range(len(tasks)))
+        while todo:  # a worker that dies breaks the pool: the tasks it took down get one more try in a new pool
+            pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=_context(),
+                                       initializer=initializer, initargs=initargs)
+            retry = []
+            try:
+                pending = {pool.submit(_guarded, fn, tasks[i]): i for i in todo}
+                while pending:
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        i = pending.pop(fut)
+                        try:
+                            ok, value, seconds = fut.result()
+                        except BrokenProcessPool as exc:
+                            attempts[i] += 1
+                            if attempts[i] < 2:
+                                retry.append(i)
+                                continue
+                            ok, value, seconds = False, f"worker process died: {exc}", 0.0
+                        except Exception as exc:  # e.g. a result that cannot be pickled back
+                            ok, value, seconds = False, f"{type(exc).__name__}: {exc}", 0.0
+                        record(i, ok, value, seconds)
+            except BaseException:  # Ctrl-C or an error here: stop the workers now, not when their solves end
+                _terminate(pool)
+                raise
+            pool.shutdown(wait=True)
+            todo = sorted(retry)
         return record.outcomes  # type: ignore[return-value]
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Kill a pool's worker processes and drop its queue (concurrent.futures keeps no public handle)."""
+    for proc in list(getattr(pool, "_processes", {}).values()):
+        try:
+            proc.terminate()
+        except Exception:  # already gone
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 _INITIALISED: dict[str, bool] = {}  # per Dask worker process: which runs' initializers have run here
@@ -211,7 +230,14 @@ class DaskExecutor(Executor):
             raise SolverError("Dask is not installed: pip install 'dask[distributed]'") from None
         self.cluster = None
         if scheduler:
-            self.client = Client(scheduler, timeout="30s")
+            try:
+                self.client = Client(scheduler, timeout="30s")
+            except (OSError, ValueError, TypeError) as exc:  # unreachable, or not an address
+                from .errors import ConfigError, Problem
+
+                raise ConfigError(Problem("command line", f"cannot reach the Dask scheduler ({exc})",
+                                          value=scheduler, expected="--scheduler tcp://HOST:PORT of a running "
+                                          "`dask scheduler`")) from None
         else:
             n = max(1, jobs or default_jobs())
             self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,

@@ -198,7 +198,7 @@ def _cell_text(value) -> str:
         return ""
     if isinstance(value, float) and value != value:
         return ""
-    if value is pd.NaT:
+    if value is pd.NaT or value is pd.NA:
         return ""
     if isinstance(value, (dt.datetime, pd.Timestamp)):
         return pd.Timestamp(value).isoformat()

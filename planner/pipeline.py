@@ -79,7 +79,11 @@ BENDERS_AUTO_CELLS = 100_000  # periods x classes x scenarios above which "auto"
 
 
 def _use_benders(inp: PlanInputs, backend: str) -> bool:
-    """Benders when asked, or with "auto" on long horizons (HiGHS, no backfill classes)."""
+    """Benders when asked, or with "auto" on long horizons with several purchase dates (HiGHS, no backfill).
+
+    With one purchase date the monolithic model (and HiGHS's own branch and bound) stays the default: on the
+    year-long XL benchmark the decomposition's chunk LPs are too large to converge within the time limit.
+    """
     from .decompose import applicable
 
     method = inp.config.solver.method
@@ -87,7 +91,8 @@ def _use_benders(inp: PlanInputs, backend: str) -> bool:
         return False
     if method == "benders":
         return True
-    return backend == "highs" and inp.T * inp.K * len(inp.scenarios) > BENDERS_AUTO_CELLS
+    dated = "date_index" in inp.reserved and inp.reserved["date_index"].nunique() > 1
+    return dated and backend == "highs" and inp.T * inp.K * len(inp.scenarios) > BENDERS_AUTO_CELLS
 
 
 def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, risk, write_model) -> Plan:

@@ -66,9 +66,25 @@ class Plan:
         return self.allocation_positions.drop(columns=POSITIONS)
 
     @property
+    def ok(self) -> bool:
+        """True when the solver returned a plan (optimal, or feasible at a limit)."""
+        return self.status in (Status.optimal, Status.feasible)
+
+    @property
     def demand_met(self) -> bool:
-        """True when no demand is left unmet in any scenario and period."""
-        return self.shortfall_gpu_hours <= 1e-6
+        """True when there is a plan and it leaves no demand unmet in any scenario and period."""
+        return self.ok and self.shortfall_gpu_hours <= 1e-6
+
+    def _require_plan(self) -> None:
+        if not self.ok:
+            from .errors import SolverError
+
+            raise SolverError(f"no plan to write: the solver ended {self.status.value}"
+                              + (f" ({self.solve.message})" if self.solve.message else ""))
+        if not self.run_id:  # one id for every file written from this plan
+            import uuid
+
+            self.run_id = uuid.uuid4().hex
 
     @property
     def savings(self) -> float:
@@ -106,6 +122,7 @@ class Plan:
         from .atomic import atomic_path
         from .report import plan_json
 
+        self._require_plan()
         text = plan_json(self)
         if path is not None:
             with atomic_path(Path(path)) as tmp:
@@ -117,6 +134,7 @@ class Plan:
         from .atomic import atomic_path
         from .report import write_workbook
 
+        self._require_plan()
         path = Path(path)
         with atomic_path(path) as tmp:
             write_workbook(self, tmp)
@@ -184,6 +202,10 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     short_hours = float(Ub.sum(axis=0) @ w)
     cost = {"reserved": reserved_cost, "on_demand": od_cost, "spot": sp_cost,
             "total": reserved_cost + od_cost + sp_cost}
+    if model.user_columns:  # columns added through the extension hook: their cost is part of the plan's
+        ext = np.concatenate(list(model.user_columns.values()))
+        cost["extension"] = float(model.cost[ext] @ v[ext]) if have else 0.0
+        cost["total"] += cost["extension"]
     objective = cost["total"] + inp.penalty * short_hours
     commitments = {"accounting": accounting, "reserved_amortised_usd": amortised,
                    "reserved_full_term_usd": full_term, "liability_past_horizon_usd": full_term - amortised}
@@ -248,6 +270,8 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     stats = {"variables": model.n_variables, "constraints": model.n_constraints, "blocks": B,
              "periods": T, "scenarios": S, "classes": K, "pools": P,
              "integer_variables": int(len(fam["n"])), "rows_per_family": dict(model.rows)}
+    if model.user_columns:
+        stats["extensions"] = sorted(model.user_columns)
     return Plan(name=inp.config.name, status=result.status, solve=result, inputs=inp, purchases=purchases,
                 allocation_positions=allocation[cols + ["gpu_hours"] + POSITIONS], fleet=fleet, shortfall=shortfall,
                 spot=spot, scenario_costs=scenario_costs, cost=cost, objective=objective,

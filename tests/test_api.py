@@ -160,3 +160,48 @@ def test_import_is_lazy_and_exports_the_public_names():
 def test_example_notebook_plan_uses_highs_by_default():
     p = planner.plan(ROOT / "models" / "example.toml", risk=False)
     assert p.solve.backend == "highs" and p.status.value == "optimal"
+
+
+def test_extension_inputs_are_checked_and_duplicates_are_summed(tmp_path):
+    inp = _capped_case(tmp_path)
+    model = build_model(inp, merge_periods=False, dominance=False)
+    n = int(model.columns("n")["col"].iloc[0])
+    for bad, kwargs in ((lambda: model.add_columns("mine_0")), {}), ((lambda: model.add_columns("v", lower=5, upper=1)), {}), \
+            ((lambda: model.add_columns("w", cost=float("nan"))), {}), \
+            ((lambda: model.add_rows("r1", [0], [1.7], [1.0], "<=", [1])), {}), \
+            ((lambda: model.add_rows("r2", [0], [n], [float("nan")], "<=", [1])), {}):
+        with pytest.raises(ValueError):
+            bad()
+    # 2 n <= 1 written as two triples on the same column: summed, so no instance can be bought
+    model.add_rows("dup", [0, 0], [n, n], [1.0, 1.0], "<=", [1])
+    for b in planner.solve.available_backends():
+        r = solve(model, b, mip_gap=0.0)
+        assert r.values[n] == 0 and r.objective == pytest.approx(10 * 4.0 * 4)
+
+
+def test_extension_cost_is_in_the_plan_total_and_a_failed_plan_raises(tmp_path):
+    inp = _capped_case(tmp_path)
+
+    def cheap_cover(m):
+        d = m.row_frame("demand")
+        cols = m.add_columns("cheap", len(d), cost=0.5)
+        m.add_terms("demand", d["row"].to_numpy(), cols, np.ones(len(d)))
+
+    p = planner.plan(inp, extend=cheap_cover)
+    assert p.cost["extension"] == pytest.approx(4 * 10 * 0.5)
+    assert p.cost["total"] == pytest.approx(p.solve.objective) and p.objective == pytest.approx(p.solve.objective)
+    with pytest.raises(planner.SolverError, match="infeasible"):
+        planner.plan(inp, extend=lambda m: m.add_constraint("neg", dict.fromkeys(m.columns("n")["col"], 1.0), "<=", -1))
+    with pytest.raises(planner.ConfigError, match="mip_gap"):
+        planner.plan(inp, mip_gap=2)
+    with pytest.raises(planner.ConfigError, match="format"):
+        planner.plan(inp, write_model=tmp_path / "model.txt")
+
+
+def test_frames_with_nullable_dtypes_and_numpy_scalars_are_read_like_files():
+    demand, prices = _frames()
+    prices = prices.convert_dtypes()  # pandas NA in the blank cells, Int64 / Float64 columns
+    classes = {"chat": {"spot": np.False_, "headroom": np.float64(0.1)},
+               "train": {"spot": np.True_, "checkpoint_minutes": np.int64(5)}}
+    p = planner.plan(planner.inputs_from_frames(demand, prices, classes))
+    assert p.status.value == "optimal" and p.cost["total"] > 0

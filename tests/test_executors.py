@@ -27,6 +27,15 @@ def _square(x):
 _SHARED: dict = {}
 
 
+def _die_on_3(x):
+    """Task 3 kills its worker process (as an out-of-memory kill would); the others return x."""
+    import os
+
+    if x == 3:
+        os._exit(9)
+    return x
+
+
 def _init(offset):
     _SHARED["offset"] = offset
 
@@ -105,3 +114,16 @@ def test_dask_local_cluster_of_processes_runs_a_cli_sweep(tmp_path):
 def test_make_executor_refuses_unknown_kinds():
     with pytest.raises(ValueError, match="local"):
         make_executor("spark")
+
+
+def test_a_dead_worker_fails_only_its_task_and_the_others_go_on():
+    out = LocalExecutor(2).map(_die_on_3, [1, 2, 3, 4, 5, 6], progress=False)
+    assert [o.value for o in out if o.ok] == [1, 2, 4, 5, 6]
+    assert not out[2].ok and "worker process died" in out[2].error
+
+
+def test_an_unreachable_scheduler_is_an_input_error():
+    from planner.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--scheduler"):
+        make_executor("dask", scheduler="notanaddress")

@@ -141,16 +141,17 @@ def sweep(model, spot_price, on_demand_price, reserved_price, interruptions, dem
                        f"{ex.name} worker(s); inputs read and validated once in {read_s:.1f} s", err=True)
         result = sw.run_sweep(inp, spec, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, executor=ex,
                               progress=not quiet)
+    ok = result.ok_points
+    if not ok:  # exit 1: nothing written
+        click.secho("Error: no point of the sweep was solved (see the errors above); nothing was written.",
+                    fg="red", err=True)
+        sys.exit(EXIT_ERROR)
     target = Path(out_dir or default_out_dir(inp.config, "-sweep"))
     paths = write_sweep_outputs(result, target)
     if not quiet:
         for line in sw.summary_lines(result):
             click.echo(line)
         click.echo(f"  wrote {paths['xlsx']}, {paths['csv']} and {paths['json']}")
-    ok = result.ok_points
-    if not ok:
-        click.secho("Error: no point of the sweep was solved (see the errors above).", fg="red", err=True)
-        sys.exit(EXIT_ERROR)
     why = []
     failed = len(result.points) - len(ok)
     if failed:

@@ -31,6 +31,37 @@ from ..inputs import PlanInputs
 
 _SENSES = {"<=": LE, ">=": GE, "==": EQ}
 _USER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+_NUMBERED = re.compile(r"_\d+$")  # generated names end in _<digits>: yours may not, so they never collide
+
+
+def _indices(values, what: str) -> np.ndarray:
+    """Whole-number positions as int64; a fraction, NaN or text is a ValueError (never truncated)."""
+    arr = np.atleast_1d(np.asarray(values))
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64)
+    as_float = np.asarray(arr, dtype=float)
+    if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
+        raise ValueError(f"{what} must be whole numbers (got {arr[:5].tolist()} ...)")
+    return as_float.astype(np.int64)
+
+
+def _finite(values, what: str, allow_inf: bool = False) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    bad = np.isnan(arr) if allow_inf else ~np.isfinite(arr)
+    if np.any(bad):
+        raise ValueError(f"{what} must be finite numbers" + (" (or +/-inf)" if allow_inf else ""))
+    return arr
+
+
+def _summed(rows: np.ndarray, cols: np.ndarray, coefs: np.ndarray):
+    """Triples with one entry per (row, column): duplicates summed, as every solver must read them."""
+    if not len(rows):
+        return rows, cols, coefs
+    key = np.stack([rows, cols], axis=1)
+    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+    total = np.zeros(len(uniq))
+    np.add.at(total, inverse.reshape(-1), coefs)
+    return uniq[:, 0], uniq[:, 1], total
 
 
 @dataclass
@@ -115,12 +146,20 @@ class PlanModel:
         from ..atomic import atomic_path
 
         path = Path(path)
+        if path.suffix.lower() not in (".lp", ".mps"):
+            from ..errors import ConfigError, Problem
+
+            raise ConfigError(Problem(str(path), "unknown model file format", value=path.suffix or "(none)",
+                                      expected=".lp (CPLEX LP) or .mps (free MPS)"))
         prob, _ = self.to_pulp()
-        with atomic_path(path) as tmp:
-            if path.suffix.lower() == ".mps":
-                prob.writeMPS(str(tmp))
-            else:
-                prob.writeLP(str(tmp))
+        try:
+            with atomic_path(path) as tmp:
+                if path.suffix.lower() == ".mps":
+                    prob.writeMPS(str(tmp))
+                else:
+                    prob.writeLP(str(tmp))
+        except OSError as exc:  # name the user's path, not the temporary file beside it
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         return path
 
     def columns(self, family: str) -> pd.DataFrame:
@@ -163,6 +202,9 @@ class PlanModel:
     def _check_name(self, name: str, what: str) -> None:
         if not isinstance(name, str) or not _USER_NAME.match(name):
             raise ValueError(f"{what} name {name!r}: expected a letter then letters, digits or _ (at most 64)")
+        if _NUMBERED.search(name):
+            raise ValueError(f"{what} name {name!r} ends in _<digits>, which generated names use; "
+                             "choose a name that does not")
         if name in naming.FAMILIES or name in self.user_columns or \
                 any(f.name == name for f in self.constraints.families):
             raise ValueError(f"{what} name {name!r} is taken; the planner's families are {sorted(naming.FAMILIES)}")
@@ -175,6 +217,13 @@ class PlanModel:
         scalars or arrays of length ``n``. Every backend solves them.
         """
         self._check_name(name, "column")
+        if int(n) != n or n < 1:
+            raise ValueError(f"n must be a whole number >= 1 (got {n!r})")
+        lower = _finite(np.broadcast_to(lower, (int(n),)), "lower bounds", allow_inf=True)
+        upper = _finite(np.broadcast_to(upper, (int(n),)), "upper bounds", allow_inf=True)
+        cost = _finite(np.broadcast_to(cost, (int(n),)), "costs")
+        if np.any(lower > upper):
+            raise ValueError("a lower bound is above its upper bound")
         cols = np.arange(self.n_variables, self.n_variables + int(n))
         grow = lambda a, v: np.concatenate([a, np.broadcast_to(np.asarray(v, a.dtype), (int(n),))])  # noqa: E731
         self.cost, self.lower, self.upper = grow(self.cost, cost), grow(self.lower, lower), grow(self.upper, upper)
@@ -192,10 +241,12 @@ class PlanModel:
         self._check_name(name, "row")
         if sense not in _SENSES:
             raise ValueError(f"sense {sense!r}: expected '<=', '>=' or '=='")
-        rhs = np.atleast_1d(np.asarray(rhs, float))
-        rows, cols, coefs = (np.atleast_1d(np.asarray(a)) for a in (rows, cols, coefs))
+        rhs = np.atleast_1d(_finite(rhs, "right-hand sides"))
+        rows, cols = _indices(rows, "row numbers"), _indices(cols, "column numbers")
+        coefs = np.atleast_1d(_finite(coefs, "coefficients"))
         if not (len(rows) == len(cols) == len(coefs)):
             raise ValueError("rows, cols and coefs must have the same length")
+        rows, cols, coefs = _summed(rows, cols, coefs)
         if len(rows) and (rows.min() < 0 or rows.max() >= len(rhs)):
             raise ValueError(f"row numbers must lie in 0 .. {len(rhs) - 1}")
         if len(cols) and (cols.min() < 0 or cols.max() >= self.n_variables):
@@ -237,17 +288,19 @@ class PlanModel:
         """
         import dataclasses
 
-        rows, cols, coefs = (np.atleast_1d(np.asarray(a)) for a in (rows, cols, coefs))
+        rows, cols = _indices(rows, "row numbers"), _indices(cols, "column numbers")
+        coefs = np.atleast_1d(_finite(coefs, "coefficients"))
+        if not (len(rows) == len(cols) == len(coefs)):
+            raise ValueError("rows, cols and coefs must have the same length")
         for i, f in enumerate(self.constraints.families):
             if f.name == family:
                 if len(rows) and (rows.min() < 0 or rows.max() >= f.n):
                     raise ValueError(f"row numbers of {family!r} lie in 0 .. {f.n - 1}")
                 if len(cols) and (cols.min() < 0 or cols.max() >= self.n_variables):
                     raise ValueError(f"column numbers must lie in 0 .. {self.n_variables - 1}")
-                self.constraints.families[i] = dataclasses.replace(
-                    f, rows=np.concatenate([f.rows, rows.astype(np.int64)]),
-                    cols=np.concatenate([f.cols, cols.astype(np.int64)]),
-                    coefs=np.concatenate([f.coefs, coefs.astype(float)]))
+                r, c, v = _summed(np.concatenate([f.rows, rows]), np.concatenate([f.cols, cols]),
+                                  np.concatenate([f.coefs, coefs]))  # a coefficient on a column already there adds
+                self.constraints.families[i] = dataclasses.replace(f, rows=r, cols=c, coefs=v)
                 return
         raise KeyError(f"no rows in family {family!r}")
 

@@ -27,6 +27,7 @@ from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
 from .. import __version__
 from ..results import Plan
+from ..units import HOURS_PER_MONTH
 
 USD = '"$"#,##0.00'
 USD0 = '"$"#,##0'
@@ -233,7 +234,7 @@ def _write_prices(ws, prices: pd.DataFrame) -> None:
     for i, r in enumerate(prices.itertuples()):
         row = i + 2
         reserved = r.option.startswith("reserved")
-        eff = F(f"=D{row}+(E{row}-M{row})/(F{row}*730)") if reserved else F(f"=D{row}")
+        eff = F(f"=D{row}+(E{row}-M{row})/(F{row}*{HOURS_PER_MONTH:g})") if reserved else F(f"=D{row}")
         vf = getattr(r, "valid_from", None)
         s.append([r.gpu_type, r.region, r.option, r.hourly_usd, r.upfront_usd if reserved else None,
                   r.term_months if reserved else None, eff, r.gpus_per_instance, r.max_gpus,
@@ -266,14 +267,14 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
         hours_cell = float(hours) if hours is not None else F(f"={horizon_ref}")
         s.append([r.gpu_type, r.region, r.option, F(f"=Prices!$F${pr}"), int(r.instances), F(f"=Prices!$H${pr}"),
                   F(f"=E{row}*F{row}"), F(f"=Prices!$G${pr}"), F(f"=G{row}*H{row}*P{row}"),
-                  F(f"=G{row}*(Prices!$D${pr}*Prices!$F${pr}*730+Prices!$E${pr}-Prices!$M${pr})"),
+                  F(f"=G{row}*(Prices!$D${pr}*Prices!$F${pr}*{HOURS_PER_MONTH:g}+Prices!$E${pr}-Prices!$M${pr})"),
                   util.get((r.gpu_type, r.region), np.nan) if r.instances > 0 else None,
                   _date(getattr(r, "purchase_date", plan.inputs.periods[0])),
                   _date(getattr(r, "active_from", plan.inputs.periods[0])),
                   _date(getattr(r, "end_date", plan.inputs.periods[0])),
                   ("now" if getattr(r, "firm", True) else "planned"), hours_cell,
                   F(f"=J{row}-I{row}"), F(f"=G{row}*(Prices!$E${pr}-Prices!$M${pr})"),
-                  F(f"=G{row}*Prices!$D${pr}*730")])
+                  F(f"=G{row}*Prices!$D${pr}*{HOURS_PER_MONTH:g}")])
     s.table("Purchases")
 
 
@@ -331,6 +332,9 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horiz
             qty = F(f'=SUMPRODUCT(--EXACT({alloc("E")},B{row}),--EXACT({alloc("F")},C{row}),'
                     f'--EXACT({alloc("G")},D{row}),{alloc("K")})')
             s.append([option, gt, rg, opt, qty, "GPU-hours", F(f"=E{row}"), F(f"=Prices!$D${pr}"), F(f"=G{row}*H{row}")])
+    if "extension" in plan.cost:  # columns added through the model's extension hook (a value: not priced here)
+        s.append(["extension", None, None, s.text(", ".join(sorted(plan.stats.get("extensions", [])))), None, None,
+                  None, None, float(plan.cost["extension"])])
     s.table("Costs")
     return s.rows
 
