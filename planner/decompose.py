@@ -29,6 +29,9 @@ from .inputs import PlanInputs
 from .model import build_model
 from .model.objective import reserved_cost_per_instance
 
+REL_TOL = 1e-9  # floating-point noise between the master's bound and the priced plan, relative
+ABS_TOL = 1e-6  # and absolute (USD)
+
 
 @dataclass
 class BendersResult:
@@ -110,7 +113,7 @@ def _cap_rows(inp: PlanInputs) -> tuple[list, list, list]:
     rows_c, rows_v, rhs = [], [], []
     for p in np.unique(pool[~np.isnan(cap[pool])]):
         mine = np.flatnonzero(pool == p)
-        pattern, which = np.unique(inp.active[mine].T, axis=0, return_inverse=True)
+        pattern, which = np.unique(inp.active[mine].T > 0, axis=0, return_inverse=True)
         owned = np.full(len(pattern), -np.inf)
         np.maximum.at(owned, which.reshape(-1), inp.inventory[p])
         for j, pat in enumerate(pattern):
@@ -148,6 +151,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
             master.addRow(-inf, float(rhs), len(cols), cols.astype(np.int32), coefs.astype(float))
     best_n, best_upper, bound = None, np.inf, -np.inf
     history = []
+    priced: set = set()
     integer = False
     it = 0
     status = "feasible"
@@ -201,9 +205,17 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         history.append((it, bound, best_upper))
         if progress:
             progress(it, bound, best_upper)
-        if best_upper < np.inf and (best_upper - bound) <= mip_gap * abs(best_upper):
+        tolerance = max(mip_gap, REL_TOL) * abs(best_upper) + ABS_TOL
+        if best_upper < np.inf and (best_upper - bound) <= tolerance:
             status = "optimal"
             break
+        key = n.tobytes()
+        if key in priced:  # the master proposes a plan already priced: its cuts are exact there, so the master's
+            # bound cannot rise further (it is within the master's own gap of that plan's cost)
+            if best_upper - bound <= max(mip_gap, 1e-7) * abs(best_upper) + ABS_TOL:
+                status = "optimal"
+            break
+        priced.add(key)
         if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
             break
     if best_n is None:  # never priced an integer point (time limit): price the last one

@@ -85,6 +85,8 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
             key = (row["gpu_type"], row["region"], row["option"])
             if row.get("purchase_date") is not None:
                 key = key + (str(row["purchase_date"])[:10],)
+                if pd.Timestamp(key[3]) > inp.periods[-1]:  # planned for after the evaluated horizon: not made yet
+                    continue
             if not all(isinstance(k, str) for k in key):
                 raise TypeError("names must be text")
             count = float(row["instances"])

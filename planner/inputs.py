@@ -52,13 +52,13 @@ class PlanInputs:
     requests: np.ndarray | None = None  # (S, K, T) requests per second of SLO-sized classes (NaN elsewhere)
     slo: pd.DataFrame | None = None  # per (SLO class, GPU type): service time, GPUs per replica, speed
     options: pd.DataFrame | None = None  # the price sheet's reserved rows (one per option and valid_from)
-    reserved_active: np.ndarray | None = None  # (R, T): purchase row active in period t (None = all)
+    reserved_active: np.ndarray | None = None  # (R, T): share of period t purchase row c is active (None = all)
 
     @property
     def active(self) -> np.ndarray:
-        """(R, T) activity of every purchase row (all true when not given)."""
+        """(R, T) share of each period every purchase row is active (all 1 when not given)."""
         if self.reserved_active is None:
-            return np.ones((len(self.reserved), self.T), dtype=bool)
+            return np.ones((len(self.reserved), self.T))
         return self.reserved_active
 
     @property

@@ -37,7 +37,7 @@ def purchase_periods(periods: pd.DatetimeIndex, every: str = "once", until: str 
 
 def purchase_rows(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.ndarray,
                   dates: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
-    """One row per (reserved option, purchase date) and its activity (R, T) over the periods.
+    """One row per (reserved option, purchase date) and its activity (R, T): the share of each period it is active.
 
     ``options`` has one row per price-sheet reserved row (``valid_from`` NaT = valid from the start); a
     purchase at date s takes the row of its option with the latest ``valid_from`` on or before s, and is not
@@ -45,7 +45,7 @@ def purchase_rows(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.nd
     """
     if not len(options) or not len(dates):
         cols = list(options.columns) + ["purchase_date", "active_from", "end_date", "hours_active", "firm"]
-        return pd.DataFrame({c: [] for c in cols}), np.zeros((0, len(periods)), dtype=bool)
+        return pd.DataFrame({c: [] for c in cols}), np.zeros((0, len(periods)))
     frames = []
     valid = options["valid_from"].fillna(pd.Timestamp.min)
     for i, s in enumerate(dates):
@@ -59,10 +59,16 @@ def purchase_rows(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.nd
     lead = rows["lead_time_months"].to_numpy(float) * HOURS_PER_MONTH
     rows["active_from"] = rows["purchase_date"] + pd.to_timedelta(lead, unit="h")
     rows["end_date"] = rows["active_from"] + pd.to_timedelta(L, unit="h")
-    start = periods.to_numpy()
-    active = (start[None, :] >= rows["active_from"].to_numpy()[:, None]) & \
-             (start[None, :] < rows["end_date"].to_numpy()[:, None])
-    rows["hours_active"] = active.astype(float) @ np.asarray(hours, float)
+    # the share of each period the purchase is active (as inventory is counted): 0/1 with hourly periods,
+    # a fraction where a term starts or ends inside a longer period
+    start = periods.to_numpy().astype("datetime64[s]").astype(float)
+    stop = start + np.asarray(hours, float) * 3600.0
+    lo = rows["active_from"].to_numpy().astype("datetime64[s]").astype(float)[:, None]
+    hi = rows["end_date"].to_numpy().astype("datetime64[s]").astype(float)[:, None]
+    overlap = np.clip(np.minimum(stop[None, :], hi) - np.maximum(start[None, :], lo), 0.0, None)
+    active = overlap / (np.asarray(hours, float) * 3600.0)[None, :]
+    active = np.where(active > 1 - 1e-12, 1.0, np.where(active < 1e-12, 0.0, active))
+    rows["hours_active"] = active @ np.asarray(hours, float)
     rows["firm"] = rows["date_index"] == 0  # dated in the first purchase interval: act on it now
     return rows, active
 
@@ -96,9 +102,9 @@ def cash_schedule(purchases: pd.DataFrame, periods: pd.DatetimeIndex, on_demand:
     """Cash per calendar month from the first period to the end of the last commitment's term.
 
     ``purchases``: rows with ``gpus`` > 0, their ``purchase_date``, ``active_from``, ``end_date``,
-    ``hourly_usd``, ``upfront_usd`` and ``residual_usd`` (per GPU); the upfront (net of the residual
-    value) is paid in the month of the purchase date, the recurring part ``hourly x GPUs x hours`` in every
-    calendar month of the active term (its real hours in that month). ``on_demand``/``spot``: expected USD
+    ``hourly_usd``, ``upfront_usd`` and ``residual_usd`` (per GPU); the upfront is paid in the month of the
+    purchase date and the residual value comes back in the month the term ends (a negative upfront), the
+    recurring part ``hourly x GPUs x hours`` in every calendar month of the active term (its real hours). ``on_demand``/``spot``: expected USD
     per month (index "YYYY-MM").
     """
     months = schedule_months(purchases, periods)
@@ -106,8 +112,10 @@ def cash_schedule(purchases: pd.DataFrame, periods: pd.DatetimeIndex, on_demand:
     upfront = np.zeros(len(months))
     if len(purchases):
         pos = months.get_indexer(pd.to_datetime(purchases["purchase_date"]).dt.to_period("M"))
-        np.add.at(upfront, pos, gpus * (purchases["upfront_usd"].to_numpy(float)
-                                        - purchases["residual_usd"].to_numpy(float)))
+        np.add.at(upfront, pos, gpus * purchases["upfront_usd"].to_numpy(float))
+        # the residual value comes back when the term ends (a negative upfront in that month)
+        end = months.get_indexer((pd.to_datetime(purchases["end_date"]) - HOUR).dt.to_period("M"))
+        np.add.at(upfront, end, -gpus * purchases["residual_usd"].to_numpy(float))
     recurring = (gpus * purchases["hourly_usd"].to_numpy(float)) @ active_hours_by_month(purchases, months) \
         if len(purchases) else np.zeros(len(months))
     label = months.strftime("%Y-%m")

@@ -90,7 +90,7 @@ def _use_benders(inp: PlanInputs, backend: str) -> bool:
     if method == "monolithic" or not applicable(inp):
         return False
     if method == "benders":
-        return True
+        return backend == "highs"  # the decomposition keeps its chunk LPs in HiGHS; --solver cbc solves monolithic
     dated = "date_index" in inp.reserved and inp.reserved["date_index"].nunique() > 1
     return dated and backend == "highs" and inp.T * inp.K * len(inp.scenarios) > BENDERS_AUTO_CELLS
 

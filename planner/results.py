@@ -286,7 +286,8 @@ def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
     Per GPU: ``hourly_usd``, ``upfront_usd``, ``residual_usd``, ``effective_usd_per_gpu_hour``. For the GPUs
     bought: ``horizon_cost_usd`` (amortised: effective rate x active horizon hours), ``commitment_usd``
     (the whole term's liability), ``liability_past_horizon_usd`` (the difference), ``upfront_total_usd``
-    (paid at the purchase date, net of the residual value) and ``monthly_recurring_usd`` (hourly x 730).
+    (paid on the purchase date), ``residual_total_usd`` (back at the end of the term) and
+    ``monthly_recurring_usd`` (hourly x 730).
     """
     res = inp.reserved
     cols = ["gpu_type", "region", "option", "term_months", "hourly_usd", "upfront_usd", "r", "m",
@@ -303,7 +304,8 @@ def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
     purchases["commitment_usd"] = gpus * (commitment_usd(purchases["hourly_usd"], purchases["upfront_usd"],
                                                          purchases["term_months"]) - residual)
     purchases["liability_past_horizon_usd"] = purchases["commitment_usd"] - purchases["horizon_cost_usd"]
-    purchases["upfront_total_usd"] = gpus * (purchases["upfront_usd"] - residual)
+    purchases["upfront_total_usd"] = gpus * purchases["upfront_usd"]  # paid on the purchase date
+    purchases["residual_total_usd"] = gpus * residual  # comes back when the term ends
     purchases["monthly_recurring_usd"] = gpus * purchases["hourly_usd"] * HOURS_PER_MONTH
     return purchases
 

@@ -244,3 +244,41 @@ def test_workbook_recomputed_by_libreoffice_equals_plan_json_cash_and_totals(tmp
     for got_row, want in zip(rows, cash):
         for j, key in enumerate(("upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", "total_usd")):
             assert got_row[j + 1] == pytest.approx(want[key], abs=0.01), (want["month"], key)
+
+
+def test_a_term_ending_inside_a_long_period_counts_only_its_share(tmp_path):
+    """Daily periods, a 6-month term (182.5 days): it holds its GPUs for half of day 183, so the amortised cost
+    never exceeds the full-term liability and the liability past the horizon is never negative."""
+    prices = [price("A", "r", "on_demand", OD), price("A", "r", "reserved_6m", R12, term_months=6)]
+    plan = make_plan(load_inputs(_ladder_case(tmp_path, [10.0] * 365, prices, every="once")), mip_gap=0.0)
+    row = plan.purchases.iloc[0]
+    assert row["instances"] == 10 and row["hours_active"] == pytest.approx(6 * 730)
+    assert plan.commitments["reserved_amortised_usd"] == pytest.approx(plan.commitments["reserved_full_term_usd"])
+    assert plan.commitments["liability_past_horizon_usd"] == pytest.approx(0.0, abs=1e-6)
+    # day 183 (index 182): half a day of reserved GPUs, the other half on demand
+    assert plan.cost["on_demand"] == pytest.approx(10 * OD * (365 * DAY - 6 * 730), rel=1e-9)
+
+
+def test_the_residual_value_comes_back_when_the_term_ends(tmp_path):
+    prices = [price("A", "r", "on_demand", OD),
+              price("A", "r", "reserved_own", 0.3, upfront_usd=20000.0, term_months=12, residual_usd=5000.0)]
+    plan = make_plan(load_inputs(_ladder_case(tmp_path, [10.0] * 365, prices, every="once")), mip_gap=0.0)
+    gpus = plan.purchases.iloc[0]["gpus"]
+    up = plan.cash_schedule.set_index("month")["upfront_usd"]
+    assert up["2027-01"] == pytest.approx(gpus * 20000.0)  # the whole capex on the purchase date
+    assert up["2027-12"] == pytest.approx(-gpus * 5000.0)  # term ends 2027-12-27: the resale value back
+    cash = plan.cash_schedule
+    assert (cash["upfront_usd"] + cash["reserved_recurring_usd"]).sum() == pytest.approx(
+        plan.commitments["reserved_full_term_usd"])
+
+
+def test_benders_at_a_zero_gap_proves_optimality(tmp_path):
+    from dataclasses import replace
+
+    n = 2 * 365
+    inp = load_inputs(_ladder_case(tmp_path, [10.0] * 200 + [20.0] * (n - 200), PRICES, every="quarter"))
+    mono = make_plan(inp, mip_gap=0.0)
+    bend = make_plan(replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders"))),
+                     mip_gap=0.0, time_limit_s=60)
+    assert bend.status.value == "optimal" and "Benders" in bend.solve.message
+    assert bend.objective == pytest.approx(mono.objective, rel=1e-9)

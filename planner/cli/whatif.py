@@ -87,7 +87,7 @@ def _factor_option(name: str, what: str):
 @model_argument
 @_factor_option("spot_price", "spot prices")
 @_factor_option("on_demand_price", "on-demand prices")
-@_factor_option("reserved_price", "reserved prices (hourly and upfront)")
+@_factor_option("reserved_price", "reserved prices (hourly, upfront and residual value)")
 @_factor_option("interruptions", "spot interruption rates")
 @_factor_option("demand_level", "demand, every period")
 @_factor_option("demand_growth", "demand growth: 1 at the first period rising linearly to the factor at the last")

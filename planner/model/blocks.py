@@ -20,7 +20,7 @@ class Blocks:
     weight: np.ndarray  # (B,) sum of probability x hours
     demand: np.ndarray  # (K, B)
     inventory: np.ndarray  # (P, B)
-    active: np.ndarray | None = None  # (R, B) purchase row active in the block (dated commitments)
+    active: np.ndarray | None = None  # (R, B) share of the block's periods each purchase row is active
 
     @property
     def B(self) -> int:
@@ -36,11 +36,11 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
     """
     S, K, T = demand.shape
     P = inventory.shape[0]
-    active = np.ones((0, T), dtype=bool) if active is None else np.asarray(active, bool)
+    active = np.ones((0, T)) if active is None else np.asarray(active, float)
     R = active.shape[0]
     rows = np.concatenate([demand.transpose(0, 2, 1).reshape(S * T, K),
                            np.broadcast_to(inventory.T, (S, T, P)).reshape(S * T, P),
-                           np.broadcast_to(active.T.astype(float), (S, T, R)).reshape(S * T, R)], axis=1)
+                           np.broadcast_to(active.T, (S, T, R)).reshape(S * T, R)], axis=1)
     w = (probability[:, None] * hours[None, :]).reshape(S * T)
     if merge:
         uniq, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
@@ -55,4 +55,4 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
     weight = np.bincount(inverse, weights=w, minlength=len(uniq))
     return Blocks(of=inverse.reshape(S, T), weight=weight,
                   demand=np.ascontiguousarray(uniq[:, :K].T), inventory=np.ascontiguousarray(uniq[:, K:K + P].T),
-                  active=np.ascontiguousarray(uniq[:, K + P:].T) > 0.5)
+                  active=np.ascontiguousarray(uniq[:, K + P:].T))

@@ -77,15 +77,16 @@ def define_reserved_share_constraints(out: Rows, inp: PlanInputs, blocks: Blocks
 
 def _purchased_terms(inp: PlanInputs, blocks: Blocks, fam, rp: np.ndarray, rb: np.ndarray,
                      rows: list, cols: list, coefs: list) -> None:
-    """Append -m_p n[c] to each row (p, b) for every purchase c of pool p active in block b."""
+    """Append -m_p a[c,b] n[c] to each row (p, b) for every purchase c of pool p active in block b (a: its share)."""
     n = fam["n"]
     m = inp.reserved["m"].to_numpy(float)
     active = blocks.active
     for c, (pool, col) in enumerate(zip(n["p"].to_numpy(), n["col"].to_numpy())):  # per purchase, not per period
-        hit = np.flatnonzero((rp == pool) & (active[c, rb] if active is not None else True))
+        share = active[c, rb] if active is not None else np.ones(len(rb))
+        hit = np.flatnonzero((rp == pool) & (share > 0))
         rows.append(hit)
         cols.append(np.full(len(hit), col))
-        coefs.append(np.full(len(hit), -m[c]))
+        coefs.append(-m[c] * share[hit])  # a term ending inside a period holds its GPUs for that share of it
 
 
 def _cap_rows(out: Rows, inp, blocks, frame, cap, family) -> int:
@@ -125,7 +126,7 @@ def define_reserved_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, 
     keys, rows, cols, coefs, rhs = [], [], [], [], []
     for p in pools:  # capped pools only; vectorised over periods
         mine = np.flatnonzero(n["p"].to_numpy() == p)
-        pattern, which = np.unique(active[mine].T, axis=0, return_inverse=True)
+        pattern, which = np.unique(active[mine].T > 0, axis=0, return_inverse=True)
         which = which.reshape(-1)
         owned = np.full(len(pattern), -np.inf)
         np.maximum.at(owned, which, inp.inventory[p])

@@ -44,12 +44,22 @@ def _records(df: pd.DataFrame) -> list[dict]:
     return out
 
 
-def _date(x) -> str | None:
-    """An ISO date (``2027-01-04``), or an ISO timestamp when it is not midnight; None for NaT."""
+def _date(x, date_only: bool = True) -> str | None:
+    """An ISO date (``2027-01-04``), or an ISO timestamp when ``date_only`` is false; None for NaT."""
     if x is None or pd.isna(x):
         return None
     x = pd.Timestamp(x)
-    return x.date().isoformat() if x == x.normalize() else x.isoformat()
+    return x.date().isoformat() if date_only else x.isoformat()
+
+
+def _all_midnight(frame: pd.DataFrame, cols: tuple) -> bool:
+    """True when every date of these columns is at midnight: then they are written as dates, else all as timestamps."""
+    for c in cols:
+        if c in frame and len(frame):
+            v = pd.to_datetime(frame[c])
+            if not (v.isna() | (v == v.dt.normalize())).all():
+                return False
+    return True
 
 
 def plan_to_dict(plan: Plan) -> dict:
@@ -57,6 +67,7 @@ def plan_to_dict(plan: Plan) -> dict:
     inp = plan.inputs
     sources = inp.tables.sources
     purchases = plan.purchases
+    dated = _all_midnight(purchases, ("purchase_date", "active_from", "end_date"))  # one format per plan
     shortfall = plan.shortfall
     by_class = []
     if len(shortfall):
@@ -85,9 +96,10 @@ def plan_to_dict(plan: Plan) -> dict:
              "gpus": _num(r.gpus), "commitment_usd": _num(r.commitment_usd),
              "term_months": _num(r.term_months), "effective_usd_per_gpu_hour": _num(r.effective_usd_per_gpu_hour),
              "horizon_cost_usd": _num(r.horizon_cost_usd),
-             "purchase_date": _date(r.purchase_date), "active_from": _date(r.active_from),
-             "end_date": _date(r.end_date), "firm": bool(r.firm),
-             "upfront_usd": _num(r.upfront_total_usd), "monthly_recurring_usd": _num(r.monthly_recurring_usd),
+             "purchase_date": _date(r.purchase_date, dated), "active_from": _date(r.active_from, dated),
+             "end_date": _date(r.end_date, dated), "firm": bool(r.firm),
+             "upfront_usd": _num(r.upfront_total_usd), "residual_usd": _num(r.residual_total_usd),
+             "monthly_recurring_usd": _num(r.monthly_recurring_usd),
              "liability_past_horizon_usd": _num(r.liability_past_horizon_usd)}
             for r in purchases.itertuples()],  # every reserved option and purchase date, bought (instances > 0) or not
         "commitments": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.commitments.items()},

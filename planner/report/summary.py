@@ -45,8 +45,9 @@ def summary_text(plan: Plan) -> str:
                     f", ends {r.end_date:%Y-%m-%d}: "
             lines.append(f"    {when}{r.gpu_type:<12} {r.region:<16} {r.option:<12} {r.instances:>6} instances "
                          f"({r.gpus:g} GPUs)  {_usd(r.commitment_usd)}"
-                         + (f" (upfront {_usd(r.upfront_total_usd)}, then {_usd(r.monthly_recurring_usd)}/month)"
-                            if dated or r.upfront_total_usd > 0 else ""))
+                         + (f" (upfront {_usd(r.upfront_total_usd)}, then {_usd(r.monthly_recurring_usd)}/month"
+                            + (f", {_usd(r.residual_total_usd)} back at the end" if r.residual_total_usd > 0 else "")
+                            + ")" if dated or r.upfront_total_usd > 0 else ""))
         lines.append(f"    total commitment {_usd(bought['commitment_usd'].sum())}; reserved utilisation "
                      f"{100 * plan.reserved_utilisation:.1f} %")
         lines.extend(_liability_lines(plan))

@@ -273,7 +273,7 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                   _date(getattr(r, "active_from", plan.inputs.periods[0])),
                   _date(getattr(r, "end_date", plan.inputs.periods[0])),
                   ("now" if getattr(r, "firm", True) else "planned"), hours_cell,
-                  F(f"=J{row}-I{row}"), F(f"=G{row}*(Prices!$E${pr}-Prices!$M${pr})"),
+                  F(f"=J{row}-I{row}"), F(f"=G{row}*Prices!$E${pr}"),
                   F(f"=G{row}*Prices!$D${pr}*{HOURS_PER_MONTH:g}")])
     s.table("Purchases")
 
@@ -673,11 +673,15 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     letter = get_column_letter
     spelled = len(bought) <= MAX_FORMULA_TERMS and len(pool_cols) <= MAX_FORMULA_TERMS
     purchase_month = {j: pd.Timestamp(r.purchase_date).strftime("%Y-%m") for j, r in enumerate(bought.itertuples())}
+    end_month = {j: (pd.Timestamp(r.end_date) - pd.Timedelta(hours=1)).strftime("%Y-%m")
+                 for j, r in enumerate(bought.itertuples())}
     for i, m in enumerate(label):
         row = i + 2
         c = cash.iloc[i] if i < len(cash) else None
         if spelled:
             up = [f"Purchases!$R${bought_idx[j] + 2}" for j in range(len(bought)) if purchase_month[j] == m]
+            up += [f"-Purchases!$G${bought_idx[j] + 2}*Prices!$M${price_row[_price_key(r)]}"
+                   for j, r in enumerate(bought.itertuples()) if end_month[j] == m]  # residual value back
             rec = [f"{letter(h0 + j)}{row}*Purchases!$G${bought_idx[j] + 2}*Prices!$D$"
                    f"{price_row[_price_key(r)]}" for j, r in enumerate(bought.itertuples())]
             od = [f"{letter(g0 + q)}{row}*Prices!$D${price_row[(gt, rg, opt, None)]}"
