@@ -273,7 +273,7 @@ def _goodput(config: ModelConfig, classes: list[str], pools: pd.DataFrame, speed
     goodput = np.zeros((K, P))
     reliability = np.ones((K, P))
     best_res = reserved.groupby("pool")["r"].min().reindex(range(P)).to_numpy(float)
-    rows = []
+    pairs = []  # (class, spot pool) pairs to assess: collected, then assessed in two vectorised calls
     for k, name in enumerate(classes):
         pol = config.classes[name]
         fail = pol.failure_rate_per_gpu_hour
@@ -291,36 +291,53 @@ def _goodput(config: ModelConfig, classes: list[str], pools: pd.DataFrame, speed
                 reliability[k, p] = float(economics.goodput(lam_f, t_f, C, R))
             if not (pol.phi > 0 and pools["has_sp"].iat[p]):
                 continue
-            # on-demand per useful GPU-hour: failures (if any) hit it too, so spot is compared like for like
-            a = economics.assess(spot_price=float(pools["sp"].iat[p]),
-                                 on_demand_price=float(pools["od"].iat[p]) / reliability[k, p],
-                                 interruptions_per_instance_hour=float(pools["ip"].iat[p]),
-                                 checkpoint_h=C, restart_h=R, job_gpus=job, gpus_per_instance=m,
-                                 interval_h=tau, failure_rate_per_gpu_hour=fail,
-                                 goodput_override=pol.spot_goodput)
-            goodput[k, p] = a.goodput
-            eff_res = best_res[p] / reliability[k, p] if not np.isnan(best_res[p]) else np.nan
-            rows.append({
-                "workload_class": name, "gpu_type": pools["gpu_type"].iat[p], "region": pools["region"].iat[p],
-                "pool": p, "class_index": k, "speed": speed[k, p], "job_gpus": job,
-                "instances_per_job": float(economics.instances_spanned(job, m)),
-                "interruptions_per_instance_hour": float(pools["ip"].iat[p]),
-                "job_interruptions_per_hour": a.job_interruptions_per_hour,
-                "checkpoint_minutes": pol.checkpoint_minutes, "restart_minutes": pol.restart_minutes,
-                "interval_minutes": a.interval_hours * 60.0, "young_interval_minutes": a.young_interval_hours * 60.0,
-                "goodput": a.goodput, "goodput_source": "spot_goodput" if pol.spot_goodput is not None else "model",
-                "spot_usd_per_gpu_hour": float(pools["sp"].iat[p]),
-                "effective_usd_per_useful_gpu_hour": a.effective_usd_per_useful_gpu_hour,
-                "on_demand_usd_per_gpu_hour": float(pools["od"].iat[p]),
-                "on_demand_usd_per_useful_gpu_hour": float(pools["od"].iat[p]) / reliability[k, p],
-                "best_reserved_usd_per_gpu_hour": best_res[p],
-                "best_reserved_usd_per_useful_gpu_hour": eff_res,
-                "spot_pays": bool(a.effective_usd_per_useful_gpu_hour
-                                  < float(pools["od"].iat[p]) / reliability[k, p]),
-                "spot_beats_reserved": bool(np.isnan(eff_res) or a.effective_usd_per_useful_gpu_hour < eff_res),
-                "break_even_interruptions_per_hour": a.break_even_interruptions_per_hour,
-                "expected_lost_minutes_per_interruption": a.expected_lost_hours * 60.0,
-            })
+            pairs.append(dict(k=k, p=p, name=name, pol=pol, C=C, R=R, tau=tau, fail=fail, m=m, job=job))
+    assessed = {}
+    for fixed in (False, True):  # optimal intervals, then fixed ones: one array call each
+        group = [x for x in pairs if (x["tau"] is not None) == fixed]
+        if not group:
+            continue
+        col = lambda key: np.array([float(x[key]) for x in group])  # noqa: E731
+        sp = np.array([float(pools["sp"].iat[x["p"]]) for x in group])
+        od = np.array([float(pools["od"].iat[x["p"]]) / reliability[x["k"], x["p"]] for x in group])
+        ip = np.array([float(pools["ip"].iat[x["p"]]) for x in group])
+        override = np.array([np.nan if x["pol"].spot_goodput is None else float(x["pol"].spot_goodput)
+                             for x in group])
+        # on-demand per useful GPU-hour: failures (if any) hit it too, so spot is compared like for like
+        a = economics.assess(spot_price=sp, on_demand_price=od, interruptions_per_instance_hour=ip,
+                             checkpoint_h=col("C"), restart_h=col("R"), job_gpus=col("job"),
+                             gpus_per_instance=col("m"), interval_h=col("tau") if fixed else None,
+                             failure_rate_per_gpu_hour=col("fail"), goodput_override=override)
+        for i, x in enumerate(group):
+            assessed[(x["k"], x["p"])] = {f: float(np.atleast_1d(getattr(a, f))[i]) for f in (
+                "job_interruptions_per_hour", "interval_hours", "young_interval_hours", "goodput",
+                "effective_usd_per_useful_gpu_hour", "break_even_interruptions_per_hour", "expected_lost_hours")}
+    rows = []
+    for x in pairs:
+        k, p, name, pol, job, m = x["k"], x["p"], x["name"], x["pol"], x["job"], x["m"]
+        a = assessed[(k, p)]
+        goodput[k, p] = a["goodput"]
+        eff_res = best_res[p] / reliability[k, p] if not np.isnan(best_res[p]) else np.nan
+        rows.append({
+            "workload_class": name, "gpu_type": pools["gpu_type"].iat[p], "region": pools["region"].iat[p],
+            "pool": p, "class_index": k, "speed": speed[k, p], "job_gpus": job,
+            "instances_per_job": float(economics.instances_spanned(job, m)),
+            "interruptions_per_instance_hour": float(pools["ip"].iat[p]),
+            "job_interruptions_per_hour": a["job_interruptions_per_hour"],
+            "checkpoint_minutes": pol.checkpoint_minutes, "restart_minutes": pol.restart_minutes,
+            "interval_minutes": a["interval_hours"] * 60.0, "young_interval_minutes": a["young_interval_hours"] * 60.0,
+            "goodput": a["goodput"], "goodput_source": "spot_goodput" if pol.spot_goodput is not None else "model",
+            "spot_usd_per_gpu_hour": float(pools["sp"].iat[p]),
+            "effective_usd_per_useful_gpu_hour": a["effective_usd_per_useful_gpu_hour"],
+            "on_demand_usd_per_gpu_hour": float(pools["od"].iat[p]),
+            "on_demand_usd_per_useful_gpu_hour": float(pools["od"].iat[p]) / reliability[k, p],
+            "best_reserved_usd_per_gpu_hour": best_res[p],
+            "best_reserved_usd_per_useful_gpu_hour": eff_res,
+            "spot_pays": bool(a["effective_usd_per_useful_gpu_hour"] < float(pools["od"].iat[p]) / reliability[k, p]),
+            "spot_beats_reserved": bool(np.isnan(eff_res) or a["effective_usd_per_useful_gpu_hour"] < eff_res),
+            "break_even_interruptions_per_hour": a["break_even_interruptions_per_hour"],
+            "expected_lost_minutes_per_interruption": a["expected_lost_hours"] * 60.0,
+        })
     spot = pd.DataFrame(rows)
     return goodput, reliability, spot
 

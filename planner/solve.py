@@ -282,6 +282,8 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
             objective = float(model.cost @ values)
             if best is None or objective < best[1]:
                 best = (values, objective, rounded)
+            if (best[1] - lower) <= mip_gap * max(abs(best[1]), 1e-9):
+                break  # the relaxation's bound already proves this rounding: the other is not needed
     return None if best is None else (best[0], best[1], lower)
 
 
