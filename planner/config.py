@@ -180,15 +180,19 @@ def _type_ok(value, kind) -> bool:
     return False
 
 
+def _unknown(bad: Collector, file: str, message: str, value, name: str, known, otherwise: str) -> None:
+    """Report a name that is not one of ``known``, suggesting the closest (else ``otherwise``)."""
+    close = _closest(name, known)
+    bad.add(file, message, value=value, expected="one of " + ", ".join(sorted(known)),
+            hint=f"did you mean '{close}'?" if close else otherwise)
+
+
 def _check_keys(table: dict, spec: dict, where: str, file: str, bad: Collector) -> dict:
     """Keep the keys of ``table`` that are known and of the right type; report the rest."""
     good = {}
     for key, value in table.items():
         if key not in spec:
-            close = _closest(key, spec)
-            bad.add(file, f"unknown key '{where}{key}'", value=value,
-                    expected="one of " + ", ".join(sorted(spec)),
-                    hint=f"did you mean '{close}'?" if close else "remove the key")
+            _unknown(bad, file, f"unknown key '{where}{key}'", value, key, spec, "remove the key")
             continue
         kind = spec[key]
         if not _type_ok(value, kind):
@@ -361,10 +365,8 @@ def _parse_teams(table: dict, classes: dict, file: str, bad: Collector) -> dict[
                     expected="[teams.<name>] with fair_share_weight and guaranteed_gpus")
             continue
         if tname not in named:
-            close = _closest(tname, named)
-            bad.add(file, f"'teams.{tname}' is not the team of any class", value=tname,
-                    expected="one of " + ", ".join(sorted(named)),
-                    hint=f"did you mean '{close}'?" if close else "set team = \"...\" in the classes it owns")
+            _unknown(bad, file, f"'teams.{tname}' is not the team of any class", tname, tname, named,
+                     'set team = "..." in the classes it owns')
             continue
         t = _check_keys(t, _TEAM_KEYS, f"teams.{tname}.", file, bad)
         weight = float(t.get("fair_share_weight", 1.0))

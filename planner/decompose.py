@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-import pandas as pd
 
 from .inputs import PlanInputs
 from .model import build_model
+from .model.constraints import reserved_cap_sets
 from .model.objective import reserved_cost_per_instance
 
 REL_TOL = 1e-9  # floating-point noise between the master's bound and the priced plan, relative
@@ -105,25 +105,6 @@ class _Chunk:
         return value, duals
 
 
-def _cap_rows(inp: PlanInputs) -> tuple[list, list, list]:
-    """The reserved caps over purchases only: per capped pool and set of active purchases, as (cols, coefs, rhs)."""
-    cap = inp.pools["cap_res"].to_numpy(float)
-    pool = inp.reserved["pool"].to_numpy(int)
-    m = inp.reserved["m"].to_numpy(float)
-    rows_c, rows_v, rhs = [], [], []
-    for p in np.unique(pool[~np.isnan(cap[pool])]):
-        mine = np.flatnonzero(pool == p)
-        pattern, which = np.unique(inp.active[mine].T > 0, axis=0, return_inverse=True)
-        owned = np.full(len(pattern), -np.inf)
-        np.maximum.at(owned, which.reshape(-1), inp.inventory[p])
-        for j, pat in enumerate(pattern):
-            if pat.any():
-                rows_c.append(mine[pat])
-                rows_v.append(m[mine[pat]])
-                rhs.append(cap[p] - owned[j])
-    return rows_c, rows_v, rhs
-
-
 def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float = 1e-4,
                   time_limit_s: float | None = None, threads: int | None = None, max_iterations: int = 500,
                   progress=None) -> BendersResult:
@@ -147,7 +128,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         upper = np.full(R + J, inf)
         master.addVars(R + J, lower, upper)
         master.changeColsCost(R + J, np.arange(R + J, dtype=np.int32), np.r_[cost, np.ones(J)])
-        for cols, coefs, rhs in zip(*_cap_rows(inp)):
+        for _pool, cols, coefs, rhs in zip(*reserved_cap_sets(inp)):
             master.addRow(-inf, float(rhs), len(cols), cols.astype(np.int32), coefs.astype(float))
     best_n, best_upper, bound = None, np.inf, -np.inf
     history = []
@@ -171,9 +152,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         recourse = float(sum(values))
         if integer or np.allclose(n, np.round(n)):
             total = float(cost @ np.round(n)) + recourse
-            if integer and total < best_upper:
-                best_upper, best_n = total, np.round(n)
-            elif not integer and total < best_upper:
+            if total < best_upper:
                 best_upper, best_n = total, np.round(n)
         add_cuts(n, values, duals)
         if not integer:

@@ -322,10 +322,6 @@ def _cash(inp: PlanInputs, blocks, Yb, Zb, purchases: pd.DataFrame) -> pd.DataFr
     sp_t = (inp.probability[:, None] * per_block_sp[blocks.of]).sum(axis=0) * inp.hours
     month = inp.periods.strftime("%Y-%m")
     bought = purchases[purchases["gpus"] > 0]
-    if "purchase_date" not in bought:
-        bought = bought.assign(purchase_date=inp.periods[0], active_from=inp.periods[0], residual_usd=0.0,
-                               end_date=inp.periods[0] + pd.to_timedelta(bought["term_months"] * HOURS_PER_MONTH,
-                                                                         unit="h"))
     return cash_schedule(bought, inp.periods, pd.Series(od_t, index=month).groupby(level=0).sum(),
                          pd.Series(sp_t, index=month).groupby(level=0).sum())
 

@@ -110,40 +110,41 @@ def define_spot_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam)
     return _cap_rows(out, inp, blocks, fam["z"], inp.pools["cap_sp"].to_numpy(float), "spot_cap")
 
 
-def define_reserved_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_{c active} m_p n[p,c] <= Ucap^res_p - E[p,t] for every period (reserved GPUs bought plus owned).
+def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
+    """The reserved caps over the purchases: one set per capped pool and distinct set of active purchases.
 
-    One row per pool and distinct set of active purchases, with the most inventory owned while that set is
-    active (the other periods' rows are implied); with one purchase date that is one row per pool, as before.
+    Returns (pool, purchase rows, their GPUs per instance, right-hand side) per set, the right-hand side being
+    the cap less the most inventory owned while that set is active (the other periods' rows are implied).
+    With one purchase date that is one set per capped pool.
     """
-    n = fam["n"]
     cap = inp.pools["cap_res"].to_numpy(float)
-    pools = np.unique(n["p"].to_numpy()[~np.isnan(cap[n["p"].to_numpy()])]) if len(n) else np.array([], int)
-    if not len(pools):
-        return 0
+    pool = inp.reserved["pool"].to_numpy(int)
     m = inp.reserved["m"].to_numpy(float)
-    active = inp.active  # (R, T): per period, so inventory peaks inside a block are seen
-    keys, rows, cols, coefs, rhs = [], [], [], [], []
-    for p in pools:  # capped pools only; vectorised over periods
-        mine = np.flatnonzero(n["p"].to_numpy() == p)
-        pattern, which = np.unique(active[mine].T > 0, axis=0, return_inverse=True)
-        which = which.reshape(-1)
+    keys, members, coefs, rhs = [], [], [], []
+    for p in np.unique(pool[~np.isnan(cap[pool])]):  # capped pools only; vectorised over periods
+        mine = np.flatnonzero(pool == p)
+        pattern, which = np.unique(inp.active[mine].T > 0, axis=0, return_inverse=True)
         owned = np.full(len(pattern), -np.inf)
-        np.maximum.at(owned, which, inp.inventory[p])
+        np.maximum.at(owned, which.reshape(-1), inp.inventory[p])  # per period: peaks inside a block are seen
         for j, pat in enumerate(pattern):
-            on = mine[pat]
-            if not len(on):
-                continue
-            r = len(rhs)
-            keys.append(p)
-            rows.append(np.full(len(on), r))
-            cols.append(n["col"].to_numpy()[on])
-            coefs.append(m[on])
-            rhs.append(cap[p] - owned[j])
+            if pat.any():
+                keys.append(int(p))
+                members.append(mine[pat])
+                coefs.append(m[mine[pat]])
+                rhs.append(cap[p] - owned[j])
+    return keys, members, coefs, rhs
+
+
+def define_reserved_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
+    """sum_{c active} m_p n[p,c] <= Ucap^res_p - E[p,t] for every period (reserved GPUs bought plus owned),
+    one row per set of :func:`reserved_cap_sets`."""
+    keys, members, coefs, rhs = reserved_cap_sets(inp)
     if not rhs:
         return 0
-    return out.add("reserved_cap", (np.asarray(keys), np.arange(len(keys))), np.concatenate(rows), np.concatenate(cols),
-                   np.concatenate(coefs), LpConstraintLE, np.asarray(rhs))
+    col = fam["n"]["col"].to_numpy()  # n[c] is purchase row c
+    rows = [np.full(len(on), r) for r, on in enumerate(members)]
+    return out.add("reserved_cap", (np.asarray(keys), np.arange(len(keys))), np.concatenate(rows),
+                   col[np.concatenate(members)], np.concatenate(coefs), LpConstraintLE, np.asarray(rhs))
 
 
 def define_backfill_peak_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:

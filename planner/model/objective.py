@@ -38,7 +38,6 @@ def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.Da
                            n_vars: int) -> np.ndarray:
     """The objective coefficient of every column (USD over the horizon), shortfall penalty included."""
     c = np.zeros(n_vars)
-    res = inp.reserved
     c[fam["n"]["col"]] = reserved_cost_per_instance(inp)
     od, sp = inp.pools["od"].to_numpy(), inp.pools["sp"].to_numpy()
     c[fam["y"]["col"]] = blocks.weight[fam["y"]["b"]] * od[fam["y"]["p"]]
