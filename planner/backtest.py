@@ -1,144 +1,421 @@
-"""Rolling backtest: plan on a window of history, evaluate on the next, compare three strategies.
+"""Rolling backtest with state: commitments bought in one window are owned in every later one.
 
-For each window the forecast of the test window is the training window repeated
-(seasonal naive). The strategies that choose the reserved purchases are:
+The history (one demand scenario, T periods) is cut at ``c_w = train + w x step`` for w = 0, 1, ...
+while a whole test window fits. At each cut-off every strategy sees the demand before it (never
+after: the decision functions are handed ``history[:, :c]``), the commitments it bought at earlier
+cut-offs (dated inventory, active from their own dates for their own terms, as in the ladder of
+``spec/formulation.md``) and decides what to buy at ``c_w``:
 
-- ``stochastic``: the two-stage plan over three level scenarios of that forecast, low / base / high
-  (the 10th and 90th percentiles of the training window's daily demand relative to its mean),
-  weighted 0.3 / 0.4 / 0.3;
-- ``point``: the deterministic plan on the forecast;
-- ``percentile``: the finance rule: for each class, reserve in its cheapest reserved option the
-  demand level (with headroom) that the forecast exceeds in the break-even share of hours
-  (effective reserved price / on-demand price per reference GPU-hour), rounded down to instances.
+- ``stochastic``: the two-stage plan over forecast-error scenarios (:func:`planner.forecast.error_scenarios`:
+  the point forecast plus the forecaster's own centred residuals at the latest past origins);
+- ``point``: the deterministic plan on the point forecast;
+- ``percentile_fleet``: per pool, the fleet's demand (every class in the pool of its cheapest
+  reserved option, with headroom, in that pool's GPUs) forecast over the horizon; reserve the level the
+  forecast exceeds in the break-even share of hours (effective reserved / on-demand price), less what
+  is owned;
+- ``recommender``: the cloud providers' commitment recommendation: per pool, over the last
+  ``lookback`` periods of usage (default 30 days, or all the history there is) not already covered by
+  commitments, the level (and option) that would have saved the most against on-demand;
+- ``all_on_demand``: buy nothing.
 
-Each purchase is then fixed and evaluated on the demand that really came (cheapest recourse);
-regret is against the plan made with hindsight on that same window.
+The purchases of all windows are then fixed in one plan of the whole test period on the demand that
+came (on-demand and spot re-optimised: the cheapest recourse), and compared, window by window and in
+total, with the hindsight optimum: one plan of the whole period that knew the demand, allowed to buy
+at the same cut-offs. Reserved cost is amortised (effective rate x active hours) throughout.
+Windows of one strategy run in order (each depends on the last); the strategies and the hindsight
+plan run in parallel on an executor.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
+
 import numpy as np
 import pandas as pd
 
-from .evaluate import evaluate
-from .inputs import PlanInputs, slice_periods, with_demand
+from . import forecast as fc_mod
+from .inputs import PlanInputs, future_inputs, slice_periods
 
-STRATEGIES = ("stochastic", "point", "percentile")
-SCENARIO_WEIGHTS = np.array([0.3, 0.4, 0.3])
-
-
-def forecast_from(train: np.ndarray, length: int) -> np.ndarray:
-    """Seasonal-naive forecast (K, length): the training window (K, L) repeated."""
-    reps = int(np.ceil(length / train.shape[1]))
-    return np.tile(train, reps)[:, :length]
+STRATEGIES = ("stochastic", "point", "percentile_fleet", "recommender", "all_on_demand")
+DEFAULT_LOOKBACK_HOURS = 720.0  # the recommender's usage window: 30 days, as the clouds' default recommendations
 
 
-def level_spread(train: np.ndarray, hours_per_day: int = 24) -> tuple[float, float]:
-    """10th and 90th percentiles of daily total demand relative to the window's mean day."""
-    total = train.sum(axis=0)
-    days = len(total) // hours_per_day
-    if days < 2:
-        return 1.0, 1.0
-    daily = total[: days * hours_per_day].reshape(days, hours_per_day).mean(axis=1)
-    mean = daily.mean()
-    if mean <= 0:
-        return 1.0, 1.0
-    return float(np.percentile(daily / mean, 10)), float(np.percentile(daily / mean, 90))
+@dataclass(frozen=True)
+class Settings:
+    """Window lengths in periods and the forecasting choices of one backtest."""
+    train: int  # history before the first cut-off
+    test: int  # periods each window's purchases are judged on
+    step: int  # periods between cut-offs
+    horizon: int  # periods the planner's forecast covers at each cut-off
+    period_hours: float
+    forecaster: object = "weekly"  # a name of planner.forecast.FORECASTERS, "module:function" or a callable
+    origins: int = 7  # past forecasts whose residuals make the stochastic strategy's scenarios
+    lookback: int | None = None  # recommender's usage window in periods (default: 30 days, or all there is)
+    strategies: tuple = STRATEGIES
+
+    def cutoffs(self, T: int) -> np.ndarray:
+        """Positions of the cut-offs: every ``step`` from ``train`` while a whole test window fits."""
+        return np.arange(self.train, T - self.test + 1, self.step, dtype=int)
 
 
-def percentile_rule(inp: PlanInputs, forecast: np.ndarray) -> np.ndarray:
-    """Instances per reserved option bought by the finance team's percentile rule."""
+@dataclass
+class BacktestResult:
+    """Per window and strategy (``windows``), per strategy (``strategies``), per month and the hindsight total."""
+    windows: pd.DataFrame
+    strategies: pd.DataFrame
+    monthly: pd.DataFrame
+    purchases: pd.DataFrame  # every strategy's purchases: strategy, window, gpu_type, region, option, date, gpus
+    hindsight_total_usd: float
+    hindsight_objective_usd: float
+    settings: Settings
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """backtest.json: ``{"windows": [...], "strategies": {...}, "hindsight_total_usd", ...}``."""
+        import json
+
+        def records(frame):
+            return json.loads(frame.to_json(orient="records", date_format="iso"))
+
+        windows = records(self.windows.drop(columns=["purchases"]))
+        for row, bought in zip(windows, self.windows["purchases"]):
+            row["purchases"] = bought
+        s = self.settings
+        return {
+            "windows": windows,
+            "strategies": {r.pop("strategy"): r for r in records(self.strategies)},
+            "hindsight_total_usd": self.hindsight_total_usd,
+            "hindsight_objective_usd": self.hindsight_objective_usd,
+            "monthly": records(self.monthly),
+            "settings": {"train_periods": s.train, "test_periods": s.test, "step_periods": s.step,
+                         "horizon_periods": s.horizon, "period_hours": s.period_hours,
+                         "forecaster": s.forecaster if isinstance(s.forecaster, str)
+                         else getattr(s.forecaster, "__name__", repr(s.forecaster)),
+                         "origins": s.origins,
+                         "lookback_periods": s.lookback or int(round(DEFAULT_LOOKBACK_HOURS / s.period_hours)),
+                         "reserved_accounting": "amortised"},
+            "notes": list(self.notes),
+        }
+
+
+# ---------------------------------------------------------------- decisions at one cut-off
+
+def _cheapest_rows(inp: PlanInputs) -> dict[int, list[int]]:
+    """Per purchase row: the classes whose cheapest reserved option (per useful GPU-hour) it is."""
+    res = inp.reserved
+    q = inp.q_reserved
+    pools = res["pool"].to_numpy(int)
+    r = res["r"].to_numpy(float)
+    out: dict[int, list[int]] = {}
+    for k in range(inp.K):
+        useful = q[k, pools]
+        if not (useful > 0).any():
+            continue
+        ref = np.where(useful > 0, r / np.where(useful > 0, useful, 1.0), np.inf)
+        out.setdefault(int(np.argmin(ref)), []).append(k)
+    return out
+
+
+def _fleet_series(inp: PlanInputs, demand: np.ndarray, row: int, classes: list[int]) -> np.ndarray:
+    """GPUs of the row's pool the classes need per period: demand x (1 + headroom) / useful share."""
+    p = int(inp.reserved["pool"].iat[row])
+    q = inp.q_reserved[:, p]
+    return sum(demand[k] * (1 + inp.headroom[k]) / q[k] for k in classes)
+
+
+def _owned_now(inp: PlanInputs) -> np.ndarray:
+    """GPUs owned per pool in the first period of ``inp`` (inventory file + earlier purchases)."""
+    return inp.inventory[:, 0].copy() if inp.T else np.zeros(inp.P)
+
+
+def percentile_fleet(inp: PlanInputs, forecast: np.ndarray) -> np.ndarray:
+    """Instances per purchase row of ``inp``: the fleet's break-even level of the forecast, less what is owned."""
     n = np.zeros(len(inp.reserved))
-    if not len(inp.reserved):
-        return n
+    owned = _owned_now(inp)
     od = inp.pools["od"].to_numpy(float)
     res = inp.reserved
-    for k in range(inp.K):
-        q = inp.speed[k] * inp.reliability[k]
-        allowed = q > 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            od_ref = np.where(allowed, od / q, np.inf)
-            r_ref = np.where(allowed[res["pool"]], res["r"].to_numpy() / q[res["pool"]], np.inf)
-        od_best = np.nanmin(np.where(np.isnan(od_ref), np.inf, od_ref))
-        c = int(np.argmin(r_ref))
-        if not np.isfinite(r_ref[c]) or r_ref[c] >= od_best:
-            continue
-        share = r_ref[c] / od_best  # reserve the level exceeded in this share of hours
-        level = np.quantile(forecast[k] * (1 + inp.headroom[k]), 1 - share)
+    for c, classes in _cheapest_rows(inp).items():
         p = int(res["pool"].iat[c])
-        n[c] += np.floor(level / q[p] / res["m"].iat[c] + 1e-9)
+        r = float(res["r"].iat[c])
+        if not np.isfinite(od[p]) or r >= od[p]:
+            continue
+        level = np.quantile(_fleet_series(inp, forecast, c, classes), 1 - r / od[p])
+        m = float(res["m"].iat[c])
+        n[c] = np.floor(max(0.0, level - owned[p]) / m + 1e-9)
+        owned[p] += n[c] * m
     return n
 
 
-def _window(history: PlanInputs, w: int, a: int, train_periods: int, test_periods: int, make_plan) -> list[dict]:
-    """One window: plan on [a, a + train), evaluate every strategy on the test periods after it."""
-    train_idx = np.arange(a, a + train_periods)
-    test_idx = np.arange(a + train_periods, a + train_periods + test_periods)
-    actual = slice_periods(history, test_idx)
-    train = history.demand[0][:, train_idx]
-    fc = forecast_from(train, test_periods)
-    low, high = level_spread(train)
-    point_inp = with_demand(actual, fc[None], ["forecast"], np.array([1.0]))
-    stoch_inp = with_demand(actual, np.stack([fc * low, fc, fc * high]), ["low", "base", "high"],
-                            SCENARIO_WEIGHTS)
-    choices = {
-        "stochastic": make_plan(stoch_inp, risk=False).purchases["instances"].to_numpy(float),
-        "point": make_plan(point_inp, risk=False).purchases["instances"].to_numpy(float),
-        "percentile": percentile_rule(actual, fc),
-    }
-    hindsight = make_plan(actual, risk=False)
-    rows = []
-    for name in STRATEGIES:
-        ev = evaluate(actual, choices[name], make_plan, hindsight=hindsight)
-        rows.append({
-            "window": w, "train_start": history.periods[train_idx[0]], "test_start": actual.periods[0],
-            "test_end": actual.periods[-1], "strategy": name,
-            "reserved_gpus": float((choices[name] * actual.reserved["m"].to_numpy()).sum()),
-            "realised_cost_usd": ev.realised.cost["total"], "realised_objective_usd": ev.realised.objective,
-            "hindsight_objective_usd": hindsight.objective, "regret_usd": ev.regret_usd,
-            "regret_pct": 100 * ev.regret_usd / hindsight.objective if hindsight.objective else 0.0,
-            "shortfall_gpu_hours": ev.realised.shortfall_gpu_hours,
-            "scenario_low": low, "scenario_high": high})
-    return rows
+def recommender(inp: PlanInputs, usage: np.ndarray, hours: np.ndarray) -> np.ndarray:
+    """Instances per purchase row: per pool, the option and level that would have saved most on ``usage``.
+
+    ``usage`` (K, L) is the demand of the lookback window; the pool's GPUs it needs (cheapest-option
+    pools, with headroom) less the GPUs owned now is what a commitment could cover. For every reserved
+    option of the pool the saving of covering level x is ``sum_t h_t (od min(u_t, x) - r x)``, largest at the
+    quantile ``1 - r / od`` of u; the option with the larger saving is recommended (none when no saving).
+    """
+    n = np.zeros(len(inp.reserved))
+    owned = _owned_now(inp)
+    od = inp.pools["od"].to_numpy(float)
+    res = inp.reserved
+    by_pool: dict[int, np.ndarray] = {}
+    for c, classes in _cheapest_rows(inp).items():
+        p = int(res["pool"].iat[c])
+        by_pool[p] = by_pool.get(p, 0.0) + _fleet_series(inp, usage, c, classes)
+    for p, series in by_pool.items():
+        if not np.isfinite(od[p]):
+            continue
+        uncovered = np.clip(series - owned[p], 0.0, None)
+        best, best_saving = None, 0.0
+        for c in np.flatnonzero(res["pool"].to_numpy(int) == p):
+            r, m = float(res["r"].iat[c]), float(res["m"].iat[c])
+            if r >= od[p]:
+                continue
+            gpus = np.floor(np.quantile(uncovered, 1 - r / od[p]) / m + 1e-9) * m
+            saving = float(hours @ (od[p] * np.minimum(uncovered, gpus) - r * gpus))
+            if saving > best_saving + 1e-9:
+                best, best_saving = (c, gpus / m), saving
+        if best is not None:
+            n[best[0]] = best[1]
+    return n
 
 
-_STATE: dict = {}  # per worker: the history and the solve function shared by every window
+def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.DataFrame,
+           settings: Settings, make_plan) -> tuple[PlanInputs, np.ndarray, int]:
+    """What ``strategy`` buys at the cut-off ``start`` knowing only ``seen`` (K, c): (inputs, instances, scenarios).
+
+    The inputs are those of the plan made at the cut-off (horizon ``settings.horizon``, the point
+    forecast as demand, ``owned`` as dated inventory); the instances are per row of their ``reserved``.
+    """
+    s = settings
+    forecaster = fc_mod.resolve(s.forecaster)
+    point = fc_mod.run(forecaster, seen, s.horizon, s.period_hours)
+    inp = future_inputs(base, start, s.horizon, s.period_hours, point[None], ["forecast"], np.array([1.0]), owned)
+    if strategy == "all_on_demand" or not len(inp.reserved):
+        return inp, np.zeros(len(inp.reserved)), 1
+    if strategy == "point":
+        return inp, make_plan(inp, risk=False).purchases["instances"].to_numpy(float), 1
+    if strategy == "stochastic":
+        errors = fc_mod.residuals(forecaster, seen, s.horizon, s.period_hours, origins=s.origins)
+        cube, prob = fc_mod.error_scenarios(point, errors)
+        names = [f"e{j}" for j in range(len(prob))] if len(prob) > 1 else ["forecast"]
+        scen = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned)
+        return inp, make_plan(scen, risk=False).purchases["instances"].to_numpy(float), len(prob)
+    if strategy == "percentile_fleet":
+        return inp, percentile_fleet(inp, point), 1
+    if strategy == "recommender":
+        lookback = s.lookback or int(round(DEFAULT_LOOKBACK_HOURS / s.period_hours))
+        usage = seen[:, -lookback:]  # as much of it as there is
+        return inp, recommender(inp, usage, np.full(usage.shape[1], s.period_hours)), 1
+    raise ValueError(f"unknown strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
 
 
-def _init_worker(history: PlanInputs, make_plan) -> None:
-    _STATE.update(history=history, make_plan=make_plan)
+def _bought(inp: PlanInputs, n: np.ndarray, window: int) -> pd.DataFrame:
+    """The rows of ``inp.reserved`` bought (n > 0), as dated inventory for the windows after."""
+    res = inp.reserved.assign(instances=n, gpus=n * inp.reserved["m"].to_numpy(float), window=window)
+    res = res[res["instances"] > 0]
+    return res[["window", "pool", "gpu_type", "region", "option", "purchase_date", "active_from", "end_date",
+                "instances", "gpus"]].rename(columns={"active_from": "start", "end_date": "end"})
 
 
-def _run_window(task: tuple) -> list[dict]:
-    return _window(_STATE["history"], *task, _STATE["make_plan"])
+def run_chain(base: PlanInputs, strategy: str, settings: Settings, make_plan) -> tuple[pd.DataFrame, list[int]]:
+    """One strategy over every cut-off in order; its purchases (one row per window and option) and scenario counts."""
+    history = base.demand[0]
+    frames, scenarios = [], []
+    owned = pd.DataFrame(columns=["gpu_type", "region", "gpus", "start", "end"])
+    for w, c in enumerate(settings.cutoffs(base.T)):
+        seen = history[:, :c]  # no look-ahead: nothing after the cut-off reaches the decision
+        inp, n, count = decide(strategy, base, seen, base.periods[c], owned, settings, make_plan)
+        bought = _bought(inp, n, w)
+        frames.append(bought)
+        scenarios.append(count)
+        owned = pd.concat([owned, bought[["gpu_type", "region", "gpus", "start", "end"]]], ignore_index=True)
+    cols = ["window", "pool", "gpu_type", "region", "option", "purchase_date", "start", "end", "instances", "gpus"]
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+    return out, scenarios
+
+
+# ---------------------------------------------------------------- the whole period, realised
+
+def whole_period(base: PlanInputs, settings: Settings) -> PlanInputs:
+    """The test period (first cut-off to the last window's end) with purchases dated at every cut-off."""
+    cuts = settings.cutoffs(base.T)
+    index = np.arange(cuts[0], cuts[-1] + settings.test)
+    return slice_periods(base, index, purchase_dates=cuts - cuts[0])
+
+
+def fixed_instances(whole: PlanInputs, bought: pd.DataFrame) -> np.ndarray:
+    """Instances per row of ``whole.reserved`` (purchase rows dated at the cut-offs) from a chain's purchases."""
+    n = np.zeros(len(whole.reserved))
+    if not len(bought):
+        return n
+    res = whole.reserved
+    index = {(int(p), o, int(d)): i for i, (p, o, d) in enumerate(zip(res["pool"], res["option"], res["date_index"]))}
+    for row in bought.itertuples():
+        n[index[(int(row.pool), row.option, int(row.window))]] += row.instances
+    return n
+
+
+def period_costs(plan) -> pd.DataFrame:
+    """Per period of a single-scenario plan: reserved (amortised), on-demand, spot, total, shortfall and SLO-hours.
+
+    SLO-hours missed: the period's hours when a class that may not use spot (latency-bound, which includes
+    every SLO-sized class) has unmet demand.
+    """
+    inp = plan.inputs
+    res = inp.reserved
+    reserved = np.zeros(inp.T)
+    if len(res):
+        per_gpu_hour = plan.purchases["instances"].to_numpy(float) * res["m"].to_numpy(float) * res["r"].to_numpy(float)
+        reserved = (per_gpu_hour @ inp.active) * inp.hours
+    fleet = plan.fleet[plan.fleet["scenario"] == inp.scenarios[0]]
+    price = pd.Series(np.nan_to_num(inp.pools["od"].to_numpy(float)), index=pd.MultiIndex.from_frame(
+        inp.pools[["gpu_type", "region"]]))
+    spot_price = pd.Series(np.nan_to_num(inp.pools["sp"].to_numpy(float)), index=price.index)
+    key = pd.MultiIndex.from_frame(fleet[["gpu_type", "region"]])
+    od = (fleet["on_demand"].to_numpy() * price.reindex(key).to_numpy() * fleet["hours"].to_numpy())
+    sp = (fleet["spot"].to_numpy() * spot_price.reindex(key).to_numpy() * fleet["hours"].to_numpy())
+    by_period = pd.DataFrame({"period": fleet["period"].to_numpy(), "on_demand": od, "spot": sp}).groupby("period").sum()
+    out = pd.DataFrame(index=inp.periods)
+    out["reserved"] = reserved
+    out["on_demand"] = by_period["on_demand"].reindex(inp.periods).fillna(0.0).to_numpy()
+    out["spot"] = by_period["spot"].reindex(inp.periods).fillna(0.0).to_numpy()
+    out["total"] = out["reserved"] + out["on_demand"] + out["spot"]
+    short = plan.shortfall
+    out["shortfall_gpu_hours"] = 0.0
+    out["slo_hours_missed"] = 0.0
+    if len(short):
+        out["shortfall_gpu_hours"] = short.groupby("period")["unmet_gpu_hours"].sum().reindex(inp.periods).fillna(0.0)
+        bound = [c for c, phi in zip(inp.classes, inp.spot_share) if phi <= 0]
+        missed = short[short["workload_class"].isin(bound)].groupby("period")["hours"].first()
+        out["slo_hours_missed"] = missed.reindex(inp.periods).fillna(0.0)
+    out["objective"] = out["total"] + inp.penalty * out["shortfall_gpu_hours"]
+    return out
+
+
+# ---------------------------------------------------------------- running it
+
+_STATE: dict = {}  # per worker: the history, the settings and the solve function shared by every task
+
+
+def _init_worker(history: PlanInputs, settings: Settings, make_plan) -> None:
+    _STATE.update(history=history, settings=settings, make_plan=make_plan)
+
+
+def _run_task(task: str) -> dict:
+    base, settings, make_plan = _STATE["history"], _STATE["settings"], _STATE["make_plan"]
+    whole = whole_period(base, settings)
+    if task == "hindsight":
+        plan = make_plan(whole, risk=False)
+        return {"costs": period_costs(plan), "purchases": plan.purchases[plan.purchases["instances"] > 0],
+                "gap": plan.solve.mip_gap or 0.0}
+    bought, scenarios = run_chain(base, task, settings, make_plan)
+    plan = make_plan(whole, fixed_reserved=fixed_instances(whole, bought), risk=False)
+    return {"costs": period_costs(plan), "bought": bought, "scenarios": scenarios}
 
 
 def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_plan,
-             step_periods: int | None = None, executor=None, progress: bool = False) -> pd.DataFrame:
-    """Regret per window and strategy over a (single-scenario) demand history.
+             step_periods: int | None = None, horizon_periods: int | None = None, forecaster="weekly",
+             origins: int = 7, lookback_periods: int | None = None, strategies=STRATEGIES,
+             executor=None, progress: bool = False) -> BacktestResult:
+    """Roll the strategies over a single-scenario demand history; see the module docstring.
 
-    Windows are independent and run on ``executor`` (a :mod:`planner.executors` executor; default: here,
-    one after another); ``make_plan`` must then be picklable (a module function or ``functools.partial``).
+    ``make_plan`` (e.g. ``functools.partial(planner.make_plan, backend="highs")``) and ``forecaster``
+    must be picklable (module-level functions) when ``executor`` runs processes. Windows of one strategy
+    run in order; strategies and the hindsight plan run on ``executor`` (default: here, one by one).
     """
     from .errors import SolverError
     from .executors import LocalExecutor
 
-    step = step_periods or test_periods
-    starts = range(0, history.T - train_periods - test_periods + 1, step)
-    tasks = [(w, a, train_periods, test_periods) for w, a in enumerate(starts)]
+    base = replace(history, config=replace(history.config, commitments=replace(
+        history.config.commitments, accounting="amortised")))
+    period_hours = float(np.median(history.hours)) if history.T else 1.0
+    settings = Settings(train=int(train_periods), test=int(test_periods), step=int(step_periods or test_periods),
+                        horizon=int(horizon_periods or train_periods), period_hours=period_hours,
+                        forecaster=forecaster, origins=int(origins), lookback=lookback_periods,
+                        strategies=tuple(strategies))
+    unknown = [s for s in settings.strategies if s not in STRATEGIES]
+    if unknown:
+        raise ValueError(f"unknown strategies {unknown}: expected some of {', '.join(STRATEGIES)}")
+    fc_mod.resolve(forecaster)  # a bad name fails here, not in a worker
+    cuts = settings.cutoffs(base.T)
+    if not len(cuts):
+        raise ValueError(f"history too short: {base.T} periods for {settings.train} + {settings.test}")
+    tasks = ["hindsight"] + list(settings.strategies)
     outcomes = (executor or LocalExecutor(1)).map(
-        _run_window, tasks, initializer=_init_worker, initargs=(history, make_plan), progress=progress,
-        describe=lambda o: f"window {o.index}" + ("" if o.ok else f": FAILED {o.error}"))
-    failed = [f"window {o.index}: {o.error}" for o in outcomes if not o.ok]
+        _run_task, tasks, initializer=_init_worker, initargs=(base, settings, make_plan), progress=progress,
+        describe=lambda o: f"{tasks[o.index]}" + ("" if o.ok else f": FAILED {o.error}"))
+    failed = [f"{tasks[o.index]}: {o.error}" for o in outcomes if not o.ok]
     if failed:
         raise SolverError("backtest stopped: " + "; ".join(failed))
-    return pd.DataFrame([row for o in outcomes for row in o.value])
+    got = {t: o.value for t, o in zip(tasks, outcomes)}
+    return _assemble(base, settings, cuts, got)
+
+
+def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict) -> BacktestResult:
+    """Per-window, per-strategy and per-month tables from the hindsight and every strategy's period costs."""
+    hind = got["hindsight"]["costs"]
+    start0 = cuts[0]
+    rows, buys, months = [], [], []
+    hind_month = hind["total"].groupby(hind.index.to_period("M")).sum()
+    months.append(pd.DataFrame({"month": hind_month.index.astype(str), "strategy": "hindsight",
+                                "cost_usd": hind_month.to_numpy()}))
+    summary = []
+    for name in settings.strategies:
+        costs, bought, scen = got[name]["costs"], got[name]["bought"], got[name]["scenarios"]
+        window_regret = []
+        for w, c in enumerate(cuts):
+            sl = slice(c - start0, c - start0 + settings.test)
+            mine, best = costs.iloc[sl], hind.iloc[sl]
+            b = bought[bought["window"] == w]
+            regret = float(mine["objective"].sum() - best["objective"].sum())
+            pct = 100 * regret / float(best["objective"].sum()) if best["objective"].sum() else 0.0
+            window_regret.append(pct)
+            rows.append({
+                "window": w, "train_start": base.periods[max(0, c - settings.train)], "test_start": base.periods[c],
+                "test_end": base.periods[c + settings.test - 1], "strategy": name,
+                "purchases": [{"gpu_type": r.gpu_type, "region": r.region, "option": r.option,
+                               "purchase_date": pd.Timestamp(r.purchase_date).isoformat(), "gpus": float(r.gpus),
+                               "instances": int(r.instances)} for r in b.itertuples()],
+                "gpus_bought": float(b["gpus"].sum()),
+                "realised_cost_usd": float(mine["total"].sum()),
+                "realised_objective_usd": float(mine["objective"].sum()),
+                "hindsight_cost_usd": float(best["total"].sum()),
+                "hindsight_objective_usd": float(best["objective"].sum()),
+                "regret_usd": regret, "regret_pct": pct,
+                "shortfall_gpu_hours": float(mine["shortfall_gpu_hours"].sum()),
+                "slo_hours_missed": float(mine["slo_hours_missed"].sum()),
+                "scenarios": int(scen[w])})
+        buys.append(bought.assign(strategy=name))
+        month = costs["total"].groupby(costs.index.to_period("M")).sum()
+        months.append(pd.DataFrame({"month": month.index.astype(str), "strategy": name, "cost_usd": month.to_numpy()}))
+        total_obj, hind_obj = float(costs["objective"].sum()), float(hind["objective"].sum())
+        summary.append({
+            "strategy": name, "mean_regret_pct": float(np.mean(window_regret)),
+            "total_regret_pct": 100 * (total_obj - hind_obj) / hind_obj if hind_obj else 0.0,
+            "total_cost_usd": float(costs["total"].sum()), "total_objective_usd": total_obj,
+            "reserved_usd": float(costs["reserved"].sum()), "on_demand_usd": float(costs["on_demand"].sum()),
+            "spot_usd": float(costs["spot"].sum()),
+            "shortfall_gpu_hours": float(costs["shortfall_gpu_hours"].sum()),
+            "slo_hours_missed": float(costs["slo_hours_missed"].sum()),
+            "gpus_bought": float(bought["gpus"].sum())})
+    notes = []
+    if "stochastic" in settings.strategies:
+        single = sum(1 for r in rows if r["strategy"] == "stochastic" and r["scenarios"] == 1)
+        if single:
+            notes.append(f"stochastic: {single} window(s) had fewer than two past forecasts to learn the error "
+                         "from and planned on the point forecast alone")
+    purchases = pd.concat(buys, ignore_index=True) if buys else pd.DataFrame()
+    return BacktestResult(windows=pd.DataFrame(rows), strategies=pd.DataFrame(summary),
+                          monthly=pd.concat(months, ignore_index=True), purchases=purchases,
+                          hindsight_total_usd=float(hind["total"].sum()),
+                          hindsight_objective_usd=float(hind["objective"].sum()), settings=settings, notes=notes)
 
 
 def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, step_hours: float | None = None,
-                   *, backend: str | None = None, executor=None, progress: bool = False,
-                   source: str = "demand") -> pd.DataFrame:
-    """:func:`backtest` with window lengths in hours; a history too short or with scenarios is an InputError."""
+                   *, horizon_hours: float | None = None, backend: str | None = None, executor=None,
+                   progress: bool = False, source: str = "demand", **options) -> BacktestResult:
+    """:func:`backtest` with lengths in hours; a history too short or with scenarios is an InputError."""
     import functools
 
     from .errors import InputError, Problem
@@ -147,28 +424,39 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
     if len(history.scenarios) > 1:
         raise InputError(Problem(source, "a backtest needs one demand history, not scenarios", column="scenario"))
     step = float(np.median(history.hours))
+    if not np.allclose(history.hours, step):
+        raise InputError(Problem(source, "a backtest needs periods of one length",
+                                 value=f"{history.hours.min():g} to {history.hours.max():g} h", column="hours"))
     train, test = int(round(train_hours / step)), int(round(test_hours / step))
-    if train + test > history.T:
+    if train < 1 or test < 1 or train + test > history.T:
         raise InputError(Problem(source, f"history too short: {history.T} periods of {step:g} h for a "
                                  f"{train_hours:g} h + {test_hours:g} h window",
                                  hint="shorten --train-hours or --test-hours"))
+    lookback = options.pop("lookback_hours", None)
     return backtest(history, train, test, functools.partial(make_plan, backend=backend),
-                    step_periods=int(round((step_hours or test_hours) / step)), executor=executor,
-                    progress=progress)
+                    step_periods=max(1, int(round((step_hours or test_hours) / step))),
+                    horizon_periods=max(1, int(round((horizon_hours or train_hours) / step))),
+                    lookback_periods=None if lookback is None else max(1, int(round(lookback / step))),
+                    executor=executor, progress=progress, **options)
 
 
-def write_backtest(result: pd.DataFrame, out_dir) -> dict:
-    """backtest.csv and backtest.json (``{"windows": [...]}``), each whole or not at all."""
+def write_backtest(result: BacktestResult, out_dir) -> dict:
+    """backtest.csv (one row per window and strategy), backtest_monthly.csv and backtest.json, each whole or not at all."""
     import json
     from pathlib import Path
 
     from .atomic import atomic_path
 
     out_dir = Path(out_dir)
-    paths = {"csv": out_dir / "backtest.csv", "json": out_dir / "backtest.json"}
+    paths = {"csv": out_dir / "backtest.csv", "monthly": out_dir / "backtest_monthly.csv",
+             "json": out_dir / "backtest.json"}
+    flat = result.windows.assign(purchases=[
+        "; ".join(f"{p['gpus']:g} {p['gpu_type']}/{p['region']}/{p['option']}" for p in bought)
+        for bought in result.windows["purchases"]])
     with atomic_path(paths["csv"]) as tmp:
-        result.to_csv(tmp, index=False)
-    records = json.loads(result.to_json(orient="records", date_format="iso"))
+        flat.to_csv(tmp, index=False)
+    with atomic_path(paths["monthly"]) as tmp:
+        result.monthly.to_csv(tmp, index=False)
     with atomic_path(paths["json"]) as tmp:
-        tmp.write_text(json.dumps({"windows": records}, indent=2) + "\n", encoding="utf-8")
+        tmp.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
     return paths

@@ -422,18 +422,48 @@ def with_demand(inp: PlanInputs, demand: np.ndarray, scenarios: list[str],
                                      probability=np.asarray(probability, float), requests=None))
 
 
-def slice_periods(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
-    """``inp`` restricted to the periods at positions ``index`` (a window of a longer history)."""
+def slice_periods(inp: PlanInputs, index: np.ndarray, purchase_dates: np.ndarray | None = None) -> PlanInputs:
+    """``inp`` restricted to the periods at positions ``index`` (a window of a longer history).
+
+    Purchases are dated as the model file's ``[commitments]`` says, within the window, or at the positions
+    ``purchase_dates`` of the window when given (a backtest's cut-offs).
+    """
     index = np.asarray(index)
     periods, hours = inp.periods[index], inp.hours[index]
     reserved, active = inp.reserved, None if inp.reserved_active is None else inp.reserved_active[:, index]
-    if inp.options is not None:  # purchases dated in the window, active from their own dates
+    if inp.options is not None and purchase_dates is not None:
+        reserved, active = ladder.purchase_rows(inp.options, periods, hours, np.asarray(purchase_dates, int))
+    elif inp.options is not None:  # purchases dated in the window, active from their own dates
         reserved, active = reserved_purchases(replace(inp.config, commitments=replace(
             inp.config.commitments, purchase_until=None)), inp.options, periods, hours)
     return _refresh_backfill(replace(
         inp, periods=periods, hours=hours, demand=inp.demand[:, :, index], reserved=reserved,
         reserved_active=active, inventory=inp.inventory[:, index],
         requests=None if inp.requests is None else inp.requests[:, :, index]))
+
+
+def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hours: float, demand: np.ndarray,
+                  scenarios: list[str], probability: np.ndarray, owned: pd.DataFrame | None = None) -> PlanInputs:
+    """Inputs of a plan made at ``start`` for the next ``horizon`` periods of ``period_hours`` (a forecast).
+
+    ``demand`` (S, K, horizon) is the forecast; purchases may be dated at ``start`` only; the commitments
+    owned are the inventory file's plus ``owned`` (rows ``gpu_type, region, gpus, start, end``: purchases
+    made earlier, each counted over its own dates). Nothing of ``inp``'s demand is used.
+    """
+    periods = pd.date_range(pd.Timestamp(start), periods=horizon, freq=pd.Timedelta(hours=period_hours))
+    hours = np.full(horizon, float(period_hours))
+    pools = list(zip(inp.pools["gpu_type"], inp.pools["region"]))
+    inventory = owned_gpus(inp.tables.inventory, pools, periods, hours)
+    if owned is not None and len(owned):
+        inventory = inventory + owned_gpus(owned, pools, periods, hours)
+    if inp.options is not None:
+        reserved, active = ladder.purchase_rows(inp.options, periods, hours, np.array([0]))
+    else:
+        reserved, active = inp.reserved, None
+    return _refresh_backfill(replace(
+        inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
+        probability=np.asarray(probability, float), reserved=reserved, reserved_active=active,
+        inventory=inventory, requests=None))
 
 
 def select_classes(inp: PlanInputs, names: list[str], backfill: bool = True,

@@ -84,14 +84,15 @@ def test_sweep_on_dask_equals_the_local_run(case, dask_threads):
 
 
 @pytest.mark.slow
-def test_backtest_windows_in_parallel_equal_the_serial_run(case, dask_threads):
-    serial = backtest_hours(case, 12, 6, 6)
-    parallel = backtest_hours(case, 12, 6, 6, executor=LocalExecutor(2))
-    remote = backtest_hours(case, 12, 6, 6, executor=dask_threads)
-    assert len(serial) == 3 * 6  # 6 windows x 3 strategies
+def test_backtest_strategies_in_parallel_equal_the_serial_run(case, dask_threads):
+    serial = backtest_hours(case, 12, 6, 6, horizon_hours=12)
+    parallel = backtest_hours(case, 12, 6, 6, horizon_hours=12, executor=LocalExecutor(2))
+    remote = backtest_hours(case, 12, 6, 6, horizon_hours=12, executor=dask_threads)
+    assert len(serial.windows) == 6 * 5  # 6 windows x 5 strategies
     for other in (parallel, remote):
-        assert np.allclose(serial["realised_cost_usd"], other["realised_cost_usd"], rtol=1e-9)
-        assert serial["strategy"].tolist() == other["strategy"].tolist()
+        assert np.allclose(serial.windows["realised_cost_usd"], other.windows["realised_cost_usd"], rtol=1e-9)
+        assert serial.windows["strategy"].tolist() == other.windows["strategy"].tolist()
+        assert other.hindsight_total_usd == pytest.approx(serial.hindsight_total_usd, rel=1e-9)
 
 
 @pytest.mark.slow

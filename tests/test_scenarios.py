@@ -10,10 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from planner import load_inputs, make_plan
-from planner.backtest import STRATEGIES, backtest, percentile_rule
 from planner.cli import cli
 from planner.pipeline import write_outputs
-from conftest import SHARED, price, write_case
+from conftest import price, write_case
 
 
 def scenario_case(tmp_path, r=0.45, low=2.0, high=10.0, weights=(0.5, 0.5)):
@@ -100,40 +99,6 @@ def test_evaluate_prices_the_recourse_of_a_bad_purchase(tmp_path):
     assert ev["reserved_utilisation"] == pytest.approx(0.4)
 
 
-def test_percentile_rule_reserves_the_break_even_level(tmp_path):
-    # r / od = 0.25: reserve the level exceeded in 25 % of hours of 1..8 (the 75th percentile).
-    d = [1, 2, 3, 4, 5, 6, 7, 8]
-    m = write_case(tmp_path, {"c": d}, [price(hourly=4.0), price(option="reserved_1y", hourly=1.0)], {"c": {}})
-    inp = load_inputs(m)
-    n = percentile_rule(inp, np.array([d], float))
-    assert n.tolist() == [np.floor(np.quantile(d, 0.75))]
-
-
-@pytest.mark.skipif(not (SHARED / "data" / "real" / "demand_alibaba_dlrm2025_hourly.csv").exists(),
-                    reason="real traces not available (../shared/data/real)")
-@pytest.mark.slow
-def test_backtest_on_a_real_trace(tmp_path):
-    raw = pd.read_csv(SHARED / "data" / "real" / "demand_alibaba_dlrm2025_hourly.csv")
-    cls_col = next(c for c in raw.columns if c in ("workload_class", "class", "app"))
-    time_col = next(c for c in raw.columns if "hour" in c or "time" in c or c == "period")
-    raw = raw.sort_values([time_col, cls_col])
-    periods = pd.Timestamp("2025-01-01") + pd.to_timedelta(raw[time_col].rank(method="dense").astype(int) - 1, unit="h")
-    names = {c: f"app{i}" for i, c in enumerate(sorted(raw[cls_col].unique()))}
-    demand = pd.DataFrame({"period": periods.dt.strftime("%Y-%m-%dT%H:%M"),
-                           "workload_class": raw[cls_col].map(names), "gpus": raw["gpus_demanded"].round(2)})
-    m = write_case(tmp_path, {"x": [0, 0]}, [price("A100", "r1", hourly=3.7), price("A100", "r1", "reserved_1y", hourly=2.3),
-                                             price("A100", "r1", "reserved_3y", hourly=1.6),
-                                             price("L4", "r1", hourly=0.7), price("L4", "r1", "reserved_1y", hourly=0.45)],
-                   {n: {"headroom": 0.1, "gpu_types": {"A100": 2.0, "L4": 1.0}} for n in names.values()})
-    demand.to_csv(tmp_path / "demand.csv", index=False)
-    inp = load_inputs(m)
-    result = backtest(inp, 168, 168, make_plan)
-    assert set(result["strategy"]) == set(STRATEGIES)
-    assert result["window"].nunique() == (inp.T - 336) // 168 + 1
-    assert (result["regret_usd"] >= -1e-6).all()
-    print("\n" + result.pivot(index="window", columns="strategy", values="regret_pct").round(2).to_string())
-
-
 def test_evaluate_with_a_bad_plan_file_exits_2(tmp_path):
     m = write_case(tmp_path, {"a": [4] * 3}, [price(hourly=2.0), price(option="reserved_1y", hourly=1.1)], {"a": {}})
     plan_file = tmp_path / "plan.json"
@@ -146,19 +111,3 @@ def test_evaluate_with_a_bad_plan_file_exits_2(tmp_path):
     assert not (tmp_path / "ev").exists()
 
 
-@pytest.mark.slow
-def test_backtest_command_reports_three_strategies_per_window(tmp_path):
-    rng = np.random.default_rng(3)
-    d = (10 + 5 * np.sin(np.arange(96) / 24 * 2 * np.pi) + rng.normal(0, 1, 96)).clip(0).round(2).tolist()
-    m = write_case(tmp_path, {"a": d}, [price(hourly=2.0), price(option="reserved_1y", hourly=1.1)], {"a": {}})
-    out = tmp_path / "bt"
-    result = CliRunner().invoke(cli, ["backtest", str(m), "--train-hours", "24", "--test-hours", "24",
-                                      "--json", "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    windows = json.loads(result.output)["windows"]
-    assert len(windows) == 3 * 3  # (96 - 48) / 24 + 1 windows x 3 strategies
-    assert {w["strategy"] for w in windows} == set(STRATEGIES)
-    assert all(w["regret_usd"] >= 0 for w in windows)
-    assert (out / "backtest.csv").exists()
-    short = CliRunner().invoke(cli, ["backtest", str(m), "--train-hours", "96", "--test-hours", "24"])
-    assert short.exit_code == 2 and "history too short" in short.output
