@@ -114,7 +114,8 @@ def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, r
         return plan
     status = Status.optimal if bd.status == "optimal" else Status.feasible
     plan.solve = replace(plan.solve, status=status, mip_gap=bd.gap, best_bound=bd.lower,
-                         seconds=bd.seconds + plan.solve.seconds, backend="highs",
+                         seconds=bd.seconds + plan.solve.seconds, backend="highs", time_limit_s=limit,
+                         mip_gap_limit=gap,
                          message=f"Benders decomposition over {bd.chunks} monthly chunks, {bd.iterations} "
                                  f"iterations: every purchase plan priced on the full hourly model, bound "
                                  f"{bd.lower:,.2f} USD")
@@ -134,7 +135,10 @@ def write_outputs(plan: Plan, out_dir: str | Path) -> dict[str, Path]:
     from .atomic import publish_together
     from .report import plan_json, write_workbook
 
+    from .results import _now_utc
+
     plan.run_id = uuid.uuid4().hex
+    plan.created_utc = _now_utc()
     t0 = time.perf_counter()
 
     def xlsx(path):

@@ -57,6 +57,7 @@ class Plan:
     latency: pd.DataFrame = field(default_factory=pd.DataFrame)  # SLO classes: per scenario, period
     backfill: pd.DataFrame = field(default_factory=pd.DataFrame)  # backfill economics and GPU-hours
     run_id: str = ""  # set when written: the same in plan.json and plan.xlsx
+    created_utc: str = ""  # when the files were written (ISO 8601, UTC), with the run id
     commitments: dict = field(default_factory=dict)  # accounting, amortised and full-term cost, liability past H
     cash_schedule: pd.DataFrame = field(default_factory=pd.DataFrame)  # per calendar month to the last term's end
 
@@ -85,6 +86,7 @@ class Plan:
             import uuid
 
             self.run_id = uuid.uuid4().hex
+            self.created_utc = _now_utc()
 
     @property
     def savings(self) -> float:
@@ -139,6 +141,13 @@ class Plan:
         with atomic_path(path) as tmp:
             write_workbook(self, tmp)
         return path
+
+
+def _now_utc() -> str:
+    """Now, ISO 8601 in UTC to the second (the run timestamp of plan.json and the workbook)."""
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
 def _dense(frame: pd.DataFrame, values: np.ndarray, shape: tuple, keys: tuple[str, ...]) -> np.ndarray:

@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +44,8 @@ class SolveResult:
     seconds: float
     backend: str
     message: str = ""
+    time_limit_s: float | None = None  # the limits this solve ran under (after any override of the model file)
+    mip_gap_limit: float | None = None
 
 
 HIGHS_RAN = False  # set once HiGHS has solved in this process (its native thread pool exists: fork is unsafe)
@@ -86,10 +88,12 @@ def solve(model: PlanModel, backend: str = "cbc", time_limit_s: float | None = N
     """Solve with ``backend``; ``strategy`` ("auto" or "mip") picks HiGHS's LP-rounding first pass."""
     backend = backend.lower()
     if backend == "cbc":
-        return _solve_cbc(model, time_limit_s, mip_gap, threads)
-    if backend == "highs":
-        return _solve_highs(model, time_limit_s, mip_gap, threads, strategy)
-    raise SolverError(f"unknown solver backend {backend!r}; expected 'cbc' or 'highs'")
+        result = _solve_cbc(model, time_limit_s, mip_gap, threads)
+    elif backend == "highs":
+        result = _solve_highs(model, time_limit_s, mip_gap, threads, strategy)
+    else:
+        raise SolverError(f"unknown solver backend {backend!r}; expected 'cbc' or 'highs'")
+    return replace(result, time_limit_s=time_limit_s, mip_gap_limit=mip_gap)
 
 
 def _set_start(model: PlanModel, variables: list) -> None:

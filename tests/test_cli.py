@@ -100,4 +100,4 @@ def test_example_plan_is_optimal_and_written(example_plan):
                 "baselines_usd", "inputs", "solver"):
         assert key in data
     assert set(data["inputs"]["sha256"]) == {data["inputs"]["demand"], data["inputs"]["prices"],
-                                             data["inputs"]["inventory"]}
+                                             data["inputs"]["inventory"], data["inputs"]["model"]}

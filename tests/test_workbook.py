@@ -70,6 +70,8 @@ def test_libreoffice_recomputes_the_totals_of_plan_json(example_plan, tmp_path):
     assert got["spot_cost_usd"] == pytest.approx(data["cost_usd"]["spot"], abs=0.005)
     assert got["all_on_demand_usd"] == pytest.approx(data["baselines_usd"]["all_on_demand"], abs=0.005)
     assert got["savings_usd"] == pytest.approx(data["savings_usd"], abs=0.01)
+    assert got["already_committed_usd"] == pytest.approx(data["bill_usd"]["already_committed_usd"], abs=0.005)
+    assert got["bill_usd"] == pytest.approx(data["bill_usd"]["total_usd"], abs=0.01)
 
 
 @needs_lo

@@ -64,8 +64,12 @@ def _all_midnight(frame: pd.DataFrame, cols: tuple) -> bool:
 
 def plan_to_dict(plan: Plan) -> dict:
     """plan.json as a dict (the contract of spec/contracts.md)."""
+    from ..bill import bill, inventory_table
+    from .provenance import provenance
+
     inp = plan.inputs
-    sources = inp.tables.sources
+    prov = provenance(plan)
+    files = {f["role"]: f for f in prov["files"]}
     purchases = plan.purchases
     dated = _all_midnight(purchases, ("purchase_date", "active_from", "end_date"))  # one format per plan
     shortfall = plan.shortfall
@@ -105,14 +109,20 @@ def plan_to_dict(plan: Plan) -> dict:
         "commitments": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.commitments.items()},
         "cash_schedule": _records(plan.cash_schedule) if len(plan.cash_schedule) else [],
         "baselines_usd": {"all_on_demand": _num(plan.baseline_all_on_demand)},
-        "inputs": {"model": str(inp.config.path) if inp.config.path else None,
-                   "demand": sources["demand"]["path"], "prices": sources["prices"]["path"],
-                   "inventory": sources.get("inventory", {}).get("path"),
-                   "sha256": {v["path"]: v["sha256"] for v in sources.values()}},
+        "bill_usd": {k: _num(v) for k, v in bill(plan).items()},
+        "inventory": _records(inventory_table(inp).drop(columns=["valid_from"])),
+        "inputs": {"model": files.get("model", {}).get("path"),
+                   "demand": files["demand"]["path"], "prices": files["prices"]["path"],
+                   "inventory": files.get("inventory", {}).get("path"),
+                   "sha256": {f["path"]: f["sha256"] for f in files.values()}},
         "solver": {"backend": plan.solve.backend, "seconds": _num(plan.solve.seconds),
                    "message": plan.solve.message, "best_bound_usd": _num(plan.solve.best_bound),
-                   "time_limit_s": _num(inp.config.solver.time_limit_s),
-                   "mip_gap_limit": _num(inp.config.solver.mip_gap)},
+                   "time_limit_s": _num(prov["solver"]["time_limit_s"]),
+                   "mip_gap_limit": _num(prov["solver"]["mip_gap_limit"]),
+                   "model_file": {"backend": prov["solver"]["model_file_backend"],
+                                  "time_limit_s": _num(prov["solver"]["model_file_time_limit_s"]),
+                                  "mip_gap_limit": _num(prov["solver"]["model_file_mip_gap"])}},
+        "created_utc": plan.created_utc,
         "name": plan.name,
         "run_id": plan.run_id,
         "planner_version": __version__,

@@ -27,6 +27,8 @@ from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
 from .. import __version__
 from ..results import Plan
+from .provenance import provenance
+from ..bill import inventory_table
 from ..units import HOURS_PER_MONTH
 
 USD = '"$"#,##0.00'
@@ -40,9 +42,9 @@ BOLD = Font(bold=True)
 RED = Font(bold=True, color="C00000")
 HEAD_FILL = PatternFill("solid", fgColor="DDEBF7")
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
-          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow")
+          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Inventory")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
-         "all_on_demand_usd", "savings_usd", "horizon_hours")
+         "all_on_demand_usd", "savings_usd", "horizon_hours", "already_committed_usd", "bill_usd")
 
 
 class F(str):
@@ -184,6 +186,7 @@ def write_workbook(plan: Plan, path) -> None:
     n_alloc = len(alloc)
     purchases = plan.purchases.reset_index(drop=True)
 
+    inventory = inventory_table(inp)
     summary_rows = _summary_layout(plan)
     name_row = {key: i + 2 for i, (key, *_rest) in enumerate(summary_rows)}
     horizon_ref = f"Summary!$B${name_row['horizon_hours']}"
@@ -192,7 +195,7 @@ def write_workbook(plan: Plan, path) -> None:
     _write_purchases(ws["Purchases"], plan, purchases, price_row, horizon_ref)
     _write_allocation(ws["Allocation"], plan, price_row, alloc)
     cost_rows = _write_costs(ws["Costs"], plan, purchases, price_row, horizon_ref, n_alloc)
-    _write_summary(ws["Summary"], plan, summary_rows, cost_rows, len(purchases))
+    _write_summary(ws["Summary"], plan, summary_rows, cost_rows, len(purchases), len(inventory))
     _write_spot(ws["Spot economics"], plan)
     _write_demand(ws["Demand"], plan, grain_code)
     notes = []
@@ -209,6 +212,7 @@ def write_workbook(plan: Plan, path) -> None:
     _write_backfill(ws["Backfill"], plan)
     _write_showback(ws["Showback"], plan)
     _write_cash_flow(ws["Cash flow"], plan, purchases, price_row)
+    _write_inventory(ws["Inventory"], inventory, price_row)
 
     for key in NAMES:
         wb.defined_names[key] = DefinedName(key, attr_text=f"Summary!$B${name_row[key]}")
@@ -342,7 +346,11 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horiz
 def _summary_layout(plan: Plan) -> list[tuple]:
     """(name, label, note) rows of the Summary table; the named ones carry defined names."""
     return [
-        ("total_cost_usd", "Total expected cost", "reserved + on-demand + spot over the horizon"),
+        ("total_cost_usd", "Total expected cost", "reserved + on-demand + spot over the horizon: what this plan decides"),
+        ("already_committed_usd", "Already committed (inventory owned)",
+         "Inventory sheet: commitments signed before, priced for their hours in the horizon (sunk: the plan "
+         "cannot change them, so they are not in the objective)"),
+        ("bill_usd", "The bill for the horizon", "new decisions + already committed: what will be paid"),
         ("reserved_cost_usd", "Reserved (" + ("full term, whatever lies past the horizon" if
                                plan.inputs.config.commitments.accounting == "full_term" else
                                "amortised over the horizon hours each purchase is active") + ")",
@@ -384,7 +392,8 @@ def _liability_note(plan: Plan) -> str:
     return "Cash flow sheet: when each dollar is paid"
 
 
-def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purchases: int) -> None:
+def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purchases: int,
+                   n_inventory: int = 0) -> None:
     s = _Sheet(ws, ["item", "value", "note"])
     s.header({"item": 44, "value": 22, "note": 60})
     inp = plan.inputs
@@ -394,6 +403,8 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purcha
     short = plan.shortfall_gpu_hours
     values = {
         "total_cost_usd": (F(f"=SUM({costs('I')})"), USD),
+        "already_committed_usd": (F(f"=SUM(Inventory!$J$2:$J${max(n_inventory + 1, 2)})"), USD),
+        "bill_usd": (F(f"=B{row_of['total_cost_usd']}+B{row_of['already_committed_usd']}"), USD),
         "reserved_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"reserved")'), USD),
         "on_demand_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"on_demand")'), USD),
         "spot_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"spot")'), USD),
@@ -424,8 +435,13 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purcha
         cell = s.cell(str(value) if isinstance(value, F) else value, fmt, font) \
             if not isinstance(value, str) or isinstance(value, F) else s.text(value)
         s.append([label, cell, note])
-    for label, src in inp.tables.sources.items():
-        s.append([f"Input: {label}", s.text(src["path"]), s.text("sha256 " + src["sha256"])])
+    prov = provenance(plan)
+    for f in prov["files"]:
+        s.append([f"Input: {f['role']}", s.text(f["path"]), s.text("sha256 " + f["sha256"])])
+    used = prov["solver"]
+    s.append(["Solver used", s.text(f"{used['backend']}, time limit {used['time_limit_s']:g} s, gap limit "
+                                     f"{used['mip_gap_limit']:g}"), s.text("as run (command-line overrides included)")])
+    s.append(["Written (UTC)", s.text(prov["created_utc"]), s.text(f"run id {plan.run_id}")])
     s.table("Summary")
     _summary_charts(ws, plan, row_of)
 
@@ -485,6 +501,7 @@ def _write_demand(ws, plan: Plan, grain: str | None = None) -> None:
 def _write_assumptions(ws, plan: Plan, extra_notes: list[str] | None = None) -> None:
     inp = plan.inputs
     cfg = inp.config
+    used = provenance(plan)["solver"]
     s = _Sheet(ws, ["workload_class", "spot_allowed", "max_spot_share", "headroom", "gpu_type_speeds", "regions",
                     "job_gpus", "checkpoint_minutes", "restart_minutes", "checkpoint_interval", "spot_goodput",
                     "failure_rate_per_gpu_hour", "description"],
@@ -502,7 +519,9 @@ def _write_assumptions(ws, plan: Plan, extra_notes: list[str] | None = None) -> 
                   else cfg.failure_rate_per_gpu_hour, c.description])
     s.table("Assumptions")
     notes = [
-        f"Solver: {cfg.solver.backend}, time limit {cfg.solver.time_limit_s} s, relative gap {cfg.solver.mip_gap:g}.",
+        f"Solver used: {used['backend']}, time limit {used['time_limit_s']:g} s, relative gap limit "
+        f"{used['mip_gap_limit']:g} (model file: {cfg.solver.backend}, {cfg.solver.time_limit_s:g} s, "
+        f"{cfg.solver.mip_gap:g}).",
         "How to read: Summary gives the decision; Purchases what to buy; Allocation who uses what per period;",
         "Costs prices every quantity with live formulas over Prices: edit a price there and every total moves.",
         "Reserved GPUs are paid whether used or not (Purchases, Costs); their Allocation rows carry no cost.",
@@ -629,6 +648,28 @@ def _write_showback(ws, plan: Plan) -> None:
 
 
 MAX_FORMULA_TERMS = 150  # terms spelled out in one cash-flow formula (Excel allows 8,192 characters)
+
+
+def _write_inventory(ws, inventory: pd.DataFrame, price_row: dict) -> None:
+    """Commitments already owned: dates, and their cost in the horizon as live formulas over Prices."""
+    s = _Sheet(ws, ["gpu_type", "region", "option", "gpus", "start", "end", "term_months",
+                    "effective_usd_per_gpu_hour", "hours_in_horizon", "horizon_cost_usd", "hours_after_horizon",
+                    "recurring_after_horizon_usd", "expires_in_horizon", "priced"],
+               {"gpus": INT, "start": DATE, "end": DATE, "term_months": INT, "effective_usd_per_gpu_hour": RATE,
+                "hours_in_horizon": "#,##0.##", "horizon_cost_usd": USD, "hours_after_horizon": "#,##0.##",
+                "recurring_after_horizon_usd": USD})
+    s.header({"effective_usd_per_gpu_hour": 26, "recurring_after_horizon_usd": 28, "expires_in_horizon": 20})
+    for i, r in enumerate(inventory.itertuples()):
+        row = i + 2
+        pr = price_row.get((r.gpu_type, r.region, r.option,
+                            None if pd.isna(r.valid_from) else pd.Timestamp(r.valid_from))) if r.priced else None
+        rate = F(f"=Prices!$G${pr}") if pr else 0.0
+        s.append([r.gpu_type, r.region, r.option, float(r.gpus), _date(r.start), _date(r.end),
+                  F(f"=Prices!$F${pr}") if pr else None, rate, float(r.hours_in_horizon), F(f"=D{row}*H{row}*I{row}"),
+                  float(r.hours_after_horizon), F(f"=D{row}*Prices!$D${pr}*K{row}") if pr else 0.0,
+                  "yes" if r.expires_in_horizon else "no",
+                  "yes" if r.priced else "no: the price sheet has no such reserved option"])
+    s.table("Inventory")
 
 
 def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -> None:
