@@ -72,3 +72,40 @@ def test_libreoffice_recomputes_the_bill(tmp_path):
     got = named_values(recalc(paths["xlsx"], tmp_path))
     assert got["already_committed_usd"] == pytest.approx(30, abs=0.005)
     assert got["bill_usd"] == pytest.approx(data["bill_usd"]["total_usd"], abs=0.005)
+
+
+def test_focus_export_has_every_mandatory_column_and_ties_out(tmp_path):
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+    from planner.export.focus import MANDATORY
+
+    plan = solve_case(bill_case(tmp_path))
+    paths = write_outputs(plan, tmp_path / "out")
+    data = json.loads(paths["json"].read_text())
+    out = tmp_path / "focus.csv"
+    result = CliRunner().invoke(cli, ["export", "focus", str(paths["json"]), "--out", str(out),
+                                      "--provider", "Example Cloud"])
+    assert result.exit_code == 0, result.output
+    f = pd.read_csv(out)
+    assert len(MANDATORY) == 21
+    assert set(MANDATORY) | {"ChargeFrequency"} <= set(f.columns)
+    for col in ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "PricingQuantity"):
+        assert pd.api.types.is_float_dtype(f[col]), col
+    for col in ("ChargePeriodStart", "ChargePeriodEnd", "BillingPeriodStart", "BillingPeriodEnd"):
+        parsed = pd.to_datetime(f[col], format="%Y-%m-%dT%H:%M:%SZ")  # ISO 8601 UTC, every row
+        assert parsed.notna().all()
+    assert (pd.to_datetime(f["ChargePeriodEnd"]) > pd.to_datetime(f["ChargePeriodStart"])).all()
+    assert set(f["ChargeCategory"]) <= {"Purchase", "Usage"}
+    assert (f["BillingCurrency"] == "USD").all() and (f["ProviderName"] == "Example Cloud").all()
+    # amortised: the effective cost of every row adds up to the bill; billed = cash in the horizon
+    assert f["EffectiveCost"].sum() == pytest.approx(data["bill_usd"]["total_usd"], rel=1e-9)
+    purchased = sum(p["gpus"] * (p["monthly_recurring_usd"] / p["gpus"] / 730.0) * 10
+                    + p["upfront_usd"] for p in data["reserved_purchases"] if p["instances"])  # 10 h horizon
+    cash = purchased + 10 * 0.5 * 5 + data["cost_usd"]["on_demand"] + data["cost_usd"]["spot"]
+    assert f["BilledCost"].sum() == pytest.approx(cash, rel=1e-9)
+    owned = f[f["x_Source"] == "already committed"]
+    assert owned["BilledCost"].sum() == pytest.approx(10 * 0.5 * 5)  # the inventory's hourly fee, 5 hours
+    bad = CliRunner().invoke(cli, ["export", "focus", str(tmp_path / "missing.json"), "--out", str(out)])
+    assert bad.exit_code == 2 and "plan file not found" in bad.output

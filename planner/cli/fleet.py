@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from . import cli
+from ..errors import InputError, Problem
 from .common import (default_model, echo_json, EXIT_ERROR, EXIT_NOT_MET, EXIT_OK, Finite, handle_errors,
                      json_option, model_argument, out_option, solve_options, solver_option)
 
@@ -65,23 +66,43 @@ def quotas(model, plan_file, total_gpus, percentile, gamer, inflate, solver, out
 
 
 @cli.command(name="export")
-@click.argument("kind", type=click.Choice(["kueue", "volcano", "slurm"]))
+@click.argument("kind", type=click.Choice(["kueue", "volcano", "slurm", "focus"]))
 @model_argument
 @_quota_options
-@out_option("the generated files", required=True)
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True,
+              help="Output folder for the generated files (focus: the CSV file to write).")
+@click.option("--provider", default="unspecified", show_default=True,
+              help="focus: ProviderName / InvoiceIssuerName / PublisherName of the charges.")
+@click.option("--billing-account", default="planned", show_default=True, help="focus: BillingAccountId.")
+@click.option("--sub-account", default=None, help="focus: SubAccountId (e.g. the project or subscription).")
 @handle_errors
-def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, solver, out_dir):
-    """Write the quota policy as Kueue or Volcano manifests (YAML) or Slurm sacctmgr commands.
+def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, solver, out_dir, provider,
+               billing_account, sub_account):
+    """Write the quota policy as Kueue or Volcano manifests (YAML) or Slurm sacctmgr commands,
+    or a plan's projected charges as a FinOps FOCUS 1.2 CSV (MODEL is then the plan.json).
 
     Example:
 
     \b
         planner export kueue models/quotas.toml --total-gpus 1024 --out outputs/kueue
         planner export slurm models/quotas.toml --total-gpus 1024 --out outputs/slurm
+        planner export focus outputs/example-q1-2027/plan.json --out outputs/focus.csv
     """
+    if kind == "focus":
+        from ..export.focus import write_focus
+
+        if model is None:
+            raise InputError(Problem("PLAN_JSON", "the FOCUS export reads a plan.json",
+                                     expected="planner export focus PATH/plan.json --out FILE.csv"))
+        path, rows = write_focus(model, out_dir, provider=provider, billing_account=billing_account,
+                                 sub_account=sub_account)
+        click.echo(f"wrote {path} ({rows} FOCUS 1.2 rows)")
+        return
     from ..export import write_export
     from ..quotas.run import quota_result
 
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(Problem("--out", "is a file", value=str(out_dir), expected="a folder for the manifests"))
     model = model or default_model("quotas")
     result = quota_result(model, plan_file, total_gpus, percentile, gamer, inflate, solver)
     for path in write_export(kind, result, out_dir):

@@ -62,6 +62,58 @@ def _all_midnight(frame: pd.DataFrame, cols: tuple) -> bool:
     return True
 
 
+def monthly_usage(plan: Plan) -> pd.DataFrame:
+    """Per calendar month and pool (expected over scenarios): GPU-hours owned, used, on-demand, spot and their cost.
+
+    ``reserved_new_usd`` is the amortised cost of this plan's purchases active that month, ``reserved_owned_usd``
+    that of the inventory (Inventory sheet); on-demand and spot are priced at the price sheet's rates.
+    """
+    from ..bill import inventory_table
+
+    inp = plan.inputs
+    f = plan.fleet
+    prob = dict(zip(inp.scenarios, inp.probability))
+    w = f["scenario"].map(prob).to_numpy(float) * f["hours"].to_numpy(float)
+    pools = inp.pools.set_index(["gpu_type", "region"])
+    key = pd.MultiIndex.from_frame(f[["gpu_type", "region"]])
+    od = np.nan_to_num(pools["od"].reindex(key).to_numpy(float))
+    sp = np.nan_to_num(pools["sp"].reindex(key).to_numpy(float))
+    g = pd.DataFrame({"month": f["period"].dt.strftime("%Y-%m").to_numpy(), "gpu_type": f["gpu_type"].to_numpy(),
+                      "region": f["region"].to_numpy(),
+                      "reserved_owned_gpu_hours": f["reserved_owned"].to_numpy() * w,
+                      "reserved_used_gpu_hours": f["reserved_used"].to_numpy() * w,
+                      "on_demand_gpu_hours": f["on_demand"].to_numpy() * w,
+                      "on_demand_usd": f["on_demand"].to_numpy() * w * od,
+                      "spot_gpu_hours": f["spot"].to_numpy() * w, "spot_usd": f["spot"].to_numpy() * w * sp})
+    out = g.groupby(["month", "gpu_type", "region"], sort=True).sum().reset_index()
+    month = inp.periods.strftime("%Y-%m")
+    res = inp.reserved
+    new = pd.DataFrame(columns=["month", "gpu_type", "region", "reserved_new_usd"])
+    if len(res):
+        n = plan.purchases["instances"].to_numpy(float)
+        per = (n * res["m"].to_numpy(float) * res["r"].to_numpy(float))[:, None] * inp.active * inp.hours[None, :]
+        cube = pd.DataFrame(per, columns=month).T.groupby(level=0).sum().T  # (R, months)
+        cube["gpu_type"], cube["region"] = res["gpu_type"].to_numpy(), res["region"].to_numpy()
+        new = cube.melt(id_vars=["gpu_type", "region"], var_name="month", value_name="reserved_new_usd")
+        new = new.groupby(["month", "gpu_type", "region"]).sum().reset_index()
+    inv = inventory_table(inp)
+    owned = pd.DataFrame(columns=["month", "gpu_type", "region", "reserved_owned_usd"])
+    if len(inv):
+        start = inp.periods.to_numpy().astype("datetime64[s]").astype(float)
+        stop = start + inp.hours * 3600.0
+        a = inv["start"].to_numpy().astype("datetime64[s]").astype(float)[:, None]
+        b = inv["end"].to_numpy().astype("datetime64[s]").astype(float)[:, None]
+        hours = np.clip(np.minimum(stop[None, :], b) - np.maximum(start[None, :], a), 0.0, None) / 3600.0
+        per = (inv["gpus"].to_numpy(float) * inv["effective_usd_per_gpu_hour"].to_numpy(float))[:, None] * hours
+        cube = pd.DataFrame(per, columns=month).T.groupby(level=0).sum().T
+        cube["gpu_type"], cube["region"] = inv["gpu_type"].to_numpy(), inv["region"].to_numpy()
+        owned = cube.melt(id_vars=["gpu_type", "region"], var_name="month", value_name="reserved_owned_usd")
+        owned = owned.groupby(["month", "gpu_type", "region"]).sum().reset_index()
+    out = out.merge(new, how="left").merge(owned, how="left").fillna({"reserved_new_usd": 0.0,
+                                                                     "reserved_owned_usd": 0.0})
+    return out
+
+
 def plan_to_dict(plan: Plan) -> dict:
     """plan.json as a dict (the contract of spec/contracts.md)."""
     from ..bill import bill, inventory_table
@@ -142,6 +194,7 @@ def plan_to_dict(plan: Plan) -> dict:
                        "shortfall_gpu_hours": _num(r["shortfall_gpu_hours"])}
                       for r in plan.scenario_costs.to_dict("records")],
         "cost_by_class_usd": _showback(plan)[0],
+        "monthly_usage": _records(monthly_usage(plan)),
         "showback_by_team": _showback(plan)[1],
         "slo": _slo_summary(plan),
         "backfill": _records(plan.backfill.drop(columns=["class_index", "pool"], errors="ignore"))

@@ -1,0 +1,202 @@
+"""A plan's projected charges as a FinOps FOCUS 1.2 cost-and-usage file (CSV), from its plan.json.
+
+One row per charge of the horizon, per calendar month (the billing period) and pool:
+
+- **Purchase** rows of every commitment: the one-time upfront fee on its purchase date (when that falls
+  in the horizon) and the recurring hourly fee per month it is active (this plan's purchases and, marked
+  ``x_Source = already committed``, the inventory). BilledCost is what is invoiced; EffectiveCost is 0
+  (the commitment's cost is amortised onto its usage rows).
+- **Usage** rows per month and pool: reserved GPU-hours used (CommitmentDiscountStatus ``Used``) and idle
+  (``Unused``) carrying the amortised commitment cost as EffectiveCost; on-demand (PricingCategory
+  ``Standard``) and spot (``Dynamic``) GPU-hours with BilledCost = EffectiveCost.
+
+Totals: sum(EffectiveCost) is the bill of the horizon under amortised accounting (plan.json
+``bill_usd.total_usd``); sum(BilledCost) is the cash invoiced in the horizon. ListCost prices the
+reserved GPU-hours used at the on-demand rate (what they would have cost without the commitment) and
+everything else at its own rate; ContractedCost = ContractedUnitPrice x
+PricingQuantity with the sheet's price as the contracted unit price. Custom columns start with ``x_``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+# the FOCUS 1.2 mandatory columns, then the conditional/recommended ones this file fills, then ours
+MANDATORY = ["BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
+             "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodEnd",
+             "ChargePeriodStart", "ContractedCost", "EffectiveCost", "InvoiceIssuerName", "ListCost",
+             "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName"]
+OTHER = ["ChargeFrequency", "PricingCategory", "CommitmentDiscountCategory", "CommitmentDiscountId",
+         "CommitmentDiscountName", "CommitmentDiscountQuantity", "CommitmentDiscountStatus",
+         "CommitmentDiscountType", "CommitmentDiscountUnit", "ConsumedQuantity", "ConsumedUnit",
+         "ContractedUnitPrice", "ListUnitPrice", "RegionId", "RegionName", "ResourceType", "SkuId",
+         "SubAccountId", "SubAccountName"]
+CUSTOM = ["x_PlanName", "x_PlanRunId", "x_Source", "x_GpuType", "x_Option"]
+COLUMNS = MANDATORY + OTHER + CUSTOM
+DECIMALS = ["BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity",
+            "CommitmentDiscountQuantity", "ConsumedQuantity", "ContractedUnitPrice", "ListUnitPrice"]
+DATETIMES = ["BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"]
+
+
+def _iso(ts: pd.Timestamp) -> str:
+    return pd.Timestamp(ts).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _month_bounds(month: str) -> tuple[pd.Timestamp, pd.Timestamp]:
+    start = pd.Timestamp(month + "-01")
+    return start, start + pd.offsets.MonthBegin(1)
+
+
+def _hours_by_month(a: pd.Timestamp, b: pd.Timestamp, lo: pd.Timestamp, hi: pd.Timestamp) -> dict[str, float]:
+    """Hours of [a, b) inside [lo, hi), per calendar month."""
+    a, b = max(pd.Timestamp(a), lo), min(pd.Timestamp(b), hi)
+    out: dict[str, float] = {}
+    m = a.to_period("M").to_timestamp()
+    while m < b:
+        nxt = m + pd.offsets.MonthBegin(1)
+        h = (min(b, nxt) - max(a, m)).total_seconds() / 3600.0
+        if h > 0:
+            out[m.strftime("%Y-%m")] = h
+        m = nxt
+    return out
+
+
+def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str = "planned",
+                sub_account: str | None = None) -> pd.DataFrame:
+    """The FOCUS rows of a plan.json (a dict): see the module docstring."""
+    horizon = plan["horizon"]
+    lo = pd.Timestamp(horizon["start"])
+    lo = lo.tz_convert(None) if lo.tzinfo else lo
+    hi = lo + pd.Timedelta(hours=float(horizon["hours"]))
+    rows: list[dict] = []
+    base = {"BillingAccountId": billing_account, "BillingAccountName": billing_account, "BillingCurrency": "USD",
+            "ChargeClass": None, "InvoiceIssuerName": provider, "ProviderName": provider, "PublisherName": provider,
+            "ServiceCategory": "Compute", "ServiceName": "GPU compute", "SubAccountId": sub_account,
+            "SubAccountName": sub_account, "x_PlanName": plan.get("name"), "x_PlanRunId": plan.get("run_id")}
+
+    def add(month: str, start, end, **cols):
+        b0, b1 = _month_bounds(month)
+        rows.append({**base, "BillingPeriodStart": _iso(b0), "BillingPeriodEnd": _iso(b1),
+                     "ChargePeriodStart": _iso(max(start, b0)), "ChargePeriodEnd": _iso(min(end, b1)), **cols})
+
+    def commitment(cid, gpu_type, region, option, gpus, hourly, upfront_total, start, end, bought_on, source):
+        kind = {"ProviderName": provider, "RegionId": region, "RegionName": region, "x_GpuType": gpu_type,
+                "x_Option": option, "CommitmentDiscountId": cid, "CommitmentDiscountName": cid,
+                "CommitmentDiscountType": "Reserved capacity", "CommitmentDiscountCategory": "Usage",
+                "CommitmentDiscountQuantity": gpus, "CommitmentDiscountUnit": "GPU", "ResourceType": "GPU",
+                "SkuId": f"{gpu_type}/{region}/{option}", "x_Source": source}
+        if upfront_total and bought_on is not None and lo <= bought_on < hi:
+            month = bought_on.strftime("%Y-%m")
+            add(month, bought_on, bought_on + pd.Timedelta(days=1), ChargeCategory="Purchase",
+                ChargeFrequency="One-Time", ChargeDescription=f"Upfront fee of {gpus:g} {gpu_type} GPUs, {option} "
+                f"in {region}", BilledCost=upfront_total, EffectiveCost=0.0, ListCost=upfront_total,
+                ContractedCost=upfront_total, ContractedUnitPrice=upfront_total / gpus if gpus else 0.0,
+                ListUnitPrice=upfront_total / gpus if gpus else 0.0, PricingQuantity=gpus, PricingUnit="GPU",
+                PricingCategory="Committed", **kind)
+        for month, h in _hours_by_month(start, end, lo, hi).items():
+            b0, b1 = _month_bounds(month)
+            fee = gpus * hourly * h
+            add(month, max(pd.Timestamp(start), lo, b0), min(pd.Timestamp(end), hi, b1), ChargeCategory="Purchase",
+                ChargeFrequency="Recurring", ChargeDescription=f"Recurring fee of {gpus:g} {gpu_type} GPUs, "
+                f"{option} in {region}", BilledCost=fee, EffectiveCost=0.0, ListCost=fee, ContractedCost=fee,
+                ContractedUnitPrice=hourly, ListUnitPrice=hourly, PricingQuantity=gpus * h, PricingUnit="GPU-Hours",
+                PricingCategory="Committed", **kind)
+
+    for p in plan.get("reserved_purchases", []):
+        if not p.get("instances"):
+            continue
+        cid = f"{p['gpu_type']}/{p['region']}/{p['option']}/{str(p.get('purchase_date'))[:10]}"
+        gpus = float(p["gpus"])
+        hourly = float(p["monthly_recurring_usd"]) / gpus / 730.0 if gpus else 0.0
+        start = pd.Timestamp(p.get("active_from") or horizon["start"])
+        end = pd.Timestamp(p.get("end_date")) if p.get("end_date") else hi
+        bought = pd.Timestamp(p["purchase_date"]) if p.get("purchase_date") else lo
+        commitment(cid, p["gpu_type"], p["region"], p["option"], gpus, hourly, float(p.get("upfront_usd") or 0.0),
+                   start, end, bought, "new purchase")
+    for i, r in enumerate(plan.get("inventory", [])):
+        if not r.get("priced"):
+            continue
+        cid = f"owned/{r['gpu_type']}/{r['region']}/{r['option']}/{str(r['start'])[:10]}/{i}"
+        commitment(cid, r["gpu_type"], r["region"], r["option"], float(r["gpus"]), float(r["hourly_usd"]),
+                   0.0, pd.Timestamp(r["start"]), pd.Timestamp(r["end"]), None, "already committed")
+
+    od_price = {}
+    for s in plan.get("spot_economics", []):
+        od_price[(s["gpu_type"], s["region"])] = s.get("on_demand_usd_per_gpu_hour")
+    for u in plan.get("monthly_usage", []):
+        b0, b1 = _month_bounds(u["month"])
+        start, end = max(b0, lo), min(b1, hi)
+        pool = {"RegionId": u["region"], "RegionName": u["region"], "x_GpuType": u["gpu_type"], "ResourceType": "GPU",
+                "x_Source": "plan"}
+        od_gh, sp_gh = float(u["on_demand_gpu_hours"]), float(u["spot_gpu_hours"])
+        od_rate = float(u["on_demand_usd"]) / od_gh if od_gh > 0 else od_price.get((u["gpu_type"], u["region"]))
+        owned, used = float(u["reserved_owned_gpu_hours"]), float(u["reserved_used_gpu_hours"])
+        cost = float(u["reserved_new_usd"]) + float(u["reserved_owned_usd"])
+        if owned > 0 and cost > 0:
+            rate = cost / owned
+            idle = max(owned - used, 0.0)
+            list_rate = od_rate if od_rate is not None and math.isfinite(od_rate) else None
+            for status, gh in (("Used", used), ("Unused", idle)):
+                if gh <= 1e-9:
+                    continue
+                list_cost = gh * list_rate if (status == "Used" and list_rate is not None) else 0.0
+                add(u["month"], start, end, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
+                    ChargeDescription=f"{'Reserved' if status == 'Used' else 'Idle reserved'} {u['gpu_type']} "
+                    f"GPU-hours in {u['region']}", BilledCost=0.0, EffectiveCost=gh * rate, ListCost=list_cost,
+                    ContractedCost=list_cost, ContractedUnitPrice=list_rate if status == "Used" else 0.0,
+                    ListUnitPrice=list_rate if status == "Used" else 0.0, PricingQuantity=gh,
+                    PricingUnit="GPU-Hours", PricingCategory="Committed", CommitmentDiscountStatus=status,
+                    CommitmentDiscountCategory="Usage", CommitmentDiscountType="Reserved capacity",
+                    CommitmentDiscountId=f"{u['gpu_type']}/{u['region']}/reserved",
+                    ConsumedQuantity=gh if status == "Used" else None,
+                    ConsumedUnit="GPU-Hours" if status == "Used" else None,
+                    SkuId=f"{u['gpu_type']}/{u['region']}/reserved", x_Option="reserved", **pool)
+        for option, gh, usd, category in (("on_demand", od_gh, float(u["on_demand_usd"]), "Standard"),
+                                          ("spot", sp_gh, float(u["spot_usd"]), "Dynamic")):
+            if gh <= 1e-9:
+                continue
+            unit = usd / gh
+            add(u["month"], start, end, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
+                ChargeDescription=f"{option.replace('_', '-')} {u['gpu_type']} GPU-hours in {u['region']}",
+                BilledCost=usd, EffectiveCost=usd, ListCost=usd, ContractedCost=usd,
+                ContractedUnitPrice=unit, ListUnitPrice=unit, PricingQuantity=gh,
+                PricingUnit="GPU-Hours", PricingCategory=category, ConsumedQuantity=gh, ConsumedUnit="GPU-Hours",
+                SkuId=f"{u['gpu_type']}/{u['region']}/{option}", x_Option=option, **pool)
+    out = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    for c in DECIMALS:
+        out[c] = pd.to_numeric(out[c]).astype(float)
+    return out.sort_values(["BillingPeriodStart", "ChargeCategory", "x_GpuType", "RegionId"],
+                           kind="stable").reset_index(drop=True)
+
+
+def write_focus(plan_file, out, **options) -> tuple:
+    """Read ``plan_file`` (plan.json), write the FOCUS CSV to ``out`` whole or not at all; (path, rows)."""
+    import json
+    from pathlib import Path
+
+    from ..atomic import atomic_path
+    from ..errors import InputError, Problem
+
+    plan_file, out = Path(plan_file), Path(out)
+    if out.is_dir() or out.suffix.lower() != ".csv":
+        raise InputError(Problem("--out", "the FOCUS export is one CSV file", value=str(out),
+                                 expected="a path ending in .csv"))
+    if not plan_file.is_file():
+        raise InputError(Problem(str(plan_file), "plan file not found", expected="a plan.json written by `planner plan`"))
+    try:
+        data = json.loads(plan_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(Problem(str(plan_file), f"not valid JSON ({exc})")) from None
+    missing = [k for k in ("horizon", "reserved_purchases", "monthly_usage") if not isinstance(data, dict)
+               or k not in data]
+    if missing:
+        raise InputError(Problem(str(plan_file), f"no {', '.join(missing)} in it",
+                                 expected="a plan.json written by `planner plan` (version with monthly_usage)",
+                                 hint="plan again with this version of planner"))
+    frame = focus_frame(data, **options)
+    with atomic_path(out) as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.6f")
+    return out, len(frame)
+
