@@ -66,7 +66,8 @@ def _plain(x):
 def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | None = None,
          prices: str | Path | None = None, backend: str | None = None, time_limit_s: float | None = None,
          mip_gap: float | None = None, risk: bool = True,
-         extend: Callable | None = None, write_model: str | Path | None = None) -> Plan:
+         extend: Callable | None = None, write_model: str | Path | None = None,
+         shadow_prices: bool | None = None) -> Plan:
     """Solve one plan and return it (nothing is written unless you ask: ``plan.to_excel(...)``).
 
     ``source`` is a model file, a parsed :class:`~planner.config.ModelConfig` or inputs already built
@@ -75,6 +76,7 @@ def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | 
     ``mip_gap`` override its ``[solver]``. ``extend(model)`` adds your own rows and columns to the
     :class:`~planner.model.PlanModel` before it is solved (see docs/api.md); ``write_model`` writes the
     model (.lp or .mps). ``risk=False`` skips the extra solves of the risk view for scenario inputs.
+    ``shadow_prices=True`` adds ``plan.shadow_prices`` (one more LP; default: only with a ``[budget]``).
     """
     if isinstance(source, PlanInputs):
         if demand is not None or prices is not None:
@@ -85,7 +87,7 @@ def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | 
         inp = load_inputs(config, demand=demand, prices=prices)
     _check_overrides(backend, time_limit_s, mip_gap)
     result = make_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, risk=risk,
-                       extend=extend, write_model=write_model)
+                       extend=extend, write_model=write_model, shadow=shadow_prices)
     if not result.ok:  # as the CLI: no plan, no plan object that looks like one
         from .errors import SolverError
 

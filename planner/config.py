@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -116,6 +117,28 @@ class CommitmentPolicy:
 
 
 @dataclass(frozen=True)
+class BudgetPolicy:
+    """The model file's ``[budget]``: caps on the plan's expected cost (reserved amortised + on-demand + spot).
+
+    ``max_total_usd`` caps the horizon; ``max_month_usd`` every calendar month; ``months`` ("2027-01" ->
+    USD) caps single months (over ``max_month_usd``). Demand a budget cannot buy is shortfall, at its penalty.
+    """
+
+    max_total_usd: float | None = None
+    max_month_usd: float | None = None
+    months: dict = field(default_factory=dict)
+
+    @property
+    def monthly(self) -> bool:
+        """True when any calendar month is capped."""
+        return self.max_month_usd is not None or bool(self.months)
+
+    def month_cap(self, month: str) -> float | None:
+        """The cap of calendar month ``month`` ("YYYY-MM"), or None."""
+        return self.months.get(month, self.max_month_usd)
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """A checked model file: paths of its tables, solver settings, classes, scenarios and teams."""
     name: str
@@ -129,6 +152,7 @@ class ModelConfig:
     failure_rate_per_gpu_hour: float = 0.0
     teams: dict[str, TeamPolicy] = field(default_factory=dict)  # every team, with defaults where unlisted
     commitments: CommitmentPolicy = field(default_factory=CommitmentPolicy)
+    budget: BudgetPolicy = field(default_factory=BudgetPolicy)
 
     def team_of(self, cls: str) -> str:
         """The team that owns class ``cls`` (the class itself when it names none)."""
@@ -145,8 +169,9 @@ class ModelConfig:
 _TOP_KEYS = {
     "name": str, "demand": str, "prices": str, "inventory": str, "description": str,
     "solver": dict, "classes": dict, "scenarios": dict, "failure_rate_per_gpu_hour": float,
-    "teams": dict, "commitments": dict,
+    "teams": dict, "commitments": dict, "budget": dict,
 }
+_BUDGET_KEYS = {"max_total_usd": float, "max_month_usd": float, "months": dict}
 _COMMITMENT_KEYS = {"purchase_every": str, "purchase_until": (str, datetime.date), "accounting": str}
 _TEAM_KEYS = {"fair_share_weight": float, "guaranteed_gpus": float, "description": str}
 _SOLVER_KEYS = {
@@ -315,6 +340,7 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
     teams = _parse_teams(top.get("teams", {}), classes, file, bad)
     commitments = _parse_commitments(_check_keys(top.get("commitments", {}), _COMMITMENT_KEYS, "commitments.",
                                                  file, bad), file, bad)
+    budget = _parse_budget(_check_keys(top.get("budget", {}), _BUDGET_KEYS, "budget.", file, bad), file, bad)
     bad.raise_if_any(ConfigError)
 
     def resolve(key):
@@ -324,7 +350,30 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
     return ModelConfig(name=name, path=path, demand=resolve("demand"), prices=resolve("prices"),
                        inventory=resolve("inventory"), solver=solver, classes=classes,
                        scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure, teams=teams,
-                       commitments=commitments)
+                       commitments=commitments, budget=budget)
+
+
+def _parse_budget(table: dict, file: str, bad: Collector) -> BudgetPolicy:
+    """``[budget]``: max_total_usd, max_month_usd, months = {"YYYY-MM" = USD}; every cap a positive number."""
+    def cap(key, value):
+        if value is None:
+            return None
+        if not _type_ok(value, float) or not math.isfinite(float(value)) or float(value) <= 0:
+            bad.add(file, f"'budget.{key}' must be a positive amount in USD", value=value,
+                    expected="a number > 0")
+            return None
+        return float(value)
+
+    months = {}
+    for month, value in (table.get("months") or {}).items():
+        if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", str(month)):
+            bad.add(file, "'budget.months' key is not a calendar month", value=month, expected="YYYY-MM")
+            continue
+        v = cap(f"months.{month}", value)
+        if v is not None:
+            months[str(month)] = v
+    return BudgetPolicy(max_total_usd=cap("max_total_usd", table.get("max_total_usd")),
+                        max_month_usd=cap("max_month_usd", table.get("max_month_usd")), months=months)
 
 
 def _parse_commitments(table: dict, file: str, bad: Collector) -> CommitmentPolicy:

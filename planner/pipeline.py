@@ -35,7 +35,8 @@ def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = 
 
 def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: float | None = None,
               mip_gap: float | None = None, timings: dict | None = None,
-              fixed_reserved=None, risk: bool = True, extend=None, write_model: str | Path | None = None) -> Plan:
+              fixed_reserved=None, risk: bool = True, extend=None, write_model: str | Path | None = None,
+              shadow: bool | None = None) -> Plan:
     """Build, solve and extract one plan.
 
     ``backend``, ``time_limit_s`` and ``mip_gap`` override the model file's ``[solver]`` settings;
@@ -44,13 +45,18 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     backends solve them); with it, the exact reductions (merged periods, dominated options) are off, so
     every (class, pool, period) column exists for your rows. ``write_model`` writes the model solved
     (``.lp`` or ``.mps``). ``risk`` (scenario inputs only) also solves the 2 + S extra MILPs of the
-    risk view (EVPI, VSS, worst case); pass ``risk=False`` to skip them.
+    risk view (EVPI, VSS, worst case); pass ``risk=False`` to skip them. ``shadow`` (default: when the
+    model file sets a ``[budget]``) adds the shadow prices (:mod:`planner.duals`, one more LP solve).
     """
     s = inp.config.solver
     timings = dict(timings or {})
+    b = inp.config.budget
+    if shadow is None:
+        shadow = b.max_total_usd is not None or b.monthly
     if fixed_reserved is None and extend is None and _use_benders(inp, backend or s.backend):
-        return _benders_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
+        plan = _benders_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
                              risk=risk, write_model=write_model)
+        return _with_shadow(plan, shadow)
     reduce = None if extend is None else False
     model = build_model(inp, fixed_reserved=fixed_reserved, merge_periods=reduce,
                         dominance=extend is None)
@@ -69,9 +75,20 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
         t0 = time.perf_counter()
         sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
             i, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved,
-            risk=False, extend=extend)
+            risk=False, extend=extend, shadow=False)
         plan.risk = risk_view(plan, sub)
         plan.timings["risk"] = time.perf_counter() - t0
+    return _with_shadow(plan, shadow and extend is None)
+
+
+def _with_shadow(plan: Plan, shadow: bool) -> Plan:
+    """The plan with its shadow prices (purchases fixed, LP duals) when asked and there is a plan."""
+    if shadow and plan.status.value in ("optimal", "feasible"):
+        from .duals import shadow_prices
+
+        t0 = time.perf_counter()
+        plan.shadow_prices = shadow_prices(plan)
+        plan.timings["shadow_prices"] = time.perf_counter() - t0
     return plan
 
 
@@ -87,8 +104,9 @@ def _use_benders(inp: PlanInputs, backend: str) -> bool:
     from .decompose import applicable
 
     method = inp.config.solver.method
-    if method == "monolithic" or not applicable(inp):
-        return False
+    b = inp.config.budget
+    if method == "monolithic" or not applicable(inp) or b.max_total_usd is not None or b.monthly:
+        return False  # a budget couples the months the decomposition solves apart
     if method == "benders":
         return backend == "highs"  # the decomposition keeps its chunk LPs in HiGHS; --solver cbc solves monolithic
     dated = "date_index" in inp.reserved and inp.reserved["date_index"].nunique() > 1
@@ -109,7 +127,7 @@ def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, r
     bd = solve_benders(inp, mip_gap=gap, time_limit_s=limit, threads=s.threads)
     timings["benders"] = time.perf_counter() - t0
     plan = make_plan(inp, backend="highs", time_limit_s=None, mip_gap=gap, timings=timings,
-                     fixed_reserved=bd.n, risk=risk, write_model=write_model)
+                     fixed_reserved=bd.n, risk=risk, write_model=write_model, shadow=False)
     if plan.status.value not in ("optimal", "feasible"):
         return plan
     status = Status.optimal if bd.status == "optimal" else Status.feasible

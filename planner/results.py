@@ -58,6 +58,7 @@ class Plan:
     backfill: pd.DataFrame = field(default_factory=pd.DataFrame)  # backfill economics and GPU-hours
     run_id: str = ""  # set when written: the same in plan.json and plan.xlsx
     created_utc: str = ""  # when the files were written (ISO 8601, UTC), with the run id
+    shadow_prices: pd.DataFrame | None = None  # planner.duals.shadow_prices, when computed
     commitments: dict = field(default_factory=dict)  # accounting, amortised and full-term cost, liability past H
     cash_schedule: pd.DataFrame = field(default_factory=pd.DataFrame)  # per calendar month to the last term's end
 

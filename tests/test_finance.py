@@ -109,3 +109,84 @@ def test_focus_export_has_every_mandatory_column_and_ties_out(tmp_path):
     assert owned["BilledCost"].sum() == pytest.approx(10 * 0.5 * 5)  # the inventory's hourly fee, 5 hours
     bad = CliRunner().invoke(cli, ["export", "focus", str(tmp_path / "missing.json"), "--out", str(out)])
     assert bad.exit_code == 2 and "plan file not found" in bad.output
+
+
+def cap_case(tmp_path, cap=6, headroom=0.1, budget=None, months=None, hours=1.0, n=5, start="2027-01-04T00:00"):
+    """One class of 10 GPUs (headroom 10 %): pool A at 2 $/GPU-h with an on-demand cap, pool B at 3 $/GPU-h."""
+    top = ""
+    if budget is not None or months:
+        top = "[budget]\n" + (f"max_total_usd = {budget}\n" if budget is not None else "") + \
+              ("".join(f'months."{k}" = {v}\n' for k, v in (months or {}).items()))
+    return write_case(tmp_path, {"c": [10.0] * n},
+                      [price("A", hourly=2.0, max_gpus=cap), price("B", hourly=3.0)],
+                      {"c": {"headroom": headroom, "gpu_types": {"A": 1.0, "B": 1.0}}}, extra_top=top,
+                      hours=hours, start=start)
+
+
+def _shadow(plan, family, name=None):
+    sp = plan.shadow_prices
+    sel = sp[(sp["family"] == family) & ((sp["name"] == name) if name else True)]
+    assert len(sel) == 1, sp
+    return float(sel["shadow_price_usd"].iat[0])
+
+
+def test_shadow_prices_equal_finite_differences_of_re_solves(tmp_path):
+    from planner import make_plan, load_inputs
+
+    def solve(folder, **kw):
+        return make_plan(load_inputs(cap_case(tmp_path / folder, **kw)), mip_gap=0.0, shadow=True)
+
+    base = solve("base")
+    assert base.cost["total"] == pytest.approx(6 * 2 * 5 + 5 * 3 * 5)  # 135
+    # one more GPU of on-demand cap in A: 5 hours at 3 - 2 $ saved
+    cap = _shadow(base, "od_cap", "A/r1")
+    assert cap == pytest.approx(-5.0)
+    assert cap == pytest.approx(solve("cap7", cap=7).objective - base.objective, rel=1e-6)
+    # one more point of headroom: 0.1 GPU x 5 h at the marginal 3 $
+    head = _shadow(base, "headroom", "c")
+    assert head == pytest.approx(1.5)
+    assert head == pytest.approx(solve("head", headroom=0.11).objective - base.objective, rel=1e-6)
+    # a binding budget: 120 $ of 135; one more dollar buys 1/15 GPU for 5 h of B, saving penalty 30 $/GPU-h
+    tight = solve("b120", budget=120)
+    assert tight.cost["total"] == pytest.approx(120)
+    assert tight.shortfall_gpu_hours == pytest.approx(5.0)
+    b = _shadow(tight, "budget", "budget_total")
+    assert b == pytest.approx(-(30 / 3 - 1))
+    assert b == pytest.approx(solve("b121", budget=121).objective - tight.objective, rel=1e-6)
+    # a budget that does not bind has no shadow price
+    assert solve("b200", budget=200).shadow_prices.query("family == 'budget'").empty
+
+
+def test_monthly_budget_caps_one_month_and_reports_it(tmp_path):
+    from planner import make_plan, load_inputs
+
+    # two days, the first in January, the second in February; only January is capped
+    m = cap_case(tmp_path, n=2, hours=24.0, start="2027-01-31T00:00", months={"2027-01": 300})
+    plan = make_plan(load_inputs(m), mip_gap=0.0)  # a [budget] turns the shadow prices on by default
+    spend = plan.allocation.assign(usd=lambda a: a.gpus * a.hours * a.gpu_type.map({"A": 2.0, "B": 3.0}))
+    by_month = spend.groupby(spend.period.dt.strftime("%Y-%m"))["usd"].sum()
+    assert by_month["2027-01"] == pytest.approx(300)
+    assert by_month["2027-02"] == pytest.approx(6 * 2 * 24 + 5 * 3 * 24)
+    assert _shadow(plan, "budget", "budget_month_2027_01") < 0
+    paths = write_outputs(plan, tmp_path / "out")
+    data = json.loads(paths["json"].read_text())
+    assert any(s["name"] == "budget_month_2027_01" for s in data["shadow_prices"])
+    wb = load_workbook(paths["xlsx"])
+    assert "Shadow prices" in wb.sheetnames
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[budget]\nmax_total_usd = -5\n", "budget.max_total_usd"),
+    ('[budget]\nmonths."2027-13" = 5\n', "not a calendar month"),
+    ("[budget]\nmax_totl_usd = 5\n", "max_totl_usd"),
+])
+def test_bad_budget_exits_2(tmp_path, text, message):
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    m = cap_case(tmp_path)
+    m.write_text(m.read_text().replace("[solver]", text + "[solver]", 1))
+    result = CliRunner().invoke(cli, ["plan", str(m), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output

@@ -23,6 +23,7 @@ from pulp import LpContinuous, LpInteger, LpMinimize, LpProblem, LpAffineExpress
 from . import constraints as con
 from . import naming
 from .blocks import Blocks, make_blocks
+from .budget import define_budget_constraints
 from .objective import objective_coefficients
 from .rows import EQ, GE, LE, Rows
 from .variables import define_variables
@@ -332,11 +333,14 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     """
     t0 = time.perf_counter()
     merge = inp.config.solver.merge_periods if merge_periods is None else merge_periods
+    if inp.config.budget.monthly:
+        merge = False  # a block must lie in one calendar month for the monthly budget rows
     blocks = make_blocks(inp.demand, inp.inventory, inp.hours, inp.probability, merge=merge, active=inp.active)
     n_cols, fam = define_variables(inp, blocks, dominance=dominance)
     out = Rows()
     rows = {name: define(out, inp, blocks, fam) for name, define in FAMILIES}
     cost = objective_coefficients(inp, blocks, fam, n_cols)
+    rows["budget"] = define_budget_constraints(out, inp, blocks, fam, cost)
     lower, upper = np.zeros(n_cols), np.full(n_cols, np.inf)
     integer = np.zeros(n_cols, dtype=bool)
     n_cols_res = fam["n"]["col"].to_numpy()

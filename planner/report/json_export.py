@@ -195,6 +195,8 @@ def plan_to_dict(plan: Plan) -> dict:
                       for r in plan.scenario_costs.to_dict("records")],
         "cost_by_class_usd": _showback(plan)[0],
         "monthly_usage": _records(monthly_usage(plan)),
+        "shadow_prices": _records(plan.shadow_prices.drop(columns=["gpu_type", "region", "workload_class"]))
+        if plan.shadow_prices is not None else None,
         "showback_by_team": _showback(plan)[1],
         "slo": _slo_summary(plan),
         "backfill": _records(plan.backfill.drop(columns=["class_index", "pool"], errors="ignore"))

@@ -42,7 +42,7 @@ BOLD = Font(bold=True)
 RED = Font(bold=True, color="C00000")
 HEAD_FILL = PatternFill("solid", fgColor="DDEBF7")
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
-          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Inventory")
+          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Inventory", "Shadow prices")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
          "all_on_demand_usd", "savings_usd", "horizon_hours", "already_committed_usd", "bill_usd")
 
@@ -213,6 +213,7 @@ def write_workbook(plan: Plan, path) -> None:
     _write_showback(ws["Showback"], plan)
     _write_cash_flow(ws["Cash flow"], plan, purchases, price_row)
     _write_inventory(ws["Inventory"], inventory, price_row)
+    _write_shadow_prices(ws["Shadow prices"], plan)
 
     for key in NAMES:
         wb.defined_names[key] = DefinedName(key, attr_text=f"Summary!$B${name_row[key]}")
@@ -670,6 +671,21 @@ def _write_inventory(ws, inventory: pd.DataFrame, price_row: dict) -> None:
                   "yes" if r.expires_in_horizon else "no",
                   "yes" if r.priced else "no: the price sheet has no such reserved option"])
     s.table("Inventory")
+
+
+def _write_shadow_prices(ws, plan: Plan) -> None:
+    """What relaxing each binding budget, cap, headroom or spot share by one unit is worth (planner.duals)."""
+    s = _Sheet(ws, ["family", "name", "unit", "shadow_price_usd", "per_month_usd", "meaning"],
+               {"shadow_price_usd": USD, "per_month_usd": USD})
+    s.header({"name": 26, "unit": 30, "shadow_price_usd": 18, "per_month_usd": 16, "meaning": 80})
+    sp = plan.shadow_prices
+    if sp is None:
+        s.append(["(not computed)", None, None, None, None,
+                  "planner plan computes them; from Python: planner.plan(..., shadow_prices=True)"])
+    else:
+        for r in sp.itertuples():
+            s.append([r.family, r.name, r.unit, float(r.shadow_price_usd), float(r.per_month_usd), r.meaning])
+    s.table("ShadowPrices")
 
 
 def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -> None:

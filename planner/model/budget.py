@@ -1,0 +1,68 @@
+"""Budget rows: the plan's expected cost (reserved + on-demand + spot, no penalty) under the model file's caps.
+
+``max_total_usd``: one row, the objective's cost coefficients of every column but the shortfall.
+Monthly caps: one row per capped calendar month; a purchase contributes its amortised cost of the
+hours it is active in that month (``m r sum_{t in month} a[c,t] h_t``), on-demand and spot their
+expected cost in the month's periods. Monthly rows need one block per period (periods are not
+merged: :func:`planner.model.build_model` turns merging off when a month is capped).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..inputs import PlanInputs
+from .blocks import Blocks
+from .rows import LE, Rows
+
+
+def define_budget_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame],
+                              cost: np.ndarray) -> int:
+    """Add the ``budget`` rows; returns how many."""
+    budget = inp.config.budget
+    rows, cols, coefs, rhs, labels = [], [], [], [], []
+    spend = [f for f in ("n", "x", "xd", "y", "z") if f in fam and len(fam[f])]
+    if budget.max_total_usd is not None:
+        c = np.concatenate([fam[f]["col"].to_numpy() for f in spend]) if spend else np.zeros(0, int)
+        keep = cost[c] != 0
+        rows.append(np.zeros(int(keep.sum()), int))
+        cols.append(c[keep])
+        coefs.append(cost[c][keep])
+        rhs.append(budget.max_total_usd)
+        labels.append("budget_total")
+    if budget.monthly:
+        month_of_period = np.asarray(inp.periods.strftime("%Y-%m"))
+        of = blocks.of  # (S, T) -> block; unmerged: each block is one (scenario, period)
+        block_month = np.empty(blocks.B, dtype=object)
+        block_month[of.reshape(-1)] = np.broadcast_to(month_of_period, of.shape).reshape(-1)
+        res = inp.reserved
+        for month in sorted(set(month_of_period)):
+            cap = budget.month_cap(month)
+            if cap is None:
+                continue
+            r = len(rhs)
+            for f in ("x", "xd", "y", "z"):
+                if f in fam and len(fam[f]):
+                    sel = fam[f][block_month[fam[f]["b"].to_numpy()] == month]
+                    c = sel["col"].to_numpy()
+                    nz = cost[c] != 0
+                    rows.append(np.full(int(nz.sum()), r))
+                    cols.append(c[nz])
+                    coefs.append(cost[c][nz])
+            if len(fam["n"]) and len(res):
+                in_month = month_of_period == month
+                per = res["m"].to_numpy(float) * res["r"].to_numpy(float) * \
+                    (inp.active[:, in_month] @ inp.hours[in_month])
+                n = fam["n"]
+                coef = per[n["c"].to_numpy()] if "c" in n else per[: len(n)]
+                nz = coef != 0
+                rows.append(np.full(int(nz.sum()), r))
+                cols.append(n["col"].to_numpy()[nz])
+                coefs.append(coef[nz])
+            rhs.append(cap)
+            labels.append(f"budget_month_{month.replace('-', '_')}")
+    if not rhs:
+        return 0
+    return out.add("budget", (np.arange(len(rhs)),), np.concatenate(rows), np.concatenate(cols),
+                   np.concatenate(coefs), LE, np.array(rhs, float), labels=labels)
