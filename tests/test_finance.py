@@ -190,3 +190,72 @@ def test_bad_budget_exits_2(tmp_path, text, message):
     result = CliRunner().invoke(cli, ["plan", str(m), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_formulas_carry_their_values_for_readers_without_a_calculation_engine(example_plan):
+    import pandas as pd
+
+    plan, paths = example_plan
+    data = json.loads(paths["json"].read_text())
+    summary = pd.read_excel(paths["xlsx"], sheet_name="Summary")  # pandas: no calculation engine
+    value = dict(zip(summary["item"], summary["value"]))
+    assert float(value["Total expected cost"]) == pytest.approx(data["cost_usd"]["total"], rel=1e-9)
+    assert float(value["The bill for the horizon"]) == pytest.approx(data["bill_usd"]["total_usd"], rel=1e-9)
+    assert float(value["All on-demand baseline"]) == pytest.approx(data["baselines_usd"]["all_on_demand"], rel=1e-9)
+    wb = load_workbook(paths["xlsx"], data_only=True)
+    costs = [r[8].value for r in wb["Costs"].iter_rows(min_row=2)]
+    assert all(isinstance(c, (int, float)) for c in costs)
+    assert sum(costs) == pytest.approx(data["cost_usd"]["total"], rel=1e-9)
+    buys = [r for r in summary.itertuples() if str(r.item).startswith("Buy")]
+    assert len(buys) == sum(1 for p in data["reserved_purchases"] if p["instances"])
+
+
+def test_print_setup_fits_the_width_and_repeats_the_header(example_plan):
+    plan, paths = example_plan
+    wb = load_workbook(paths["xlsx"])
+    for ws in wb.worksheets:
+        assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+        assert ws.page_setup.fitToWidth in (None, 1), ws.title  # 1 is the default: writers may omit it
+        assert ws.print_title_rows in ("1:1", "$1:$1"), ws.title
+    assert wb["Allocation"].page_setup.orientation == "landscape"
+    assert wb["Summary"].page_setup.fitToHeight in (None, 1)  # the decision on one page (1 is the default)
+    assert wb["Allocation"].page_setup.fitToHeight == 0  # as many pages down as it takes
+    assert wb["Fleet"].max_row <= 800  # 2,184 hourly periods averaged per day behind the charts
+
+
+@needs_lo
+def test_cached_values_equal_libreoffice_recomputation_everywhere(example_plan, tmp_path):
+    import math
+
+    plan, paths = example_plan
+    cached = load_workbook(paths["xlsx"], data_only=True)
+    again = load_workbook(recalc(paths["xlsx"], tmp_path), data_only=True)
+    formulas = load_workbook(paths["xlsx"])
+    n = 0
+    for ws in formulas.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if isinstance(c.value, str) and c.value.startswith("="):
+                    a, b = cached[ws.title][c.coordinate].value, again[ws.title][c.coordinate].value
+                    n += 1
+                    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6), (ws.title, c.coordinate, a, b)
+                    else:
+                        assert (a in ("", None)) == (b in ("", None)), (ws.title, c.coordinate, a, b)
+    assert n > 10_000
+
+
+@needs_lo
+def test_raising_on_demand_prices_moves_baseline_and_savings_by_hand(example_plan, tmp_path):
+    plan, paths = example_plan
+    data = json.loads(paths["json"].read_text())
+    edited = tmp_path / "edited.xlsx"
+    wb = load_workbook(paths["xlsx"])
+    for row in wb["Prices"].iter_rows(min_row=2):
+        if row[2].value == "on_demand":
+            row[3].value = 1.1 * row[3].value
+    wb.save(edited)
+    got = named_values(recalc(edited, tmp_path))
+    base, od = data["baselines_usd"]["all_on_demand"], data["cost_usd"]["on_demand"]
+    assert got["all_on_demand_usd"] == pytest.approx(1.1 * base, rel=1e-9)
+    assert got["savings_usd"] - data["savings_usd"] == pytest.approx(0.1 * (base - od), rel=1e-6)

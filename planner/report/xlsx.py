@@ -1,35 +1,33 @@
-"""plan.xlsx: the workbook finance reads, with live formulas over the ``Prices`` sheet.
+"""plan.xlsx: the workbook finance reads, with live formulas over the ``Prices`` sheet and their values cached.
 
 Sheets, in the contract's order: Summary, Purchases, Allocation, Costs, Spot
 economics, Prices, Demand, Assumptions; then Fleet (per-period view behind the
-charts). Every sheet is an Excel table. Every cost on Costs, Purchases and
-Summary is a formula over quantities and Prices, so editing a price moves every
-total that depends on it. Text from inputs is always written as text, never as
-a formula.
+charts), Scenarios, Shortfall, Latency, Backfill, Showback, Cash flow, Inventory,
+Shadow prices, Baseline. Every data sheet is an Excel table. Every cost on Costs,
+Purchases, Baseline, Showback and Summary is a formula over quantities and Prices,
+so editing a price moves every total that depends on it; each formula is written
+with its value (what the planner computed), so readers without a calculation engine
+(pandas, preview panes, openpyxl ``data_only``) see numbers. Text from inputs is
+always written as text, never as a formula. Written with xlsxwriter, the one
+Python writer that stores a formula together with its cached value.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import warnings
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from openpyxl import Workbook
-from openpyxl.cell import WriteOnlyCell
-from openpyxl.chart import AreaChart, BarChart, LineChart, Reference
-from openpyxl.styles import Font, PatternFill
-from openpyxl.utils import get_column_letter
-from openpyxl.workbook.defined_name import DefinedName
-from openpyxl.worksheet.filters import AutoFilter
-from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
+import xlsxwriter
+from xlsxwriter.utility import xl_col_to_name
 
 from .. import __version__
-from ..results import Plan
-from .provenance import provenance
 from ..bill import inventory_table
+from ..results import Plan
 from ..units import HOURS_PER_MONTH
+from .provenance import provenance
 
 USD = '"$"#,##0.00'
 USD0 = '"$"#,##0'
@@ -38,73 +36,163 @@ NUM = "#,##0.00"
 INT = "#,##0"
 PCT = "0.0%"
 DATE = "yyyy-mm-dd hh:mm"
-BOLD = Font(bold=True)
-RED = Font(bold=True, color="C00000")
-HEAD_FILL = PatternFill("solid", fgColor="DDEBF7")
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
-          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Inventory", "Shadow prices")
+          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Inventory", "Shadow prices",
+          "Baseline")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
          "all_on_demand_usd", "savings_usd", "horizon_hours", "already_committed_usd", "bill_usd")
+WIDE = {"Allocation", "Purchases", "Spot economics", "Prices", "Assumptions", "Backfill", "Latency", "Cash flow",
+        "Inventory", "Shadow prices", "Showback", "Demand", "Costs", "Shortfall"}  # printed landscape
+UNITS = {  # header notes: what a column holds, with its unit
+    "hourly_usd": "USD per GPU-hour (per GPU, not per instance; for reserved: the recurring part)",
+    "upfront_usd": "USD per GPU, paid on the purchase date (reserved only)",
+    "effective_usd_per_gpu_hour": "USD per GPU-hour: hourly + (upfront - residual) / (term x 730 h)",
+    "gpus_per_instance": "GPUs in one instance: purchases are whole instances",
+    "term_months": "months of the commitment (730 h each)", "max_gpus": "GPUs at most at once (cap)",
+    "residual_usd": "USD per GPU returned at the end of the term", "lead_time_months": "months from purchase to use",
+    "gpus": "GPUs", "instances": "instances (whole)", "horizon_cost_usd": "USD, amortised over the horizon hours",
+    "commitment_usd": "USD, the whole term's liability", "usd_per_gpu_hour": "USD per GPU-hour",
+    "gpu_hours": "GPU-hours", "expected_gpu_hours": "GPU-hours weighted by the scenario's probability",
+    "expected_cost_usd": "USD weighted by the scenario's probability", "cost_usd": "USD over the horizon",
+}
 
 
 class F(str):
-    """A formula this module wrote. Any other string is written as text, whatever it starts with."""
+    """A formula this module wrote, with the value it computes (cached in the file). Any other string is text."""
+
+    value: object = None
+
+    def __new__(cls, text: str, value=None):
+        obj = super().__new__(cls, text)
+        obj.value = value
+        return obj
+
+
+@dataclass
+class _Styled:
+    """A value written with its own number format (and bold/red font)."""
+    value: object
+    fmt: str | None = None
+    red: bool = False
+
+
+@dataclass
+class _Text:
+    """Input text: always a string cell, never a formula, whatever it starts with."""
+    value: object
+
+
+class _Book:
+    """The xlsxwriter workbook and its formats (one Format object per distinct style)."""
+
+    def __init__(self, path):
+        self.wb = xlsxwriter.Workbook(str(path), {"strings_to_formulas": False, "strings_to_urls": False,
+                                                  "strings_to_numbers": False})
+        self._formats: dict = {}
+
+    def fmt(self, num: str | None = None, bold: bool = False, red: bool = False, head: bool = False):
+        key = (num, bold, red, head)
+        if key not in self._formats:
+            spec = {}
+            if num:
+                spec["num_format"] = num
+            if bold or head or red:
+                spec["bold"] = True
+            if red:
+                spec["font_color"] = "#C00000"
+            if head:
+                spec.update({"bg_color": "#DDEBF7", "text_wrap": True, "valign": "top"})
+            self._formats[key] = self.wb.add_format(spec) if spec else None
+        return self._formats[key]
+
+    def sheet(self, name: str):
+        ws = self.wb.add_worksheet(name)
+        ws.planner_book = self
+        ws.set_paper(9)  # A4
+        ws.fit_to_pages(1, 0)  # fit to the page width, as many pages down as needed
+        ws.repeat_rows(0)  # the header row on every printed page
+        if name in WIDE:
+            ws.set_landscape()
+        return ws
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
 @dataclass
 class _Sheet:
-    """A write-only sheet that knows its columns, formats and row count."""
+    """A sheet written row by row that knows its columns, formats and row count."""
 
     ws: object
     columns: list[str]
     formats: dict[str, str] = field(default_factory=dict)
-    rows: int = 1
+    rows: int = 0
+
+    @property
+    def book(self) -> _Book:
+        return self.ws.planner_book
 
     def cell(self, value, fmt: str | None = None, font=None):
-        c = WriteOnlyCell(self.ws, value=value)
-        if fmt:
-            c.number_format = fmt
-        if font:
-            c.font = font
-        return c
+        return _Styled(value, fmt, red=font is RED)
 
     def text(self, value):
         """Input text: always a string cell, never a formula, whatever it starts with."""
-        c = WriteOnlyCell(self.ws, value=None if value is None else str(value))
-        if value is not None:
-            c.data_type = "s"
-        return c
+        return _Text(value)
 
     def header(self, widths: dict[str, int] | None = None):
-        for i, name in enumerate(self.columns, 1):
-            self.ws.column_dimensions[get_column_letter(i)].width = (widths or {}).get(name, max(12, len(name) + 3))
-        self.ws.freeze_panes = "A2"
-        head = []
-        for c in self.columns:  # headers can be class names: text, never formulas
-            cell = self.text(c)
-            cell.font = BOLD
-            head.append(cell)
-        self.ws.append(head)
+        head = self.book.fmt(head=True)
+        for i, name in enumerate(self.columns):
+            self.ws.set_column(i, i, (widths or {}).get(name, max(12, min(len(name) + 3, 40))))
+            self.ws.write_string(0, i, name, head)
+            if name in UNITS:
+                self.ws.write_comment(0, i, UNITS[name], {"x_scale": 2})
+        self.ws.freeze_panes(1, 0)
+        self.rows = 1
+
+    def _write(self, r: int, j: int, v, num: str | None, red: bool = False):
+        ws, fmt = self.ws, self.book.fmt(num, red=red)
+        if isinstance(v, _Styled):
+            return self._write(r, j, v.value, v.fmt or num, v.red)
+        if isinstance(v, _Text):
+            if v.value is not None:
+                ws.write_string(r, j, str(v.value), self.book.fmt(None, red=red))
+        elif isinstance(v, F):
+            value = v.value
+            if value is not None and _number(value) and not math.isfinite(float(value)):
+                value = None
+            ws.write_formula(r, j, str(v), fmt, float(value) if _number(value) else
+                             ("" if value is None else value))
+        elif isinstance(v, str):
+            ws.write_string(r, j, v, self.book.fmt(None, red=red))
+        elif v is None:
+            return
+        elif isinstance(v, (bool, np.bool_)):
+            ws.write_boolean(r, j, bool(v))
+        elif isinstance(v, (dt.datetime, pd.Timestamp)):
+            if pd.isna(v):
+                return
+            ws.write_datetime(r, j, pd.Timestamp(v).to_pydatetime(), self.book.fmt(num or DATE))
+        elif _number(v):
+            if math.isfinite(float(v)):
+                ws.write_number(r, j, float(v), fmt)
+        else:
+            ws.write_string(r, j, str(v))
 
     def append(self, values: list):
-        row = []
-        for name, v in zip(self.columns, values):
-            if hasattr(v, "data_type"):
-                row.append(v)
-            elif isinstance(v, F):
-                row.append(self.cell(str(v), self.formats.get(name)))
-            elif isinstance(v, str):
-                # openpyxl stores a plain str as text unless it starts with "=": only those need forcing
-                row.append(self.text(v) if v.startswith("=") else v)
-            elif v is None or (isinstance(v, float) and not np.isfinite(v)):
-                row.append(None)
-            else:
-                row.append(self.cell(v, self.formats.get(name)))
-        self.ws.append(row)
+        r = self.rows
+        for j, (name, v) in enumerate(zip(self.columns, values)):
+            self._write(r, j, v, self.formats.get(name))
+        self.rows += 1
+
+    def note(self, text: str = ""):
+        """A line of text below the table (column A)."""
+        if text:
+            self.ws.write_string(self.rows, 0, text)
         self.rows += 1
 
     def col(self, name: str) -> str:
-        return get_column_letter(self.columns.index(name) + 1)
+        return xl_col_to_name(self.columns.index(name))
 
     def ref(self, name: str, row: int, absolute: bool = True) -> str:
         c = self.col(name)
@@ -112,17 +200,14 @@ class _Sheet:
 
     def table(self, display: str):
         if self.rows == 1:  # a table needs a data row
-            self.ws.append([None] * len(self.columns))
             self.rows += 1
-        last = get_column_letter(len(self.columns))
-        ref = f"A1:{last}{self.rows}"
-        t = Table(displayName=display, ref=ref, autoFilter=AutoFilter(ref=ref))
-        # write-only sheets cannot read their header back: name the columns here
-        t.tableColumns = [TableColumn(id=i, name=c) for i, c in enumerate(self.columns, 1)]
-        t.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
-        with warnings.catch_warnings():  # openpyxl warns that write-only tables need the columns we just gave
-            warnings.simplefilter("ignore", UserWarning)
-            self.ws.add_table(t)
+        self.ws.add_table(0, 0, self.rows - 1, len(self.columns) - 1, {
+            "name": display, "style": "Table Style Medium 2", "autofilter": True,
+            "columns": [{"header": c, "header_format": self.book.fmt(head=True)} for c in self.columns]})
+
+
+RED = object()  # marker for the red, bold font of a warning value
+BOLD = None
 
 
 def _q(sheet: str) -> str:
@@ -173,11 +258,14 @@ def _period_grain(plan: Plan) -> tuple[str | None, str | None]:
     return None, None
 
 
+FLEET_CHART_POINTS = 750  # past this many periods the Fleet sheet (behind the charts) is averaged per day
+
+
 def write_workbook(plan: Plan, path) -> None:
     """Write ``plan`` to ``path`` (.xlsx). Call through :func:`planner.atomic.atomic_path`."""
     inp = plan.inputs
-    wb = Workbook(write_only=True)
-    ws = {name: wb.create_sheet(name) for name in SHEETS}
+    book = _Book(path)
+    ws = {name: book.sheet(name) for name in SHEETS}
 
     prices = inp.tables.prices.reset_index(drop=True)
     price_row = {_price_key(r): i + 2 for i, r in enumerate(prices.itertuples())}
@@ -194,30 +282,37 @@ def write_workbook(plan: Plan, path) -> None:
     _write_prices(ws["Prices"], prices)
     _write_purchases(ws["Purchases"], plan, purchases, price_row, horizon_ref)
     _write_allocation(ws["Allocation"], plan, price_row, alloc)
-    cost_rows = _write_costs(ws["Costs"], plan, purchases, price_row, horizon_ref, n_alloc)
-    _write_summary(ws["Summary"], plan, summary_rows, cost_rows, len(purchases), len(inventory))
+    cost_rows, cost_values = _write_costs(ws["Costs"], plan, purchases, price_row, horizon_ref, alloc)
+    base_rows, baseline = _write_baseline(ws["Baseline"], plan, price_row)
+    _write_summary(ws["Summary"], plan, summary_rows, cost_rows, purchases, inventory,
+                   cost_values=cost_values, baseline=(base_rows, baseline))
     _write_spot(ws["Spot economics"], plan)
     _write_demand(ws["Demand"], plan, grain_code)
+    fleet_code = grain_code or ("D" if inp.T > FLEET_CHART_POINTS and float(np.max(inp.hours)) < 24 else None)
     notes = []
     if alloc_grain:
         notes.append(f"Allocation is summed to {alloc_grain}s: its {len(plan.allocation):,} rows per period would "
                      f"pass {MAX_SHEET_ROWS:,}; plan.json and the totals are exact (GPU-hours are sums).")
     if grain_name:
         notes.append(f"Demand and Fleet are averaged over {grain_name}s ({plan.inputs.T:,} periods).")
+    elif fleet_code:
+        notes.append(f"Fleet (the sheet behind the charts) is averaged per day: {plan.inputs.T:,} periods would "
+                     "crowd a chart's axis; Allocation and Demand keep every period.")
     _write_assumptions(ws["Assumptions"], plan, notes)
-    _write_fleet(ws["Fleet"], plan, grain_code)
+    _write_fleet(ws["Fleet"], plan, fleet_code)
     _write_scenarios(ws["Scenarios"], plan)
     _write_shortfall(ws["Shortfall"], plan)
     _write_latency(ws["Latency"], plan)
     _write_backfill(ws["Backfill"], plan)
-    _write_showback(ws["Showback"], plan)
+    _write_showback(ws["Showback"], plan, price_row, n_alloc)
     _write_cash_flow(ws["Cash flow"], plan, purchases, price_row)
     _write_inventory(ws["Inventory"], inventory, price_row)
     _write_shadow_prices(ws["Shadow prices"], plan)
 
     for key in NAMES:
-        wb.defined_names[key] = DefinedName(key, attr_text=f"Summary!$B${name_row[key]}")
-    wb.save(path)
+        book.wb.define_name(key, f"=Summary!$B${name_row[key]}")
+    ws["Summary"].activate()
+    book.wb.close()
 
 
 def _price_key(r) -> tuple:
@@ -239,47 +334,111 @@ def _write_prices(ws, prices: pd.DataFrame) -> None:
     for i, r in enumerate(prices.itertuples()):
         row = i + 2
         reserved = r.option.startswith("reserved")
-        eff = F(f"=D{row}+(E{row}-M{row})/(F{row}*{HOURS_PER_MONTH:g})") if reserved else F(f"=D{row}")
+        residual = float(getattr(r, "residual_usd", 0.0) or 0.0) if reserved else 0.0
+        upfront = float(r.upfront_usd) if reserved and pd.notna(r.upfront_usd) else 0.0
+        eff = F(f"=D{row}+(E{row}-M{row})/(F{row}*{HOURS_PER_MONTH:g})",
+                r.hourly_usd + (upfront - residual) / (r.term_months * HOURS_PER_MONTH)) if reserved \
+            else F(f"=D{row}", r.hourly_usd)
         vf = getattr(r, "valid_from", None)
         s.append([r.gpu_type, r.region, r.option, r.hourly_usd, r.upfront_usd if reserved else None,
                   r.term_months if reserved else None, eff, r.gpus_per_instance, r.max_gpus,
                   r.interruptions_per_hour, _date(vf) if vf is not None and not pd.isna(vf) else None,
-                  getattr(r, "lead_time_months", 0.0) if reserved else None,
-                  getattr(r, "residual_usd", 0.0) if reserved else 0.0])
+                  getattr(r, "lead_time_months", 0.0) if reserved else None, residual])
     s.table("Prices")
 
 
+def _purchase_use(plan: Plan, purchases: pd.DataFrame) -> pd.DataFrame:
+    """Per purchase row: min / mean / max over its active periods of its pool's reserved use / GPUs owned.
+
+    Expected over scenarios; a pool's purchases share its use in proportion to the GPUs each owns.
+    """
+    inp = plan.inputs
+    f = plan.fleet
+    out = pd.DataFrame({"min": np.nan, "avg": np.nan, "max": np.nan}, index=purchases.index)
+    if f.empty or not len(purchases):
+        return out
+    prob = dict(zip(inp.scenarios, inp.probability))
+    g = f.assign(used=f["reserved_used"] * f["scenario"].map(prob), owned=f["reserved_owned"]
+                 * f["scenario"].map(prob)).groupby(["gpu_type", "region", "period"])[["used", "owned"]].sum()
+    active = inp.active
+    for i, r in enumerate(purchases.itertuples()):
+        if r.instances <= 0:
+            continue
+        pool = g.loc[(r.gpu_type, r.region)] if (r.gpu_type, r.region) in g.index.droplevel(2) else None
+        if pool is None:
+            continue
+        pool = pool.reindex(inp.periods)
+        on = active[i] > 0 if i < len(active) else np.ones(inp.T, bool)
+        share = (pool["used"] / pool["owned"]).to_numpy()[on]
+        share = share[np.isfinite(share)]
+        if len(share):
+            hours = inp.hours[on][: len(share)]
+            out.iloc[i] = [float(share.min()), float(np.average(share, weights=hours)), float(share.max())]
+    return out
+
+
 def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horizon_ref: str) -> None:
-    """One row per reserved option and purchase date: quantities, dates and live costs over Prices.
+    """One row per reserved option and purchase date: quantities, dates, live costs over Prices, and the
+    clouds' recommendation columns (use against the GPUs bought, break-even utilisation and months, savings).
 
     horizon_cost_usd = GPUs x effective rate x the horizon hours the purchase is active (amortised);
-    commitment_usd = GPUs x (hourly x term x 730 + upfront - residual) (full term).
+    commitment_usd = GPUs x (hourly x term x 730 + upfront - residual) (full term); savings are against
+    serving the GPU-hours it is used (mean utilisation) on demand in its pool.
     """
-    s = _Sheet(ws, ["gpu_type", "region", "option", "term_months", "instances", "gpus_per_instance", "gpus",
-                    "effective_usd_per_gpu_hour", "horizon_cost_usd", "commitment_usd", "pool_reserved_utilisation",
-                    "purchase_date", "active_from", "end_date", "firm", "hours_active",
-                    "liability_past_horizon_usd", "upfront_usd", "monthly_recurring_usd"],
+    cols = ["gpu_type", "region", "option", "term_months", "instances", "gpus_per_instance", "gpus",
+            "effective_usd_per_gpu_hour", "horizon_cost_usd", "commitment_usd", "pool_reserved_utilisation",
+            "purchase_date", "active_from", "end_date", "firm", "hours_active",
+            "liability_past_horizon_usd", "upfront_usd", "monthly_recurring_usd", "on_demand_usd_per_gpu_hour",
+            "min_utilisation", "avg_utilisation", "max_utilisation", "break_even_utilisation",
+            "monthly_savings_usd", "monthly_savings_pct", "break_even_months"]
+    s = _Sheet(ws, cols,
                {"term_months": INT, "instances": INT, "gpus_per_instance": "0.###", "gpus": INT,
                 "effective_usd_per_gpu_hour": RATE, "horizon_cost_usd": USD, "commitment_usd": USD,
                 "pool_reserved_utilisation": PCT, "purchase_date": DATE, "active_from": DATE, "end_date": DATE,
                 "hours_active": "#,##0.##", "liability_past_horizon_usd": USD, "upfront_usd": USD,
-                "monthly_recurring_usd": USD})
+                "monthly_recurring_usd": USD, "on_demand_usd_per_gpu_hour": RATE, "min_utilisation": PCT,
+                "avg_utilisation": PCT, "max_utilisation": PCT, "break_even_utilisation": PCT,
+                "monthly_savings_usd": USD, "monthly_savings_pct": PCT, "break_even_months": "0.0"})
     s.header({"effective_usd_per_gpu_hour": 26, "pool_reserved_utilisation": 26, "liability_past_horizon_usd": 26})
     util = _pool_utilisation(plan)
+    use = _purchase_use(plan, purchases)
+    L = HOURS_PER_MONTH
     for i, r in enumerate(purchases.itertuples()):
         row, pr = i + 2, price_row[_price_key(r)]
         hours = getattr(r, "hours_active", None)
-        hours_cell = float(hours) if hours is not None else F(f"={horizon_ref}")
-        s.append([r.gpu_type, r.region, r.option, F(f"=Prices!$F${pr}"), int(r.instances), F(f"=Prices!$H${pr}"),
-                  F(f"=E{row}*F{row}"), F(f"=Prices!$G${pr}"), F(f"=G{row}*H{row}*P{row}"),
-                  F(f"=G{row}*(Prices!$D${pr}*Prices!$F${pr}*{HOURS_PER_MONTH:g}+Prices!$E${pr}-Prices!$M${pr})"),
-                  util.get((r.gpu_type, r.region), np.nan) if r.instances > 0 else None,
+        hours_cell = float(hours) if hours is not None else F(f"={horizon_ref}", plan.inputs.horizon_hours)
+        od_row = price_row.get((r.gpu_type, r.region, "on_demand", None))
+        bought = r.instances > 0
+        od = float(plan.inputs.tables.prices["hourly_usd"].iat[od_row - 2]) if od_row else None
+        eff, gpus = float(r.effective_usd_per_gpu_hour), float(r.gpus)
+        u_min, u_avg, u_max = use.iloc[i] if bought else (np.nan, np.nan, np.nan)
+        reco = [None] * 8
+        if od_row:
+            reco = [F(f"=Prices!$D${od_row}", od), u_min if bought else None, u_avg if bought else None,
+                    u_max if bought else None, F(f"=IF(T{row}>0,H{row}/T{row},0)", eff / od if od else 0.0)]
+            if bought and np.isfinite(u_avg):
+                saving = (u_avg * od - eff) * gpus * L
+                od_equiv = u_avg * od * gpus * L
+                net = od_equiv - r.monthly_recurring_usd
+                reco += [F(f"=(V{row}*T{row}-H{row})*G{row}*{L:g}", saving),
+                         F(f"=IF(V{row}*T{row}>0,1-H{row}/(V{row}*T{row}),0)",
+                           1 - eff / (u_avg * od) if u_avg * od > 0 else 0.0),
+                         F(f'=IF(R{row}<=0,0,IF(V{row}*T{row}*G{row}*{L:g}-S{row}>0,'
+                           f'R{row}/(V{row}*T{row}*G{row}*{L:g}-S{row}),""))',
+                           0.0 if r.upfront_total_usd <= 0 else (r.upfront_total_usd / net if net > 0 else ""))]
+            else:
+                reco += [None, None, None]
+        s.append([r.gpu_type, r.region, r.option, F(f"=Prices!$F${pr}", r.term_months), int(r.instances),
+                  F(f"=Prices!$H${pr}", r.gpus_per_instance), F(f"=E{row}*F{row}", gpus),
+                  F(f"=Prices!$G${pr}", eff), F(f"=G{row}*H{row}*P{row}", r.horizon_cost_usd),
+                  F(f"=G{row}*(Prices!$D${pr}*Prices!$F${pr}*{L:g}+Prices!$E${pr}-Prices!$M${pr})", r.commitment_usd),
+                  util.get((r.gpu_type, r.region), np.nan) if bought else None,
                   _date(getattr(r, "purchase_date", plan.inputs.periods[0])),
                   _date(getattr(r, "active_from", plan.inputs.periods[0])),
                   _date(getattr(r, "end_date", plan.inputs.periods[0])),
                   ("now" if getattr(r, "firm", True) else "planned"), hours_cell,
-                  F(f"=J{row}-I{row}"), F(f"=G{row}*Prices!$E${pr}"),
-                  F(f"=G{row}*Prices!$D${pr}*{HOURS_PER_MONTH:g}")])
+                  F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*Prices!$E${pr}", r.upfront_total_usd),
+                  F(f"=G{row}*Prices!$D${pr}*{L:g}", r.monthly_recurring_usd)] + reco)
     s.table("Purchases")
 
 
@@ -296,6 +455,11 @@ def _pool_utilisation(plan: Plan) -> dict:
     return {k: v for k, v in (agg["used"] / agg["owned"]).items()}
 
 
+def _price_value(plan: Plan, price_row: dict, key: tuple) -> float:
+    """The hourly_usd of the Prices row ``price_row[key]`` (what its cell holds)."""
+    return float(plan.inputs.tables.prices["hourly_usd"].iat[price_row[key] - 2])
+
+
 def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
     s = _Sheet(ws, ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus",
                     "gpu_hours", "probability", "expected_gpu_hours", "usd_per_gpu_hour", "expected_cost_usd"],
@@ -303,45 +467,104 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
                 "expected_gpu_hours": NUM, "usd_per_gpu_hour": RATE, "expected_cost_usd": USD})
     s.header({"period": 18, "workload_class": 20})
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    prices = {k: _price_value(plan, price_row, k) for k in price_row if k[2] in ("on_demand", "spot")}
     cols = [a[c].tolist() for c in ("scenario", "period", "hours", "workload_class", "gpu_type", "region",
                                     "option", "gpus")]
     for i, (scen, per, hrs, cls, gt, rg, opt, gpus) in enumerate(zip(*cols)):
         row = i + 2
-        price = 0 if opt == "reserved" else F(f"=Prices!$D${price_row[(gt, rg, opt, None)]}")
-        s.append([scen, _date(per), hrs, cls, gt, rg, opt, gpus, F(f"=H{row}*C{row}"), prob[scen],
-                  F(f"=I{row}*J{row}"), price, F(f"=K{row}*L{row}")])
+        gh = gpus * hrs
+        ex = gh * prob[scen]
+        if opt == "reserved":
+            price, pv = 0, 0.0
+        else:
+            key = (gt, rg, opt, None)
+            price = F(f"=Prices!$D${price_row[key]}", prices[key])
+            pv = prices[key]
+        s.append([scen, _date(per), hrs, cls, gt, rg, opt, gpus, F(f"=H{row}*C{row}", gh), prob[scen],
+                  F(f"=I{row}*J{row}", ex), price, F(f"=K{row}*L{row}", ex * pv)])
     s.table("Allocation")
 
 
 def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horizon_ref: str,
-                 n_alloc: int) -> int:
+                 a: pd.DataFrame) -> tuple[int, dict]:
+    """Cost per reserved purchase and per pool and option, live over Allocation and Prices.
+
+    Returns the rows written and the sum of the cost cells per cost kind (their cached values)."""
     s = _Sheet(ws, ["cost_kind", "gpu_type", "region", "option", "quantity", "unit", "gpu_hours",
                     "usd_per_gpu_hour", "cost_usd"],
                {"quantity": NUM, "gpu_hours": NUM, "usd_per_gpu_hour": RATE, "cost_usd": USD})
     s.header({"cost_kind": 14})
-    last = max(n_alloc + 1, 2)
+    last = max(len(a) + 1, 2)
     alloc = lambda c: f"Allocation!${c}$2:${c}${last}"  # noqa: E731
     full_term = plan.inputs.config.commitments.accounting == "full_term"
+    totals = {"reserved": 0.0, "on_demand": 0.0, "spot": 0.0, "extension": 0.0}
     for i, r in enumerate(purchases.itertuples()):
         row, pr = s.rows + 1, price_row[_price_key(r)]
-        cost = F(f"=Purchases!$J${i + 2}") if full_term else F(f"=G{row}*H{row}")  # whole term, or its hours here
-        s.append(["reserved", r.gpu_type, r.region, r.option, F(f"=Purchases!$E${i + 2}"), "instances",
-                  F(f"=E{row}*Prices!$H${pr}*Purchases!$P${i + 2}"), F(f"=Prices!$G${pr}"), cost])
+        hours = float(getattr(r, "hours_active", plan.inputs.horizon_hours))
+        gh = r.instances * r.gpus_per_instance * hours
+        value = float(r.commitment_usd) if full_term else gh * float(r.effective_usd_per_gpu_hour)
+        cost = F(f"=Purchases!$J${i + 2}", value) if full_term else F(f"=G{row}*H{row}", value)
+        s.append(["reserved", r.gpu_type, r.region, r.option, F(f"=Purchases!$E${i + 2}", int(r.instances)),
+                  "instances", F(f"=E{row}*Prices!$H${pr}*Purchases!$P${i + 2}", gh),
+                  F(f"=Prices!$G${pr}", float(r.effective_usd_per_gpu_hour)), cost])
+        totals["reserved"] += value
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    expected = (a["gpus"] * a["hours"] * a["scenario"].map(prob)).groupby(
+        [a["gpu_type"], a["region"], a["option"]]).sum() if len(a) else pd.Series(dtype=float)
     for option in ("on_demand", "spot"):
         for (gt, rg, opt, _vf), pr in price_row.items():
             if opt != option:
                 continue
             row = s.rows + 1
+            gh = float(expected.get((gt, rg, opt), 0.0))
+            price = _price_value(plan, price_row, (gt, rg, opt, _vf))
             # exact, case-sensitive matches: a SUMIFS criterion would read "=1+1", "*", "?", "~" or a
             # leading "<" / ">" in a pool's name as an operator or a wildcard
             qty = F(f'=SUMPRODUCT(--EXACT({alloc("E")},B{row}),--EXACT({alloc("F")},C{row}),'
-                    f'--EXACT({alloc("G")},D{row}),{alloc("K")})')
-            s.append([option, gt, rg, opt, qty, "GPU-hours", F(f"=E{row}"), F(f"=Prices!$D${pr}"), F(f"=G{row}*H{row}")])
+                    f'--EXACT({alloc("G")},D{row}),{alloc("K")})', gh)
+            s.append([option, gt, rg, opt, qty, "GPU-hours", F(f"=E{row}", gh), F(f"=Prices!$D${pr}", price),
+                      F(f"=G{row}*H{row}", gh * price)])
+            totals[option] += gh * price
     if "extension" in plan.cost:  # columns added through the model's extension hook (a value: not priced here)
         s.append(["extension", None, None, s.text(", ".join(sorted(plan.stats.get("extensions", [])))), None, None,
                   None, None, float(plan.cost["extension"])])
+        totals["extension"] = float(plan.cost["extension"])
     s.table("Costs")
-    return s.rows
+    return s.rows, totals
+
+
+def _write_baseline(ws, plan: Plan, price_row: dict) -> tuple[int, float]:
+    """The all-on-demand baseline per class, live over Prices: its demand GPU-hours (with headroom, expected,
+    in reference GPUs) x the cheapest on-demand price per reference GPU-hour among its allowed pools."""
+    inp = plan.inputs
+    s = _Sheet(ws, ["workload_class", "demand_gpu_hours", "cheapest_usd_per_gpu_hour", "baseline_usd",
+                    "pools_compared"],
+               {"demand_gpu_hours": NUM, "cheapest_usd_per_gpu_hour": RATE, "baseline_usd": USD})
+    s.header({"workload_class": 22, "demand_gpu_hours": 20, "cheapest_usd_per_gpu_hour": 26, "pools_compared": 60})
+    od = inp.pools["od"].to_numpy(float)
+    ref_hours = np.einsum("s,skt,t->k", inp.probability, inp.demand, inp.hours) * (1 + inp.headroom)
+    total = 0.0
+    for k, name in enumerate(inp.classes):
+        row = s.rows + 1
+        terms, values, pools = [], [], []
+        for p in np.flatnonzero(inp.speed[k] > 0):
+            gt, rg = inp.pools["gpu_type"].iat[p], inp.pools["region"].iat[p]
+            key = (gt, rg, "on_demand", None)
+            q = float(inp.speed[k, p] * inp.reliability[k, p])
+            if key not in price_row or not np.isfinite(od[p]) or q <= 0:
+                continue
+            terms.append(f"Prices!$D${price_row[key]}/{q!r}")
+            values.append(od[p] / q)
+            pools.append(f"{gt}/{rg}")
+        if not terms or ref_hours[k] <= 0:
+            s.append([name, float(ref_hours[k]), None, 0.0, s.text(", ".join(pools) or "no on-demand pool")])
+            continue
+        cheapest = min(values)
+        total += ref_hours[k] * cheapest
+        s.append([name, float(ref_hours[k]), F("=MIN(" + ",".join(terms) + ")", cheapest),
+                  F(f"=B{row}*C{row}", ref_hours[k] * cheapest), s.text(", ".join(pools))])
+    s.table("Baseline")
+    return s.rows, total
 
 
 def _summary_layout(plan: Plan) -> list[tuple]:
@@ -393,33 +616,42 @@ def _liability_note(plan: Plan) -> str:
     return "Cash flow sheet: when each dollar is paid"
 
 
-def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purchases: int,
-                   n_inventory: int = 0) -> None:
+def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchases: pd.DataFrame,
+                   inventory: pd.DataFrame, cost_values: dict, baseline: tuple[int, float]) -> None:
     s = _Sheet(ws, ["item", "value", "note"])
-    s.header({"item": 44, "value": 22, "note": 60})
+    s.header({"item": 44, "value": 22, "note": 70})
+    ws.set_portrait()
+    ws.fit_to_pages(1, 1)  # the decision on one page
     inp = plan.inputs
     costs = lambda c: f"Costs!${c}$2:${c}${cost_rows}"  # noqa: E731
-    last_p = max(n_purchases + 1, 2)
+    last_p = max(len(purchases) + 1, 2)
     row_of = {key: i + 2 for i, (key, *_r) in enumerate(layout)}
     short = plan.shortfall_gpu_hours
+    total = sum(cost_values.values())
+    committed = float(inventory["horizon_cost_usd"].sum()) if len(inventory) else 0.0
+    base_rows, base = baseline
+    savings = base - total
+    bought = purchases[purchases["instances"] > 0]
     values = {
-        "total_cost_usd": (F(f"=SUM({costs('I')})"), USD),
-        "already_committed_usd": (F(f"=SUM(Inventory!$J$2:$J${max(n_inventory + 1, 2)})"), USD),
-        "bill_usd": (F(f"=B{row_of['total_cost_usd']}+B{row_of['already_committed_usd']}"), USD),
-        "reserved_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"reserved")'), USD),
-        "on_demand_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"on_demand")'), USD),
-        "spot_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"spot")'), USD),
-        "all_on_demand_usd": (plan.baseline_all_on_demand, USD),
-        "savings_usd": (F(f"=B{row_of['all_on_demand_usd']}-B{row_of['total_cost_usd']}"), USD),
-        "savings_pct": (F(f"=IF(B{row_of['all_on_demand_usd']}>0,B{row_of['savings_usd']}/B{row_of['all_on_demand_usd']},0)"), PCT),
-        "commitment_usd": (F(f"=SUM(Purchases!$J$2:$J${last_p})"), USD),
-        "amortised_usd": (F(f"=SUM(Purchases!$I$2:$I${last_p})"), USD),
-        "liability_past_horizon_usd": (F(f"=SUM(Purchases!$Q$2:$Q${last_p})"), USD),
+        "total_cost_usd": (F(f"=SUM({costs('I')})", total), USD0),
+        "already_committed_usd": (F(f"=SUM(Inventory!$J$2:$J${max(len(inventory) + 1, 2)})", committed), USD0),
+        "bill_usd": (F(f"=B{row_of['total_cost_usd']}+B{row_of['already_committed_usd']}", total + committed), USD0),
+        "reserved_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"reserved")', cost_values["reserved"]), USD0),
+        "on_demand_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"on_demand")', cost_values["on_demand"]), USD0),
+        "spot_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"spot")', cost_values["spot"]), USD0),
+        "all_on_demand_usd": (F(f"=SUM(Baseline!$D$2:$D${max(base_rows, 2)})", base), USD0),
+        "savings_usd": (F(f"=B{row_of['all_on_demand_usd']}-B{row_of['total_cost_usd']}", savings), USD0),
+        "savings_pct": (F(f"=IF(B{row_of['all_on_demand_usd']}>0,B{row_of['savings_usd']}/B{row_of['all_on_demand_usd']},0)",
+                          savings / base if base > 0 else 0.0), PCT),
+        "commitment_usd": (F(f"=SUM(Purchases!$J$2:$J${last_p})", float(purchases["commitment_usd"].sum())), USD0),
+        "amortised_usd": (F(f"=SUM(Purchases!$I$2:$I${last_p})", float(purchases["horizon_cost_usd"].sum())), USD0),
+        "liability_past_horizon_usd": (F(f"=SUM(Purchases!$Q$2:$Q${last_p})",
+                                         float(purchases["liability_past_horizon_usd"].sum())), USD0),
         "reserved_utilisation": (plan.reserved_utilisation, PCT),
         "shortfall_gpu_hours": (short, NUM),
-        "worst_case_usd": (plan.risk.worst_case_usd if plan.risk else plan.cost["total"], USD),
-        "vss_usd": (plan.risk.vss_usd if plan.risk else 0.0, USD),
-        "evpi_usd": (plan.risk.evpi_usd if plan.risk else 0.0, USD),
+        "worst_case_usd": (plan.risk.worst_case_usd if plan.risk else plan.cost["total"], USD0),
+        "vss_usd": (plan.risk.vss_usd if plan.risk else 0.0, USD0),
+        "evpi_usd": (plan.risk.evpi_usd if plan.risk else 0.0, USD0),
         "status": (plan.status.value, None),
         "mip_gap": (plan.solve.mip_gap, "0.00E+00"),
         "backend": (plan.solve.backend, None),
@@ -433,9 +665,15 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purcha
     for key, label, note in layout:
         value, fmt = values[key]
         font = RED if key == "shortfall_gpu_hours" and short > 1e-6 else None
-        cell = s.cell(str(value) if isinstance(value, F) else value, fmt, font) \
-            if not isinstance(value, str) or isinstance(value, F) else s.text(value)
+        cell = s.cell(value, fmt, font) if not isinstance(value, str) or isinstance(value, F) else s.text(value)
         s.append([label, cell, note])
+    for r in bought.itertuples():  # what to buy, in the words a purchase order uses
+        when = pd.Timestamp(r.purchase_date).date().isoformat() if hasattr(r, "purchase_date") else "now"
+        s.append(["Buy" if getattr(r, "firm", True) else "Buy later (planned)", s.cell(float(r.gpus), INT),
+                  s.text(f"GPUs: {int(r.instances):,} x {r.gpus_per_instance:g}-GPU instances of {r.gpu_type}, "
+                         f"{r.option} in {r.region}, on {when}; ${r.commitment_usd:,.0f} over the term")])
+    if not len(bought):
+        s.append(["Buy", s.cell(0.0, INT), "no reserved purchase pays on this forecast"])
     prov = provenance(plan)
     for f in prov["files"]:
         s.append([f"Input: {f['role']}", s.text(f["path"]), s.text("sha256 " + f["sha256"])])
@@ -448,15 +686,15 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, n_purcha
 
 
 def _summary_charts(ws, plan: Plan, row_of: dict) -> None:
-    chart = BarChart()
-    chart.type = "col"
-    chart.title = "Expected cost by option (USD)"
-    chart.legend = None
-    first, last = row_of["reserved_cost_usd"], row_of["spot_cost_usd"]
-    chart.add_data(Reference(ws, min_col=2, min_row=first, max_row=last), titles_from_data=False)
-    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
-    chart.height, chart.width = 7.5, 14
-    ws.add_chart(chart, "E2")
+    chart = ws.planner_book.wb.add_chart({"type": "column"})
+    first, last = row_of["reserved_cost_usd"] - 1, row_of["spot_cost_usd"] - 1
+    chart.add_series({"name": "Expected cost", "categories": ["Summary", first, 0, last, 0],
+                      "values": ["Summary", first, 1, last, 1], "data_labels": {"value": True, "num_format": USD0}})
+    chart.set_title({"name": "Expected cost by option (USD)"})
+    chart.set_legend({"none": True})
+    chart.set_y_axis({"name": "USD", "num_format": USD0})
+    chart.set_size({"width": 520, "height": 290})
+    ws.insert_chart("E2", chart)
 
 
 def _write_spot(ws, plan: Plan) -> None:
@@ -530,9 +768,9 @@ def _write_assumptions(ws, plan: Plan, extra_notes: list[str] | None = None) -> 
         "Inventory already owned is sunk: it serves demand but is not charged.",
         f"Run id: {plan.run_id} (the same as plan.json's run_id: the two files come from one run).",
     ] + list(extra_notes or [])
-    ws.append([])  # the notes stand below the table
+    s.note()  # the notes stand below the table
     for note in notes:
-        ws.append([s.text(note)])
+        s.note(note)
 
 
 def _write_fleet(ws, plan: Plan, grain: str | None = None) -> None:
@@ -557,25 +795,36 @@ def _write_fleet(ws, plan: Plan, grain: str | None = None) -> None:
         row = t + 2
         r = g.loc[per] if per in g.index else None
         vals = [0.0] * 4 if r is None else [float(r[c]) for c in ("reserved_owned", "reserved_used", "on_demand", "spot")]
-        s.append([_date(per)] + vals + [F(f"=C{row}+D{row}+E{row}"), F(f"=IF(B{row}>0,C{row}/B{row},0)")])
+        s.append([_date(per)] + vals + [F(f"=C{row}+D{row}+E{row}", vals[1] + vals[2] + vals[3]),
+                                        F(f"=IF(B{row}>0,C{row}/B{row},0)", vals[1] / vals[0] if vals[0] > 0 else 0)])
     s.table("Fleet")
-    n = s.rows
-    area = AreaChart()
-    area.grouping = "stacked"
-    area.title = f"GPUs in use by option, stacked = GPUs serving demand with headroom ({scen0})"
-    area.add_data(Reference(ws, min_col=3, max_col=5, min_row=1, max_row=n), titles_from_data=True)
-    owned = LineChart()
-    owned.add_data(Reference(ws, min_col=2, min_row=1, max_row=n), titles_from_data=True)
-    area += owned  # the reserved fleet owned, as a line over the stacked use
-    area.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n))
-    area.height, area.width = 9, 24
-    ws.add_chart(area, "I2")
-    util = BarChart()
-    util.title = "Reserved utilisation per period"
-    util.add_data(Reference(ws, min_col=7, min_row=1, max_row=n), titles_from_data=True)
-    util.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n))
-    util.height, util.width = 7, 24
-    ws.add_chart(util, "I22")
+    n = s.rows - 1  # last data row (0-based)
+    wb = ws.planner_book.wb
+    unit = {"D": "day", "W": "week", "M": "month"}.get(grain or "", "period")
+    area = wb.add_chart({"type": "area", "subtype": "stacked"})
+    for c, name in ((2, "reserved used"), (3, "on-demand"), (4, "spot")):
+        area.add_series({"name": name, "categories": ["Fleet", 1, 0, n, 0], "values": ["Fleet", 1, c, n, c]})
+    owned = wb.add_chart({"type": "line"})
+    owned.add_series({"name": "reserved owned", "categories": ["Fleet", 1, 0, n, 0], "values": ["Fleet", 1, 1, n, 1],
+                      "line": {"color": "black", "width": 1.5}})
+    area.combine(owned)  # the reserved fleet owned, as a line over the stacked use
+    area.set_title({"name": f"GPUs in use by option ({scen0}, mean per {unit})"})
+    axis = {"name": unit, "date_axis": True, "num_format": "yyyy-mm-dd"}
+    if unit == "day":
+        axis.update({"major_unit": 7, "major_unit_type": "days"})
+    area.set_x_axis(axis)
+    area.set_y_axis({"name": "GPUs", "num_format": INT})
+    area.set_size({"width": 900, "height": 340})
+    ws.insert_chart("I2", area)
+    util = wb.add_chart({"type": "column"})
+    util.add_series({"name": "reserved utilisation", "categories": ["Fleet", 1, 0, n, 0],
+                     "values": ["Fleet", 1, 6, n, 6], "gap": 20})
+    util.set_title({"name": f"Reserved utilisation per {unit}"})
+    util.set_x_axis({"name": unit, "date_axis": True, "num_format": "yyyy-mm-dd"})
+    util.set_y_axis({"name": "used / owned", "num_format": "0%", "max": 1})
+    util.set_legend({"none": True})
+    util.set_size({"width": 900, "height": 260})
+    ws.insert_chart("I21", util)
 
 
 def _write_scenarios(ws, plan: Plan) -> None:
@@ -586,8 +835,8 @@ def _write_scenarios(ws, plan: Plan) -> None:
     s.header({"scenario": 18})
     for i, r in enumerate(plan.scenario_costs.itertuples()):
         row = i + 2
-        s.append([r.scenario, r.probability, r.reserved, r.on_demand, r.spot, F(f"=C{row}+D{row}+E{row}"),
-                  r.shortfall_gpu_hours])
+        s.append([r.scenario, r.probability, r.reserved, r.on_demand, r.spot,
+                  F(f"=C{row}+D{row}+E{row}", r.reserved + r.on_demand + r.spot), r.shortfall_gpu_hours])
     s.table("Scenarios")
 
 
@@ -633,18 +882,29 @@ def _write_backfill(ws, plan: Plan) -> None:
     s.table("Backfill")
 
 
-def _write_showback(ws, plan: Plan) -> None:
-    """Cost and GPU-hours per class and team (planner.showback: reserved by use, idle pro rata to use)."""
+def _write_showback(ws, plan: Plan, price_row: dict | None = None, n_alloc: int = 0) -> None:
+    """Cost and GPU-hours per class and team (planner.showback: reserved by use, idle pro rata to use).
+
+    On-demand and spot cost per class are live over Allocation (which is live over Prices); the reserved
+    columns are the allocation of Purchases' cost by use (rule in docs/workbook.md).
+    """
     from ..showback import by_class
 
     cols = ["team", "workload_class", "reserved_gpu_hours", "on_demand_gpu_hours", "spot_gpu_hours",
             "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "total_usd"]
     s = _Sheet(ws, cols, {c: (USD if c.endswith("usd") else NUM) for c in cols[2:]})
     s.header({"team": 20, "workload_class": 20})
+    last = max(n_alloc + 1, 2)
+    alloc = lambda c: f"Allocation!${c}$2:${c}${last}"  # noqa: E731
     if plan.status.value in ("optimal", "feasible"):
         for i, r in enumerate(by_class(plan).to_dict("records")):
             row = i + 2
-            s.append([r[c] for c in cols[:-1]] + [F(f"=F{row}+G{row}+H{row}+I{row}")])
+            live = n_alloc > 0 and r["workload_class"] in plan.inputs.classes
+            od = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"on_demand"),{alloc("M")})',
+                   r["on_demand_usd"]) if live else r["on_demand_usd"]
+            sp = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"spot"),{alloc("M")})',
+                   r["spot_usd"]) if live else r["spot_usd"]
+            s.append([r[c] for c in cols[:7]] + [od, sp, F(f"=F{row}+G{row}+H{row}+I{row}", r["total_usd"])])
     s.table("Showback")
 
 
@@ -664,10 +924,12 @@ def _write_inventory(ws, inventory: pd.DataFrame, price_row: dict) -> None:
         row = i + 2
         pr = price_row.get((r.gpu_type, r.region, r.option,
                             None if pd.isna(r.valid_from) else pd.Timestamp(r.valid_from))) if r.priced else None
-        rate = F(f"=Prices!$G${pr}") if pr else 0.0
+        rate = F(f"=Prices!$G${pr}", r.effective_usd_per_gpu_hour) if pr else 0.0
         s.append([r.gpu_type, r.region, r.option, float(r.gpus), _date(r.start), _date(r.end),
-                  F(f"=Prices!$F${pr}") if pr else None, rate, float(r.hours_in_horizon), F(f"=D{row}*H{row}*I{row}"),
-                  float(r.hours_after_horizon), F(f"=D{row}*Prices!$D${pr}*K{row}") if pr else 0.0,
+                  F(f"=Prices!$F${pr}", r.term_months) if pr else None, rate, float(r.hours_in_horizon),
+                  F(f"=D{row}*H{row}*I{row}", r.horizon_cost_usd if pr else 0.0),
+                  float(r.hours_after_horizon), F(f"=D{row}*Prices!$D${pr}*K{row}", r.recurring_after_horizon_usd)
+                  if pr else 0.0,
                   "yes" if r.expires_in_horizon else "no",
                   "yes" if r.priced else "no: the price sheet has no such reserved option"])
     s.table("Inventory")
@@ -701,7 +963,7 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     inp = plan.inputs
     cash = plan.cash_schedule
     if not len(cash):
-        ws.append(["no cash schedule (no plan)"])
+        ws.write_string(0, 0, "no cash schedule (no plan)")
         return
     bought_idx = [i for i, r in enumerate(purchases.itertuples()) if r.instances > 0]
     bought = purchases.iloc[bought_idx]
@@ -727,48 +989,64 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     h0 = 8  # first helper column (H)
     g0 = h0 + len(bought)  # GPU-hours columns
     l0 = g0 + len(pool_cols)  # ladder columns
-    letter = get_column_letter
+    letter = lambda i: xl_col_to_name(i - 1)  # noqa: E731 (1-based, as the row numbers)
     spelled = len(bought) <= MAX_FORMULA_TERMS and len(pool_cols) <= MAX_FORMULA_TERMS
     purchase_month = {j: pd.Timestamp(r.purchase_date).strftime("%Y-%m") for j, r in enumerate(bought.itertuples())}
     end_month = {j: (pd.Timestamp(r.end_date) - pd.Timedelta(hours=1)).strftime("%Y-%m")
                  for j, r in enumerate(bought.itertuples())}
+    prices = inp.tables.prices
+    hourly = {j: float(prices["hourly_usd"].iat[price_row[_price_key(r)] - 2]) for j, r in enumerate(bought.itertuples())}
+    pool_price = {q: _price_value(plan, price_row, (gt, rg, opt, None)) for q, (opt, gt, rg) in enumerate(pool_cols)}
     for i, m in enumerate(label):
         row = i + 2
         c = cash.iloc[i] if i < len(cash) else None
+        gh_m = [float(gh.get((opt, gt, rg, m), 0.0)) for opt, gt, rg in pool_cols]
         if spelled:
             up = [f"Purchases!$R${bought_idx[j] + 2}" for j in range(len(bought)) if purchase_month[j] == m]
+            up_v = sum(float(r.upfront_total_usd) for j, r in enumerate(bought.itertuples()) if purchase_month[j] == m)
             up += [f"-Purchases!$G${bought_idx[j] + 2}*Prices!$M${price_row[_price_key(r)]}"
                    for j, r in enumerate(bought.itertuples()) if end_month[j] == m]  # residual value back
+            up_v -= sum(float(r.residual_total_usd) for j, r in enumerate(bought.itertuples()) if end_month[j] == m)
             rec = [f"{letter(h0 + j)}{row}*Purchases!$G${bought_idx[j] + 2}*Prices!$D$"
                    f"{price_row[_price_key(r)]}" for j, r in enumerate(bought.itertuples())]
+            rec_v = sum(float(hours[j, i]) * float(r.gpus) * hourly[j] for j, r in enumerate(bought.itertuples()))
             od = [f"{letter(g0 + q)}{row}*Prices!$D${price_row[(gt, rg, opt, None)]}"
                   for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "on_demand"]
+            od_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if opt == "on_demand")
             sp = [f"{letter(g0 + q)}{row}*Prices!$D${price_row[(gt, rg, opt, None)]}"
                   for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "spot"]
-            cells = [F("=" + ("+".join(x) if x else "0")) for x in (up, rec, od, sp)]
+            sp_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if opt == "spot")
+            cells = [F("=" + ("+".join(x) if x else "0"), v if x else 0.0)
+                     for x, v in ((up, up_v), (rec, rec_v), (od, od_v), (sp, sp_v))]
+            month_total = up_v + rec_v + od_v + sp_v
         else:  # too many terms for one formula: the values, as in plan.json
             cells = [float(c[k]) for k in ("upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd")]
-        values = [m, *cells, F(f"=SUM(B{row}:E{row})"), None]
+            month_total = sum(cells)
+        values = [m, *cells, F(f"=SUM(B{row}:E{row})", month_total), None]
         values += [float(x) for x in hours[:, i]]
-        values += [float(gh.get((opt, gt, rg, m), 0.0)) for opt, gt, rg in pool_cols]
-        values += [F(f"=IF({letter(h0 + j)}{row}>0,Purchases!$G${bought_idx[j] + 2},0)") for j in range(len(bought))]
+        values += gh_m
+        values += [F(f"=IF({letter(h0 + j)}{row}>0,Purchases!$G${bought_idx[j] + 2},0)",
+                     float(r.gpus) if hours[j, i] > 0 else 0.0) for j, r in enumerate(bought.itertuples())]
         s.append(values)
-    n = s.rows
-    chart = BarChart()
-    chart.type, chart.grouping, chart.overlap = "col", "stacked", 100
-    chart.title = "Cash out per month (USD)"
-    chart.y_axis.title, chart.x_axis.title = "USD", "month"
-    chart.add_data(Reference(ws, min_col=2, max_col=5, min_row=1, max_row=n), titles_from_data=True)
-    chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n))
-    chart.width, chart.height = 24, 10
-    ws.add_chart(chart, "H2" if not len(bought) and not pool_cols else f"{letter(l0 + len(bought) + 1)}2")
+    n = s.rows - 1  # last data row (0-based)
+    wb = ws.planner_book.wb
+    chart = wb.add_chart({"type": "column", "subtype": "stacked"})
+    for c_, name in ((1, "upfront"), (2, "reserved recurring"), (3, "on-demand"), (4, "spot")):
+        chart.add_series({"name": name, "categories": ["Cash flow", 1, 0, n, 0],
+                          "values": ["Cash flow", 1, c_, n, c_], "gap": 30})
+    chart.set_title({"name": "Cash out per month (USD)"})
+    chart.set_y_axis({"name": "USD", "num_format": USD0})
+    chart.set_x_axis({"name": "month"})
+    chart.set_size({"width": 900, "height": 380})
+    ws.insert_chart("H2" if not len(bought) and not pool_cols else f"{letter(l0 + len(bought) + 1)}2", chart)
     if len(bought):
-        ladder = AreaChart()
-        ladder.grouping = "stacked"
-        ladder.title = "Reserved GPUs owned, by purchase (the ladder)"
-        ladder.y_axis.title, ladder.x_axis.title = "GPUs", "month"
-        ladder.add_data(Reference(ws, min_col=l0, max_col=l0 + len(bought) - 1, min_row=1, max_row=n),
-                        titles_from_data=True)
-        ladder.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n))
-        ladder.width, ladder.height = 24, 10
-        ws.add_chart(ladder, f"{letter(l0 + len(bought) + 1)}24")
+        ladder = wb.add_chart({"type": "area", "subtype": "stacked"})
+        for j in range(len(bought)):
+            col = l0 - 1 + j
+            ladder.add_series({"name": ["Cash flow", 0, col], "categories": ["Cash flow", 1, 0, n, 0],
+                               "values": ["Cash flow", 1, col, n, col]})
+        ladder.set_title({"name": "Reserved GPUs owned, by purchase (the ladder)"})
+        ladder.set_y_axis({"name": "GPUs", "num_format": INT})
+        ladder.set_x_axis({"name": "month"})
+        ladder.set_size({"width": 900, "height": 380})
+        ws.insert_chart(f"{letter(l0 + len(bought) + 1)}24", ladder)
