@@ -14,7 +14,7 @@ from openpyxl.styles import Font
 
 from .. import __version__
 from ..atomic import atomic_path
-from ..report.xlsx import BOLD, INT, NUM, PCT, RATE, USD, USD0, _Sheet
+from ..report.sheet_openpyxl import BOLD, INT, NUM, PCT, RATE, USD, USD0, _Sheet
 from .sweep import FACTORS, SweepResult, flat_rows, solved_line, to_dict
 
 LINK = Font(color="0563C1", underline="single")
