@@ -69,6 +69,13 @@ class BacktestResult:
     hindsight_objective_usd: float
     settings: Settings
     notes: list = field(default_factory=list)
+    hindsight_status: str = "optimal"
+    hindsight_gap: float | None = 0.0
+
+    @property
+    def proven(self) -> bool:
+        """True when the hindsight optimum is proven (the regrets are exact, not upper bounds)."""
+        return self.hindsight_status == "optimal"
 
     def to_dict(self) -> dict:
         """backtest.json: ``{"windows": [...], "strategies": {...}, "hindsight_total_usd", ...}``."""
@@ -86,6 +93,7 @@ class BacktestResult:
             "strategies": {r.pop("strategy"): r for r in records(self.strategies)},
             "hindsight_total_usd": self.hindsight_total_usd,
             "hindsight_objective_usd": self.hindsight_objective_usd,
+            "hindsight_status": self.hindsight_status, "hindsight_mip_gap": self.hindsight_gap,
             "monthly": records(self.monthly),
             "settings": {"train_periods": s.train, "test_periods": s.test, "step_periods": s.step,
                          "horizon_periods": s.horizon, "period_hours": s.period_hours,
@@ -123,15 +131,25 @@ def _fleet_series(inp: PlanInputs, demand: np.ndarray, row: int, classes: list[i
     return sum(demand[k] * (1 + inp.headroom[k]) / q[k] for k in classes)
 
 
-def _owned_now(inp: PlanInputs) -> np.ndarray:
-    """GPUs owned per pool in the first period of ``inp`` (inventory file + earlier purchases)."""
-    return inp.inventory[:, 0].copy() if inp.T else np.zeros(inp.P)
+def _owned_now(inp: PlanInputs, on_order: np.ndarray | None = None) -> np.ndarray:
+    """GPUs owned per pool at the cut-off: active now (inventory file + earlier purchases), or ``on_order``
+    when given (per pool: earlier purchases not yet expired, active or still in their lead time)."""
+    now = inp.inventory[:, 0].copy() if inp.T else np.zeros(inp.P)
+    return now if on_order is None else np.maximum(now, on_order)
 
 
-def percentile_fleet(inp: PlanInputs, forecast: np.ndarray) -> np.ndarray:
-    """Instances per purchase row of ``inp``: the fleet's break-even level of the forecast, less what is owned."""
+def _room(inp: PlanInputs, owned: np.ndarray) -> np.ndarray:
+    """Per pool: reserved GPUs that may still be bought under the price sheet's reserved cap (max_gpus)."""
+    cap = inp.pools["cap_res"].to_numpy(float) if "cap_res" in inp.pools else np.full(inp.P, np.nan)
+    return np.where(np.isnan(cap), np.inf, np.clip(cap - owned, 0.0, None))
+
+
+def percentile_fleet(inp: PlanInputs, forecast: np.ndarray, on_order: np.ndarray | None = None) -> np.ndarray:
+    """Instances per purchase row of ``inp``: the fleet's break-even level of the forecast, less what is owned
+    (or on order), within the reserved cap."""
     n = np.zeros(len(inp.reserved))
-    owned = _owned_now(inp)
+    owned = _owned_now(inp, on_order)
+    room = _room(inp, owned)
     od = inp.pools["od"].to_numpy(float)
     res = inp.reserved
     for c, classes in _cheapest_rows(inp).items():
@@ -141,12 +159,14 @@ def percentile_fleet(inp: PlanInputs, forecast: np.ndarray) -> np.ndarray:
             continue
         level = np.quantile(_fleet_series(inp, forecast, c, classes), 1 - r / od[p])
         m = float(res["m"].iat[c])
-        n[c] = np.floor(max(0.0, level - owned[p]) / m + 1e-9)
+        n[c] = np.floor(min(max(0.0, level - owned[p]), room[p]) / m + 1e-9)
         owned[p] += n[c] * m
+        room[p] -= n[c] * m
     return n
 
 
-def recommender(inp: PlanInputs, usage: np.ndarray, hours: np.ndarray) -> np.ndarray:
+def recommender(inp: PlanInputs, usage: np.ndarray, hours: np.ndarray,
+                on_order: np.ndarray | None = None) -> np.ndarray:
     """Instances per purchase row: per pool, the option and level that would have saved most on ``usage``.
 
     ``usage`` (K, L) is the demand of the lookback window; the pool's GPUs it needs (cheapest-option
@@ -155,7 +175,8 @@ def recommender(inp: PlanInputs, usage: np.ndarray, hours: np.ndarray) -> np.nda
     quantile ``1 - r / od`` of u; the option with the larger saving is recommended (none when no saving).
     """
     n = np.zeros(len(inp.reserved))
-    owned = _owned_now(inp)
+    owned = _owned_now(inp, on_order)
+    room = _room(inp, owned)
     od = inp.pools["od"].to_numpy(float)
     res = inp.reserved
     by_pool: dict[int, np.ndarray] = {}
@@ -171,7 +192,7 @@ def recommender(inp: PlanInputs, usage: np.ndarray, hours: np.ndarray) -> np.nda
             r, m = float(res["r"].iat[c]), float(res["m"].iat[c])
             if r >= od[p]:
                 continue
-            gpus = np.floor(np.quantile(uncovered, 1 - r / od[p]) / m + 1e-9) * m
+            gpus = np.floor(min(np.quantile(uncovered, 1 - r / od[p]), room[p]) / m + 1e-9) * m
             saving = float(hours @ (od[p] * np.minimum(uncovered, gpus) - r * gpus))
             if saving > best_saving + 1e-9:
                 best, best_saving = (c, gpus / m), saving
@@ -188,10 +209,18 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
     forecast as demand, ``owned`` as dated inventory); the instances are per row of their ``reserved``.
     """
     s = settings
+    if strategy == "all_on_demand":
+        inp = future_inputs(base, start, s.horizon, s.period_hours, np.zeros((1, base.K, s.horizon)), ["forecast"],
+                            np.array([1.0]), owned)
+        return inp, np.zeros(len(inp.reserved)), 1
     forecaster = fc_mod.resolve(s.forecaster)
-    point = fc_mod.run(forecaster, seen, s.horizon, s.period_hours)
+    try:
+        point = fc_mod.run(forecaster, seen, s.horizon, s.period_hours)
+    except Exception as exc:  # the user's forecaster: say where it failed
+        raise ForecasterError(f"the forecaster {_name(s.forecaster)} failed at the cut-off {start}: "
+                              f"{type(exc).__name__}: {exc}") from None
     inp = future_inputs(base, start, s.horizon, s.period_hours, point[None], ["forecast"], np.array([1.0]), owned)
-    if strategy == "all_on_demand" or not len(inp.reserved):
+    if not len(inp.reserved):
         return inp, np.zeros(len(inp.reserved)), 1
     if strategy == "point":
         return inp, make_plan(inp, risk=False).purchases["instances"].to_numpy(float), 1
@@ -201,13 +230,36 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
         names = [f"e{j}" for j in range(len(prob))] if len(prob) > 1 else ["forecast"]
         scen = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned)
         return inp, make_plan(scen, risk=False).purchases["instances"].to_numpy(float), len(prob)
+    on_order = _on_order(base, owned, start)
     if strategy == "percentile_fleet":
-        return inp, percentile_fleet(inp, point), 1
+        return inp, percentile_fleet(inp, point, on_order), 1
     if strategy == "recommender":
         lookback = s.lookback or int(round(DEFAULT_LOOKBACK_HOURS / s.period_hours))
         usage = seen[:, -lookback:]  # as much of it as there is
-        return inp, recommender(inp, usage, np.full(usage.shape[1], s.period_hours)), 1
+        return inp, recommender(inp, usage, np.full(usage.shape[1], s.period_hours), on_order), 1
     raise ValueError(f"unknown strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+
+
+class ForecasterError(ValueError):
+    """The forecaster raised or returned something unusable (a user's mistake: exit 2)."""
+
+
+def _name(spec) -> str:
+    return repr(spec) if isinstance(spec, str) else getattr(spec, "__name__", repr(spec))
+
+
+def _on_order(base: PlanInputs, owned: pd.DataFrame, start) -> np.ndarray:
+    """Per pool: GPUs of earlier purchases (and the inventory file) not expired at ``start``, active or not yet."""
+    out = np.zeros(base.P)
+    pool = {k: i for i, k in enumerate(zip(base.pools["gpu_type"], base.pools["region"]))}
+    for frame in (owned, base.tables.inventory):
+        if frame is None or not len(frame):
+            continue
+        live = frame[pd.to_datetime(frame["end"]) > pd.Timestamp(start)]
+        for r in live.itertuples():
+            if (r.gpu_type, r.region) in pool:
+                out[pool[(r.gpu_type, r.region)]] += float(r.gpus)
+    return out
 
 
 def _bought(inp: PlanInputs, n: np.ndarray, window: int) -> pd.DataFrame:
@@ -221,6 +273,8 @@ def _bought(inp: PlanInputs, n: np.ndarray, window: int) -> pd.DataFrame:
 def run_chain(base: PlanInputs, strategy: str, settings: Settings, make_plan) -> tuple[pd.DataFrame, list[int]]:
     """One strategy over every cut-off in order; its purchases (one row per window and option) and scenario counts."""
     history = base.demand[0]
+    settings = replace(settings, forecaster=fc_mod.resolve(settings.forecaster)) if isinstance(
+        settings.forecaster, str) else settings  # a forecaster file is loaded once per chain
     frames, scenarios = [], []
     owned = pd.DataFrame(columns=["gpu_type", "region", "gpus", "start", "end"])
     for w, c in enumerate(settings.cutoffs(base.T)):
@@ -302,16 +356,28 @@ def _init_worker(history: PlanInputs, settings: Settings, make_plan) -> None:
     _STATE.update(history=history, settings=settings, make_plan=make_plan)
 
 
+def _checked(plan, what: str):
+    """The plan, or SolverError when the solver found none (never a $0 plan that looks like one)."""
+    if plan.status.value not in ("optimal", "feasible"):
+        from .errors import SolverError
+
+        raise SolverError(f"{what}: the solver found no plan ({plan.status.value}"
+                          + (f": {plan.solve.message}" if plan.solve.message else "") + ")")
+    return plan
+
+
 def _run_task(task: str) -> dict:
     base, settings, make_plan = _STATE["history"], _STATE["settings"], _STATE["make_plan"]
     whole = whole_period(base, settings)
     if task == "hindsight":
-        plan = make_plan(whole, risk=False)
+        plan = _checked(make_plan(whole, risk=False), "the hindsight plan")
         return {"costs": period_costs(plan), "purchases": plan.purchases[plan.purchases["instances"] > 0],
-                "gap": plan.solve.mip_gap or 0.0}
+                "status": plan.status.value, "gap": plan.solve.mip_gap}
     bought, scenarios = run_chain(base, task, settings, make_plan)
-    plan = make_plan(whole, fixed_reserved=fixed_instances(whole, bought), risk=False)
-    return {"costs": period_costs(plan), "bought": bought, "scenarios": scenarios}
+    plan = _checked(make_plan(whole, fixed_reserved=fixed_instances(whole, bought), risk=False),
+                    f"{task}'s purchases on the demand that came")
+    return {"costs": period_costs(plan), "bought": bought, "scenarios": scenarios, "status": plan.status.value,
+            "gap": plan.solve.mip_gap}
 
 
 def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_plan,
@@ -334,18 +400,28 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
                         horizon=int(horizon_periods or train_periods), period_hours=period_hours,
                         forecaster=forecaster, origins=int(origins), lookback=lookback_periods,
                         strategies=tuple(strategies))
+    settings = replace(settings, strategies=tuple(dict.fromkeys(settings.strategies)))
     unknown = [s for s in settings.strategies if s not in STRATEGIES]
     if unknown:
         raise ValueError(f"unknown strategies {unknown}: expected some of {', '.join(STRATEGIES)}")
-    fc_mod.resolve(forecaster)  # a bad name fails here, not in a worker
     cuts = settings.cutoffs(base.T)
     if not len(cuts):
         raise ValueError(f"history too short: {base.T} periods for {settings.train} + {settings.test}")
+    if any(s != "all_on_demand" for s in settings.strategies):  # a bad forecaster fails here, before any solve
+        try:
+            fc_mod.run(fc_mod.resolve(forecaster), base.demand[0][:, :cuts[0]], settings.horizon,
+                       settings.period_hours)
+        except Exception as exc:
+            raise ForecasterError(f"the forecaster {_name(forecaster)} failed at the first cut-off "
+                                  f"{base.periods[cuts[0]]}: {type(exc).__name__}: {exc}") from None
     tasks = ["hindsight"] + list(settings.strategies)
     outcomes = (executor or LocalExecutor(1)).map(
         _run_task, tasks, initializer=_init_worker, initargs=(base, settings, make_plan), progress=progress,
         describe=lambda o: f"{tasks[o.index]}" + ("" if o.ok else f": FAILED {o.error}"))
     failed = [f"{tasks[o.index]}: {o.error}" for o in outcomes if not o.ok]
+    forecast_failed = [o.error for o in outcomes if not o.ok and "ForecasterError" in str(o.error)]
+    if forecast_failed:
+        raise ForecasterError(str(forecast_failed[0]).split("ForecasterError: ", 1)[-1])
     if failed:
         raise SolverError("backtest stopped: " + "; ".join(failed))
     got = {t: o.value for t, o in zip(tasks, outcomes)}
@@ -369,11 +445,12 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
             mine, best = costs.iloc[sl], hind.iloc[sl]
             b = bought[bought["window"] == w]
             regret = float(mine["objective"].sum() - best["objective"].sum())
-            pct = 100 * regret / float(best["objective"].sum()) if best["objective"].sum() else 0.0
+            pct = 100 * regret / float(best["objective"].sum()) if best["objective"].sum() > 0 else None
             window_regret.append(pct)
+            end = base.periods[c + settings.test - 1] + pd.Timedelta(hours=float(base.hours[c + settings.test - 1]))
             rows.append({
-                "window": w, "train_start": base.periods[max(0, c - settings.train)], "test_start": base.periods[c],
-                "test_end": base.periods[c + settings.test - 1], "strategy": name,
+                "window": w, "train_start": base.periods[0].isoformat(), "test_start": base.periods[c].isoformat(),
+                "test_end": end.isoformat(), "strategy": name,
                 "purchases": [{"gpu_type": r.gpu_type, "region": r.region, "option": r.option,
                                "purchase_date": pd.Timestamp(r.purchase_date).isoformat(), "gpus": float(r.gpus),
                                "instances": int(r.instances)} for r in b.itertuples()],
@@ -390,16 +467,32 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
         month = costs["total"].groupby(costs.index.to_period("M")).sum()
         months.append(pd.DataFrame({"month": month.index.astype(str), "strategy": name, "cost_usd": month.to_numpy()}))
         total_obj, hind_obj = float(costs["objective"].sum()), float(hind["objective"].sum())
+        known = [x for x in window_regret if x is not None]
         summary.append({
-            "strategy": name, "mean_regret_pct": float(np.mean(window_regret)),
-            "total_regret_pct": 100 * (total_obj - hind_obj) / hind_obj if hind_obj else 0.0,
+            "strategy": name, "mean_regret_pct": float(np.mean(known)) if known else None,
+            "total_regret_pct": 100 * (total_obj - hind_obj) / hind_obj if hind_obj > 0 else None,
+            "status": got[name]["status"],
             "total_cost_usd": float(costs["total"].sum()), "total_objective_usd": total_obj,
             "reserved_usd": float(costs["reserved"].sum()), "on_demand_usd": float(costs["on_demand"].sum()),
             "spot_usd": float(costs["spot"].sum()),
             "shortfall_gpu_hours": float(costs["shortfall_gpu_hours"].sum()),
             "slo_hours_missed": float(costs["slo_hours_missed"].sum()),
             "gpus_bought": float(bought["gpus"].sum())})
-    notes = []
+    notes = ["reserved cost is amortised over the hours each purchase is active in the test period (the model "
+             "file's accounting is not used here): the liability past the period is not charged"]
+    undefined = sum(1 for r in rows if r["regret_pct"] is None)
+    if undefined:
+        notes.append(f"{undefined} window row(s) have no regret % (the hindsight plan costs nothing there); "
+                     "their regret_usd is given")
+    lead = base.options["lead_time_months"].max() * 730.0 if base.options is not None and \
+        "lead_time_months" in base.options and len(base.options) else 0.0
+    if lead >= settings.horizon * settings.period_hours:
+        notes.append(f"the planner's horizon ({settings.horizon * settings.period_hours:g} h) is no longer than the "
+                     f"longest lead time ({lead:g} h): point and stochastic plans cannot see a purchase pay")
+    hs = got["hindsight"]
+    if hs["status"] != "optimal":
+        notes.append(f"the hindsight plan is {hs['status']} (gap {hs['gap']}), not proven optimal: regrets are "
+                     "upper bounds")
     if "stochastic" in settings.strategies:
         single = sum(1 for r in rows if r["strategy"] == "stochastic" and r["scenarios"] == 1)
         if single:
@@ -409,7 +502,8 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
     return BacktestResult(windows=pd.DataFrame(rows), strategies=pd.DataFrame(summary),
                           monthly=pd.concat(months, ignore_index=True), purchases=purchases,
                           hindsight_total_usd=float(hind["total"].sum()),
-                          hindsight_objective_usd=float(hind["objective"].sum()), settings=settings, notes=notes)
+                          hindsight_objective_usd=float(hind["objective"].sum()), settings=settings, notes=notes,
+                          hindsight_status=hs["status"], hindsight_gap=hs["gap"])
 
 
 def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, step_hours: float | None = None,
@@ -427,12 +521,38 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
     if not np.allclose(history.hours, step):
         raise InputError(Problem(source, "a backtest needs periods of one length",
                                  value=f"{history.hours.min():g} to {history.hours.max():g} h", column="hours"))
+    gaps = np.flatnonzero(np.diff(history.periods.asi8) != int(round(step * 3600e9)))
+    if len(gaps):
+        raise InputError(Problem(source, "a backtest needs contiguous periods (each starting where the last ends)",
+                                 column="period", value=str(history.periods[gaps[0] + 1]),
+                                 expected=f"{history.periods[gaps[0]] + pd.Timedelta(hours=step)}",
+                                 hint="fill the missing periods (0 GPUs where nothing ran)"))
+    slo = [c for c in history.classes if history.config.classes[c].slo is not None]
+    if slo:
+        raise InputError(Problem(str(history.config.path or "<model>"),
+                                 "backtests of SLO-sized classes (demand in requests per second) are not supported: "
+                                 "their GPU types' speeds are sized on the whole history, which would leak the "
+                                 "future into each cut-off", value=", ".join(slo),
+                                 hint="backtest their demand in GPUs (a class without [classes.X.slo])"))
+    horizon = horizon_hours or train_hours
+    if horizon > 3 * 8760:
+        raise InputError(Problem("--horizon-hours", "out of range", value=horizon,
+                                 expected="at most 26,280 hours (three years)"))
     train, test = int(round(train_hours / step)), int(round(test_hours / step))
     if train < 1 or test < 1 or train + test > history.T:
         raise InputError(Problem(source, f"history too short: {history.T} periods of {step:g} h for a "
                                  f"{train_hours:g} h + {test_hours:g} h window",
                                  hint="shorten --train-hours or --test-hours"))
     lookback = options.pop("lookback_hours", None)
+    try:
+        return _backtest_periods(history, train, test, step, step_hours, test_hours, horizon_hours, train_hours,
+                                 lookback, backend, executor, progress, make_plan, functools, options)
+    except ForecasterError as exc:
+        raise InputError(Problem("--forecaster", str(exc))) from None
+
+
+def _backtest_periods(history, train, test, step, step_hours, test_hours, horizon_hours, train_hours, lookback,
+                      backend, executor, progress, make_plan, functools, options) -> BacktestResult:
     return backtest(history, train, test, functools.partial(make_plan, backend=backend),
                     step_periods=max(1, int(round((step_hours or test_hours) / step))),
                     horizon_periods=max(1, int(round((horizon_hours or train_hours) / step))),

@@ -240,3 +240,107 @@ def test_backtest_on_a_real_trace_beats_all_on_demand_and_respects_the_bound():
     assert (s["total_objective_usd"] >= r.hindsight_objective_usd * (1 - 1e-6)).all()
     assert s.loc["point", "total_regret_pct"] < 3.0
     assert s.loc["all_on_demand", "total_cost_usd"] > 1.5 * s.loc["point", "total_cost_usd"]
+
+
+# ---------------------------------------------------------------- the review's findings, each a regression test
+
+def test_baselines_respect_the_reserved_cap_and_count_what_is_on_order(tmp_path):
+    # reserved capped at 5 GPUs: no strategy may buy more (the realised plan would be infeasible)
+    capped = load_inputs(write_case(tmp_path / "cap", {"c": [10.0] * 96},
+                                    [price(hourly=1.0), price(option="reserved_1y", hourly=0.6, term_months=12,
+                                                              max_gpus=5)], {"c": {}}, solver={"backend": "highs"}))
+    r = backtest(capped, 24, 24, HIGHS, horizon_periods=24, forecaster="latest")
+    s = r.strategies.set_index("strategy")
+    for name in ("point", "percentile_fleet", "recommender"):
+        assert s.loc[name, "gpus_bought"] == 5, name
+        assert s.loc[name, "total_cost_usd"] >= r.hindsight_total_usd - 1e-6 > 0
+    # a 48-hour lead time: the baselines buy 10 once, not again while the first purchase is on order
+    lead = load_inputs(write_case(tmp_path / "lead", {"c": [10.0] * 96},
+                                  [price(hourly=1.0), price(option="reserved_1y", hourly=0.5, term_months=12,
+                                                            lead_time_months=48 / 730)], {"c": {}},
+                                  solver={"backend": "highs"}))
+    r = backtest(lead, 24, 24, HIGHS, horizon_periods=24, forecaster="latest",
+                 strategies=("percentile_fleet", "recommender"))
+    assert r.strategies.set_index("strategy")["gpus_bought"].tolist() == [10, 10]
+
+
+def test_a_plan_the_solver_did_not_find_stops_the_backtest():
+    from types import SimpleNamespace
+
+    from planner.backtest import _checked
+    from planner.errors import SolverError
+
+    failed = SimpleNamespace(status=SimpleNamespace(value="infeasible"), solve=SimpleNamespace(message="no"))
+    with pytest.raises(SolverError, match="found no plan"):
+        _checked(failed, "point's purchases")
+
+
+def test_regret_is_undefined_when_hindsight_costs_nothing(tmp_path):
+    inp = step_case(tmp_path, [10.0] * 24 + [0.0] * 24)
+    r = backtest(inp, 24, 24, HIGHS, horizon_periods=24, forecaster="latest", strategies=("point",))
+    w = r.windows.iloc[0]
+    assert w["regret_usd"] > 0 and w["regret_pct"] is None
+    assert r.strategies["total_regret_pct"].iloc[0] is None
+    assert any("no regret %" in n for n in r.notes)
+
+
+@pytest.mark.parametrize("case, args, message", [
+    ("raise", ["--forecaster", "{fc}:boom"], "failed at the first cut-off"),
+    ("shape", ["--forecaster", "{fc}:shape"], "expected (1, 48)"),  # the horizon defaults to --train-hours
+    ("nan", ["--forecaster", "{fc}:nan"], "NaN"),
+    ("horizon", ["--horizon-hours", "1e9"], "--horizon-hours"),
+    ("gap", [], "contiguous periods"),
+    ("slo", [], "SLO-sized classes"),
+    ("outfile", [], "cannot write"),
+])
+def test_backtest_mistakes_exit_2_before_any_solve(tmp_path, case, args, message):
+    fc = tmp_path / "fc.py"
+    fc.write_text("import numpy as np\n"
+                  "def boom(h, n, p):\n    raise RuntimeError('no model today')\n"
+                  "def shape(h, n, p):\n    return np.zeros((h.shape[0], n + 1))\n"
+                  "def nan(h, n, p):\n    return np.full((h.shape[0], n), np.nan)\n")
+    classes = {"a": {"demand_unit": "requests_per_s", "latency_slo_ms": 3000,
+                     "replicas": {"A": {"service_ms": 500, "gpus_per_replica": 2}}}} if case == "slo" else {"a": {}}
+    m = write_case(tmp_path, {"a": [3.0] * 96}, [price(hourly=2.0), price(option="reserved_1y", hourly=1.1)],
+                   classes, solver={"backend": "highs"})
+    if case == "gap":
+        d = pd.read_csv(tmp_path / "demand.csv").drop(index=range(50, 60)).assign(hours=1.0)
+        d.to_csv(tmp_path / "demand.csv", index=False)
+    out = tmp_path / "bt"
+    if case == "outfile":
+        out = tmp_path / "afile"
+        out.write_text("x")
+        out = out / "sub"
+    result = CliRunner().invoke(cli, ["backtest", str(m), "--train-hours", "48", "--test-hours", "24",
+                                      "--out", str(out)] + [a.format(fc=fc) for a in args])
+    assert result.exit_code == (1 if case == "outfile" else 2), result.output  # as `planner plan` (exit 1)
+    assert message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "bt").exists()
+
+
+def test_duplicate_strategies_run_once(tmp_path):
+    m = write_case(tmp_path, {"a": [3.0] * 72}, [price(hourly=2.0), price(option="reserved_1y", hourly=1.1)],
+                   {"a": {}}, solver={"backend": "highs"})
+    result = CliRunner().invoke(cli, ["backtest", str(m), "--train-hours", "24", "--test-hours", "24",
+                                      "--strategies", "point,point", "--json", "--out", str(tmp_path / "bt")])
+    assert result.exit_code == 0, result.output
+    assert list(json.loads(result.output)["strategies"]) == ["point"]
+
+
+def test_no_look_ahead_when_the_history_file_itself_differs_after_the_cut_off(tmp_path):
+    rng = np.random.default_rng(4)
+    a = (8 + 3 * np.sin(np.arange(168) / 24 * 2 * np.pi) + rng.normal(0, 1, 168)).clip(0).round(2)
+    b = a.copy()
+    b[96:] = b[96:] * 2.5 + 3  # another future after the fourth cut-off (24 + 3 x 24 = 96)
+    prices = [price(hourly=2.0), price(option="reserved_1y", hourly=1.1, term_months=12),
+              price(option="spot", hourly=0.7, interruptions_per_hour=0.1)]
+    classes = {"c": {"spot": True, "max_spot_share": 0.5}, "d": {"headroom": 0.1}}
+    runs = []
+    for name, d in (("a", a), ("b", b)):
+        inp = load_inputs(write_case(tmp_path / name, {"c": d.tolist(), "d": (d / 2).round(2).tolist()}, prices,
+                                     classes, solver={"backend": "highs"}))
+        runs.append(backtest(inp, 24, 24, HIGHS, horizon_periods=24, origins=3).purchases)
+    keep = ["strategy", "window", "option", "instances"]
+    early = [r[r["window"] <= 3][keep].reset_index(drop=True) for r in runs]
+    pd.testing.assert_frame_equal(early[0], early[1])
+    assert not runs[0][keep].reset_index(drop=True).equals(runs[1][keep].reset_index(drop=True))

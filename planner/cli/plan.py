@@ -178,6 +178,7 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
     \b
         planner backtest models/example.toml --train-hours 168 --test-hours 24 --json
     """
+    from ..atomic import check_writable
     from ..backtest import backtest_hours, write_backtest
     from ..errors import Problem
     from ..forecast import resolve
@@ -193,6 +194,7 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
     except ValueError as exc:
         raise InputError(Problem("--forecaster", str(exc), value=forecaster)) from None
     inp = load_inputs(model or default_model(), demand=history)
+    check_writable(out_dir or default_out_dir(inp.config, "-backtest"))  # before the run, not after
     with executor_from(executor, scheduler, jobs) as ex:
         result = backtest_hours(inp, train_hours, test_hours, step_hours, horizon_hours=horizon_hours,
                                 backend=solver, executor=ex, progress=not quiet and not as_json,
@@ -202,18 +204,22 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
     if as_json:
         echo_json(json.loads(paths["json"].read_text(encoding="utf-8")))
     else:
-        table = result.windows.pivot(index="window", columns="strategy", values="regret_pct")[list(chosen)]
+        table = result.windows.pivot(index="window", columns="strategy", values="regret_pct")[
+            list(dict.fromkeys(chosen))].astype(float)
         if len(table) > 12:
             click.echo(f"{len(table)} windows; regret per window in {paths['csv']}")
         else:
             click.echo("Regret against the hindsight optimum, % of its cost, per test window:")
             click.echo(table.round(2).to_string())
-        click.echo(f"Whole period ({result.windows['test_start'].min():%Y-%m-%d %H:%M} to "
-                   f"{result.windows['test_end'].max():%Y-%m-%d %H:%M}), hindsight optimum "
-                   f"${result.hindsight_total_usd:,.0f}:")
+        click.echo(f"Whole period ({result.windows['test_start'].min()[:16]} to "
+                   f"{result.windows['test_end'].max()[:16]}), hindsight optimum "
+                   f"${result.hindsight_total_usd:,.0f} ({result.hindsight_status}):")
         click.echo(result.strategies.set_index("strategy")[
             ["total_cost_usd", "mean_regret_pct", "total_regret_pct", "shortfall_gpu_hours", "slo_hours_missed",
-             "gpus_bought"]].round(2).to_string())
+             "gpus_bought"]].astype(float).round(2).to_string())
         for note in result.notes:
             click.echo(f"  note: {note}")
         click.echo(f"  wrote {paths['csv']}, {paths['monthly']} and {paths['json']}")
+    if not result.proven:
+        click.secho("the hindsight optimum is not proven (time limit): regrets are upper bounds", err=True)
+        sys.exit(EXIT_NOT_MET)
