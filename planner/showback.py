@@ -69,3 +69,77 @@ def by_team(plan: Plan) -> pd.DataFrame:
     """The classes' showback summed per team."""
     c = by_class(plan)
     return c.drop(columns=["workload_class"]).groupby("team", sort=False).sum(numeric_only=True).reset_index()
+
+
+def by_month(plan: Plan) -> pd.DataFrame:
+    """Chargeback per calendar month and class, by the same rule as :func:`by_class` applied month by month.
+
+    A pool's reserved cost of the month (this plan's purchases, amortised over their active hours in it) is
+    spread over the reserved GPU-hours owned there that month; each class pays that rate for its use, and
+    the month's idle cost is spread over the classes in proportion to their use of the pool that month
+    (``(unallocated)`` when nobody used it). The months add up to the amortised total cost.
+    """
+    inp = plan.inputs
+    w = dict(zip(inp.scenarios, inp.probability))
+    a = plan.allocation_positions
+    month = a["period"].dt.strftime("%Y-%m")
+    wgh = a["gpu_hours"] * a["scenario"].map(w)
+    od, sp = np.nan_to_num(inp.pools["od"].to_numpy(float)), np.nan_to_num(inp.pools["sp"].to_numpy(float))
+    p = a["_p"].to_numpy(int)
+    frame = pd.DataFrame({"month": month, "k": a["_k"].to_numpy(int), "p": p, "option": a["option"], "gh": wgh,
+                          "usd": wgh * np.where(a["option"] == "on_demand", od[p],
+                                                np.where(a["option"] == "spot", sp[p], 0.0))})
+    cols = ["month", "team", "workload_class", "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
+            "total_usd"]
+    if not len(frame):
+        return pd.DataFrame(columns=cols)
+    paid = frame[frame["option"] != "reserved"].pivot_table(index=["month", "k"], columns="option", values="usd",
+                                                            aggfunc="sum", fill_value=0.0)
+    use = frame[frame["option"] == "reserved"].groupby(["month", "p", "k"])["gh"].sum()
+    # the month's reserved cost and GPU-hours owned per pool
+    per_month = inp.periods.strftime("%Y-%m")
+    res = inp.reserved
+    cost_pm = pd.Series(dtype=float)
+    if len(res):
+        n = plan.purchases["instances"].to_numpy(float)
+        per = (n * res["m"].to_numpy(float) * res["r"].to_numpy(float))[:, None] * inp.active * inp.hours[None, :]
+        cube = pd.DataFrame(per.T, index=per_month).groupby(level=0).sum()  # (months, R)
+        cost_pm = cube.T.groupby(res["pool"].to_numpy(int)).sum().stack()  # (p, month)
+        cost_pm.index = cost_pm.index.swaplevel()  # (month, p)
+    f = plan.fleet
+    pool_of = {(g, r): i for i, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
+    owned_pm = (f["reserved_owned"] * f["hours"] * f["scenario"].map(w)).groupby(
+        [f["period"].dt.strftime("%Y-%m"), [pool_of[(g, r)] for g, r in zip(f["gpu_type"], f["region"])]]).sum()
+    rows: dict = {}
+    unallocated: dict = {}
+    for (m, pp), cost in cost_pm.items():
+        owned = float(owned_pm.get((m, pp), 0.0))
+        if cost <= 0:
+            continue
+        if owned <= 0:
+            unallocated[m] = unallocated.get(m, 0.0) + cost
+            continue
+        rate = cost / owned
+        users = use.loc[(m, pp)] if (m, pp) in use.index.droplevel(2) else pd.Series(dtype=float)
+        used = float(users.sum())
+        idle = rate * max(owned - used, 0.0)
+        if used <= 0:
+            unallocated[m] = unallocated.get(m, 0.0) + cost
+            continue
+        for k, gh in users.items():
+            r = rows.setdefault((m, int(k)), {"reserved_used_usd": 0.0, "reserved_idle_usd": 0.0})
+            r["reserved_used_usd"] += gh * rate
+            r["reserved_idle_usd"] += idle * gh / used
+    for (m, k), r in paid.iterrows():
+        x = rows.setdefault((m, int(k)), {"reserved_used_usd": 0.0, "reserved_idle_usd": 0.0})
+        x["on_demand_usd"] = float(r.get("on_demand", 0.0))
+        x["spot_usd"] = float(r.get("spot", 0.0))
+    out = [{"month": m, "team": inp.config.team_of(inp.classes[k]), "workload_class": inp.classes[k],
+            "reserved_used_usd": v["reserved_used_usd"], "reserved_idle_usd": v["reserved_idle_usd"],
+            "on_demand_usd": v.get("on_demand_usd", 0.0), "spot_usd": v.get("spot_usd", 0.0)}
+           for (m, k), v in rows.items()]
+    out += [{"month": m, "team": "(unallocated)", "workload_class": "(unallocated)", "reserved_used_usd": 0.0,
+             "reserved_idle_usd": v, "on_demand_usd": 0.0, "spot_usd": 0.0} for m, v in unallocated.items()]
+    df = pd.DataFrame(out)
+    df["total_usd"] = df[["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd"]].sum(axis=1)
+    return df.sort_values(["month", "workload_class"]).reset_index(drop=True)[cols]

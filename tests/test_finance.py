@@ -280,3 +280,34 @@ def test_focus_file_passes_the_finops_validator_where_it_is_installed(tmp_path):
     run = subprocess.run([tool, "--data-file", str(out), "--column-namespace", "x"], cwd=cwd, capture_output=True,
                          text=True, timeout=300)
     assert "Validation succeeded" in run.stdout + run.stderr, run.stdout[-2000:]
+
+
+def test_chargeback_per_class_and_month_adds_up_to_the_total(tmp_path):
+    import pandas as pd
+
+    from planner.showback import by_class, by_month
+
+    m = write_case(tmp_path, {"a": [4.0] * 30 + [8.0] * 30, "b": [2.0] * 60},
+                   [price(hourly=2.0), price(option="reserved_1y", hourly=1.0, term_months=12)],
+                   {"a": {}, "b": {}}, hours=24.0, start="2027-01-15T00:00")
+    plan = solve_case(m)
+    classes, months = by_class(plan), by_month(plan)
+    assert classes["total_usd"].sum() == pytest.approx(plan.cost["total"], rel=1e-9)
+    assert months["total_usd"].sum() == pytest.approx(plan.cost["total"], rel=1e-9)
+    assert set(months["month"]) == {"2027-01", "2027-02", "2027-03"}
+    # on-demand per class and month equals the allocation's own sum
+    a = plan.allocation[plan.allocation.option == "on_demand"]
+    od = (a.gpus * a.hours * 2.0).groupby([a.period.dt.strftime("%Y-%m"), a.workload_class]).sum()
+    got = months.set_index(["month", "workload_class"])["on_demand_usd"]
+    for key, v in od.items():
+        assert got[key] == pytest.approx(v)
+    # the reserved cost of a month is that month's share of the purchase (its active hours there)
+    res = months.groupby("month")[["reserved_used_usd", "reserved_idle_usd"]].sum().sum(axis=1)
+    bought = plan.purchases[plan.purchases.instances > 0]
+    gpus = float(bought["gpus"].sum())
+    hours = pd.Series(plan.inputs.hours, index=plan.inputs.periods.strftime("%Y-%m")).groupby(level=0).sum()
+    assert res.to_numpy() == pytest.approx((gpus * 1.0 * hours).to_numpy())
+    paths = write_outputs(plan, tmp_path / "out")
+    data = json.loads(paths["json"].read_text())
+    assert sum(r["total_usd"] for r in data["showback_by_month"]) == pytest.approx(data["cost_usd"]["total"])
+    assert sum(data["cost_by_class_usd"].values()) == pytest.approx(data["cost_usd"]["total"])

@@ -117,6 +117,7 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
 def plan_to_dict(plan: Plan) -> dict:
     """plan.json as a dict (the contract of spec/contracts.md)."""
     from ..bill import bill, inventory_table
+    from ..showback import by_month
     from .provenance import provenance
 
     inp = plan.inputs
@@ -195,6 +196,7 @@ def plan_to_dict(plan: Plan) -> dict:
                       for r in plan.scenario_costs.to_dict("records")],
         "cost_by_class_usd": _showback(plan)[0],
         "monthly_usage": _records(monthly_usage(plan)),
+        "showback_by_month": _records(by_month(plan)) if plan.status.value in ("optimal", "feasible") else [],
         "shadow_prices": _records(plan.shadow_prices.drop(columns=["gpu_type", "region", "workload_class"]))
         if plan.shadow_prices is not None else None,
         "showback_by_team": _showback(plan)[1],

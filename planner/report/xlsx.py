@@ -38,7 +38,7 @@ PCT = "0.0%"
 DATE = "yyyy-mm-dd hh:mm"
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
           "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Inventory", "Shadow prices",
-          "Baseline")
+          "Baseline", "Showback by month")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
          "all_on_demand_usd", "savings_usd", "horizon_hours", "already_committed_usd", "bill_usd")
 WIDE = {"Allocation", "Purchases", "Spot economics", "Prices", "Assumptions", "Backfill", "Latency", "Cash flow",
@@ -308,6 +308,7 @@ def write_workbook(plan: Plan, path) -> None:
     _write_cash_flow(ws["Cash flow"], plan, purchases, price_row)
     _write_inventory(ws["Inventory"], inventory, price_row)
     _write_shadow_prices(ws["Shadow prices"], plan)
+    _write_showback_by_month(ws["Showback by month"], plan)
 
     for key in NAMES:
         book.wb.define_name(key, f"=Summary!$B${name_row[key]}")
@@ -933,6 +934,21 @@ def _write_inventory(ws, inventory: pd.DataFrame, price_row: dict) -> None:
                   "yes" if r.expires_in_horizon else "no",
                   "yes" if r.priced else "no: the price sheet has no such reserved option"])
     s.table("Inventory")
+
+
+def _write_showback_by_month(ws, plan: Plan) -> None:
+    """Chargeback per calendar month and class (planner.showback.by_month), with a live total per row."""
+    from ..showback import by_month
+
+    cols = ["month", "team", "workload_class", "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
+            "total_usd"]
+    s = _Sheet(ws, cols, {c: USD for c in cols[3:]})
+    s.header({"team": 20, "workload_class": 20})
+    if plan.status.value in ("optimal", "feasible"):
+        for i, r in enumerate(by_month(plan).to_dict("records")):
+            row = i + 2
+            s.append([r[c] for c in cols[:-1]] + [F(f"=D{row}+E{row}+F{row}+G{row}", r["total_usd"])])
+    s.table("ShowbackByMonth")
 
 
 def _write_shadow_prices(ws, plan: Plan) -> None:
