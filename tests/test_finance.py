@@ -311,3 +311,17 @@ def test_chargeback_per_class_and_month_adds_up_to_the_total(tmp_path):
     data = json.loads(paths["json"].read_text())
     assert sum(r["total_usd"] for r in data["showback_by_month"]) == pytest.approx(data["cost_usd"]["total"])
     assert sum(data["cost_by_class_usd"].values()) == pytest.approx(data["cost_usd"]["total"])
+
+
+def test_a_sheet_never_passes_excels_row_limit_and_says_what_it_left_out(tmp_path, monkeypatch):
+    import planner.report.xlsx as xlsx
+
+    m = write_case(tmp_path, {"a": [4.0] * 40}, [price(hourly=2.0), price(option="spot", hourly=1.0,
+                                                                           interruptions_per_hour=0.01)],
+                   {"a": {"spot": True, "max_spot_share": 0.5}})
+    plan = solve_case(m)
+    monkeypatch.setattr(xlsx, "EXCEL_MAX_ROWS", 30)  # pretend Excel stops at 30 rows
+    paths = write_outputs(plan, tmp_path / "out")
+    ws = load_workbook(paths["xlsx"])["Allocation"]
+    assert ws.max_row == 30
+    assert "more rows omitted" in str(ws.cell(row=30, column=1).value)

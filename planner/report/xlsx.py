@@ -128,6 +128,7 @@ class _Sheet:
     columns: list[str]
     formats: dict[str, str] = field(default_factory=dict)
     rows: int = 0
+    omitted: int = 0  # rows not written: past Excel's row limit
 
     @property
     def book(self) -> _Book:
@@ -180,6 +181,9 @@ class _Sheet:
             ws.write_string(r, j, str(v))
 
     def append(self, values: list):
+        if self.rows >= EXCEL_MAX_ROWS - 1:  # Excel's limit: keep the last row for the note that says so
+            self.omitted += 1
+            return
         r = self.rows
         for j, (name, v) in enumerate(zip(self.columns, values)):
             self._write(r, j, v, self.formats.get(name))
@@ -204,6 +208,10 @@ class _Sheet:
         self.ws.add_table(0, 0, self.rows - 1, len(self.columns) - 1, {
             "name": display, "style": "Table Style Medium 2", "autofilter": True,
             "columns": [{"header": c, "header_format": self.book.fmt(head=True)} for c in self.columns]})
+        if self.omitted:  # said on the sheet itself, below the table
+            self.ws.write_string(self.rows, 0, f"{self.omitted:,} more rows omitted: Excel holds {EXCEL_MAX_ROWS:,} "
+                                              "rows per sheet; plan.json has them all", self.book.fmt(red=True))
+            self.rows += 1
 
 
 RED = object()  # marker for the red, bold font of a warning value
@@ -258,6 +266,7 @@ def _period_grain(plan: Plan) -> tuple[str | None, str | None]:
     return None, None
 
 
+EXCEL_MAX_ROWS = 1_048_576  # rows per sheet in Excel; the per-period sheets are aggregated long before this
 FLEET_CHART_POINTS = 750  # past this many periods the Fleet sheet (behind the charts) is averaged per day
 
 
