@@ -73,7 +73,7 @@ def inventory_table(inp) -> pd.DataFrame:
     after = np.clip((inv["end"] - horizon_end).dt.total_seconds().to_numpy() / 3600.0, 0.0, None)
     out["hours_after_horizon"] = after
     out["recurring_after_horizon_usd"] = out["gpus"] * out["hourly_usd"] * after
-    out["expires_in_horizon"] = inv["end"] <= horizon_end
+    out["expires_in_horizon"] = (inv["end"] > inp.periods[0]) & (inv["end"] <= horizon_end)
     return out[cols]
 
 

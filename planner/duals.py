@@ -11,8 +11,11 @@ HiGHS and its row duals aggregated per family into figures a planner can act on:
 | ``od_cap`` / ``spot_cap`` | pool | cost change of one more GPU of on-demand / spot cap, held for the whole horizon |
 | ``reserved_capacity`` | pool | cost change of one more reserved GPU owned for the whole horizon (its price not counted) |
 
-A negative value is a saving. Only binding rows (non-zero dual) are reported. Exact for small changes:
-they are the LP's derivatives, and equal finite differences of re-solves while the basis holds.
+A negative value is a saving. Only binding rows (non-zero dual) are reported. They are the LP's
+derivatives and equal finite differences of re-solves while the optimal basis holds; at a degenerate
+optimum the derivative differs by direction (one more unit and one less), and the dual is one of the
+one-sided values or between them: read them as marginal values for small changes, and re-solve
+(``planner sweep``) for large ones.
 """
 
 from __future__ import annotations
@@ -66,9 +69,10 @@ def shadow_prices(plan, tol: float = 1e-7) -> pd.DataFrame:
     rows = []
 
     def add(family, name, unit, value, meaning, **keys):
-        if abs(value) > tol:
+        if abs(value) > tol:  # a budget's is per USD of budget: per month means nothing there
             rows.append({"family": family, "name": name, "unit": unit, "shadow_price_usd": float(value),
-                         "per_month_usd": float(value) / months, "meaning": meaning, **keys})
+                         "per_month_usd": None if family == "budget" else float(value) / months,
+                         "meaning": meaning, **keys})
 
     if "budget" in fams:
         frame, d, _ = fams["budget"]

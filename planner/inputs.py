@@ -170,6 +170,7 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     demand = cube.reindex(full).to_numpy(float).reshape(len(scen), len(classes), len(periods))
 
     _check_purchase_until(config, periods)
+    _check_budget_months(config, periods)
     reserved, active = reserved_purchases(config, options, periods, hours)
     K, P = len(classes), len(pools)
     requests, demand, slo_speed, slo = size_slo_classes(config, classes, demand)
@@ -212,6 +213,20 @@ def _check_purchase_until(config: ModelConfig, periods: pd.DatetimeIndex) -> Non
                                   value=until, expected=f"a date after {periods[0].date()} and no later than "
                                   f"{(periods[-1] + pd.Timedelta(days=1)).date()} (the demand's horizon)",
                                   hint="remove the key to allow purchases on every date of the horizon"))
+
+
+def _check_budget_months(config: ModelConfig, periods: pd.DatetimeIndex) -> None:
+    """Every month named in ``[budget] months`` must be a month of the horizon (a typo'd year is exit 2)."""
+    months = config.budget.months
+    if not months or not len(periods):
+        return
+    from .errors import ConfigError, Problem
+
+    have = set(periods.strftime("%Y-%m"))
+    bad = [m for m in months if m not in have]
+    if bad:
+        raise ConfigError(Problem(str(config.path or "<model>"), "'budget.months' names a month outside the horizon",
+                                  value=", ".join(bad), expected=f"months from {min(have)} to {max(have)}"))
 
 
 def size_slo_classes(config: ModelConfig, classes: list[str], demand: np.ndarray):

@@ -59,6 +59,7 @@ class Plan:
     run_id: str = ""  # set when written: the same in plan.json and plan.xlsx
     created_utc: str = ""  # when the files were written (ISO 8601, UTC), with the run id
     shadow_prices: pd.DataFrame | None = None  # planner.duals.shadow_prices, when computed
+    budget: pd.DataFrame | None = None  # per [budget] row: name, cap_usd, spend_usd, binding
     commitments: dict = field(default_factory=dict)  # accounting, amortised and full-term cost, liability past H
     cash_schedule: pd.DataFrame = field(default_factory=pd.DataFrame)  # per calendar month to the last term's end
 
@@ -261,7 +262,11 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     utilisation = float(used / avail) if avail > 0 else float("nan")
 
     scenario_costs = _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost)
-    shortfall = _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block)
+    from .model.budget import budget_activity
+
+    budget = budget_activity(model, v) if have else budget_activity(model, np.zeros(model.n_variables))
+    shortfall = _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block,
+                           set(budget.loc[budget["binding"].astype(bool), "name"]))
     cash = _cash(inp, blocks, Yb, Zb, purchases)
     spot = inp.spot.copy()
     if len(spot):
@@ -287,7 +292,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                 spot=spot, scenario_costs=scenario_costs, cost=cost, objective=objective,
                 shortfall_gpu_hours=short_hours, baseline_all_on_demand=baseline_all_on_demand(inp),
                 reserved_utilisation=utilisation, timings=dict(timings or {}), stats=stats,
-                latency=latency, backfill=backfill, commitments=commitments, cash_schedule=cash)
+                latency=latency, backfill=backfill, commitments=commitments, cash_schedule=cash, budget=budget)
 
 
 def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
@@ -420,8 +425,9 @@ def _spot_reason(inp: PlanInputs, row) -> str:
     return "a cheaper pool or option covers this class's spot share"
 
 
-def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block) -> pd.DataFrame:
-    """Unmet demand per scenario, period and class, with the constraints that stand in the way."""
+def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block, budgets: set | None = None) -> pd.DataFrame:
+    """Unmet demand per scenario, period and class, with the constraints that stand in the way
+    (``budgets``: the names of the budget rows that bind)."""
     cols = ["scenario", "period", "hours", "workload_class", "unmet_gpus", "unmet_gpu_hours", "cause"]
     kb = np.argwhere(Ub > 1e-6)
     if not len(kb):
@@ -449,6 +455,14 @@ def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block) -> pd.DataFrame:
             spot_eff = float(np.sum(inp.speed[k] * inp.goodput[k] * Zb[k, :, b]))
             if spot_eff >= inp.spot_share[k] * blocks.demand[k, b] - 1e-6:
                 reasons.append(f"spot share limit {inp.spot_share[k]:g} reached")
+        if budgets:
+            if "budget_total" in budgets:
+                reasons.append(f"total budget {inp.config.budget.max_total_usd:,.0f} USD reached")
+            first = np.flatnonzero(blocks.of.reshape(-1) == b)
+            if len(first):
+                month = inp.periods[first[0] % blocks.of.shape[1]].strftime("%Y-%m")
+                if f"budget_month_{month.replace('-', '_')}" in budgets:
+                    reasons.append(f"budget of {month} ({inp.config.budget.month_cap(month):,.0f} USD) reached")
         if not reasons:
             reasons.append(f"every allowed option costs more than the shortfall penalty {inp.penalty:g} "
                            "USD per GPU-hour")

@@ -325,3 +325,60 @@ def test_a_sheet_never_passes_excels_row_limit_and_says_what_it_left_out(tmp_pat
     ws = load_workbook(paths["xlsx"])["Allocation"]
     assert ws.max_row == 30
     assert "more rows omitted" in str(ws.cell(row=30, column=1).value)
+
+
+def test_a_budget_shortfall_names_the_budget_and_the_plan_reports_its_spend(tmp_path):
+    from planner import load_inputs, make_plan
+
+    plan = make_plan(load_inputs(cap_case(tmp_path, budget=120)), mip_gap=0.0)
+    assert plan.shortfall_gpu_hours > 0
+    assert all("total budget 120 USD reached" in c for c in plan.shortfall["cause"])
+    b = plan.budget.set_index("name").loc["budget_total"]
+    assert b["spend_usd"] == pytest.approx(120) and b["binding"]
+    paths = write_outputs(plan, tmp_path / "out")
+    data = json.loads(paths["json"].read_text())
+    assert data["budget"][0]["name"] == "budget_total" and data["budget"][0]["binding"] is True
+    assert "total budget 120 USD reached" in data["shortfall"][0]["causes"]
+    summary = {r[0].value: r[1].value for r in load_workbook(paths["xlsx"], data_only=True)["Summary"].iter_rows()}
+    assert summary["Budget total"] == pytest.approx(120)
+
+
+def test_monthly_caps_under_full_term_accounting_count_the_months_cash(tmp_path):
+    from planner import load_inputs, make_plan
+
+    # 60 days at 10 GPUs; a 1-year reserved at 0.5 $/h with 100 $ upfront per GPU would cost 10 x 100 upfront in
+    # January alone: a January cap of 1,500 $ leaves no room for it (10 x 0.5 x 24 x 17 = 2,040 > 1,500 anyway)
+    m = write_case(tmp_path, {"c": [10.0] * 60}, [price(hourly=1.0), price(option="reserved_1y", hourly=0.5,
+                                                                           upfront_usd=100.0, term_months=12)],
+                   {"c": {}}, hours=24.0, start="2027-01-15T00:00",
+                   extra_top='[commitments]\naccounting = "full_term"\n[budget]\nmonths."2027-01" = 4000\n')
+    plan = make_plan(load_inputs(m), mip_gap=0.0)
+    jan = plan.budget.set_index("name").loc["budget_month_2027_01"]
+    assert jan["spend_usd"] <= 4000 + 1e-6
+    bought = plan.purchases[plan.purchases.instances > 0]
+    a = plan.allocation
+    od_jan = float((a[(a.option == "on_demand") & (a.period.dt.month == 1)].gpu_hours * 1.0).sum())
+    cash_jan = float((bought.gpus * (100.0 + 0.5 * 17 * 24)).sum()) + od_jan  # upfront + 17 days of fees
+    assert jan["spend_usd"] == pytest.approx(cash_jan)
+
+
+def test_budget_month_outside_the_horizon_exits_2(tmp_path):
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    m = cap_case(tmp_path, months={"2026-01": 100})  # a typo'd year
+    result = CliRunner().invoke(cli, ["plan", str(m), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "outside the horizon" in result.output and "2026-01" in result.output
+
+
+def test_inventory_that_ended_before_the_horizon_did_not_expire_in_it(tmp_path):
+    from planner import load_inputs
+    from planner.bill import inventory_table
+
+    inventory = [{"gpu_type": "A", "region": "r1", "option": "reserved_1y", "gpus": 10,
+                  "start": "2025-01-01T00:00", "end": "2026-01-01T00:00"}]
+    m = write_case(tmp_path, {"c": [4.0] * 10}, [price(hourly=2.0), price(option="reserved_1y", hourly=0.5)],
+                   {"c": {}}, inventory=inventory)
+    row = inventory_table(load_inputs(m)).iloc[0]
+    assert row["hours_in_horizon"] == 0 and not row["expires_in_horizon"] and row["horizon_cost_usd"] == 0

@@ -2,8 +2,10 @@
 
 ``max_total_usd``: one row, the objective's cost coefficients of every column but the shortfall.
 Monthly caps: one row per capped calendar month; a purchase contributes its amortised cost of the
-hours it is active in that month (``m r sum_{t in month} a[c,t] h_t``), on-demand and spot their
-expected cost in the month's periods. Monthly rows need one block per period (periods are not
+hours it is active in that month (``m r sum_{t in month} a[c,t] h_t``), or with ``accounting =
+"full_term"`` the cash it pays that month (hourly fees of its active hours, plus its upfront in the
+month it is bought); on-demand and spot their expected cost in the month's periods. A period is
+counted in the month it starts in. Monthly rows need one block per period (periods are not
 merged: :func:`planner.model.build_model` turns merging off when a month is capped).
 """
 
@@ -52,8 +54,13 @@ def define_budget_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam: d
                     coefs.append(cost[c][nz])
             if len(fam["n"]) and len(res):
                 in_month = month_of_period == month
-                per = res["m"].to_numpy(float) * res["r"].to_numpy(float) * \
-                    (inp.active[:, in_month] @ inp.hours[in_month])
+                hours_in = inp.active[:, in_month] @ inp.hours[in_month]
+                if inp.config.commitments.accounting == "full_term":  # the month's cash: fees, upfront when bought
+                    bought_in = pd.DatetimeIndex(res["purchase_date"]).strftime("%Y-%m") == month
+                    per = res["m"].to_numpy(float) * (res["hourly_usd"].to_numpy(float) * hours_in
+                                                      + np.where(bought_in, res["upfront_usd"].to_numpy(float), 0.0))
+                else:  # the month's share of the amortised cost
+                    per = res["m"].to_numpy(float) * res["r"].to_numpy(float) * hours_in
                 n = fam["n"]
                 coef = per[n["c"].to_numpy()] if "c" in n else per[: len(n)]
                 nz = coef != 0
@@ -66,3 +73,13 @@ def define_budget_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam: d
         return 0
     return out.add("budget", (np.arange(len(rhs)),), np.concatenate(rows), np.concatenate(cols),
                    np.concatenate(coefs), LE, np.array(rhs, float), labels=labels)
+
+
+def budget_activity(model, values: np.ndarray) -> pd.DataFrame:
+    """Per budget row of a solved model: ``name``, ``cap_usd``, ``spend_usd`` (its left-hand side), ``binding``."""
+    for f in model.constraints.families:
+        if f.name == "budget":
+            spend = np.bincount(f.rows, weights=f.coefs * values[f.cols], minlength=f.n)
+            binding = spend >= f.rhs - 1e-6 * np.maximum(1.0, np.abs(f.rhs))
+            return pd.DataFrame({"name": list(f.labels), "cap_usd": f.rhs, "spend_usd": spend, "binding": binding})
+    return pd.DataFrame(columns=["name", "cap_usd", "spend_usd", "binding"])

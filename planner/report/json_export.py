@@ -197,6 +197,7 @@ def plan_to_dict(plan: Plan) -> dict:
         "cost_by_class_usd": _showback(plan)[0],
         "monthly_usage": _records(monthly_usage(plan)),
         "showback_by_month": _records(by_month(plan)) if plan.status.value in ("optimal", "feasible") else [],
+        "budget": _records(plan.budget) if plan.budget is not None else [],
         "shadow_prices": _records(plan.shadow_prices.drop(columns=["gpu_type", "region", "workload_class"]))
         if plan.shadow_prices is not None else None,
         "showback_by_team": _showback(plan)[1],

@@ -684,6 +684,11 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
                          f"{r.option} in {r.region}, on {when}; ${r.commitment_usd:,.0f} over the term")])
     if not len(bought):
         s.append(["Buy", s.cell(0.0, INT), "no reserved purchase pays on this forecast"])
+    for b in (plan.budget.itertuples() if plan.budget is not None else []):  # the [budget] caps and the spend
+        what = "total" if b.name == "budget_total" else b.name.replace("budget_month_", "").replace("_", "-")
+        s.append([f"Budget {what}", s.cell(float(b.spend_usd), USD0, RED if b.binding else None),
+                  s.text(f"spend of a cap of ${b.cap_usd:,.0f}" + (": binding (Shadow prices: what one more USD "
+                                                                    "is worth)" if b.binding else ""))])
     prov = provenance(plan)
     for f in prov["files"]:
         s.append([f"Input: {f['role']}", s.text(f["path"]), s.text("sha256 " + f["sha256"])])
@@ -971,7 +976,9 @@ def _write_shadow_prices(ws, plan: Plan) -> None:
                   "planner plan computes them; from Python: planner.plan(..., shadow_prices=True)"])
     else:
         for r in sp.itertuples():
-            s.append([r.family, r.name, r.unit, float(r.shadow_price_usd), float(r.per_month_usd), r.meaning])
+            s.append([r.family, r.name, r.unit, float(r.shadow_price_usd),
+                      None if r.per_month_usd is None or pd.isna(r.per_month_usd) else float(r.per_month_usd),
+                      r.meaning])
     s.table("ShadowPrices")
 
 
