@@ -109,6 +109,16 @@ def test_focus_export_has_every_mandatory_column_and_ties_out(tmp_path):
     assert owned["BilledCost"].sum() == pytest.approx(10 * 0.5 * 5)  # the inventory's hourly fee, 5 hours
     bad = CliRunner().invoke(cli, ["export", "focus", str(tmp_path / "missing.json"), "--out", str(out)])
     assert bad.exit_code == 2 and "plan file not found" in bad.output
+    # usage rows name the commitment they use, with a positive quantity; no column twice for SQL readers
+    used = f[f["CommitmentDiscountStatus"].notna()]
+    assert set(used["CommitmentDiscountId"]) <= set(f.loc[f["ChargeCategory"] == "Purchase", "CommitmentDiscountId"])
+    assert (used["CommitmentDiscountQuantity"] > 0).all() and (used["CommitmentDiscountUnit"] == "GPU-Hours").all()
+    assert len({c.lower() for c in f.columns}) == len(f.columns)
+    broken = dict(data)
+    broken["monthly_usage"] = [{"month": "2027-01"}]
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    bad = CliRunner().invoke(cli, ["export", "focus", str(tmp_path / "broken.json"), "--out", str(out)])
+    assert bad.exit_code == 2 and "malformed plan.json" in bad.output and "Traceback" not in bad.output
 
 
 def cap_case(tmp_path, cap=6, headroom=0.1, budget=None, months=None, hours=1.0, n=5, start="2027-01-04T00:00"):

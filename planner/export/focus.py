@@ -36,8 +36,7 @@ OTHER = ["ChargeFrequency", "PricingCategory", "CommitmentDiscountCategory", "Co
          "SubAccountId", "SubAccountName"]
 # the FOCUS 1.0 required set under its older names (additive columns are allowed): the FinOps Foundation's
 # focus-validator checks 1.0, so the same file passes it
-COMPAT = ["ChargeType", "InvoiceIssuer", "Provider", "Publisher", "ResourceId", "ResourceID", "ResourceName",
-          "SkuPriceId", "Tags"]
+COMPAT = ["ChargeType", "InvoiceIssuer", "Provider", "Publisher", "ResourceID", "ResourceName", "SkuPriceId", "Tags"]
 CUSTOM = ["x_PlanName", "x_PlanRunId", "x_Source", "x_GpuType", "x_Option"]
 COLUMNS = MANDATORY + OTHER + COMPAT + CUSTOM
 DECIMALS = ["BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity",
@@ -86,78 +85,98 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
         rows.append({**base, "BillingPeriodStart": _iso(b0), "BillingPeriodEnd": _iso(b1),
                      "ChargePeriodStart": _iso(max(start, b0)), "ChargePeriodEnd": _iso(min(end, b1)), **cols})
 
-    def commitment(cid, gpu_type, region, option, gpus, hourly, upfront_total, start, end, bought_on, source):
-        kind = {"ProviderName": provider, "RegionId": region, "RegionName": region, "x_GpuType": gpu_type,
-                "x_Option": option, "CommitmentDiscountId": cid, "CommitmentDiscountName": cid,
-                "CommitmentDiscountType": "Reserved capacity", "CommitmentDiscountCategory": "Usage",
-                "CommitmentDiscountQuantity": gpus, "CommitmentDiscountUnit": "GPU", "ResourceType": "GPU",
-                "SkuId": f"{gpu_type}/{region}/{option}", "x_Source": source}
-        if upfront_total and bought_on is not None and lo <= bought_on < hi:
-            month = bought_on.strftime("%Y-%m")
-            add(month, bought_on, bought_on + pd.Timedelta(days=1), ChargeCategory="Purchase",
-                ChargeFrequency="One-Time", ChargeDescription=f"Upfront fee of {gpus:g} {gpu_type} GPUs, {option} "
-                f"in {region}", BilledCost=upfront_total, EffectiveCost=0.0, ListCost=upfront_total,
-                ContractedCost=upfront_total, ContractedUnitPrice=upfront_total / gpus if gpus else 0.0,
-                ListUnitPrice=upfront_total / gpus if gpus else 0.0, PricingQuantity=gpus, PricingUnit="GPU",
-                PricingCategory="Committed", **kind)
-        for month, h in _hours_by_month(start, end, lo, hi).items():
-            b0, b1 = _month_bounds(month)
-            fee = gpus * hourly * h
-            add(month, max(pd.Timestamp(start), lo, b0), min(pd.Timestamp(end), hi, b1), ChargeCategory="Purchase",
-                ChargeFrequency="Recurring", ChargeDescription=f"Recurring fee of {gpus:g} {gpu_type} GPUs, "
-                f"{option} in {region}", BilledCost=fee, EffectiveCost=0.0, ListCost=fee, ContractedCost=fee,
-                ContractedUnitPrice=hourly, ListUnitPrice=hourly, PricingQuantity=gpus * h, PricingUnit="GPU-Hours",
-                PricingCategory="Committed", **kind)
-
+    commitments = []  # one per commitment active in the horizon: this plan's purchases, then the inventory
     for p in plan.get("reserved_purchases", []):
         if not p.get("instances"):
             continue
-        cid = f"{p['gpu_type']}/{p['region']}/{p['option']}/{str(p.get('purchase_date'))[:10]}"
         gpus = float(p["gpus"])
-        hourly = float(p["monthly_recurring_usd"]) / gpus / 730.0 if gpus else 0.0
-        start = pd.Timestamp(p.get("active_from") or horizon["start"])
-        end = pd.Timestamp(p.get("end_date")) if p.get("end_date") else hi
-        bought = pd.Timestamp(p["purchase_date"]) if p.get("purchase_date") else lo
-        commitment(cid, p["gpu_type"], p["region"], p["option"], gpus, hourly, float(p.get("upfront_usd") or 0.0),
-                   start, end, bought, "new purchase")
+        commitments.append({
+            "cid": f"{p['gpu_type']}/{p['region']}/{p['option']}/{str(p.get('purchase_date'))[:10]}",
+            "gpu_type": p["gpu_type"], "region": p["region"], "option": p["option"], "gpus": gpus,
+            "hourly": float(p["monthly_recurring_usd"]) / gpus / 730.0 if gpus else 0.0,
+            "eff": float(p["effective_usd_per_gpu_hour"]), "upfront": float(p.get("upfront_usd") or 0.0),
+            "residual": float(p.get("residual_usd") or 0.0), "term_hours": float(p.get("term_months") or 0) * 730.0,
+            "start": pd.Timestamp(p.get("active_from") or horizon["start"]),
+            "end": pd.Timestamp(p["end_date"]) if p.get("end_date") else hi,
+            "bought": pd.Timestamp(p["purchase_date"]) if p.get("purchase_date") else lo, "source": "new purchase"})
     for i, r in enumerate(plan.get("inventory", [])):
         if not r.get("priced"):
             continue
-        cid = f"owned/{r['gpu_type']}/{r['region']}/{r['option']}/{str(r['start'])[:10]}/{i}"
-        commitment(cid, r["gpu_type"], r["region"], r["option"], float(r["gpus"]), float(r["hourly_usd"]),
-                   0.0, pd.Timestamp(r["start"]), pd.Timestamp(r["end"]), None, "already committed")
+        commitments.append({
+            "cid": f"owned/{r['gpu_type']}/{r['region']}/{r['option']}/{str(r['start'])[:10]}/{i}",
+            "gpu_type": r["gpu_type"], "region": r["region"], "option": r["option"], "gpus": float(r["gpus"]),
+            "hourly": float(r["hourly_usd"]), "eff": float(r["effective_usd_per_gpu_hour"]), "upfront": 0.0,
+            "residual": 0.0, "term_hours": 0.0, "start": pd.Timestamp(r["start"]), "end": pd.Timestamp(r["end"]),
+            "bought": None, "source": "already committed"})
+
+    def kind(c, **extra):
+        return {"RegionId": c["region"], "RegionName": c["region"], "x_GpuType": c["gpu_type"], "x_Option": c["option"],
+                "CommitmentDiscountId": c["cid"], "CommitmentDiscountName": c["cid"],
+                "CommitmentDiscountType": "Reserved capacity", "CommitmentDiscountCategory": "Usage",
+                "CommitmentDiscountUnit": "GPU-Hours", "ResourceType": "GPU",
+                "SkuId": f"{c['gpu_type']}/{c['region']}/{c['option']}", "x_Source": c["source"], **extra}
 
     od_price = {}
-    for s in plan.get("spot_economics", []):
-        od_price[(s["gpu_type"], s["region"])] = s.get("on_demand_usd_per_gpu_hour")
+    for sp_row in plan.get("spot_economics", []):
+        od_price[(sp_row["gpu_type"], sp_row["region"])] = sp_row.get("on_demand_usd_per_gpu_hour")
+    share_used, od_rates = {}, {}
+    for u in plan.get("monthly_usage", []):
+        key = (u["month"], u["gpu_type"], u["region"])
+        owned, used = float(u["reserved_owned_gpu_hours"]), float(u["reserved_used_gpu_hours"])
+        share_used[key] = min(max(used / owned, 0.0), 1.0) if owned > 0 else 0.0
+        od_gh = float(u["on_demand_gpu_hours"])
+        od_rates[(u["gpu_type"], u["region"])] = float(u["on_demand_usd"]) / od_gh if od_gh > 0 else \
+            od_rates.get((u["gpu_type"], u["region"]), od_price.get((u["gpu_type"], u["region"])))
+
+    for c in commitments:
+        gpus = c["gpus"]
+        if c["upfront"] and c["bought"] is not None and lo <= c["bought"] < hi:
+            q = gpus * c["term_hours"] if c["term_hours"] else gpus
+            add(c["bought"].strftime("%Y-%m"), c["bought"], c["bought"] + pd.Timedelta(days=1),
+                ChargeCategory="Purchase", ChargeFrequency="One-Time",
+                ChargeDescription=f"Upfront fee of {gpus:g} {c['gpu_type']} GPUs, {c['option']} in {c['region']}",
+                BilledCost=c["upfront"], EffectiveCost=0.0, ListCost=c["upfront"], ContractedCost=c["upfront"],
+                ContractedUnitPrice=c["upfront"] / q, ListUnitPrice=c["upfront"] / q, PricingQuantity=q,
+                PricingUnit="GPU-Hours", PricingCategory="Committed", **kind(c, CommitmentDiscountQuantity=q))
+        if c["residual"] and lo <= c["end"] <= hi:  # the residual value comes back when the term ends
+            add(c["end"].strftime("%Y-%m") if c["end"] < hi else (hi - pd.Timedelta(hours=1)).strftime("%Y-%m"),
+                c["end"] - pd.Timedelta(hours=1), c["end"], ChargeCategory="Credit", ChargeFrequency="One-Time",
+                ChargeDescription=f"Residual value back: {gpus:g} {c['gpu_type']} GPUs, {c['option']}",
+                BilledCost=-c["residual"], EffectiveCost=0.0, ListCost=-c["residual"], ContractedCost=-c["residual"],
+                PricingQuantity=gpus, PricingUnit="GPU", PricingCategory="Committed", **kind(c))
+        for month, h in _hours_by_month(c["start"], c["end"], lo, hi).items():
+            b0, b1 = _month_bounds(month)
+            span = (max(c["start"], lo, b0), min(c["end"], hi, b1))
+            fee, gh = gpus * c["hourly"] * h, gpus * h
+            add(month, *span, ChargeCategory="Purchase", ChargeFrequency="Recurring",
+                ChargeDescription=f"Recurring fee of {gpus:g} {c['gpu_type']} GPUs, {c['option']} in {c['region']}",
+                BilledCost=fee, EffectiveCost=0.0, ListCost=fee, ContractedCost=fee, ContractedUnitPrice=c["hourly"],
+                ListUnitPrice=c["hourly"], PricingQuantity=gh, PricingUnit="GPU-Hours", PricingCategory="Committed",
+                **kind(c, CommitmentDiscountQuantity=gh))
+            share = share_used.get((month, c["gpu_type"], c["region"]), 0.0)
+            list_rate = od_rates.get((c["gpu_type"], c["region"]))
+            list_rate = list_rate if list_rate is not None and math.isfinite(list_rate) else None
+            for status, part in (("Used", share), ("Unused", 1.0 - share)):
+                q = gh * part
+                if q <= 1e-9:
+                    continue
+                list_cost = q * list_rate if (status == "Used" and list_rate is not None) else 0.0
+                add(month, *span, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
+                    ChargeDescription=f"{'Reserved' if status == 'Used' else 'Idle reserved'} {c['gpu_type']} "
+                    f"GPU-hours in {c['region']} ({c['cid']})", BilledCost=0.0,
+                    EffectiveCost=gpus * c["eff"] * h * part, ListCost=list_cost, ContractedCost=list_cost,
+                    ContractedUnitPrice=list_rate if status == "Used" else 0.0,
+                    ListUnitPrice=list_rate if status == "Used" else 0.0, PricingQuantity=q, PricingUnit="GPU-Hours",
+                    PricingCategory="Committed", CommitmentDiscountStatus=status,
+                    ConsumedQuantity=q if status == "Used" else None,
+                    ConsumedUnit="GPU-Hours" if status == "Used" else None, **kind(c, CommitmentDiscountQuantity=q))
+
     for u in plan.get("monthly_usage", []):
         b0, b1 = _month_bounds(u["month"])
         start, end = max(b0, lo), min(b1, hi)
         pool = {"RegionId": u["region"], "RegionName": u["region"], "x_GpuType": u["gpu_type"], "ResourceType": "GPU",
                 "x_Source": "plan"}
         od_gh, sp_gh = float(u["on_demand_gpu_hours"]), float(u["spot_gpu_hours"])
-        od_rate = float(u["on_demand_usd"]) / od_gh if od_gh > 0 else od_price.get((u["gpu_type"], u["region"]))
-        owned, used = float(u["reserved_owned_gpu_hours"]), float(u["reserved_used_gpu_hours"])
-        cost = float(u["reserved_new_usd"]) + float(u["reserved_owned_usd"])
-        if owned > 0 and cost > 0:
-            rate = cost / owned
-            idle = max(owned - used, 0.0)
-            list_rate = od_rate if od_rate is not None and math.isfinite(od_rate) else None
-            for status, gh in (("Used", used), ("Unused", idle)):
-                if gh <= 1e-9:
-                    continue
-                list_cost = gh * list_rate if (status == "Used" and list_rate is not None) else 0.0
-                add(u["month"], start, end, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
-                    ChargeDescription=f"{'Reserved' if status == 'Used' else 'Idle reserved'} {u['gpu_type']} "
-                    f"GPU-hours in {u['region']}", BilledCost=0.0, EffectiveCost=gh * rate, ListCost=list_cost,
-                    ContractedCost=list_cost, ContractedUnitPrice=list_rate if status == "Used" else 0.0,
-                    ListUnitPrice=list_rate if status == "Used" else 0.0, PricingQuantity=gh,
-                    PricingUnit="GPU-Hours", PricingCategory="Committed", CommitmentDiscountStatus=status,
-                    CommitmentDiscountCategory="Usage", CommitmentDiscountType="Reserved capacity",
-                    CommitmentDiscountId=f"{u['gpu_type']}/{u['region']}/reserved",
-                    ConsumedQuantity=gh if status == "Used" else None,
-                    ConsumedUnit="GPU-Hours" if status == "Used" else None,
-                    SkuId=f"{u['gpu_type']}/{u['region']}/reserved", x_Option="reserved", **pool)
         for option, gh, usd, category in (("on_demand", od_gh, float(u["on_demand_usd"]), "Standard"),
                                           ("spot", sp_gh, float(u["spot_usd"]), "Dynamic")):
             if gh <= 1e-9:
@@ -169,10 +188,17 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 ContractedUnitPrice=unit, ListUnitPrice=unit, PricingQuantity=gh,
                 PricingUnit="GPU-Hours", PricingCategory=category, ConsumedQuantity=gh, ConsumedUnit="GPU-Hours",
                 SkuId=f"{u['gpu_type']}/{u['region']}/{option}", x_Option=option, **pool)
+    ext = float((plan.get("cost_usd") or {}).get("extension") or 0.0)
+    if ext:  # columns added through the model's extension hook: their cost over the horizon, as one row
+        add(lo.strftime("%Y-%m"), lo, hi, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
+            ChargeDescription="Cost of the model's extension columns (planner.plan(..., extend=...))",
+            BilledCost=ext, EffectiveCost=ext, ListCost=ext, ContractedCost=ext, PricingQuantity=1.0,
+            PricingUnit="Plan", PricingCategory="Standard", SkuId="extension", x_Source="plan")
     out = pd.DataFrame(rows).reindex(columns=COLUMNS)
     out["ChargeType"] = out["ChargeCategory"]
     out["InvoiceIssuer"] = out["Provider"] = out["Publisher"] = provider
-    out["ResourceId"] = out["ResourceID"] = out["ResourceName"] = out["SkuId"]
+    out["ResourceID"] = out["ResourceName"] = out["SkuId"]  # 1.0's spelling (1.2's ResourceId is conditional):
+    # one of the two only, so that case-insensitive readers (SQL) do not see a duplicate column
     out["SkuPriceId"] = out["SkuId"] + "/" + out["PricingCategory"].fillna("")
     out["Tags"] = json.dumps({"planner_plan": plan.get("name")})
     for c in DECIMALS:
@@ -205,7 +231,11 @@ def write_focus(plan_file, out, **options) -> tuple:
         raise InputError(Problem(str(plan_file), f"no {', '.join(missing)} in it",
                                  expected="a plan.json written by `planner plan` (version with monthly_usage)",
                                  hint="plan again with this version of planner"))
-    frame = focus_frame(data, **options)
+    try:
+        frame = focus_frame(data, **options)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise InputError(Problem(str(plan_file), f"malformed plan.json ({type(exc).__name__}: {exc})",
+                                 expected="a plan.json written by `planner plan`, unedited")) from None
     with atomic_path(out) as tmp:
         frame.to_csv(tmp, index=False, float_format="%.6f")
     return out, len(frame)
