@@ -22,6 +22,21 @@ def summary_text(plan: Plan) -> str:
     scen = " expected" if len(inp.scenarios) > 1 else ""
     lines.append(f"  total{scen} cost   {_usd(c['total']):>16}   reserved {_usd(c['reserved'])}, "
                  f"on-demand {_usd(c['on_demand'])}, spot {_usd(c['spot'])}")
+    from ..bill import inventory_table
+
+    inv = inventory_table(inp)
+    if len(inv):
+        owned = float(inv["horizon_cost_usd"].sum())
+        lines.append(f"  the bill         {_usd(c['total'] + owned):>16}   = this plan {_usd(c['total'])} + already "
+                     f"committed {_usd(owned)} (inventory, {len(inv)} commitment(s))")
+        for r in inv[~inv["priced"]].itertuples():
+            lines.append(f"  WARNING: inventory {r.gpus:g} {r.gpu_type}/{r.region} {r.option}: no such reserved option "
+                         "in the price sheet, so it is not in the bill")
+    if plan.budget is not None:
+        for b in plan.budget.itertuples():
+            what = "total" if b.name == "budget_total" else b.name.replace("budget_month_", "").replace("_", "-")
+            lines.append(f"  budget {what}: {_usd(b.spend_usd)} of {_usd(b.cap_usd)}" + (" (binding)" if b.binding
+                                                                                          else ""))
     base = plan.baseline_all_on_demand
     if base == base:
         pct = 100 * plan.savings / base if base else 0.0

@@ -592,7 +592,7 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("on_demand_cost_usd", "On-demand", "Costs sheet, on-demand rows"),
         ("spot_cost_usd", "Spot", "every spot GPU-hour paid, only its goodput share useful"),
         ("all_on_demand_usd", "All on-demand baseline", "same demand with headroom, cheapest allowed pool"),
-        ("savings_usd", "Savings against all on-demand", ""),
+        ("savings_usd", "Savings against all on-demand", _savings_note(plan)),
         ("savings_pct", "Savings %", ""),
         ("commitment_usd", "Commitment liability (cash over the terms)", "Purchases sheet"),
         ("amortised_usd", "Reserved cost amortised over the horizon", "Purchases sheet, horizon_cost_usd"),
@@ -614,6 +614,18 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("penalty", "Shortfall penalty (USD per GPU-hour)", "M in the formulation"),
         ("version", "Planner version", ""),
     ]
+
+
+def _savings_note(plan: Plan) -> str:
+    """What the savings compare, and the figure net of the inventory (the baseline rents its share too)."""
+    owned = float(inventory_table(plan.inputs)["horizon_cost_usd"].sum())
+    note = "baseline - total cost"
+    if owned > 0 and plan.baseline_all_on_demand == plan.baseline_all_on_demand:
+        note += (f"; the baseline also rents on demand what the inventory serves: against the bill (inventory "
+                 f"included) the saving is ${plan.baseline_all_on_demand - plan.cost['total'] - owned:,.0f}")
+    if plan.shortfall_gpu_hours > 1e-6:
+        note += "; part of it is demand the plan does not meet (Shortfall)"
+    return note
 
 
 def _liability_note(plan: Plan) -> str:
