@@ -160,35 +160,40 @@ class LocalExecutor(Executor):
             for i, task in enumerate(tasks):
                 record(i, *_guarded(fn, task))
             return record.outcomes  # type: ignore[return-value]
-        attempts = [0] * len(tasks)
-        todo = list(range(len(tasks)))
-        while todo:  # a worker that dies breaks the pool: the tasks it took down get one more try in a new pool
-            pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=_context(),
-                                       initializer=initializer, initargs=initargs)
-            retry = []
-            try:
-                pending = {pool.submit(_guarded, fn, tasks[i]): i for i in todo}
-                while pending:
-                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        i = pending.pop(fut)
-                        try:
-                            ok, value, seconds = fut.result()
-                        except BrokenProcessPool as exc:
-                            attempts[i] += 1
-                            if attempts[i] < 2:
-                                retry.append(i)
-                                continue
-                            ok, value, seconds = False, f"worker process died: {exc}", 0.0
-                        except Exception as exc:  # e.g. a result that cannot be pickled back
-                            ok, value, seconds = False, f"{type(exc).__name__}: {exc}", 0.0
-                        record(i, ok, value, seconds)
-            except BaseException:  # Ctrl-C or an error here: stop the workers now, not when their solves end
-                _terminate(pool)
-                raise
-            pool.shutdown(wait=True)
-            todo = sorted(retry)
+        # a worker that dies breaks the whole pool: every task it took down gets one more try, each in a pool
+        # of its own, so that only the task that really kills its worker fails (and not its neighbours again)
+        retry = self._round(fn, tasks, list(range(len(tasks))), jobs, initializer, initargs, record, retry=True)
+        for i in retry:
+            self._round(fn, tasks, [i], 1, initializer, initargs, record, retry=False)
         return record.outcomes  # type: ignore[return-value]
+
+    @staticmethod
+    def _round(fn, tasks, todo, jobs, initializer, initargs, record, retry: bool) -> list[int]:
+        """Run ``todo`` on a pool of ``jobs``; returns the tasks a broken pool took down (when ``retry``)."""
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=_context(),
+                                   initializer=initializer, initargs=initargs)
+        again = []
+        try:
+            pending = {pool.submit(_guarded, fn, tasks[i]): i for i in todo}
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    i = pending.pop(fut)
+                    try:
+                        ok, value, seconds = fut.result()
+                    except BrokenProcessPool as exc:
+                        if retry:
+                            again.append(i)
+                            continue
+                        ok, value, seconds = False, f"worker process died: {exc}", 0.0
+                    except Exception as exc:  # e.g. a result that cannot be pickled back
+                        ok, value, seconds = False, f"{type(exc).__name__}: {exc}", 0.0
+                    record(i, ok, value, seconds)
+        except BaseException:  # Ctrl-C or an error here: stop the workers now, not when their solves end
+            _terminate(pool)
+            raise
+        pool.shutdown(wait=True)
+        return sorted(again)
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:

@@ -117,7 +117,11 @@ def test_make_executor_refuses_unknown_kinds():
         make_executor("spark")
 
 
-def test_a_dead_worker_fails_only_its_task_and_the_others_go_on():
+@pytest.mark.parametrize("highs_ran", [False, True])  # fork, or spawn (once HiGHS has run here)
+def test_a_dead_worker_fails_only_its_task_and_the_others_go_on(monkeypatch, highs_ran):
+    from planner import solve
+
+    monkeypatch.setattr(solve, "HIGHS_RAN", highs_ran)
     out = LocalExecutor(2).map(_die_on_3, [1, 2, 3, 4, 5, 6], progress=False)
     assert [o.value for o in out if o.ok] == [1, 2, 4, 5, 6]
     assert not out[2].ok and "worker process died" in out[2].error
