@@ -68,6 +68,7 @@ def test_same_inputs_same_plan_json_but_timings(tmp_path):
         d = json.loads((out / "plan.json").read_text())
         d.pop("timings_s")
         d.pop("run_id")
+        d.pop("created_utc")  # when it was written: differs by design
         d["solver"].pop("seconds")
         docs.append(json.dumps(d, sort_keys=True))
     assert docs[0] == docs[1]
