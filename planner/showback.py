@@ -16,6 +16,35 @@ import pandas as pd
 from .results import Plan
 
 
+def _pool_cost_and_owned(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
+    """Per pool: the amortised cost of this plan's purchases, and the reserved GPU-hours owned (expected)."""
+    inp = plan.inputs
+    w = dict(zip(inp.scenarios, inp.probability))
+    pur = plan.purchases
+    pool_of = {(g, r): p for p, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
+    cost_p = np.zeros(inp.P)
+    np.add.at(cost_p, [pool_of[(g, r)] for g, r in zip(pur["gpu_type"], pur["region"])],
+              pur["horizon_cost_usd"].to_numpy(float))
+    f = plan.fleet.assign(wt=plan.fleet["scenario"].map(w))
+    owned_p = (f["reserved_owned"] * f["hours"] * f["wt"]).groupby([f["gpu_type"], f["region"]]).sum()
+    owned = np.array([owned_p.get((g, r), 0.0) for g, r in zip(inp.pools["gpu_type"], inp.pools["region"])])
+    return cost_p, owned
+
+
+def reserved_use(plan: Plan) -> dict:
+    """The parts of the reserved allocation: ``use`` (K, P) expected reserved GPU-hours per class and pool,
+    ``owned`` and ``cost`` (P,) GPU-hours owned and the amortised purchase cost per pool."""
+    inp = plan.inputs
+    w = dict(zip(inp.scenarios, inp.probability))
+    a = plan.allocation_positions
+    sel = a[a["option"] == "reserved"]
+    use = np.zeros((inp.K, inp.P))
+    np.add.at(use, (sel["_k"].to_numpy(int), sel["_p"].to_numpy(int)),
+              (sel["gpu_hours"] * sel["scenario"].map(w)).to_numpy(float))
+    cost, owned = _pool_cost_and_owned(plan)
+    return {"use": use, "owned": owned, "cost": cost}
+
+
 def by_class(plan: Plan) -> pd.DataFrame:
     """One row per class: team, GPU-hours and cost by option, idle reserved share, total (expected)."""
     inp = plan.inputs
@@ -37,14 +66,7 @@ def by_class(plan: Plan) -> pd.DataFrame:
             np.add.at(usd[o], sel["_k"].to_numpy(int), sel["usd"].to_numpy())
         else:
             np.add.at(res_use, (sel["_k"].to_numpy(int), sel["_p"].to_numpy(int)), sel["wgh"].to_numpy())
-    pur = plan.purchases
-    pool_of = {(g, r): p for p, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
-    cost_p = np.zeros(P)
-    np.add.at(cost_p, [pool_of[(g, r)] for g, r in zip(pur["gpu_type"], pur["region"])],
-              pur["horizon_cost_usd"].to_numpy(float))
-    f = plan.fleet.assign(wt=plan.fleet["scenario"].map(w))
-    owned_p = (f["reserved_owned"] * f["hours"] * f["wt"]).groupby([f["gpu_type"], f["region"]]).sum()
-    owned = np.array([owned_p.get((g, r), 0.0) for g, r in zip(inp.pools["gpu_type"], inp.pools["region"])])
+    cost_p, owned = _pool_cost_and_owned(plan)
     used = res_use.sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(owned > 0, cost_p / owned, 0.0)

@@ -392,3 +392,21 @@ def test_inventory_that_ended_before_the_horizon_did_not_expire_in_it(tmp_path):
                    {"c": {}}, inventory=inventory)
     row = inventory_table(load_inputs(m)).iloc[0]
     assert row["hours_in_horizon"] == 0 and not row["expires_in_horizon"] and row["horizon_cost_usd"] == 0
+
+
+@needs_lo
+def test_showback_stays_whole_after_a_reserved_price_edit(example_plan, tmp_path):
+    plan, paths = example_plan
+    bought = plan.purchases[plan.purchases.instances > 0].iloc[0]
+    edited = tmp_path / "edited.xlsx"
+    wb = load_workbook(paths["xlsx"])
+    for row in wb["Prices"].iter_rows(min_row=2):
+        if (row[0].value, row[1].value, row[2].value) == (bought.gpu_type, bought.region, bought.option):
+            row[3].value = row[3].value + 0.1
+    wb.save(edited)
+    again = load_workbook(recalc(edited, tmp_path), data_only=True)
+    total = again["Summary"]["B2"].value
+    showback = sum(r[9].value for r in again["Showback"].iter_rows(min_row=2) if isinstance(r[9].value, (int, float)))
+    before = json.loads(paths["json"].read_text())["cost_usd"]["total"]
+    assert total - before == pytest.approx(0.1 * bought.gpus * bought.hours_active, rel=1e-9)
+    assert showback == pytest.approx(total, rel=1e-9)  # the classes still add up to the new total

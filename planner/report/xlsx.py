@@ -313,7 +313,7 @@ def write_workbook(plan: Plan, path) -> None:
     _write_shortfall(ws["Shortfall"], plan)
     _write_latency(ws["Latency"], plan)
     _write_backfill(ws["Backfill"], plan)
-    _write_showback(ws["Showback"], plan, price_row, n_alloc)
+    _write_showback(ws["Showback"], plan, price_row, n_alloc, len(purchases))
     _write_cash_flow(ws["Cash flow"], plan, purchases, price_row)
     _write_inventory(ws["Inventory"], inventory, price_row)
     _write_shadow_prices(ws["Shadow prices"], plan)
@@ -909,30 +909,98 @@ def _write_backfill(ws, plan: Plan) -> None:
     s.table("Backfill")
 
 
-def _write_showback(ws, plan: Plan, price_row: dict | None = None, n_alloc: int = 0) -> None:
-    """Cost and GPU-hours per class and team (planner.showback: reserved by use, idle pro rata to use).
+def _write_showback(ws, plan: Plan, price_row: dict | None = None, n_alloc: int = 0, n_purchases: int = 0) -> None:
+    """Cost and GPU-hours per class and team (planner.showback: reserved by use, idle pro rata to use), live.
 
-    On-demand and spot cost per class are live over Allocation (which is live over Prices); the reserved
-    columns are the allocation of Purchases' cost by use (rule in docs/workbook.md).
+    On-demand and spot per class are live over Allocation. The reserved columns are live too: to the right
+    of the table, each class's reserved GPU-hours and its share of each pool's use (values: quantities),
+    and below them per pool its purchases' cost (live over Purchases), GPU-hours owned and used, the rate
+    (cost / owned), the idle cost and the cost nobody used; a class pays use x rate plus its share of
+    the idle cost. Edit a reserved price and every column moves with the Summary.
     """
-    from ..showback import by_class
+    from ..showback import by_class, reserved_use
 
+    inp = plan.inputs
     cols = ["team", "workload_class", "reserved_gpu_hours", "on_demand_gpu_hours", "spot_gpu_hours",
             "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "total_usd"]
     s = _Sheet(ws, cols, {c: (USD if c.endswith("usd") else NUM) for c in cols[2:]})
     s.header({"team": 20, "workload_class": 20})
+    if plan.status.value not in ("optimal", "feasible"):
+        s.table("Showback")
+        return
     last = max(n_alloc + 1, 2)
     alloc = lambda c: f"Allocation!${c}$2:${c}${last}"  # noqa: E731
-    if plan.status.value in ("optimal", "feasible"):
-        for i, r in enumerate(by_class(plan).to_dict("records")):
-            row = i + 2
-            live = n_alloc > 0 and r["workload_class"] in plan.inputs.classes
-            od = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"on_demand"),{alloc("M")})',
-                   r["on_demand_usd"]) if live else r["on_demand_usd"]
-            sp = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"spot"),{alloc("M")})',
-                   r["spot_usd"]) if live else r["spot_usd"]
-            s.append([r[c] for c in cols[:7]] + [od, sp, F(f"=F{row}+G{row}+H{row}+I{row}", r["total_usd"])])
+    pur = lambda c: f"Purchases!${c}$2:${c}${max(n_purchases + 1, 2)}"  # noqa: E731
+    table = by_class(plan).to_dict("records")
+    parts = reserved_use(plan)
+    use, owned, cost = parts["use"], parts["owned"], parts["cost"]
+    used = use.sum(axis=0)
+    P = inp.P
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(owned > 0, cost / owned, 0.0)
+        share = np.where(used > 0, use / used, 0.0)
+    idle = rate * np.clip(owned - used, 0.0, None)
+    unused = np.where(used > 0, 0.0, cost)
+    u0, s0 = len(cols) + 1, len(cols) + 2 + P  # first columns of the use and share blocks (0-based)
+    colname = lambda j: xl_col_to_name(j)  # noqa: E731
+    head = s.book.fmt(head=True)
+    pools = [f"{g}/{r}" for g, r in zip(inp.pools["gpu_type"], inp.pools["region"])]
+    for q, name in enumerate(pools):
+        ws.write_string(0, u0 + q, f"reserved GPU-h {name}", head)
+        ws.write_string(0, s0 + q, f"share of use {name}", head)
+        ws.set_column(u0 + q, u0 + q, 16)
+        ws.set_column(s0 + q, s0 + q, 16)
+    pool_top = len(table) + 4  # the per-pool rows below the class rows (1-based row numbers)
+    rows_of = {"gpu_type": pool_top, "region": pool_top + 1, "cost": pool_top + 2, "owned": pool_top + 3,
+               "used": pool_top + 4, "rate": pool_top + 5, "idle": pool_top + 6, "unused": pool_top + 7}
+    rng = lambda key: f"${colname(u0)}${rows_of[key]}:${colname(u0 + P - 1)}${rows_of[key]}"  # noqa: E731
+    full_term = inp.config.commitments.accounting == "full_term"
+    for i, r in enumerate(table):
+        row = i + 2
+        k = inp.classes.index(r["workload_class"]) if r["workload_class"] in inp.classes else None
+        if k is None:  # the cost nobody used: pools without use, the liability past the horizon, extensions
+            extra = (f"+SUM({pur('Q')})" if full_term else "") + (f"+{float(plan.cost['extension'])!r}"
+                                                                 if "extension" in plan.cost else "")
+            s.append([r["team"], r["workload_class"], r["reserved_gpu_hours"], r["on_demand_gpu_hours"],
+                      r["spot_gpu_hours"], 0.0, F(f"=SUM({rng('unused')}){extra}", r["reserved_idle_usd"]),
+                      r["on_demand_usd"], r["spot_usd"], F(f"=F{row}+G{row}+H{row}+I{row}", r["total_usd"])])
+            continue
+        for q in range(P):
+            s._write(row - 1, u0 + q, float(use[k, q]), NUM)
+            s._write(row - 1, s0 + q, float(share[k, q]), PCT)
+        use_row = f"{colname(u0)}{row}:{colname(u0 + P - 1)}{row}"
+        share_row = f"{colname(s0)}{row}:{colname(s0 + P - 1)}{row}"
+        live = n_alloc > 0
+        od = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"on_demand"),{alloc("M")})',
+               r["on_demand_usd"]) if live else r["on_demand_usd"]
+        sp = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"spot"),{alloc("M")})',
+               r["spot_usd"]) if live else r["spot_usd"]
+        s.append([r["team"], r["workload_class"], r["reserved_gpu_hours"], r["on_demand_gpu_hours"],
+                  r["spot_gpu_hours"], F(f"=SUMPRODUCT({use_row},{rng('rate')})", float(use[k] @ rate)),
+                  F(f"=SUMPRODUCT({share_row},{rng('idle')})", float(share[k] @ idle)), od, sp,
+                  F(f"=F{row}+G{row}+H{row}+I{row}", r["total_usd"])])
     s.table("Showback")
+    labels = {"gpu_type": "GPU type", "region": "region", "cost": "reserved cost (USD, live over Purchases)",
+              "owned": "reserved GPU-hours owned", "used": "reserved GPU-hours used",
+              "rate": "USD per owned GPU-hour (live)", "idle": "idle cost (USD, live)",
+              "unused": "cost nobody used (USD, live)"}
+    for key, row in rows_of.items():
+        ws.write_string(row - 1, u0 - 1, labels[key], s.book.fmt(bold=True))
+    ws.set_column(u0 - 1, u0 - 1, 34)
+    for q, (g, rg) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"])):
+        c = colname(u0 + q)
+        ws.write_string(rows_of["gpu_type"] - 1, u0 + q, str(g))
+        ws.write_string(rows_of["region"] - 1, u0 + q, str(rg))
+        ws.write_formula(rows_of["cost"] - 1, u0 + q, f'=SUMPRODUCT(--EXACT({pur("A")},{c}${rows_of["gpu_type"]}),'
+                         f'--EXACT({pur("B")},{c}${rows_of["region"]}),{pur("I")})', s.book.fmt(USD), float(cost[q]))
+        ws.write_number(rows_of["owned"] - 1, u0 + q, float(owned[q]), s.book.fmt(NUM))
+        ws.write_number(rows_of["used"] - 1, u0 + q, float(used[q]), s.book.fmt(NUM))
+        ws.write_formula(rows_of["rate"] - 1, u0 + q, f"=IF({c}{rows_of['owned']}>0,{c}{rows_of['cost']}/"
+                         f"{c}{rows_of['owned']},0)", s.book.fmt(RATE), float(rate[q]))
+        ws.write_formula(rows_of["idle"] - 1, u0 + q, f"={c}{rows_of['rate']}*MAX({c}{rows_of['owned']}-"
+                         f"{c}{rows_of['used']},0)", s.book.fmt(USD), float(idle[q]))
+        ws.write_formula(rows_of["unused"] - 1, u0 + q, f"=IF({c}{rows_of['used']}>0,0,{c}{rows_of['cost']})",
+                         s.book.fmt(USD), float(unused[q]))
 
 
 MAX_FORMULA_TERMS = 150  # terms spelled out in one cash-flow formula (Excel allows 8,192 characters)
