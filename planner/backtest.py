@@ -205,8 +205,9 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
            settings: Settings, make_plan) -> tuple[PlanInputs, np.ndarray, int]:
     """What ``strategy`` buys at the cut-off ``start`` knowing only ``seen`` (K, c): (inputs, instances, scenarios).
 
-    The inputs are those of the plan made at the cut-off (horizon ``settings.horizon``, the point
-    forecast as demand, ``owned`` as dated inventory); the instances are per row of their ``reserved``.
+    The inputs are those of the plan made at the cut-off (horizon ``settings.horizon``, the point forecast
+    or, for ``stochastic``, its error scenarios as demand, ``owned`` as dated inventory); the instances are
+    per row of their ``reserved``.
     """
     s = settings
     if strategy == "all_on_demand":
@@ -219,17 +220,16 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
     except Exception as exc:  # the user's forecaster: say where it failed
         raise ForecasterError(f"the forecaster {_name(s.forecaster)} failed at the cut-off {start}: "
                               f"{type(exc).__name__}: {exc}") from None
-    inp = future_inputs(base, start, s.horizon, s.period_hours, point[None], ["forecast"], np.array([1.0]), owned)
-    if not len(inp.reserved):
-        return inp, np.zeros(len(inp.reserved)), 1
-    if strategy == "point":
-        return inp, make_plan(inp, risk=False).purchases["instances"].to_numpy(float), 1
+    cube, prob = point[None], np.array([1.0])
     if strategy == "stochastic":
         errors = fc_mod.residuals(forecaster, seen, s.horizon, s.period_hours, origins=s.origins)
         cube, prob = fc_mod.error_scenarios(point, errors)
-        names = [f"e{j}" for j in range(len(prob))] if len(prob) > 1 else ["forecast"]
-        scen = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned)
-        return inp, make_plan(scen, risk=False).purchases["instances"].to_numpy(float), len(prob)
+    names = [f"e{j}" for j in range(len(prob))] if len(prob) > 1 else ["forecast"]
+    inp = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned)
+    if not len(inp.reserved):
+        return inp, np.zeros(len(inp.reserved)), 1
+    if strategy in ("point", "stochastic"):
+        return inp, make_plan(inp, risk=False).purchases["instances"].to_numpy(float), len(prob)
     on_order = _on_order(base, owned, start)
     if strategy == "percentile_fleet":
         return inp, percentile_fleet(inp, point, on_order), 1
@@ -316,12 +316,10 @@ def period_costs(plan) -> pd.DataFrame:
     SLO-hours missed: the period's hours when a class that may not use spot (latency-bound, which includes
     every SLO-sized class) has unmet demand.
     """
+    from .bill import purchase_cost_by_period
+
     inp = plan.inputs
-    res = inp.reserved
-    reserved = np.zeros(inp.T)
-    if len(res):
-        per_gpu_hour = plan.purchases["instances"].to_numpy(float) * res["m"].to_numpy(float) * res["r"].to_numpy(float)
-        reserved = (per_gpu_hour @ inp.active) * inp.hours
+    reserved = purchase_cost_by_period(plan).sum(axis=0)
     fleet = plan.fleet[plan.fleet["scenario"] == inp.scenarios[0]]
     price = pd.Series(np.nan_to_num(inp.pools["od"].to_numpy(float)), index=pd.MultiIndex.from_frame(
         inp.pools[["gpu_type", "region"]]))
@@ -545,19 +543,13 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
                                  hint="shorten --train-hours or --test-hours"))
     lookback = options.pop("lookback_hours", None)
     try:
-        return _backtest_periods(history, train, test, step, step_hours, test_hours, horizon_hours, train_hours,
-                                 lookback, backend, executor, progress, make_plan, functools, options)
+        return backtest(history, train, test, functools.partial(make_plan, backend=backend),
+                        step_periods=max(1, int(round((step_hours or test_hours) / step))),
+                        horizon_periods=max(1, int(round((horizon_hours or train_hours) / step))),
+                        lookback_periods=None if lookback is None else max(1, int(round(lookback / step))),
+                        executor=executor, progress=progress, **options)
     except ForecasterError as exc:
         raise InputError(Problem("--forecaster", str(exc))) from None
-
-
-def _backtest_periods(history, train, test, step, step_hours, test_hours, horizon_hours, train_hours, lookback,
-                      backend, executor, progress, make_plan, functools, options) -> BacktestResult:
-    return backtest(history, train, test, functools.partial(make_plan, backend=backend),
-                    step_periods=max(1, int(round((step_hours or test_hours) / step))),
-                    horizon_periods=max(1, int(round((horizon_hours or train_hours) / step))),
-                    lookback_periods=None if lookback is None else max(1, int(round(lookback / step))),
-                    executor=executor, progress=progress, **options)
 
 
 def write_backtest(result: BacktestResult, out_dir) -> dict:

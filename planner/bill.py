@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .ladder import overlap_hours
 from .units import HOURS_PER_MONTH
 
 
@@ -46,11 +47,7 @@ def inventory_table(inp) -> pd.DataFrame:
     if inv is None or not len(inv):
         return pd.DataFrame({c: [] for c in cols})
     inv = inv.reset_index(drop=True)
-    start = inp.periods.to_numpy().astype("datetime64[s]").astype(float)
-    stop = start + inp.hours * 3600.0
-    a = inv["start"].to_numpy().astype("datetime64[s]").astype(float)[:, None]
-    b = inv["end"].to_numpy().astype("datetime64[s]").astype(float)[:, None]
-    hours = np.clip(np.minimum(stop[None, :], b) - np.maximum(start[None, :], a), 0.0, None).sum(axis=1) / 3600.0
+    hours = overlap_hours(inv["start"], inv["end"], inp.periods, inp.hours).sum(axis=1)
     horizon_end = inp.periods[-1] + pd.Timedelta(hours=float(inp.hours[-1]))
     out = inv[["gpu_type", "region", "option", "gpus", "start", "end"]].copy()
     picked = _rate_rows(inp.tables.prices, inv)
@@ -82,3 +79,21 @@ def bill(plan) -> dict:
     owned = float(inventory_table(plan.inputs)["horizon_cost_usd"].sum())
     new = float(plan.cost["total"])
     return {"new_decisions_usd": new, "already_committed_usd": owned, "total_usd": new + owned}
+
+
+def purchase_cost_by_period(plan) -> np.ndarray:
+    """(R, T): the amortised cost of the plan's purchases in each period (GPUs x effective rate x active hours)."""
+    inp = plan.inputs
+    res = inp.reserved
+    if not len(res):
+        return np.zeros((0, inp.T))
+    per_hour = plan.purchases["instances"].to_numpy(float) * res["m"].to_numpy(float) * res["r"].to_numpy(float)
+    return per_hour[:, None] * inp.active * inp.hours[None, :]
+
+
+def inventory_cost_by_period(inp, inventory: pd.DataFrame) -> np.ndarray:
+    """(rows, T): each owned commitment's cost in each period (GPUs x effective rate x its hours there)."""
+    if not len(inventory):
+        return np.zeros((0, inp.T))
+    hours = overlap_hours(inventory["start"], inventory["end"], inp.periods, inp.hours)
+    return (inventory["gpus"].to_numpy(float) * inventory["effective_usd_per_gpu_hour"].to_numpy(float))[:, None] * hours

@@ -61,16 +61,20 @@ def purchase_rows(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.nd
     rows["end_date"] = rows["active_from"] + pd.to_timedelta(L, unit="h")
     # the share of each period the purchase is active (as inventory is counted): 0/1 with hourly periods,
     # a fraction where a term starts or ends inside a longer period
-    start = periods.to_numpy().astype("datetime64[s]").astype(float)
-    stop = start + np.asarray(hours, float) * 3600.0
-    lo = rows["active_from"].to_numpy().astype("datetime64[s]").astype(float)[:, None]
-    hi = rows["end_date"].to_numpy().astype("datetime64[s]").astype(float)[:, None]
-    overlap = np.clip(np.minimum(stop[None, :], hi) - np.maximum(start[None, :], lo), 0.0, None)
-    active = overlap / (np.asarray(hours, float) * 3600.0)[None, :]
+    active = overlap_hours(rows["active_from"], rows["end_date"], periods, hours) / np.asarray(hours, float)[None, :]
     active = np.where(active > 1 - 1e-12, 1.0, np.where(active < 1e-12, 0.0, active))
     rows["hours_active"] = active @ np.asarray(hours, float)
     rows["firm"] = rows["date_index"] == 0  # dated in the first purchase interval: act on it now
     return rows, active
+
+
+def overlap_hours(start, end, periods: pd.DatetimeIndex, hours: np.ndarray) -> np.ndarray:
+    """(rows, T): the hours of each interval [start, end) that fall in each period [t, t + h_t)."""
+    t0 = periods.to_numpy().astype("datetime64[s]").astype(float)
+    t1 = t0 + np.asarray(hours, float) * 3600.0
+    lo = pd.DatetimeIndex(start).to_numpy().astype("datetime64[s]").astype(float)[:, None]
+    hi = pd.DatetimeIndex(end).to_numpy().astype("datetime64[s]").astype(float)[:, None]
+    return np.clip(np.minimum(t1[None, :], hi) - np.maximum(t0[None, :], lo), 0.0, None) / 3600.0
 
 
 def full_term_usd_per_gpu(rows: pd.DataFrame) -> np.ndarray:

@@ -434,6 +434,11 @@ def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block, budgets: set | None = N
         return pd.DataFrame({c: [] for c in cols})
     pools = inp.pools
     cause_of = {}
+    block_month = np.full(blocks.B, None, dtype=object)  # the month of each block's first period
+    if budgets:
+        flat = blocks.of.reshape(-1)
+        _, first = np.unique(flat, return_index=True)
+        block_month[flat[first]] = inp.periods[first % blocks.of.shape[1]].strftime("%Y-%m")
     for k, b in kb:  # only the (class, block) pairs with a shortfall
         reasons = []
         allowed = np.flatnonzero(inp.speed[k] > 0)
@@ -458,9 +463,8 @@ def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block, budgets: set | None = N
         if budgets:
             if "budget_total" in budgets:
                 reasons.append(f"total budget {inp.config.budget.max_total_usd:,.0f} USD reached")
-            first = np.flatnonzero(blocks.of.reshape(-1) == b)
-            if len(first):
-                month = inp.periods[first[0] % blocks.of.shape[1]].strftime("%Y-%m")
+            month = block_month[b]
+            if month is not None:
                 if f"budget_month_{month.replace('-', '_')}" in budgets:
                     reasons.append(f"budget of {month} ({inp.config.budget.month_cap(month):,.0f} USD) reached")
         if not reasons:

@@ -123,9 +123,9 @@ def by_month(plan: Plan) -> pd.DataFrame:
     res = inp.reserved
     cost_pm = pd.Series(dtype=float)
     if len(res):
-        n = plan.purchases["instances"].to_numpy(float)
-        per = (n * res["m"].to_numpy(float) * res["r"].to_numpy(float))[:, None] * inp.active * inp.hours[None, :]
-        cube = pd.DataFrame(per.T, index=per_month).groupby(level=0).sum()  # (months, R)
+        from .bill import purchase_cost_by_period
+
+        cube = pd.DataFrame(purchase_cost_by_period(plan).T, index=per_month).groupby(level=0).sum()  # (months, R)
         cost_pm = cube.T.groupby(res["pool"].to_numpy(int)).sum().stack()  # (p, month)
         cost_pm.index = cost_pm.index.swaplevel()  # (month, p)
     f = plan.fleet

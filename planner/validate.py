@@ -565,14 +565,12 @@ def owned_gpus(inventory: pd.DataFrame, pools: list[tuple[str, str]], periods: p
     E = np.zeros((len(pools), len(periods)))
     if inventory.empty:
         return E
+    from .ladder import overlap_hours
+
     pool_of = {pool: i for i, pool in enumerate(pools)}
-    start = periods.to_numpy().astype("datetime64[s]").astype(float)
-    end = start + hours * 3600.0
-    for row in inventory.itertuples():  # one row per commitment, not per period
-        a = np.datetime64(row.start, "s").astype(float)
-        b = np.datetime64(row.end, "s").astype(float)
-        overlap = np.clip(np.minimum(end, b) - np.maximum(start, a), 0, None) / (hours * 3600.0)
-        E[pool_of[(row.gpu_type, row.region)]] += row.gpus * overlap
+    share = overlap_hours(inventory["start"], inventory["end"], periods, hours) / np.asarray(hours, float)[None, :]
+    rows = [pool_of[(g, r)] for g, r in zip(inventory["gpu_type"], inventory["region"])]
+    np.add.at(E, rows, inventory["gpus"].to_numpy(float)[:, None] * share)
     return E
 
 

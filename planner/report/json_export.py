@@ -68,7 +68,7 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
     ``reserved_new_usd`` is the amortised cost of this plan's purchases active that month, ``reserved_owned_usd``
     that of the inventory (Inventory sheet); on-demand and spot are priced at the price sheet's rates.
     """
-    from ..bill import inventory_table
+    from ..bill import inventory_cost_by_period, inventory_table, purchase_cost_by_period
 
     inp = plan.inputs
     f = plan.fleet
@@ -90,22 +90,14 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
     res = inp.reserved
     new = pd.DataFrame(columns=["month", "gpu_type", "region", "reserved_new_usd"])
     if len(res):
-        n = plan.purchases["instances"].to_numpy(float)
-        per = (n * res["m"].to_numpy(float) * res["r"].to_numpy(float))[:, None] * inp.active * inp.hours[None, :]
-        cube = pd.DataFrame(per, columns=month).T.groupby(level=0).sum().T  # (R, months)
+        cube = pd.DataFrame(purchase_cost_by_period(plan), columns=month).T.groupby(level=0).sum().T  # (R, months)
         cube["gpu_type"], cube["region"] = res["gpu_type"].to_numpy(), res["region"].to_numpy()
         new = cube.melt(id_vars=["gpu_type", "region"], var_name="month", value_name="reserved_new_usd")
         new = new.groupby(["month", "gpu_type", "region"]).sum().reset_index()
     inv = inventory_table(inp)
     owned = pd.DataFrame(columns=["month", "gpu_type", "region", "reserved_owned_usd"])
     if len(inv):
-        start = inp.periods.to_numpy().astype("datetime64[s]").astype(float)
-        stop = start + inp.hours * 3600.0
-        a = inv["start"].to_numpy().astype("datetime64[s]").astype(float)[:, None]
-        b = inv["end"].to_numpy().astype("datetime64[s]").astype(float)[:, None]
-        hours = np.clip(np.minimum(stop[None, :], b) - np.maximum(start[None, :], a), 0.0, None) / 3600.0
-        per = (inv["gpus"].to_numpy(float) * inv["effective_usd_per_gpu_hour"].to_numpy(float))[:, None] * hours
-        cube = pd.DataFrame(per, columns=month).T.groupby(level=0).sum().T
+        cube = pd.DataFrame(inventory_cost_by_period(inp, inv), columns=month).T.groupby(level=0).sum().T
         cube["gpu_type"], cube["region"] = inv["gpu_type"].to_numpy(), inv["region"].to_numpy()
         owned = cube.melt(id_vars=["gpu_type", "region"], var_name="month", value_name="reserved_owned_usd")
         owned = owned.groupby(["month", "gpu_type", "region"]).sum().reset_index()

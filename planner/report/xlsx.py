@@ -291,7 +291,7 @@ def write_workbook(plan: Plan, path) -> None:
     _write_prices(ws["Prices"], prices)
     _write_purchases(ws["Purchases"], plan, purchases, price_row, horizon_ref)
     _write_allocation(ws["Allocation"], plan, price_row, alloc)
-    cost_rows, cost_values = _write_costs(ws["Costs"], plan, purchases, price_row, horizon_ref, alloc)
+    cost_rows, cost_values = _write_costs(ws["Costs"], plan, purchases, price_row, alloc)
     base_rows, baseline = _write_baseline(ws["Baseline"], plan, price_row)
     _write_summary(ws["Summary"], plan, summary_rows, cost_rows, purchases, inventory,
                    cost_values=cost_values, baseline=(base_rows, baseline))
@@ -313,7 +313,7 @@ def write_workbook(plan: Plan, path) -> None:
     _write_shortfall(ws["Shortfall"], plan)
     _write_latency(ws["Latency"], plan)
     _write_backfill(ws["Backfill"], plan)
-    _write_showback(ws["Showback"], plan, price_row, n_alloc, len(purchases))
+    _write_showback(ws["Showback"], plan, n_alloc, len(purchases))
     _write_cash_flow(ws["Cash flow"], plan, purchases, price_row)
     _write_inventory(ws["Inventory"], inventory, price_row)
     _write_shadow_prices(ws["Shadow prices"], plan)
@@ -419,7 +419,7 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
         hours_cell = float(hours) if hours is not None else F(f"={horizon_ref}", plan.inputs.horizon_hours)
         od_row = price_row.get((r.gpu_type, r.region, "on_demand", None))
         bought = r.instances > 0
-        od = float(plan.inputs.tables.prices["hourly_usd"].iat[od_row - 2]) if od_row else None
+        od = _price_value(plan, price_row, (r.gpu_type, r.region, "on_demand", None)) if od_row else None
         eff, gpus = float(r.effective_usd_per_gpu_hour), float(r.gpus)
         u_min, u_avg, u_max = use.iloc[i] if bought else (np.nan, np.nan, np.nan)
         reco = [None] * 8
@@ -495,8 +495,7 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
     s.table("Allocation")
 
 
-def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horizon_ref: str,
-                 a: pd.DataFrame) -> tuple[int, dict]:
+def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd.DataFrame) -> tuple[int, dict]:
     """Cost per reserved purchase and per pool and option, live over Allocation and Prices.
 
     Returns the rows written and the sum of the cost cells per cost kind (their cached values)."""
@@ -909,7 +908,7 @@ def _write_backfill(ws, plan: Plan) -> None:
     s.table("Backfill")
 
 
-def _write_showback(ws, plan: Plan, price_row: dict | None = None, n_alloc: int = 0, n_purchases: int = 0) -> None:
+def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> None:
     """Cost and GPU-hours per class and team (planner.showback: reserved by use, idle pro rata to use), live.
 
     On-demand and spot per class are live over Allocation. The reserved columns are live too: to the right
