@@ -20,8 +20,15 @@ from pathlib import Path
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path):
-    """Yield a temporary path beside ``path``; rename it into place on success, delete it on failure."""
+    """Yield a temporary path beside ``path``; rename it into place on success, delete it on failure.
+
+    ``path`` must name a file: an existing folder there raises IsADirectoryError naming it, before anything
+    is written.
+    """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(21, "is a folder, not a file: give the path of a file (one inside it, say)",
+                                str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
@@ -47,11 +54,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def check_writable(out_dir: str | Path) -> None:
-    """Raise OSError early (before a long solve) when ``out_dir`` cannot take outputs."""
+def check_writable(out_dir: str | Path, names=()) -> None:
+    """Raise OSError early (before a long solve) when ``out_dir`` cannot take outputs ``names``."""
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectoryError(20, "the output folder is a file", str(out_dir))
+    for name in names:
+        path = out_dir / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise IsADirectoryError(21, "is a folder or a link, not a previous output; remove or rename it",
+                                    str(path))
     probe = out_dir if out_dir.is_dir() else next((p for p in out_dir.parents if p.exists()), Path("."))
     if not os.access(probe, os.W_OK | os.X_OK):
         raise PermissionError(13, "permission denied", str(probe))
@@ -60,7 +72,6 @@ def check_writable(out_dir: str | Path) -> None:
 def remove_stale(folder: Path) -> None:
     """Remove temporary files and folders left in ``folder`` by writers that were killed."""
     import re
-    import shutil
 
     if not folder.is_dir():
         return
@@ -74,10 +85,28 @@ def remove_stale(folder: Path) -> None:
         if pid == os.getpid() or _alive(pid):
             continue
         if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
+            _remove_outputs_folder(entry, None)
         else:
             with contextlib.suppress(OSError):
                 entry.unlink()
+
+
+def _remove_outputs_folder(folder: Path, names) -> None:
+    """Remove a planner temporary folder, but only while it holds nothing but regular output files
+    (``names``, or any non-hidden regular file when None); anything else in it is left where it is."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    ours = [e for e in entries if e.is_file() and not e.is_symlink()
+            and (e.name in names if names is not None else not e.name.startswith("."))]
+    if len(ours) != len(entries):
+        return
+    for entry in ours:
+        with contextlib.suppress(OSError):
+            entry.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -102,11 +131,12 @@ def _exchange(a: Path, b: Path) -> bool:
 def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
     """Write ``writers`` ({file name: function(path)}) into ``out_dir`` as one publication.
 
-    Where ``out_dir`` holds nothing but these files (the usual outputs/<name>/), the files are written
-    into a new sibling folder, which is then exchanged with ``out_dir`` in one step; otherwise (other
-    files live there, or the system cannot exchange) each file is replaced atomically, in order.
+    Where ``out_dir`` holds nothing but regular files with these names (the usual outputs/<name>/), the
+    files are written into a new sibling folder, which is then exchanged with ``out_dir`` in one step;
+    otherwise (anything else lives there, dot-files and folders included, or the system cannot
+    exchange) each file is replaced atomically, in order, and nothing else in the folder is touched.
+    An entry with an output's name that is a folder or a link is refused (IsADirectoryError).
     """
-    import shutil
 
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -115,10 +145,12 @@ def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
         remove_stale(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectoryError(20, "the output folder is a file", str(out_dir))
-    others = [p for p in out_dir.iterdir() if p.name not in writers and not p.name.startswith(".")] \
-        if out_dir.is_dir() else []
     paths = {name: out_dir / name for name in writers}
-    if not others:
+    for path in paths.values():  # never replace a user's folder (or a link) that has an output's name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise IsADirectoryError(21, "is a folder or a link, not a previous output; remove or rename it",
+                                    str(path))
+    if only_previous_outputs(out_dir, writers):
         try:
             new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-{os.getpid()}-", dir=out_dir.parent))
         except OSError as exc:  # name the folder the user gave, not our temporary one
@@ -134,14 +166,29 @@ def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
                 with contextlib.suppress(OSError):
                     os.rename(new, out_dir)
                     return paths
-            if _exchange(new, out_dir):
+            if only_previous_outputs(out_dir, writers) and _exchange(new, out_dir):
                 return paths  # ``new`` now holds the old outputs: removed below
         finally:
-            shutil.rmtree(new, ignore_errors=True)
+            _remove_outputs_folder(new, writers)
     for name, write in writers.items():  # fallback: file by file, each atomic
         with atomic_path(paths[name]) as tmp:
             write(tmp)
     return paths
+
+
+def only_previous_outputs(out_dir: Path, names) -> bool:
+    """True when ``out_dir`` is missing, or a real folder (not a link) holding nothing but regular files
+    named in ``names``: the one case where the whole folder may be exchanged for a new one.
+
+    Anything else in it (a dot-file, ``.git``, a folder, a link, another program's file) means the folder is
+    the user's: the outputs are then replaced one by one inside it and nothing else is touched.
+    """
+    if not out_dir.exists() and not out_dir.is_symlink():
+        return True
+    if out_dir.is_symlink() or not out_dir.is_dir():
+        return False
+    return all(entry.name in names and entry.is_file() and not entry.is_symlink()
+               for entry in out_dir.iterdir())
 
 
 def write_workbook_and_json(wb, xlsx_path: str | Path, json_path: str | Path, text: str) -> None:
