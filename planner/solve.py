@@ -14,6 +14,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -137,15 +138,11 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
         _set_start(model, variables)
         solver = pulp.COIN_CMD(path=_dies_with_us(path, tmp), msg=False, timeLimit=time_limit_s,
                                gapRel=mip_gap, threads=threads, logPath=log, warmStart=True)
-        solver.tmpDir = tmp  # PuLP's .mps/.mst/.sol files go in our private folder, removed after
-        cwd = os.getcwd()
-        try:
-            os.chdir(tmp)  # PuLP writes its temporary files to the working directory on some systems
+        solver.tmpDir = tmp  # PuLP's .mps/.mst/.sol files go in our private folder (absolute paths), removed
+        try:  # after; no chdir: the working directory is the process's, and other threads' (issue 27, #3)
             prob.solve(solver)
         except pulp.PulpSolverError as exc:
             raise SolverError(f"CBC failed: {exc}") from None
-        finally:
-            os.chdir(cwd)
         text = Path(log).read_text(encoding="utf-8", errors="replace") if os.path.exists(log) else ""
     result = _CBC_RESULT.search(text)
     result_text = result.group(1).strip() if result else ""
@@ -197,23 +194,41 @@ def _remove_stale_cbc_folders() -> None:
             pass
 
 
+_QUIET_LOCK = threading.Lock()
+_QUIET = {"depth": 0, "fd": None, "saved": None}  # one redirection per process, however many threads solve
+
+
 @contextlib.contextmanager
 def quiet_stdout():
-    """Silence the C library's writes to file descriptor 1 for the duration."""
+    """Silence the C library's writes to file descriptor 1 for the duration.
+
+    File descriptor 1 belongs to the process, so threads share one redirection: the first to enter saves
+    fd 1 and points it at /dev/null, the last to leave puts it back (save/restore pairs of several
+    threads would otherwise interleave and leave fd 1 on /dev/null for good).
+    """
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # captured stdout (pytest, notebooks)
         yield
         return
-    sys.stdout.flush()
-    saved = os.dup(fd)
+    with _QUIET_LOCK:
+        if _QUIET["depth"] == 0:
+            sys.stdout.flush()
+            saved = os.dup(fd)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd)
+            os.close(null)
+            _QUIET.update(fd=fd, saved=saved)
+        _QUIET["depth"] += 1
     try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), fd)
-            yield
+        yield
     finally:
-        os.dup2(saved, fd)
-        os.close(saved)
+        with _QUIET_LOCK:
+            _QUIET["depth"] -= 1
+            if _QUIET["depth"] == 0:
+                os.dup2(_QUIET["saved"], _QUIET["fd"])
+                os.close(_QUIET["saved"])
+                _QUIET.update(fd=None, saved=None)
 
 
 def _highs_lp(model: PlanModel, highspy, integer: bool):
