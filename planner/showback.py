@@ -162,6 +162,6 @@ def by_month(plan: Plan) -> pd.DataFrame:
            for (m, k), v in rows.items()]
     out += [{"month": m, "team": "(unallocated)", "workload_class": "(unallocated)", "reserved_used_usd": 0.0,
              "reserved_idle_usd": v, "on_demand_usd": 0.0, "spot_usd": 0.0} for m, v in unallocated.items()]
-    df = pd.DataFrame(out)
+    df = pd.DataFrame(out, columns=cols[:-1])  # no rows at all when the plan costs nothing (inventory covers it)
     df["total_usd"] = df[["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd"]].sum(axis=1)
     return df.sort_values(["month", "workload_class"]).reset_index(drop=True)[cols]
