@@ -236,7 +236,9 @@ def write_focus(plan_file, out, **options) -> tuple:
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise InputError(Problem(str(plan_file), f"malformed plan.json ({type(exc).__name__}: {exc})",
                                  expected="a plan.json written by `planner plan`, unedited")) from None
-    with atomic_path(out) as tmp:
-        frame.to_csv(tmp, index=False, float_format="%.6f")
+    from ..csvsafe import inert_frame
+
+    with atomic_path(out) as tmp:  # text a spreadsheet would run as a formula gets a leading apostrophe
+        inert_frame(frame).to_csv(tmp, index=False, float_format="%.6f")
     return out, len(frame)
 
