@@ -62,6 +62,7 @@ class Plan:
     budget: pd.DataFrame | None = None  # per [budget] row: name, cap_usd, spend_usd, binding
     commitments: dict = field(default_factory=dict)  # accounting, amortised and full-term cost, liability past H
     cash_schedule: pd.DataFrame = field(default_factory=pd.DataFrame)  # per calendar month to the last term's end
+    notes: list = field(default_factory=list)  # sentences the user should read (e.g. how the model was solved)
 
     @property
     def allocation(self) -> pd.DataFrame:
@@ -344,34 +345,77 @@ def _cash(inp: PlanInputs, blocks, Yb, Zb, purchases: pd.DataFrame) -> pd.DataFr
 def _latency(inp: PlanInputs, blocks, Xb, Yb) -> pd.DataFrame:
     """Per SLO class, scenario and period: load, replicas provisioned and the latency they give.
 
-    Replicas are the reference-type equivalents of the reserved and on-demand GPUs the plan gives the class
-    (sum_p s[k,p] (x + y), divided by the reference type's GPUs per replica, rounded down).
+    Each GPU type of the class's ``replicas`` table is queued with its own service time: its replicas are
+    the reserved and on-demand GPUs of that type the plan gives the class, divided by that type's GPUs per
+    replica (rounded down). Served on one type, the latency is that type's M/M/c (Erlang C) exactly; served
+    on several, requests are split between the types in proportion to their capacity (replicas / service
+    time) and P(latency > x) is the load-weighted mixture of the types' tails (separate queues: an upper
+    bound on one shared queue's latency). ``gpus`` stays in reference-type GPUs (the units of demand).
     """
-    from . import queueing
-
     if inp.requests is None:
         return pd.DataFrame()
+    types = inp.pools["gpu_type"].to_numpy()
     frames = []
     for k, name in enumerate(inp.classes):
         spec = inp.config.classes[name].slo
         if spec is None:
             continue
-        ref = spec.replicas[0]
         prov = np.einsum("p,pb->b", inp.speed[k], Xb[k] + Yb[k])  # (B,) reference GPUs
+        reps = np.stack([np.floor((Xb[k] + Yb[k])[types == r.gpu_type].sum(axis=0) / r.gpus_per_replica + 1e-6)
+                         for r in spec.replicas])  # (J, B) replicas of each type
+        service = np.array([r.service_ms / 1000.0 for r in spec.replicas])
         for s, scen in enumerate(inp.scenarios):
             lam = inp.requests[s, k]
-            gpus = prov[blocks.of[s]]
-            replicas = np.floor(gpus / ref.gpus_per_replica + 1e-6).astype(np.int64)
-            S, slo = ref.service_ms / 1000.0, spec.latency_slo_ms / 1000.0
-            pct = queueing.latency_percentile(spec.percentile, lam, S, replicas, spec.service_cv) * 1000.0
-            above = np.where(lam > 0, queueing.p_latency_above(slo, lam, S, replicas, spec.service_cv), 0.0)
+            c = reps[:, blocks.of[s]].astype(np.int64)  # (J, T)
+            pct, above = _mixed_latency(lam, c, service, spec)
+            used = c > 0
+            label = np.array(["+".join(r.gpu_type for r, u in zip(spec.replicas, col) if u) or "-"
+                              for col in used.T]) if len(spec.replicas) > 1 else np.full(inp.T, spec.replicas[0].gpu_type)
             frames.append(pd.DataFrame({
                 "scenario": scen, "period": inp.periods, "hours": inp.hours, "workload_class": name,
-                "requests_per_s": lam, "replicas": replicas, "gpus": gpus,
+                "requests_per_s": lam, "replicas": c.sum(axis=0), "serving_gpu_types": label,
+                "gpus": prov[blocks.of[s]],
                 "latency_slo_ms": spec.latency_slo_ms, "slo_percentile": spec.percentile,
-                "latency_at_percentile_ms": pct, "p_latency_above_slo": above,
-                "slo_met": pct <= spec.latency_slo_ms * (1 + 1e-9)}))
+                "latency_at_percentile_ms": pct * 1000.0, "p_latency_above_slo": above,
+                "slo_met": pct * 1000.0 <= spec.latency_slo_ms * (1 + 1e-9)}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _mixed_latency(lam: np.ndarray, c: np.ndarray, service: np.ndarray, spec) -> tuple[np.ndarray, np.ndarray]:
+    """(latency at the percentile in s, P(latency > SLO)) per period for ``c[j, t]`` replicas of type j.
+
+    One type serving: that type's M/M/c exactly. Several: capacity-proportional split, mixture of tails;
+    the percentile of the mixture by bisection between the smallest and largest of the types' own.
+    """
+    from . import queueing
+
+    J, T = c.shape
+    cap = c / service[:, None]  # requests per second each type can serve
+    total = cap.sum(axis=0)
+    share = np.divide(cap, total, out=np.zeros_like(cap), where=total > 0)  # (J, T)
+    share[0, total <= 0] = 1.0  # no replicas at all: the reference type's (unstable, inf) figures
+    slo = spec.latency_slo_ms / 1000.0
+    own = np.stack([queueing.latency_percentile(spec.percentile, lam * share[j], service[j], c[j], spec.service_cv)
+                    for j in range(J)])  # (J, T)
+    tails = lambda x: sum(share[j] * np.where(share[j] > 0, queueing.p_latency_above(  # noqa: E731
+        x, lam * share[j], service[j], c[j], spec.service_cv), 0.0) for j in range(J))
+    above = np.where(lam > 0, tails(np.full(T, slo)), 0.0)
+    served = share > 0
+    n = served.sum(axis=0)
+    single = np.where(served, own, 0.0).sum(axis=0)
+    if (n <= 1).all():
+        return single, above
+    lo = np.where(served, own, np.inf).min(axis=0)
+    hi = np.where(served, own, -np.inf).max(axis=0)  # the mixture's percentile lies between the types' own
+    mixed = (n > 1) & np.isfinite(hi) & (lam > 0)
+    target = 1.0 - spec.percentile / 100.0
+    a, b = np.where(mixed, lo, 0.0), np.where(mixed, hi, 0.0)
+    for _ in range(60):
+        mid = 0.5 * (a + b)
+        up = tails(mid) > target
+        a, b = np.where(up, mid, a), np.where(up, b, mid)
+    # no load on several types: the slower type's service percentile; unstable: inf (the types' own)
+    return np.where(n <= 1, single, np.where(mixed, b, hi)), above
 
 
 def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Yb, Zb, Ub, Xd=None) -> None:
