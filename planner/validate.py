@@ -211,10 +211,12 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     _report(bad, raw, absurd, "option", "the term in the option's name is out of range", d["option"],
             expected="a term between one day and 120 months, e.g. reserved_1y or reserved_36m")
     term = term.where(~absurd)
-    _report(bad, raw, is_res & known & term.isna() & (d.get("term_months", pd.Series("", index=d.index)) == ""),
-            "term_months", "reserved row without a term", None,
-            expected="term_months, or an option name ending in _1y / _3y / _<n>m",
-            hint="add term_months (e.g. 12) or rename the option to reserved_1y")
+    no_term = is_res & known & term.isna() & (d.get("term_months", pd.Series("", index=d.index)) == "")
+    for name in pd.unique(d["option"][no_term]):  # one message per option name, naming it
+        _report(bad, raw, no_term & d["option"].eq(name), "term_months",
+                f"reserved row without a term (option '{name}')", pd.Series("", index=d.index),
+                expected="term_months, or an option name ending in _1y / _3y / _<n>m",
+                hint=f"add term_months (e.g. 12) or rename the option to {name}_1y")
     _report(bad, raw, ~is_res & d.get("term_months", pd.Series("", index=d.index)).ne(""),
             "term_months", "term on a non-reserved row", d.get("term_months"),
             expected="blank for on_demand and spot")
