@@ -63,6 +63,7 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     if extend is not None:
         extend(model)
     timings["build"] = model.seconds
+    note = None if fixed_reserved is not None else _monolithic_note(inp, backend or s.backend, extend is None)
     if write_model is not None:
         model.write(write_model)
     result = solve(model, backend or s.backend, time_limit_s if time_limit_s is not None else s.time_limit_s,
@@ -71,6 +72,8 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     t0 = time.perf_counter()
     plan = extract_plan(inp, model, result, timings)
     plan.timings["extract"] = time.perf_counter() - t0
+    if note:
+        plan.notes.append(note)
     if risk and len(inp.scenarios) > 1 and plan.status.value in ("optimal", "feasible"):
         t0 = time.perf_counter()
         sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
@@ -111,6 +114,27 @@ def _use_benders(inp: PlanInputs, backend: str) -> bool:
         return backend == "highs"  # the decomposition keeps its chunk LPs in HiGHS; --solver cbc solves monolithic
     dated = "date_index" in inp.reserved and inp.reserved["date_index"].nunique() > 1
     return dated and backend == "highs" and inp.T * inp.K * len(inp.scenarios) > BENDERS_AUTO_CELLS
+
+
+def _monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
+    """Why a model file that asks for ``method = "benders"`` is solved as one model (None otherwise);
+    ``free`` is False when an extension is added (the decomposition cannot see its rows)."""
+    from .decompose import applicable
+
+    if inp.config.solver.method != "benders":
+        return None
+    b = inp.config.budget
+    if not free:
+        why = "the model is extended (extend=), and the decomposition cannot see the added rows"
+    elif backend != "highs":
+        why = f"--solver {backend}: the decomposition runs on HiGHS only"
+    elif b.max_total_usd is not None or b.monthly:
+        why = "a [budget] couples the months the decomposition solves apart"
+    elif not applicable(inp):
+        why = "the decomposition does not apply to this model (see docs/commitments.md)"
+    else:
+        return None
+    return f'method = "benders" was asked, but the model was solved whole (monolithic): {why}'
 
 
 def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, risk, write_model) -> Plan:

@@ -197,6 +197,7 @@ def plan_to_dict(plan: Plan) -> dict:
         "backfill": _records(plan.backfill.drop(columns=["class_index", "pool"], errors="ignore"))
         if len(plan.backfill) else [],
         "model_size": plan.stats,
+        "notes": list(plan.notes),
         "timings_s": {k: _num(v) for k, v in plan.timings.items()},
     }
     return out

@@ -15,6 +15,7 @@ def summary_text(plan: Plan) -> str:
              + (f" (gap {plan.solve.mip_gap:.2e})" if plan.solve.mip_gap is not None else "")
              + f", {inp.T} periods x {inp.K} classes x {inp.P} pools, solved by {plan.solve.backend} "
              f"in {plan.solve.seconds:.1f} s"]
+    lines += [f"  note: {n}" for n in plan.notes]
     if plan.status.value not in ("optimal", "feasible"):
         lines.append(f"  no plan: {plan.solve.message or plan.status.value}")
         return "\n".join(lines)
