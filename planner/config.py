@@ -592,9 +592,9 @@ def _parse_slo(name: str, t: dict, file: str, bad: Collector) -> SloSpec | None:
     if slo_ms <= 0:
         bad.add(file, f"'{where}.latency_slo_ms' must be > 0", value=t["latency_slo_ms"], expected="milliseconds > 0")
     pct = float(t.get("slo_percentile", 99.0))
-    if not 0 < pct < 100:
+    if not 0 < pct <= queueing.MAX_PERCENTILE:
         bad.add(file, f"'{where}.slo_percentile' out of range", value=t.get("slo_percentile"),
-                expected="a percentile strictly between 0 and 100, e.g. 99")
+                expected=f"a percentile above 0 and at most {queueing.MAX_PERCENTILE:.7f} (a tail of 1e-9), e.g. 99")
     cv = float(t.get("service_cv", 1.0))
     if not 0 <= cv <= 10:
         bad.add(file, f"'{where}.service_cv' out of range", value=cv,

@@ -1,5 +1,10 @@
 """Spot economics: goodput of checkpointed jobs under preemption (Daly 2006).
 
+Hardware failures of a job that is not on spot (``planner spot --job-mtbi-hours``, or a failure
+rate alone) are the same model with ``lam`` the job's failure rate: :func:`rate_for_goodput` is
+the rate at which goodput falls to a given level, :func:`goodput_lost_usd` what the lost share
+costs, and :func:`analyse_failures` what the command reports.
+
 Model
 -----
 A job of ``job_gpus`` GPUs runs as a gang on
@@ -65,6 +70,8 @@ __all__ = [
     "effective_price",
     "break_even_rate",
     "max_paying_job_gpus",
+    "rate_for_goodput",
+    "goodput_lost_usd",
     "SpotAssessment",
     "assess",
 ]
@@ -74,6 +81,9 @@ CEIL_TOLERANCE = 1e-9
 #: bracket of the break-even search, in interruptions per instance-hour
 BREAK_EVEN_MIN_RATE = 1e-12
 BREAK_EVEN_MAX_RATE = 1e12
+#: bracket of :func:`rate_for_goodput`, in job interruptions per hour (a target goodput of 1 - 1e-90 fits)
+GOODPUT_MIN_RATE = 1e-100
+GOODPUT_MAX_RATE = 1e100
 #: largest gang (GPUs) searched by :func:`max_paying_job_gpus` before reporting inf
 MAX_JOB_GPUS_SEARCHED = 2**53
 
@@ -435,6 +445,73 @@ def max_paying_job_gpus(spot_price, reference_price, interruptions_per_instance_
 
 
 # ----------------------------------------------------------------------------
+# failures of a job (not spot): how reliable the job must be, what it loses
+# ----------------------------------------------------------------------------
+
+def rate_for_goodput(target_goodput, checkpoint_h, restart_h, interval_h=None):
+    """Job interruption rate (per hour) at which goodput falls to ``target_goodput``.
+
+    The rate ``lam*`` with ``goodput(lam*, tau, C, R) == target``, ``tau`` optimal at each rate
+    (``interval_h=None``) or fixed; goodput is at least the target exactly for ``lam <= lam*``,
+    so ``1 / lam*`` is the job MTBI the target needs.  g is strictly decreasing in lam, so lam* is
+    found by bisection on log lam (bracket 1e-100 .. 1e100 per hour) to ~1e-15 relative.
+
+    At the optimal interval ``g = (1 - x) exp(-lam R)`` with ``x = lam tau*`` (from
+    ``1 - exp(-(x + c)) = x``), so with ``R = 0`` the answer is closed:
+    ``lam* = (G - 1 - ln G) / C``; with ``C = 0``, ``lam* = -ln(G) / R``.
+
+    Returns inf where goodput is still at the target at 1e100 per hour (``C == R == 0``), 0 where
+    it is below the target already at 1e-100 per hour (a fixed interval whose checkpoints alone,
+    ``C / (tau + C)``, take more than ``1 - target``), NaN for NaN input.  ``target_goodput``
+    must be in (0, 1) (``ValueError`` otherwise).
+    """
+    fixed = interval_h is not None
+    g0, c, r, tau = np.broadcast_arrays(_arr(target_goodput), _arr(checkpoint_h), _arr(restart_h),
+                                        _arr(interval_h) if fixed else _arr(np.nan))
+    if np.any((g0 <= 0) | (g0 >= 1)):
+        raise ValueError(f"target_goodput must be in (0, 1), got {g0[(g0 <= 0) | (g0 >= 1)].ravel()[:3]}")
+    _check_nonneg("checkpoint_h", c)
+    _check_nonneg("restart_h", r)
+
+    def meets(lam):
+        t = tau if fixed else optimal_interval(lam, c)
+        return _arr(goodput(lam, t, c, r)) >= g0
+
+    out = np.full(g0.shape, np.nan)
+    valid = ~(np.isnan(g0) | np.isnan(c) | np.isnan(r) | (fixed & np.isnan(tau)))
+    never = valid & ~meets(np.full(g0.shape, GOODPUT_MIN_RATE))
+    always = valid & ~never & meets(np.full(g0.shape, GOODPUT_MAX_RATE))
+    todo = valid & ~never & ~always
+    out[never] = 0.0
+    out[always] = np.inf
+    if np.any(todo):
+        lo = np.full(g0.shape, GOODPUT_MIN_RATE)
+        hi = np.full(g0.shape, GOODPUT_MAX_RATE)
+        for _ in range(400):
+            mid = np.sqrt(lo * hi)
+            ok = meets(mid)
+            lo = np.where(ok, mid, lo)
+            hi = np.where(ok, hi, mid)
+            if np.all(((hi - lo) <= 1e-15 * hi)[todo]):
+                break
+        out[todo] = np.sqrt(lo * hi)[todo]
+    return _out(out)
+
+
+def goodput_lost_usd(gpus, usd_per_gpu_hour, goodput_value, hours=1.0):
+    """USD paid for GPU-hours that do no useful work: ``gpus * hours * price * (1 - goodput)``.
+
+    Broadcasts; ``hours=units.HOURS_PER_MONTH`` (730) gives a month.
+    """
+    n, p, g, h = np.broadcast_arrays(_arr(gpus), _arr(usd_per_gpu_hour), _arr(goodput_value), _arr(hours))
+    for name, v in (("gpus", n), ("usd_per_gpu_hour", p), ("hours", h)):
+        _check_nonneg(name, v)
+    if np.any((g < 0) | (g > 1)):
+        raise ValueError("goodput_value must be within [0, 1]")
+    return _out(n * h * p * (1.0 - g))
+
+
+# ----------------------------------------------------------------------------
 # one class x spot pool
 # ----------------------------------------------------------------------------
 
@@ -576,3 +653,54 @@ def job_table(interruptions_per_instance_hour, checkpoint_minutes: float, restar
                                      gpus_per_instance, tau, failure_rate_per_gpu_hour, spot_price,
                                      on_demand_price, reserved_price)
                          for r, j in zip(rates.tolist(), jobs.tolist())])
+
+
+def analyse_failures(job_rate: float, checkpoint_h: float, restart_h: float, job_gpus: float,
+                     interval_h: float | None = None, gpu_price: float | None = None,
+                     goodput_target: float = 0.9) -> dict:
+    """What ``planner spot`` reports for a job interrupted by failures, not spot preemptions (a dict).
+
+    ``job_rate`` is the job's failures per hour (``1 / --job-mtbi-hours``, or ``job_gpus x`` the
+    failure rate per GPU-hour); failures hit every purchase option alike, so nothing here compares
+    options or mentions spot.  Besides the interval and goodput of :func:`analyse_job`:
+
+    * ``gpu_mtbf_hours``: ``job_gpus / job_rate``, each GPU's mean time between failures implied;
+    * ``job_mtbi_for_goodput_target_hours``: ``1 /`` :func:`rate_for_goodput` (the job MTBI below
+      which goodput falls under ``goodput_target``), and ``gpu_mtbf_for_goodput_target_hours``, the
+      same per GPU (``job_gpus x`` it);
+    * ``lost_gpu_hours_per_hour``: ``job_gpus x (1 - goodput)``;
+    * with ``gpu_price`` (USD per GPU-hour the job's GPUs cost): ``effective_usd_per_useful_gpu_hour``
+      (``price / goodput``), ``lost_usd_per_hour`` and ``lost_usd_per_month`` (730 h), by
+      :func:`goodput_lost_usd`.
+    """
+    from .units import HOURS_PER_MONTH
+
+    lam = float(job_rate)
+    opt = float(optimal_interval(lam, checkpoint_h))
+    tau = opt if interval_h is None else interval_h
+    g = float(goodput(lam, tau, checkpoint_h, restart_h))
+    need = float(rate_for_goodput(goodput_target, checkpoint_h, restart_h, interval_h))
+    need_mtbi = math.inf if need == 0 else 1.0 / need
+    out = {
+        "job_gpus": job_gpus,
+        "job_interruptions_per_hour": lam,
+        "job_mtbi_hours": 1 / lam if lam > 0 else None,
+        "gpu_mtbf_hours": job_gpus / lam if lam > 0 else None,
+        "checkpoint_minutes": checkpoint_h * 60, "restart_minutes": restart_h * 60,
+        "young_interval_minutes": float(young_interval(lam, checkpoint_h)) * 60 if lam > 0 else None,
+        "optimal_interval_minutes": opt * 60,
+        "interval_minutes": tau * 60,
+        "goodput": g,
+        "expected_lost_minutes_per_interruption": float(expected_lost_hours(lam, tau, checkpoint_h, restart_h)) * 60,
+        "lost_gpu_hours_per_hour": job_gpus * (1.0 - g),
+        "goodput_target": goodput_target,
+        "job_mtbi_for_goodput_target_hours": need_mtbi,
+        "gpu_mtbf_for_goodput_target_hours": job_gpus * need_mtbi,
+        "gpu_usd_per_gpu_hour": gpu_price,
+        "effective_usd_per_useful_gpu_hour": None, "lost_usd_per_hour": None, "lost_usd_per_month": None,
+    }
+    if gpu_price is not None:
+        out["effective_usd_per_useful_gpu_hour"] = float(effective_price(gpu_price, g)) if g > 0 else math.inf
+        out["lost_usd_per_hour"] = float(goodput_lost_usd(job_gpus, gpu_price, g))
+        out["lost_usd_per_month"] = float(goodput_lost_usd(job_gpus, gpu_price, g, HOURS_PER_MONTH))
+    return out

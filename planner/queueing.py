@@ -20,6 +20,11 @@ second, service time of mean ``S`` seconds (rate ``mu = 1/S``), ``c`` replicas, 
 The replicas for an SLO are the smallest ``c > a`` with ``P(T > slo) <= 1 - percentile / 100``. No
 number of replicas meets the target when the service time alone exceeds it:
 ``P(service > slo) > 1 - percentile / 100`` (exponential: ``slo < S ln(100 / (100 - percentile))``).
+
+Percentiles are accepted up to ``MAX_PERCENTILE`` = 99.9999999 (a tail of 1e-9 of requests). A percentile
+typed in decimal is rounded to the nearest double, up to 7.1e-15 away (half a unit in the last place at
+64..128), so the tail ``1 - percentile / 100`` it stands for is known to ``7.1e-15 / (100 - percentile)``
+relative: 7e-8 at the bound, 7e-5 at 99.9999999999, and the whole tail near 99.99999999999999.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import math
 import numpy as np
 
 MAX_REPLICAS = 10_000_000
+#: the highest SLO percentile computed reliably in floating point (a tail of 1e-9; see the module docstring)
+MAX_PERCENTILE = 99.9999999
 MIN_CV = 1e-6  # a coefficient of variation below this is deterministic service (cv = 0)
 
 
