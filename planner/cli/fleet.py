@@ -18,8 +18,10 @@ def _quota_options(fn):
     for opt in reversed([
         click.option("--plan", "plan_file", type=click.Path(path_type=Path), default=None,
                      help="Share the fleet of this plan.json's purchases (default: plan MODEL now)."),
-        click.option("--total-gpus", type=click.IntRange(min=1, max=10_000_000), default=None,
-                     help="Share a fixed number of GPUs instead of a plan's fleet."),
+        click.option("--total-gpus", default=None, metavar="N|TYPE=N,...",
+                     help="Share a fixed fleet instead of a plan's: N GPUs (a model on one GPU type), or a total "
+                          "per GPU type (H100=1024,A100=512) or per type and region (H100@us-east-1=512); "
+                          "one flavor each, never added across types."),
         click.option("--percentile", type=Finite(0, 100), default=50.0, show_default=True,
                      help="Percentile of a team's hourly demand that sets its nominal quota."),
         click.option("--gamer", default=None, help="Team that games the policy (default: the one that waits most)."),
@@ -47,6 +49,7 @@ def quotas(model, plan_file, total_gpus, percentile, gamer, inflate, solver, out
 
     \b
         planner quotas models/quotas.toml --total-gpus 1024
+        planner quotas MODEL --total-gpus H100=1024,A100=512
         planner quotas models/example.toml --plan outputs/example-q1-2027/plan.json --json
     """
     from ..pipeline import default_out_dir

@@ -24,6 +24,7 @@ class QuotaResult:
     gaming: pd.DataFrame  # behaviour x policy
     gamer: str
     percentile: float
+    model: str = "the model file"  # where the teams' weights come from, for the exports' messages
 
 
 def analyse(data: TeamDemand, percentile: float = 50.0, gamer: str | None = None,
@@ -31,6 +32,8 @@ def analyse(data: TeamDemand, percentile: float = 50.0, gamer: str | None = None
     """Quotas by the policy of :mod:`planner.quotas.policy`, replayed on the same demand with every policy,
     and with ``gamer`` (default: the team that waits most under the quota policy) gaming each."""
     q = quota_table(data.demand, data.teams, data.flavors, data.weights, data.floors, data.eligible, percentile)
+    if len(q):  # a flavor's GPUs are of one type: quotas are added up per type, never across types
+        q.insert(2, "gpu_type", q["flavor"].map(dict(zip(data.flavors["name"], data.flavors["gpu_type"]))))
     n = len(data.teams)
     per_policy = {p: [] for p in POLICIES}
     T, n = len(data.hours), len(data.teams)
@@ -107,10 +110,11 @@ def analyse(data: TeamDemand, percentile: float = 50.0, gamer: str | None = None
 
 
 def quota_result(model, plan_file=None, total_gpus=None, percentile=50.0, gamer=None, inflate=1.5, solver=None):
-    """The QuotaResult for ``model``: on ``total_gpus`` GPUs, on a plan.json's purchases, or on a fresh plan."""
+    """The QuotaResult for ``model``: on a fixed fleet ``total_gpus`` (N, or per GPU type and region:
+    :mod:`planner.quotas.totals`), on a plan.json's purchases, or on a fresh plan."""
     from ..pipeline import load_inputs, make_plan
     from .build import from_plan, from_total
-    
+
     inp = load_inputs(model)
     if plan_file is not None and total_gpus is not None:
         raise ConfigError(Problem("command line", "give --plan or --total-gpus, not both"))
@@ -128,14 +132,17 @@ def quota_result(model, plan_file=None, total_gpus=None, percentile=50.0, gamer=
         plan = make_plan(inp, backend=solver, fixed_reserved=fixed, risk=False)
         if plan.status.value not in ("optimal", "feasible"):
             raise ConfigError(Problem(str(plan_file or model), "no plan to take the fleet from",
-                                      value=plan.status.value, hint="use --total-gpus N"))
+                                      value=plan.status.value, hint="use --total-gpus N (or TYPE=N,... per GPU type)"))
         data = from_plan(plan)
     if not len(data.flavors):
-        raise ConfigError(Problem(str(model), "the fleet has no GPUs to share", hint="use --total-gpus N"))
+        raise ConfigError(Problem(str(model), "the fleet has no GPUs to share",
+                                  hint="use --total-gpus N (or TYPE=N,... per GPU type)"))
     guaranteed = int(data.flavors.loc[~data.flavors["preemptible"].astype(bool), "capacity_gpus"].sum())
     if data.floors.sum() > guaranteed:
         raise ConfigError(Problem(str(model), "the teams' guaranteed_gpus add up to more than the fleet",
                                   value=f"{data.floors.sum():g} GPUs guaranteed",
                                   expected=f"at most {guaranteed:,} (the GPUs that are not preemptible)",
                                   hint="lower [teams.<name>] guaranteed_gpus or share more GPUs"))
-    return analyse(data, percentile=percentile, gamer=gamer, inflate=inflate)
+    result = analyse(data, percentile=percentile, gamer=gamer, inflate=inflate)
+    result.model = str(model)
+    return result

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 from openpyxl import Workbook
-from openpyxl.styles import Font
 
 from ..atomic import write_workbook_and_json
 from ..quotas.run import QuotaResult
 from .json_export import jsonable
+from .sheet_openpyxl import _Sheet
 
 POLICY_TEXT = ("nominal = p{pct:g} of each team's hourly demand on the flavor (at least its guaranteed floor), "
                "scaled to fit by weighted max-min; spare capacity up to each team's peak, then by weight; "
@@ -18,19 +18,28 @@ POLICY_TEXT = ("nominal = p{pct:g} of each team's hourly demand on the flavor (a
                "guaranteed floor")
 
 
+LIMITS = ["nominal_gpus", "borrowing_limit_gpus", "lending_limit_gpus"]
+QUOTA_COLUMNS = ["team", "flavor", "gpu_type", "capacity_gpus", "nominal_gpus", "borrowing_limit_gpus",
+                 "lending_limit_gpus", "guaranteed_floor_gpus", "fair_share_weight", "preemptible",
+                 "demand_percentile_gpus", "demand_mean_gpus", "demand_peak_gpus"]
+
+
 def quotas_dict(r: QuotaResult) -> dict:
     """The quotas.json document."""
     d = r.data
+    several = d.flavors["gpu_type"].nunique() > 1
     teams = []
     for i, t in enumerate(d.teams):
         q = r.quotas[r.quotas["team"] == t]
         rep = r.replay[r.replay["team"] == t].set_index("policy")
+        by_type = q.groupby("gpu_type", sort=False)[LIMITS].sum().astype(int)
         teams.append({
             "team": t, "classes": d.classes_of[t], "fair_share_weight": float(d.weights[i]),
             "guaranteed_gpus": float(d.floors[i]), "preemptible_work": bool(d.preemptible_team[t]),
             "latency_critical": bool(d.latency_team[t]),
-            "nominal_gpus": int(q["nominal_gpus"].sum()), "borrowing_limit_gpus": int(q["borrowing_limit_gpus"].sum()),
-            "lending_limit_gpus": int(q["lending_limit_gpus"].sum()),
+            # totals over flavors only when they are GPUs of one type; else per type (by_gpu_type)
+            **{c: None if several else int(q[c].sum()) for c in LIMITS},
+            "by_gpu_type": {g: row.to_dict() for g, row in by_type.iterrows()},
             "flavors": q.drop(columns=["team"]).to_dict("records"),
             "replay": {p: rep.loc[p].drop(labels=["team"], errors="ignore").to_dict() for p in rep.index},
         })
@@ -52,9 +61,7 @@ def write_quotas(r: QuotaResult, out_dir: Path) -> dict[str, Path]:
     wb = Workbook()
     wb.remove(wb.active)
     sheets = {
-        "Quotas": r.quotas[["team", "flavor", "capacity_gpus", "nominal_gpus", "borrowing_limit_gpus",
-                            "lending_limit_gpus", "guaranteed_floor_gpus", "fair_share_weight", "preemptible",
-                            "demand_percentile_gpus", "demand_mean_gpus", "demand_peak_gpus"]],
+        "Quotas": r.quotas.reindex(columns=QUOTA_COLUMNS),
         "Replay": r.replay[["policy", "team", "demanded_gpu_hours", "admitted_gpu_hours", "satisfaction",
                             "waiting_gpu_hours", "hours_waiting", "hours_below_guarantee", "preempted_gpu_hours",
                             "times_preempted", "held_gpu_hours"]],
@@ -62,19 +69,13 @@ def write_quotas(r: QuotaResult, out_dir: Path) -> dict[str, Path]:
         "Gaming": r.gaming,
     }
     for name, df in sheets.items():
-        ws = wb.create_sheet(name)
-        ws.append([c.replace("_", " ") for c in df.columns])
-        for cell in ws[1]:
-            cell.font = Font(bold=True)
+        heads = [c.replace("_", " ") for c in df.columns]
+        formats = {h: ("0.000" if c == "jain_index" else "0.0%" if c in ("satisfaction", "utilisation") else "#,##0")
+                   for h, c in zip(heads, df.columns) if df[c].dtype.kind in "fi" and c != "fair_share_weight"}
+        s = _Sheet(wb.create_sheet(name), heads, formats)  # team names are text, never formulas
+        s.header({h: max(12, min(60, len(h) + 4)) for h in heads})
         for row in df.itertuples(index=False):
-            ws.append([jsonable(v) if not isinstance(v, str) else v for v in row])
-        for i, c in enumerate(df.columns, start=1):
-            ws.column_dimensions[ws.cell(1, i).column_letter].width = max(12, min(60, len(c) + 4))
-            fmt = "0.0%" if c in ("satisfaction", "utilisation", "jain_index") else "#,##0"
-            if df[c].dtype.kind in "fi" and c not in ("fair_share_weight",):
-                for row in ws.iter_rows(min_row=2, min_col=i, max_col=i):
-                    row[0].number_format = fmt if c != "jain_index" else "0.000"
-        ws.freeze_panes = "A2"
+            s.append([v if isinstance(v, str) else jsonable(v) for v in row])
     write_workbook_and_json(wb, paths["xlsx"], paths["json"], json.dumps(quotas_dict(r), indent=2, allow_nan=False) + "\n")
     return paths
 
@@ -82,18 +83,29 @@ def write_quotas(r: QuotaResult, out_dir: Path) -> dict[str, Path]:
 def quotas_text(r: QuotaResult) -> str:
     """Terminal summary: quotas per team, the replay per policy, the gaming table."""
     d = r.data
-    lines = [f"{len(d.teams)} teams, {int(d.flavors['capacity_gpus'].sum()):,} GPUs in {len(d.flavors)} flavor(s), "
+    caps = d.flavors.groupby("gpu_type", sort=False)["capacity_gpus"].sum()
+    several = len(caps) > 1
+    fleet = " + ".join(f"{int(v):,} {g}" for g, v in caps.items()) if several else f"{int(caps.sum()):,}"
+    lines = [f"{len(d.teams)} teams, {fleet} GPUs in {len(d.flavors)} flavor(s), "
              f"{d.hours.sum():,.0f} hours; policy: {POLICY_TEXT.format(pct=r.percentile)}", "",
-             f"  {'team':<16}{'weight':>8}{'nominal':>9}{'borrow':>8}{'lend':>7}"
-             f"{'quota: got':>12}{'waits h':>9}{'preempted':>11}{'fcfs: got':>11}{'equal: got':>12}"]
+             f"  {'team':<16}" + (f"{'GPU type':<12}" if several else "") + f"{'weight':>8}{'nominal':>9}"
+             f"{'borrow':>8}{'lend':>7}{'quota: got':>12}{'waits h':>9}{'preempted':>11}{'fcfs: got':>11}"
+             f"{'equal: got':>12}"]
     rep = r.replay.set_index(["policy", "team"])
     for i, t in enumerate(d.teams):
         q = r.quotas[r.quotas["team"] == t]
-        lines.append(f"  {t[:15]:<16}{d.weights[i]:>8g}{int(q['nominal_gpus'].sum()):>9,}"
-                     f"{int(q['borrowing_limit_gpus'].sum()):>8,}{int(q['lending_limit_gpus'].sum()):>7,}"
-                     f"{rep.loc[('quota', t), 'satisfaction']:>12.1%}{rep.loc[('quota', t), 'hours_waiting']:>9,.0f}"
-                     f"{int(rep.loc[('quota', t), 'times_preempted']):>11,}"
-                     f"{rep.loc[('fcfs', t), 'satisfaction']:>11.1%}{rep.loc[('equal_split', t), 'satisfaction']:>12.1%}")
+        per = q.groupby("gpu_type", sort=False)[LIMITS].sum() if several else q[LIMITS].sum().to_frame().T
+        for j, (g, lim) in enumerate(per.iterrows()):  # GPUs of different types are never added up
+            head = f"  {(t[:15] if j == 0 else ''):<16}" + (f"{str(g)[:11]:<12}" if several else "")
+            row = f"{d.weights[i]:>8g}" if j == 0 else f"{'':>8}"
+            row += (f"{int(lim['nominal_gpus']):>9,}{int(lim['borrowing_limit_gpus']):>8,}"
+                    f"{int(lim['lending_limit_gpus']):>7,}")
+            if j == 0:
+                row += (f"{rep.loc[('quota', t), 'satisfaction']:>12.1%}{rep.loc[('quota', t), 'hours_waiting']:>9,.0f}"
+                        f"{int(rep.loc[('quota', t), 'times_preempted']):>11,}"
+                        f"{rep.loc[('fcfs', t), 'satisfaction']:>11.1%}"
+                        f"{rep.loc[('equal_split', t), 'satisfaction']:>12.1%}")
+            lines.append(head + row)
     lines += ["", f"  {'policy':<16}{'utilisation':>12}{'Jain':>8}{'waiting GPU-h':>15}{'h below guarantee':>19}"]
     for p in r.pool.itertuples():
         lines.append(f"  {p.policy:<16}{p.utilisation:>12.1%}{p.jain_index:>8.3f}{p.waiting_gpu_hours:>15,.0f}"
