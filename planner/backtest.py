@@ -52,6 +52,7 @@ class Settings:
     origins: int = 7  # past forecasts whose residuals make the stochastic strategy's scenarios
     lookback: int | None = None  # recommender's usage window in periods (default: 30 days, or all there is)
     strategies: tuple = STRATEGIES
+    forecaster_label: str = ""  # how messages name the forecaster (its spec as given), once it is resolved
 
     def cutoffs(self, T: int) -> np.ndarray:
         """Positions of the cut-offs: every ``step`` from ``train`` while a whole test window fits."""
@@ -215,14 +216,15 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
                             np.array([1.0]), owned)
         return inp, np.zeros(len(inp.reserved)), 1
     forecaster = fc_mod.resolve(s.forecaster)
-    try:
-        point = fc_mod.run(forecaster, seen, s.horizon, s.period_hours)
-    except Exception as exc:  # the user's forecaster: say where it failed
-        raise ForecasterError(f"the forecaster {_name(s.forecaster)} failed at the cut-off {start}: "
-                              f"{type(exc).__name__}: {exc}") from None
+    try:  # the user's forecaster: say where it failed (its exits and os._exit included: fc_mod.run contains them)
+        point = fc_mod.run(forecaster, seen, s.horizon, s.period_hours, base.classes)
+        errors = fc_mod.residuals(forecaster, seen, s.horizon, s.period_hours, origins=s.origins,
+                                  classes=base.classes) if strategy == "stochastic" else None
+    except Exception as exc:
+        name = s.forecaster_label or _name(s.forecaster)
+        raise ForecasterError(f"the forecaster {name} failed at the cut-off {start}: {_failure(exc)}") from None
     cube, prob = point[None], np.array([1.0])
-    if strategy == "stochastic":
-        errors = fc_mod.residuals(forecaster, seen, s.horizon, s.period_hours, origins=s.origins)
+    if errors is not None:
         cube, prob = fc_mod.error_scenarios(point, errors)
     names = [f"e{j}" for j in range(len(prob))] if len(prob) > 1 else ["forecast"]
     inp = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned)
@@ -246,6 +248,10 @@ class ForecasterError(ValueError):
 
 def _name(spec) -> str:
     return repr(spec) if isinstance(spec, str) else getattr(spec, "__name__", repr(spec))
+
+
+def _failure(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, fc_mod.ForecastError) else f"{type(exc).__name__}: {exc}"
 
 
 def _on_order(base: PlanInputs, owned: pd.DataFrame, start) -> np.ndarray:
@@ -313,8 +319,8 @@ def fixed_instances(whole: PlanInputs, bought: pd.DataFrame) -> np.ndarray:
 def period_costs(plan) -> pd.DataFrame:
     """Per period of a single-scenario plan: reserved (amortised), on-demand, spot, total, shortfall and SLO-hours.
 
-    SLO-hours missed: the period's hours when a class that may not use spot (latency-bound, which includes
-    every SLO-sized class) has unmet demand.
+    SLO-hours missed: the period's hours when the plan's fleet, latency-bound classes (those that may not use
+    spot, every SLO-sized class included) served first, cannot meet their demand (:func:`slo_hours_missed`).
     """
     from .bill import purchase_cost_by_period
 
@@ -338,11 +344,74 @@ def period_costs(plan) -> pd.DataFrame:
     out["slo_hours_missed"] = 0.0
     if len(short):
         out["shortfall_gpu_hours"] = short.groupby("period")["unmet_gpu_hours"].sum().reindex(inp.periods).fillna(0.0)
-        bound = [c for c, phi in zip(inp.classes, inp.spot_share) if phi <= 0]
-        missed = short[short["workload_class"].isin(bound)].groupby("period")["hours"].first()
-        out["slo_hours_missed"] = missed.reindex(inp.periods).fillna(0.0)
+        out["slo_hours_missed"] = slo_hours_missed(plan)
     out["objective"] = out["total"] + inp.penalty * out["shortfall_gpu_hours"]
     return out
+
+
+def slo_hours_missed(plan) -> np.ndarray:
+    """Per period of a single-scenario plan: its hours when the plan's fleet, latency-bound classes served
+    first, cannot meet every latency-bound class's demand (with headroom) in full; else 0.
+
+    Latency-bound: a class that may not use spot. The solver charges every class's shortfall the same penalty,
+    so which class it leaves short is its tie-break (it followed the order of the classes in the model file).
+    This rule does not ask the solver: where a latency-bound class is short, the period's reserved GPUs (owned)
+    and on-demand GPUs (bought) of every pool are given to the latency-bound classes first (an LP over the
+    pools each may use, with its useful share and speed), and the period counts only when even that leaves
+    one of them short.
+    """
+    inp = plan.inputs
+    missed = np.zeros(inp.T)
+    bound = np.flatnonzero(np.asarray(inp.spot_share) <= 0)
+    short = plan.shortfall
+    if not len(bound) or not len(short):
+        return missed
+    names = set(np.asarray(inp.classes)[bound])
+    periods = pd.DatetimeIndex(short.loc[short["workload_class"].isin(names), "period"].unique())
+    if not len(periods):
+        return missed
+    fleet = plan.fleet[plan.fleet["scenario"] == inp.scenarios[0]]
+    pool = {key: i for i, key in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
+    fleet = fleet.assign(_p=[pool[k] for k in zip(fleet["gpu_type"], fleet["region"])])
+    where = {t: i for i, t in enumerate(inp.periods)}
+    has_od = inp.pools["has_od"].to_numpy(bool) if "has_od" in inp.pools else np.ones(inp.P, bool)
+    useful = {"reserved_owned": inp.q_reserved[bound],
+              "on_demand": (inp.speed * inp.reliability)[bound] * has_od[None, :]}
+    for t, rows in fleet[fleet["period"].isin(periods)].groupby("period"):
+        i = where[pd.Timestamp(t)]
+        need = (1.0 + inp.headroom[bound]) * inp.demand[0][bound, i]
+        capacity = {col: np.zeros(inp.P) for col in useful}
+        for col in useful:
+            np.add.at(capacity[col], rows["_p"].to_numpy(int), rows[col].to_numpy(float))
+        if _served_first(need, useful, capacity) < need.sum() - 1e-6 * max(1.0, need.sum()):
+            missed[i] = inp.hours[i]
+    return missed
+
+
+def _served_first(need: np.ndarray, useful: dict, capacity: dict) -> float:
+    """The most of ``need`` (per latency-bound class) the GPUs in ``capacity`` (per position and pool) can serve,
+    a GPU of position j in pool p serving ``useful[j][k, p]`` of class k (a small LP)."""
+    from scipy.optimize import linprog
+
+    alone = np.minimum(need, sum(useful[j] @ capacity[j] for j in useful))  # each class with the whole fleet
+    if len(need) == 1 or alone.sum() < need.sum() - 1e-6 * max(1.0, need.sum()):
+        return float(alone.sum())  # exact for one class; for several, a bound already short of the need
+    terms = [(k, p, j) for j in useful for k in range(len(need)) for p in range(len(capacity[j]))
+             if useful[j][k, p] > 0 and capacity[j][p] > 0]
+    K, W = len(need), len(terms)
+    # variables: served s_k (K), then w_term (W); maximise sum s_k
+    c = np.r_[-np.ones(K), np.zeros(W)]
+    slots = {(j, p): n for n, (j, p) in enumerate(dict.fromkeys((j, p) for _, p, j in terms))}
+    a = np.zeros((K + len(slots), K + W))
+    b = np.zeros(K + len(slots))
+    a[np.arange(K), np.arange(K)] = 1.0  # s_k - sum useful w <= 0
+    for n, (k, p, j) in enumerate(terms):
+        a[k, K + n] = -useful[j][k, p]
+        a[K + slots[(j, p)], K + n] = 1.0  # sum_k w <= capacity
+    for (j, p), n in slots.items():
+        b[K + n] = capacity[j][p]
+    res = linprog(c, A_ub=a, b_ub=b, bounds=[(0, float(x)) for x in need] + [(0, None)] * W, method="highs")
+    return float(-res.fun) if res.status == 0 else 0.0
 
 
 # ---------------------------------------------------------------- running it
@@ -389,7 +458,7 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
     run in order; strategies and the hindsight plan run on ``executor`` (default: here, one by one).
     """
     from .errors import SolverError
-    from .executors import LocalExecutor
+    from .executors import fork_context, LocalExecutor
 
     base = replace(history, config=replace(history.config, commitments=replace(
         history.config.commitments, accounting="amortised")))
@@ -397,7 +466,7 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
     settings = Settings(train=int(train_periods), test=int(test_periods), step=int(step_periods or test_periods),
                         horizon=int(horizon_periods or train_periods), period_hours=period_hours,
                         forecaster=forecaster, origins=int(origins), lookback=lookback_periods,
-                        strategies=tuple(strategies))
+                        strategies=tuple(strategies), forecaster_label=_name(forecaster))
     settings = replace(settings, strategies=tuple(dict.fromkeys(settings.strategies)))
     unknown = [s for s in settings.strategies if s not in STRATEGIES]
     if unknown:
@@ -406,14 +475,19 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
     if not len(cuts):
         raise ValueError(f"history too short: {base.T} periods for {settings.train} + {settings.test}")
     if any(s != "all_on_demand" for s in settings.strategies):  # a bad forecaster fails here, before any solve
-        try:
-            fc_mod.run(fc_mod.resolve(forecaster), base.demand[0][:, :cuts[0]], settings.horizon,
-                       settings.period_hours)
+        try:  # in a child process where it can be forked: a forecaster that ends its process is reported too
+            fc_mod.run_isolated(fc_mod.resolve(forecaster), base.demand[0][:, :cuts[0]], settings.horizon,
+                                settings.period_hours, base.classes)
         except Exception as exc:
             raise ForecasterError(f"the forecaster {_name(forecaster)} failed at the first cut-off "
-                                  f"{base.periods[cuts[0]]}: {type(exc).__name__}: {exc}") from None
+                                  f"{base.periods[cuts[0]]}: {_failure(exc)}") from None
     tasks = ["hindsight"] + list(settings.strategies)
-    outcomes = (executor or LocalExecutor(1)).map(
+    executor = executor or LocalExecutor(1)
+    own = not (isinstance(forecaster, str) and forecaster in fc_mod.FORECASTERS)
+    if own and isinstance(executor, LocalExecutor) and executor.workers == 1 and not executor.isolate \
+            and fork_context() is not None:  # a forecaster of one's own may end its process: not this one
+        executor = LocalExecutor(1, isolate=True)
+    outcomes = executor.map(
         _run_task, tasks, initializer=_init_worker, initargs=(base, settings, make_plan), progress=progress,
         describe=lambda o: f"{tasks[o.index]}" + ("" if o.ok else f": FAILED {o.error}"))
     failed = [f"{tasks[o.index]}: {o.error}" for o in outcomes if not o.ok]
@@ -421,7 +495,10 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
     if forecast_failed:
         raise ForecasterError(str(forecast_failed[0]).split("ForecasterError: ", 1)[-1])
     if failed:
-        raise SolverError("backtest stopped: " + "; ".join(failed))
+        died = own and any("worker process died" in f for f in failed)
+        raise SolverError("backtest stopped: " + "; ".join(failed) + (
+            f" (the forecaster {settings.forecaster_label} may have ended its process: a forecaster must "
+            "return its forecast)" if died else ""))
     got = {t: o.value for t, o in zip(tasks, outcomes)}
     return _assemble(base, settings, cuts, got)
 
@@ -553,22 +630,24 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
 
 
 def write_backtest(result: BacktestResult, out_dir) -> dict:
-    """backtest.csv (one row per window and strategy), backtest_monthly.csv and backtest.json, each whole or not at all."""
+    """backtest.csv (one row per window and strategy), backtest_monthly.csv and backtest.json, published
+    together at the end (:func:`planner.atomic.publish_together`): the three of this run, or the previous
+    three. backtest.json carries the run's ``run_id`` and ``created_utc``."""
     import json
+    import uuid
+    from datetime import datetime, timezone
     from pathlib import Path
 
-    from .atomic import atomic_path
+    from .atomic import publish_together
 
     out_dir = Path(out_dir)
-    paths = {"csv": out_dir / "backtest.csv", "monthly": out_dir / "backtest_monthly.csv",
-             "json": out_dir / "backtest.json"}
     flat = result.windows.assign(purchases=[
         "; ".join(f"{p['gpus']:g} {p['gpu_type']}/{p['region']}/{p['option']}" for p in bought)
         for bought in result.windows["purchases"]])
-    with atomic_path(paths["csv"]) as tmp:
-        flat.to_csv(tmp, index=False)
-    with atomic_path(paths["monthly"]) as tmp:
-        result.monthly.to_csv(tmp, index=False)
-    with atomic_path(paths["json"]) as tmp:
-        tmp.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
-    return paths
+    doc = {"run_id": uuid.uuid4().hex,
+           "created_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")} | result.to_dict()
+    found = publish_together(out_dir, {
+        "backtest.csv": lambda path: flat.to_csv(path, index=False),
+        "backtest_monthly.csv": lambda path: result.monthly.to_csv(path, index=False),
+        "backtest.json": lambda path: path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")})
+    return {"csv": found["backtest.csv"], "monthly": found["backtest_monthly.csv"], "json": found["backtest.json"]}

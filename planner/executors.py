@@ -13,12 +13,20 @@ once per worker, not once per task.
   The shared arguments are scattered to every worker once; progress is shown as tasks finish.
 
 Dask is imported only when a Dask executor is made.
+
+Stopping: SIGTERM (``kill PID``) to the process running ``map`` is handled as Ctrl-C is: the workers
+are terminated, the queue is dropped and :class:`Terminated` (a KeyboardInterrupt, so the CLI says
+"Interrupted", changes no output and exits 1) is raised. Local workers also die with their parent
+however it ends (Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, set in every worker before its initializer),
+so that even ``kill -9`` of the parent leaves no worker solving under init.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -124,6 +132,68 @@ class Executor:
         self.close()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived while tasks ran: the workers were stopped (handled as Ctrl-C)."""
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """In a child process: die (SIGKILL) when the parent process ends, however it ends (Linux; else a no-op).
+
+    ``parent`` is the pid the parent had (``os.getpid()`` there): when it is gone by the time this runs
+    (the child was adopted and would live on), the child ends at once.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
+def _worker_start(parent: int, initializer, initargs) -> None:
+    """First thing in every local worker: default SIGTERM (a forked worker inherits the parent's handler),
+    die with the parent, then the caller's initializer."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent(parent)
+    if initializer is not None:
+        initializer(*initargs)
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """While tasks run in this (main) thread: SIGTERM raises :class:`Terminated` (once), so that the ``except
+    BaseException`` around the pool stops the workers before the process ends. The old handler comes back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired = []
+
+    def handler(signum, frame):
+        if not fired:
+            fired.append(signum)
+            raise Terminated(f"signal {signum}")
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):  # not the main thread of the interpreter, or no signals here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def fork_context():
+    """The fork context where forking is safe (see :func:`_context`), else None."""
+    ctx = _context()
+    return ctx if ctx.get_start_method() == "fork" else None
+
+
 def _context():
     """fork where it is safe, else spawn.
 
@@ -140,21 +210,23 @@ def _context():
 
 
 class LocalExecutor(Executor):
-    """``jobs`` worker processes on this machine (``jobs=1``: in this process, which a debugger wants)."""
+    """``jobs`` worker processes on this machine (``jobs=1``: in this process, which a debugger wants, unless
+    ``isolate``: then in one worker process, so that a task that ends its process ends only its worker)."""
 
     name = "local"
 
-    def __init__(self, jobs: int | None = None):
+    def __init__(self, jobs: int | None = None, isolate: bool = False):
         self.workers = max(1, jobs or default_jobs())
+        self.isolate = isolate
 
     def __repr__(self) -> str:
-        return f"LocalExecutor(jobs={self.workers})"
+        return f"LocalExecutor(jobs={self.workers}" + (", isolate=True)" if self.isolate else ")")
 
     def map(self, fn, tasks, *, initializer=None, initargs=(), progress=True, describe=None):
         """``fn(task)`` for every task on ``jobs`` processes; see :meth:`Executor.map`."""
         record = _Recorder(len(tasks), progress, describe)
         jobs = max(1, min(self.workers, len(tasks)))
-        if jobs == 1:
+        if jobs == 1 and not self.isolate:
             if initializer:
                 initializer(*initargs)
             for i, task in enumerate(tasks):
@@ -162,16 +234,18 @@ class LocalExecutor(Executor):
             return record.outcomes  # type: ignore[return-value]
         # a worker that dies breaks the whole pool: every task it took down gets one more try, each in a pool
         # of its own, so that only the task that really kills its worker fails (and not its neighbours again)
-        retry = self._round(fn, tasks, list(range(len(tasks))), jobs, initializer, initargs, record, retry=True)
-        for i in retry:
-            self._round(fn, tasks, [i], 1, initializer, initargs, record, retry=False)
+        with _sigterm_raises():
+            retry = self._round(fn, tasks, list(range(len(tasks))), jobs, initializer, initargs, record,
+                                retry=True)
+            for i in retry:
+                self._round(fn, tasks, [i], 1, initializer, initargs, record, retry=False)
         return record.outcomes  # type: ignore[return-value]
 
     @staticmethod
     def _round(fn, tasks, todo, jobs, initializer, initargs, record, retry: bool) -> list[int]:
         """Run ``todo`` on a pool of ``jobs``; returns the tasks a broken pool took down (when ``retry``)."""
         pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=_context(),
-                                   initializer=initializer, initargs=initargs)
+                                   initializer=_worker_start, initargs=(os.getpid(), initializer, initargs))
         again = []
         try:
             pending = {pool.submit(_guarded, fn, tasks[i]): i for i in todo}
@@ -267,17 +341,23 @@ class DaskExecutor(Executor):
                    for i, task in enumerate(tasks)]
         index = {f.key: i for i, f in enumerate(futures)}
         try:
-            for fut in as_completed(futures):
-                i = index[fut.key]
-                try:
-                    ok, value, seconds = fut.result()
-                except Exception as exc:  # the worker died, or the result could not come back
-                    ok, value, seconds = False, f"{type(exc).__name__}: {exc}", 0.0
-                record(i, ok, value, seconds)
+            with _sigterm_raises():
+                self._collect(as_completed(futures), index, record)
         except BaseException:
             self.client.cancel(futures)
             raise
         return record.outcomes  # type: ignore[return-value]
+
+    @staticmethod
+    def _collect(finished, index, record) -> None:
+        """Record every future as it finishes."""
+        for fut in finished:
+            i = index[fut.key]
+            try:
+                ok, value, seconds = fut.result()
+            except Exception as exc:  # the worker died, or the result could not come back
+                ok, value, seconds = False, f"{type(exc).__name__}: {exc}", 0.0
+            record(i, ok, value, seconds)
 
     def close(self) -> None:
         """Close the client, and the LocalCluster when this executor started one."""

@@ -23,18 +23,104 @@ cut-off whose whole forecast horizon is already history, the forecaster is run o
 that origin and its residuals (actual - forecast, per class and lead time) are kept. Scenario j is
 the point forecast plus residual j minus the mean residual, so the scenarios' mean is the point
 forecast and their spread is what this forecaster actually got wrong.
+
+A forecaster is somebody else's code running inside the planner, so :func:`run` contains it
+(:func:`contained`): what it prints goes to stderr (stdout carries ``--json``'s document); an exception,
+``sys.exit()`` or ``os._exit()`` becomes a :class:`ForecastError` (exit 2, naming the forecaster and the
+cut-off), never the end of the run; and what it returns must be (K, horizon) finite numbers no larger than
+:data:`GROWTH_BOUND` x the largest demand in the history it was given (at least 1 GPU) and never above
+the demand file's own bound (1e8 GPUs). :func:`run_isolated` runs it once in a forked child process, so
+that a forecaster that kills its process some other way (a crash in native code, ``posix._exit``) is
+reported too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import multiprocessing
+import os
+import sys
+import threading
+from collections import Counter
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
 Forecaster = Callable[[np.ndarray, int, float], np.ndarray]
+
+# A forecast above GROWTH_BOUND x the history's largest demand is a bug, not a forecast: no fleet grows a
+# thousandfold within one planning horizon. The bound also keeps the solver's numbers sane: demand enters the
+# rows with coefficients near 1 and the objective at the shortfall penalty, so 1e300 (or anything near HiGHS's
+# infinity, 1e20) makes the model unsolvable ("HiGHS rejected the model") rather than merely large.
+GROWTH_BOUND = 1e3
+FLOOR_GPUS = 1.0  # the history's largest demand counts as at least this (a history of zeros may still grow)
+
+
+class ForecastError(ValueError):
+    """The forecaster failed, ended its process, or returned something unusable (the user's mistake)."""
+
+
+class _HardExit(BaseException):
+    """``os._exit(code)`` called by a forecaster (a BaseException: its own ``except Exception`` won't eat it)."""
+
+    def __init__(self, code):
+        super().__init__(code)
+        self.code = code
+
+
+_GUARD = threading.Lock()
+_inside: Counter = Counter()  # threads running a forecaster now, with their depth
+_saved: dict = {}
+
+
+@contextlib.contextmanager
+def contained():
+    """While a forecaster runs: ``print`` goes to stderr, and ``os._exit`` raises instead of ending the process.
+
+    Thread-safe: the first thread in saves and patches, the last one out restores. ``os._exit`` is diverted
+    only in this process and in the threads running a forecaster (a child the forecaster forks, or another
+    thread, gets the real one).
+    """
+    me = threading.get_ident()
+    with _GUARD:
+        if not _inside:
+            real, pid = os._exit, os.getpid()
+
+            def _exit(code):
+                if os.getpid() == pid and _inside.get(threading.get_ident()):
+                    raise _HardExit(code)
+                real(code)
+
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            _saved.update(exit=real, stdout=sys.stdout)
+            os._exit = _exit
+            sys.stdout = sys.stderr
+        _inside[me] += 1
+    try:
+        yield
+    finally:
+        with _GUARD:
+            _inside[me] -= 1
+            if _inside[me] <= 0:
+                del _inside[me]
+            if not _inside:
+                with contextlib.suppress(Exception):
+                    sys.stderr.flush()
+                os._exit = _saved.pop("exit")
+                sys.stdout = _saved.pop("stdout")
+
+
+def _why(exc: BaseException) -> str:
+    """What a forecaster did instead of returning, in words."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}) (a forecaster returns its forecast; it may not end the run)"
+    if isinstance(exc, _HardExit):
+        return f"it called os._exit({exc.code!r}) (a forecaster returns its forecast; it may not end the run)"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _season(history: np.ndarray, horizon: int, season: int) -> np.ndarray:
@@ -95,32 +181,123 @@ def resolve(spec: str | Forecaster) -> Forecaster:
                 raise ValueError(f"forecaster file {where!r} not found")
             loaded = importlib.util.spec_from_file_location(path.stem, path)
             module = importlib.util.module_from_spec(loaded)
-            loaded.loader.exec_module(module)
+            with contained():
+                loaded.loader.exec_module(module)
         else:
-            module = importlib.import_module(where)
+            with contained():
+                module = importlib.import_module(where)
     except ValueError:
         raise
-    except Exception as exc:  # an import error of the user's module, whatever it is
-        raise ValueError(f"cannot import forecaster module {where!r}: {exc}") from None
+    except (Exception, SystemExit, _HardExit) as exc:  # an import error of the user's module, whatever it is
+        raise ValueError(f"cannot import forecaster module {where!r}: {_why(exc)}") from None
     fn = getattr(module, name, None)
     if not callable(fn):
         raise ValueError(f"{where!r} has no function {name!r}")
     return fn
 
 
-def run(forecaster: Forecaster, history: np.ndarray, horizon: int, period_hours: float) -> np.ndarray:
-    """Call ``forecaster`` and check what it returns: shape (K, horizon), finite, clipped at zero."""
-    out = np.asarray(forecaster(np.array(history, float, copy=True), int(horizon), float(period_hours)), float)
+def bound(history: np.ndarray) -> float:
+    """The largest forecast accepted on ``history``: GROWTH_BOUND x its largest value (at least FLOOR_GPUS),
+    and never above the demand file's own bound."""
+    from .validate import ABSURD_GPUS
+
+    top = float(np.max(history)) if np.size(history) else 0.0
+    return min(GROWTH_BOUND * max(top, FLOOR_GPUS), ABSURD_GPUS)
+
+
+def run(forecaster: Forecaster, history: np.ndarray, horizon: int, period_hours: float,
+        classes: Sequence[str] | None = None) -> np.ndarray:
+    """Call ``forecaster`` (contained) and check what it returns: shape (K, horizon), finite, within
+    :func:`bound`, clipped at zero. Anything else is a :class:`ForecastError` (``classes`` name the rows)."""
+    history = np.asarray(history, float)
+    try:
+        with contained():
+            raw = forecaster(np.array(history, float, copy=True), int(horizon), float(period_hours))
+        out = np.asarray(raw, float)
+    except (Exception, SystemExit, _HardExit) as exc:  # not KeyboardInterrupt: Ctrl-C stays Ctrl-C
+        raise ForecastError(_why(exc)) from None
     K = history.shape[0]
     if out.shape != (K, horizon):
-        raise ValueError(f"the forecaster returned shape {out.shape}, expected ({K}, {horizon})")
+        raise ForecastError(f"the forecaster returned shape {out.shape}, expected ({K}, {horizon})")
     if not np.isfinite(out).all():
-        raise ValueError("the forecaster returned NaN or infinite values")
+        raise ForecastError("the forecaster returned NaN or infinite values")
+    limit = bound(history)
+    if out.size and out.max() > limit:
+        k, h = np.unravel_index(int(np.argmax(out)), out.shape)
+        name = f"class {classes[k]!r}" if classes is not None and k < len(classes) else f"row {k}"
+        top = float(np.max(history)) if history.size else 0.0
+        raise ForecastError(f"it returned {out[k, h]:.6g} GPUs ({name}, period {h + 1} of the "
+                            f"horizon); expected values from 0 to {limit:,.6g} ({GROWTH_BOUND:g} x the largest "
+                            f"demand in the history it was given, {top:,.6g}, counted as at least "
+                            f"{FLOOR_GPUS:g}; at most 1e8)")
     return np.clip(out, 0.0, None)
 
 
+def _child(parent, send, forecaster, history, horizon, period_hours, classes) -> None:
+    from .executors import die_with_parent
+
+    die_with_parent(parent)
+    try:
+        send.send((True, run(forecaster, history, horizon, period_hours, classes)))
+    except ForecastError as exc:
+        send.send((False, str(exc)))
+    except KeyboardInterrupt:  # Ctrl-C: the parent is interrupted too, and says so
+        send.send((None, "interrupted"))
+    except BaseException as exc:  # noqa: BLE001 - whatever it is, the parent reports it
+        send.send((False, _why(exc)))
+    finally:
+        send.close()
+
+
+def run_isolated(forecaster: Forecaster, history: np.ndarray, horizon: int, period_hours: float,
+                 classes: Sequence[str] | None = None) -> np.ndarray:
+    """:func:`run` in a forked child process, where forking is safe (else here): a forecaster that ends
+    its process by any means (``posix._exit``, a crash in native code, a signal) is a ForecastError
+    naming its exit code, not the silent end of the planner."""
+    from .executors import fork_context
+
+    ctx = fork_context()
+    if ctx is None or multiprocessing.current_process().daemon:  # a daemon process may have no children
+        return run(forecaster, history, horizon, period_hours, classes)
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, daemon=True, args=(os.getpid(), send, forecaster, np.asarray(history, float),
+                                                         horizon, period_hours, classes))
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    try:
+        proc.start()
+    except OSError:  # no fork today (process limit, memory): here, then
+        recv.close()
+        send.close()
+        return run(forecaster, history, horizon, period_hours, classes)
+    send.close()
+    try:
+        try:
+            message = recv.recv()
+        except EOFError:  # the child died without a word
+            message = None
+        proc.join()
+    except BaseException:  # Ctrl-C or SIGTERM while it runs: the child goes too
+        proc.kill()
+        raise
+    finally:
+        recv.close()
+    if message is None:
+        code = proc.exitcode
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        raise ForecastError(f"it ended its process ({how}) without returning a forecast")
+    ok, value = message
+    if ok:
+        return value
+    if ok is None:
+        raise KeyboardInterrupt
+    raise ForecastError(value)
+
+
 def residuals(forecaster: Forecaster, history: np.ndarray, horizon: int, period_hours: float,
-              origins: int = 7, spacing: int | None = None, min_history: int | None = None) -> np.ndarray:
+              origins: int = 7, spacing: int | None = None, min_history: int | None = None,
+              classes: Sequence[str] | None = None) -> np.ndarray:
     """(J, K, horizon) residuals (actual - forecast) of the latest ``origins`` forecasts made inside ``history``.
 
     Origin o is used when ``o + horizon <= t`` (its whole horizon is history) and ``o >= min_history``
@@ -134,7 +311,7 @@ def residuals(forecaster: Forecaster, history: np.ndarray, horizon: int, period_
     out = []
     o = t - horizon
     while o >= min_history and len(out) < origins:
-        fc = run(forecaster, history[:, :o], horizon, period_hours)
+        fc = run(forecaster, history[:, :o], horizon, period_hours, classes)
         out.append(history[:, o:o + horizon] - fc)
         o -= spacing
     return np.array(out).reshape(len(out), history.shape[0], horizon)

@@ -50,7 +50,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
 
     t0 = time.perf_counter()
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
-    check_writable(out_dir or default_out_dir(inp.config))  # before the solve, not after
+    check_writable(out_dir or default_out_dir(inp.config), ("plan.xlsx", "plan.json"))  # before the solve
     result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
                        timings={"read_validate": time.perf_counter() - t0}, shadow=True)
     if result.status.value in ("infeasible", "error"):
@@ -173,6 +173,11 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
     stochastic (forecast-error scenarios), point, percentile_fleet, recommender,
     all_on_demand. Strategies run in parallel (--jobs, --executor dask).
 
+    The three output files are written together at the end, or not at all. A
+    forecaster of your own runs contained: what it prints goes to stderr, and
+    an exception, sys.exit() or os._exit() in it is a bad input (exit 2). -q
+    prints nothing but errors (--json still prints its document).
+
     Example:
 
     \b
@@ -194,7 +199,8 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
     except ValueError as exc:
         raise InputError(Problem("--forecaster", str(exc), value=forecaster)) from None
     inp = load_inputs(model or default_model(), demand=history)
-    check_writable(out_dir or default_out_dir(inp.config, "-backtest"))  # before the run, not after
+    check_writable(out_dir or default_out_dir(inp.config, "-backtest"),  # before the run, not after
+                   ("backtest.csv", "backtest_monthly.csv", "backtest.json"))
     with executor_from(executor, scheduler, jobs) as ex:
         result = backtest_hours(inp, train_hours, test_hours, step_hours, horizon_hours=horizon_hours,
                                 backend=solver, executor=ex, progress=not quiet and not as_json,
@@ -203,7 +209,7 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
     paths = write_backtest(result, out_dir or default_out_dir(inp.config, "-backtest"))
     if as_json:
         echo_json(json.loads(paths["json"].read_text(encoding="utf-8")))
-    else:
+    elif not quiet:
         table = result.windows.pivot(index="window", columns="strategy", values="regret_pct")[
             list(dict.fromkeys(chosen))].astype(float)
         if len(table) > 12:
