@@ -126,7 +126,7 @@ def test_second_gpu_type_gets_its_worst_case_speed(tmp_path):
 
 @pytest.mark.parametrize("table,message", [
     ({"slo_percentile": 100}, "'classes.chat.slo_percentile' out of range (got 100); expected a percentile "
-                              "strictly between 0 and 100, e.g. 99"),
+                              "above 0 and at most 99.9999999 (a tail of 1e-9), e.g. 99"),
     ({"replicas": {"A": {"service_ms": 0}}}, "'classes.chat.replicas.A.service_ms' must be > 0 (got 0); "
                                              "expected a service time or rate > 0"),
     ({"latency_slo_ms": 1000}, "'classes.chat.replicas.A': no number of replicas meets p99 <= 1000 ms "
