@@ -14,11 +14,12 @@ import pandas as pd
 
 from .ladder import overlap_hours
 from .units import HOURS_PER_MONTH
+from . import commitments
 
 
 def _rate_rows(prices: pd.DataFrame, inventory: pd.DataFrame) -> pd.DataFrame:
     """Per inventory row: the price-sheet row of its (gpu_type, region, option) valid at its start (or none)."""
-    res = prices[prices["option"].str.startswith("reserved")].copy()
+    res = prices[commitments.is_term(prices["option"])].copy()  # inventory is bought as term commitments
     if "valid_from" not in res:
         res["valid_from"] = pd.NaT
     res["_vf"] = res["valid_from"].fillna(pd.Timestamp.min)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .inputs import PlanInputs
-from .model import build_model
+from .model import build_model, unit_bounds, unit_integer
 from .model.constraints import reserved_cap_sets
 from .model.objective import reserved_cost_per_instance
 
@@ -125,7 +125,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         master = _new_highs(highspy, None, mip_gap / 4, threads)
         # columns: n (R, integer later) then theta (J)
         lower = np.zeros(R + J)
-        upper = np.full(R + J, inf)
+        upper = np.r_[np.where(np.isfinite(unit_bounds(inp)), unit_bounds(inp), inf), np.full(J, inf)]
         master.addVars(R + J, lower, upper)
         master.changeColsCost(R + J, np.arange(R + J, dtype=np.int32), np.r_[cost, np.ones(J)])
         for _pool, cols, coefs, rhs in zip(*reserved_cap_sets(inp)):
@@ -168,8 +168,8 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
             if np.allclose(n_new, n, atol=1e-7) or lp_gap <= mip_gap * abs(lp_bound) or it > 60 or out_of_time:
                 integer = True
                 with quiet_stdout():
-                    master.changeColsIntegrality(R, np.arange(R, dtype=np.int32),
-                                                 np.full(R, highspy.HighsVarType.kInteger))
+                    whole = np.flatnonzero(unit_integer(inp)).astype(np.int32)
+                master.changeColsIntegrality(len(whole), whole, np.full(len(whole), highspy.HighsVarType.kInteger))
             else:
                 n = n_new
                 continue

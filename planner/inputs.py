@@ -12,11 +12,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from . import economics, queueing
+from . import commitments, economics, queueing
 from .backfill import backfill_table
 from .config import ModelConfig
 from . import ladder
-from .units import effective_rate
 from .validate import QUANTILE, Tables, owned_gpus
 
 
@@ -115,45 +114,33 @@ def _pools(prices: pd.DataFrame) -> pd.DataFrame:
     pools["ip"] = pick("spot", "interruptions_per_hour")
     pools["cap_od"] = pick("on_demand", "max_gpus")
     pools["cap_sp"] = pick("spot", "max_gpus")
-    res = prices[prices["option"].str.startswith("reserved")]
+    res = prices[commitments.is_term(prices["option"])]  # capacity blocks cap each offer, not the pool
     pools["cap_res"] = res.groupby(["gpu_type", "region"])["max_gpus"].min().reindex(idx).to_numpy()
     pools["has_od"] = ~np.isnan(pools["od"].to_numpy())
     pools["has_sp"] = ~np.isnan(pools["sp"].to_numpy())
-    pools["has_res"] = pd.Series(idx.isin(pd.MultiIndex.from_frame(res[["gpu_type", "region"]]))).to_numpy()
+    held = prices[commitments.adds_capacity(prices["option"])]
+    pools["has_res"] = pd.Series(idx.isin(pd.MultiIndex.from_frame(held[["gpu_type", "region"]]))).to_numpy()
     pools["name"] = pools["gpu_type"] + "/" + pools["region"]
     return pools
 
 
-OPTION_COLUMNS = ["pool", "gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months", "r", "m",
-                  "lead_time_months", "residual_usd", "valid_from"]
-
-
-def _options(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
-    """The price sheet's reserved rows (one per option and valid_from), with pool, effective rate r and m."""
-    res = prices[prices["option"].str.startswith("reserved")].copy()
-    pool_of = {(g, r): i for i, (g, r) in enumerate(zip(pools.gpu_type, pools.region))}
-    res["pool"] = [pool_of[(g, r)] for g, r in zip(res.gpu_type, res.region)]
-    for col, default in (("lead_time_months", 0.0), ("residual_usd", 0.0), ("valid_from", pd.NaT)):
-        if col not in res:
-            res[col] = default
-    res["r"] = effective_rate(res["hourly_usd"], res["upfront_usd"] - res["residual_usd"], res["term_months"])
-    res["m"] = res["gpus_per_instance"]
-    return res[OPTION_COLUMNS].sort_values(["pool", "option", "valid_from"]).reset_index(drop=True)
-
-
 def reserved_purchases(config: ModelConfig, options: pd.DataFrame, periods: pd.DatetimeIndex,
-                       hours: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
-    """The purchase rows (one per reserved option and purchase date) and their activity (R, T)."""
+                       hours: np.ndarray, strict: bool = True) -> tuple[pd.DataFrame, np.ndarray]:
+    """The commitments table (one row per commitment option and purchase date) and its activity (R, T)."""
     c = config.commitments
     dates = ladder.purchase_periods(periods, c.purchase_every, c.purchase_until)
-    return ladder.purchase_rows(options, periods, hours, dates)
+    return commitments.purchase_table(options, periods, hours, dates, _prices_name(config), strict=strict)
+
+
+def _prices_name(config: ModelConfig) -> str:
+    return config.prices.name if config.prices is not None else "price sheet"
 
 
 def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     """The arrays of :class:`PlanInputs` from a model and its validated tables (SLO classes sized here)."""
     classes = list(config.classes)
     pools = _pools(tables.prices)
-    options = _options(tables.prices, pools)
+    options = commitments.option_rows(tables.prices, pools)
     dem = tables.demand
     scen = list(dict.fromkeys(dem["scenario"]))
     if config.scenarios:
@@ -393,11 +380,11 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
         requests, demand, slo_speed, _ = size_slo_classes(inp.config, inp.classes, raw)
         speed = _apply_slo_speeds(inp.speed, inp.classes, inp.pools, slo_speed)
     prices = inp.tables.prices.copy()
-    factor = np.select([prices["option"] == "on_demand", prices["option"] == "spot",
-                        prices["option"].str.startswith("reserved")],
+    kinds = commitments.kind_of(prices["option"])
+    factor = np.select([kinds.eq("on_demand"), kinds.eq("spot"), kinds.isin(commitments.COMMITMENT_KINDS)],
                        [on_demand_price, spot_price, reserved_price], 1.0)
     prices["hourly_usd"] = prices["hourly_usd"] * factor
-    prices["upfront_usd"] = prices["upfront_usd"] * np.where(prices["option"].str.startswith("reserved"),
+    prices["upfront_usd"] = prices["upfront_usd"] * np.where(kinds.isin(commitments.COMMITMENT_KINDS),
                                                              reserved_price, 1.0)
     prices["interruptions_per_hour"] = prices["interruptions_per_hour"] * interruptions
     tables = replace(inp.tables, prices=prices)
@@ -447,10 +434,11 @@ def slice_periods(inp: PlanInputs, index: np.ndarray, purchase_dates: np.ndarray
     periods, hours = inp.periods[index], inp.hours[index]
     reserved, active = inp.reserved, None if inp.reserved_active is None else inp.reserved_active[:, index]
     if inp.options is not None and purchase_dates is not None:
-        reserved, active = ladder.purchase_rows(inp.options, periods, hours, np.asarray(purchase_dates, int))
+        reserved, active = commitments.purchase_table(inp.options, periods, hours, np.asarray(purchase_dates, int),
+                                                      strict=False)
     elif inp.options is not None:  # purchases dated in the window, active from their own dates
         reserved, active = reserved_purchases(replace(inp.config, commitments=replace(
-            inp.config.commitments, purchase_until=None)), inp.options, periods, hours)
+            inp.config.commitments, purchase_until=None)), inp.options, periods, hours, strict=False)
     return _refresh_backfill(replace(
         inp, periods=periods, hours=hours, demand=inp.demand[:, :, index], reserved=reserved,
         reserved_active=active, inventory=inp.inventory[:, index],
@@ -472,7 +460,7 @@ def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hou
     if owned is not None and len(owned):
         inventory = inventory + owned_gpus(owned, pools, periods, hours)
     if inp.options is not None:
-        reserved, active = ladder.purchase_rows(inp.options, periods, hours, np.array([0]))
+        reserved, active = commitments.purchase_table(inp.options, periods, hours, np.array([0]), strict=False)
     else:
         reserved, active = inp.reserved, None
     return _refresh_backfill(replace(

@@ -106,22 +106,23 @@ def cash_schedule(purchases: pd.DataFrame, periods: pd.DatetimeIndex, on_demand:
     """Cash per calendar month from the first period to the end of the last commitment's term.
 
     ``purchases``: rows with ``gpus`` > 0, their ``purchase_date``, ``active_from``, ``end_date``,
-    ``hourly_usd``, ``upfront_usd`` and ``residual_usd`` (per GPU); the upfront is paid in the month of the
-    purchase date and the residual value comes back in the month the term ends (a negative upfront), the
+    ``hourly_usd``, ``upfront_usd`` and ``residual_usd`` (per GPU), and optionally ``cash_date``; the upfront
+    is paid in the month of ``cash_date`` (a capacity block: its window's start), else of the purchase date and the residual value comes back in the month the term ends (a negative upfront), the
     recurring part ``hourly x GPUs x hours`` in every calendar month of the active term (its real hours). ``on_demand``/``spot``: expected USD
     per month (index "YYYY-MM").
     """
     months = schedule_months(purchases, periods)
     gpus = purchases["gpus"].to_numpy(float)
     upfront = np.zeros(len(months))
-    if len(purchases):
-        pos = months.get_indexer(pd.to_datetime(purchases["purchase_date"]).dt.to_period("M"))
+    hourly = purchases["hourly_usd"].to_numpy(float)
+    if len(purchases):  # the upfront is paid on the cash date: the purchase date (a block: its window's start)
+        paid_on = purchases["cash_date"] if "cash_date" in purchases else purchases["purchase_date"]
+        pos = months.get_indexer(pd.to_datetime(paid_on).dt.to_period("M"))
         np.add.at(upfront, pos, gpus * purchases["upfront_usd"].to_numpy(float))
         # the residual value comes back when the term ends (a negative upfront in that month)
         end = months.get_indexer((pd.to_datetime(purchases["end_date"]) - HOUR).dt.to_period("M"))
         np.add.at(upfront, end, -gpus * purchases["residual_usd"].to_numpy(float))
-    recurring = (gpus * purchases["hourly_usd"].to_numpy(float)) @ active_hours_by_month(purchases, months) \
-        if len(purchases) else np.zeros(len(months))
+    recurring = (gpus * hourly) @ active_hours_by_month(purchases, months) if len(purchases) else np.zeros(len(months))
     label = months.strftime("%Y-%m")
     od = on_demand.reindex(label).fillna(0.0).to_numpy(float)
     sp = spot.reindex(label).fillna(0.0).to_numpy(float)

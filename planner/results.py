@@ -306,9 +306,9 @@ def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
     ``monthly_recurring_usd`` (hourly x 730).
     """
     res = inp.reserved
-    cols = ["gpu_type", "region", "option", "term_months", "hourly_usd", "upfront_usd", "r", "m",
+    cols = ["gpu_type", "region", "option", "kind", "term_months", "hourly_usd", "upfront_usd", "r", "m",
             "purchase_date", "active_from", "end_date", "firm", "lead_time_months", "residual_usd",
-            "hours_active", "valid_from"]
+            "hours_active", "valid_from", "cash_date", "block_start", "block_days", "provider"]
     purchases = res[[c for c in cols if c in res]].copy()
     purchases = purchases.rename(columns={"r": "effective_usd_per_gpu_hour", "m": "gpus_per_instance"})
     purchases["instances"] = n.astype(int)

@@ -34,7 +34,7 @@ PRICES = (
     Column("gpu_type", "str", True, "", "", "GPU type, e.g. H100"),
     Column("region", "str", True, "", "", "region, e.g. us-east4"),
     Column("option", "str", True, "", "",
-           "`on_demand`, `spot` or `reserved_<anything>` (e.g. reserved_1y)"),
+           "`on_demand`, `spot`, `reserved_<anything>` (e.g. reserved_1y) or `capacity_block`"),
     Column("hourly_usd", "float", True, "USD per GPU-hour", "",
            "price per GPU-hour (the recurring part for reserved)"),
     Column("upfront_usd", "float", False, "USD per GPU", "0", "reserved only: upfront payment"),
@@ -54,6 +54,13 @@ PRICES = (
            "bought ahead); its term starts then"),
     Column("residual_usd", "float", False, "USD per GPU", "0",
            "reserved only: value left at the end of the term (resale); lowers the upfront in both accountings"),
+    Column("block_start", "datetime", False, "ISO 8601 (UTC)", "",
+           "capacity_block only (required there): first hour of the block's window"),
+    Column("block_days", "float", False, "days", "",
+           "capacity_block only (required there): the window's length, a whole number of days"),
+    Column("provider", "str", False, "", "none",
+           "capacity_block only: `aws` or `gcp` turns on that provider's rules for blocks (durations, start "
+           "times, instance limit); blank accepts any whole number of days"),
 )
 
 INVENTORY = (

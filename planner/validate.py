@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import schema
+from . import commitments, schema
 from .config import ModelConfig
 from .errors import Collector, InputError
 from .io import RawTable
@@ -177,20 +177,21 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     for col in ("gpu_type", "region"):
         _report(bad, raw, d[col].eq(""), col, "blank cell", None, expected="a name")
     option = normalise_option(d["option"])
-    known = option.isin(["on_demand", "spot"]) | option.str.match(r"^reserved(_[\w.]+)?$")
-    option = option.where(~option.str.fullmatch("reserved"), "reserved")
+    kinds = commitments.kind_of(option)
+    known = kinds.notna()
     _report(bad, raw, ~known, "option", "unknown purchase option", d["option"],
-            expected="on_demand, spot or reserved_<term> (e.g. reserved_1y)")
+            expected=commitments.option_names_expected())
     out["option"] = option
-    is_res, is_spot, is_od = option.str.startswith("reserved"), option.eq("spot"), option.eq("on_demand")
+    is_res, is_spot, is_od = kinds.eq("instance"), kinds.eq("spot"), kinds.eq("on_demand")
+    is_block = kinds.eq("window")
 
     hourly = numbers(raw, "hourly_usd", bad, blank_ok=False, high=ABSURD_USD_PER_HOUR,
                      expected="a price in USD per GPU-hour >= 0")
     _report(bad, raw, (hourly > 0) & (hourly < MIN_PRICE), "hourly_usd", "price below what the solver can tell "
             "from zero", d["hourly_usd"], expected=f"USD per GPU-hour >= {MIN_PRICE:g} (0 only for reserved rows "
             "with an upfront)", hint="are the prices in thousands or millions of USD? write them in USD")
-    _report(bad, raw, (hourly == 0) & (is_od | is_spot), "hourly_usd", "price of zero", d["hourly_usd"],
-            expected="a price > 0 for on_demand and spot rows",
+    _report(bad, raw, (hourly == 0) & (is_od | is_spot | is_block), "hourly_usd", "price of zero", d["hourly_usd"],
+            expected="a price > 0 for on_demand, spot and capacity_block rows",
             hint="a free option would absorb all demand; delete the row if the option is not offered")
     upfront = numbers(raw, "upfront_usd", bad, blank_ok=True, high=ABSURD_USD_PER_HOUR * 8760 * 5,
                       expected="USD per GPU >= 0")
@@ -255,12 +256,13 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     _report(bad, raw, is_res & (out["residual_usd"] > liability + 1e-9), "residual_usd",
             "residual value above what the commitment costs over its term", d.get("residual_usd"),
             expected="residual_usd <= upfront_usd + hourly_usd x term_months x 730")
+    _capacity_blocks(raw, bad, out, is_block, hourly)
     out["row"] = raw.rows
     eff = effective_rate(out["hourly_usd"], out["upfront_usd"] - out["residual_usd"], out["term_months"])
     _report(bad, raw, is_res & eff.eq(0), "hourly_usd", "reserved row with a zero effective price",
             d["hourly_usd"], expected="hourly_usd or upfront_usd > 0")
 
-    key = ["gpu_type", "region", "option", "valid_from"]
+    key = ["gpu_type", "region", "option", "valid_from", "block_start", "block_days"]
     dup = out.duplicated(key, keep="first") & known
     dated = "valid_from" in d.columns
     _report(bad, raw, dup & ~out["valid_from"].notna(), "option",
@@ -286,6 +288,69 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     _spelling(bad, raw, out, "region")
     _spelling(bad, raw, out, "gpu_type")
     return out
+
+
+# capacity blocks: what each provider sells (docs/commitments.md, "Capacity blocks")
+BLOCK_PROVIDERS = ("aws", "gcp")
+AWS_BLOCK_MAX_INSTANCES = 64  # instances in one AWS Capacity Block
+AWS_BLOCK_START = (11, 30)  # AWS Capacity Blocks start and end at 11:30 UTC
+GCP_BLOCK_MAX_DAYS = 90  # GCP DWS calendar mode
+MAX_BLOCK_DAYS = 366  # no provider named: any whole number of days up to a year
+
+
+def aws_block_days_ok(days: pd.Series) -> pd.Series:
+    """AWS Capacity Blocks for ML: 1-14 days, or a multiple of 7 days up to 182."""
+    return days.between(1, 14) | ((days % 7 == 0) & days.between(7, 182))
+
+
+def _capacity_blocks(raw: RawTable, bad: Collector, out: pd.DataFrame, is_block: pd.Series,
+                     hourly: pd.Series) -> None:
+    """The columns of capacity_block rows (block_start, block_days, provider) and each provider's rules.
+
+    Adds ``block_start``, ``block_days``, ``provider`` to ``out``. A block is stored as what it is, a
+    prepaid commitment: ``term_months`` is its window (days x 24 / 730), ``upfront_usd`` its price x 24 x
+    days per GPU and ``hourly_usd`` 0, so that the term arithmetic of every commitment (effective rate,
+    liability, cash, the workbook's formulas) applies to it unchanged.
+    """
+    d = raw.data
+    start = times(raw, "block_start", bad, blank_ok=True)
+    days = numbers(raw, "block_days", bad, blank_ok=True, low=1, high=MAX_BLOCK_DAYS,
+                   expected=f"a whole number of days, 1 to {MAX_BLOCK_DAYS}")
+    provider = d.get("provider", pd.Series("", index=d.index)).astype(str).str.strip().str.lower()
+    blank = pd.Series("", index=d.index)
+    _report(bad, raw, is_block & start.isna() & d.get("block_start", blank).eq(""), "block_start",
+            "capacity_block row without block_start", None, expected="the window's first hour, e.g. 2027-02-01T11:30")
+    _report(bad, raw, is_block & days.isna() & d.get("block_days", blank).eq(""), "block_days",
+            "capacity_block row without block_days", None, expected="the window's length in whole days, e.g. 14")
+    _report(bad, raw, is_block & days.notna() & (days != np.round(days)), "block_days",
+            "block_days is not a whole number of days", d.get("block_days"), expected="e.g. 7 or 14")
+    for col, present in (("block_start", start.notna()), ("block_days", days.notna()), ("provider", provider.ne(""))):
+        _report(bad, raw, ~is_block & present, col, f"{col} on a row that is not a capacity_block", d.get(col),
+                expected="blank except on capacity_block rows")
+    _report(bad, raw, is_block & provider.ne("") & ~provider.isin(BLOCK_PROVIDERS), "provider", "unknown provider",
+            d.get("provider"), expected=" or ".join(BLOCK_PROVIDERS) + " (or blank: no provider rules)")
+    aws, gcp = is_block & provider.eq("aws"), is_block & provider.eq("gcp")
+    _report(bad, raw, aws & days.notna() & ~aws_block_days_ok(days), "block_days",
+            "AWS does not sell a Capacity Block of this length", d.get("block_days"),
+            expected="1 to 14 days, or a multiple of 7 days up to 182")
+    hm = start.dt.hour * 60 + start.dt.minute
+    _report(bad, raw, aws & start.notna() & (hm != AWS_BLOCK_START[0] * 60 + AWS_BLOCK_START[1]), "block_start",
+            "AWS Capacity Blocks start at 11:30 UTC", d.get("block_start"), expected="a start at T11:30 (UTC)")
+    _report(bad, raw, gcp & days.notna() & (days > GCP_BLOCK_MAX_DAYS), "block_days",
+            "GCP calendar-mode reservations last at most 90 days", d.get("block_days"), expected="1 to 90 days")
+    m = out["gpus_per_instance"]
+    over = aws & out["max_gpus"].notna() & (out["max_gpus"] / m > AWS_BLOCK_MAX_INSTANCES + 1e-9)
+    _report(bad, raw, over, "max_gpus", f"over AWS's limit of {AWS_BLOCK_MAX_INSTANCES} instances in one Capacity "
+            "Block", d.get("max_gpus"), expected=f"at most {AWS_BLOCK_MAX_INSTANCES} x gpus_per_instance GPUs")
+    out["max_gpus"] = out["max_gpus"].where(~aws | out["max_gpus"].notna(), AWS_BLOCK_MAX_INSTANCES * m)
+    out["block_start"] = start.where(is_block)
+    out["block_days"] = days.where(is_block)
+    out["provider"] = provider.where(is_block, "")
+    out["term_months"] = out["term_months"].where(~is_block, days * 24.0 / 730.0)
+    # prepaid: the window's whole price is its upfront (per GPU), nothing by the hour; the effective rate,
+    # upfront / (term x 730), is the price per GPU-hour the row was given
+    out["upfront_usd"] = out["upfront_usd"].where(~is_block, hourly * 24.0 * days)
+    out["hourly_usd"] = out["hourly_usd"].where(~is_block, 0.0)
 
 
 def _spelling(bad: Collector, raw: RawTable, df: pd.DataFrame, col: str) -> None:
@@ -520,7 +585,7 @@ def validate_inventory(raw: RawTable, prices: pd.DataFrame, bad: Collector) -> p
     _report(bad, raw, (end <= start).fillna(False), "end", "commitment ends before it starts", d["end"],
             expected="end after start")
     option = normalise_option(d["option"])
-    _report(bad, raw, ~option.str.startswith("reserved"), "option", "inventory row is not a reserved option",
+    _report(bad, raw, ~commitments.is_term(option), "option", "inventory row is not a reserved option",
             d["option"], expected="a reserved option such as reserved_1y")
     pools = set(zip(prices["gpu_type"], prices["region"]))
     unknown = pd.Series([(g, r) not in pools for g, r in zip(d["gpu_type"], d["region"])], index=d.index)
@@ -581,7 +646,7 @@ def check_caps(prices: pd.DataFrame, inventory: pd.DataFrame, demand: pd.DataFra
     """A reserved cap below the most GPUs owned at once in the horizon (max_t E[p,t]) can never be met."""
     if inventory.empty or demand is None:
         return
-    res = prices[prices["option"].str.startswith("reserved") & prices["max_gpus"].notna()]
+    res = prices[commitments.is_term(prices["option"]) & prices["max_gpus"].notna()]
     caps = res.groupby(["gpu_type", "region"])["max_gpus"].min()
     if caps.empty:
         return

@@ -98,7 +98,8 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             "residual": float(p.get("residual_usd") or 0.0), "term_hours": float(p.get("term_months") or 0) * 730.0,
             "start": pd.Timestamp(p.get("active_from") or horizon["start"]),
             "end": pd.Timestamp(p["end_date"]) if p.get("end_date") else hi,
-            "bought": pd.Timestamp(p["purchase_date"]) if p.get("purchase_date") else lo, "source": "new purchase"})
+            "bought": pd.Timestamp(p.get("cash_date") or p["purchase_date"]) if p.get("purchase_date") else lo,
+            "source": "new purchase"})  # a capacity block is paid in the month its window starts (cash_date)
     for i, r in enumerate(plan.get("inventory", [])):
         if not r.get("priced"):
             continue

@@ -30,6 +30,18 @@ from .variables import define_variables
 from ..inputs import PlanInputs
 
 
+def unit_integer(inp: PlanInputs) -> np.ndarray:
+    """(R,) whether each commitments-table row's first-stage decision is a whole number (instances)."""
+    res = inp.reserved
+    return res["integer"].to_numpy(bool) if "integer" in res else np.ones(len(res), dtype=bool)
+
+
+def unit_bounds(inp: PlanInputs) -> np.ndarray:
+    """(R,) the upper bound of each row's first-stage decision (a capacity block's offer; inf elsewhere)."""
+    res = inp.reserved
+    return res["max_units"].to_numpy(float) if "max_units" in res else np.full(len(res), np.inf)
+
+
 _SENSES = {"<=": LE, ">=": GE, "==": EQ}
 _USER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 _NUMBERED = re.compile(r"_\d+$")  # generated names end in _<digits>: yours may not, so they never collide
@@ -344,7 +356,8 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     lower, upper = np.zeros(n_cols), np.full(n_cols, np.inf)
     integer = np.zeros(n_cols, dtype=bool)
     n_cols_res = fam["n"]["col"].to_numpy()
-    integer[n_cols_res] = True
+    integer[n_cols_res] = unit_integer(inp)
+    upper[n_cols_res] = unit_bounds(inp)
     start = np.zeros(n_cols)
     if fixed_reserved is not None:
         lower[n_cols_res] = upper[n_cols_res] = start[n_cols_res] = np.asarray(fixed_reserved, float)

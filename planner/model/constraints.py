@@ -120,9 +120,10 @@ def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
     cap = inp.pools["cap_res"].to_numpy(float)
     pool = inp.reserved["pool"].to_numpy(int)
     m = inp.reserved["m"].to_numpy(float)
+    term = inp.reserved["kind"].eq("instance").to_numpy() if "kind" in inp.reserved else np.ones(len(pool), bool)
     keys, members, coefs, rhs = [], [], [], []
-    for p in np.unique(pool[~np.isnan(cap[pool])]):  # capped pools only; vectorised over periods
-        mine = np.flatnonzero(pool == p)
+    for p in np.unique(pool[term & ~np.isnan(cap[pool])]):  # capped pools only; vectorised over periods
+        mine = np.flatnonzero((pool == p) & term)  # capacity blocks are capped per offer (max_units), not here
         pattern, which = np.unique(inp.active[mine].T > 0, axis=0, return_inverse=True)
         owned = np.full(len(pattern), -np.inf)
         np.maximum.at(owned, which.reshape(-1), inp.inventory[p])  # per period: peaks inside a block are seen

@@ -149,7 +149,8 @@ def plan_to_dict(plan: Plan) -> dict:
              "end_date": _date(r.end_date, dated), "firm": bool(r.firm),
              "upfront_usd": _num(r.upfront_total_usd), "residual_usd": _num(r.residual_total_usd),
              "monthly_recurring_usd": _num(r.monthly_recurring_usd),
-             "liability_past_horizon_usd": _num(r.liability_past_horizon_usd)}
+             "liability_past_horizon_usd": _num(r.liability_past_horizon_usd),
+             "kind": getattr(r, "kind", "instance"), **_block_fields(r, dated)}
             for r in purchases.itertuples()],  # every reserved option and purchase date, bought (instances > 0) or not
         "commitments": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.commitments.items()},
         "cash_schedule": _records(plan.cash_schedule) if len(plan.cash_schedule) else [],
@@ -239,3 +240,11 @@ def _slo_summary(plan: Plan) -> list[dict]:
 def plan_json(plan: Plan) -> str:
     """plan.json as text (no NaN or infinity: they become null)."""
     return json.dumps(plan_to_dict(plan), indent=2, allow_nan=False) + "\n"
+
+
+def _block_fields(r, dated: bool) -> dict:
+    """A capacity block's window and the date its price is paid (kind "window"); nothing for other kinds."""
+    if getattr(r, "kind", "instance") != "window":
+        return {}
+    return {"block_start": pd.Timestamp(r.block_start).isoformat(), "block_days": _num(r.block_days),
+            "cash_date": pd.Timestamp(r.cash_date).isoformat(), "provider": r.provider or None}

@@ -59,6 +59,12 @@ def summary_text(plan: Plan) -> str:
                 when = f"{'buy now' if r.firm else 'expect to buy'} {r.purchase_date:%Y-%m-%d}" + \
                     (f", usable {r.active_from:%Y-%m-%d}" if r.active_from != r.purchase_date else "") + \
                     f", ends {r.end_date:%Y-%m-%d}: "
+            if getattr(r, "kind", "instance") == "window":
+                lines.append(f"    {when}{r.gpu_type:<12} {r.region:<16} {r.option:<12} {r.instances:>6} instances "
+                             f"({r.gpus:g} GPUs)  {_usd(r.commitment_usd)} (capacity block {r.block_days:g} days "
+                             f"from {pd.Timestamp(r.block_start):%Y-%m-%d %H:%M}, prepaid in "
+                             f"{pd.Timestamp(r.cash_date):%Y-%m})")
+                continue
             lines.append(f"    {when}{r.gpu_type:<12} {r.region:<16} {r.option:<12} {r.instances:>6} instances "
                          f"({r.gpus:g} GPUs)  {_usd(r.commitment_usd)}"
                          + (f" (upfront {_usd(r.upfront_total_usd)}, then {_usd(r.monthly_recurring_usd)}/month"

@@ -28,6 +28,7 @@ from ..bill import inventory_table
 from ..results import Plan
 from ..units import HOURS_PER_MONTH
 from .provenance import provenance
+from .. import commitments
 
 USD = '"$"#,##0.00'
 USD0 = '"$"#,##0'
@@ -328,6 +329,8 @@ def write_workbook(plan: Plan, path) -> None:
 def _price_key(r) -> tuple:
     """(gpu_type, region, option, valid_from or None): the Prices row a purchase or a cost reads."""
     vf = getattr(r, "valid_from", None)
+    if vf is None or pd.isna(vf):  # a capacity block's offer is told apart by its window's start
+        vf = getattr(r, "block_start", None)
     return (r.gpu_type, r.region, r.option, None if vf is None or pd.isna(vf) else pd.Timestamp(vf))
 
 
@@ -343,7 +346,7 @@ def _write_prices(ws, prices: pd.DataFrame) -> None:
     s.header({"effective_usd_per_gpu_hour": 26})
     for i, r in enumerate(prices.itertuples()):
         row = i + 2
-        reserved = r.option.startswith("reserved")
+        reserved = commitments.kind_of_name(r.option) in commitments.COMMITMENT_KINDS
         residual = float(getattr(r, "residual_usd", 0.0) or 0.0) if reserved else 0.0
         upfront = float(r.upfront_usd) if reserved and pd.notna(r.upfront_usd) else 0.0
         eff = F(f"=D{row}+(E{row}-M{row})/(F{row}*{HOURS_PER_MONTH:g})",
@@ -1102,7 +1105,8 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     l0 = g0 + len(pool_cols)  # ladder columns
     letter = lambda i: xl_col_to_name(i - 1)  # noqa: E731 (1-based, as the row numbers)
     spelled = len(bought) <= MAX_FORMULA_TERMS and len(pool_cols) <= MAX_FORMULA_TERMS
-    purchase_month = {j: pd.Timestamp(r.purchase_date).strftime("%Y-%m") for j, r in enumerate(bought.itertuples())}
+    purchase_month = {j: pd.Timestamp(getattr(r, "cash_date", r.purchase_date)).strftime("%Y-%m")
+                      for j, r in enumerate(bought.itertuples())}  # the upfront's month (a block: its start)
     end_month = {j: (pd.Timestamp(r.end_date) - pd.Timedelta(hours=1)).strftime("%Y-%m")
                  for j, r in enumerate(bought.itertuples())}
     prices = inp.tables.prices

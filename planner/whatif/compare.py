@@ -35,6 +35,7 @@ from .metrics import plan_metrics, spend
 from .pricediff import PriceDiff, diff_prices
 from ..units import signed_usd as _signed, usd as _usd
 from ..executors import Executor, LocalExecutor, Outcome
+from .. import commitments
 
 RESERVED_COLUMN_NAMES = {"section", "item"}  # the comparison workbook's own columns
 
@@ -226,7 +227,7 @@ def _changes(labels: list[str], spends: list[pd.DataFrame]) -> list[dict]:
         b = base.reindex(idx)
         o = other.reindex(idx)
         for k in idx:
-            reserved = str(k[0]).startswith("reserved")
+            reserved = commitments.kind_of_name(str(k[0])) in commitments.COMMITMENT_KINDS
             b_usd, o_usd = b.at[k, "usd"], o.at[k, "usd"]
             b_usd = 0.0 if pd.isna(b_usd) else float(b_usd)
             o_usd = 0.0 if pd.isna(o_usd) else float(o_usd)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..units import effective_rate
+from .. import commitments
 
 KEY = ("gpu_type", "region", "option")
 FIELDS = ("hourly_usd", "upfront_usd", "term_months", "max_gpus", "interruptions_per_hour", "gpus_per_instance")
@@ -32,7 +33,7 @@ def _num(x) -> float | None:
 
 
 def _effective(row) -> float | None:
-    if not str(row["option"]).startswith("reserved"):
+    if commitments.kind_of_name(str(row["option"])) not in commitments.COMMITMENT_KINDS:
         return None
     h, u, t = _num(row.get("hourly_usd")), _num(row.get("upfront_usd")) or 0.0, _num(row.get("term_months"))
     if h is None or not t:

@@ -1,0 +1,195 @@
+"""Purchase options and their kinds: the one place that knows what a price-sheet ``option`` is.
+
+Every option name of the price sheet belongs to one kind (``KINDS``):
+
+- ``on_demand`` and ``spot``: rented by the GPU-hour, no commitment;
+- ``instance`` (``reserved`` / ``reserved_<term>``): whole instances of one pool for a term, paid whether
+  used or not, adding reserved capacity to the pool (reservations, owned hardware);
+- ``window`` (``capacity_block``): whole instances of one pool for a calendar window
+  ``[block_start, block_start + block_days)``, prepaid (AWS Capacity Blocks for ML, GCP DWS calendar mode).
+
+Code asks this module, never the option's spelling: ``kind_of(options)``, ``is_commitment``,
+``adds_capacity``. A new kind is one more row of ``KINDS`` and its pattern.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class OptionKind:
+    """One kind of purchase option: how its names are spelled and what buying it means."""
+
+    name: str
+    pattern: str  # regular expression over the normalised option name
+    commitment: bool  # bought ahead, paid whether used or not
+    adds_capacity: bool  # its instances hold reserved GPUs of their pool
+    unit: str  # what one unit of the first-stage decision is ("instance" or "" for rented options)
+    example: str
+
+
+KINDS: tuple[OptionKind, ...] = (
+    OptionKind("on_demand", r"on_demand", False, False, "", "on_demand"),
+    OptionKind("spot", r"spot", False, False, "", "spot"),
+    OptionKind("instance", r"reserved(_[\w.]+)?", True, True, "instance", "reserved_1y"),
+    OptionKind("window", r"capacity_block(_[\w.]+)?", True, True, "instance", "capacity_block"),
+)
+_BY_NAME = {k.name: k for k in KINDS}
+_PATTERNS = [(k.name, re.compile(rf"^{k.pattern}$")) for k in KINDS]
+COMMITMENT_KINDS = tuple(k.name for k in KINDS if k.commitment)
+CAPACITY_KINDS = tuple(k.name for k in KINDS if k.adds_capacity)
+
+
+def kind(name: str) -> OptionKind:
+    """The :class:`OptionKind` called ``name`` (KeyError for an unknown kind)."""
+    return _BY_NAME[name]
+
+
+def kind_of_name(option: str) -> str | None:
+    """The kind of one (normalised) option name, or None when no kind spells it so."""
+    for name, rx in _PATTERNS:
+        if rx.match(str(option)):
+            return name
+    return None
+
+
+def kind_of(options: pd.Series) -> pd.Series:
+    """The kind of every option name in ``options`` (None where unknown), vectorised over the names."""
+    names = pd.Series(pd.unique(options))
+    lookup = dict(zip(names, names.map(kind_of_name)))
+    return options.map(lookup)
+
+
+def is_commitment(options: pd.Series) -> pd.Series:
+    """True where the option is bought ahead and paid whether used or not (reserved, capacity blocks)."""
+    return kind_of(options).isin(COMMITMENT_KINDS)
+
+
+def adds_capacity(options: pd.Series) -> pd.Series:
+    """True where the option's whole instances hold reserved GPUs of their pool (instance and window kinds)."""
+    return kind_of(options).isin(CAPACITY_KINDS)
+
+
+def is_window(options: pd.Series) -> pd.Series:
+    """True where the option is a calendar window (capacity block)."""
+    return kind_of(options).eq("window")
+
+
+def is_term(options: pd.Series) -> pd.Series:
+    """True where the option is a term commitment of whole instances (``reserved_*``)."""
+    return kind_of(options).eq("instance")
+
+
+def option_names_expected() -> str:
+    """The spellings the price sheet accepts, for error messages."""
+    return "on_demand, spot, reserved_<term> (e.g. reserved_1y) or capacity_block"
+
+
+# ---- the commitments table: one row per (commitment option, purchase date) ------------------------------
+OPTION_COLUMNS = ["pool", "gpu_type", "region", "option", "kind", "hourly_usd", "upfront_usd", "term_months", "r",
+                  "m", "lead_time_months", "residual_usd", "valid_from", "block_start", "block_days", "provider",
+                  "max_gpus", "row"]
+AWS_BLOCK_AHEAD = pd.Timedelta(weeks=8)  # an AWS Capacity Block starts at most 8 weeks after it is bought
+
+
+def option_rows(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
+    """The price sheet's commitment rows (one per option, ``valid_from`` and block), with pool, kind, the
+    effective rate ``r`` (USD per GPU-hour over the term or window) and ``m`` (GPUs per instance)."""
+    from .units import effective_rate
+
+    res = prices[is_commitment(prices["option"])].copy()
+    pool_of = {(g, r): i for i, (g, r) in enumerate(zip(pools.gpu_type, pools.region))}
+    res["pool"] = [pool_of[(g, r)] for g, r in zip(res.gpu_type, res.region)]
+    for col, default in (("lead_time_months", 0.0), ("residual_usd", 0.0), ("valid_from", pd.NaT),
+                         ("block_start", pd.NaT), ("block_days", np.nan), ("provider", ""), ("row", 0)):
+        if col not in res:
+            res[col] = default
+    res["kind"] = kind_of(res["option"])
+    res["r"] = effective_rate(res["hourly_usd"], res["upfront_usd"] - res["residual_usd"], res["term_months"])
+    res["m"] = res["gpus_per_instance"]
+    return res[OPTION_COLUMNS].sort_values(["pool", "option", "valid_from", "block_start"]).reset_index(drop=True)
+
+
+def purchase_table(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.ndarray, dates: np.ndarray,
+                   prices_file: str = "price sheet", strict: bool = True) -> tuple[pd.DataFrame, np.ndarray]:
+    """The commitments table and its activity (R, T): the share of each period every row is active.
+
+    Term commitments (kind ``instance``) get one row per purchase date at the price valid then
+    (:func:`planner.ladder.purchase_rows`). A capacity block (kind ``window``) is one row: active on its
+    window only, bought on the first purchase date (AWS: no earlier than 8 weeks before it starts, when
+    that is later: an "expect to buy" row), paid whole in the month its window starts (``cash_date``).
+    Every row carries ``kind``, ``cash_date`` (when its upfront is paid), ``max_units`` (an upper bound
+    on the instances bought: a block's ``max_gpus`` / m) and ``integer``. A block outside the horizon is
+    an input error (``strict``) or left out (a window of a longer history: backtests, slices).
+    """
+    from . import ladder
+
+    win = options["kind"].eq("window").to_numpy()
+    rows, active = ladder.purchase_rows(options[~win].reset_index(drop=True), periods, hours, dates)
+    rows["cash_date"] = rows["purchase_date"]
+    rows["max_units"] = np.inf
+    blocks = options[win]
+    if len(blocks) and len(periods):
+        inside = _inside(blocks, periods, hours)
+        if strict:
+            _check_windows(blocks[~inside], periods, hours, prices_file)
+        blocks = blocks[inside]
+    if not len(blocks) or not len(periods):
+        return _typed(rows), active
+    first = periods[0]
+    ahead = blocks["block_start"] - AWS_BLOCK_AHEAD
+    bought = np.where(blocks["provider"].eq("aws") & (ahead > first), ahead, first)
+    date_of = periods[dates]
+    b = blocks.assign(purchase_date=pd.DatetimeIndex(bought),
+                      date_index=np.searchsorted(date_of.to_numpy(), np.asarray(bought, dtype="datetime64[ns]"),
+                                                 side="right") - 1)
+    b["active_from"] = b["block_start"]
+    b["end_date"] = b["block_start"] + pd.to_timedelta(b["block_days"] * 24.0, unit="h")
+    share = ladder.overlap_hours(b["active_from"], b["end_date"], periods, hours) / np.asarray(hours, float)[None, :]
+    share = np.where(share > 1 - 1e-12, 1.0, np.where(share < 1e-12, 0.0, share))
+    b["hours_active"] = share @ np.asarray(hours, float)
+    b["firm"] = b["purchase_date"] <= first
+    b["cash_date"] = b["block_start"]
+    b["max_units"] = np.floor(b["max_gpus"].to_numpy(float) / b["m"].to_numpy(float) + 1e-9)
+    b["max_units"] = b["max_units"].fillna(np.inf)
+    table = pd.concat([rows, b], ignore_index=True)
+    order = np.lexsort((table["block_start"].fillna(pd.Timestamp.min).to_numpy(), table["date_index"].to_numpy(),
+                        table["option"].to_numpy(), table["pool"].to_numpy()))
+    table = table.iloc[order].reset_index(drop=True)
+    return _typed(table), np.vstack([active, share])[order]
+
+
+def _typed(rows: pd.DataFrame) -> pd.DataFrame:
+    rows["integer"] = True  # instances (term commitments and blocks alike) are bought whole
+    if "kind" in rows:
+        rows["kind"] = rows["kind"].fillna("instance")
+    return rows
+
+
+def _inside(blocks: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.ndarray) -> np.ndarray:
+    start, end = periods[0], periods[-1] + pd.Timedelta(hours=float(hours[-1]))
+    stop = blocks["block_start"] + pd.to_timedelta(blocks["block_days"] * 24.0, unit="h")
+    return ((blocks["block_start"] >= start) & (stop <= end)).to_numpy()
+
+
+def _check_windows(blocks: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.ndarray, file: str) -> None:
+    """A block must lie inside the horizon: it is capacity for its window only, charged in full."""
+    from .errors import InputError, Problem
+
+    if not len(blocks):
+        return
+    start, end = periods[0], periods[-1] + pd.Timedelta(hours=float(hours[-1]))
+    stop = blocks["block_start"] + pd.to_timedelta(blocks["block_days"] * 24.0, unit="h")
+    problems = []
+    for r, s, e in zip(blocks["row"], blocks["block_start"], stop):
+        problems.append(Problem(file, "capacity block outside the horizon", row=int(r), column="block_start",
+                                value=f"{s:%Y-%m-%dT%H:%M} for {(e - s) / pd.Timedelta(days=1):g} days",
+                                expected=f"a window inside the demand's horizon, {start:%Y-%m-%dT%H:%M} to "
+                                f"{end:%Y-%m-%dT%H:%M}",
+                                hint="extend the demand to cover the block, or drop the offer"))
+    raise InputError(problems)
