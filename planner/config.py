@@ -117,6 +117,24 @@ class CommitmentPolicy:
 
 
 @dataclass(frozen=True)
+class FinancePolicy:
+    """The model file's ``[finance]``: the cost of capital and what the plan minimises.
+
+    ``discount_rate``: annual, 0 to 0.5; the cash of calendar month m (0 = the first period's month) is
+    worth ``(1 + rate) ** (-m / 12)`` today. ``objective``: "cost" (the formulation's expected cost) or
+    "npv" (its net present value at the rate; equal to "cost" at a rate of 0).
+    """
+
+    discount_rate: float = 0.0
+    objective: str = "cost"
+
+    @property
+    def npv(self) -> bool:
+        """True when the plan minimises the NPV of its cash."""
+        return self.objective == "npv"
+
+
+@dataclass(frozen=True)
 class BudgetPolicy:
     """The model file's ``[budget]``: caps on the plan's expected cost (reserved amortised + on-demand + spot).
 
@@ -153,6 +171,7 @@ class ModelConfig:
     teams: dict[str, TeamPolicy] = field(default_factory=dict)  # every team, with defaults where unlisted
     commitments: CommitmentPolicy = field(default_factory=CommitmentPolicy)
     budget: BudgetPolicy = field(default_factory=BudgetPolicy)
+    finance: FinancePolicy = field(default_factory=FinancePolicy)
 
     def team_of(self, cls: str) -> str:
         """The team that owns class ``cls`` (the class itself when it names none)."""
@@ -169,8 +188,11 @@ class ModelConfig:
 _TOP_KEYS = {
     "name": str, "demand": str, "prices": str, "inventory": str, "description": str,
     "solver": dict, "classes": dict, "scenarios": dict, "failure_rate_per_gpu_hour": float,
-    "teams": dict, "commitments": dict, "budget": dict,
+    "teams": dict, "commitments": dict, "budget": dict, "finance": dict,
 }
+_FINANCE_KEYS = {"discount_rate": float, "objective": str}
+FINANCE_OBJECTIVES = ("cost", "npv")
+MAX_DISCOUNT_RATE = 0.5
 _BUDGET_KEYS = {"max_total_usd": float, "max_month_usd": float, "months": dict}
 _COMMITMENT_KEYS = {"purchase_every": str, "purchase_until": (str, datetime.date), "accounting": str}
 _TEAM_KEYS = {"fair_share_weight": float, "guaranteed_gpus": float, "description": str}
@@ -341,6 +363,7 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
     commitments = _parse_commitments(_check_keys(top.get("commitments", {}), _COMMITMENT_KEYS, "commitments.",
                                                  file, bad), file, bad)
     budget = _parse_budget(_check_keys(top.get("budget", {}), _BUDGET_KEYS, "budget.", file, bad), file, bad)
+    finance = _parse_finance(_check_keys(top.get("finance", {}), _FINANCE_KEYS, "finance.", file, bad), file, bad)
     bad.raise_if_any(ConfigError)
 
     def resolve(key):
@@ -350,7 +373,26 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
     return ModelConfig(name=name, path=path, demand=resolve("demand"), prices=resolve("prices"),
                        inventory=resolve("inventory"), solver=solver, classes=classes,
                        scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure, teams=teams,
-                       commitments=commitments, budget=budget)
+                       commitments=commitments, budget=budget, finance=finance)
+
+
+def _parse_finance(table: dict, file: str, bad: Collector) -> FinancePolicy:
+    """``[finance]``: discount_rate (annual, 0 to 0.5) and objective ("cost" or "npv")."""
+    rate = table.get("discount_rate", 0.0)
+    if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 0 <= float(rate) <= MAX_DISCOUNT_RATE:
+        if "discount_rate" in table and isinstance(rate, (int, float)):
+            bad.add(file, "'finance.discount_rate' out of range", value=rate,
+                    expected=f"an annual rate between 0 and {MAX_DISCOUNT_RATE:g}, e.g. 0.08 for 8 %",
+                    hint="write the rate as a fraction: 8 % is 0.08")
+        rate = 0.0
+    objective = table.get("objective", "cost")
+    if isinstance(objective, str) and objective.strip().lower() in FINANCE_OBJECTIVES:
+        objective = objective.strip().lower()
+    elif "objective" in table:
+        bad.add(file, "unknown 'finance.objective'", value=objective,
+                expected=" or ".join(f'"{v}"' for v in FINANCE_OBJECTIVES))
+        objective = "cost"
+    return FinancePolicy(discount_rate=float(rate), objective=objective)
 
 
 def _parse_budget(table: dict, file: str, bad: Collector) -> BudgetPolicy:

@@ -27,7 +27,7 @@ import numpy as np
 from .inputs import PlanInputs
 from .model import build_model, unit_bounds, unit_integer
 from .model.constraints import reserved_cap_sets
-from .model.objective import reserved_cost_per_instance
+from .model.objective import first_stage_cost
 
 REL_TOL = 1e-9  # floating-point noise between the master's bound and the priced plan, relative
 ABS_TOL = 1e-6  # and absolute (USD)
@@ -115,7 +115,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
     t0 = time.perf_counter()
     R = len(inp.reserved)
-    cost = reserved_cost_per_instance(inp)
+    cost = first_stage_cost(inp)  # cost, or NPV under [finance] objective = "npv" (the chunks discount alike)
     index = chunk_index(inp, chunk)
     n0 = np.zeros(R)
     chunks = [_Chunk(chunk_inputs(inp, idx), n0, highspy, threads) for idx in index]

@@ -52,6 +52,17 @@ class PlanInputs:
     slo: pd.DataFrame | None = None  # per (SLO class, GPU type): service time, GPUs per replica, speed
     options: pd.DataFrame | None = None  # the price sheet's reserved rows (one per option and valid_from)
     reserved_active: np.ndarray | None = None  # (R, T): share of period t purchase row c is active (None = all)
+    discount_origin: pd.Period | None = None  # month 0 of the cost of capital (the first period's month)
+
+    @property
+    def discount(self) -> np.ndarray:
+        """(T,) each period's discount factor at ``[finance] discount_rate`` (all 1 at a rate of 0)."""
+        from .finance import period_factor
+
+        rate = self.config.finance.discount_rate
+        if rate == 0 or not self.T:
+            return np.ones(self.T)
+        return period_factor(self.periods, self.discount_origin or self.periods[0].to_period("M"), rate)
 
     @property
     def active(self) -> np.ndarray:
@@ -184,7 +195,8 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
                       spot_share=phi, inventory=owned_gpus(tables.inventory, list(zip(pools.gpu_type, pools.region)),
                                                  periods, hours),
                       penalty=float(penalty), spot=spot, reserved_useful=useful, backfill=backfill,
-                      requests=requests, slo=slo)
+                      requests=requests, slo=slo,
+                      discount_origin=periods[0].to_period("M") if len(periods) else None)
 
 
 def _check_purchase_until(config: ModelConfig, periods: pd.DatetimeIndex) -> None:
@@ -466,7 +478,7 @@ def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hou
     return _refresh_backfill(replace(
         inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
         probability=np.asarray(probability, float), reserved=reserved, reserved_active=active,
-        inventory=inventory, requests=None))
+        inventory=inventory, requests=None, discount_origin=periods[0].to_period("M")))
 
 
 def select_classes(inp: PlanInputs, names: list[str], backfill: bool = True,

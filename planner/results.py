@@ -63,6 +63,8 @@ class Plan:
     commitments: dict = field(default_factory=dict)  # accounting, amortised and full-term cost, liability past H
     cash_schedule: pd.DataFrame = field(default_factory=pd.DataFrame)  # per calendar month to the last term's end
     notes: list = field(default_factory=list)  # sentences the user should read (e.g. how the model was solved)
+    finance: dict = field(default_factory=dict)  # discount_rate, objective, npv_usd (the NPV of the cash schedule)
+    payment_options: pd.DataFrame = field(default_factory=pd.DataFrame)  # per purchase bought: every payment option
 
     @property
     def allocation(self) -> pd.DataFrame:
@@ -269,6 +271,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     shortfall = _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block,
                            set(budget.loc[budget["binding"].astype(bool), "name"]))
     cash = _cash(inp, blocks, Yb, Zb, purchases)
+    finance, payments = _finance(inp, purchases, cash)
     spot = inp.spot.copy()
     if len(spot):
         zh = np.einsum("kpb,b->kp", Zb, w)
@@ -293,7 +296,23 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                 spot=spot, scenario_costs=scenario_costs, cost=cost, objective=objective,
                 shortfall_gpu_hours=short_hours, baseline_all_on_demand=baseline_all_on_demand(inp),
                 reserved_utilisation=utilisation, timings=dict(timings or {}), stats=stats,
-                latency=latency, backfill=backfill, commitments=commitments, cash_schedule=cash, budget=budget)
+                latency=latency, backfill=backfill, commitments=commitments, cash_schedule=cash, budget=budget,
+                finance=finance, payment_options=payments)
+
+
+def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
+    """The plan's NPV at ``[finance] discount_rate`` (its whole cash schedule, to the last term's end), each
+    purchase's NPV (a column of ``purchases``) and every payment option of each purchase bought."""
+    from .finance import cash_npv, payment_options, purchase_npv_per_gpu
+
+    f = inp.config.finance
+    origin = inp.discount_origin or (inp.periods[0].to_period("M") if inp.T else None)
+    purchases["npv_usd"] = purchases["gpus"].to_numpy(float) * purchase_npv_per_gpu(inp.reserved, origin,
+                                                                                     f.discount_rate) \
+        if len(purchases) else 0.0
+    doc = {"discount_rate": f.discount_rate, "objective": f.objective,
+           "npv_usd": cash_npv(cash, origin, f.discount_rate) if origin is not None else 0.0}
+    return doc, payment_options(inp, purchases)
 
 
 def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:

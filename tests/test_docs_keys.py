@@ -12,7 +12,8 @@ DOC = (Path(__file__).resolve().parent.parent / "docs" / "inputs.md").read_text(
 
 KEY_TABLES = {"top level": config._TOP_KEYS, "[solver]": config._SOLVER_KEYS, "[classes.<name>]": config._CLASS_KEYS,
               "replicas": config._REPLICA_KEYS, "[commitments]": config._COMMITMENT_KEYS,
-              "[budget]": config._BUDGET_KEYS, "[teams.<name>]": config._TEAM_KEYS}
+              "[budget]": config._BUDGET_KEYS, "[teams.<name>]": config._TEAM_KEYS,
+              "[finance]": config._FINANCE_KEYS}
 
 
 @pytest.mark.parametrize("table", list(KEY_TABLES))

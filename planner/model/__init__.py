@@ -347,12 +347,16 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     merge = inp.config.solver.merge_periods if merge_periods is None else merge_periods
     if inp.config.budget.monthly:
         merge = False  # a block must lie in one calendar month for the monthly budget rows
-    blocks = make_blocks(inp.demand, inp.inventory, inp.hours, inp.probability, merge=merge, active=inp.active)
+    npv = inp.config.finance.npv
+    blocks = make_blocks(inp.demand, inp.inventory, inp.hours, inp.probability, merge=merge, active=inp.active,
+                         discount=inp.discount if npv else None)
     n_cols, fam = define_variables(inp, blocks, dominance=dominance)
     out = Rows()
     rows = {name: define(out, inp, blocks, fam) for name, define in FAMILIES}
     cost = objective_coefficients(inp, blocks, fam, n_cols)
-    rows["budget"] = define_budget_constraints(out, inp, blocks, fam, cost)
+    rows["budget"] = define_budget_constraints(out, inp, blocks, fam, cost)  # budgets cap cost, not NPV
+    if npv:
+        cost = objective_coefficients(inp, blocks, fam, n_cols, npv=True)
     lower, upper = np.zeros(n_cols), np.full(n_cols, np.inf)
     integer = np.zeros(n_cols, dtype=bool)
     n_cols_res = fam["n"]["col"].to_numpy()

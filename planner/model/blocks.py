@@ -21,6 +21,7 @@ class Blocks:
     demand: np.ndarray  # (K, B)
     inventory: np.ndarray  # (P, B)
     active: np.ndarray | None = None  # (R, B) share of the block's periods each purchase row is active
+    npv_weight: np.ndarray | None = None  # (B,) sum of probability x hours x discount factor (None = weight)
 
     @property
     def B(self) -> int:
@@ -29,10 +30,13 @@ class Blocks:
 
 
 def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
-                probability: np.ndarray, merge: bool = True, active: np.ndarray | None = None) -> Blocks:
+                probability: np.ndarray, merge: bool = True, active: np.ndarray | None = None,
+                discount: np.ndarray | None = None) -> Blocks:
     """``demand`` (S, K, T), ``inventory`` (P, T), ``hours`` (T,), ``probability`` (S,), ``active`` (R, T).
 
     Periods merge only when the same purchases are active in them (their reserved fleet is the same).
+    ``discount`` (T,): each period's discount factor; a block's ``npv_weight`` sums probability x hours x
+    factor over its periods (merging stays exact: a positive factor scales a period's cost, not its argmin).
     """
     S, K, T = demand.shape
     P = inventory.shape[0]
@@ -53,6 +57,8 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
     else:
         uniq, inverse = rows, np.arange(S * T)
     weight = np.bincount(inverse, weights=w, minlength=len(uniq))
-    return Blocks(of=inverse.reshape(S, T), weight=weight,
+    npv_weight = None if discount is None else np.bincount(
+        inverse, weights=(probability[:, None] * (hours * discount)[None, :]).reshape(S * T), minlength=len(uniq))
+    return Blocks(of=inverse.reshape(S, T), weight=weight, npv_weight=npv_weight,
                   demand=np.ascontiguousarray(uniq[:, :K].T), inventory=np.ascontiguousarray(uniq[:, K:K + P].T),
                   active=np.ascontiguousarray(uniq[:, K + P:].T))

@@ -34,13 +34,33 @@ def reserved_cost_per_instance(inp: PlanInputs, accounting: str | None = None) -
     return m * res["r"].to_numpy(float) * hours_active
 
 
+def first_stage_cost(inp: PlanInputs) -> np.ndarray:
+    """What one unit of each commitments-table row costs in the objective: its cost, or under
+    ``[finance] objective = "npv"`` the NPV of its cash (:func:`planner.finance.objective_npv_per_gpu`)."""
+    f = inp.config.finance
+    if not f.npv:
+        return reserved_cost_per_instance(inp)
+    from ..finance import objective_npv_per_gpu
+
+    res = inp.reserved
+    hours_active = inp.active.astype(float) @ inp.hours if len(res) else np.zeros(0)
+    per_gpu = objective_npv_per_gpu(res, hours_active, inp.discount_origin or inp.periods[0].to_period("M"),
+                                    f.discount_rate, inp.config.commitments.accounting)
+    return res["m"].to_numpy(float) * per_gpu
+
+
 def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame],
-                           n_vars: int) -> np.ndarray:
-    """The objective coefficient of every column (USD over the horizon), shortfall penalty included."""
+                           n_vars: int, npv: bool = False) -> np.ndarray:
+    """The objective coefficient of every column (USD over the horizon), shortfall penalty included.
+
+    ``npv``: the NPV of each column's cash at ``[finance] discount_rate`` instead (purchases by
+    :func:`first_stage_cost`, the per-period columns by their blocks' discounted weights).
+    """
     c = np.zeros(n_vars)
-    c[fam["n"]["col"]] = reserved_cost_per_instance(inp)
+    c[fam["n"]["col"]] = first_stage_cost(inp) if npv else reserved_cost_per_instance(inp)
+    w = blocks.npv_weight if npv and blocks.npv_weight is not None else blocks.weight
     od, sp = inp.pools["od"].to_numpy(), inp.pools["sp"].to_numpy()
-    c[fam["y"]["col"]] = blocks.weight[fam["y"]["b"]] * od[fam["y"]["p"]]
-    c[fam["z"]["col"]] = blocks.weight[fam["z"]["b"]] * sp[fam["z"]["p"]]
-    c[fam["u"]["col"]] = blocks.weight[fam["u"]["b"]] * inp.penalty
+    c[fam["y"]["col"]] = w[fam["y"]["b"]] * od[fam["y"]["p"]]
+    c[fam["z"]["col"]] = w[fam["z"]["b"]] * sp[fam["z"]["p"]]
+    c[fam["u"]["col"]] = w[fam["u"]["b"]] * inp.penalty
     return c

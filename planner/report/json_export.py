@@ -150,9 +150,14 @@ def plan_to_dict(plan: Plan) -> dict:
              "upfront_usd": _num(r.upfront_total_usd), "residual_usd": _num(r.residual_total_usd),
              "monthly_recurring_usd": _num(r.monthly_recurring_usd),
              "liability_past_horizon_usd": _num(r.liability_past_horizon_usd),
-             "kind": getattr(r, "kind", "instance"), **_block_fields(r, dated)}
+             "kind": getattr(r, "kind", "instance"), "npv_usd": _num(getattr(r, "npv_usd", None)),
+             **_block_fields(r, dated)}
             for r in purchases.itertuples()],  # every reserved option and purchase date, bought (instances > 0) or not
         "commitments": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.commitments.items()},
+        "npv_usd": _num(plan.finance.get("npv_usd")) if plan.finance else None,
+        "finance": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.finance.items()},
+        "payment_options": _records(plan.payment_options) if plan.payment_options is not None
+        and len(plan.payment_options) else [],
         "cash_schedule": _records(plan.cash_schedule) if len(plan.cash_schedule) else [],
         "baselines_usd": {"all_on_demand": _num(plan.baseline_all_on_demand)},
         "bill_usd": {k: _num(v) for k, v in bill(plan).items()},

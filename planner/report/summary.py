@@ -38,6 +38,9 @@ def summary_text(plan: Plan) -> str:
             what = "total" if b.name == "budget_total" else b.name.replace("budget_month_", "").replace("_", "-")
             lines.append(f"  budget {what}: {_usd(b.spend_usd)} of {_usd(b.cap_usd)}" + (" (binding)" if b.binding
                                                                                           else ""))
+    if plan.finance and (plan.finance.get("discount_rate") or plan.finance.get("objective") == "npv"):
+        lines.append(f"  NPV of the cash  {_usd(plan.finance['npv_usd']):>16}   at {100 * plan.finance['discount_rate']:g} % a "
+                     f"year, to the end of the last term (objective: {plan.finance['objective']})")
     base = plan.baseline_all_on_demand
     if base == base:
         pct = 100 * plan.savings / base if base else 0.0
@@ -70,6 +73,7 @@ def summary_text(plan: Plan) -> str:
                          + (f" (upfront {_usd(r.upfront_total_usd)}, then {_usd(r.monthly_recurring_usd)}/month"
                             + (f", {_usd(r.residual_total_usd)} back at the end" if r.residual_total_usd > 0 else "")
                             + ")" if dated or r.upfront_total_usd > 0 else ""))
+        lines.extend(_payment_lines(plan))
         lines.append(f"    total commitment {_usd(bought['commitment_usd'].sum())}; reserved utilisation "
                      f"{100 * plan.reserved_utilisation:.1f} %")
         lines.extend(_liability_lines(plan))
@@ -81,6 +85,23 @@ def summary_text(plan: Plan) -> str:
             lines.append(f"    {cls}: {df['unmet_gpu_hours'].sum():,.1f} GPU-hours in {len(df)} periods "
                          f"(first {df['period'].min():%Y-%m-%d %H:%M}); cause: {cause}")
     return "\n".join(lines)
+
+
+def _payment_lines(plan: Plan) -> list[str]:
+    """One line per purchase with several payment options: the NPV of each at the model's rate."""
+    po = plan.payment_options
+    if po is None or not len(po):
+        return []
+    rate = plan.finance.get("discount_rate", 0.0)
+    lines = []
+    for i, g in po.groupby("purchase"):
+        if len(g) < 2:
+            continue
+        r = plan.purchases.iloc[int(i)]
+        parts = ", ".join(f"{o.option} {_usd(o.npv_usd)}" + (" (chosen)" if o.chosen else "") for o in g.itertuples())
+        lines.append(f"    payment options for {r.gpu_type}/{r.region} {r['purchase_date']:%Y-%m-%d}, NPV at "
+                     f"{100 * rate:g} %: {parts}")
+    return lines
 
 
 def _liability_lines(plan: Plan) -> list[str]:

@@ -26,7 +26,7 @@ from xlsxwriter.utility import xl_col_to_name
 from .. import __version__
 from ..bill import inventory_table
 from ..results import Plan
-from ..units import HOURS_PER_MONTH
+from ..units import HOURS_PER_MONTH, usd as _money
 from .provenance import provenance
 from .. import commitments
 
@@ -55,6 +55,8 @@ UNITS = {  # header notes: what a column holds, with its unit
     "commitment_usd": "USD, the whole term's liability", "usd_per_gpu_hour": "USD per GPU-hour",
     "gpu_hours": "GPU-hours", "expected_gpu_hours": "GPU-hours weighted by the scenario's probability",
     "expected_cost_usd": "USD weighted by the scenario's probability", "cost_usd": "USD over the horizon",
+    "npv_usd": "USD today: the whole term's cash discounted at [finance] discount_rate, monthly from the first month",
+    "payment_options": "the NPV of the same GPUs under each payment option of this pool, term and date (* = chosen)",
 }
 
 
@@ -403,7 +405,7 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
             "purchase_date", "active_from", "end_date", "firm", "hours_active",
             "liability_past_horizon_usd", "upfront_usd", "monthly_recurring_usd", "on_demand_usd_per_gpu_hour",
             "min_utilisation", "avg_utilisation", "max_utilisation", "break_even_utilisation",
-            "monthly_savings_usd", "monthly_savings_pct", "break_even_months"]
+            "monthly_savings_usd", "monthly_savings_pct", "break_even_months", "npv_usd", "payment_options"]
     s = _Sheet(ws, cols,
                {"term_months": INT, "instances": INT, "gpus_per_instance": "0.###", "gpus": INT,
                 "effective_usd_per_gpu_hour": RATE, "horizon_cost_usd": USD, "commitment_usd": USD,
@@ -411,8 +413,10 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                 "hours_active": "#,##0.##", "liability_past_horizon_usd": USD, "upfront_usd": USD,
                 "monthly_recurring_usd": USD, "on_demand_usd_per_gpu_hour": RATE, "min_utilisation": PCT,
                 "avg_utilisation": PCT, "max_utilisation": PCT, "break_even_utilisation": PCT,
-                "monthly_savings_usd": USD, "monthly_savings_pct": PCT, "break_even_months": "0.0"})
-    s.header({"effective_usd_per_gpu_hour": 26, "pool_reserved_utilisation": 26, "liability_past_horizon_usd": 26})
+                "monthly_savings_usd": USD, "monthly_savings_pct": PCT, "break_even_months": "0.0", "npv_usd": USD})
+    s.header({"effective_usd_per_gpu_hour": 26, "pool_reserved_utilisation": 26, "liability_past_horizon_usd": 26,
+              "payment_options": 60})
+    alternatives = _payment_text(plan)
     util = _pool_utilisation(plan)
     use = _purchase_use(plan, purchases)
     L = HOURS_PER_MONTH
@@ -451,8 +455,21 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                   _date(getattr(r, "end_date", plan.inputs.periods[0])),
                   ("now" if getattr(r, "firm", True) else "planned"), hours_cell,
                   F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*Prices!$E${pr}", r.upfront_total_usd),
-                  F(f"=G{row}*Prices!$D${pr}*{L:g}", r.monthly_recurring_usd)] + reco)
+                  F(f"=G{row}*Prices!$D${pr}*{L:g}", r.monthly_recurring_usd)] + reco
+                 + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(i)])
     s.table("Purchases")
+
+
+def _payment_text(plan: Plan) -> dict:
+    """Per Purchases row bought with more than one payment option: "option $NPV; ..." (* = the one chosen)."""
+    po = plan.payment_options
+    if po is None or not len(po):
+        return {}
+    out = {}
+    for i, g in po.groupby("purchase"):
+        if len(g) > 1:
+            out[int(i)] = "; ".join(f"{'*' if r.chosen else ''}{r.option} {_money(r.npv_usd)}" for r in g.itertuples())
+    return out
 
 
 def _pool_utilisation(plan: Plan) -> dict:

@@ -1,0 +1,110 @@
+"""The cost of capital: discount factors, the NPV of a commitment's cash and of a plan's (pure functions).
+
+The contract (spec/contracts.md, "Payment options and the cost of capital"): the cash of calendar month
+``m`` (0 = the month of the first period) is worth ``(1 + rate) ** (-m / 12)`` today. A commitment's
+upfront falls in the month it is paid (its cash date: the purchase date; a capacity block's window
+start), its recurring fee in the months its term runs (each month's real hours), its residual value
+in the month the term ends; on-demand and spot cash in the month it is incurred.
+
+``purchase_npv_per_gpu`` prices one GPU of every commitments-table row: its whole term's cash,
+discounted. Under ``accounting = "amortised"`` the objective counts each purchase by the share of its
+term inside the horizon (its active horizon hours / term hours) of that NPV, which at a rate of 0 is
+exactly the amortised cost (effective rate x active hours); under ``"full_term"`` the whole NPV. So
+``objective = "npv"`` at rate 0 is ``objective = "cost"``, in both accountings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .units import HOURS_PER_MONTH
+
+
+def month_factor(months, origin, rate: float) -> np.ndarray:
+    """``(1 + rate) ** (-m / 12)`` for each calendar month (PeriodIndex or month Periods) after ``origin``."""
+    months = pd.PeriodIndex(months, freq="M")
+    m = (months.year - origin.year) * 12 + (months.month - origin.month)
+    return (1.0 + float(rate)) ** (-np.asarray(m, float) / 12.0)
+
+
+def period_factor(periods: pd.DatetimeIndex, origin, rate: float) -> np.ndarray:
+    """(T,) the discount factor of each period: that of the calendar month it starts in."""
+    return month_factor(periods.to_period("M"), origin, rate)
+
+
+def purchase_npv_per_gpu(rows: pd.DataFrame, origin, rate: float) -> np.ndarray:
+    """(R,) the NPV of one GPU of each commitments-table row over its whole term (or window).
+
+    ``upfront`` at the month of ``cash_date`` (else ``purchase_date``), ``hourly`` x the real hours of every
+    month of ``[active_from, end_date)``, minus ``residual`` at the month the term ends.
+    """
+    from .ladder import HOUR, active_hours_by_month
+
+    if not len(rows):
+        return np.zeros(0)
+    paid = pd.to_datetime(rows["cash_date"] if "cash_date" in rows else rows["purchase_date"])
+    first = min(paid.min(), pd.to_datetime(rows["active_from"]).min()).to_period("M")
+    last = (pd.to_datetime(rows["end_date"]) - HOUR).max().to_period("M")
+    months = pd.period_range(min(first, origin), last, freq="M")
+    f = month_factor(months, origin, rate)
+    hours = active_hours_by_month(rows, months)  # (R, M)
+    recurring = rows["hourly_usd"].to_numpy(float) * (hours @ f)
+    up = rows["upfront_usd"].to_numpy(float) * month_factor(paid.dt.to_period("M"), origin, rate)
+    end = (pd.to_datetime(rows["end_date"]) - HOUR).dt.to_period("M")
+    back = rows["residual_usd"].to_numpy(float) * month_factor(end, origin, rate)
+    return up + recurring - back
+
+
+def objective_npv_per_gpu(rows: pd.DataFrame, hours_active: np.ndarray, origin, rate: float,
+                          accounting: str) -> np.ndarray:
+    """(R,) what one GPU of each row costs in an NPV objective: the whole NPV (``full_term``) or the share
+    of it its active horizon hours are of its term (``amortised``; a block: its whole window)."""
+    npv = purchase_npv_per_gpu(rows, origin, rate)
+    if accounting == "full_term" or not len(rows):
+        return npv
+    term = rows["term_months"].to_numpy(float) * HOURS_PER_MONTH
+    return npv * np.minimum(np.asarray(hours_active, float) / term, 1.0)
+
+
+def cash_npv(cash: pd.DataFrame, origin, rate: float) -> float:
+    """The NPV of a cash schedule (``month`` "YYYY-MM", ``total_usd``) at ``rate`` from ``origin``."""
+    if not len(cash):
+        return 0.0
+    f = month_factor(pd.PeriodIndex(cash["month"], freq="M"), origin, rate)
+    return float(cash["total_usd"].to_numpy(float) @ f)
+
+
+def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
+    """For each purchase bought: the NPV (at the model's rate) of the same GPUs under every payment option
+    of its pool, kind, term and purchase date (rows that differ only in upfront / hourly / residual).
+
+    Columns: ``purchase`` (row of ``purchases``), ``option``, ``chosen``, ``upfront_usd``,
+    ``monthly_recurring_usd``, ``full_term_usd`` (undiscounted), ``npv_usd``.
+    """
+    from .ladder import full_term_usd_per_gpu
+
+    res = inp.reserved
+    cols = ["purchase", "option", "chosen", "upfront_usd", "monthly_recurring_usd", "full_term_usd", "npv_usd"]
+    bought = np.flatnonzero(purchases["gpus"].to_numpy(float) > 0)
+    if not len(bought) or not len(res):
+        return pd.DataFrame(columns=cols)
+    rate = inp.config.finance.discount_rate
+    npv = purchase_npv_per_gpu(res, inp.discount_origin, rate)
+    full = full_term_usd_per_gpu(res)
+    kind = res["kind"] if "kind" in res else pd.Series("instance", index=res.index)
+    key = pd.DataFrame({"pool": res["pool"], "kind": kind, "term": res["term_months"].round(9),
+                        "date": res["purchase_date"], "start": res.get("block_start", pd.Series(pd.NaT, index=res.index))})
+    out = []
+    for i in bought:
+        same = (key["pool"] == key["pool"].iat[i]) & (key["kind"] == key["kind"].iat[i]) & \
+            (key["term"] == key["term"].iat[i]) & (key["date"] == key["date"].iat[i])
+        if kind.iat[i] == "window":
+            same &= key["start"] == key["start"].iat[i]
+        gpus = float(purchases["gpus"].iat[i])
+        for j in np.flatnonzero(same.to_numpy()):
+            out.append({"purchase": int(i), "option": res["option"].iat[j], "chosen": bool(j == i),
+                        "upfront_usd": gpus * float(res["upfront_usd"].iat[j]),
+                        "monthly_recurring_usd": gpus * float(res["hourly_usd"].iat[j]) * HOURS_PER_MONTH,
+                        "full_term_usd": gpus * float(full[j]), "npv_usd": gpus * float(npv[j])})
+    return pd.DataFrame(out, columns=cols)
