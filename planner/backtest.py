@@ -425,7 +425,7 @@ def _init_worker(history: PlanInputs, settings: Settings, make_plan) -> None:
 
 def _checked(plan, what: str):
     """The plan, or SolverError when the solver found none (never a $0 plan that looks like one)."""
-    if plan.status.value not in ("optimal", "feasible"):
+    if not plan.status.has_plan:
         from .errors import SolverError
 
         raise SolverError(f"{what}: the solver found no plan ({plan.status.value}"

@@ -74,7 +74,7 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     plan.timings["extract"] = time.perf_counter() - t0
     if note:
         plan.notes.append(note)
-    if risk and len(inp.scenarios) > 1 and plan.status.value in ("optimal", "feasible"):
+    if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t0 = time.perf_counter()
         sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
             i, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved,
@@ -86,7 +86,7 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
 
 def _with_shadow(plan: Plan, shadow: bool) -> Plan:
     """The plan with its shadow prices (purchases fixed, LP duals) when asked and there is a plan."""
-    if shadow and plan.status.value in ("optimal", "feasible"):
+    if shadow and plan.status.has_plan:
         from .duals import shadow_prices
 
         t0 = time.perf_counter()
@@ -152,7 +152,7 @@ def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, r
     timings["benders"] = time.perf_counter() - t0
     plan = make_plan(inp, backend="highs", time_limit_s=None, mip_gap=gap, timings=timings,
                      fixed_reserved=bd.n, risk=risk, write_model=write_model, shadow=False)
-    if plan.status.value not in ("optimal", "feasible"):
+    if not plan.status.has_plan:
         return plan
     status = Status.optimal if bd.status == "optimal" else Status.feasible
     plan.solve = replace(plan.solve, status=status, mip_gap=bd.gap, best_bound=bd.lower,

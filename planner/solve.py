@@ -33,6 +33,16 @@ class Status(str, enum.Enum):
     infeasible = "infeasible"
     error = "error"  # no usable answer
 
+    @property
+    def has_plan(self) -> bool:
+        """True when the solve returned a plan: optimal, or feasible at a limit."""
+        return self in (Status.optimal, Status.feasible)
+
+    @property
+    def proven(self) -> bool:
+        """True when the plan is proven optimal within the gap."""
+        return self is Status.optimal
+
 
 @dataclass(frozen=True)
 class SolveResult:

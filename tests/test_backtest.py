@@ -269,8 +269,9 @@ def test_a_plan_the_solver_did_not_find_stops_the_backtest():
 
     from planner.backtest import _checked
     from planner.errors import SolverError
+    from planner.solve import Status
 
-    failed = SimpleNamespace(status=SimpleNamespace(value="infeasible"), solve=SimpleNamespace(message="no"))
+    failed = SimpleNamespace(status=Status.infeasible, solve=SimpleNamespace(message="no"))
     with pytest.raises(SolverError, match="found no plan"):
         _checked(failed, "point's purchases")
 

@@ -137,7 +137,7 @@ def not_proven_reasons(labelled_plans) -> list[str]:
     why = []
     for label, p in labelled_plans:
         name = f"'{label}' " if label else ""
-        if p.status.value != "optimal":
+        if not p.status.proven:
             why.append(f"{name}status {p.status.value} (gap {p.solve.mip_gap})")
         if not p.demand_met:
             why.append(f"{name}leaves {p.shortfall_gpu_hours:,.1f} GPU-hours of demand unmet")

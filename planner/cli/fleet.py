@@ -139,7 +139,7 @@ def pooling(model, out_dir, solver, time_limit, mip_gap, as_json):
     inp = load_inputs(model)
     result = compare_pooling(inp, lambda i: make_plan(i, backend=solver, time_limit_s=time_limit,
                                                       mip_gap=mip_gap, risk=False))
-    bad = [p for p in result.separate + [result.pooled] if p.status.value in ("infeasible", "error")]
+    bad = [p for p in result.separate + [result.pooled] if not p.status.has_plan]
     if bad:
         click.secho(f"Error: a plan could not be solved: {bad[0].solve.message}", fg="red", err=True)
         sys.exit(EXIT_ERROR)
@@ -149,7 +149,7 @@ def pooling(model, out_dir, solver, time_limit, mip_gap, as_json):
     else:
         click.echo(pooling_text(result))
         click.echo(f"wrote {paths['json']} and {paths['xlsx']}")
-    proven = all(p.status.value == "optimal" and p.demand_met for p in result.separate + [result.pooled])
+    proven = all(p.status.proven and p.demand_met for p in result.separate + [result.pooled])
     sys.exit(EXIT_OK if proven else EXIT_NOT_MET)
 
 

@@ -47,14 +47,15 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     """
     from ..atomic import check_writable
     from ..pipeline import default_out_dir, load_inputs, make_plan, write_outputs
+    from ..solve import Status
 
     t0 = time.perf_counter()
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
     check_writable(out_dir or default_out_dir(inp.config), ("plan.xlsx", "plan.json"))  # before the solve
     result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
                        timings={"read_validate": time.perf_counter() - t0}, shadow=True)
-    if result.status.value in ("infeasible", "error"):
-        hint = (" The model is infeasible." if result.status.value == "infeasible" else
+    if not result.status.has_plan:
+        hint = (" The model is infeasible." if result.status is Status.infeasible else
                 f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
         click.secho(f"Error: the solver found no plan ({result.status.value}"
                     f"{': ' + result.solve.message if result.solve.message else ''}); nothing was written.{hint}",
@@ -121,7 +122,7 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
     purchases = read_plan_purchases(plan_file, inp)
     ev = run_evaluation(inp, purchases, functools.partial(make_plan, backend=solver, time_limit_s=time_limit),
                         plan_file=str(plan_file))
-    if ev.realised.status.value not in ("optimal", "feasible"):
+    if not ev.realised.status.has_plan:
         click.secho(f"Error: the plan's purchases cannot be run on these inputs (status "
                     f"{ev.realised.status.value}: {ev.realised.solve.message}). A reserved cap (max_gpus) below "
                     f"the purchases, or purchases of an option the price sheet no longer has, make it infeasible; "

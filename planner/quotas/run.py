@@ -130,7 +130,7 @@ def quota_result(model, plan_file=None, total_gpus=None, percentile=50.0, gamer=
 
             fixed = read_plan_purchases(plan_file, inp)
         plan = make_plan(inp, backend=solver, fixed_reserved=fixed, risk=False)
-        if plan.status.value not in ("optimal", "feasible"):
+        if not plan.status.has_plan:
             raise ConfigError(Problem(str(plan_file or model), "no plan to take the fleet from",
                                       value=plan.status.value, hint="use --total-gpus N (or TYPE=N,... per GPU type)"))
         data = from_plan(plan)

@@ -194,7 +194,7 @@ def plan_to_dict(plan: Plan) -> dict:
                       for r in plan.scenario_costs.to_dict("records")],
         "cost_by_class_usd": _showback(plan)[0],
         "monthly_usage": _records(monthly_usage(plan)),
-        "showback_by_month": _records(by_month(plan)) if plan.status.value in ("optimal", "feasible") else [],
+        "showback_by_month": _records(by_month(plan)) if plan.status.has_plan else [],
         "budget": _records(plan.budget) if plan.budget is not None else [],
         "shadow_prices": _records(plan.shadow_prices.drop(columns=["gpu_type", "region", "workload_class"]))
         if plan.shadow_prices is not None else None,
@@ -213,7 +213,7 @@ def _showback(plan: Plan):
     """``{class: usd}`` adding up to the total, and per team GPU-hours and cost by option (planner.showback)."""
     from ..showback import by_class, by_team
 
-    if plan.status.value not in ("optimal", "feasible"):
+    if not plan.status.has_plan:
         return {}, []
     c = by_class(plan)
     return ({r.workload_class: _num(r.total_usd) for r in c.itertuples()}, _records(by_team(plan)))

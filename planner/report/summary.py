@@ -16,7 +16,7 @@ def summary_text(plan: Plan) -> str:
              + f", {inp.T} periods x {inp.K} classes x {inp.P} pools, solved by {plan.solve.backend} "
              f"in {plan.solve.seconds:.1f} s"]
     lines += [f"  note: {n}" for n in plan.notes]
-    if plan.status.value not in ("optimal", "feasible"):
+    if not plan.status.has_plan:
         lines.append(f"  no plan: {plan.solve.message or plan.status.value}")
         return "\n".join(lines)
     c = plan.cost

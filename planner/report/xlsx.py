@@ -944,7 +944,7 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
             "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "total_usd"]
     s = _Sheet(ws, cols, {c: (USD if c.endswith("usd") else NUM) for c in cols[2:]})
     s.header({"team": 20, "workload_class": 20})
-    if plan.status.value not in ("optimal", "feasible"):
+    if not plan.status.has_plan:
         s.table("Showback")
         return
     last = max(n_alloc + 1, 2)
@@ -1057,7 +1057,7 @@ def _write_showback_by_month(ws, plan: Plan) -> None:
             "total_usd"]
     s = _Sheet(ws, cols, {c: USD for c in cols[3:]})
     s.header({"team": 20, "workload_class": 20})
-    if plan.status.value in ("optimal", "feasible"):
+    if plan.status.has_plan:
         for i, r in enumerate(by_month(plan).to_dict("records")):
             row = i + 2
             s.append([r[c] for c in cols[:-1]] + [F(f"=D{row}+E{row}+F{row}+G{row}", r["total_usd"])])

@@ -195,7 +195,7 @@ def solve_variants(variants: list[Variant], inputs: list[PlanInputs], *, backend
     for v, o in zip(variants, outcomes):
         if not o.ok:
             failed.append(f"scenario '{v.label}': {o.error}")
-        elif o.value.status.value in ("infeasible", "error"):
+        elif not o.value.status.has_plan:
             p = o.value
             failed.append(f"scenario '{v.label}': the solver found no plan ({p.status.value}"
                           f"{': ' + p.solve.message if p.solve.message else ''})")

@@ -172,7 +172,7 @@ def solve_point(point: dict) -> dict:
     scaled = scale_inputs(inp, **factors)
     check_scaled(scaled, factors)
     plan = make_plan(scaled, backend=_W["backend"], time_limit_s=_W["time_limit_s"], mip_gap=_W["mip_gap"])
-    if plan.status.value in ("infeasible", "error"):
+    if not plan.status.has_plan:
         raise SolverError(f"the solver found no plan ({plan.status.value}"
                           f"{': ' + plan.solve.message if plan.solve.message else ''})")
     out = plan_metrics(plan)
