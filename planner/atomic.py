@@ -6,8 +6,10 @@ Files that belong together (plan.xlsx and plan.json) are published together:
 written into a new sibling folder that is then exchanged with the output
 folder in one step (Linux ``renameat2(RENAME_EXCHANGE)``), so a reader sees the
 old pair or the new pair, never one of each, even if the planner is killed.
-Temporary files and folders carry the writer's process id; those of writers
-that are gone are removed by the next write.
+Temporary files and folders carry the writer's host and process id; the next write
+removes those of writers on this host that are gone, and nothing that is not
+exactly such a name (see ``remove_stale``). A folder that holds anything but a
+previous pair, or that is the working directory or holds it, is never exchanged.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ def atomic_path(path: str | Path):
         raise IsADirectoryError(21, "is a folder, not a file: give the path of a file (one inside it, say)",
                                 str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    remove_stale(path.parent, [path.name])
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_tag()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
@@ -69,24 +71,46 @@ def check_writable(out_dir: str | Path, names=()) -> None:
         raise PermissionError(13, "permission denied", str(probe))
 
 
-def remove_stale(folder: Path) -> None:
-    """Remove temporary files and folders left in ``folder`` by writers that were killed."""
+def _host() -> str:
+    """This machine's name as it goes into temporary names (a process id means nothing on another host)."""
+    import re
+    import socket
+
+    return re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:32] or "host"
+
+
+def _tag() -> str:
+    return f"{_host()}-{os.getpid()}"
+
+
+def remove_stale(folder: Path, names) -> None:
+    """Remove the temporary files and folders that planner writers killed on this host left in ``folder``.
+
+    Only the planner's own exact names are touched: ``.<name>.new-<host>-<pid>-<8 chars>`` (a folder) and
+    ``.<name>.<host>-<pid>.<8 chars>.tmp`` (a file), for ``name`` in ``names`` (the outputs being written
+    there), of this host, whose process is gone; a folder only while it holds nothing but output files.
+    """
     import re
 
     if not folder.is_dir():
         return
+    host = _host()
+    wanted = set(names)
+    folder_rx = re.compile(r"^\.(?P<name>.+)\.new-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)-[a-z0-9_]{8}$")
+    file_rx = re.compile(r"^\.(?P<name>.+)\.(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)\.[a-z0-9_]{8}\.tmp$")
     for entry in folder.iterdir():
         if not entry.name.startswith("."):
             continue
-        m = re.search(r"\.new-(\d+)-[^./]*$", entry.name) or re.search(r"\.(\d+)\.[^./]+\.tmp$", entry.name)
-        if not m:
+        is_dir = entry.is_dir() and not entry.is_symlink()
+        m = (folder_rx if is_dir else file_rx).match(entry.name)
+        if not m or m.group("name") not in wanted or m.group("host") != host:
             continue
-        pid = int(m.group(1))
+        pid = int(m.group("pid"))
         if pid == os.getpid() or _alive(pid):
             continue
-        if entry.is_dir() and not entry.is_symlink():
+        if is_dir:
             _remove_outputs_folder(entry, None)
-        else:
+        elif entry.is_file() and not entry.is_symlink():
             with contextlib.suppress(OSError):
                 entry.unlink()
 
@@ -140,9 +164,9 @@ def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
 
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(out_dir.parent)
+    remove_stale(out_dir.parent, [out_dir.name])
     if out_dir.is_dir():
-        remove_stale(out_dir)
+        remove_stale(out_dir, list(writers))
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectoryError(20, "the output folder is a file", str(out_dir))
     paths = {name: out_dir / name for name in writers}
@@ -150,9 +174,9 @@ def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise IsADirectoryError(21, "is a folder or a link, not a previous output; remove or rename it",
                                     str(path))
-    if only_previous_outputs(out_dir, writers):
+    if only_previous_outputs(out_dir, writers) and not _holds_cwd(out_dir):
         try:
-            new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-{os.getpid()}-", dir=out_dir.parent))
+            new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-{_tag()}-", dir=out_dir.parent))
         except OSError as exc:  # name the folder the user gave, not our temporary one
             raise OSError(exc.errno, exc.strerror, str(out_dir)) from None
         try:
@@ -174,6 +198,14 @@ def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
         with atomic_path(paths[name]) as tmp:
             write(tmp)
     return paths
+
+
+def _holds_cwd(out_dir: Path) -> bool:
+    """True when the working directory is ``out_dir`` or inside it (exchanging it would strand the shell)."""
+    try:
+        return Path.cwd().resolve().is_relative_to(out_dir.resolve())
+    except OSError:
+        return True
 
 
 def only_previous_outputs(out_dir: Path, names) -> bool:

@@ -94,16 +94,47 @@ def test_an_output_folder_that_is_a_link_is_written_through_not_replaced(tmp_pat
 
 
 def test_stale_temporary_folders_holding_user_files_are_left(tmp_path):
-    stale = tmp_path / ".out.new-999999-abcdefgh"  # a dead pid, our naming
+    from planner.atomic import _host
+
+    stale = tmp_path / f".out.new-{_host()}-999999-abcdefgh"  # a dead pid, our naming
     (stale / "sub").mkdir(parents=True)
     (stale / "sub" / "x").write_text("keep")
     publish_together(tmp_path / "out", {"plan.json": lambda p: p.write_text("{}")})
     assert (stale / "sub" / "x").read_text() == "keep"
-    plain = tmp_path / ".out.new-999998-abcdefgh"  # a killed run's outputs only: cleaned
+    plain = tmp_path / f".out.new-{_host()}-999998-abcdefgh"  # a killed run's outputs only: cleaned
     plain.mkdir()
     (plain / "plan.json").write_text("{}")
+    other_host = tmp_path / ".out.new-otherhost-999997-abcdefgh"  # another machine's (NFS): never ours to judge
+    other_host.mkdir()
+    (other_host / "plan.json").write_text("{}")
     publish_together(tmp_path / "out", {"plan.json": lambda p: p.write_text("{}")})
-    assert not plain.exists()
+    assert not plain.exists() and other_host.exists()
+
+
+@pytest.mark.parametrize("name", [".photos.new-2023-summer", ".notes.new-2023-x", ".app.12345.cache.tmp",
+                                  ".plan.json.12345.abcdefgh.tmp", ".out.new-12345-abcdefgh"])
+def test_names_that_only_look_like_temporary_ones_are_never_removed(tmp_path, name):
+    target = tmp_path / name
+    if "photos" in name or name.endswith("abcdefgh"):
+        target.mkdir()
+        (target / "a.jpg").write_text("j")
+    else:
+        target.write_text("n")
+    r = _run_plan(_tiny(tmp_path), tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    assert target.exists()
+    publish_together(tmp_path / "out", {"plan.json": lambda p: p.write_text("{}")})
+    CliRunner().invoke(cli, ["export", "focus", str(tmp_path / "out" / "plan.json"), "--out", str(tmp_path / "f.csv")])
+    assert target.exists()
+
+
+def test_an_output_folder_holding_the_working_directory_is_not_swapped(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    assert _run_plan(_tiny(tmp_path), out).exit_code == 0
+    monkeypatch.chdir(out)
+    ino = out.stat().st_ino
+    assert _run_plan(_tiny(tmp_path), out).exit_code == 0
+    assert out.stat().st_ino == ino and Path.cwd() == out.resolve() and (out / "plan.json").is_file()
 
 
 # ---- 3 and 8: threads ----------------------------------------------------------------------------------
