@@ -80,24 +80,21 @@ class _Chunk:
     """One chunk's recourse LP in HiGHS, kept alive: each new ``n`` changes bounds and re-solves warm."""
 
     def __init__(self, inp: PlanInputs, n0: np.ndarray, highspy, threads):
-        from .solve import _highs_lp, _new_highs, quiet_stdout
+        from .solve import _highs_lp, _new_highs
 
         self.model = build_model(inp, fixed_reserved=n0)
         self.model.cost[self.model.families["n"]["col"].to_numpy()] = 0.0  # purchases are paid in the master
         self.cols = self.model.families["n"]["col"].to_numpy().astype(np.int32)
-        with quiet_stdout():
-            self.h = _new_highs(highspy, None, 0.0, threads)
-            self.h.passModel(_highs_lp(self.model, highspy, integer=False))
+        self.h = _new_highs(highspy, None, 0.0, threads)
+        self.h.passModel(_highs_lp(self.model, highspy, integer=False))
         self.highspy = highspy
 
     def price(self, n: np.ndarray) -> tuple[float, np.ndarray]:
         """(Q_j(n), subgradient d_j) at ``n``."""
         from .errors import SolverError
-        from .solve import quiet_stdout
 
-        with quiet_stdout():
-            self.h.changeColsBounds(len(self.cols), self.cols, n.astype(float), n.astype(float))
-            self.h.run()
+        self.h.changeColsBounds(len(self.cols), self.cols, n.astype(float), n.astype(float))
+        self.h.run()
         if self.h.getModelStatus() != self.highspy.HighsModelStatus.kOptimal:
             raise SolverError(f"a chunk's recourse LP did not solve: {self.h.modelStatusToString(self.h.getModelStatus())}")
         value = float(self.h.getInfo().objective_function_value)
@@ -111,7 +108,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     """Decide the purchases of ``inp`` by Benders decomposition over chunks of periods (see the module)."""
     import highspy
 
-    from .solve import _new_highs, quiet_stdout
+    from .solve import _new_highs
 
     t0 = time.perf_counter()
     R = len(inp.reserved)
@@ -121,15 +118,14 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     chunks = [_Chunk(chunk_inputs(inp, idx), n0, highspy, threads) for idx in index]
     J = len(chunks)
     inf = highspy.kHighsInf
-    with quiet_stdout():
-        master = _new_highs(highspy, None, mip_gap / 4, threads)
-        # columns: n (R, integer later) then theta (J)
-        lower = np.zeros(R + J)
-        upper = np.r_[np.where(np.isfinite(unit_bounds(inp)), unit_bounds(inp), inf), np.full(J, inf)]
-        master.addVars(R + J, lower, upper)
-        master.changeColsCost(R + J, np.arange(R + J, dtype=np.int32), np.r_[cost, np.ones(J)])
-        for _pool, cols, coefs, rhs in zip(*reserved_cap_sets(inp)):
-            master.addRow(-inf, float(rhs), len(cols), cols.astype(np.int32), coefs.astype(float))
+    master = _new_highs(highspy, None, mip_gap / 4, threads)
+    # columns: n (R, integer later) then theta (J)
+    lower = np.zeros(R + J)
+    upper = np.r_[np.where(np.isfinite(unit_bounds(inp)), unit_bounds(inp), inf), np.full(J, inf)]
+    master.addVars(R + J, lower, upper)
+    master.changeColsCost(R + J, np.arange(R + J, dtype=np.int32), np.r_[cost, np.ones(J)])
+    for _pool, cols, coefs, rhs in zip(*reserved_cap_sets(inp)):
+        master.addRow(-inf, float(rhs), len(cols), cols.astype(np.int32), coefs.astype(float))
     best_n, best_upper, bound = None, np.inf, -np.inf
     history = []
     priced: set = set()
@@ -138,12 +134,11 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     status = "feasible"
 
     def add_cuts(n, values, duals):
-        with quiet_stdout():
-            for j, (q, d) in enumerate(zip(values, duals)):
-                nz = np.flatnonzero(np.abs(d) > 1e-12)
-                idx = np.r_[nz, R + j].astype(np.int32)
-                val = np.r_[-d[nz], 1.0]
-                master.addRow(float(q - d @ n), inf, len(idx), idx, val)
+        for j, (q, d) in enumerate(zip(values, duals)):
+            nz = np.flatnonzero(np.abs(d) > 1e-12)
+            idx = np.r_[nz, R + j].astype(np.int32)
+            val = np.r_[-d[nz], 1.0]
+            master.addRow(float(q - d @ n), inf, len(idx), idx, val)
 
     n = n0
     while it < max_iterations:
@@ -157,8 +152,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         add_cuts(n, values, duals)
         if not integer:
             # relaxation: stop cutting it when it stalls; then the integer master
-            with quiet_stdout():
-                master.run()
+            master.run()
             lp_bound = float(master.getInfo().objective_function_value)
             n_new = np.asarray(master.getSolution().col_value, dtype=float)[:R]
             bound = max(bound, lp_bound)
@@ -167,16 +161,14 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
             out_of_time = time_limit_s is not None and time.perf_counter() - t0 > time_limit_s
             if np.allclose(n_new, n, atol=1e-7) or lp_gap <= mip_gap * abs(lp_bound) or it > 60 or out_of_time:
                 integer = True
-                with quiet_stdout():
-                    whole = np.flatnonzero(unit_integer(inp)).astype(np.int32)
+                whole = np.flatnonzero(unit_integer(inp)).astype(np.int32)
                 master.changeColsIntegrality(len(whole), whole, np.full(len(whole), highspy.HighsVarType.kInteger))
             else:
                 n = n_new
                 continue
-        with quiet_stdout():
-            if time_limit_s is not None:
-                master.setOptionValue("time_limit", max(time_limit_s - (time.perf_counter() - t0), 1.0))
-            master.run()
+        if time_limit_s is not None:
+            master.setOptionValue("time_limit", max(time_limit_s - (time.perf_counter() - t0), 1.0))
+        master.run()
         info = master.getInfo()
         bound = max(bound, float(info.mip_dual_bound if np.isfinite(info.mip_dual_bound) else
                                  info.objective_function_value))

@@ -43,15 +43,14 @@ def row_duals(inp, purchases: np.ndarray, threads: int | None = None):
     import highspy
 
     from .model import build_model
-    from .solve import _highs_lp, _new_highs, quiet_stdout
+    from .solve import _highs_lp, _new_highs
 
     model = build_model(inp, fixed_reserved=purchases)
     if model.n_variables == 0 or model.n_constraints == 0:
         return model, np.zeros(model.n_constraints)
-    with quiet_stdout():
-        h = _new_highs(highspy, None, 1e-9, threads)
-        h.passModel(_highs_lp(model, highspy, integer=False))
-        h.run()
+    h = _new_highs(highspy, None, 1e-9, threads)
+    h.passModel(_highs_lp(model, highspy, integer=False))
+    h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return model, None
     return model, np.asarray(h.getSolution().row_dual, dtype=float)

@@ -210,7 +210,9 @@ _QUIET = {"depth": 0, "fd": None, "saved": None}  # one redirection per process,
 
 @contextlib.contextmanager
 def quiet_stdout():
-    """Silence the C library's writes to file descriptor 1 for the duration.
+    """Silence the C library's writes to file descriptor 1 for the duration (keep it short: fd 1 is the
+    whole process's, so other threads' output is silenced too; the planner wraps only the making of a
+    HiGHS object, which prints a banner).
 
     File descriptor 1 belongs to the process, so threads share one redirection: the first to enter saves
     fd 1 and points it at /dev/null, the last to leave puts it back (save/restore pairs of several
@@ -268,8 +270,9 @@ def _highs_lp(model: PlanModel, highspy, integer: bool):
 def _new_highs(highspy, time_limit_s, mip_gap, threads):
     global HIGHS_RAN
     HIGHS_RAN = True
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    with quiet_stdout():  # HiGHS prints its banner when it is made, whatever its options; then it is silent
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
     h.setOptionValue("mip_rel_gap", float(mip_gap))
     if time_limit_s is not None:
         h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
@@ -285,11 +288,10 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
     within ``(upper - lower) / upper``. Returns (values, objective, lower bound) or None when the
     relaxation did not solve; the caller decides whether the bound certifies the gap.
     """
-    with quiet_stdout():
-        h = _new_highs(highspy, time_limit_s, mip_gap, threads)
-        if h.passModel(_highs_lp(model, highspy, integer=False)) == highspy.HighsStatus.kError:
-            raise SolverError("HiGHS rejected the model")
-        h.run()
+    h = _new_highs(highspy, time_limit_s, mip_gap, threads)
+    if h.passModel(_highs_lp(model, highspy, integer=False)) == highspy.HighsStatus.kError:
+        raise SolverError("HiGHS rejected the model")
+    h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     lower = float(h.getInfo().objective_function_value)
@@ -300,11 +302,10 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
         rounded = np.clip(rounded, model.lower[cols], model.upper[cols])
         if best is not None and np.array_equal(rounded, best[2]):
             continue
-        with quiet_stdout():
-            h.changeColsBounds(len(cols), cols.astype(np.int32), rounded, rounded)
-            if time_limit_s is not None:
-                h.setOptionValue("time_limit", max(float(time_limit_s) - (time.perf_counter() - t0), 0.01))
-            h.run()  # warm: the basis of the relaxation is a few pivots away
+        h.changeColsBounds(len(cols), cols.astype(np.int32), rounded, rounded)
+        if time_limit_s is not None:
+            h.setOptionValue("time_limit", max(float(time_limit_s) - (time.perf_counter() - t0), 0.01))
+        h.run()  # warm: the basis of the relaxation is a few pivots away
         if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
             values = np.asarray(h.getSolution().col_value, dtype=float)
             values[cols] = rounded
@@ -338,13 +339,12 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
                                "Optimal (LP relaxation rounded; its bound proves the gap)", values)
         if time_limit_s is not None:
             time_limit_s = max(time_limit_s - (time.perf_counter() - t0), 0.01)
-    with quiet_stdout():  # HiGHS prints a banner when it starts, whatever its options
-        h = _new_highs(highspy, time_limit_s, mip_gap, threads)
-        if h.passModel(_highs_lp(model, highspy, integer=has_int)) == highspy.HighsStatus.kError:
-            raise SolverError("HiGHS rejected the model")
-        # no setSolution(model.start): with HiGHS 1.16 a MIP start made run() stop at once and call the
-        # start optimal (bound 0, gap 0). HiGHS finds its own first incumbent early.
-        run = h.run()
+    h = _new_highs(highspy, time_limit_s, mip_gap, threads)
+    if h.passModel(_highs_lp(model, highspy, integer=has_int)) == highspy.HighsStatus.kError:
+        raise SolverError("HiGHS rejected the model")
+    # no setSolution(model.start): with HiGHS 1.16 a MIP start made run() stop at once and call the
+    # start optimal (bound 0, gap 0). HiGHS finds its own first incumbent early.
+    run = h.run()
     if run == highspy.HighsStatus.kError:
         raise SolverError(f"HiGHS failed: {h.modelStatusToString(h.getModelStatus())}")
     info = h.getInfo()
