@@ -78,7 +78,8 @@ _saved: dict = {}
 
 @contextlib.contextmanager
 def contained():
-    """While a forecaster runs: ``print`` goes to stderr, and ``os._exit`` raises instead of ending the process.
+    """While a forecaster runs: ``print`` and writes to fd 1 go to stderr, and ``os._exit`` raises instead of
+    ending the process.
 
     Thread-safe: the first thread in saves and patches, the last one out restores. ``os._exit`` is diverted
     only in this process and in the threads running a forecaster (a child the forecaster forks, or another
@@ -96,7 +97,7 @@ def contained():
 
             with contextlib.suppress(Exception):
                 sys.stdout.flush()
-            _saved.update(exit=real, stdout=sys.stdout)
+            _saved.update(exit=real, stdout=sys.stdout, fd1=_point_fd1_at_stderr())
             os._exit = _exit
             sys.stdout = sys.stderr
         _inside[me] += 1
@@ -112,6 +113,31 @@ def contained():
                     sys.stderr.flush()
                 os._exit = _saved.pop("exit")
                 sys.stdout = _saved.pop("stdout")
+                _restore_fd1(_saved.pop("fd1"))
+
+
+def _point_fd1_at_stderr() -> int | None:
+    """Point file descriptor 1 at stderr (a forecaster's os.write(1, ...) or child process's output would
+    otherwise land in --json's document); returns a copy of the old fd 1, or None where there is none."""
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001 - a closed or replaced stdout
+        pass
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+        return saved
+    except OSError:
+        return None
+
+
+def _restore_fd1(saved: int | None) -> None:
+    if saved is None:
+        return
+    with contextlib.suppress(OSError):
+        os.dup2(saved, 1)
+    with contextlib.suppress(OSError):
+        os.close(saved)
 
 
 def _why(exc: BaseException) -> str:
@@ -213,7 +239,11 @@ def run(forecaster: Forecaster, history: np.ndarray, horizon: int, period_hours:
     try:
         with contained():
             raw = forecaster(np.array(history, float, copy=True), int(horizon), float(period_hours))
+        if np.iscomplexobj(np.asarray(raw)):
+            raise ForecastError("the forecaster returned complex numbers, expected real GPUs")
         out = np.asarray(raw, float)
+    except ForecastError:
+        raise
     except (Exception, SystemExit, _HardExit) as exc:  # not KeyboardInterrupt: Ctrl-C stays Ctrl-C
         raise ForecastError(_why(exc)) from None
     K = history.shape[0]

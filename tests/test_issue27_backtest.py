@@ -74,6 +74,15 @@ FORECASTERS = textwrap.dedent("""
         print("hello from the forecaster")
         return _flat(h, H)
 
+    def raw_chatty(h, H, p):  # below sys.stdout: the file descriptor, and a child process
+        import subprocess
+        os.write(1, b"raw hello\\n")
+        subprocess.run(["echo", "child hello"], check=True)
+        return _flat(h, H)
+
+    def complex_(h, H, p):
+        return _flat(h, H) + 1j
+
     def sleepy(h, H, p):  # the probe returns; every call in a worker records its pid and sleeps
         marks = Path(__file__).with_name("pids")
         marks.mkdir(exist_ok=True)
@@ -239,6 +248,23 @@ def test_a_forecasters_print_goes_to_stderr_and_the_json_document_parses(case):
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["strategies"]["point"]["total_cost_usd"] > 0
     assert "hello from the forecaster" in r.stderr and "hello" not in r.stdout
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_raw_writes_to_fd_1_by_a_forecaster_go_to_stderr(case, jobs):
+    r = _planner(["backtest", str(case), "--train-hours", "48", "--test-hours", "24", "--jobs", jobs,
+                  "--strategies", "point", "--json", "--forecaster", f"{case.parent / 'fc.py'}:raw_chatty",
+                  "--out", str(case.parent / f"bt{jobs}")], cwd=case.parent)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["strategies"]["point"]["total_cost_usd"] > 0
+    assert "raw hello" in r.stderr and "child hello" in r.stderr
+
+
+def test_a_complex_forecast_is_exit_2(case):
+    r = _planner(["backtest", str(case), "--train-hours", "48", "--test-hours", "24", "--jobs", "1",
+                  "--strategies", "point", "--forecaster", f"{case.parent / 'fc.py'}:complex_",
+                  "--out", str(case.parent / "btc")], cwd=case.parent)
+    assert r.returncode == 2 and "complex numbers" in r.stderr, r.stderr
 
 
 def test_quiet_prints_nothing_but_errors(case):
