@@ -680,7 +680,9 @@ def analyse_failures(job_rate: float, checkpoint_h: float, restart_h: float, job
     tau = opt if interval_h is None else interval_h
     g = float(goodput(lam, tau, checkpoint_h, restart_h))
     need = float(rate_for_goodput(goodput_target, checkpoint_h, restart_h, interval_h))
-    need_mtbi = math.inf if need == 0 else 1.0 / need
+    # need = 0: no failure rate keeps the target (MTBI inf needed); need = inf: any MTBI does (no
+    # checkpoint or restart cost), reported as None ("any"), never as 1 / inf = 0 hours
+    need_mtbi = math.inf if need == 0 else (None if math.isinf(need) else 1.0 / need)
     out = {
         "job_gpus": job_gpus,
         "job_interruptions_per_hour": lam,
@@ -695,7 +697,7 @@ def analyse_failures(job_rate: float, checkpoint_h: float, restart_h: float, job
         "lost_gpu_hours_per_hour": job_gpus * (1.0 - g),
         "goodput_target": goodput_target,
         "job_mtbi_for_goodput_target_hours": need_mtbi,
-        "gpu_mtbf_for_goodput_target_hours": job_gpus * need_mtbi,
+        "gpu_mtbf_for_goodput_target_hours": None if need_mtbi is None else job_gpus * need_mtbi,
         "gpu_usd_per_gpu_hour": gpu_price,
         "effective_usd_per_useful_gpu_hour": None, "lost_usd_per_hour": None, "lost_usd_per_month": None,
     }

@@ -230,3 +230,18 @@ def test_spot_economics_doc_shows_real_output():
         r = run(*shlex.split(lines[0])[2:])
         assert r.exit_code == 0, r.output
         assert r.output.rstrip("\n") == "\n".join(lines[1:]), lines[0]
+
+
+def test_a_free_checkpoint_and_restart_meet_any_goodput_target_at_any_mtbi():
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    args = ["spot", "--job-mtbi-hours", "1.5", "--job-gpus", "512", "--checkpoint-minutes", "0",
+            "--restart-minutes", "0"]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    assert "job MTBI at which goodput falls to 0.9 (h)     any" in r.output
+    d = json.loads(CliRunner().invoke(cli, args + ["--json"]).output)
+    assert d["job_mtbi_for_goodput_target_hours"] is None and d["gpu_mtbf_for_goodput_target_hours"] is None
+    assert d["goodput"] == 1.0

@@ -174,6 +174,8 @@ def _cell(key: str, value) -> str:
     """Dollars as whole dollars (``$8,965,489``), hours from 10,000 as whole hours, the rest by :func:`fmt`."""
     if key.startswith("lost_usd") and value is not None:
         return usd(value)
+    if key.endswith("_for_goodput_target_hours") and value is None:
+        return "any (no checkpoint or restart cost)"
     if key.endswith("_hours") and isinstance(value, float) and math.isfinite(value) and value >= 1e4:
         return f"{value:,.0f}"  # a GPU's MTBF: 49,152 rather than 4.915e+04
     return fmt(value)
