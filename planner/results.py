@@ -94,6 +94,25 @@ class Plan:
             self.created_utc = _now_utc()
 
     @property
+    def slo_misses(self) -> pd.DataFrame:
+        """Per (scenario, SLO class) whose reported latency misses its SLO: periods missed, of how many, the
+        worst latency, and the GPU types it is served on then (empty when every SLO is met)."""
+        lat = self.latency
+        cols = ["scenario", "workload_class", "periods_missed", "periods", "worst_latency_ms", "latency_slo_ms",
+                "slo_percentile", "serving_gpu_types"]
+        if not len(lat):
+            return pd.DataFrame(columns=cols)
+        miss = lat[~lat["slo_met"].astype(bool)]
+        if not len(miss):
+            return pd.DataFrame(columns=cols)
+        g = miss.groupby(["scenario", "workload_class"], sort=False)
+        out = g.agg(periods_missed=("slo_met", "size"), worst_latency_ms=("latency_at_percentile_ms", "max"),
+                    latency_slo_ms=("latency_slo_ms", "first"), slo_percentile=("slo_percentile", "first"),
+                    serving_gpu_types=("serving_gpu_types", lambda x: ", ".join(sorted(set(x))))).reset_index()
+        out["periods"] = out["workload_class"].map(lat.groupby("workload_class")["period"].nunique())
+        return out[cols]
+
+    @property
     def savings(self) -> float:
         """All-on-demand baseline minus the plan's expected cost (USD)."""
         return self.baseline_all_on_demand - self.cost["total"]

@@ -333,3 +333,29 @@ def test_another_threads_output_is_not_lost_while_highs_solves(tmp_path):
     sent = int(out.stderr.strip().splitlines()[-1])
     got = out.stdout.count("tick")
     assert sent > 50 and got >= 0.97 * sent, (got, sent)  # only the instant a HiGHS object is made is silenced
+
+
+def test_an_slo_class_that_misses_on_mixed_gpu_types_says_so_and_exits_3(tmp_path):
+    # H100 400 ms, A100 550 ms capped at 20 GPUs: the plan mixes them and the split queues miss p99 <= 3 s
+    demand = [30.0 + 60.0 * (i % 24) / 23 for i in range(24)]
+    m = write_case(tmp_path / "m", {"chat": demand},
+                   [price("H100", hourly=10.0), price("A100", hourly=2.0, max_gpus=20)],
+                   {"chat": {"spot": False, "demand_unit": "requests_per_s", "latency_slo_ms": 3000,
+                             "slo_percentile": 99,
+                             "replicas": {"H100": {"service_ms": 400}, "A100": {"service_ms": 550}}}})
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["plan", str(m), "--out", str(out)])
+    plan = solve_case(m)
+    misses = plan.slo_misses
+    assert len(misses) == 1 and misses["periods_missed"].iat[0] > 0
+    assert "SLO MISSED: chat misses p99 <= 3000 ms" in r.output
+    assert r.exit_code == 3, r.output
+    doc = json.loads((out / "plan.json").read_text())
+    assert doc["slo"][0]["periods_missing_slo"] == int(misses["periods_missed"].iat[0])
+    assert {p["serving_gpu_types"] for p in doc["slo"][0]["periods"]} >= {"H100+A100"}
+    # served on one type only, the same class meets its SLO in every period and exits 0
+    m1 = write_case(tmp_path / "one", {"chat": demand}, [price("H100", hourly=10.0)],
+                    {"chat": {"spot": False, "demand_unit": "requests_per_s", "latency_slo_ms": 3000,
+                              "slo_percentile": 99, "replicas": {"H100": {"service_ms": 400}}}})
+    r1 = CliRunner().invoke(cli, ["plan", str(m1), "--out", str(tmp_path / "o1")])
+    assert r1.exit_code == 0 and "SLO MISSED" not in r1.output

@@ -141,6 +141,8 @@ def not_proven_reasons(labelled_plans) -> list[str]:
             why.append(f"{name}status {p.status.value} (gap {p.solve.mip_gap})")
         if not p.demand_met:
             why.append(f"{name}leaves {p.shortfall_gpu_hours:,.1f} GPU-hours of demand unmet")
+        for m in p.slo_misses.itertuples() if p.ok else ():
+            why.append(f"{name}class {m.workload_class} misses its latency SLO in {m.periods_missed} periods")
     return why
 
 

@@ -82,9 +82,13 @@ def split_demand(cls: np.ndarray, speed: np.ndarray, capacity: np.ndarray) -> np
 
     ``cls`` (K, T) in reference GPUs, ``speed`` (K, n) (0 = not allowed), ``capacity`` (n,) GPUs. A class
     allowed on one slot puts all its demand there (demand / speed). A class allowed on several splits it,
-    the same share every hour, in proportion to the useful GPUs each slot offers it: what is left of the
-    slot once the single-slot classes' mean demand is served, times its speed there (the slots' whole
-    capacity when nothing is left anywhere). No class's demand is ever added across slots."""
+    the same share every hour: in proportion to the useful GPUs each slot offers it (what is left of the
+    slot once the single-slot classes' mean demand is served, times its speed there; the slots' whole
+    capacity when nothing is left anywhere), unless those shares, taken by all such classes at once, put
+    more demand on a slot than it has in some hour. Then the shares of all of them are set together
+    (:func:`joint_shares`): a split that fits every slot in every hour whenever one exists (else the least
+    worst-hour excess), and of those the one nearest the proportional shares. No class's demand is ever
+    added across slots."""
     allowed = speed > 0
     safe = np.where(allowed, speed, 1.0)
     mean = cls.mean(axis=1) if cls.shape[1] else np.zeros(len(cls))
@@ -95,7 +99,111 @@ def split_demand(cls: np.ndarray, speed: np.ndarray, capacity: np.ndarray) -> np
     offer = np.where(offer.sum(axis=1, keepdims=True) > 0, offer, whole)
     total = offer.sum(axis=1, keepdims=True)
     share = np.divide(offer, total, out=np.zeros_like(offer), where=total > 0)
+    share = joint_shares(cls, speed, capacity, share)
     return cls[:, None, :] * (share / safe)[:, :, None]
+
+
+def _load(cls: np.ndarray, speed: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """(n, T) each slot's hourly load, in its GPUs, of classes ``cls`` (K, T) taking ``share`` (K, n) there."""
+    return np.einsum("kt,kn->nt", cls, share / np.where(speed > 0, speed, 1.0))
+
+
+_EXACT = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+
+
+def joint_shares(cls: np.ndarray, speed: np.ndarray, capacity: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """(K, n) the shares of the classes allowed on several slots, set together so that the slots hold them.
+
+    ``share`` (K, n) are the shares each class would take alone (rows adding up to 1; a class on one slot
+    has 1 there). They are kept when, with every class's hourly demand, no slot's load exceeds its
+    capacity in any hour. Otherwise an LP (HiGHS) over the multi-slot classes' shares minimises the sum
+    over slots of the worst hour's excess as a fraction of the slot's capacity (0 when a split that fits
+    every hour exists), then, holding that, the demand moved from ``share`` (each share's change times
+    the class's mean demand, reference GPUs): the fitting split nearest the proportional one. The hours
+    are added as constraints only where the current solution breaks them (a cutting-plane loop), so a
+    year of hours costs a few small LPs."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    allowed = speed > 0
+    capacity = np.asarray(capacity, float)
+    flex = np.flatnonzero(allowed.sum(axis=1) > 1)
+    if not len(flex) or not cls.shape[1]:
+        return share
+    tol = 1e-9 * np.maximum(capacity, 1.0)
+
+    def over(sh):  # (n,) each slot's worst-hour excess in its GPUs
+        return np.maximum(_load(cls, speed, sh).max(axis=1) - capacity, 0.0)
+
+    before = over(share)
+    if (before <= tol).all():
+        return share
+    safe = np.where(allowed, speed, 1.0)
+    fixed = np.setdiff1d(np.arange(len(cls)), flex)
+    slots = np.flatnonzero(allowed[flex].any(axis=0))  # the slots the multi-slot classes may use
+    n_s, F = len(slots), len(flex)
+    cap = capacity[slots]
+    base = _load(cls[fixed], speed[fixed], share[fixed])[slots]  # (n_s, T) the load no share moves
+    kk, jj = np.nonzero(allowed[np.ix_(flex, slots)])  # one share x per (multi-slot class, slot it may use)
+    m = len(kk)
+    per = cls[flex[kk]] / safe[flex[kk], slots[jj]][:, None]  # (m, T) slot GPUs per unit of share, each hour
+    on_slot = sparse.csr_matrix((np.ones(m), (jj, np.arange(m))), shape=(n_s, m))
+    target = share[flex[kk], slots[jj]]
+    # variables: x (m) shares, o (n_s) each slot's worst-hour excess, d (m) |x - target|
+    nv = 2 * m + n_s
+    a_eq = sparse.hstack([sparse.csr_matrix((np.ones(m), (kk, np.arange(m))), shape=(F, m)),
+                          sparse.csr_matrix((F, n_s + m))], format="csr")
+    eye = sparse.identity(m, format="csr")
+    zero = sparse.csr_matrix((m, n_s))
+    a_dev = sparse.vstack([sparse.hstack([eye, zero, -eye]), sparse.hstack([-eye, zero, -eye])], format="csr")
+    a_over = sparse.csr_matrix(np.concatenate([np.zeros(m), 1.0 / cap, np.zeros(m)])[None, :])
+
+    def rows(hrs):  # slot j in hour t: sum of per[v, t] x_v over its shares - o_j <= cap_j - base[j, t]
+        u = len(hrs)
+        r = (jj[:, None] * u + np.arange(u)[None, :]).ravel()
+        a = sparse.csr_matrix((per[:, hrs].ravel(), (r, np.repeat(np.arange(m), u))), shape=(n_s * u, m))
+        o = sparse.csr_matrix((-np.ones(n_s * u), (np.arange(n_s * u), np.repeat(np.arange(n_s), u))),
+                              shape=(n_s * u, n_s))
+        return (sparse.hstack([a, o, sparse.csr_matrix((n_s * u, m))], format="csr"),
+                (cap[:, None] - base[:, hrs]).ravel())
+
+    def solve(c, a_more, b_more, bounds, hrs):
+        while True:
+            a, b = rows(hrs)
+            res = linprog(c, A_ub=sparse.vstack([a, a_more], format="csr"), b_ub=np.concatenate([b, b_more]),
+                          A_eq=a_eq, b_eq=np.ones(F), bounds=bounds, method="highs", options=_EXACT)
+            if res.status != 0:
+                return None, hrs
+            x, o = res.x[:m], res.x[m:m + n_s]
+            broken = base + on_slot @ (per * x[:, None]) - cap[:, None] - o[:, None]  # (n_s, T)
+            worst = broken.argmax(axis=1)
+            new = np.setdiff1d(worst[broken[np.arange(n_s), worst] > tol[slots]], hrs)
+            if not len(new):
+                return res, hrs
+            hrs = np.union1d(hrs, new)
+
+    start = np.unique(np.concatenate([_load(cls, speed, share)[slots].argmax(axis=1), base.argmax(axis=1),
+                                      cls[flex].argmax(axis=1)]))
+    bounds = np.zeros((nv, 2))
+    bounds[:m + n_s, 1] = np.inf
+    first, hrs = solve(np.concatenate([np.zeros(m), 1.0 / cap, np.zeros(m)]), sparse.csr_matrix((0, nv)),
+                       np.zeros(0), bounds, start)
+    if first is None:
+        return share
+    fits = first.fun <= 1e-9  # a split that fits every hour: then no excess at all, not a tolerance's worth
+    bounds[m + n_s:, 1] = np.inf
+    if fits:
+        bounds[m:m + n_s, 1] = 0.0
+    second, _ = solve(np.concatenate([np.zeros(m + n_s), np.maximum(cls[flex].mean(axis=1)[kk], 1e-9)]),
+                      sparse.vstack([a_dev, a_over], format="csr"),
+                      np.concatenate([target, -target, [0.0 if fits else first.fun * (1 + 1e-7)]]), bounds, hrs)
+    x = (second or first).x[:m]
+    out = share.copy()
+    out[flex] = 0.0
+    out[flex[kk], slots[jj]] = np.maximum(x, 0.0)
+    out[flex] /= out[flex].sum(axis=1, keepdims=True)
+    return out if (over(out) / np.maximum(capacity, 1.0)).sum() < (before / np.maximum(capacity, 1.0)).sum() \
+        else share
 
 
 def _by_team(teams, classes_of, classes, per_class: np.ndarray) -> np.ndarray:
@@ -118,11 +226,15 @@ def from_total(inp: PlanInputs, total_gpus) -> TeamDemand:
     lost = np.flatnonzero(~(speed > 0).any(axis=1))
     if len(lost):
         k = int(lost[0])
-        types = sorted(inp.pools["gpu_type"][inp.speed[k] > 0].unique())
+        need = inp.pools[inp.speed[k] > 0].groupby("gpu_type", sort=True)["region"].agg(lambda r: sorted(set(r)))
+        where = [f"{g} in {' or '.join(rs)} (or {g} without a region)" for g, rs in need.items()]
         raise ConfigError(Problem("--total-gpus", f"class '{inp.classes[k]}' runs on none of the GPUs given",
                                   value=", ".join(f"{g}@{r}" if r != "any" else g for g, r in
                                                   zip(fleet["gpu_type"], fleet["region"])),
-                                  expected="a total for one of its GPU types: " + ", ".join(types)))
+                                  expected="a total for " + ", or for ".join(where) if where else
+                                  "a class with a pool in the price sheet (it has none)",
+                                  hint=("add " + " or ".join(f"{g}@{rs[0]}=N" for g, rs in need.items()))
+                                  if where else None))
     dem = _by_team(teams, classes_of, inp.classes, split_demand(class_demand(inp), speed,
                                                                 fleet["capacity_gpus"].to_numpy(float)))
     eligible = _by_team(teams, classes_of, inp.classes, (speed > 0).astype(float)) > 0
@@ -220,16 +332,25 @@ def _demand_based_types(inp: PlanInputs, flavors: pd.DataFrame, alloc: np.ndarra
     return np.where(flex[:, None, None], moved, alloc)
 
 
-TOLERANCE = 0.005  # the most an integer weight may move a team's ratio to the smallest weight
+TOLERANCE = 0.005  # the most an integer weight may move the ratio of any two teams' weights
+
+
+def _pair_error(v: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """The most rounding ``exact`` (..., n) to ``v`` moves the ratio of any two of them: with q = v / exact,
+    max over pairs of |q_i / q_j - 1| = max(q) / min(q) - 1."""
+    q = v / exact
+    return q.max(axis=-1) / q.min(axis=-1) - 1
 
 
 def integer_weights(weights, teams=None, high: int = 65535, total: int | None = None,
                     what: str = "integer weights", source: str = "the model file") -> list[int]:
-    """Fair-sharing weights as integers in 1..``high`` (and adding up to at most ``total``) that keep every
-    team's ratio to the smallest weight within 0.5%: the smallest is 10, or 100, 1000... when 10 would
-    move a ratio more (1 : 2.5 -> 10 : 25; 1 : 1.01 -> 100 : 101); when the range is too narrow for
-    that, the scale of 1..9 that keeps the ratios best. Raises :class:`ConfigError` naming the team, its
-    weight and the representable range when no scale does (never clipped, never silently distorted)."""
+    """Fair-sharing weights as integers in 1..``high`` (and adding up to at most ``total``) that keep the
+    ratio of every pair of teams' weights within 0.5% (max over i, j of |(v_i / v_j) / (w_i / w_j) - 1|,
+    which is max(v / w) / min(v / w) - 1): the smallest is 10, or 100, 1000... when 10 would move a ratio
+    more (1 : 2.5 -> 10 : 25; 1 : 1.01 -> 100 : 101; 1 : 1.0049 : 1.0051 -> 1000 : 1005 : 1005); when the
+    range is too narrow for that, the scale of 1..9 that keeps the ratios best. Raises :class:`ConfigError`
+    naming the pair of teams, their weights and the representable range when no scale does (never
+    clipped, never silently distorted)."""
     w = np.asarray(weights, float)
     if not len(w):
         return []
@@ -245,12 +366,12 @@ def integer_weights(weights, teams=None, high: int = 65535, total: int | None = 
     scale = 10
     while fits(ints(scale))[0]:
         v = ints(scale)
-        if (np.abs(v[0] - scale * ratio) / (scale * ratio)).max() <= TOLERANCE:
+        if _pair_error(v[0], scale * ratio) <= TOLERANCE:
             return v[0].astype(int).tolist()
         scale *= 10
     small = np.arange(1, 10)
     v = ints(small)
-    rel = (np.abs(v - np.multiply.outer(small, ratio)) / np.multiply.outer(small, ratio)).max(axis=1)
+    rel = _pair_error(v, np.multiply.outer(small, ratio))
     rel = np.where(fits(v), rel, np.inf)
     best = int(np.argmin(rel))
     if rel[best] <= TOLERANCE:
@@ -263,11 +384,14 @@ def integer_weights(weights, teams=None, high: int = 65535, total: int | None = 
                                   value=float(w[hi]), expected=f"a largest weight at most {high:,} times the smallest"
                                   + (f" and adding up to at most {total:,} times it" if total else ""),
                                   hint="narrow the fair_share_weight range (Kueue takes decimal weights)"))
-    scaled = v[best] / small[best]
-    worst = int(np.argmax(np.abs(scaled - ratio) / ratio))
+    q = v[best] / (small[best] * ratio)
+    a, b = int(np.argmax(q)), int(np.argmin(q))  # the pair whose ratio moves most
+    worst, other = (a, b) if abs(np.log(q[a])) >= abs(np.log(q[b])) else (b, a)
+    beside = f" next to 'teams.{teams[hi]}' ({w[hi]:g})" if hi not in (worst, other) else ""
+    show = [other, worst] + ([hi] if beside else [])
     raise ConfigError(Problem(source, f"'teams.{teams[worst]}.fair_share_weight' ({w[worst]:g}) cannot be held "
-                              f"to within {TOLERANCE:.1%} of its ratio to 'teams.{teams[lo]}' ({w[lo]:g}) next to "
-                              f"'teams.{teams[hi]}' ({w[hi]:g}): {what} are {limit}", value=float(w[worst]),
-                              expected=f"best {int(v[best][lo])} : {int(v[best][worst])} : {int(v[best][hi])}, "
-                              f"{abs(scaled[worst] / ratio[worst] - 1):.1%} off",
+                              f"to within {TOLERANCE:.1%} of its ratio to 'teams.{teams[other]}' ({w[other]:g})"
+                              f"{beside}: {what} are {limit}", value=float(w[worst]),
+                              expected="best " + " : ".join(str(int(v[best][i])) for i in show)
+                              + f", {rel[best]:.1%} off",
                               hint="round the weights, or narrow their range (Kueue takes decimal weights)"))

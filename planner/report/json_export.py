@@ -236,7 +236,7 @@ def _slo_summary(plan: Plan) -> list[dict]:
                     if len(busy) else 0.0,
                     "periods_missing_slo": int((~df["slo_met"]).sum()),
                     "periods": [{"period": r.period.isoformat(), "requests_per_s": _num(r.requests_per_s),
-                                 "replicas": int(r.replicas),
+                                 "replicas": int(r.replicas), "serving_gpu_types": r.serving_gpu_types,
                                  "latency_at_percentile_ms": _num(r.latency_at_percentile_ms)}
                                 for r in df.itertuples()]})
     return out

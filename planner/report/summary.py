@@ -79,6 +79,12 @@ def summary_text(plan: Plan) -> str:
         lines.extend(_liability_lines(plan))
     else:
         lines.append("  reserved purchases: none")
+    for m in plan.slo_misses.itertuples():
+        scen = f" in scenario {m.scenario}" if len(inp.scenarios) > 1 else ""
+        lines.append(f"  SLO MISSED: {m.workload_class}{scen} misses p{m.slo_percentile:g} <= {m.latency_slo_ms:g} ms in "
+                     f"{m.periods_missed} of {m.periods} periods (worst {m.worst_latency_ms:,.0f} ms; served on "
+                     f"{m.serving_gpu_types}: sized in reference-type GPUs, a mix of GPU types can miss; restrict "
+                     "the class to one type or give it headroom)")
     if plan.shortfall_gpu_hours > 1e-6:
         lines.append(f"  SHORTFALL: {plan.shortfall_gpu_hours:,.1f} GPU-hours of demand not met:")
         for (cls, cause), df in plan.shortfall.groupby(["workload_class", "cause"]):

@@ -899,7 +899,7 @@ def _write_shortfall(ws, plan: Plan) -> None:
 def _write_latency(ws, plan: Plan) -> None:
     """SLO-sized classes: load, replicas provisioned and the latency percentile they give, per period."""
     cols = ["scenario", "period", "workload_class", "requests_per_s", "replicas", "gpus", "latency_slo_ms",
-            "slo_percentile", "latency_at_percentile_ms", "p_latency_above_slo", "slo_met"]
+            "slo_percentile", "latency_at_percentile_ms", "p_latency_above_slo", "slo_met", "serving_gpu_types"]
     s = _Sheet(ws, cols, {"period": DATE, "requests_per_s": "#,##0.00", "replicas": "#,##0", "gpus": NUM,
                           "latency_slo_ms": "#,##0", "latency_at_percentile_ms": "#,##0",
                           "p_latency_above_slo": "0.000%"})
@@ -908,7 +908,7 @@ def _write_latency(ws, plan: Plan) -> None:
     for r in lat.itertuples() if len(lat) else []:
         s.append([r.scenario, _date(r.period), r.workload_class, r.requests_per_s, int(r.replicas), r.gpus,
                   r.latency_slo_ms, r.slo_percentile, r.latency_at_percentile_ms, r.p_latency_above_slo,
-                  "yes" if r.slo_met else "no"])
+                  "yes" if r.slo_met else "no", getattr(r, "serving_gpu_types", "")])
     s.table("Latency")
 
 
