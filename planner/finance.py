@@ -7,9 +7,10 @@ start), its recurring fee in the months its term runs (each month's real hours),
 in the month the term ends; on-demand and spot cash in the month it is incurred.
 
 ``purchase_npv_per_gpu`` prices one GPU of every commitments-table row: its whole term's cash,
-discounted. Under ``accounting = "amortised"`` the objective counts each purchase by the share of its
-term inside the horizon (its active horizon hours / term hours) of that NPV, which at a rate of 0 is
-exactly the amortised cost (effective rate x active hours); under ``"full_term"`` the whole NPV. So
+discounted. Under ``accounting = "amortised"`` the objective charges each purchase its NPV-equivalent
+level rate (the constant hourly rate whose discounted stream over its term equals its NPV) for each of
+its active horizon hours, discounted at that hour's month, as on-demand is; at a rate of 0 that is
+exactly the amortised cost (effective rate x active hours). Under ``"full_term"`` the whole NPV. So
 ``objective = "npv"`` at rate 0 is ``objective = "cost"``, in both accountings.
 """
 
@@ -33,6 +34,15 @@ def period_factor(periods: pd.DatetimeIndex, origin, rate: float) -> np.ndarray:
     return month_factor(periods.to_period("M"), origin, rate)
 
 
+def _term_months(rows: pd.DataFrame, origin):
+    from .ladder import HOUR
+
+    paid = pd.to_datetime(rows["cash_date"] if "cash_date" in rows else rows["purchase_date"])
+    first = min(paid.min(), pd.to_datetime(rows["active_from"]).min()).to_period("M")
+    last = (pd.to_datetime(rows["end_date"]) - HOUR).max().to_period("M")
+    return paid, pd.period_range(min(first, origin), last, freq="M")
+
+
 def purchase_npv_per_gpu(rows: pd.DataFrame, origin, rate: float) -> np.ndarray:
     """(R,) the NPV of one GPU of each commitments-table row over its whole term (or window).
 
@@ -43,28 +53,45 @@ def purchase_npv_per_gpu(rows: pd.DataFrame, origin, rate: float) -> np.ndarray:
 
     if not len(rows):
         return np.zeros(0)
-    paid = pd.to_datetime(rows["cash_date"] if "cash_date" in rows else rows["purchase_date"])
-    first = min(paid.min(), pd.to_datetime(rows["active_from"]).min()).to_period("M")
-    last = (pd.to_datetime(rows["end_date"]) - HOUR).max().to_period("M")
-    months = pd.period_range(min(first, origin), last, freq="M")
+    paid, months = _term_months(rows, origin)
     f = month_factor(months, origin, rate)
-    hours = active_hours_by_month(rows, months)  # (R, M)
-    recurring = rows["hourly_usd"].to_numpy(float) * (hours @ f)
+    recurring = rows["hourly_usd"].to_numpy(float) * (active_hours_by_month(rows, months) @ f)
     up = rows["upfront_usd"].to_numpy(float) * month_factor(paid.dt.to_period("M"), origin, rate)
     end = (pd.to_datetime(rows["end_date"]) - HOUR).dt.to_period("M")
     back = rows["residual_usd"].to_numpy(float) * month_factor(end, origin, rate)
     return up + recurring - back
 
 
-def objective_npv_per_gpu(rows: pd.DataFrame, hours_active: np.ndarray, origin, rate: float,
-                          accounting: str) -> np.ndarray:
-    """(R,) what one GPU of each row costs in an NPV objective: the whole NPV (``full_term``) or the share
-    of it its active horizon hours are of its term (``amortised``; a block: its whole window)."""
+def discounted_term_hours(rows: pd.DataFrame, origin, rate: float) -> np.ndarray:
+    """(R,) the hours of each row's whole active term, each discounted at its calendar month's factor."""
+    from .ladder import active_hours_by_month
+
+    if not len(rows):
+        return np.zeros(0)
+    _, months = _term_months(rows, origin)
+    return active_hours_by_month(rows, months) @ month_factor(months, origin, rate)
+
+
+def level_rate(rows: pd.DataFrame, origin, rate: float) -> np.ndarray:
+    """(R,) the NPV-equivalent level rate of each row: the constant USD per GPU-hour over its active term
+    whose discounted stream equals its NPV (an annuity; at rate 0 the effective rate r)."""
     npv = purchase_npv_per_gpu(rows, origin, rate)
+    hours = discounted_term_hours(rows, origin, rate)
+    return np.divide(npv, hours, out=np.zeros_like(npv), where=hours > 0)
+
+
+def objective_npv_per_gpu(rows: pd.DataFrame, active: np.ndarray, hours: np.ndarray, discount: np.ndarray,
+                          origin, rate: float, accounting: str) -> np.ndarray:
+    """(R,) what one GPU of each row costs in an NPV objective.
+
+    ``full_term``: its whole NPV. ``amortised``: its NPV-equivalent level rate (:func:`level_rate`) for each
+    of its active horizon hours, discounted at that hour's month (``active`` (R, T), ``hours`` and
+    ``discount`` (T,)): at rate 0 exactly the amortised cost, and a commitment dearer than on-demand in every
+    hour is dearer in the objective too (both are discounted by the same months).
+    """
     if accounting == "full_term" or not len(rows):
-        return npv
-    term = rows["term_months"].to_numpy(float) * HOURS_PER_MONTH
-    return npv * np.minimum(np.asarray(hours_active, float) / term, 1.0)
+        return purchase_npv_per_gpu(rows, origin, rate)
+    return level_rate(rows, origin, rate) * (np.asarray(active, float) @ (np.asarray(hours, float) * discount))
 
 
 def cash_npv(cash: pd.DataFrame, origin, rate: float) -> float:

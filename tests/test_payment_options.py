@@ -131,3 +131,26 @@ def test_bad_finance_keys_exit_2(tmp_path, text, message):
     m = write_case(tmp_path, {"c": [1.0]}, [price(hourly=1.0)], {"c": {}}, extra_top=f"[finance]\n{text}")
     r = CliRunner().invoke(cli, ["validate", str(m)])
     assert r.exit_code == 2 and message in r.output, r.output
+
+
+@pytest.mark.parametrize("rate, reserved", [(0.08, 1.02), (0.5, 1.10), (0.2, 1.001)])
+def test_a_commitment_dearer_than_on_demand_every_hour_is_never_bought_under_amortised_npv(tmp_path, rate,
+                                                                                           reserved):
+    m = write_case(tmp_path, {"c": [10.0] * 2160}, [price(hourly=1.0), price(option="reserved_1y", hourly=reserved,
+                                                                             term_months=12)],
+                   {"c": {}}, extra_top=f'[finance]\ndiscount_rate = {rate}\nobjective = "npv"')
+    plan = solve_case(m)
+    assert plan.purchases["instances"].sum() == 0
+    assert plan.cost["total"] == pytest.approx(10 * 2160 * 1.0)
+
+
+def test_amortised_npv_charges_the_level_rate_of_the_whole_term_by_hand(tmp_path):
+    # all upfront 8,000 a GPU for the year: its level rate at r is 8,000 / (discounted hours of the year); the
+    # plan's objective is that rate x the horizon's discounted hours, below no upfront's 1.00/h at 25 %?
+    rate = 0.25
+    plan = solve_case(case(tmp_path, rate))
+    level_all = UPFRONT / no_upfront_npv_by_hand(rate)  # discounted hours of the year = NPV of 1.00/h
+    assert level_all > 1.0  # at 25 % paying 8,000 now is dearer than 1.00 an hour
+    assert chosen(plan) == "reserved_1y_no_upfront"
+    low = solve_case(case(tmp_path / "low", 0.05))
+    assert UPFRONT / no_upfront_npv_by_hand(0.05) < 1.0 and chosen(low) == "reserved_1y_all_upfront"

@@ -43,8 +43,8 @@ def first_stage_cost(inp: PlanInputs) -> np.ndarray:
     from ..finance import objective_npv_per_gpu
 
     res = inp.reserved
-    hours_active = inp.active.astype(float) @ inp.hours if len(res) else np.zeros(0)
-    per_gpu = objective_npv_per_gpu(res, hours_active, inp.discount_origin or inp.periods[0].to_period("M"),
+    per_gpu = objective_npv_per_gpu(res, inp.active, inp.hours, inp.discount,
+                                    inp.discount_origin or inp.periods[0].to_period("M"),
                                     f.discount_rate, inp.config.commitments.accounting)
     return res["m"].to_numpy(float) * per_gpu
 
