@@ -114,15 +114,21 @@ def _cheapest_rows(inp: PlanInputs) -> dict[int, list[int]]:
     res = inp.reserved
     q = inp.q_reserved
     pools = res["pool"].to_numpy(int)
-    r = res["r"].to_numpy(float)
+    r = np.where(_terms(res), res["r"].to_numpy(float), np.inf)  # the rules buy terms, never blocks
     out: dict[int, list[int]] = {}
     for k in range(inp.K):
         useful = q[k, pools]
         if not (useful > 0).any():
             continue
         ref = np.where(useful > 0, r / np.where(useful > 0, useful, 1.0), np.inf)
-        out.setdefault(int(np.argmin(ref)), []).append(k)
+        if np.isfinite(ref).any():
+            out.setdefault(int(np.argmin(ref)), []).append(k)
     return out
+
+
+def _terms(res: pd.DataFrame) -> np.ndarray:
+    """Rows of the commitments table that are term commitments (the rule-based strategies buy only these)."""
+    return res["kind"].eq("instance").to_numpy() if "kind" in res else np.ones(len(res), dtype=bool)
 
 
 def _fleet_series(inp: PlanInputs, demand: np.ndarray, row: int, classes: list[int]) -> np.ndarray:
@@ -189,7 +195,7 @@ def recommender(inp: PlanInputs, usage: np.ndarray, hours: np.ndarray,
             continue
         uncovered = np.clip(series - owned[p], 0.0, None)
         best, best_saving = None, 0.0
-        for c in np.flatnonzero(res["pool"].to_numpy(int) == p):
+        for c in np.flatnonzero((res["pool"].to_numpy(int) == p) & _terms(res)):
             r, m = float(res["r"].iat[c]), float(res["m"].iat[c])
             if r >= od[p]:
                 continue
@@ -271,9 +277,11 @@ def _on_order(base: PlanInputs, owned: pd.DataFrame, start) -> np.ndarray:
 def _bought(inp: PlanInputs, n: np.ndarray, window: int) -> pd.DataFrame:
     """The rows of ``inp.reserved`` bought (n > 0), as dated inventory for the windows after."""
     res = inp.reserved.assign(instances=n, gpus=n * inp.reserved["m"].to_numpy(float), window=window)
+    if "block_start" not in res:
+        res["block_start"] = pd.NaT
     res = res[res["instances"] > 0]
     return res[["window", "pool", "gpu_type", "region", "option", "purchase_date", "active_from", "end_date",
-                "instances", "gpus"]].rename(columns={"active_from": "start", "end_date": "end"})
+                "instances", "gpus", "block_start"]].rename(columns={"active_from": "start", "end_date": "end"})
 
 
 def run_chain(base: PlanInputs, strategy: str, settings: Settings, make_plan) -> tuple[pd.DataFrame, list[int]]:
@@ -290,7 +298,8 @@ def run_chain(base: PlanInputs, strategy: str, settings: Settings, make_plan) ->
         frames.append(bought)
         scenarios.append(count)
         owned = pd.concat([owned, bought[["gpu_type", "region", "gpus", "start", "end"]]], ignore_index=True)
-    cols = ["window", "pool", "gpu_type", "region", "option", "purchase_date", "start", "end", "instances", "gpus"]
+    cols = ["window", "pool", "gpu_type", "region", "option", "purchase_date", "start", "end", "instances", "gpus",
+            "block_start"]
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
     return out, scenarios
 
@@ -310,9 +319,14 @@ def fixed_instances(whole: PlanInputs, bought: pd.DataFrame) -> np.ndarray:
     if not len(bought):
         return n
     res = whole.reserved
-    index = {(int(p), o, int(d)): i for i, (p, o, d) in enumerate(zip(res["pool"], res["option"], res["date_index"]))}
+    # a term is told apart by its purchase date (the cut-off), a capacity block by its window (any cut-off
+    # may buy it, and two offers of one pool differ only there)
+    starts = res["block_start"] if "block_start" in res else pd.Series(pd.NaT, index=res.index)
+    index = {(int(p), o, pd.Timestamp(b) if pd.notna(b) else int(d)): i
+             for i, (p, o, d, b) in enumerate(zip(res["pool"], res["option"], res["date_index"], starts))}
     for row in bought.itertuples():
-        n[index[(int(row.pool), row.option, int(row.window))]] += row.instances
+        b = getattr(row, "block_start", pd.NaT)
+        n[index[(int(row.pool), row.option, pd.Timestamp(b) if pd.notna(b) else int(row.window))]] += row.instances
     return n
 
 

@@ -6,7 +6,11 @@ Every option name of the price sheet belongs to one kind (``KINDS``):
 - ``instance`` (``reserved`` / ``reserved_<term>``): whole instances of one pool for a term, paid whether
   used or not, adding reserved capacity to the pool (reservations, owned hardware);
 - ``window`` (``capacity_block``): whole instances of one pool for a calendar window
-  ``[block_start, block_start + block_days)``, prepaid (AWS Capacity Blocks for ML, GCP DWS calendar mode).
+  ``[block_start, block_start + block_days)``, prepaid (AWS Capacity Blocks for ML, GCP DWS calendar mode);
+- ``spend`` (``savings_plan_<term>``): a commitment of C USD per hour for a term, paid whether used or not,
+  that covers eligible on-demand usage at discounted rates (AWS Compute / EC2 Instance Savings Plans, Azure
+  savings plan for compute, GCP flexible CUDs); one price-sheet row per eligible pool, grouped into one
+  commitment per option and ``plan_family``.
 
 Code asks this module, never the option's spelling: ``kind_of(options)``, ``is_commitment``,
 ``adds_capacity``. A new kind is one more row of ``KINDS`` and its pattern.
@@ -38,6 +42,7 @@ KINDS: tuple[OptionKind, ...] = (
     OptionKind("spot", r"spot", False, False, "", "spot"),
     OptionKind("instance", r"reserved(_[\w.]+)?", True, True, "instance", "reserved_1y"),
     OptionKind("window", r"capacity_block(_[\w.]+)?", True, True, "instance", "capacity_block"),
+    # OptionKind("spend", r"savings_plan(_[\w.]+)?", True, False, "usd_per_hour", "savings_plan_1y"),  (in progress)
 )
 _BY_NAME = {k.name: k for k in KINDS}
 _PATTERNS = [(k.name, re.compile(rf"^{k.pattern}$")) for k in KINDS]

@@ -73,17 +73,22 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
     rows = data.get("reserved_purchases") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise InputError(Problem(file, "no 'reserved_purchases' list", expected="a plan.json written by `planner plan`"))
-    index = {}  # (gpu_type, region, option) -> its first purchase row; with the date -> that date's row
+    index = {}  # (gpu_type, region, option) -> its first purchase row; with the date -> that date's row;
+    # a capacity block by its window's start (two offers of one pool differ only there)
     for i, r in enumerate(inp.reserved.itertuples()):
         index.setdefault((r.gpu_type, r.region, r.option), i)
         if hasattr(r, "purchase_date"):
             index[(r.gpu_type, r.region, r.option, pd.Timestamp(r.purchase_date).date().isoformat())] = i
+        if getattr(r, "kind", "instance") == "window":
+            index[(r.gpu_type, r.region, r.option, "block", pd.Timestamp(r.block_start).isoformat())] = i
     n = np.zeros(len(inp.reserved))
     problems = []
     for i, row in enumerate(rows):
         try:
             key = (row["gpu_type"], row["region"], row["option"])
-            if row.get("purchase_date") is not None:
+            if row.get("block_start"):
+                key = key + ("block", pd.Timestamp(row["block_start"]).isoformat())
+            elif row.get("purchase_date") is not None:
                 key = key + (str(row["purchase_date"])[:10],)
                 if pd.Timestamp(key[3]) > inp.periods[-1]:  # planned for after the evaluated horizon: not made yet
                     continue

@@ -184,6 +184,8 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     out["option"] = option
     is_res, is_spot, is_od = kinds.eq("instance"), kinds.eq("spot"), kinds.eq("on_demand")
     is_block = kinds.eq("window")
+    is_spend = kinds.eq("spend")
+    has_term = is_res | is_spend  # a term from the name or term_months
 
     hourly = numbers(raw, "hourly_usd", bad, blank_ok=False, high=ABSURD_USD_PER_HOUR,
                      expected="a price in USD per GPU-hour >= 0")
@@ -195,7 +197,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
             hint="a free option would absorb all demand; delete the row if the option is not offered")
     upfront = numbers(raw, "upfront_usd", bad, blank_ok=True, high=ABSURD_USD_PER_HOUR * 8760 * 5,
                       expected="USD per GPU >= 0")
-    _report(bad, raw, ~is_res & upfront.fillna(0).ne(0), "upfront_usd", "upfront payment on a non-reserved row",
+    _report(bad, raw, ~has_term & upfront.fillna(0).ne(0), "upfront_usd", "upfront payment on a non-reserved row",
             d.get("upfront_usd"), expected="blank or 0 for on_demand and spot")
     term = numbers(raw, "term_months", bad, blank_ok=True, low=0, low_open=True, high=120,
                    expected="a number of months > 0, e.g. 12 or 36",
@@ -207,20 +209,25 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     name_months = pd.to_numeric(from_name[0], errors="coerce") * from_name[1].str.startswith("y").map(
         {True: 12.0, False: 1.0})
     term = term.where(term.notna(), name_months)
-    absurd = is_res & known & term.notna() & ~term.between(1e-3, 120) & d.get(
+    absurd = has_term & known & term.notna() & ~term.between(1e-3, 120) & d.get(
         "term_months", pd.Series("", index=d.index)).eq("")
     _report(bad, raw, absurd, "option", "the term in the option's name is out of range", d["option"],
             expected="a term between one day and 120 months, e.g. reserved_1y or reserved_36m")
     term = term.where(~absurd)
-    no_term = is_res & known & term.isna() & (d.get("term_months", pd.Series("", index=d.index)) == "")
+    no_term = has_term & known & term.isna() & (d.get("term_months", pd.Series("", index=d.index)) == "")
     for name in pd.unique(d["option"][no_term]):  # one message per option name, naming it
+        what = "savings plan" if commitments.kind_of_name(normalise_option(pd.Series([name]))[0]) == "spend" \
+            else "reserved"
         _report(bad, raw, no_term & d["option"].eq(name), "term_months",
-                f"reserved row without a term (option '{name}')", pd.Series("", index=d.index),
+                f"{what} row without a term (option '{name}')", pd.Series("", index=d.index),
                 expected="term_months, or an option name ending in _1y / _3y / _<n>m",
                 hint=f"add term_months (e.g. 12) or rename the option to {name}_1y")
-    _report(bad, raw, ~is_res & d.get("term_months", pd.Series("", index=d.index)).ne(""),
+    _report(bad, raw, ~has_term & ~is_block & d.get("term_months", pd.Series("", index=d.index)).ne(""),
             "term_months", "term on a non-reserved row", d.get("term_months"),
             expected="blank for on_demand and spot")
+    _report(bad, raw, is_block & d.get("term_months", pd.Series("", index=d.index)).ne(""),
+            "term_months", "term on a capacity_block row", d.get("term_months"),
+            expected="blank: a block lasts block_days")
     cap = numbers(raw, "max_gpus", bad, blank_ok=True, high=ABSURD_GPUS, expected="a number of GPUs >= 0 or blank")
     ip = numbers(raw, "interruptions_per_hour", bad, blank_ok=True, high=100,
                  expected="preemptions per instance-hour >= 0 (e.g. 0.02)")
@@ -233,8 +240,8 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     m = numbers(raw, "gpus_per_instance", bad, blank_ok=True, low=0, low_open=True, high=1024,
                 expected="GPUs per instance > 0 (e.g. 8; 0.125 for a GPU partition)")
     out["hourly_usd"] = hourly
-    out["upfront_usd"] = upfront.where(is_res, 0.0).fillna(0.0)
-    out["term_months"] = term.where(is_res)
+    out["upfront_usd"] = upfront.where(has_term, 0.0).fillna(0.0)
+    out["term_months"] = term.where(has_term)
     out["max_gpus"] = cap
     out["interruptions_per_hour"] = ip.where(is_spot)
     out["gpus_per_instance"] = m.fillna(1.0)
@@ -257,6 +264,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
             "residual value above what the commitment costs over its term", d.get("residual_usd"),
             expected="residual_usd <= upfront_usd + hourly_usd x term_months x 730")
     _capacity_blocks(raw, bad, out, is_block, hourly)
+    _spend_rows(raw, bad, out, is_spend)
     out["row"] = raw.rows
     eff = effective_rate(out["hourly_usd"], out["upfront_usd"] - out["residual_usd"], out["term_months"])
     _report(bad, raw, is_res & eff.eq(0), "hourly_usd", "reserved row with a zero effective price",
@@ -333,8 +341,8 @@ def _capacity_blocks(raw: RawTable, bad: Collector, out: pd.DataFrame, is_block:
     _report(bad, raw, aws & days.notna() & ~aws_block_days_ok(days), "block_days",
             "AWS does not sell a Capacity Block of this length", d.get("block_days"),
             expected="1 to 14 days, or a multiple of 7 days up to 182")
-    hm = start.dt.hour * 60 + start.dt.minute
-    _report(bad, raw, aws & start.notna() & (hm != AWS_BLOCK_START[0] * 60 + AWS_BLOCK_START[1]), "block_start",
+    hm = start.dt.hour * 3600 + start.dt.minute * 60 + start.dt.second
+    _report(bad, raw, aws & start.notna() & (hm != AWS_BLOCK_START[0] * 3600 + AWS_BLOCK_START[1] * 60), "block_start",
             "AWS Capacity Blocks start at 11:30 UTC", d.get("block_start"), expected="a start at T11:30 (UTC)")
     _report(bad, raw, gcp & days.notna() & (days > GCP_BLOCK_MAX_DAYS), "block_days",
             "GCP calendar-mode reservations last at most 90 days", d.get("block_days"), expected="1 to 90 days")
@@ -342,6 +350,10 @@ def _capacity_blocks(raw: RawTable, bad: Collector, out: pd.DataFrame, is_block:
     over = aws & out["max_gpus"].notna() & (out["max_gpus"] / m > AWS_BLOCK_MAX_INSTANCES + 1e-9)
     _report(bad, raw, over, "max_gpus", f"over AWS's limit of {AWS_BLOCK_MAX_INSTANCES} instances in one Capacity "
             "Block", d.get("max_gpus"), expected=f"at most {AWS_BLOCK_MAX_INSTANCES} x gpus_per_instance GPUs")
+    whole = out["max_gpus"] / m
+    _report(bad, raw, is_block & out["max_gpus"].notna() & ((whole < 1 - 1e-9) | ((whole - np.round(whole)).abs() > 1e-9)),
+            "max_gpus", "a capacity block's max_gpus is not a whole number of instances", d.get("max_gpus"),
+            expected="the offer's instances x gpus_per_instance, e.g. 64 for 8 instances of 8 GPUs")
     out["max_gpus"] = out["max_gpus"].where(~aws | out["max_gpus"].notna(), AWS_BLOCK_MAX_INSTANCES * m)
     out["block_start"] = start.where(is_block)
     out["block_days"] = days.where(is_block)
@@ -351,6 +363,43 @@ def _capacity_blocks(raw: RawTable, bad: Collector, out: pd.DataFrame, is_block:
     # upfront / (term x 730), is the price per GPU-hour the row was given
     out["upfront_usd"] = out["upfront_usd"].where(~is_block, hourly * 24.0 * days)
     out["hourly_usd"] = out["hourly_usd"].where(~is_block, 0.0)
+
+
+def _spend_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, is_spend: pd.Series) -> None:
+    """Savings-plan rows (kind "spend"): one per eligible pool, ``hourly_usd`` its discounted rate per GPU-hour,
+    ``upfront_usd`` per USD/h committed (at most the term's hours: all upfront), ``plan_family`` the commitment
+    it belongs to (default: the option). Adds ``plan_family``; the rate must beat the pool's on-demand price,
+    and the rows of one commitment must agree on its term and upfront."""
+    d = raw.data
+    family = d.get("plan_family", pd.Series("", index=d.index)).astype(str).str.strip()
+    _report(bad, raw, ~is_spend & family.ne(""), "plan_family", "plan_family on a row that is not a savings plan",
+            family, expected="blank except on savings_plan_* rows")
+    _report(bad, raw, is_spend & out["max_gpus"].notna(), "max_gpus", "max_gpus on a savings plan row",
+            d.get("max_gpus"), expected="blank: a savings plan is a dollar commitment, not capacity",
+            hint="cap the pool's on_demand row instead")
+    hours = out["term_months"] * 730.0
+    _report(bad, raw, is_spend & (out["upfront_usd"] > hours + 1e-9), "upfront_usd",
+            "savings plan upfront above the whole term's commitment", d.get("upfront_usd"),
+            expected="USD per USD/h committed, at most term_months x 730 (all upfront)")
+    od = out[out["option"] == "on_demand"].drop_duplicates(["gpu_type", "region"]).set_index(["gpu_type", "region"])
+    od_rate = pd.Series([od["hourly_usd"].get((g, r), np.nan) for g, r in zip(out["gpu_type"], out["region"])],
+                        index=out.index)
+    _report(bad, raw, is_spend & od_rate.notna() & (out["hourly_usd"] >= od_rate), "hourly_usd",
+            "savings plan rate not below the pool's on-demand price", d["hourly_usd"],
+            expected="the discounted USD per GPU-hour under the plan, below on_demand's",
+            hint="a rate at or above on-demand saves nothing: drop the row")
+    _report(bad, raw, is_spend & out["hourly_usd"].eq(0), "hourly_usd", "savings plan rate of zero", d["hourly_usd"],
+            expected="the discounted USD per GPU-hour under the plan, > 0")
+    out["plan_family"] = family.where(is_spend & family.ne(""), out["option"]).where(is_spend, "")
+    spend = out[is_spend]
+    for col in ("term_months", "upfront_usd"):
+        spread = spend.groupby(["option", "plan_family"])[col].nunique()
+        for (opt, fam) in spread[spread > 1].index:
+            rows = spend[(spend["option"] == opt) & (spend["plan_family"] == fam)]
+            bad.add(raw.file, f"rows of savings plan {opt} (family {fam}) disagree on {col}",
+                    row=int(raw.rows.loc[rows.index[1]]), column=col,
+                    value=", ".join(f"{v:g}" for v in rows[col].unique()),
+                    expected=f"one {col} per savings plan and family (one commitment)")
 
 
 def _spelling(bad: Collector, raw: RawTable, df: pd.DataFrame, col: str) -> None:

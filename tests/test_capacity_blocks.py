@@ -134,6 +134,10 @@ def commitments_limit():
     ({"provider": "azure"}, "row 4, column 'provider': unknown provider (got 'azure')"),
     ({"hourly_usd": 0}, "row 4, column 'hourly_usd': price of zero"),
     ({"upfront_usd": 100}, "row 4, column 'upfront_usd': upfront payment on a non-reserved row"),
+    ({"provider": "aws", "block_start": "2027-01-11T11:30:45"}, "AWS Capacity Blocks start at 11:30 UTC"),
+    ({"max_gpus": 20}, "a capacity block's max_gpus is not a whole number of instances (got '20"),
+    ({"max_gpus": 4}, "a capacity block's max_gpus is not a whole number of instances (got '4"),
+    ({"term_months": 1}, "row 4, column 'term_months': term on a capacity_block row"),
 ])
 def test_bad_block_offers_exit_2_naming_the_row(tmp_path, change, message):
     m = block_case(tmp_path, blocks=(change,))
@@ -204,3 +208,49 @@ def test_libreoffice_recomputes_a_block_plan_to_its_cached_values(tmp_path):
     assert n > 100
     total = {r[0].value: r[1].value for r in again["Summary"].iter_rows() if r[0].value}
     assert any(v == pytest.approx(plan.cost["total"]) for v in total.values() if isinstance(v, (int, float)))
+
+
+TWO = ({"block_start": "2027-01-11T00:00", "block_days": 7, "max_gpus": 40},
+       {"block_start": "2027-01-18T00:00", "block_days": 7, "hourly_usd": 6.5, "max_gpus": 32})
+
+
+def test_evaluate_tells_two_offers_of_one_pool_apart(tmp_path):
+    m = block_case(tmp_path, blocks=TWO)
+    out = tmp_path / "out"
+    assert CliRunner().invoke(cli, ["plan", str(m), "--out", str(out), "-q"]).exit_code == 0
+    r = CliRunner().invoke(cli, ["evaluate", str(m), "--plan", str(out / "plan.json"), "--demand",
+                                 str(tmp_path / "demand.csv"), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    plan = json.loads((out / "plan.json").read_text())
+    assert doc["cost_usd"]["total"] == pytest.approx(plan["cost_usd"]["total"])
+    assert doc["regret_usd"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_backtest_fixes_each_block_it_bought_by_its_window(tmp_path):
+    from planner.backtest import fixed_instances, whole_period, Settings  # noqa: F401
+
+    weeks = [8.0] * 168 + [40.0] * 168 + [72.0] * 168 + [8.0] * 168
+    m = block_case(tmp_path, demand=weeks, blocks=TWO)
+    r = CliRunner().invoke(cli, ["backtest", str(m), "--demand", str(tmp_path / "demand.csv"), "--train-hours", "168",
+                                 "--test-hours", "168", "--forecaster", "latest", "--strategies", "point",
+                                 "--jobs", "1", "--out", str(tmp_path / "bt"), "--json"])
+    assert r.exit_code in (0, 3), r.output
+    doc = json.loads(r.output)
+    assert doc["strategies"]["point"]["total_cost_usd"] > 0
+    windows = doc["windows"]
+    bought = [p for w in windows for p in w["purchases"] if p["option"] == "capacity_block"]
+    assert all(p["instances"] <= 5 for p in bought)  # never more than an offer holds (40 / 8)
+
+
+def test_compare_sees_a_block_price_change(tmp_path):
+    m = block_case(tmp_path, blocks=TWO)
+    df = pd.read_csv(tmp_path / "prices.csv")
+    df.loc[3, "hourly_usd"] = 9.0  # the second block (2027-01-18) only
+    df.to_csv(tmp_path / "prices2.csv", index=False)
+    r = CliRunner().invoke(cli, ["compare", str(m), "--prices", str(tmp_path / "prices2.csv"),
+                                 "--out", str(tmp_path / "cmp")])
+    assert r.exit_code in (0, 3), r.output
+    text = r.output + (r.stderr if r.stderr_bytes is not None else "")
+    assert "no price changes" not in text
+    assert "H100/r capacity_block 2027-01-18T00:00 7d upfront_usd 1092 -> 1512" in text

@@ -84,14 +84,20 @@ def _show(x) -> str:
 
 
 def _rows(df: pd.DataFrame) -> dict[tuple, dict]:
+    """Price rows by (gpu_type, region, option), a capacity block's window start and length appended to its
+    option (two offers of one pool differ only there; a moved window is a removed and an added offer)."""
     out = {}
     for rec in df.to_dict("records"):
-        out[tuple(str(rec[k]) for k in KEY)] = rec
+        key = [str(rec[k]) for k in KEY]
+        start = rec.get("block_start")
+        if start is not None and not pd.isna(start):
+            key[2] += f" {pd.Timestamp(start):%Y-%m-%dT%H:%M} {float(rec.get('block_days') or 0):g}d"
+        out[tuple(key)] = rec
     return out
 
 
 def _row_dict(rec: dict) -> dict:
-    out = {k: str(rec[k]) for k in KEY}
+    out = dict(zip(KEY, next(iter(_rows(pd.DataFrame([rec]))))))
     for f in FIELDS:
         out[f] = _num(rec.get(f))
     out[DERIVED] = _effective(rec)
