@@ -240,6 +240,8 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
         cost["extension"] = float(model.cost[ext] @ v[ext]) if have else 0.0
         cost["total"] += cost["extension"]
     objective = cost["total"] + inp.penalty * short_hours
+    if inp.config.finance.npv and have:  # the objective the solver minimised: the NPV, shortfall discounted too
+        objective = float(model.cost @ v)
     commitments = {"accounting": accounting, "reserved_amortised_usd": amortised,
                    "reserved_full_term_usd": full_term, "liability_past_horizon_usd": full_term - amortised}
 

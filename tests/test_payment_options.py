@@ -18,6 +18,7 @@ from planner import load_inputs, make_plan
 from planner.cli import cli
 from planner.pipeline import write_outputs
 from conftest import price, solve_case, write_case
+from test_workbook import named_values, needs_lo, recalc
 
 UPFRONT = 8000.0  # all upfront, per GPU for a year, against 1.00/h x 8,760 h = 8,760 with no upfront
 PRICES = [price(hourly=2.0), price(option="reserved_1y_no_upfront", hourly=1.0, term_months=12),
@@ -154,3 +155,21 @@ def test_amortised_npv_charges_the_level_rate_of_the_whole_term_by_hand(tmp_path
     assert chosen(plan) == "reserved_1y_no_upfront"
     low = solve_case(case(tmp_path / "low", 0.05))
     assert UPFRONT / no_upfront_npv_by_hand(0.05) < 1.0 and chosen(low) == "reserved_1y_all_upfront"
+
+
+@needs_lo
+def test_the_workbook_rebuilds_the_npv_and_an_edited_rate_moves_it_by_hand(tmp_path):
+    from openpyxl import load_workbook
+
+    plan = solve_case(case(tmp_path, 0.05, objective="cost"))
+    paths = write_outputs(plan, tmp_path / "out")
+    got = named_values(recalc(paths["xlsx"], tmp_path))
+    assert got["npv_usd"] == pytest.approx(plan.finance["npv_usd"], rel=1e-9)
+    assert got["discount_rate"] == pytest.approx(0.05)
+    wb = load_workbook(paths["xlsx"])
+    wb["Summary"]["B28"].value = 0.12
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    again = named_values(recalc(edited, tmp_path / "lo2"))
+    cash = plan.cash_schedule["total_usd"].to_numpy(float)
+    assert again["npv_usd"] == pytest.approx(sum(c * 1.12 ** (-i / 12) for i, c in enumerate(cash)), rel=1e-9)

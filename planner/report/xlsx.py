@@ -41,7 +41,8 @@ SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Pric
           "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Inventory", "Shadow prices",
           "Baseline", "Showback by month")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
-         "all_on_demand_usd", "savings_usd", "horizon_hours", "already_committed_usd", "bill_usd")
+         "all_on_demand_usd", "savings_usd", "horizon_hours", "already_committed_usd", "bill_usd", "discount_rate",
+         "npv_usd")
 WIDE = {"Allocation", "Purchases", "Spot economics", "Prices", "Assumptions", "Backfill", "Latency", "Cash flow",
         "Inventory", "Shadow prices", "Showback", "Demand", "Costs", "Shortfall"}  # printed landscape
 UNITS = {  # header notes: what a column holds, with its unit
@@ -57,6 +58,9 @@ UNITS = {  # header notes: what a column holds, with its unit
     "expected_cost_usd": "USD weighted by the scenario's probability", "cost_usd": "USD over the horizon",
     "npv_usd": "USD today: the whole term's cash discounted at [finance] discount_rate, monthly from the first month",
     "payment_options": "the NPV of the same GPUs under each payment option of this pool, term and date (* = chosen)",
+    "block_start": "capacity blocks: the window's first hour (UTC)", "block_days": "capacity blocks: days in the window",
+    "provider": "capacity blocks: the provider whose rules were checked (aws, gcp)",
+    "discount_factor": "(1 + discount_rate)^(-m/12), m = months from the first", "discounted_usd": "total_usd x factor",
 }
 
 
@@ -341,10 +345,11 @@ def _price_key(r) -> tuple:
 def _write_prices(ws, prices: pd.DataFrame) -> None:
     s = _Sheet(ws, ["gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months",
                     "effective_usd_per_gpu_hour", "gpus_per_instance", "max_gpus", "interruptions_per_hour",
-                    "valid_from", "lead_time_months", "residual_usd"],
-               {"hourly_usd": RATE, "upfront_usd": USD, "effective_usd_per_gpu_hour": RATE, "term_months": INT,
+                    "valid_from", "lead_time_months", "residual_usd", "block_start", "block_days", "provider"],
+               {"hourly_usd": RATE, "upfront_usd": USD, "effective_usd_per_gpu_hour": RATE, "term_months": "#,##0.###",
                 "gpus_per_instance": "0.###", "max_gpus": INT, "interruptions_per_hour": "0.0000",
-                "valid_from": DATE, "lead_time_months": "0.##", "residual_usd": USD})
+                "valid_from": DATE, "lead_time_months": "0.##", "residual_usd": USD, "block_start": "yyyy-mm-dd hh:mm",
+                "block_days": INT})
     s.header({"effective_usd_per_gpu_hour": 26})
     for i, r in enumerate(prices.itertuples()):
         row = i + 2
@@ -355,10 +360,14 @@ def _write_prices(ws, prices: pd.DataFrame) -> None:
                 r.hourly_usd + (upfront - residual) / (r.term_months * HOURS_PER_MONTH)) if reserved \
             else F(f"=D{row}", r.hourly_usd)
         vf = getattr(r, "valid_from", None)
+        bs = getattr(r, "block_start", None)
+        block = bs is not None and not pd.isna(bs)
         s.append([r.gpu_type, r.region, r.option, r.hourly_usd, r.upfront_usd if reserved else None,
                   r.term_months if reserved else None, eff, r.gpus_per_instance, r.max_gpus,
                   r.interruptions_per_hour, _date(vf) if vf is not None and not pd.isna(vf) else None,
-                  getattr(r, "lead_time_months", 0.0) if reserved else None, residual])
+                  getattr(r, "lead_time_months", 0.0) if reserved else None, residual,
+                  _date(bs) if block else None, float(r.block_days) if block else None,
+                  s.text(r.provider) if block and getattr(r, "provider", "") else None])
     s.table("Prices")
 
 
@@ -433,7 +442,9 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
         if od_row:
             reco = [F(f"=Prices!$D${od_row}", od), u_min if bought else None, u_avg if bought else None,
                     u_max if bought else None, F(f"=IF(T{row}>0,H{row}/T{row},0)", eff / od if od else 0.0)]
-            if bought and np.isfinite(u_avg):
+            if bought and np.isfinite(u_avg) and getattr(r, "kind", "instance") == "window":
+                reco += [None, None, None]  # a block is paid once for its window: no monthly saving or break-even
+            elif bought and np.isfinite(u_avg):
                 saving = (u_avg * od - eff) * gpus * L
                 od_equiv = u_avg * od * gpus * L
                 net = od_equiv - r.monthly_recurring_usd
@@ -632,6 +643,9 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("horizon_start", "First period", ""),
         ("penalty", "Shortfall penalty (USD per GPU-hour)", "M in the formulation"),
         ("version", "Planner version", ""),
+        ("discount_rate", "Discount rate (a year)", "[finance] discount_rate; editable: the Cash flow sheet "
+         "discounts month m (0 = the first) by (1 + rate)^(-m/12)"),
+        ("npv_usd", "NPV of the cash, to the last term's end", "Cash flow sheet, discounted_usd (plan.json npv_usd)"),
     ]
 
 
@@ -673,6 +687,7 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
     base_rows, base = baseline
     savings = base - total
     bought = purchases[purchases["instances"] > 0]
+    npv_col, npv_rows = _cash_npv_column(plan, purchases)
     values = {
         "total_cost_usd": (F(f"=SUM({costs('I')})", total), USD0),
         "already_committed_usd": (F(f"=SUM(Inventory!$J$2:$J${max(len(inventory) + 1, 2)})", committed), USD0),
@@ -702,6 +717,9 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         "horizon_start": (_date(inp.periods[0]), DATE),
         "penalty": (inp.penalty, RATE),
         "version": (__version__, None),
+        "discount_rate": (float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0, "0.00%"),
+        "npv_usd": (F(f"=SUM('Cash flow'!${npv_col}$2:${npv_col}${max(npv_rows + 1, 2)})",
+                      float(plan.finance.get("npv_usd", 0.0)) if plan.finance else 0.0), USD0),
     }
     for key, label, note in layout:
         value, fmt = values[key]
@@ -1081,6 +1099,41 @@ def _write_shadow_prices(ws, plan: Plan) -> None:
     s.table("ShadowPrices")
 
 
+def _cash_layout(plan: Plan, purchases: pd.DataFrame):
+    """What the Cash flow sheet lays out: the purchases bought (their rows in Purchases), the months, each
+    purchase's active hours per month, the expected on-demand/spot GPU-hours per pool and month, the pools."""
+    from ..ladder import active_hours_by_month, schedule_months
+
+    inp = plan.inputs
+    bought_idx = [i for i, r in enumerate(purchases.itertuples()) if r.instances > 0]
+    bought = purchases.iloc[bought_idx]
+    months = schedule_months(bought, inp.periods) if len(bought) else pd.period_range(
+        inp.periods[0].to_period("M"), inp.periods[-1].to_period("M"), freq="M")
+    hours = active_hours_by_month(bought, months) if len(bought) else np.zeros((0, len(months)))
+    a = plan.allocation
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    gh = pd.DataFrame({"month": a["period"].dt.strftime("%Y-%m"), "gpu_type": a["gpu_type"], "region": a["region"],
+                       "option": a["option"], "gh": a["gpu_hours"] * a["scenario"].map(prob)})
+    gh = gh[gh["option"].isin(["on_demand", "spot"])].groupby(["option", "gpu_type", "region", "month"])["gh"].sum()
+    pool_cols = [(opt, gt, rg) for opt, gt, rg in sorted({k[:3] for k in gh.index})]
+    return bought_idx, bought, months, hours, gh, pool_cols
+
+
+def _cash_npv_column(plan: Plan, purchases: pd.DataFrame) -> tuple[str, int]:
+    """(letter, months) of the Cash flow sheet's discounted_usd column (after the ladder columns)."""
+    if not len(plan.cash_schedule):
+        return "A", 0
+    _, bought, months, _, _, pool_cols = _cash_layout(plan, purchases)
+    return xl_col_to_name(8 + 2 * len(bought) + len(pool_cols) + 1 - 1), len(months)
+
+
+def _purchase_label(r) -> str:
+    """A purchase in a column header: option, date (a block: its window's start) and pool."""
+    when = pd.Timestamp(r.block_start) if getattr(r, "kind", "instance") == "window" else pd.Timestamp(r.purchase_date)
+    return f"{r.option} {when:%Y-%m-%d}{' ' + format(when, '%H:%M') if when.hour or when.minute else ''} " \
+           f"{r.gpu_type}/{r.region}"
+
+
 def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -> None:
     """Cash per calendar month to the end of the last term, live over Prices, with a cash chart and a ladder chart.
 
@@ -1089,39 +1142,26 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     (expected over scenarios); then each purchase's GPUs owned in the month (the ladder). Edit a price in
     Prices and every month moves; the columns add up to plan.json's ``cash_schedule``.
     """
-    from ..ladder import active_hours_by_month, schedule_months
-
     inp = plan.inputs
     cash = plan.cash_schedule
     if not len(cash):
         ws.write_string(0, 0, "no cash schedule (no plan)")
         return
-    bought_idx = [i for i, r in enumerate(purchases.itertuples()) if r.instances > 0]
-    bought = purchases.iloc[bought_idx]
-    months = schedule_months(bought, inp.periods) if len(bought) else pd.period_range(
-        inp.periods[0].to_period("M"), inp.periods[-1].to_period("M"), freq="M")
-    hours = active_hours_by_month(bought, months) if len(bought) else np.zeros((0, len(months)))
+    bought_idx, bought, months, hours, gh, pool_cols = _cash_layout(plan, purchases)
     label = list(months.strftime("%Y-%m"))
-    # expected GPU-hours per pool and month, on-demand and spot
-    a = plan.allocation
-    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
-    gh = pd.DataFrame({"month": a["period"].dt.strftime("%Y-%m"), "gpu_type": a["gpu_type"], "region": a["region"],
-                       "option": a["option"], "gh": a["gpu_hours"] * a["scenario"].map(prob)})
-    gh = gh[gh["option"].isin(["on_demand", "spot"])].groupby(["option", "gpu_type", "region", "month"])["gh"].sum()
-    pool_cols = [(opt, gt, rg) for opt, gt, rg in sorted({k[:3] for k in gh.index})]
     names = ["month", "upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", "total_usd", ""]
-    names += [f"hours {r.option} {pd.Timestamp(r.purchase_date):%Y-%m-%d} {r.gpu_type}/{r.region}"
-              for r in bought.itertuples()]
+    names += [f"hours {_purchase_label(r)}" for r in bought.itertuples()]
     names += [f"GPU-hours {opt} {gt}/{rg}" for opt, gt, rg in pool_cols]
-    names += [f"GPUs {r.option} {pd.Timestamp(r.purchase_date):%Y-%m-%d} {r.gpu_type}/{r.region}"
-              for r in bought.itertuples()]
-    s = _Sheet(ws, names, {n: USD for n in names[1:6]})
+    names += [f"GPUs {_purchase_label(r)}" for r in bought.itertuples()]
+    names += ["discount_factor", "discounted_usd"]
+    s = _Sheet(ws, names, {n: USD for n in names[1:6]} | {"discount_factor": "0.0000", "discounted_usd": USD})
     s.header({"month": 10, "": 3})
     h0 = 8  # first helper column (H)
     g0 = h0 + len(bought)  # GPU-hours columns
     l0 = g0 + len(pool_cols)  # ladder columns
     letter = lambda i: xl_col_to_name(i - 1)  # noqa: E731 (1-based, as the row numbers)
     spelled = len(bought) <= MAX_FORMULA_TERMS and len(pool_cols) <= MAX_FORMULA_TERMS
+    rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
     purchase_month = {j: pd.Timestamp(getattr(r, "cash_date", r.purchase_date)).strftime("%Y-%m")
                       for j, r in enumerate(bought.itertuples())}  # the upfront's month (a block: its start)
     end_month = {j: (pd.Timestamp(r.end_date) - pd.Timedelta(hours=1)).strftime("%Y-%m")
@@ -1159,6 +1199,9 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         values += gh_m
         values += [F(f"=IF({letter(h0 + j)}{row}>0,Purchases!$G${bought_idx[j] + 2},0)",
                      float(r.gpus) if hours[j, i] > 0 else 0.0) for j, r in enumerate(bought.itertuples())]
+        factor = (1.0 + rate) ** (-i / 12.0)
+        d0 = l0 + len(bought)  # the discount factor's column (1-based)
+        values += [F(f"=(1+discount_rate)^(-{i}/12)", factor), F(f"=F{row}*{letter(d0)}{row}", month_total * factor)]
         s.append(values)
     n = s.rows - 1  # last data row (0-based)
     wb = ws.planner_book.wb
@@ -1170,7 +1213,7 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     chart.set_y_axis({"name": "USD", "num_format": USD0})
     chart.set_x_axis({"name": "month"})
     chart.set_size({"width": 900, "height": 380})
-    ws.insert_chart("H2" if not len(bought) and not pool_cols else f"{letter(l0 + len(bought) + 1)}2", chart)
+    ws.insert_chart(f"{letter(l0 + len(bought) + 3)}2", chart)
     if len(bought):
         ladder = wb.add_chart({"type": "area", "subtype": "stacked"})
         for j in range(len(bought)):
@@ -1181,4 +1224,4 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         ladder.set_y_axis({"name": "GPUs", "num_format": INT})
         ladder.set_x_axis({"name": "month"})
         ladder.set_size({"width": 900, "height": 380})
-        ws.insert_chart(f"{letter(l0 + len(bought) + 1)}24", ladder)
+        ws.insert_chart(f"{letter(l0 + len(bought) + 3)}24", ladder)
