@@ -146,13 +146,19 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
         log = os.path.join(tmp, "cbc.log")
         prob, variables = model.to_pulp()  # derived from the arrays for this solve
         _set_start(model, variables)
-        solver = pulp.COIN_CMD(path=_dies_with_us(path, tmp), msg=False, timeLimit=time_limit_s,
+        solver = pulp.COIN_CMD(path=_dies_with_us(path), msg=False, timeLimit=time_limit_s,
                                gapRel=mip_gap, threads=threads, logPath=log, warmStart=True)
         solver.tmpDir = tmp  # PuLP's .mps/.mst/.sol files go in our private folder (absolute paths), removed
-        try:  # after; no chdir: the working directory is the process's, and other threads' (issue 27, #3)
-            prob.solve(solver)
-        except pulp.PulpSolverError as exc:
-            raise SolverError(f"CBC failed: {exc}") from None
+        for attempt in range(5):  # no chdir: the working directory is the process's, and other threads'
+            try:
+                prob.solve(solver)
+                break
+            except pulp.PulpSolverError as exc:
+                raise SolverError(f"CBC failed: {exc}") from None
+            except OSError as exc:  # ETXTBSY: another thread forked while the launcher was being written
+                if exc.errno != 26 or attempt == 4:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
         text = Path(log).read_text(encoding="utf-8", errors="replace") if os.path.exists(log) else ""
     result = _CBC_RESULT.search(text)
     result_text = result.group(1).strip() if result else ""
@@ -174,17 +180,36 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
     return _result(model, "cbc", status, t0, gap_v, bound_v, result_text, _values(variables))
 
 
-def _dies_with_us(cbc: str, folder: str) -> str:
+_LAUNCHER_LOCK = threading.Lock()
+_LAUNCHER: dict = {}  # cbc path -> this process's launcher script (written once)
+
+
+def _dies_with_us(cbc: str) -> str:
     """A launcher for CBC that the kernel kills when the planner dies (SIGKILL included): util-linux's
-    ``setpriv --pdeathsig KILL``; the plain binary where setpriv is missing."""
+    ``setpriv --pdeathsig KILL``; the plain binary where setpriv is missing.
+
+    Written once per process (under a lock) in a private folder, closed before any solve runs it: a script
+    written while another thread forks would be "text file busy" (ETXTBSY) for that thread's exec.
+    """
     setpriv = shutil.which("setpriv")
     if not setpriv or sys.platform != "linux":
         return cbc
-    launcher = os.path.join(folder, "cbc")
-    with open(launcher, "w", encoding="utf-8") as f:
-        f.write(f'#!/bin/sh\nexec "{setpriv}" --pdeathsig KILL -- "{cbc}" "$@"\n')
-    os.chmod(launcher, 0o700)
-    return launcher
+    with _LAUNCHER_LOCK:
+        launcher = _LAUNCHER.get(cbc)
+        if launcher and os.path.exists(launcher):
+            return launcher
+        import atexit
+
+        folder = tempfile.mkdtemp(prefix=f"planner-cbc-{os.getpid()}-launcher-")
+        atexit.register(shutil.rmtree, folder, True)
+        launcher = os.path.join(folder, "cbc")
+        tmp = launcher + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(f'#!/bin/sh\nexec "{setpriv}" --pdeathsig KILL -- "{cbc}" "$@"\n')
+        os.chmod(tmp, 0o700)
+        os.replace(tmp, launcher)
+        _LAUNCHER[cbc] = launcher
+        return launcher
 
 
 def _remove_stale_cbc_folders() -> None:

@@ -23,11 +23,20 @@ def needs_lo(fn):
 
 
 def recalc(path: Path, tmp: Path) -> Path:
-    """Open and recalculate ``path`` in LibreOffice headless; return the recomputed copy."""
+    """Recalculate ``path`` in LibreOffice headless; return the recomputed copy.
+
+    LibreOffice keeps the values an .xlsx stores with its formulas (it does not recalculate on load by
+    default), so the formulas are first saved without them (openpyxl writes no cached values): every cell
+    LibreOffice returns is then its own computation, never the planner's stored number.
+    """
     out = tmp / f"recalc-{path.stem}"
     profile = tmp / "lo-profile"
+    bare_dir = tmp / f"bare-{path.stem}"
+    bare_dir.mkdir(parents=True, exist_ok=True)
+    bare = bare_dir / path.name
+    load_workbook(path).save(bare)  # formulas only
     subprocess.run([soffice(), f"-env:UserInstallation=file://{profile}", "--headless", "--calc",
-                    "--convert-to", "xlsx", "--outdir", str(out), str(path)],
+                    "--convert-to", "xlsx", "--outdir", str(out), str(bare)],
                    check=True, capture_output=True, timeout=240)
     return out / path.name
 
