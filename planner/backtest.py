@@ -237,7 +237,7 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
     if not len(inp.reserved):
         return inp, np.zeros(len(inp.reserved)), 1
     if strategy in ("point", "stochastic"):
-        return inp, make_plan(inp, risk=False).purchases["instances"].to_numpy(float), len(prob)
+        return inp, make_plan(inp, risk=False).purchases["units"].to_numpy(float), len(prob)
     on_order = _on_order(base, owned, start)
     if strategy == "percentile_fleet":
         return inp, percentile_fleet(inp, point, on_order), 1
@@ -623,6 +623,13 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
                                  "their GPU types' speeds are sized on the whole history, which would leak the "
                                  "future into each cut-off", value=", ".join(slo),
                                  hint="backtest their demand in GPUs (a class without [classes.X.slo])"))
+    opts = history.options
+    if opts is not None and "kind" in opts and opts["kind"].eq("spend").any():
+        raise InputError(Problem(str(history.config.prices or "price sheet"),
+                                 "backtests do not carry savings plans yet (a dollar commitment bought at one cut-off "
+                                 "is not yet inventory at the next)", column="option",
+                                 value=", ".join(sorted(set(opts.loc[opts["kind"].eq("spend"), "option"]))),
+                                 hint="backtest with a price sheet without the savings_plan_* rows"))
     horizon = horizon_hours or train_hours
     if horizon > 3 * 8760:
         raise InputError(Problem("--horizon-hours", "out of range", value=horizon,

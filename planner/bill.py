@@ -88,7 +88,8 @@ def purchase_cost_by_period(plan) -> np.ndarray:
     res = inp.reserved
     if not len(res):
         return np.zeros((0, inp.T))
-    per_hour = plan.purchases["instances"].to_numpy(float) * res["m"].to_numpy(float) * res["r"].to_numpy(float)
+    units = plan.purchases["units" if "units" in plan.purchases else "instances"].to_numpy(float)  # instances or USD/h
+    per_hour = units * res["m"].to_numpy(float) * res["r"].to_numpy(float)
     return per_hour[:, None] * inp.active * inp.hours[None, :]
 
 

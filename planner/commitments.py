@@ -42,7 +42,7 @@ KINDS: tuple[OptionKind, ...] = (
     OptionKind("spot", r"spot", False, False, "", "spot"),
     OptionKind("instance", r"reserved(_[\w.]+)?", True, True, "instance", "reserved_1y"),
     OptionKind("window", r"capacity_block(_[\w.]+)?", True, True, "instance", "capacity_block"),
-    # OptionKind("spend", r"savings_plan(_[\w.]+)?", True, False, "usd_per_hour", "savings_plan_1y"),  (in progress)
+    OptionKind("spend", r"savings_plan(_[\w.]+)?", True, False, "usd_per_hour", "savings_plan_1y"),
 )
 _BY_NAME = {k.name: k for k in KINDS}
 _PATTERNS = [(k.name, re.compile(rf"^{k.pattern}$")) for k in KINDS]
@@ -92,13 +92,13 @@ def is_term(options: pd.Series) -> pd.Series:
 
 def option_names_expected() -> str:
     """The spellings the price sheet accepts, for error messages."""
-    return "on_demand, spot, reserved_<term> (e.g. reserved_1y) or capacity_block"
+    return "on_demand, spot, reserved_<term> (e.g. reserved_1y), capacity_block or savings_plan_<term>"
 
 
 # ---- the commitments table: one row per (commitment option, purchase date) ------------------------------
 OPTION_COLUMNS = ["pool", "gpu_type", "region", "option", "kind", "hourly_usd", "upfront_usd", "term_months", "r",
                   "m", "lead_time_months", "residual_usd", "valid_from", "block_start", "block_days", "provider",
-                  "max_gpus", "row"]
+                  "max_gpus", "row", "plan_family"]
 AWS_BLOCK_AHEAD = pd.Timedelta(weeks=8)  # an AWS Capacity Block starts at most 8 weeks after it is bought
 
 
@@ -111,7 +111,8 @@ def option_rows(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
     pool_of = {(g, r): i for i, (g, r) in enumerate(zip(pools.gpu_type, pools.region))}
     res["pool"] = [pool_of[(g, r)] for g, r in zip(res.gpu_type, res.region)]
     for col, default in (("lead_time_months", 0.0), ("residual_usd", 0.0), ("valid_from", pd.NaT),
-                         ("block_start", pd.NaT), ("block_days", np.nan), ("provider", ""), ("row", 0)):
+                         ("block_start", pd.NaT), ("block_days", np.nan), ("provider", ""), ("row", 0),
+                         ("plan_family", "")):
         if col not in res:
             res[col] = default
     res["kind"] = kind_of(res["option"])
@@ -135,7 +136,9 @@ def purchase_table(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.n
     from . import ladder
 
     win = options["kind"].eq("window").to_numpy()
-    rows, active = ladder.purchase_rows(options[~win].reset_index(drop=True), periods, hours, dates)
+    spend = options["kind"].eq("spend").to_numpy()
+    terms = pd.concat([options[~win & ~spend], spend_commitments(options[spend])], ignore_index=True)
+    rows, active = ladder.purchase_rows(terms, periods, hours, dates)
     rows["cash_date"] = rows["purchase_date"]
     rows["max_units"] = np.inf
     blocks = options[win]
@@ -170,10 +173,46 @@ def purchase_table(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.n
 
 
 def _typed(rows: pd.DataFrame) -> pd.DataFrame:
-    rows["integer"] = True  # instances (term commitments and blocks alike) are bought whole
     if "kind" in rows:
         rows["kind"] = rows["kind"].fillna("instance")
+    # instances (term commitments and blocks alike) are bought whole; a spend commitment is USD per hour
+    rows["integer"] = ~rows["kind"].eq("spend") if "kind" in rows else True
     return rows
+
+
+def spend_commitments(rates: pd.DataFrame) -> pd.DataFrame:
+    """One commitment option per (savings-plan option, plan_family), from its per-pool rate rows.
+
+    Its unit is one USD per hour committed: ``m`` 1, effective rate ``r`` 1 (a unit costs 1 USD an hour of its
+    term, paid whether used or not), ``upfront_usd`` the part paid on the purchase date (per USD/h) and
+    ``hourly_usd`` = 1 - upfront / (term hours) the part paid by the hour. ``pool`` is negative (no pool:
+    it holds no capacity), one per commitment; ``gpu_type`` / ``region`` are blank.
+    """
+    cols = OPTION_COLUMNS
+    if not len(rates):
+        return pd.DataFrame(columns=cols)
+    first = rates.groupby(["option", "plan_family"], sort=True).first().reset_index()
+    L = first["term_months"].to_numpy(float) * 730.0
+    out = pd.DataFrame({
+        "pool": -(np.arange(len(first)) + 1), "gpu_type": "", "region": "", "option": first["option"],
+        "kind": "spend", "hourly_usd": 1.0 - first["upfront_usd"].to_numpy(float) / L,
+        "upfront_usd": first["upfront_usd"].to_numpy(float), "term_months": first["term_months"], "r": 1.0,
+        "m": 1.0, "lead_time_months": 0.0, "residual_usd": 0.0, "valid_from": pd.NaT, "block_start": pd.NaT,
+        "block_days": np.nan, "provider": "", "max_gpus": np.nan, "row": first["row"],
+        "plan_family": first["plan_family"]})
+    return out[cols]
+
+
+def spend_rates(table: pd.DataFrame, options: pd.DataFrame | None) -> pd.DataFrame:
+    """Per spend commitment row ``c`` of the commitments table and eligible pool: its discounted ``rate`` (USD
+    per GPU-hour). Empty without savings plans."""
+    cols = ["c", "pool", "rate"]
+    if options is None or not len(table) or "kind" not in table or not table["kind"].eq("spend").any():
+        return pd.DataFrame(columns=cols)
+    rows = options[options["kind"].eq("spend")]
+    c = table[table["kind"].eq("spend")][["option", "plan_family"]].reset_index().rename(columns={"index": "c"})
+    m = c.merge(rows[["option", "plan_family", "pool", "hourly_usd"]], on=["option", "plan_family"])
+    return m.rename(columns={"hourly_usd": "rate"})[cols].sort_values(["c", "pool"]).reset_index(drop=True)
 
 
 def _inside(blocks: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.ndarray) -> np.ndarray:

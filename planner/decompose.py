@@ -112,6 +112,11 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
     t0 = time.perf_counter()
     R = len(inp.reserved)
+    whole = unit_integer(inp)  # instances are whole; savings plans' USD per hour are continuous
+
+    def rounded(x):
+        return np.where(whole, np.round(x), np.clip(x, 0.0, None))
+
     cost = first_stage_cost(inp)  # cost, or NPV under [finance] objective = "npv" (the chunks discount alike)
     index = chunk_index(inp, chunk)
     n0 = np.zeros(R)
@@ -145,10 +150,10 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         it += 1
         values, duals = zip(*(c.price(n) for c in chunks))
         recourse = float(sum(values))
-        if integer or np.allclose(n, np.round(n)):
-            total = float(cost @ np.round(n)) + recourse
+        if integer or np.allclose(n[whole], np.round(n[whole])):
+            total = float(cost @ rounded(n)) + recourse
             if total < best_upper:
-                best_upper, best_n = total, np.round(n)
+                best_upper, best_n = total, rounded(n)
         add_cuts(n, values, duals)
         if not integer:
             # relaxation: stop cutting it when it stalls; then the integer master
@@ -161,8 +166,8 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
             out_of_time = time_limit_s is not None and time.perf_counter() - t0 > time_limit_s
             if np.allclose(n_new, n, atol=1e-7) or lp_gap <= mip_gap * abs(lp_bound) or it > 60 or out_of_time:
                 integer = True
-                whole = np.flatnonzero(unit_integer(inp)).astype(np.int32)
-                master.changeColsIntegrality(len(whole), whole, np.full(len(whole), highspy.HighsVarType.kInteger))
+                ints = np.flatnonzero(whole).astype(np.int32)
+                master.changeColsIntegrality(len(ints), ints, np.full(len(ints), highspy.HighsVarType.kInteger))
             else:
                 n = n_new
                 continue
@@ -172,7 +177,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         info = master.getInfo()
         bound = max(bound, float(info.mip_dual_bound if np.isfinite(info.mip_dual_bound) else
                                  info.objective_function_value))
-        n = np.round(np.asarray(master.getSolution().col_value, dtype=float)[:R])
+        n = rounded(np.asarray(master.getSolution().col_value, dtype=float)[:R])
         history.append((it, bound, best_upper))
         if progress:
             progress(it, bound, best_upper)
@@ -190,7 +195,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
             break
     if best_n is None:  # never priced an integer point (time limit): price the last one
-        values, _ = zip(*(c.price(np.round(n)) for c in chunks))
-        best_n, best_upper = np.round(n), float(cost @ np.round(n)) + float(sum(values))
+        values, _ = zip(*(c.price(rounded(n)) for c in chunks))
+        best_n, best_upper = rounded(n), float(cost @ rounded(n)) + float(sum(values))
     return BendersResult(n=best_n, upper=best_upper, lower=min(bound, best_upper), iterations=it, chunks=J,
                          seconds=time.perf_counter() - t0, status=status, history=history)

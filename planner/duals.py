@@ -59,7 +59,7 @@ def row_duals(inp, purchases: np.ndarray, threads: int | None = None):
 def shadow_prices(plan, tol: float = 1e-7) -> pd.DataFrame:
     """One row per binding family member (see the module docstring); empty when nothing binds."""
     inp = plan.inputs
-    model, duals = row_duals(inp, plan.purchases["instances"].to_numpy(float), inp.config.solver.threads)
+    model, duals = row_duals(inp, plan.purchases["units"].to_numpy(float), inp.config.solver.threads)
     if duals is None or not len(duals):
         return pd.DataFrame(columns=COLUMNS)
     months = max(inp.horizon_hours / 730.0, 1e-9)

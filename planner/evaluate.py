@@ -81,10 +81,25 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
             index[(r.gpu_type, r.region, r.option, pd.Timestamp(r.purchase_date).date().isoformat())] = i
         if getattr(r, "kind", "instance") == "window":
             index[(r.gpu_type, r.region, r.option, "block", pd.Timestamp(r.block_start).isoformat())] = i
+        if getattr(r, "kind", "instance") == "spend":  # a savings plan: by its family and date, in USD per hour
+            index[("spend", r.option, str(r.plan_family), pd.Timestamp(r.purchase_date).date().isoformat())] = i
     n = np.zeros(len(inp.reserved))
     problems = []
     for i, row in enumerate(rows):
         try:
+            if row.get("kind") == "spend":
+                key = ("spend", row["option"], str(row.get("plan_family")), str(row["purchase_date"])[:10])
+                usd = float(row.get("usd_per_hour") or 0.0)
+                if not math.isfinite(usd) or usd < 0:
+                    raise ValueError("usd_per_hour")
+                if key in index:
+                    n[index[key]] += usd
+                elif usd > 0 and pd.Timestamp(key[3]) <= inp.periods[-1]:
+                    problems.append(Problem(file, f"reserved_purchases[{i}] commits to a savings plan the price sheet "
+                                            "does not have on that date", value="/".join(key[1:]),
+                                            hint="evaluate with the price sheet, horizon and [commitments] the plan "
+                                                 "used"))
+                continue
             key = (row["gpu_type"], row["region"], row["option"])
             if row.get("block_start"):
                 key = key + ("block", pd.Timestamp(row["block_start"]).isoformat())

@@ -55,6 +55,11 @@ class PlanInputs:
     discount_origin: pd.Period | None = None  # month 0 of the cost of capital (the first period's month)
 
     @property
+    def spend_rates(self) -> pd.DataFrame:
+        """Per savings-plan commitment row ``c`` of ``reserved`` and eligible pool: its discounted ``rate``."""
+        return commitments.spend_rates(self.reserved, self.options)
+
+    @property
     def discount(self) -> np.ndarray:
         """(T,) each period's discount factor at ``[finance] discount_rate`` (all 1 at a rate of 0)."""
         from .finance import period_factor
@@ -119,7 +124,8 @@ def _pools(prices: pd.DataFrame) -> pd.DataFrame:
         rows = prices[prices["option"] == option].set_index(["gpu_type", "region"])[col]
         return rows.reindex(idx).to_numpy(dtype=float)
 
-    pools["m"] = prices.groupby(["gpu_type", "region"])["gpus_per_instance"].first().reindex(idx).to_numpy()
+    sized = prices[~commitments.kind_of(prices["option"]).eq("spend")]  # a savings plan row has no instance
+    pools["m"] = sized.groupby(["gpu_type", "region"])["gpus_per_instance"].first().reindex(idx).to_numpy()
     pools["od"] = pick("on_demand", "hourly_usd")
     pools["sp"] = pick("spot", "hourly_usd")
     pools["ip"] = pick("spot", "interruptions_per_hour")
@@ -378,8 +384,12 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
     options = None if inp.options is None else inp.options.copy()
     for table in (reserved, options):
         if table is not None:
+            # a savings plan's unit (1 USD/h) is not a price: its rates per GPU-hour (option rows) scale instead
+            unit = table["kind"].eq("spend").to_numpy() if "kind" in table else np.zeros(len(table), bool)
+            rate_row = unit & (table["pool"].to_numpy() >= 0)
             for col in ("hourly_usd", "upfront_usd", "residual_usd", "r"):
-                table[col] = table[col] * reserved_price
+                factor = np.where(unit, np.where(rate_row & (col == "hourly_usd"), reserved_price, 1.0), reserved_price)
+                table[col] = table[col] * factor
     ramp = np.ones(inp.T)
     if inp.T > 1 and demand_growth != 1.0:
         elapsed = np.concatenate([[0.0], np.cumsum(inp.hours[:-1])])

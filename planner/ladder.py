@@ -112,7 +112,7 @@ def cash_schedule(purchases: pd.DataFrame, periods: pd.DatetimeIndex, on_demand:
     per month (index "YYYY-MM").
     """
     months = schedule_months(purchases, periods)
-    gpus = purchases["gpus"].to_numpy(float)
+    gpus = purchases["quantity" if "quantity" in purchases else "gpus"].to_numpy(float)  # GPUs, or USD/h (savings plan)
     upfront = np.zeros(len(months))
     hourly = purchases["hourly_usd"].to_numpy(float)
     if len(purchases):  # the upfront is paid on the cash date: the purchase date (a block: its window's start)

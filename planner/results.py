@@ -65,6 +65,7 @@ class Plan:
     notes: list = field(default_factory=list)  # sentences the user should read (e.g. how the model was solved)
     finance: dict = field(default_factory=dict)  # discount_rate, objective, npv_usd (the NPV of the cash schedule)
     payment_options: pd.DataFrame = field(default_factory=pd.DataFrame)  # per purchase bought: every payment option
+    spend: pd.DataFrame = field(default_factory=pd.DataFrame)  # per savings-plan commitment: USD/h, coverage, use
 
     @property
     def allocation(self) -> pd.DataFrame:
@@ -202,7 +203,10 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     if not have:
         v = np.zeros(model.n_variables)
     B = blocks.B
-    n = np.rint(v[fam["n"]["col"].to_numpy()]) if len(fam["n"]) else np.zeros(0)
+    n = v[fam["n"]["col"].to_numpy()] if len(fam["n"]) else np.zeros(0)
+    if len(n):  # instances are whole; a savings plan's USD per hour is not
+        whole = inp.reserved["integer"].to_numpy(bool) if "integer" in inp.reserved else np.ones(len(n), bool)
+        n = np.where(whole, np.rint(n), np.where(np.abs(n) < 1e-9, 0.0, n))
     Xb = _dense(fam["x"], v, (K, P, B), ("k", "p", "b"))
     Yb = _dense(fam["y"], v, (K, P, B), ("k", "p", "b"))
     Zb = _dense(fam["z"], v, (K, P, B), ("k", "p", "b"))
@@ -215,7 +219,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     Xb = Xb + Xd
 
     res = inp.reserved
-    m_res = res["m"].to_numpy(float)
+    m_res = np.where(res["pool"].to_numpy(int) >= 0, res["m"].to_numpy(float), 0.0)  # a savings plan holds no GPU
     # reserved GPUs bought and active in each period (dated purchases: each from its date, for its term)
     active_t = inp.active.astype(float)  # (R, T)
     owned_bought = np.zeros((P, inp.T))
@@ -230,7 +234,9 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     full_term = float(np.sum(n * reserved_cost_per_instance(inp, "full_term"))) if len(res) else 0.0
     accounting = inp.config.commitments.accounting
     reserved_cost = full_term if accounting == "full_term" else amortised
-    od_cost = float(np.einsum("kpb,b,p->", Yb, w, np.nan_to_num(od)))
+    Vb = _covered(inp, fam, v, (P, B))  # on-demand GPUs paid by savings plans
+    od_cost = float(np.einsum("kpb,b,p->", Yb, w, np.nan_to_num(od))) - float(np.einsum("pb,b,p->", Vb, w,
+                                                                                      np.nan_to_num(od)))
     sp_cost = float(np.einsum("kpb,b,p->", Zb, w, np.nan_to_num(sp)))
     short_hours = float(Ub.sum(axis=0) @ w)
     cost = {"reserved": reserved_cost, "on_demand": od_cost, "spot": sp_cost,
@@ -272,7 +278,8 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
             "reserved_owned": owned.reshape(-1),
             "reserved_used": Xb[:, :, idx].sum(axis=0).reshape(-1),
             "on_demand": Yb[:, :, idx].sum(axis=0).reshape(-1),
-            "spot": Zb[:, :, idx].sum(axis=0).reshape(-1)}))
+            "spot": Zb[:, :, idx].sum(axis=0).reshape(-1),
+            "on_demand_covered": Vb[:, idx].reshape(-1)}))  # of the on-demand GPUs, those savings plans pay
     cols = ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus"]
     allocation = (pd.concat(frames, ignore_index=True) if frames
                   else pd.DataFrame({c: [] for c in cols + POSITIONS}))
@@ -291,7 +298,8 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     budget = budget_activity(model, v) if have else budget_activity(model, np.zeros(model.n_variables))
     shortfall = _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block,
                            set(budget.loc[budget["binding"].astype(bool), "name"]))
-    cash = _cash(inp, blocks, Yb, Zb, purchases)
+    cash = _cash(inp, blocks, Yb, Zb, purchases, Vb)
+    spend = _spend_table(inp, fam, v, blocks, purchases)
     finance, payments = _finance(inp, purchases, cash)
     spot = inp.spot.copy()
     if len(spot):
@@ -318,7 +326,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                 shortfall_gpu_hours=short_hours, baseline_all_on_demand=baseline_all_on_demand(inp),
                 reserved_utilisation=utilisation, timings=dict(timings or {}), stats=stats,
                 latency=latency, backfill=backfill, commitments=commitments, cash_schedule=cash, budget=budget,
-                finance=finance, payment_options=payments)
+                finance=finance, payment_options=payments, spend=spend)
 
 
 def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
@@ -328,7 +336,7 @@ def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame) -> tu
 
     f = inp.config.finance
     origin = inp.discount_origin or (inp.periods[0].to_period("M") if inp.T else None)
-    purchases["npv_usd"] = purchases["gpus"].to_numpy(float) * purchase_npv_per_gpu(inp.reserved, origin,
+    purchases["npv_usd"] = purchases["quantity"].to_numpy(float) * purchase_npv_per_gpu(inp.reserved, origin,
                                                                                      f.discount_rate) \
         if len(purchases) else 0.0
     doc = {"discount_rate": f.discount_rate, "objective": f.objective,
@@ -348,12 +356,15 @@ def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
     res = inp.reserved
     cols = ["gpu_type", "region", "option", "kind", "term_months", "hourly_usd", "upfront_usd", "r", "m",
             "purchase_date", "active_from", "end_date", "firm", "lead_time_months", "residual_usd",
-            "hours_active", "valid_from", "cash_date", "block_start", "block_days", "provider"]
+            "hours_active", "valid_from", "cash_date", "block_start", "block_days", "provider", "plan_family"]
     purchases = res[[c for c in cols if c in res]].copy()
     purchases = purchases.rename(columns={"r": "effective_usd_per_gpu_hour", "m": "gpus_per_instance"})
-    purchases["instances"] = n.astype(int)
-    purchases["gpus"] = n * res["m"].to_numpy(float)
-    gpus = purchases["gpus"]
+    spend = purchases["kind"].eq("spend").to_numpy() if "kind" in purchases else np.zeros(len(purchases), bool)
+    purchases["units"] = n  # the first-stage decision: instances, or USD per hour for a savings plan
+    purchases["quantity"] = n * res["m"].to_numpy(float)  # GPUs, or USD per hour: what the per-unit prices multiply
+    purchases["instances"] = np.where(spend, 0, n).astype(int)
+    purchases["gpus"] = np.where(spend, 0.0, n * res["m"].to_numpy(float))
+    gpus = purchases["quantity"]  # the costs below are per GPU, or per USD/h for a savings plan
     hours = purchases["hours_active"] if "hours_active" in purchases else inp.horizon_hours
     purchases["horizon_cost_usd"] = gpus * purchases["effective_usd_per_gpu_hour"] * hours
     residual = purchases["residual_usd"] if "residual_usd" in purchases else 0.0
@@ -366,18 +377,64 @@ def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
     return purchases
 
 
-def _cash(inp: PlanInputs, blocks, Yb, Zb, purchases: pd.DataFrame) -> pd.DataFrame:
-    """The plan's cash per calendar month (ladder.cash_schedule): expected on-demand and spot over scenarios."""
+def _covered(inp: PlanInputs, fam, v: np.ndarray, shape: tuple) -> np.ndarray:
+    """(P, B) on-demand GPUs covered by the savings plans (summed over the commitments)."""
+    out = np.zeros(shape)
+    f = fam.get("v")
+    if f is not None and len(f):
+        np.add.at(out, (f["p"].to_numpy(int), f["b"].to_numpy(int)), np.clip(v[f["col"].to_numpy()], 0.0, None))
+    return out
+
+
+def _spend_table(inp: PlanInputs, fam, v: np.ndarray, blocks, purchases: pd.DataFrame) -> pd.DataFrame:
+    """One row per savings-plan commitment row: USD per hour committed, its cost, the usage it covered (GPU-hours,
+    and USD at its rates and at on-demand) and its utilisation (covered USD at its rates / USD committed)."""
+    cols = ["row", "option", "plan_family", "purchase_date", "end_date", "firm", "usd_per_hour", "hours_active",
+            "committed_usd", "covered_gpu_hours", "covered_at_rates_usd", "covered_at_on_demand_usd",
+            "utilisation", "savings_usd"]
+    res = inp.reserved
+    if "kind" not in res or not res["kind"].eq("spend").any():
+        return pd.DataFrame(columns=cols)
+    rows = np.flatnonzero(res["kind"].eq("spend").to_numpy())
+    f = fam["v"]
+    x = np.clip(v[f["col"].to_numpy()], 0.0, None) if len(f) else np.zeros(0)
+    c, p, b = (f[k].to_numpy(int) for k in ("c", "p", "b")) if len(f) else (np.zeros(0, int),) * 3
+    od = np.nan_to_num(inp.pools["od"].to_numpy(float))
+    gh = np.bincount(c, weights=x * blocks.weight[b], minlength=len(res))
+    at_rates = np.bincount(c, weights=x * blocks.weight[b] * f["rate"].to_numpy(float), minlength=len(res)) \
+        if len(f) else np.zeros(len(res))
+    at_od = np.bincount(c, weights=x * blocks.weight[b] * od[p], minlength=len(res)) if len(f) else np.zeros(len(res))
+    C = purchases["units"].to_numpy(float)
+    hours = inp.active.astype(float) @ inp.hours
+    committed = C * hours
+    out = pd.DataFrame({"row": rows, "option": res["option"].to_numpy()[rows],
+                        "plan_family": res["plan_family"].to_numpy()[rows],
+                        "purchase_date": res["purchase_date"].to_numpy()[rows],
+                        "end_date": res["end_date"].to_numpy()[rows], "firm": res["firm"].to_numpy()[rows],
+                        "usd_per_hour": C[rows], "hours_active": hours[rows], "committed_usd": committed[rows],
+                        "covered_gpu_hours": gh[rows], "covered_at_rates_usd": at_rates[rows],
+                        "covered_at_on_demand_usd": at_od[rows]})
+    out["utilisation"] = np.divide(out["covered_at_rates_usd"], out["committed_usd"],
+                                   out=np.zeros(len(out)), where=out["committed_usd"].to_numpy() > 0)
+    out["savings_usd"] = out["covered_at_on_demand_usd"] - out["committed_usd"]
+    return out[cols]
+
+
+def _cash(inp: PlanInputs, blocks, Yb, Zb, purchases: pd.DataFrame, Vb: np.ndarray | None = None) -> pd.DataFrame:
+    """The plan's cash per calendar month (ladder.cash_schedule): expected on-demand (net of what savings plans
+    cover) and spot over scenarios; every commitment's upfront and recurring cash."""
     from .ladder import cash_schedule
 
     od = np.nan_to_num(inp.pools["od"].to_numpy(float))
     sp = np.nan_to_num(inp.pools["sp"].to_numpy(float))
     per_block_od = np.einsum("kpb,p->b", Yb, od)
+    if Vb is not None:
+        per_block_od = per_block_od - Vb.T @ od
     per_block_sp = np.einsum("kpb,p->b", Zb, sp)
     od_t = (inp.probability[:, None] * per_block_od[blocks.of]).sum(axis=0) * inp.hours  # (T,)
     sp_t = (inp.probability[:, None] * per_block_sp[blocks.of]).sum(axis=0) * inp.hours
     month = inp.periods.strftime("%Y-%m")
-    bought = purchases[purchases["gpus"] > 0]
+    bought = purchases[purchases["quantity"] > 0]
     return cash_schedule(bought, inp.periods, pd.Series(od_t, index=month).groupby(level=0).sum(),
                          pd.Series(sp_t, index=month).groupby(level=0).sum())
 

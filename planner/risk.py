@@ -55,7 +55,7 @@ def risk_view(plan: Plan, make_plan) -> RiskView | None:
     rp = plan.objective
     mean = np.einsum("s,skt->kt", inp.probability, inp.demand)[None]
     mean_plan = make_plan(with_demand(inp, mean, ["mean"], np.array([1.0])))
-    n_mean = mean_plan.purchases["instances"].to_numpy()
+    n_mean = mean_plan.purchases["units"].to_numpy()
     eev = make_plan(inp, fixed_reserved=n_mean).objective
     ws = 0.0
     for s, name in enumerate(inp.scenarios):

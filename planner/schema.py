@@ -34,7 +34,7 @@ PRICES = (
     Column("gpu_type", "str", True, "", "", "GPU type, e.g. H100"),
     Column("region", "str", True, "", "", "region, e.g. us-east4"),
     Column("option", "str", True, "", "",
-           "`on_demand`, `spot`, `reserved_<anything>` (e.g. reserved_1y) or `capacity_block`"),
+           "`on_demand`, `spot`, `reserved_<anything>` (e.g. reserved_1y), `capacity_block` or `savings_plan_<term>`"),
     Column("hourly_usd", "float", True, "USD per GPU-hour", "",
            "price per GPU-hour (the recurring part for reserved)"),
     Column("upfront_usd", "float", False, "USD per GPU", "0", "reserved only: upfront payment"),
@@ -58,6 +58,9 @@ PRICES = (
            "capacity_block only (required there): first hour of the block's window"),
     Column("block_days", "float", False, "days", "",
            "capacity_block only (required there): the window's length, a whole number of days"),
+    Column("plan_family", "str", False, "", "the option",
+           "savings_plan_* only: rows with one family form one commitment (e.g. an EC2 Instance Savings Plan's "
+           "instance family and region); by default all rows of one option do"),
     Column("provider", "str", False, "", "none",
            "capacity_block only: `aws` or `gcp` turns on that provider's rules for blocks (durations, start "
            "times, instance limit); blank accepts any whole number of days"),

@@ -21,6 +21,8 @@ def _pool_cost_and_owned(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
     inp = plan.inputs
     w = dict(zip(inp.scenarios, inp.probability))
     pur = plan.purchases
+    if "kind" in pur:
+        pur = pur[~pur["kind"].eq("spend")]  # a savings plan holds no pool's GPUs: see savings_plan_credit
     pool_of = {(g, r): p for p, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
     cost_p = np.zeros(inp.P)
     np.add.at(cost_p, [pool_of[(g, r)] for g, r in zip(pur["gpu_type"], pur["region"])],
@@ -29,6 +31,45 @@ def _pool_cost_and_owned(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
     owned_p = (f["reserved_owned"] * f["hours"] * f["wt"]).groupby([f["gpu_type"], f["region"]]).sum()
     owned = np.array([owned_p.get((g, r), 0.0) for g, r in zip(inp.pools["gpu_type"], inp.pools["region"])])
     return cost_p, owned
+
+
+def savings_plan_credit(plan: Plan) -> pd.DataFrame:
+    """Per allocation row on demand: the USD of it a savings plan paid (``credit_usd``: its share of the pool's
+    covered GPUs in that period, pro rata its on-demand GPUs, at the on-demand price), with its month.
+
+    Empty without savings plans. The plan's savings-plan cost is charged to the classes in proportion to
+    their credit (who used the coverage pays for the commitment, its unused part included)."""
+    inp = plan.inputs
+    f = plan.fleet
+    a = plan.allocation_positions
+    cols = ["_k", "month", "credit_usd"]
+    if "on_demand_covered" not in f or not (f["on_demand_covered"] > 0).any():
+        return pd.DataFrame(columns=cols)
+    od = a[a["option"] == "on_demand"]
+    key = ["scenario", "period", "gpu_type", "region"]
+    cov = f.loc[f["on_demand_covered"] > 0, key + ["on_demand", "on_demand_covered"]]
+    m = od.merge(cov, on=key, how="inner")
+    w = dict(zip(inp.scenarios, inp.probability))
+    price = np.nan_to_num(inp.pools["od"].to_numpy(float))[m["_p"].to_numpy(int)]
+    share = np.divide(m["gpus"], m["on_demand"], out=np.zeros(len(m)), where=m["on_demand"].to_numpy() > 0)
+    credit = share * m["on_demand_covered"] * m["hours"] * m["scenario"].map(w) * price
+    return pd.DataFrame({"_k": m["_k"].to_numpy(int), "month": m["period"].dt.strftime("%Y-%m").to_numpy(),
+                         "credit_usd": credit.to_numpy(float)})
+
+
+def spend_cost(plan: Plan, by_month: bool = False):
+    """The savings plans' cost: in total under the model's accounting, or per month (amortised: USD/h x hours)."""
+    pur = plan.purchases
+    if "kind" not in pur or not pur["kind"].eq("spend").any():
+        return pd.Series(dtype=float) if by_month else 0.0
+    spend = pur["kind"].eq("spend").to_numpy()
+    if not by_month:
+        full = plan.inputs.config.commitments.accounting == "full_term"
+        return float(pur.loc[spend, "commitment_usd" if full else "horizon_cost_usd"].sum())
+    from .bill import purchase_cost_by_period
+
+    cube = purchase_cost_by_period(plan)[spend].sum(axis=0)
+    return pd.Series(cube, index=plan.inputs.periods.strftime("%Y-%m")).groupby(level=0).sum()
 
 
 def reserved_use(plan: Plan) -> dict:
@@ -73,12 +114,19 @@ def by_class(plan: Plan) -> pd.DataFrame:
         share = np.where(used > 0, res_use / used, 0.0)
     reserved_used = (res_use * rate).sum(axis=1)
     reserved_idle = (share * (rate * np.clip(owned - used, 0.0, None))[None, :]).sum(axis=1)
+    credit = np.zeros(K)
+    cr = savings_plan_credit(plan)
+    np.add.at(credit, cr["_k"].to_numpy(int), cr["credit_usd"].to_numpy(float))
+    sp_total = spend_cost(plan)
+    sp_share = credit / credit.sum() * sp_total if credit.sum() > 0 else np.zeros(K)
     out = pd.DataFrame({
         "workload_class": inp.classes, "team": [inp.config.team_of(c) for c in inp.classes],
         "reserved_gpu_hours": gh["reserved"], "on_demand_gpu_hours": gh["on_demand"], "spot_gpu_hours": gh["spot"],
         "reserved_used_usd": reserved_used, "reserved_idle_usd": reserved_idle,
-        "on_demand_usd": usd["on_demand"], "spot_usd": usd["spot"]})
-    out["total_usd"] = out[["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd"]].sum(axis=1)
+        "on_demand_usd": usd["on_demand"] - credit, "spot_usd": usd["spot"], "savings_plan_usd": sp_share,
+        "savings_plan_credit_usd": credit})
+    out["total_usd"] = out[["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
+                            "savings_plan_usd"]].sum(axis=1)
     unallocated = float(plan.cost["total"] - out["total_usd"].sum())
     if abs(unallocated) > 1e-6 * max(1.0, plan.cost["total"]):
         out = pd.concat([out, pd.DataFrame([{"workload_class": "(unallocated)", "team": "(unallocated)",
@@ -112,7 +160,7 @@ def by_month(plan: Plan) -> pd.DataFrame:
                           "usd": wgh * np.where(a["option"] == "on_demand", od[p],
                                                 np.where(a["option"] == "spot", sp[p], 0.0))})
     cols = ["month", "team", "workload_class", "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
-            "total_usd"]
+            "savings_plan_usd", "total_usd"]
     if not len(frame):
         return pd.DataFrame(columns=cols)
     paid = frame[frame["option"] != "reserved"].pivot_table(index=["month", "k"], columns="option", values="usd",
@@ -125,8 +173,9 @@ def by_month(plan: Plan) -> pd.DataFrame:
     if len(res):
         from .bill import purchase_cost_by_period
 
-        cube = pd.DataFrame(purchase_cost_by_period(plan).T, index=per_month).groupby(level=0).sum()  # (months, R)
-        cost_pm = cube.T.groupby(res["pool"].to_numpy(int)).sum().stack()  # (p, month)
+        held = res["pool"].to_numpy(int) >= 0  # savings plans hold no pool's GPUs: charged by their credit below
+        cube = pd.DataFrame(purchase_cost_by_period(plan)[held].T, index=per_month).groupby(level=0).sum()
+        cost_pm = cube.T.groupby(res["pool"].to_numpy(int)[held]).sum().stack()  # (p, month)
         cost_pm.index = cost_pm.index.swaplevel()  # (month, p)
     f = plan.fleet
     pool_of = {(g, r): i for i, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
@@ -156,12 +205,33 @@ def by_month(plan: Plan) -> pd.DataFrame:
         x = rows.setdefault((m, int(k)), {"reserved_used_usd": 0.0, "reserved_idle_usd": 0.0})
         x["on_demand_usd"] = float(r.get("on_demand", 0.0))
         x["spot_usd"] = float(r.get("spot", 0.0))
+    # savings plans: each class's on-demand less what a plan paid of it (its credit), and the month's
+    # savings-plan cost charged in proportion to the month's credits ((unallocated) without any)
+    credit = savings_plan_credit(plan).groupby(["month", "_k"])["credit_usd"].sum()
+    for (m, k), c in credit.items():
+        x = rows.setdefault((m, int(k)), {"reserved_used_usd": 0.0, "reserved_idle_usd": 0.0})
+        x["on_demand_usd"] = x.get("on_demand_usd", 0.0) - float(c)
+    sp_month = spend_cost(plan, by_month=True)
+    month_credit = credit.groupby(level=0).sum() if len(credit) else pd.Series(dtype=float)
+    for m, cost in sp_month.items():
+        if cost <= 0:
+            continue
+        total = float(month_credit.get(m, 0.0))
+        if total <= 0:
+            unallocated[m] = unallocated.get(m, 0.0) + float(cost)
+            continue
+        for k, c in credit.loc[m].items():
+            x = rows.setdefault((m, int(k)), {"reserved_used_usd": 0.0, "reserved_idle_usd": 0.0})
+            x["savings_plan_usd"] = x.get("savings_plan_usd", 0.0) + float(cost) * float(c) / total
     out = [{"month": m, "team": inp.config.team_of(inp.classes[k]), "workload_class": inp.classes[k],
             "reserved_used_usd": v["reserved_used_usd"], "reserved_idle_usd": v["reserved_idle_usd"],
-            "on_demand_usd": v.get("on_demand_usd", 0.0), "spot_usd": v.get("spot_usd", 0.0)}
+            "on_demand_usd": v.get("on_demand_usd", 0.0), "spot_usd": v.get("spot_usd", 0.0),
+            "savings_plan_usd": v.get("savings_plan_usd", 0.0)}
            for (m, k), v in rows.items()]
     out += [{"month": m, "team": "(unallocated)", "workload_class": "(unallocated)", "reserved_used_usd": 0.0,
-             "reserved_idle_usd": v, "on_demand_usd": 0.0, "spot_usd": 0.0} for m, v in unallocated.items()]
+             "reserved_idle_usd": v, "on_demand_usd": 0.0, "spot_usd": 0.0, "savings_plan_usd": 0.0}
+            for m, v in unallocated.items()]
     df = pd.DataFrame(out, columns=cols[:-1])  # no rows at all when the plan costs nothing (inventory covers it)
-    df["total_usd"] = df[["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd"]].sum(axis=1)
+    df["total_usd"] = df[["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
+                          "savings_plan_usd"]].sum(axis=1)
     return df.sort_values(["month", "workload_class"]).reset_index(drop=True)[cols]

@@ -279,7 +279,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     _report(bad, raw, dup & out["valid_from"].notna(), "valid_from",
             "valid_from overlaps: two prices of the same option start on the same date", d.get("valid_from"),
             expected="one price per gpu_type, region, option and valid_from date")
-    by_pool = out[known & ~dup].groupby(["gpu_type", "region"])
+    by_pool = out[known & ~dup & ~is_spend].groupby(["gpu_type", "region"])  # a savings plan row has no instance
     m_spread = by_pool["gpus_per_instance"].nunique()
     for (gt, rg) in m_spread[m_spread > 1].index:
         rows = out[(out.gpu_type == gt) & (out.region == rg)]

@@ -86,10 +86,14 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                      "ChargePeriodStart": _iso(max(start, b0)), "ChargePeriodEnd": _iso(min(end, b1)), **cols})
 
     commitments = []  # one per commitment active in the horizon: this plan's purchases, then the inventory
+    spend_use = {(c["option"], c["family"], c["purchase_date"]): float(c.get("utilisation") or 0.0)
+                 for c in plan.get("spend_commitments", [])}
     for p in plan.get("reserved_purchases", []):
-        if not p.get("instances"):
+        spend = p.get("kind") == "spend"
+        if not (p.get("usd_per_hour") if spend else p.get("instances")):
             continue
-        gpus = float(p["gpus"])
+        # a savings plan's quantity is its USD per hour committed (it covers on-demand usage, held by no pool)
+        gpus = float(p["usd_per_hour"]) if spend else float(p["gpus"])
         commitments.append({
             "cid": f"{p['gpu_type']}/{p['region']}/{p['option']}/{str(p.get('purchase_date'))[:10]}",
             "gpu_type": p["gpu_type"], "region": p["region"], "option": p["option"], "gpus": gpus,
@@ -99,7 +103,9 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             "start": pd.Timestamp(p.get("active_from") or horizon["start"]),
             "end": pd.Timestamp(p["end_date"]) if p.get("end_date") else hi,
             "bought": pd.Timestamp(p.get("cash_date") or p["purchase_date"]) if p.get("purchase_date") else lo,
-            "source": "new purchase"})  # a capacity block is paid in the month its window starts (cash_date)
+            "source": "new purchase",  # a capacity block is paid in the month its window starts (cash_date)
+            "spend_share": spend_use.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10]))
+            if spend else None})
     for i, r in enumerate(plan.get("inventory", [])):
         if not r.get("priced"):
             continue
@@ -154,7 +160,8 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 BilledCost=fee, EffectiveCost=0.0, ListCost=fee, ContractedCost=fee, ContractedUnitPrice=c["hourly"],
                 ListUnitPrice=c["hourly"], PricingQuantity=gh, PricingUnit="GPU-Hours", PricingCategory="Committed",
                 **kind(c, CommitmentDiscountQuantity=gh))
-            share = share_used.get((month, c["gpu_type"], c["region"]), 0.0)
+            share = c["spend_share"] if c.get("spend_share") is not None else \
+                share_used.get((month, c["gpu_type"], c["region"]), 0.0)
             list_rate = od_rates.get((c["gpu_type"], c["region"]))
             list_rate = list_rate if list_rate is not None and math.isfinite(list_rate) else None
             for status, part in (("Used", share), ("Unused", 1.0 - share)):

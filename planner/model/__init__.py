@@ -334,6 +334,8 @@ FAMILIES = (
     ("reserved_cap", con.define_reserved_cap_constraints),
     ("backfill_peak", con.define_backfill_peak_constraints),
     ("backfill_dedicated", con.define_backfill_dedicated_constraints),
+    ("spend_usage", con.define_spend_usage_constraints),
+    ("spend_commitment", con.define_spend_commitment_constraints),
 )
 
 

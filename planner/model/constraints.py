@@ -191,3 +191,33 @@ def define_backfill_dedicated_constraints(out: Rows, inp: PlanInputs, blocks: Bl
     _purchased_terms(inp, blocks, fam, rp, rb, rows, cols, coefs)
     return out.add("backfill_dedicated", (rp, rb), np.concatenate(rows), np.concatenate(cols),
                    np.concatenate(coefs), LpConstraintLE, np.zeros(len(rp)))
+
+
+def define_spend_usage_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
+    """sum_c v[c,p,b] - sum_k y[k,p,b] <= 0: a savings plan covers on-demand GPUs that are used, no more."""
+    v, y = fam["v"], fam["y"]
+    if v.empty:
+        return 0
+    rid, rp, rb = _row_ids((inp.P, blocks.B), v["p"].to_numpy(), v["b"].to_numpy())
+    yy = y[rid[y["p"].to_numpy(), y["b"].to_numpy()] >= 0]
+    rows = [rid[v["p"].to_numpy(), v["b"].to_numpy()], rid[yy["p"].to_numpy(), yy["b"].to_numpy()]]
+    cols = [v["col"].to_numpy(), yy["col"].to_numpy()]
+    coefs = [np.ones(len(v)), -np.ones(len(yy))]
+    return out.add("spend_usage", (rp, rb), np.concatenate(rows), np.concatenate(cols), np.concatenate(coefs),
+                   LpConstraintLE, np.zeros(len(rp)))
+
+
+def define_spend_commitment_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
+    """sum_p rate[c,p] v[c,p,b] - a[c,b] C[c] <= 0: each hour, the usage a savings plan covers, at its rates,
+    is at most the USD per hour committed (C = n[c], the row's first-stage column)."""
+    v = fam["v"]
+    if v.empty:
+        return 0
+    R = len(inp.reserved)
+    rid, rc, rb = _row_ids((R, blocks.B), v["c"].to_numpy(), v["b"].to_numpy())
+    n_col = fam["n"]["col"].to_numpy()
+    rows = [rid[v["c"].to_numpy(), v["b"].to_numpy()], np.arange(len(rc))]
+    cols = [v["col"].to_numpy(), n_col[rc]]
+    coefs = [v["rate"].to_numpy(float), -blocks.active[rc, rb]]
+    return out.add("spend_commitment", (rc, rb), np.concatenate(rows), np.concatenate(cols), np.concatenate(coefs),
+                   LpConstraintLE, np.zeros(len(rc)))

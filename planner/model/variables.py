@@ -11,7 +11,9 @@ Each family is a DataFrame of integer keys plus ``col``, the variable's column:
 - ``u[k,b]``   unmet demand where d[k,b] > 0;
 - ``xd[k,p,b]`` reserved GPUs of a ``backfill`` class that lie above the priority classes' peak use
   (never reclaimed: full goodput), where x of that class exists; its x is then the backfilled, at-risk use;
-- ``pk[p]``    the priority classes' peak reserved use in pool p, where backfill shares a pool with them.
+- ``pk[p]``    the priority classes' peak reserved use in pool p, where backfill shares a pool with them;
+- ``v[c,p,b]`` on-demand GPUs of pool p in block b covered by savings plan c (a spend commitment active in b,
+  p one of its eligible pools, where some class uses p on demand in b).
 
 Dominance (exact): an on-demand GPU of pool p serves class k only through the demand row (coefficient
 s q) and p's on-demand cap. If an uncapped pool p' is at least as cheap per useful reference GPU-hour
@@ -66,9 +68,14 @@ def define_variables(inp: PlanInputs, blocks: Blocks, dominance: bool = True
                            pools["od"].to_numpy(float)[None, :] / (inp.speed * inp.reliability), np.inf)
         sp_cost = np.where(inp.goodput > 0, pools["sp"].to_numpy(float)[None, :] / (inp.speed * inp.goodput), np.inf)
     use_od, use_sp = np.isfinite(od_cost), np.isfinite(sp_cost)
+    rates = inp.spend_rates
     if dominance:
         use_od = undominated(od_cost, ~np.isnan(pools["cap_od"].to_numpy(float)))
         use_sp = undominated(sp_cost, ~np.isnan(pools["cap_sp"].to_numpy(float)))
+        if len(rates):  # a savings plan can make a pool's on-demand the cheapest: keep every eligible pool's
+            eligible = np.zeros(inp.P, dtype=bool)
+            eligible[rates["pool"].to_numpy(int)] = True
+            use_od |= np.isfinite(od_cost) & eligible[None, :]
     has_res = pools["has_res"].to_numpy()
     x_mask = (allowed[:, :, None] & active[:, None, :]
               & (has_res[None, :, None] | (blocks.inventory > 0)[None, :, :]))
@@ -78,6 +85,18 @@ def define_variables(inp: PlanInputs, blocks: Blocks, dominance: bool = True
         add(family, {"k": k, "p": p, "b": b})
     k, b = np.nonzero(active)
     add("u", {"k": k, "b": b})
+    # v[c,p,b]: on-demand GPUs of pool p in block b covered by savings plan c (active in b) at its rate
+    y = fam["y"]
+    if len(rates) and len(y):
+        pb = np.unique(y["p"].to_numpy() * blocks.B + y["b"].to_numpy())
+        pairs = rates.merge(pd.DataFrame({"p": pb // blocks.B, "b": pb % blocks.B}), left_on="pool", right_on="p")
+        on = blocks.active[pairs["c"].to_numpy(int), pairs["b"].to_numpy(int)] > 0
+        pairs = pairs[on]
+        add("v", {"c": pairs["c"].to_numpy(int), "p": pairs["p"].to_numpy(int), "b": pairs["b"].to_numpy(int)})
+        fam["v"]["rate"] = pairs["rate"].to_numpy(float)
+    else:
+        add("v", {"c": np.zeros(0, int), "p": np.zeros(0, int), "b": np.zeros(0, int)})
+        fam["v"]["rate"] = np.zeros(0)
     # backfill classes: reserved GPUs of their own (above the priority classes' peak, never reclaimed)
     bf = np.array([inp.config.classes[c].backfill for c in inp.classes], dtype=bool) if inp.reserved_useful \
         is not None else np.zeros(inp.K, dtype=bool)

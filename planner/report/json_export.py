@@ -78,12 +78,14 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
     key = pd.MultiIndex.from_frame(f[["gpu_type", "region"]])
     od = np.nan_to_num(pools["od"].reindex(key).to_numpy(float))
     sp = np.nan_to_num(pools["sp"].reindex(key).to_numpy(float))
+    covered = f["on_demand_covered"].to_numpy(float) if "on_demand_covered" in f else np.zeros(len(f))
     g = pd.DataFrame({"month": f["period"].dt.strftime("%Y-%m").to_numpy(), "gpu_type": f["gpu_type"].to_numpy(),
                       "region": f["region"].to_numpy(),
                       "reserved_owned_gpu_hours": f["reserved_owned"].to_numpy() * w,
                       "reserved_used_gpu_hours": f["reserved_used"].to_numpy() * w,
                       "on_demand_gpu_hours": f["on_demand"].to_numpy() * w,
-                      "on_demand_usd": f["on_demand"].to_numpy() * w * od,
+                      "on_demand_covered_gpu_hours": covered * w,  # of which a savings plan paid
+                      "on_demand_usd": (f["on_demand"].to_numpy() - covered) * w * od,
                       "spot_gpu_hours": f["spot"].to_numpy() * w, "spot_usd": f["spot"].to_numpy() * w * sp})
     out = g.groupby(["month", "gpu_type", "region"], sort=True).sum().reset_index()
     month = inp.periods.strftime("%Y-%m")
@@ -151,9 +153,12 @@ def plan_to_dict(plan: Plan) -> dict:
              "monthly_recurring_usd": _num(r.monthly_recurring_usd),
              "liability_past_horizon_usd": _num(r.liability_past_horizon_usd),
              "kind": getattr(r, "kind", "instance"), "npv_usd": _num(getattr(r, "npv_usd", None)),
+             **({"usd_per_hour": _num(r.units), "plan_family": r.plan_family}
+                if getattr(r, "kind", "instance") == "spend" else {}),
              **_block_fields(r, dated)}
             for r in purchases.itertuples()],  # every reserved option and purchase date, bought (instances > 0) or not
         "commitments": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.commitments.items()},
+        "spend_commitments": _spend(plan),
         "npv_usd": _num(plan.finance.get("npv_usd")) if plan.finance else None,
         "finance": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.finance.items()},
         "payment_options": _records(plan.payment_options) if plan.payment_options is not None
@@ -253,3 +258,17 @@ def _block_fields(r, dated: bool) -> dict:
         return {}
     return {"block_start": pd.Timestamp(r.block_start).isoformat(), "block_days": _num(r.block_days),
             "cash_date": pd.Timestamp(r.cash_date).isoformat(), "provider": r.provider or None}
+
+
+def _spend(plan: Plan) -> list[dict]:
+    """plan.json ``spend_commitments``: one entry per savings-plan commitment (option, family, purchase date)."""
+    sp = plan.spend
+    if sp is None or not len(sp):
+        return []
+    return [{"option": r.option, "family": r.plan_family, "purchase_date": pd.Timestamp(r.purchase_date).date().isoformat(),
+             "end_date": pd.Timestamp(r.end_date).isoformat(), "firm": bool(r.firm), "usd_per_hour": _num(r.usd_per_hour),
+             "hours_active": _num(r.hours_active), "committed_usd": _num(r.committed_usd),
+             "utilisation": _num(r.utilisation), "covered_gpu_hours": _num(r.covered_gpu_hours),
+             "covered_at_rates_usd": _num(r.covered_at_rates_usd),
+             "covered_at_on_demand_usd": _num(r.covered_at_on_demand_usd), "savings_usd": _num(r.savings_usd)}
+            for r in sp.itertuples()]

@@ -79,6 +79,12 @@ def summary_text(plan: Plan) -> str:
         lines.extend(_liability_lines(plan))
     else:
         lines.append("  reserved purchases: none")
+    sp = plan.spend
+    for r in (sp[sp["usd_per_hour"] > 0].itertuples() if sp is not None and len(sp) else []):
+        lines.append(f"  savings plan: {'commit now' if r.firm else 'expect to commit'} {pd.Timestamp(r.purchase_date):%Y-%m-%d} "
+                     f"to {r.option} ({r.plan_family}) ${r.usd_per_hour:,.2f}/h until {pd.Timestamp(r.end_date):%Y-%m-%d}: "
+                     f"{_usd(r.committed_usd)} in the horizon, {100 * r.utilisation:.1f} % used, it paid "
+                     f"{r.covered_gpu_hours:,.0f} on-demand GPU-hours worth {_usd(r.covered_at_on_demand_usd)}")
     for m in plan.slo_misses.itertuples():
         scen = f" in scenario {m.scenario}" if len(inp.scenarios) > 1 else ""
         lines.append(f"  SLO MISSED: {m.workload_class}{scen} misses p{m.slo_percentile:g} <= {m.latency_slo_ms:g} ms in "

@@ -39,7 +39,7 @@ PCT = "0.0%"
 DATE = "yyyy-mm-dd hh:mm"
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
           "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Inventory", "Shadow prices",
-          "Baseline", "Showback by month")
+          "Baseline", "Showback by month", "Savings plans")
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
          "all_on_demand_usd", "savings_usd", "horizon_hours", "already_committed_usd", "bill_usd", "discount_rate",
          "npv_usd")
@@ -288,7 +288,9 @@ def write_workbook(plan: Plan, path) -> None:
     alloc, alloc_grain = coarsen_allocation(plan.allocation)
     grain_name, grain_code = _period_grain(plan)
     n_alloc = len(alloc)
-    purchases = plan.purchases.reset_index(drop=True)
+    purchases = plan.purchases
+    if "kind" in purchases:  # savings plans have no Prices row of their own: their own sheet, and values below
+        purchases = purchases[~purchases["kind"].eq("spend")]
 
     inventory = inventory_table(inp)
     summary_rows = _summary_layout(plan)
@@ -325,6 +327,7 @@ def write_workbook(plan: Plan, path) -> None:
     _write_inventory(ws["Inventory"], inventory, price_row)
     _write_shadow_prices(ws["Shadow prices"], plan)
     _write_showback_by_month(ws["Showback by month"], plan)
+    _write_savings_plans(ws["Savings plans"], plan)
 
     for key in NAMES:
         book.wb.define_name(key, f"=Summary!$B${name_row[key]}")
@@ -392,7 +395,7 @@ def _purchase_use(plan: Plan, purchases: pd.DataFrame) -> pd.DataFrame:
         if pool is None:
             continue
         pool = pool.reindex(inp.periods)
-        on = active[i] > 0 if i < len(active) else np.ones(inp.T, bool)
+        on = active[r.Index] > 0 if r.Index < len(active) else np.ones(inp.T, bool)
         share = (pool["used"] / pool["owned"]).to_numpy()[on]
         share = share[np.isfinite(share)]
         if len(share):
@@ -548,6 +551,11 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
                   "instances", F(f"=E{row}*Prices!$H${pr}*Purchases!$P${i + 2}", gh),
                   F(f"=Prices!$G${pr}", float(r.effective_usd_per_gpu_hour)), cost])
         totals["reserved"] += value
+    for r in _spend_rows(plan).itertuples():  # savings plans: USD per hour x hours (values: no Prices row)
+        value = float(r.commitment_usd) if full_term else float(r.horizon_cost_usd)
+        s.append(["reserved", None, None, s.text(f"{r.option} ({r.plan_family})"), float(r.units), "USD per hour",
+                  float(r.hours_active), None, value])
+        totals["reserved"] += value
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
     expected = (a["gpus"] * a["hours"] * a["scenario"].map(prob)).groupby(
         [a["gpu_type"], a["region"], a["option"]]).sum() if len(a) else pd.Series(dtype=float)
@@ -565,6 +573,13 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
             s.append([option, gt, rg, opt, qty, "GPU-hours", F(f"=E{row}", gh), F(f"=Prices!$D${pr}", price),
                       F(f"=G{row}*H{row}", gh * price)])
             totals[option] += gh * price
+    for (gt, rg), gh in _covered_gpu_hours(plan).items():  # on-demand GPU-hours a savings plan paid: a credit
+        row = s.rows + 1
+        key = (gt, rg, "on_demand", None)
+        price = _price_value(plan, price_row, key)
+        s.append(["on_demand", gt, rg, "savings plan coverage", -float(gh), "GPU-hours", F(f"=E{row}", -float(gh)),
+                  F(f"=Prices!$D${price_row[key]}", price), F(f"=G{row}*H{row}", -float(gh) * price)])
+        totals["on_demand"] -= float(gh) * price
     if "extension" in plan.cost:  # columns added through the model's extension hook (a value: not priced here)
         s.append(["extension", None, None, s.text(", ".join(sorted(plan.stats.get("extensions", [])))), None, None,
                   None, None, float(plan.cost["extension"])])
@@ -731,7 +746,13 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         s.append(["Buy" if getattr(r, "firm", True) else "Buy later (planned)", s.cell(float(r.gpus), INT),
                   s.text(f"GPUs: {int(r.instances):,} x {r.gpus_per_instance:g}-GPU instances of {r.gpu_type}, "
                          f"{r.option} in {r.region}, on {when}; ${r.commitment_usd:,.0f} over the term")])
-    if not len(bought):
+    for r in (plan.spend[plan.spend["usd_per_hour"] > 0].itertuples() if plan.spend is not None and len(plan.spend)
+              else []):  # savings plans: a dollar commitment per hour
+        s.append(["Commit" if r.firm else "Commit later (planned)", s.cell(float(r.usd_per_hour), RATE),
+                  s.text(f"USD per hour to {r.option} ({r.plan_family}) on {pd.Timestamp(r.purchase_date).date()}, "
+                         f"until {pd.Timestamp(r.end_date).date()}: ${r.committed_usd:,.0f} in the horizon, "
+                         f"{100 * r.utilisation:.1f} % used (Savings plans sheet)")])
+    if not len(bought) and not (plan.spend is not None and len(plan.spend) and (plan.spend["usd_per_hour"] > 0).any()):
         s.append(["Buy", s.cell(0.0, INT), "no reserved purchase pays on this forecast"])
     for b in (plan.budget.itertuples() if plan.budget is not None else []):  # the [budget] caps and the spend
         what = "total" if b.name == "budget_total" else b.name.replace("budget_month_", "").replace("_", "-")
@@ -955,11 +976,11 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
     (cost / owned), the idle cost and the cost nobody used; a class pays use x rate plus its share of
     the idle cost. Edit a reserved price and every column moves with the Summary.
     """
-    from ..showback import by_class, reserved_use
+    from ..showback import by_class, reserved_use, spend_cost
 
     inp = plan.inputs
     cols = ["team", "workload_class", "reserved_gpu_hours", "on_demand_gpu_hours", "spot_gpu_hours",
-            "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "total_usd"]
+            "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "total_usd", "savings_plan_usd"]
     s = _Sheet(ws, cols, {c: (USD if c.endswith("usd") else NUM) for c in cols[2:]})
     s.header({"team": 20, "workload_class": 20})
     if not plan.status.has_plan:
@@ -998,9 +1019,12 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
         if k is None:  # the cost nobody used: pools without use, the liability past the horizon, extensions
             extra = (f"+SUM({pur('Q')})" if full_term else "") + (f"+{float(plan.cost['extension'])!r}"
                                                                  if "extension" in plan.cost else "")
+            sp_left = spend_cost(plan) - sum(float(x.get("savings_plan_usd", 0.0)) for x in table)
+            extra += f"+{sp_left!r}" if sp_left > 1e-9 else ""  # a savings plan nobody's usage drew on
             s.append([r["team"], r["workload_class"], r["reserved_gpu_hours"], r["on_demand_gpu_hours"],
                       r["spot_gpu_hours"], 0.0, F(f"=SUM({rng('unused')}){extra}", r["reserved_idle_usd"]),
-                      r["on_demand_usd"], r["spot_usd"], F(f"=F{row}+G{row}+H{row}+I{row}", r["total_usd"])])
+                      r["on_demand_usd"], r["spot_usd"], F(f"=F{row}+G{row}+H{row}+I{row}+K{row}", r["total_usd"]),
+                      float(r.get("savings_plan_usd", 0.0))])
             continue
         for q in range(P):
             s._write(row - 1, u0 + q, float(use[k, q]), NUM)
@@ -1008,14 +1032,15 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
         use_row = f"{colname(u0)}{row}:{colname(u0 + P - 1)}{row}"
         share_row = f"{colname(s0)}{row}:{colname(s0 + P - 1)}{row}"
         live = n_alloc > 0
-        od = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"on_demand"),{alloc("M")})',
-               r["on_demand_usd"]) if live else r["on_demand_usd"]
+        credit = float(r.get("savings_plan_credit_usd", 0.0))  # what savings plans paid of its on-demand (a value)
+        od = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"on_demand"),{alloc("M")})'
+               + (f"-{credit!r}" if credit else ""), r["on_demand_usd"]) if live else r["on_demand_usd"]
         sp = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"spot"),{alloc("M")})',
                r["spot_usd"]) if live else r["spot_usd"]
         s.append([r["team"], r["workload_class"], r["reserved_gpu_hours"], r["on_demand_gpu_hours"],
                   r["spot_gpu_hours"], F(f"=SUMPRODUCT({use_row},{rng('rate')})", float(use[k] @ rate)),
                   F(f"=SUMPRODUCT({share_row},{rng('idle')})", float(share[k] @ idle)), od, sp,
-                  F(f"=F{row}+G{row}+H{row}+I{row}", r["total_usd"])])
+                  F(f"=F{row}+G{row}+H{row}+I{row}+K{row}", r["total_usd"]), float(r.get("savings_plan_usd", 0.0))])
     s.table("Showback")
     labels = {"gpu_type": "GPU type", "region": "region", "cost": "reserved cost (USD, live over Purchases)",
               "owned": "reserved GPU-hours owned", "used": "reserved GPU-hours used",
@@ -1072,13 +1097,13 @@ def _write_showback_by_month(ws, plan: Plan) -> None:
     from ..showback import by_month
 
     cols = ["month", "team", "workload_class", "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
-            "total_usd"]
+            "savings_plan_usd", "total_usd"]
     s = _Sheet(ws, cols, {c: USD for c in cols[3:]})
     s.header({"team": 20, "workload_class": 20})
     if plan.status.has_plan:
         for i, r in enumerate(by_month(plan).to_dict("records")):
             row = i + 2
-            s.append([r[c] for c in cols[:-1]] + [F(f"=D{row}+E{row}+F{row}+G{row}", r["total_usd"])])
+            s.append([r[c] for c in cols[:-1]] + [F(f"=D{row}+E{row}+F{row}+G{row}+H{row}", r["total_usd"])])
     s.table("ShowbackByMonth")
 
 
@@ -1107,14 +1132,19 @@ def _cash_layout(plan: Plan, purchases: pd.DataFrame):
     inp = plan.inputs
     bought_idx = [i for i, r in enumerate(purchases.itertuples()) if r.instances > 0]
     bought = purchases.iloc[bought_idx]
-    months = schedule_months(bought, inp.periods) if len(bought) else pd.period_range(
-        inp.periods[0].to_period("M"), inp.periods[-1].to_period("M"), freq="M")
+    if len(plan.cash_schedule):  # every month of the plan's cash, savings plans' terms included
+        months = pd.PeriodIndex(plan.cash_schedule["month"], freq="M")
+    else:
+        months = schedule_months(bought, inp.periods) if len(bought) else pd.period_range(
+            inp.periods[0].to_period("M"), inp.periods[-1].to_period("M"), freq="M")
     hours = active_hours_by_month(bought, months) if len(bought) else np.zeros((0, len(months)))
     a = plan.allocation
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
     gh = pd.DataFrame({"month": a["period"].dt.strftime("%Y-%m"), "gpu_type": a["gpu_type"], "region": a["region"],
                        "option": a["option"], "gh": a["gpu_hours"] * a["scenario"].map(prob)})
     gh = gh[gh["option"].isin(["on_demand", "spot"])].groupby(["option", "gpu_type", "region", "month"])["gh"].sum()
+    for (gt, rg, m), c in _covered_gpu_hours(plan, by_month=True).items():  # what savings plans paid is not billed
+        gh[("on_demand", gt, rg, m)] = gh.get(("on_demand", gt, rg, m), 0.0) - float(c)
     pool_cols = [(opt, gt, rg) for opt, gt, rg in sorted({k[:3] for k in gh.index})]
     return bought_idx, bought, months, hours, gh, pool_cols
 
@@ -1169,6 +1199,7 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     prices = inp.tables.prices
     hourly = {j: float(prices["hourly_usd"].iat[price_row[_price_key(r)] - 2]) for j, r in enumerate(bought.itertuples())}
     pool_price = {q: _price_value(plan, price_row, (gt, rg, opt, None)) for q, (opt, gt, rg) in enumerate(pool_cols)}
+    spend_cash = _spend_cash(plan)  # savings plans (no Prices row): their upfront and recurring cash, values
     for i, m in enumerate(label):
         row = i + 2
         c = cash.iloc[i] if i < len(cash) else None
@@ -1188,6 +1219,14 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
             sp = [f"{letter(g0 + q)}{row}*Prices!$D${price_row[(gt, rg, opt, None)]}"
                   for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "spot"]
             sp_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if opt == "spot")
+            if m in spend_cash.index:
+                su, sr = (float(x) for x in spend_cash.loc[m, ["upfront_usd", "reserved_recurring_usd"]])
+                if su:
+                    up.append(repr(su))
+                    up_v += su
+                if sr:
+                    rec.append(repr(sr))
+                    rec_v += sr
             cells = [F("=" + ("+".join(x) if x else "0"), v if x else 0.0)
                      for x, v in ((up, up_v), (rec, rec_v), (od, od_v), (sp, sp_v))]
             month_total = up_v + rec_v + od_v + sp_v
@@ -1225,3 +1264,54 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         ladder.set_x_axis({"name": "month"})
         ladder.set_size({"width": 900, "height": 380})
         ws.insert_chart(f"{letter(l0 + len(bought) + 3)}24", ladder)
+
+
+def _spend_rows(plan: Plan) -> pd.DataFrame:
+    """The plan's savings-plan rows of Purchases' table (bought or not)."""
+    pur = plan.purchases
+    return pur[pur["kind"].eq("spend")] if "kind" in pur else pur.iloc[0:0]
+
+
+def _covered_gpu_hours(plan: Plan, by_month: bool = False) -> pd.Series:
+    """Expected on-demand GPU-hours savings plans paid, per (gpu_type, region) [and month]."""
+    f = plan.fleet
+    if "on_demand_covered" not in f or not (f["on_demand_covered"] > 0).any():
+        return pd.Series(dtype=float)
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    gh = f["on_demand_covered"] * f["hours"] * f["scenario"].map(prob)
+    keys = [f["gpu_type"], f["region"]] + ([f["period"].dt.strftime("%Y-%m")] if by_month else [])
+    out = gh.groupby(keys).sum()
+    return out[out > 0]
+
+
+def _write_savings_plans(ws, plan: Plan) -> None:
+    """One row per savings-plan commitment (option, family, purchase date): USD per hour committed, its cost,
+    the usage it paid (GPU-hours; USD at its rates and at on-demand), utilisation and saving (values)."""
+    cols = ["option", "plan_family", "purchase_date", "end_date", "firm", "usd_per_hour", "hours_active",
+            "committed_usd", "covered_gpu_hours", "covered_at_rates_usd", "covered_at_on_demand_usd", "utilisation",
+            "savings_usd"]
+    s = _Sheet(ws, cols, {"purchase_date": DATE, "end_date": DATE, "usd_per_hour": RATE, "hours_active": NUM,
+                          "committed_usd": USD, "covered_gpu_hours": NUM, "covered_at_rates_usd": USD,
+                          "covered_at_on_demand_usd": USD, "utilisation": PCT, "savings_usd": USD})
+    s.header({"option": 20, "plan_family": 20})
+    sp = plan.spend
+    for r in sp.itertuples() if sp is not None and len(sp) else []:
+        s.append([r.option, s.text(str(r.plan_family)), _date(r.purchase_date), _date(r.end_date),
+                  "now" if r.firm else "planned", float(r.usd_per_hour), float(r.hours_active), float(r.committed_usd),
+                  float(r.covered_gpu_hours), float(r.covered_at_rates_usd), float(r.covered_at_on_demand_usd),
+                  float(r.utilisation), float(r.savings_usd)])
+    if sp is None or not len(sp):
+        s.append([s.text("no savings plan in the price sheet")] + [None] * (len(cols) - 1))
+    s.table("SavingsPlans")
+
+
+def _spend_cash(plan: Plan) -> pd.DataFrame:
+    """Per month ("YYYY-MM" index): the savings plans' upfront and recurring cash (planner.ladder.cash_schedule)."""
+    from ..ladder import cash_schedule
+
+    rows = _spend_rows(plan)
+    rows = rows[rows["quantity"] > 0] if len(rows) else rows
+    if not len(rows):
+        return pd.DataFrame(columns=["upfront_usd", "reserved_recurring_usd"])
+    cash = cash_schedule(rows, plan.inputs.periods, pd.Series(dtype=float), pd.Series(dtype=float))
+    return cash.set_index("month")[["upfront_usd", "reserved_recurring_usd"]]

@@ -1,0 +1,208 @@
+"""Spend commitments (savings plans, kind "spend"): C USD per hour for a term, covering eligible on-demand
+usage at discounted rates (issue 24).
+
+Oracles, written here independently of the model: the recourse of a fixed C is a fractional knapsack per hour
+(cover the usage with the highest on-demand-to-rate ratio first: AWS's order, highest discount first), so
+the plan's cost as a function of C is computed by hand and minimised by brute force over a fine grid.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from planner import load_inputs, make_plan
+from planner.cli import cli
+from planner.pipeline import write_outputs
+from conftest import price, solve_case, write_case
+from test_workbook import needs_lo, recalc
+
+OD = {"A": 2.0, "B": 1.0}
+RATE = {"A": 1.2, "B": 0.8}  # a 40 % and a 20 % discount
+A = [10.0, 4.0, 6.0, 8.0]
+B = [5.0, 5.0, 5.0, 5.0]
+
+
+def sp_case(folder: Path, a=A, b=B, rows=None, extra_top="", classes=None, more_prices=()) -> Path:
+    prices = [price("A", "r", "on_demand", OD["A"]), price("B", "r", "on_demand", OD["B"]), *more_prices]
+    prices += rows if rows is not None else [dict(gpu_type=g, region="r", option="savings_plan_1y", hourly_usd=RATE[g])
+                                              for g in ("A", "B")]
+    m = write_case(folder, {"a": list(a), "b": list(b)}, prices,
+                   classes or {"a": {"gpu_types": {"A": 1.0}}, "b": {"gpu_types": {"B": 1.0}}}, extra_top=extra_top)
+    pd.DataFrame(prices).to_csv(folder / "prices.csv", index=False)  # write_case keeps only the older columns
+    return m
+
+
+def hand_cost(C: float, a=A, b=B, rates=RATE, eligible=("A", "B"), hours=1.0) -> float:
+    """C x hours + what is left on demand, each hour covering the usage with the highest od / rate first."""
+    total = 0.0
+    for ua, ub in zip(a, b):
+        left, bill = C, 0.0
+        for g, use in sorted((("A", ua), ("B", ub)), key=lambda x: -OD[x[0]] / rates.get(x[0], np.inf)):
+            if g in eligible:
+                cover = min(use, left / rates[g])
+                left -= cover * rates[g]
+                use -= cover
+            bill += use * OD[g]
+        total += (C + bill) * hours
+    return total
+
+
+def test_the_commitment_is_the_brute_force_optimum_and_covers_the_deepest_discount_first(tmp_path):
+    plan = solve_case(sp_case(tmp_path))
+    grid = np.linspace(0, 20, 20001)
+    costs = np.array([hand_cost(c) for c in grid])
+    assert plan.cost["total"] == pytest.approx(costs.min(), abs=1e-6)
+    C = float(plan.spend["usd_per_hour"].iat[0])
+    assert C == pytest.approx(grid[costs.argmin()], abs=2e-3)  # 11.2 by the marginal rule in the module doc
+    assert C == pytest.approx(11.2)
+    # in the first hour C buys 11.2 / 1.2 = 9.33 GPUs of A (40 % off) and none of B (20 % off)
+    f = plan.fleet
+    first = f[f["period"] == f["period"].min()].set_index("gpu_type")["on_demand_covered"]
+    assert first["A"] == pytest.approx(11.2 / 1.2) and first["B"] == pytest.approx(0.0)
+    assert plan.cost["on_demand"] == pytest.approx(hand_cost(C) - 4 * C)
+
+
+def test_an_instance_family_restricts_the_pools(tmp_path):
+    rows = [dict(gpu_type="B", region="r", option="savings_plan_1y", hourly_usd=RATE["B"], plan_family="b-family")]
+    plan = solve_case(sp_case(tmp_path, rows=rows))
+    grid = np.linspace(0, 10, 10001)
+    costs = np.array([hand_cost(c, eligible=("B",)) for c in grid])
+    assert plan.cost["total"] == pytest.approx(costs.min(), abs=1e-6)
+    assert float(plan.spend["usd_per_hour"].iat[0]) == pytest.approx(4.0)  # all of B, every hour
+    assert set(plan.spend["plan_family"]) == {"b-family"}
+
+
+def _one_pool_cost(C: float, use, od: float, rate: float) -> float:
+    """A commitment covering one pool only: C an hour plus the on-demand hours it does not cover."""
+    return sum(C + (u - min(u, C / rate)) * od for u in use)
+
+
+def test_two_families_are_two_commitments(tmp_path):
+    rows = [dict(gpu_type="A", region="r", option="savings_plan_1y", hourly_usd=1.5, plan_family="fa"),
+            dict(gpu_type="B", region="r", option="savings_plan_1y", hourly_usd=0.8, plan_family="fb")]
+    plan = solve_case(sp_case(tmp_path, rows=rows))
+    grid = np.linspace(0, 20, 20001)
+    best = min(_one_pool_cost(c, A, 2.0, 1.5) for c in grid) + min(_one_pool_cost(c, B, 1.0, 0.8) for c in grid)
+    assert plan.cost["total"] == pytest.approx(best, abs=1e-6)
+    c = plan.spend.set_index("plan_family")["usd_per_hour"]
+    assert c["fb"] == pytest.approx(4.0)  # B's steady 5 GPUs at 0.8
+    assert 6.0 - 1e-6 <= c["fa"] <= 9.0 + 1e-6  # A: any C in [6, 9] ties (3 of 4 hours x 2/1.5 = the cost, 4)
+
+
+def test_reserved_instances_apply_before_the_savings_plan(tmp_path):
+    # a 1-year RI at 0.9 on A: the RI's GPUs serve first (reserved use), the plan covers on-demand usage only;
+    # by hand: the best number of RIs and commitment together, by brute force
+    more = [price("A", "r", "reserved_1y", 0.9, term_months=12)]
+    plan = solve_case(sp_case(tmp_path, more_prices=more))
+    grid = np.linspace(0, 20, 4001)
+    best = min(4 * 0.9 * n + min(hand_cost(c, a=[max(x - n, 0.0) for x in A]) for c in grid) for n in range(11))
+    assert plan.cost["total"] == pytest.approx(best, abs=1e-3)
+    n = plan.purchases.set_index("option").loc["reserved_1y", "instances"]
+    C = float(plan.spend["usd_per_hour"].iat[0])
+    assert plan.cost["total"] == pytest.approx(4 * 0.9 * n + hand_cost(C, a=[max(x - n, 0.0) for x in A]), abs=1e-6)
+
+
+def test_cash_plan_json_showback_focus_and_workbook_add_up(tmp_path):
+    plan = solve_case(sp_case(tmp_path, extra_top='[finance]\ndiscount_rate = 0.1'))
+    paths = write_outputs(plan, tmp_path / "out")
+    doc = json.loads(paths["json"].read_text())
+    sp = doc["spend_commitments"][0]
+    assert sp["usd_per_hour"] == pytest.approx(11.2) and sp["family"] == "savings_plan_1y"
+    assert 0 < sp["utilisation"] <= 1 and sp["covered_gpu_hours"] > 0
+    cash = plan.cash_schedule
+    assert (cash["upfront_usd"] + cash["reserved_recurring_usd"]).sum() == pytest.approx(11.2 * 8760)
+    assert doc["commitments"]["reserved_full_term_usd"] == pytest.approx(11.2 * 8760)
+    assert sum(doc["cost_by_class_usd"].values()) == pytest.approx(plan.cost["total"])
+    assert doc["cost_by_class_usd"]["a"] > doc["cost_by_class_usd"]["b"]  # a used most of the coverage
+    assert sum(r["total_usd"] for r in doc["showback_by_month"]) == pytest.approx(plan.cost["total"])
+    out = tmp_path / "f.csv"
+    assert CliRunner().invoke(cli, ["export", "focus", str(paths["json"]), "--out", str(out)]).exit_code == 0
+    f = pd.read_csv(out)
+    assert f["EffectiveCost"].sum() == pytest.approx(plan.cost["total"])
+    assert f["BilledCost"].sum() == pytest.approx(plan.cost["total"])  # no upfront: the horizon's cash is its cost
+    r = CliRunner().invoke(cli, ["plan", str(tmp_path / "model.toml"), "--out", str(tmp_path / "o2")])
+    assert "savings plan: commit now 2027-01-04 to savings_plan_1y" in r.output
+
+
+@needs_lo
+def test_the_workbook_recomputes_to_plan_json_with_a_savings_plan(tmp_path):
+    from openpyxl import load_workbook
+
+    plan = solve_case(sp_case(tmp_path))
+    paths = write_outputs(plan, tmp_path / "out")
+    again = load_workbook(recalc(paths["xlsx"], tmp_path), data_only=True)
+    summary = {r[0].value: r[1].value for r in again["Summary"].iter_rows() if r[0].value}
+    assert summary["Total expected cost"] == pytest.approx(plan.cost["total"])
+    assert summary["On-demand"] == pytest.approx(plan.cost["on_demand"])
+    flow = sum(r[5].value for r in again["Cash flow"].iter_rows(min_row=2) if r[0].value)
+    assert flow == pytest.approx(plan.cash_schedule["total_usd"].sum())
+    show = sum(r[9].value for r in again["Showback"].iter_rows(min_row=2, max_col=10)
+               if r[1].value and isinstance(r[9].value, (int, float)))
+    assert show == pytest.approx(plan.cost["total"])
+
+
+def test_evaluate_fixes_the_plans_commitment(tmp_path):
+    m = sp_case(tmp_path)
+    out = tmp_path / "out"
+    assert CliRunner().invoke(cli, ["plan", str(m), "--out", str(out), "-q"]).exit_code == 0
+    r = CliRunner().invoke(cli, ["evaluate", str(m), "--plan", str(out / "plan.json"), "--demand",
+                                 str(tmp_path / "demand.csv"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["regret_usd"] == pytest.approx(0.0, abs=1e-6)
+    # on a quieter month the same commitment costs what the hand recourse says
+    periods = pd.read_csv(tmp_path / "demand.csv")["period"].unique()
+    pd.DataFrame({"period": periods, "a": 2.0, "b": 1.0}).to_csv(tmp_path / "quiet.csv", index=False)
+    r = CliRunner().invoke(cli, ["evaluate", str(m), "--plan", str(out / "plan.json"), "--demand",
+                                 str(tmp_path / "quiet.csv"), "--json"])
+    assert json.loads(r.output)["cost_usd"]["total"] == pytest.approx(hand_cost(11.2, a=[2.0] * 4, b=[1.0] * 4))
+
+
+def test_benders_equals_the_monolithic_model_with_savings_plans(tmp_path):
+    rng = np.random.default_rng(7)
+    n = 24 * 70
+    a = (8 + 4 * np.sin(np.arange(n) / 24 * 2 * np.pi) + rng.normal(0, 1, n)).clip(0).round(2)
+    b = (5 + rng.normal(0, 1, n)).clip(0).round(2)
+    top = '[commitments]\npurchase_every = "month"\n'
+    plans = {}
+    for method in ("monolithic", "benders"):
+        m = sp_case(tmp_path / method, a=a, b=b, extra_top=top)
+        text = m.read_text().replace('[solver]', f'[solver]\nmethod = "{method}"')
+        m.write_text(text)
+        plans[method] = make_plan(load_inputs(m), mip_gap=1e-9)
+    assert "benders" in plans["benders"].stats
+    assert plans["benders"].cost["total"] == pytest.approx(plans["monolithic"].cost["total"], rel=1e-6)
+
+
+@pytest.mark.parametrize("row,message", [
+    ({"hourly_usd": 2.5}, "savings plan rate not below the pool's on-demand price (got '2.5')"),
+    ({"max_gpus": 10}, "max_gpus on a savings plan row"),
+    ({"upfront_usd": 9000}, "savings plan upfront above the whole term's commitment (got '9000"),
+    ({"option": "savings_plan"}, "savings plan row without a term (option 'savings_plan')"),
+    ({"plan_family": "x", "option": "on_demand", "gpu_type": "C", "hourly_usd": 3.0},
+     "plan_family on a row that is not a savings plan"),
+])
+def test_bad_savings_plan_rows_exit_2(tmp_path, row, message):
+    base = dict(gpu_type="A", region="r", option="savings_plan_1y", hourly_usd=1.2)
+    m = sp_case(tmp_path, rows=[base | row])
+    r = CliRunner().invoke(cli, ["validate", str(m)])
+    assert r.exit_code == 2 and message in r.output, r.output
+
+
+def test_rows_of_one_commitment_must_agree_on_the_term(tmp_path):
+    rows = [dict(gpu_type="A", region="r", option="savings_plan_1y", hourly_usd=1.2),
+            dict(gpu_type="B", region="r", option="savings_plan_1y", hourly_usd=0.8, term_months=24)]
+    r = CliRunner().invoke(cli, ["validate", str(sp_case(tmp_path, rows=rows))])
+    assert r.exit_code == 2 and "disagree on term_months" in r.output, r.output
+
+
+def test_a_backtest_with_savings_plans_exits_2(tmp_path):
+    m = sp_case(tmp_path, a=[5.0] * 96, b=[3.0] * 96)
+    r = CliRunner().invoke(cli, ["backtest", str(m), "--demand", str(tmp_path / "demand.csv"), "--train-hours", "48",
+                                 "--test-hours", "24", "--jobs", "1", "--out", str(tmp_path / "bt")])
+    assert r.exit_code == 2 and "do not carry savings plans yet" in r.output, r.output
