@@ -15,7 +15,12 @@ two-week pretraining burst of 256 more GPUs from 2027-03-01 11:30 (the block's w
 
     python benchmarks/commitment_options_aws.py [--out DIR]
 
-Prints one line per rate: what the plan buys, its cost and NPV, and each payment option's NPV.
+Prints one line per rate: what the plan buys, its cost and NPV, and each payment option's NPV. Then a
+second case, "Savings Plan or Reserved Instances?": the steady work moves from us-east-1 to us-west-2 at
+mid-year (a region migration); a 1-year Standard RI is locked to its region, a 1-year Compute Savings
+Plan covers p4d in both at SP_PREMIUM x the RI's rate (ASSUMED: AWS publishes Savings Plans rates per
+instance and region; replace with the rates file). Plans it three ways: RIs only, the Savings Plan only,
+and both offered.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ ALL_UPFRONT_DISCOUNT = 0.04  # assumed: All Upfront costs 4 % less over the year
 PARTIAL_DISCOUNT = 0.02  # assumed: Partial Upfront (half upfront) 2 % less
 BLOCK_PREMIUM = 1.25  # assumed: a Capacity Block costs 1.25 x the 1-year No Upfront rate per GPU-hour
 RATES = (0.0, 0.05, 0.10)
+SP_PREMIUM = 1.06  # assumed: a Compute Savings Plan's rate is 6 % above the 1-year Standard RI's (less discount)
 
 
 def prices() -> pd.DataFrame:
@@ -110,5 +116,61 @@ def main() -> None:
               f"NPV ${plan.finance['npv_usd']:,.0f}; 1-year options' NPV: {alts}")
 
 
+def migration_case(folder: Path, offer: str) -> Path:
+    """Steady 32 GPUs in us-east-1 for half the year, then in us-west-2; ``offer``: "ri", "sp" or "both"."""
+    folder.mkdir(parents=True, exist_ok=True)
+    aws = pd.read_csv(REAL / "prices_aws.csv")
+    rows = []
+    for region in ("us-east-1", "us-west-2"):
+        r = aws[(aws["instance_type"] == "p4d.24xlarge") & (aws["region"] == region)].iloc[0]
+        od, r1 = float(r["on_demand_hourly_usd_per_gpu"]), float(r["reserved_1y_hourly_usd_per_gpu"])
+        base = dict(gpu_type="A100-40GB", region=region, gpus_per_instance=8)
+        rows.append(dict(base, option="on_demand", hourly_usd=od))
+        if offer in ("ri", "both"):
+            rows.append(dict(base, option="reserved_1y_no_upfront", hourly_usd=r1, term_months=12))
+        if offer in ("sp", "both"):
+            rows.append(dict(gpu_type="A100-40GB", region=region, option="savings_plan_1y",
+                             hourly_usd=r1 * SP_PREMIUM, plan_family="compute"))
+    pd.DataFrame(rows).to_csv(folder / "prices.csv", index=False)
+    periods = pd.date_range("2027-02-01T00:00", periods=8760, freq="h")
+    east = periods < periods[0] + pd.Timedelta(hours=4380)
+    pd.DataFrame({"period": periods.strftime("%Y-%m-%dT%H:%M"), "east": east * 32.0, "west": (~east) * 32.0}) \
+        .to_csv(folder / "demand.csv", index=False)
+    (folder / "model.toml").write_text(f'''name = "aws-migration-{offer}"
+demand = "demand.csv"
+prices = "prices.csv"
+[solver]
+mip_gap = 0
+[commitments]
+accounting = "full_term"
+[classes.east]
+spot = false
+regions = ["us-east-1"]
+[classes.west]
+spot = false
+regions = ["us-west-2"]
+''')
+    return folder / "model.toml"
+
+
+def migration(out: Path) -> None:
+    from planner import load_inputs, make_plan
+
+    print("Savings Plan or Reserved Instances? 32 GPUs in us-east-1 for 6 months, then in us-west-2 "
+          f"(Savings Plan rate = {SP_PREMIUM:g} x the RI's, assumed):")
+    for offer in ("ri", "sp", "both"):
+        plan = make_plan(load_inputs(migration_case(out / f"migration-{offer}", offer)), risk=False)
+        ri = plan.purchases[(plan.purchases["gpus"] > 0)]
+        ri_text = ", ".join(f"{r.gpus:g} GPUs {r.option} {r.region}" for r in ri.itertuples()) or "no RI"
+        sp = plan.spend[plan.spend["usd_per_hour"] > 0] if len(plan.spend) else plan.spend
+        sp_text = ", ".join(f"${r.usd_per_hour:,.2f}/h {r.option} ({100 * r.utilisation:.1f} % used)"
+                            for r in sp.itertuples()) or "no savings plan"
+        print(f"  offered {offer:>4}: {ri_text}; {sp_text}; cost ${plan.cost['total']:,.0f} "
+              f"(on-demand ${plan.cost['on_demand']:,.0f})")
+
+
 if __name__ == "__main__":
     main()
+    if (REAL / "prices_aws.csv").exists():
+        sys.path.insert(0, str(ROOT))
+        migration(Path(tempfile.mkdtemp(prefix="aws-migration-")))
