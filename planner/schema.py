@@ -58,6 +58,9 @@ PRICES = (
            "capacity_block only (required there): first hour of the block's window"),
     Column("block_days", "float", False, "days", "",
            "capacity_block only (required there): the window's length, a whole number of days"),
+    Column("guarantees_capacity", "str", False, "", "true",
+           "reserved only: `false` for a commitment that discounts usage without reserving capacity (GCP "
+           "committed use discounts): its GPUs count against the pool's on-demand cap (max_gpus of on_demand)"),
     Column("plan_family", "str", False, "", "the option",
            "savings_plan_* only: rows with one family form one commitment (e.g. an EC2 Instance Savings Plan's "
            "instance family and region); by default all rows of one option do"),

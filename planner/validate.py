@@ -265,6 +265,14 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
             expected="residual_usd <= upfront_usd + hourly_usd x term_months x 730")
     _capacity_blocks(raw, bad, out, is_block, hourly)
     _spend_rows(raw, bad, out, is_spend)
+    text = d.get("guarantees_capacity", pd.Series("", index=d.index)).astype(str).str.strip().str.lower()
+    truth = text.map({"": True, "true": True, "yes": True, "1": True, "1.0": True,
+                      "false": False, "no": False, "0": False, "0.0": False})
+    _report(bad, raw, truth.isna(), "guarantees_capacity", "not true or false", d.get("guarantees_capacity"),
+            expected="true, false or blank (true)")
+    _report(bad, raw, ~is_res & text.ne(""), "guarantees_capacity", "guarantees_capacity on a row that is not reserved",
+            d.get("guarantees_capacity"), expected="blank except on reserved rows")
+    out["guarantees_capacity"] = truth.fillna(True).astype(bool) | ~is_res
     out["row"] = raw.rows
     eff = effective_rate(out["hourly_usd"], out["upfront_usd"] - out["residual_usd"], out["term_months"])
     _report(bad, raw, is_res & eff.eq(0), "hourly_usd", "reserved row with a zero effective price",

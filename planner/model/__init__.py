@@ -336,6 +336,7 @@ FAMILIES = (
     ("backfill_dedicated", con.define_backfill_dedicated_constraints),
     ("spend_usage", con.define_spend_usage_constraints),
     ("spend_commitment", con.define_spend_commitment_constraints),
+    ("discount_only_cap", con.define_discount_only_constraints),
 )
 
 

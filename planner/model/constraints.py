@@ -221,3 +221,31 @@ def define_spend_commitment_constraints(out: Rows, inp: PlanInputs, blocks: Bloc
     coefs = [v["rate"].to_numpy(float), -blocks.active[rc, rb]]
     return out.add("spend_commitment", (rc, rb), np.concatenate(rows), np.concatenate(cols), np.concatenate(coefs),
                    LpConstraintLE, np.zeros(len(rc)))
+
+
+def define_discount_only_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
+    """sum_k y[k,p,b] + sum_{c: no capacity} m a[c,b] n[c] <= Ucap^od_p: a commitment that discounts usage
+    without reserving capacity (``guarantees_capacity = false``, GCP CUDs) holds GPUs out of the pool's
+    on-demand availability, so they count against its on-demand cap (one row per capped pool and block
+    where such a commitment is active)."""
+    res = inp.reserved
+    if "guarantees_capacity" not in res or res["guarantees_capacity"].astype(bool).all():
+        return 0
+    cap = inp.pools["cap_od"].to_numpy(float)
+    soft = np.flatnonzero(~res["guarantees_capacity"].astype(bool).to_numpy() & (res["pool"].to_numpy(int) >= 0))
+    soft = soft[~np.isnan(cap[res["pool"].to_numpy(int)[soft]])]
+    if not len(soft):
+        return 0
+    pool = res["pool"].to_numpy(int)[soft]
+    share = blocks.active[soft]  # (C, B)
+    c_i, b_i = np.nonzero(share > 0)
+    rid, rp, rb = _row_ids((inp.P, blocks.B), pool[c_i], b_i)
+    n_col = fam["n"]["col"].to_numpy()
+    m = res["m"].to_numpy(float)[soft]
+    y = fam["y"]
+    yy = y[rid[y["p"].to_numpy(), y["b"].to_numpy()] >= 0]
+    rows = [rid[pool[c_i], b_i], rid[yy["p"].to_numpy(), yy["b"].to_numpy()]]
+    cols = [n_col[soft[c_i]], yy["col"].to_numpy()]
+    coefs = [m[c_i] * share[c_i, b_i], np.ones(len(yy))]
+    return out.add("discount_only_cap", (rp, rb), np.concatenate(rows), np.concatenate(cols), np.concatenate(coefs),
+                   LpConstraintLE, cap[rp])
