@@ -12,9 +12,19 @@ from . import io, validate
 from .config import ModelConfig, load_model
 from .inputs import PlanInputs, build_inputs
 from .model import build_model
-from .results import Plan, extract_plan
+from .results import Plan, extract_plan, register_writers
 from .risk import risk_view
 from .solve import solve
+
+
+def _register_writers() -> None:
+    """The report functions a Plan's methods call: registered here, so results never imports report."""
+    from .report import plan_json, summary_text, write_workbook
+
+    register_writers(summary=summary_text, json=plan_json, workbook=write_workbook)
+
+
+_register_writers()
 
 
 def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = None,

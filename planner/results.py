@@ -134,9 +134,7 @@ class Plan:
 
     def summary(self) -> str:
         """The terminal summary the CLI prints (costs, purchases, savings, spot, shortfall)."""
-        from .report import summary_text
-
-        return summary_text(self)
+        return _writer("summary")(self)
 
     def to_dict(self) -> dict:
         """The plan.json contract as a dict (see docs/workbook.md)."""
@@ -147,10 +145,9 @@ class Plan:
     def to_json(self, path: str | Path | None = None) -> str:
         """plan.json as text; also written (whole or not at all) to ``path`` when given."""
         from .atomic import atomic_path
-        from .report import plan_json
 
         self._require_plan()
-        text = plan_json(self)
+        text = _writer("json")(self)
         if path is not None:
             with atomic_path(Path(path)) as tmp:
                 tmp.write_text(text, encoding="utf-8")
@@ -159,13 +156,30 @@ class Plan:
     def to_excel(self, path: str | Path) -> Path:
         """Write the workbook (plan.xlsx: live formulas over the Prices sheet) to ``path``, whole or not at all."""
         from .atomic import atomic_path
-        from .report import write_workbook
 
         self._require_plan()
         path = Path(path)
         with atomic_path(path) as tmp:
-            write_workbook(self, tmp)
+            _writer("workbook")(self, tmp)
         return path
+
+
+# The writers a Plan's methods use (summary text, plan.json text, the workbook), registered by planner.pipeline
+# when it is imported: results holds data and knows no report module (data flows one way, to the reports).
+WRITERS: dict = {}
+
+
+def register_writers(**writers) -> None:
+    """Register the functions ``Plan.summary()``, ``to_json()`` and ``to_excel()`` call (pipeline does)."""
+    WRITERS.update(writers)
+
+
+def _writer(name: str):
+    if name not in WRITERS:  # a Plan made without the pipeline (unpickled, built by hand): load it once
+        import importlib
+
+        importlib.import_module("planner.pipeline")
+    return WRITERS[name]
 
 
 def _now_utc() -> str:
