@@ -113,14 +113,19 @@ def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
 
     res = inp.reserved
     cols = ["purchase", "option", "chosen", "upfront_usd", "monthly_recurring_usd", "full_term_usd", "npv_usd"]
-    bought = np.flatnonzero(purchases["gpus"].to_numpy(float) > 0)
+    qty = purchases["quantity"] if "quantity" in purchases else purchases["gpus"]  # GPUs, or USD/h (savings plan)
+    bought = np.flatnonzero(qty.to_numpy(float) > 0)
     if not len(bought) or not len(res):
         return pd.DataFrame(columns=cols)
     rate = inp.config.finance.discount_rate
     npv = purchase_npv_per_gpu(res, inp.discount_origin, rate)
     full = full_term_usd_per_gpu(res)
     kind = res["kind"] if "kind" in res else pd.Series("instance", index=res.index)
-    key = pd.DataFrame({"pool": res["pool"], "kind": kind, "term": res["term_months"].round(9),
+    pools = res["pool"].astype(object).copy()
+    rates = inp.spend_rates  # a savings plan's "pool" is the set of pools it covers: its options cover the same
+    for c, g in rates.groupby("c"):
+        pools.iat[int(c)] = tuple(sorted(g["pool"].astype(int)))
+    key = pd.DataFrame({"pool": pools, "kind": kind, "term": res["term_months"].round(9),
                         "date": res["purchase_date"], "start": res.get("block_start", pd.Series(pd.NaT, index=res.index))})
     out = []
     for i in bought:
@@ -128,7 +133,7 @@ def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
             (key["term"] == key["term"].iat[i]) & (key["date"] == key["date"].iat[i])
         if kind.iat[i] == "window":
             same &= key["start"] == key["start"].iat[i]
-        gpus = float(purchases["gpus"].iat[i])
+        gpus = float(qty.iat[i])
         for j in np.flatnonzero(same.to_numpy()):
             out.append({"purchase": int(i), "option": res["option"].iat[j], "chosen": bool(j == i),
                         "upfront_usd": gpus * float(res["upfront_usd"].iat[j]),

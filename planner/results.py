@@ -66,6 +66,7 @@ class Plan:
     finance: dict = field(default_factory=dict)  # discount_rate, objective, npv_usd (the NPV of the cash schedule)
     payment_options: pd.DataFrame = field(default_factory=pd.DataFrame)  # per purchase bought: every payment option
     spend: pd.DataFrame = field(default_factory=pd.DataFrame)  # per savings-plan commitment: USD/h, coverage, use
+    coverage: pd.DataFrame = field(default_factory=pd.DataFrame)  # per savings plan, scenario, period, pool: GPUs it paid
 
     @property
     def allocation(self) -> pd.DataFrame:
@@ -306,7 +307,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     avail = float((owned_block * w[None, :]).sum() + (blocks.inventory * w[None, :]).sum())
     utilisation = float(used / avail) if avail > 0 else float("nan")
 
-    scenario_costs = _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost)
+    scenario_costs = _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost, Vb)
     from .model.budget import budget_activity
 
     budget = budget_activity(model, v) if have else budget_activity(model, np.zeros(model.n_variables))
@@ -314,6 +315,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                            set(budget.loc[budget["binding"].astype(bool), "name"]))
     cash = _cash(inp, blocks, Yb, Zb, purchases, Vb)
     spend = _spend_table(inp, fam, v, blocks, purchases)
+    coverage = _coverage(inp, fam, v, blocks)
     finance, payments = _finance(inp, purchases, cash)
     spot = inp.spot.copy()
     if len(spot):
@@ -340,7 +342,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                 shortfall_gpu_hours=short_hours, baseline_all_on_demand=baseline_all_on_demand(inp),
                 reserved_utilisation=utilisation, timings=dict(timings or {}), stats=stats,
                 latency=latency, backfill=backfill, commitments=commitments, cash_schedule=cash, budget=budget,
-                finance=finance, payment_options=payments, spend=spend)
+                finance=finance, payment_options=payments, spend=spend, coverage=coverage)
 
 
 def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
@@ -398,6 +400,29 @@ def _covered(inp: PlanInputs, fam, v: np.ndarray, shape: tuple) -> np.ndarray:
     if f is not None and len(f):
         np.add.at(out, (f["p"].to_numpy(int), f["b"].to_numpy(int)), np.clip(v[f["col"].to_numpy()], 0.0, None))
     return out
+
+
+def _coverage(inp: PlanInputs, fam, v: np.ndarray, blocks) -> pd.DataFrame:
+    """Per savings-plan row ``c``, scenario, period and pool: the on-demand GPUs it paid, at its ``rate``."""
+    cols = ["c", "scenario", "period", "hours", "gpu_type", "region", "_p", "gpus", "rate"]
+    f = fam.get("v")
+    if f is None or not len(f):
+        return pd.DataFrame(columns=cols)
+    x = np.clip(v[f["col"].to_numpy()], 0.0, None)
+    keep = x > 1e-9
+    cv = pd.DataFrame({"c": f["c"].to_numpy()[keep], "_p": f["p"].to_numpy()[keep], "b": f["b"].to_numpy()[keep],
+                       "gpus": x[keep], "rate": f["rate"].to_numpy(float)[keep]})
+    frames = []
+    for s, scen in enumerate(inp.scenarios):
+        bt = pd.DataFrame({"b": blocks.of[s], "t": np.arange(inp.T)})
+        m = cv.merge(bt, on="b")
+        frames.append(pd.DataFrame({"c": m["c"].to_numpy(), "scenario": scen, "period": inp.periods[m["t"].to_numpy()],
+                                    "hours": inp.hours[m["t"].to_numpy()],
+                                    "gpu_type": inp.pools["gpu_type"].to_numpy()[m["_p"].to_numpy()],
+                                    "region": inp.pools["region"].to_numpy()[m["_p"].to_numpy()],
+                                    "_p": m["_p"].to_numpy(), "gpus": m["gpus"].to_numpy(),
+                                    "rate": m["rate"].to_numpy()}))
+    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
 
 
 def _spend_table(inp: PlanInputs, fam, v: np.ndarray, blocks, purchases: pd.DataFrame) -> pd.DataFrame:
@@ -553,13 +578,15 @@ def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Yb, Zb, Ub, Xd=None) -> None
         X[X < EPS] = 0.0
 
 
-def _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost) -> pd.DataFrame:
+def _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost, Vb=None) -> pd.DataFrame:
     od, sp = np.nan_to_num(inp.pools["od"].to_numpy(float)), np.nan_to_num(inp.pools["sp"].to_numpy(float))
     rows = []
     for s, scen in enumerate(inp.scenarios):
         idx = blocks.of[s]
         h = inp.hours
         odc = float(np.einsum("kpt,t,p->", Yb[:, :, idx], h, od))
+        if Vb is not None:  # what savings plans paid is not billed at on-demand
+            odc -= float(np.einsum("pt,t,p->", Vb[:, idx], h, od))
         spc = float(np.einsum("kpt,t,p->", Zb[:, :, idx], h, sp))
         sh = float(Ub[:, idx].sum(axis=0) @ h)
         rows.append({"scenario": scen, "probability": float(inp.probability[s]), "reserved": reserved_cost,

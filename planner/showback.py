@@ -34,27 +34,62 @@ def _pool_cost_and_owned(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
 
 
 def savings_plan_credit(plan: Plan) -> pd.DataFrame:
-    """Per allocation row on demand: the USD of it a savings plan paid (``credit_usd``: its share of the pool's
-    covered GPUs in that period, pro rata its on-demand GPUs, at the on-demand price), with its month.
+    """Per class, savings-plan row and month: what the plan paid of the class's on-demand (``credit_usd``, at the
+    on-demand price: the class is not billed for it) and that usage at the plan's own rates (``at_rates_usd``).
 
-    Empty without savings plans. The plan's savings-plan cost is charged to the classes in proportion to
-    their credit (who used the coverage pays for the commitment, its unused part included)."""
+    A pool's covered GPUs in a period are shared by its on-demand users pro rata their GPUs. Each commitment's
+    cost is charged to the classes it covered, in proportion to their usage at its rates (its unused part
+    with it), as a provider's amortised effective cost does."""
     inp = plan.inputs
-    f = plan.fleet
+    cov = plan.coverage
     a = plan.allocation_positions
-    cols = ["_k", "month", "credit_usd"]
-    if "on_demand_covered" not in f or not (f["on_demand_covered"] > 0).any():
+    cols = ["_k", "c", "month", "credit_usd", "at_rates_usd"]
+    if cov is None or not len(cov):
         return pd.DataFrame(columns=cols)
     od = a[a["option"] == "on_demand"]
     key = ["scenario", "period", "gpu_type", "region"]
-    cov = f.loc[f["on_demand_covered"] > 0, key + ["on_demand", "on_demand_covered"]]
-    m = od.merge(cov, on=key, how="inner")
+    total = od.groupby(key)["gpus"].sum().rename("pool_gpus").reset_index()
+    m = cov.merge(od[key + ["_k", "gpus"]].rename(columns={"gpus": "class_gpus"}), on=key).merge(total, on=key)
     w = dict(zip(inp.scenarios, inp.probability))
+    share = np.divide(m["class_gpus"], m["pool_gpus"], out=np.zeros(len(m)), where=m["pool_gpus"].to_numpy() > 0)
+    gh = share * m["gpus"] * m["hours"] * m["scenario"].map(w)
     price = np.nan_to_num(inp.pools["od"].to_numpy(float))[m["_p"].to_numpy(int)]
-    share = np.divide(m["gpus"], m["on_demand"], out=np.zeros(len(m)), where=m["on_demand"].to_numpy() > 0)
-    credit = share * m["on_demand_covered"] * m["hours"] * m["scenario"].map(w) * price
-    return pd.DataFrame({"_k": m["_k"].to_numpy(int), "month": m["period"].dt.strftime("%Y-%m").to_numpy(),
-                         "credit_usd": credit.to_numpy(float)})
+    out = pd.DataFrame({"_k": m["_k"].to_numpy(int), "c": m["c"].to_numpy(int),
+                        "month": m["period"].dt.strftime("%Y-%m").to_numpy(),
+                        "credit_usd": (gh * price).to_numpy(float), "at_rates_usd": (gh * m["rate"]).to_numpy(float)})
+    return out.groupby(["_k", "c", "month"], as_index=False)[["credit_usd", "at_rates_usd"]].sum()
+
+
+def _commitment_charges(plan: Plan, credit: pd.DataFrame, by_month: bool) -> tuple[pd.DataFrame, dict]:
+    """Each savings-plan commitment's cost (total, or per month) charged to classes by their usage at its rates:
+    (rows ``_k``, [``month``,] ``usd``), and what no class drew on (per month or "")."""
+    pur = plan.purchases
+    spend = np.flatnonzero(pur["kind"].eq("spend").to_numpy()) if "kind" in pur else np.zeros(0, int)
+    if not len(spend):
+        return pd.DataFrame(columns=["_k", "month", "usd"]), {}
+    full = plan.inputs.config.commitments.accounting == "full_term"
+    if by_month:
+        from .bill import purchase_cost_by_period
+
+        cube = purchase_cost_by_period(plan)
+        months = plan.inputs.periods.strftime("%Y-%m")
+        cost = {(int(c), m): float(v) for c in spend
+                for m, v in pd.Series(cube[c], index=months).groupby(level=0).sum().items()}
+    else:
+        col = "commitment_usd" if full else "horizon_cost_usd"
+        cost = {(int(c), ""): float(pur[col].iat[c]) for c in spend}
+    use = credit.assign(month=credit["month"] if by_month else "").groupby(["c", "month", "_k"])["at_rates_usd"].sum()
+    rows, left = [], {}
+    for (c, m), usd in cost.items():
+        if usd <= 0:
+            continue
+        mine = use.loc[(c, m)] if (c, m) in use.index.droplevel(2) else pd.Series(dtype=float)
+        total = float(mine.sum())
+        if total <= 0:
+            left[m] = left.get(m, 0.0) + usd
+            continue
+        rows += [{"_k": int(k), "month": m, "usd": usd * float(x) / total} for k, x in mine.items()]
+    return pd.DataFrame(rows, columns=["_k", "month", "usd"]), left
 
 
 def spend_cost(plan: Plan, by_month: bool = False):
@@ -117,8 +152,9 @@ def by_class(plan: Plan) -> pd.DataFrame:
     credit = np.zeros(K)
     cr = savings_plan_credit(plan)
     np.add.at(credit, cr["_k"].to_numpy(int), cr["credit_usd"].to_numpy(float))
-    sp_total = spend_cost(plan)
-    sp_share = credit / credit.sum() * sp_total if credit.sum() > 0 else np.zeros(K)
+    charges, _left = _commitment_charges(plan, cr, by_month=False)
+    sp_share = np.zeros(K)
+    np.add.at(sp_share, charges["_k"].to_numpy(int), charges["usd"].to_numpy(float))
     out = pd.DataFrame({
         "workload_class": inp.classes, "team": [inp.config.team_of(c) for c in inp.classes],
         "reserved_gpu_hours": gh["reserved"], "on_demand_gpu_hours": gh["on_demand"], "spot_gpu_hours": gh["spot"],
@@ -207,22 +243,17 @@ def by_month(plan: Plan) -> pd.DataFrame:
         x["spot_usd"] = float(r.get("spot", 0.0))
     # savings plans: each class's on-demand less what a plan paid of it (its credit), and the month's
     # savings-plan cost charged in proportion to the month's credits ((unallocated) without any)
-    credit = savings_plan_credit(plan).groupby(["month", "_k"])["credit_usd"].sum()
+    cr = savings_plan_credit(plan)
+    credit = cr.groupby(["month", "_k"])["credit_usd"].sum()
     for (m, k), c in credit.items():
         x = rows.setdefault((m, int(k)), {"reserved_used_usd": 0.0, "reserved_idle_usd": 0.0})
         x["on_demand_usd"] = x.get("on_demand_usd", 0.0) - float(c)
-    sp_month = spend_cost(plan, by_month=True)
-    month_credit = credit.groupby(level=0).sum() if len(credit) else pd.Series(dtype=float)
-    for m, cost in sp_month.items():
-        if cost <= 0:
-            continue
-        total = float(month_credit.get(m, 0.0))
-        if total <= 0:
-            unallocated[m] = unallocated.get(m, 0.0) + float(cost)
-            continue
-        for k, c in credit.loc[m].items():
-            x = rows.setdefault((m, int(k)), {"reserved_used_usd": 0.0, "reserved_idle_usd": 0.0})
-            x["savings_plan_usd"] = x.get("savings_plan_usd", 0.0) + float(cost) * float(c) / total
+    charges, left = _commitment_charges(plan, cr, by_month=True)
+    for r in charges.itertuples():
+        x = rows.setdefault((r.month, int(r._1)), {"reserved_used_usd": 0.0, "reserved_idle_usd": 0.0})
+        x["savings_plan_usd"] = x.get("savings_plan_usd", 0.0) + float(r.usd)
+    for m, usd in left.items():
+        unallocated[m] = unallocated.get(m, 0.0) + usd
     out = [{"month": m, "team": inp.config.team_of(inp.classes[k]), "workload_class": inp.classes[k],
             "reserved_used_usd": v["reserved_used_usd"], "reserved_idle_usd": v["reserved_idle_usd"],
             "on_demand_usd": v.get("on_demand_usd", 0.0), "spot_usd": v.get("spot_usd", 0.0),

@@ -23,7 +23,7 @@ ABSURD_GPUS = 1e8
 ABSURD_USD_PER_HOUR = 1e5
 DEFAULT_SCENARIO = "base"
 MIN_PRICE = 1e-4  # USD per GPU-hour: costs below it vanish in the solver's tolerances
-_TERM_FROM_NAME = re.compile(r"_(\d+(?:\.\d+)?)\s*(y|yr|year|years|m|mo|month|months)$")
+_TERM_FROM_NAME = re.compile(r"_(\d+(?:\.\d+)?)\s*(y|yr|year|years|m|mo|month|months)(?=_|$)")  # reserved_1y, reserved_1y_all_upfront
 QUANTILE = re.compile(r"p\d{1,2}")
 _TZ = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
 
@@ -392,6 +392,9 @@ def _spend_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, is_spend: pd.S
     od = out[out["option"] == "on_demand"].drop_duplicates(["gpu_type", "region"]).set_index(["gpu_type", "region"])
     od_rate = pd.Series([od["hourly_usd"].get((g, r), np.nan) for g, r in zip(out["gpu_type"], out["region"])],
                         index=out.index)
+    _report(bad, raw, is_spend & od_rate.isna(), "gpu_type", "savings plan row for a pool without an on_demand row",
+            out["gpu_type"] + "/" + out["region"], expected="a gpu_type and region with an on_demand price (what the "
+            "plan discounts)", hint="add the pool's on_demand row, or drop the savings plan row")
     _report(bad, raw, is_spend & od_rate.notna() & (out["hourly_usd"] >= od_rate), "hourly_usd",
             "savings plan rate not below the pool's on-demand price", d["hourly_usd"],
             expected="the discounted USD per GPU-hour under the plan, below on_demand's",

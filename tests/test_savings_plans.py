@@ -206,3 +206,101 @@ def test_a_backtest_with_savings_plans_exits_2(tmp_path):
     r = CliRunner().invoke(cli, ["backtest", str(m), "--demand", str(tmp_path / "demand.csv"), "--train-hours", "48",
                                  "--test-hours", "24", "--jobs", "1", "--out", str(tmp_path / "bt")])
     assert r.exit_code == 2 and "do not carry savings plans yet" in r.output, r.output
+
+
+def test_a_budget_caps_the_net_cost_with_a_savings_plan(tmp_path):
+    free = solve_case(sp_case(tmp_path / "free"))
+    capped = solve_case(sp_case(tmp_path / "cap", extra_top="[budget]\nmax_total_usd = 60"))
+    assert capped.cost["total"] == pytest.approx(free.cost["total"]) and capped.shortfall_gpu_hours == 0
+    assert float(capped.budget["spend_usd"].iat[0]) == pytest.approx(free.cost["total"])
+    tight = solve_case(sp_case(tmp_path / "tight", extra_top="[budget]\nmax_total_usd = 50"))
+    assert tight.cost["total"] <= 50 + 1e-6 and tight.shortfall_gpu_hours > 0
+
+
+def test_scenario_costs_are_net_of_the_coverage(tmp_path):
+    folder = tmp_path / "s"
+    m = sp_case(folder)
+    d = pd.read_csv(folder / "demand.csv")
+    d = pd.concat([d.assign(scenario="low", gpus=d["gpus"] * 0.5), d.assign(scenario="high", gpus=d["gpus"] * 1.5)])
+    d.to_csv(folder / "demand.csv", index=False)
+    m.write_text(m.read_text().replace("[solver]", '[scenarios]\nlow = 0.3\nhigh = 0.7\n[solver]'))
+    plan = solve_case(m, risk=False)
+    sc = plan.scenario_costs.set_index("scenario")
+    assert (sc["total"] * sc["probability"]).sum() == pytest.approx(plan.cost["total"])
+    C = float(plan.spend["usd_per_hour"].iat[0])
+    for name, f in (("low", 0.5), ("high", 1.5)):
+        assert sc.loc[name, "total"] == pytest.approx(hand_cost(C, a=[x * f for x in A], b=[x * f for x in B]))
+
+
+def test_a_savings_plan_for_a_pool_without_on_demand_exits_2(tmp_path):
+    rows = [dict(gpu_type="C", region="r", option="savings_plan_1y", hourly_usd=0.5)]
+    r = CliRunner().invoke(cli, ["validate", str(sp_case(tmp_path, rows=rows))])
+    assert r.exit_code == 2 and "savings plan row for a pool without an on_demand row" in r.output, r.output
+
+
+def test_each_commitment_is_charged_to_the_classes_it_covered_at_its_rates(tmp_path):
+    from planner.showback import by_class
+
+    plan = solve_case(sp_case(tmp_path))
+    b = by_class(plan).set_index("workload_class")
+    # by hand at C = 11.2: the plan pays A's 9.33 + 0 + 5 + 6.67 (first hour 11.2/1.2; hours 2-4 all of A,
+    # then B with what is left) ... the shares at its own rates: a 32.80, b 9.60 of the 42.40 drawn
+    cov = plan.coverage.assign(usd=lambda d: d["gpus"] * d["hours"] * d["rate"])
+    by_pool = cov.groupby("gpu_type")["usd"].sum()
+    assert by_pool["A"] == pytest.approx(32.8) and by_pool["B"] == pytest.approx(9.6)
+    assert b.loc["a", "savings_plan_usd"] == pytest.approx(44.8 * 32.8 / 42.4)
+    assert b.loc["b", "savings_plan_usd"] == pytest.approx(44.8 * 9.6 / 42.4)
+    assert b["total_usd"].sum() == pytest.approx(plan.cost["total"])
+
+
+def test_two_families_are_charged_to_their_own_classes(tmp_path):
+    from planner.showback import by_class
+
+    rows = [dict(gpu_type="A", region="r", option="savings_plan_1y", hourly_usd=1.5, plan_family="fa"),
+            dict(gpu_type="B", region="r", option="savings_plan_1y", hourly_usd=0.8, plan_family="fb")]
+    plan = solve_case(sp_case(tmp_path, rows=rows))
+    b = by_class(plan).set_index("workload_class")
+    sp = plan.spend.set_index("plan_family")
+    assert b.loc["b", "savings_plan_usd"] == pytest.approx(sp.loc["fb", "committed_usd"])
+    assert b.loc["a", "savings_plan_usd"] == pytest.approx(sp.loc["fa", "committed_usd"])
+
+
+def test_focus_names_a_savings_plan_as_a_spend_commitment(tmp_path):
+    plan = solve_case(sp_case(tmp_path))
+    paths = write_outputs(plan, tmp_path / "out")
+    out = tmp_path / "f.csv"
+    assert CliRunner().invoke(cli, ["export", "focus", str(paths["json"]), "--out", str(out)]).exit_code == 0
+    f = pd.read_csv(out)
+    sp = f[f["x_Option"] == "savings_plan_1y"]
+    assert set(sp["CommitmentDiscountCategory"]) == {"Spend"} and set(sp["CommitmentDiscountType"]) == {"Savings Plan"}
+    assert set(sp["PricingUnit"]) == {"USD"}
+    od = f[f["x_Option"] == "on_demand"].set_index("x_GpuType")
+    assert od.loc["A", "ListCost"] == pytest.approx(sum(A) * OD["A"])  # every on-demand GPU-hour at list
+    assert od["BilledCost"].sum() == pytest.approx(plan.cost["on_demand"])
+
+
+def test_payment_options_of_a_savings_plan_compare_the_same_dollars_an_hour(tmp_path):
+    # AWS prices an all-upfront savings plan by lower rates (each dollar covers more); upfront_usd = the term's
+    # hours prepays the commitment whole. At 0 % the deeper rates win; at 50 % a year paying now does not.
+    rows = []
+    for g in ("A", "B"):
+        rows.append(dict(gpu_type=g, region="r", option="savings_plan_1y_no_upfront", hourly_usd=RATE[g]))
+        rows.append(dict(gpu_type=g, region="r", option="savings_plan_1y_all_upfront", hourly_usd=RATE[g] * 0.96,
+                         upfront_usd=8760))
+    year = pd.date_range("2027-01-04", periods=8760, freq="h").strftime("%Y-%m-%dT%H:%M")
+    chosen = {}
+    for rate in (0.0, 0.5):
+        folder = tmp_path / f"r{rate}"
+        m = sp_case(folder, rows=rows, extra_top=f'[finance]\ndiscount_rate = {rate}\nobjective = "npv"\n'
+                                                 '[commitments]\naccounting = "full_term"')
+        pd.DataFrame({"period": year, "a": 8.0, "b": 5.0}).to_csv(folder / "demand.csv", index=False)
+        plan = solve_case(m)
+        bought = plan.spend[plan.spend["usd_per_hour"] > 1e-6]
+        assert len(bought) == 1
+        chosen[rate] = bought["option"].iat[0]
+        C = float(bought["usd_per_hour"].iat[0])
+        po = plan.payment_options.set_index("option")
+        assert set(po.index) == {"savings_plan_1y_no_upfront", "savings_plan_1y_all_upfront"}
+        assert po["full_term_usd"].to_numpy() == pytest.approx([C * 8760] * 2)
+        assert po.loc[chosen[rate], "chosen"]
+    assert chosen == {0.0: "savings_plan_1y_all_upfront", 0.5: "savings_plan_1y_no_upfront"}

@@ -95,7 +95,9 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
         # a savings plan's quantity is its USD per hour committed (it covers on-demand usage, held by no pool)
         gpus = float(p["usd_per_hour"]) if spend else float(p["gpus"])
         commitments.append({
-            "cid": f"{p['gpu_type']}/{p['region']}/{p['option']}/{str(p.get('purchase_date'))[:10]}",
+            "cid": (f"savings_plan/{p.get('plan_family')}/{p['option']}/{str(p.get('purchase_date'))[:10]}" if spend
+                    else f"{p['gpu_type']}/{p['region']}/{p['option']}/{str(p.get('purchase_date'))[:10]}"),
+            "spend": spend, "family": p.get("plan_family"),
             "gpu_type": p["gpu_type"], "region": p["region"], "option": p["option"], "gpus": gpus,
             "hourly": float(p["monthly_recurring_usd"]) / gpus / 730.0 if gpus else 0.0,
             "eff": float(p["effective_usd_per_gpu_hour"]), "upfront": float(p.get("upfront_usd") or 0.0),
@@ -117,11 +119,23 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             "bought": None, "source": "already committed"})
 
     def kind(c, **extra):
+        if c.get("spend"):  # a savings plan: a dollar commitment (FOCUS category "Spend"), held by no region
+            return {"x_Option": c["option"], "CommitmentDiscountId": c["cid"], "CommitmentDiscountName": c["cid"],
+                    "CommitmentDiscountType": "Savings Plan", "CommitmentDiscountCategory": "Spend",
+                    "CommitmentDiscountUnit": "USD", "SkuId": f"savings_plan/{c['family']}/{c['option']}",
+                    "x_Source": c["source"], **extra}
         return {"RegionId": c["region"], "RegionName": c["region"], "x_GpuType": c["gpu_type"], "x_Option": c["option"],
                 "CommitmentDiscountId": c["cid"], "CommitmentDiscountName": c["cid"],
                 "CommitmentDiscountType": "Reserved capacity", "CommitmentDiscountCategory": "Usage",
                 "CommitmentDiscountUnit": "GPU-Hours", "ResourceType": "GPU",
                 "SkuId": f"{c['gpu_type']}/{c['region']}/{c['option']}", "x_Source": c["source"], **extra}
+
+    def unit_of(c) -> str:
+        return "USD" if c.get("spend") else "GPU-Hours"  # a savings plan is counted in dollars committed
+
+    def what(c) -> str:
+        return (f"savings plan {c['option']} ({c['family']}), ${c['gpus']:g} an hour" if c.get("spend")
+                else f"{c['gpus']:g} {c['gpu_type']} GPUs, {c['option']} in {c['region']}")
 
     od_price = {}
     for sp_row in plan.get("spot_economics", []):
@@ -141,14 +155,14 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             q = gpus * c["term_hours"] if c["term_hours"] else gpus
             add(c["bought"].strftime("%Y-%m"), c["bought"], c["bought"] + pd.Timedelta(days=1),
                 ChargeCategory="Purchase", ChargeFrequency="One-Time",
-                ChargeDescription=f"Upfront fee of {gpus:g} {c['gpu_type']} GPUs, {c['option']} in {c['region']}",
+                ChargeDescription=f"Upfront fee of {what(c)}",
                 BilledCost=c["upfront"], EffectiveCost=0.0, ListCost=c["upfront"], ContractedCost=c["upfront"],
                 ContractedUnitPrice=c["upfront"] / q, ListUnitPrice=c["upfront"] / q, PricingQuantity=q,
-                PricingUnit="GPU-Hours", PricingCategory="Committed", **kind(c, CommitmentDiscountQuantity=q))
+                PricingUnit=unit_of(c), PricingCategory="Committed", **kind(c, CommitmentDiscountQuantity=q))
         if c["residual"] and lo <= c["end"] <= hi:  # the residual value comes back when the term ends
             add(c["end"].strftime("%Y-%m") if c["end"] < hi else (hi - pd.Timedelta(hours=1)).strftime("%Y-%m"),
                 c["end"] - pd.Timedelta(hours=1), c["end"], ChargeCategory="Credit", ChargeFrequency="One-Time",
-                ChargeDescription=f"Residual value back: {gpus:g} {c['gpu_type']} GPUs, {c['option']}",
+                ChargeDescription=f"Residual value back: {what(c)}",
                 BilledCost=-c["residual"], EffectiveCost=0.0, ListCost=-c["residual"], ContractedCost=-c["residual"],
                 PricingQuantity=gpus, PricingUnit="GPU", PricingCategory="Committed", **kind(c))
         for month, h in _hours_by_month(c["start"], c["end"], lo, hi).items():
@@ -156,9 +170,9 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             span = (max(c["start"], lo, b0), min(c["end"], hi, b1))
             fee, gh = gpus * c["hourly"] * h, gpus * h
             add(month, *span, ChargeCategory="Purchase", ChargeFrequency="Recurring",
-                ChargeDescription=f"Recurring fee of {gpus:g} {c['gpu_type']} GPUs, {c['option']} in {c['region']}",
+                ChargeDescription=f"Recurring fee of {what(c)}",
                 BilledCost=fee, EffectiveCost=0.0, ListCost=fee, ContractedCost=fee, ContractedUnitPrice=c["hourly"],
-                ListUnitPrice=c["hourly"], PricingQuantity=gh, PricingUnit="GPU-Hours", PricingCategory="Committed",
+                ListUnitPrice=c["hourly"], PricingQuantity=gh, PricingUnit=unit_of(c), PricingCategory="Committed",
                 **kind(c, CommitmentDiscountQuantity=gh))
             share = c["spend_share"] if c.get("spend_share") is not None else \
                 share_used.get((month, c["gpu_type"], c["region"]), 0.0)
@@ -168,16 +182,20 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 q = gh * part
                 if q <= 1e-9:
                     continue
-                list_cost = q * list_rate if (status == "Used" and list_rate is not None) else 0.0
+                list_cost = q * list_rate if (status == "Used" and list_rate is not None and not c.get("spend")) \
+                    else 0.0
+                text = (f"Savings plan {c['option']} ({c['family']}) {'drawn' if status == 'Used' else 'unused'} "
+                        f"({c['cid']})") if c.get("spend") else (
+                    f"{'Reserved' if status == 'Used' else 'Idle reserved'} {c['gpu_type']} GPU-hours in "
+                    f"{c['region']} ({c['cid']})")
                 add(month, *span, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
-                    ChargeDescription=f"{'Reserved' if status == 'Used' else 'Idle reserved'} {c['gpu_type']} "
-                    f"GPU-hours in {c['region']} ({c['cid']})", BilledCost=0.0,
+                    ChargeDescription=text, BilledCost=0.0,
                     EffectiveCost=gpus * c["eff"] * h * part, ListCost=list_cost, ContractedCost=list_cost,
-                    ContractedUnitPrice=list_rate if status == "Used" else 0.0,
-                    ListUnitPrice=list_rate if status == "Used" else 0.0, PricingQuantity=q, PricingUnit="GPU-Hours",
-                    PricingCategory="Committed", CommitmentDiscountStatus=status,
+                    ContractedUnitPrice=list_rate if status == "Used" and not c.get("spend") else 0.0,
+                    ListUnitPrice=list_rate if status == "Used" and not c.get("spend") else 0.0, PricingQuantity=q,
+                    PricingUnit=unit_of(c), PricingCategory="Committed", CommitmentDiscountStatus=status,
                     ConsumedQuantity=q if status == "Used" else None,
-                    ConsumedUnit="GPU-Hours" if status == "Used" else None, **kind(c, CommitmentDiscountQuantity=q))
+                    ConsumedUnit=unit_of(c) if status == "Used" else None, **kind(c, CommitmentDiscountQuantity=q))
 
     for u in plan.get("monthly_usage", []):
         b0, b1 = _month_bounds(u["month"])
@@ -185,14 +203,18 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
         pool = {"RegionId": u["region"], "RegionName": u["region"], "x_GpuType": u["gpu_type"], "ResourceType": "GPU",
                 "x_Source": "plan"}
         od_gh, sp_gh = float(u["on_demand_gpu_hours"]), float(u["spot_gpu_hours"])
+        covered = float(u.get("on_demand_covered_gpu_hours") or 0.0)  # paid by a savings plan: billed there
         for option, gh, usd, category in (("on_demand", od_gh, float(u["on_demand_usd"]), "Standard"),
                                           ("spot", sp_gh, float(u["spot_usd"]), "Dynamic")):
             if gh <= 1e-9:
                 continue
-            unit = usd / gh
+            billed_gh = gh - covered if option == "on_demand" else gh
+            unit = usd / billed_gh if billed_gh > 1e-9 else (od_price.get((u["gpu_type"], u["region"])) or 0.0)
             add(u["month"], start, end, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
-                ChargeDescription=f"{option.replace('_', '-')} {u['gpu_type']} GPU-hours in {u['region']}",
-                BilledCost=usd, EffectiveCost=usd, ListCost=usd, ContractedCost=usd,
+                ChargeDescription=f"{option.replace('_', '-')} {u['gpu_type']} GPU-hours in {u['region']}"
+                + (f" ({covered:,.1f} of them paid by a savings plan)" if option == "on_demand" and covered > 1e-9
+                   else ""),
+                BilledCost=usd, EffectiveCost=usd, ListCost=gh * unit, ContractedCost=usd,
                 ContractedUnitPrice=unit, ListUnitPrice=unit, PricingQuantity=gh,
                 PricingUnit="GPU-Hours", PricingCategory=category, ConsumedQuantity=gh, ConsumedUnit="GPU-Hours",
                 SkuId=f"{u['gpu_type']}/{u['region']}/{option}", x_Option=option, **pool)

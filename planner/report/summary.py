@@ -74,11 +74,14 @@ def summary_text(plan: Plan) -> str:
                             + (f", {_usd(r.residual_total_usd)} back at the end" if r.residual_total_usd > 0 else "")
                             + ")" if dated or r.upfront_total_usd > 0 else ""))
         lines.extend(_payment_lines(plan))
-        lines.append(f"    total commitment {_usd(bought['commitment_usd'].sum())}; reserved utilisation "
+        lines.append(f"    total commitment {_usd(plan.commitments.get('reserved_full_term_usd', bought['commitment_usd'].sum()))}"
+                     f"{' (savings plans included)' if _has_spend(plan) else ''}; reserved utilisation "
                      f"{100 * plan.reserved_utilisation:.1f} %")
         lines.extend(_liability_lines(plan))
     else:
         lines.append("  reserved purchases: none")
+        if _has_spend(plan):
+            lines.extend(_liability_lines(plan))
     sp = plan.spend
     for r in (sp[sp["usd_per_hour"] > 0].itertuples() if sp is not None and len(sp) else []):
         lines.append(f"  savings plan: {'commit now' if r.firm else 'expect to commit'} {pd.Timestamp(r.purchase_date):%Y-%m-%d} "
@@ -97,6 +100,11 @@ def summary_text(plan: Plan) -> str:
             lines.append(f"    {cls}: {df['unmet_gpu_hours'].sum():,.1f} GPU-hours in {len(df)} periods "
                          f"(first {df['period'].min():%Y-%m-%d %H:%M}); cause: {cause}")
     return "\n".join(lines)
+
+
+def _has_spend(plan: Plan) -> bool:
+    sp = plan.spend
+    return sp is not None and len(sp) > 0 and bool((sp["usd_per_hour"] > 0).any())
 
 
 def _payment_lines(plan: Plan) -> list[str]:

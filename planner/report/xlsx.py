@@ -703,6 +703,8 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
     savings = base - total
     bought = purchases[purchases["instances"] > 0]
     npv_col, npv_rows = _cash_npv_column(plan, purchases)
+    spend_rows = _spend_rows(plan)
+    sp_sum = lambda col: float(spend_rows[col].sum()) if len(spend_rows) else 0.0  # noqa: E731 (savings plans)
     values = {
         "total_cost_usd": (F(f"=SUM({costs('I')})", total), USD0),
         "already_committed_usd": (F(f"=SUM(Inventory!$J$2:$J${max(len(inventory) + 1, 2)})", committed), USD0),
@@ -714,10 +716,14 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         "savings_usd": (F(f"=B{row_of['all_on_demand_usd']}-B{row_of['total_cost_usd']}", savings), USD0),
         "savings_pct": (F(f"=IF(B{row_of['all_on_demand_usd']}>0,B{row_of['savings_usd']}/B{row_of['all_on_demand_usd']},0)",
                           savings / base if base > 0 else 0.0), PCT),
-        "commitment_usd": (F(f"=SUM(Purchases!$J$2:$J${last_p})", float(purchases["commitment_usd"].sum())), USD0),
-        "amortised_usd": (F(f"=SUM(Purchases!$I$2:$I${last_p})", float(purchases["horizon_cost_usd"].sum())), USD0),
-        "liability_past_horizon_usd": (F(f"=SUM(Purchases!$Q$2:$Q${last_p})",
-                                         float(purchases["liability_past_horizon_usd"].sum())), USD0),
+        "commitment_usd": (F(f"=SUM(Purchases!$J$2:$J${last_p}){_plus(sp_sum('commitment_usd'))}",
+                             float(purchases["commitment_usd"].sum()) + sp_sum("commitment_usd")), USD0),
+        "amortised_usd": (F(f"=SUM(Purchases!$I$2:$I${last_p}){_plus(sp_sum('horizon_cost_usd'))}",
+                            float(purchases["horizon_cost_usd"].sum()) + sp_sum("horizon_cost_usd")), USD0),
+        "liability_past_horizon_usd": (F(f"=SUM(Purchases!$Q$2:$Q${last_p})"
+                                         f"{_plus(sp_sum('liability_past_horizon_usd'))}",
+                                         float(purchases["liability_past_horizon_usd"].sum())
+                                         + sp_sum("liability_past_horizon_usd")), USD0),
         "reserved_utilisation": (plan.reserved_utilisation, PCT),
         "shortfall_gpu_hours": (short, NUM),
         "worst_case_usd": (plan.risk.worst_case_usd if plan.risk else plan.cost["total"], USD0),
@@ -1315,3 +1321,8 @@ def _spend_cash(plan: Plan) -> pd.DataFrame:
         return pd.DataFrame(columns=["upfront_usd", "reserved_recurring_usd"])
     cash = cash_schedule(rows, plan.inputs.periods, pd.Series(dtype=float), pd.Series(dtype=float))
     return cash.set_index("month")[["upfront_usd", "reserved_recurring_usd"]]
+
+
+def _plus(value: float) -> str:
+    """``+value`` for a formula (savings plans' figures, which have no Purchases row), or nothing at 0."""
+    return f"+{value!r}" if value else ""
