@@ -98,7 +98,7 @@ def option_names_expected() -> str:
 # ---- the commitments table: one row per (commitment option, purchase date) ------------------------------
 OPTION_COLUMNS = ["pool", "gpu_type", "region", "option", "kind", "hourly_usd", "upfront_usd", "term_months", "r",
                   "m", "lead_time_months", "residual_usd", "valid_from", "block_start", "block_days", "provider",
-                  "max_gpus", "row", "plan_family", "guarantees_capacity"]
+                  "max_gpus", "row", "plan_family", "guarantees_capacity", "resale_haircut"]
 AWS_BLOCK_AHEAD = pd.Timedelta(weeks=8)  # an AWS Capacity Block starts at most 8 weeks after it is bought
 
 
@@ -112,7 +112,7 @@ def option_rows(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
     res["pool"] = [pool_of[(g, r)] for g, r in zip(res.gpu_type, res.region)]
     for col, default in (("lead_time_months", 0.0), ("residual_usd", 0.0), ("valid_from", pd.NaT),
                          ("block_start", pd.NaT), ("block_days", np.nan), ("provider", ""), ("row", 0),
-                         ("plan_family", ""), ("guarantees_capacity", True)):
+                         ("plan_family", ""), ("guarantees_capacity", True), ("resale_haircut", np.nan)):
         if col not in res:
             res[col] = default
     res["kind"] = kind_of(res["option"])
@@ -141,6 +141,11 @@ def purchase_table(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.n
     rows, active = ladder.purchase_rows(terms, periods, hours, dates)
     rows["cash_date"] = rows["purchase_date"]
     rows["max_units"] = np.inf
+    rows["parent"] = -1
+    exits, exit_active = exit_rows(rows, active, periods, hours, dates)
+    if len(exits):
+        rows = pd.concat([rows, exits], ignore_index=True)
+        active = np.vstack([active, exit_active])
     blocks = options[win]
     if len(blocks) and len(periods):
         inside = _inside(blocks, periods, hours)
@@ -165,11 +170,58 @@ def purchase_table(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.n
     b["cash_date"] = b["block_start"]
     b["max_units"] = np.floor(b["max_gpus"].to_numpy(float) / b["m"].to_numpy(float) + 1e-9)
     b["max_units"] = b["max_units"].fillna(np.inf)
-    table = pd.concat([rows, b], ignore_index=True)
-    order = np.lexsort((table["block_start"].fillna(pd.Timestamp.min).to_numpy(), table["date_index"].to_numpy(),
-                        table["option"].to_numpy(), table["pool"].to_numpy()))
-    table = table.iloc[order].reset_index(drop=True)
-    return _typed(table), np.vstack([active, share])[order]
+    b["parent"] = -1
+    table = pd.concat([rows, b], ignore_index=True)  # exits keep their parents' positions: blocks go after
+    return _typed(table), np.vstack([active, share])
+
+
+RESALE_AFTER = pd.Timedelta(days=30)  # AWS: a Standard RI may be listed on the Marketplace after 30 days
+
+
+def exit_rows(rows: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex, hours: np.ndarray,
+              dates: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+    """Resale rows (kind ``exit``): for each term row with a ``resale_haircut``, one per later purchase date at
+    least 30 days into its term and before its end. Selling n of them at date d is buying n of a negative
+    commitment for the rest of the term: ``m`` = -m (the GPUs leave the pool), the recurring fee stops
+    (``hourly``), the remaining upfront comes back less the haircut (``upfront`` = (1 - h) u rem / L, a
+    negative cash at d); amortised, each hour after d saves the effective rate, less the haircut's loss
+    (h u rem / L) spread over those hours (``r``). ``parent`` is the row sold; n(exits) <= n(parent)."""
+    from . import ladder
+
+    cols = list(rows.columns)
+    if "resale_haircut" not in rows or not rows["resale_haircut"].notna().any() or len(dates) < 2:
+        return pd.DataFrame(columns=cols), np.zeros((0, len(periods)))
+    when = periods[np.asarray(dates)]
+    out, acts = [], []
+    hrs = np.asarray(hours, float)
+    for c in np.flatnonzero(rows["resale_haircut"].notna().to_numpy() & rows["kind"].eq("instance").to_numpy()):
+        r = rows.iloc[c]
+        L = float(r["term_months"]) * 730.0
+        for j, d in enumerate(when):
+            if d < r["active_from"] + RESALE_AFTER or d >= r["end_date"]:
+                continue
+            rem = (r["end_date"] - d) / pd.Timedelta(hours=1)
+            after = ladder.overlap_hours(pd.Series([d]), pd.Series([r["end_date"]]), periods, hrs)[0] / hrs
+            a = np.minimum(active[c], np.where(after > 1 - 1e-12, 1.0, after))
+            h_after = float(a @ hrs)
+            if h_after <= 0:
+                continue
+            h, u = float(r["resale_haircut"]), float(r["upfront_usd"])
+            e = r.copy()
+            e["kind"], e["parent"], e["m"] = "exit", int(c), -float(r["m"])
+            e["purchase_date"], e["cash_date"], e["active_from"], e["date_index"] = d, d, d, j
+            e["firm"] = False
+            e["term_months"] = rem / 730.0
+            e["upfront_usd"] = (1.0 - h) * u * rem / L
+            e["residual_usd"] = 0.0
+            e["r"] = float(r["hourly_usd"]) + u / L - h * u * rem / (L * h_after)
+            e["hours_active"] = h_after
+            e["max_units"] = np.inf
+            out.append(e)
+            acts.append(a)
+    if not out:
+        return pd.DataFrame(columns=cols), np.zeros((0, len(periods)))
+    return pd.DataFrame(out, columns=cols).reset_index(drop=True), np.vstack(acts)
 
 
 def _typed(rows: pd.DataFrame) -> pd.DataFrame:
@@ -199,7 +251,7 @@ def spend_commitments(rates: pd.DataFrame) -> pd.DataFrame:
         "upfront_usd": first["upfront_usd"].to_numpy(float), "term_months": first["term_months"], "r": 1.0,
         "m": 1.0, "lead_time_months": 0.0, "residual_usd": 0.0, "valid_from": pd.NaT, "block_start": pd.NaT,
         "block_days": np.nan, "provider": "", "max_gpus": np.nan, "row": first["row"],
-        "plan_family": first["plan_family"], "guarantees_capacity": True})
+        "plan_family": first["plan_family"], "guarantees_capacity": True, "resale_haircut": np.nan})
     return out[cols]
 
 
@@ -237,3 +289,21 @@ def _check_windows(blocks: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.nd
                                 f"{end:%Y-%m-%dT%H:%M}",
                                 hint="extend the demand to cover the block, or drop the offer"))
     raise InputError(problems)
+
+
+def without_exits(inp):
+    """``inp`` with no resale rows (the same plan without the option to sell: what the option is worth)."""
+    from dataclasses import replace
+
+    res = inp.reserved
+    if "kind" not in res or not res["kind"].eq("exit").any():
+        return inp
+    keep = ~res["kind"].eq("exit").to_numpy()
+    return replace(inp, reserved=res[keep].reset_index(drop=True),
+                   reserved_active=None if inp.reserved_active is None else inp.reserved_active[keep])
+
+
+def has_exits(inp) -> bool:
+    """True when the commitments table offers resales."""
+    res = inp.reserved
+    return "kind" in res and bool(res["kind"].eq("exit").any())

@@ -26,7 +26,7 @@ import numpy as np
 
 from .inputs import PlanInputs
 from .model import build_model, unit_bounds, unit_integer
-from .model.constraints import reserved_cap_sets
+from .model.constraints import exit_links, reserved_cap_sets
 from .model.objective import first_stage_cost
 
 REL_TOL = 1e-9  # floating-point noise between the master's bound and the priced plan, relative
@@ -131,6 +131,9 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     master.changeColsCost(R + J, np.arange(R + J, dtype=np.int32), np.r_[cost, np.ones(J)])
     for _pool, cols, coefs, rhs in zip(*reserved_cap_sets(inp)):
         master.addRow(-inf, float(rhs), len(cols), cols.astype(np.int32), coefs.astype(float))
+    for c, exits in exit_links(inp):  # a commitment sells at most what it bought
+        idx = np.r_[exits, c].astype(np.int32)
+        master.addRow(-inf, 0.0, len(idx), idx, np.r_[np.ones(len(exits)), -1.0])
     best_n, best_upper, bound = None, np.inf, -np.inf
     history = []
     priced: set = set()

@@ -75,7 +75,13 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
         raise InputError(Problem(file, "no 'reserved_purchases' list", expected="a plan.json written by `planner plan`"))
     index = {}  # (gpu_type, region, option) -> its first purchase row; with the date -> that date's row;
     # a capacity block by its window's start (two offers of one pool differ only there)
-    for i, r in enumerate(inp.reserved.itertuples()):
+    res = inp.reserved
+    for i, r in enumerate(res.itertuples()):
+        if getattr(r, "kind", "instance") == "exit":  # a resale: by what it sells and when
+            par = res.iloc[int(r.parent)]
+            index[("exit", r.gpu_type, r.region, r.option, pd.Timestamp(par["purchase_date"]).date().isoformat(),
+                   pd.Timestamp(r.purchase_date).date().isoformat())] = i
+            continue
         index.setdefault((r.gpu_type, r.region, r.option), i)
         if hasattr(r, "purchase_date"):
             index[(r.gpu_type, r.region, r.option, pd.Timestamp(r.purchase_date).date().isoformat())] = i
@@ -87,6 +93,18 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
     problems = []
     for i, row in enumerate(rows):
         try:
+            if row.get("kind") == "exit":
+                of = row.get("resale_of") or {}
+                key = ("exit", row["gpu_type"], row["region"], row["option"], str(of.get("purchase_date"))[:10],
+                       str(row["purchase_date"])[:10])
+                count = float(row["instances"])
+                if key in index:
+                    n[index[key]] += count
+                elif count > 0 and pd.Timestamp(key[5]) <= inp.periods[-1]:
+                    problems.append(Problem(file, f"reserved_purchases[{i}] resells a commitment the inputs cannot",
+                                            value="/".join(key[1:]), hint="evaluate with the price sheet, horizon "
+                                            "and [commitments] the plan used"))
+                continue
             if row.get("kind") == "spend":
                 key = ("spend", row["option"], str(row.get("plan_family")), str(row["purchase_date"])[:10])
                 usd = float(row.get("usd_per_hour") or 0.0)

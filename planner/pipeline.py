@@ -66,6 +66,7 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     if fixed_reserved is None and extend is None and _use_benders(inp, backend or s.backend):
         plan = _benders_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
                              risk=risk, write_model=write_model)
+        plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
         return _with_shadow(plan, shadow)
     reduce = None if extend is None else False
     model = build_model(inp, fixed_reserved=fixed_reserved, merge_periods=reduce,
@@ -91,7 +92,25 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
             risk=False, extend=extend, shadow=False)
         plan.risk = risk_view(plan, sub)
         plan.timings["risk"] = time.perf_counter() - t0
+    if fixed_reserved is None and extend is None:
+        plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
     return _with_shadow(plan, shadow and extend is None)
+
+
+def _with_exit_value(plan: Plan, inp: PlanInputs, **solve) -> Plan:
+    """Where terms may be resold: what that option is worth, the plan's objective without it less with it
+    (``commitments["exit_value_usd"]``, one more solve)."""
+    from .commitments import has_exits, without_exits
+
+    if not has_exits(inp) or not plan.status.has_plan:
+        return plan
+    t0 = time.perf_counter()
+    bare = make_plan(without_exits(inp), risk=False, shadow=False, **solve)
+    if bare.status.has_plan:
+        plan.commitments["exit_value_usd"] = float(bare.objective - plan.objective)
+        plan.commitments["cost_without_exits_usd"] = float(bare.cost["total"])
+    plan.timings["exit_value"] = time.perf_counter() - t0
+    return plan
 
 
 def _with_shadow(plan: Plan, shadow: bool) -> Plan:

@@ -372,7 +372,7 @@ def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
     res = inp.reserved
     cols = ["gpu_type", "region", "option", "kind", "term_months", "hourly_usd", "upfront_usd", "r", "m",
             "purchase_date", "active_from", "end_date", "firm", "lead_time_months", "residual_usd",
-            "hours_active", "valid_from", "cash_date", "block_start", "block_days", "provider", "plan_family"]
+            "hours_active", "valid_from", "cash_date", "block_start", "block_days", "provider", "plan_family", "parent"]
     purchases = res[[c for c in cols if c in res]].copy()
     purchases = purchases.rename(columns={"r": "effective_usd_per_gpu_hour", "m": "gpus_per_instance"})
     spend = purchases["kind"].eq("spend").to_numpy() if "kind" in purchases else np.zeros(len(purchases), bool)
@@ -473,7 +473,7 @@ def _cash(inp: PlanInputs, blocks, Yb, Zb, purchases: pd.DataFrame, Vb: np.ndarr
     od_t = (inp.probability[:, None] * per_block_od[blocks.of]).sum(axis=0) * inp.hours  # (T,)
     sp_t = (inp.probability[:, None] * per_block_sp[blocks.of]).sum(axis=0) * inp.hours
     month = inp.periods.strftime("%Y-%m")
-    bought = purchases[purchases["quantity"] > 0]
+    bought = purchases[purchases["quantity"].abs() > 0]  # a resale: negative GPUs, money back
     return cash_schedule(bought, inp.periods, pd.Series(od_t, index=month).groupby(level=0).sum(),
                          pd.Series(sp_t, index=month).groupby(level=0).sum())
 

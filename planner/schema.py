@@ -58,6 +58,9 @@ PRICES = (
            "capacity_block only (required there): first hour of the block's window"),
     Column("block_days", "float", False, "days", "",
            "capacity_block only (required there): the window's length, a whole number of days"),
+    Column("resale_haircut", "float", False, "share", "no resale",
+           "reserved only: the term may be sold at a later purchase date (at least 30 days after it starts, AWS RI "
+           "Marketplace): its fees stop and the remaining upfront comes back less this share"),
     Column("guarantees_capacity", "str", False, "", "true",
            "reserved only: `false` for a commitment that discounts usage without reserving capacity (GCP "
            "committed use discounts): its GPUs count against the pool's on-demand cap (max_gpus of on_demand)"),

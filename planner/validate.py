@@ -263,6 +263,14 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     _report(bad, raw, is_res & (out["residual_usd"] > liability + 1e-9), "residual_usd",
             "residual value above what the commitment costs over its term", d.get("residual_usd"),
             expected="residual_usd <= upfront_usd + hourly_usd x term_months x 730")
+    haircut = numbers(raw, "resale_haircut", bad, blank_ok=True, low=0, high=1,
+                      expected="a share of the upfront lost when sold, 0 to 1 (e.g. 0.12: AWS's 12 % fee)")
+    _report(bad, raw, ~is_res & haircut.notna(), "resale_haircut", "resale_haircut on a row that is not reserved",
+            d.get("resale_haircut"), expected="blank except on reserved rows (term commitments that may be resold)")
+    _report(bad, raw, is_res & haircut.notna() & out["residual_usd"].gt(0), "resale_haircut",
+            "resale_haircut on a row with a residual value", d.get("resale_haircut"),
+            expected="one exit per row: a resale (resale_haircut) or a residual value at the end, not both")
+    out["resale_haircut"] = haircut.where(is_res)
     _capacity_blocks(raw, bad, out, is_block, hourly)
     _spend_rows(raw, bad, out, is_spend)
     text = d.get("guarantees_capacity", pd.Series("", index=d.index)).astype(str).str.strip().str.lower()

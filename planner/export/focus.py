@@ -180,7 +180,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             list_rate = list_rate if list_rate is not None and math.isfinite(list_rate) else None
             for status, part in (("Used", share), ("Unused", 1.0 - share)):
                 q = gh * part
-                if q <= 1e-9:
+                if abs(q) <= 1e-9:  # a resale counts negative
                     continue
                 list_cost = q * list_rate if (status == "Used" and list_rate is not None and not c.get("spend")) \
                     else 0.0

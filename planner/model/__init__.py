@@ -337,6 +337,7 @@ FAMILIES = (
     ("spend_usage", con.define_spend_usage_constraints),
     ("spend_commitment", con.define_spend_commitment_constraints),
     ("discount_only_cap", con.define_discount_only_constraints),
+    ("exit_link", con.define_exit_link_constraints),
 )
 
 

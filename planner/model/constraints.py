@@ -249,3 +249,26 @@ def define_discount_only_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
     coefs = [m[c_i] * share[c_i, b_i], np.ones(len(yy))]
     return out.add("discount_only_cap", (rp, rb), np.concatenate(rows), np.concatenate(cols), np.concatenate(coefs),
                    LpConstraintLE, cap[rp])
+
+
+def exit_links(inp: PlanInputs) -> list[tuple[int, np.ndarray]]:
+    """(parent row, its exit rows) for every term commitment that may be resold (kind ``exit`` rows)."""
+    res = inp.reserved
+    if "parent" not in res or not res["kind"].eq("exit").any():
+        return []
+    par = res["parent"].to_numpy(int)
+    ex = np.flatnonzero(res["kind"].eq("exit").to_numpy())
+    return [(int(c), ex[par[ex] == c]) for c in np.unique(par[ex])]
+
+
+def define_exit_link_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
+    """sum_d n[exit of c at d] - n[c] <= 0: a commitment sells at most the instances bought."""
+    links = exit_links(inp)
+    if not links:
+        return 0
+    col = fam["n"]["col"].to_numpy()
+    rows = [np.full(len(e) + 1, i) for i, (_c, e) in enumerate(links)]
+    cols = [col[np.r_[e, c]] for c, e in links]
+    coefs = [np.r_[np.ones(len(e)), -1.0] for _c, e in links]
+    return out.add("exit_link", (np.array([c for c, _e in links]),), np.concatenate(rows), np.concatenate(cols),
+                   np.concatenate(coefs), LpConstraintLE, np.zeros(len(links)))

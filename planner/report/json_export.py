@@ -155,6 +155,7 @@ def plan_to_dict(plan: Plan) -> dict:
              "kind": getattr(r, "kind", "instance"), "npv_usd": _num(getattr(r, "npv_usd", None)),
              **({"usd_per_hour": _num(r.units), "plan_family": r.plan_family}
                 if getattr(r, "kind", "instance") == "spend" else {}),
+             **({"resale_of": _resale_of(purchases, r)} if getattr(r, "kind", "instance") == "exit" else {}),
              **_block_fields(r, dated)}
             for r in purchases.itertuples()],  # every reserved option and purchase date, bought (instances > 0) or not
         "commitments": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.commitments.items()},
@@ -272,3 +273,12 @@ def _spend(plan: Plan) -> list[dict]:
              "covered_at_rates_usd": _num(r.covered_at_rates_usd),
              "covered_at_on_demand_usd": _num(r.covered_at_on_demand_usd), "savings_usd": _num(r.savings_usd)}
             for r in sp.itertuples()]
+
+
+def _resale_of(purchases: pd.DataFrame, r) -> dict:
+    """The purchase a resale row sells: its option, pool and purchase date."""
+    res = purchases.iloc[int(r.parent)] if hasattr(r, "parent") else None
+    if res is None:
+        return {}
+    return {"gpu_type": res["gpu_type"], "region": res["region"], "option": res["option"],
+            "purchase_date": pd.Timestamp(res["purchase_date"]).date().isoformat()}

@@ -62,6 +62,12 @@ def summary_text(plan: Plan) -> str:
                 when = f"{'buy now' if r.firm else 'expect to buy'} {r.purchase_date:%Y-%m-%d}" + \
                     (f", usable {r.active_from:%Y-%m-%d}" if r.active_from != r.purchase_date else "") + \
                     f", ends {r.end_date:%Y-%m-%d}: "
+            if getattr(r, "kind", "instance") == "exit":
+                lines.append(f"    expect to sell {r.purchase_date:%Y-%m-%d}: {r.gpu_type:<12} {r.region:<16} {r.option:<12} "
+                             f"{r.instances:>6} instances ({-r.gpus:g} GPUs) bought earlier, on resale: saves "
+                             f"{_usd(-r.commitment_usd)} of the term (fees stop, the upfront left comes back less "
+                             "the haircut)")
+                continue
             if getattr(r, "kind", "instance") == "window":
                 lines.append(f"    {when}{r.gpu_type:<12} {r.region:<16} {r.option:<12} {r.instances:>6} instances "
                              f"({r.gpus:g} GPUs)  {_usd(r.commitment_usd)} (capacity block {r.block_days:g} days "
@@ -74,6 +80,9 @@ def summary_text(plan: Plan) -> str:
                             + (f", {_usd(r.residual_total_usd)} back at the end" if r.residual_total_usd > 0 else "")
                             + ")" if dated or r.upfront_total_usd > 0 else ""))
         lines.extend(_payment_lines(plan))
+        if "exit_value_usd" in plan.commitments:
+            lines.append(f"    the option to resell terms is worth {_usd(plan.commitments['exit_value_usd'])} to this plan "
+                         f"(without it: {_usd(plan.commitments['cost_without_exits_usd'])})")
         lines.append(f"    total commitment {_usd(plan.commitments.get('reserved_full_term_usd', bought['commitment_usd'].sum()))}"
                      f"{' (savings plans included)' if _has_spend(plan) else ''}; reserved utilisation "
                      f"{100 * plan.reserved_utilisation:.1f} %")

@@ -289,8 +289,8 @@ def write_workbook(plan: Plan, path) -> None:
     grain_name, grain_code = _period_grain(plan)
     n_alloc = len(alloc)
     purchases = plan.purchases
-    if "kind" in purchases:  # savings plans have no Prices row of their own: their own sheet, and values below
-        purchases = purchases[~purchases["kind"].eq("spend")]
+    if "kind" in purchases:  # savings plans and resales have no Prices row of their own: values below
+        purchases = purchases[~purchases["kind"].isin(VALUED_KINDS)]
 
     inventory = inventory_table(inp)
     summary_rows = _summary_layout(plan)
@@ -551,10 +551,15 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
                   "instances", F(f"=E{row}*Prices!$H${pr}*Purchases!$P${i + 2}", gh),
                   F(f"=Prices!$G${pr}", float(r.effective_usd_per_gpu_hour)), cost])
         totals["reserved"] += value
-    for r in _spend_rows(plan).itertuples():  # savings plans: USD per hour x hours (values: no Prices row)
+    for r in _spend_rows(plan).itertuples():  # savings plans (USD/h x hours) and resales (values: no Prices row)
+        if not r.units:
+            continue
         value = float(r.commitment_usd) if full_term else float(r.horizon_cost_usd)
-        s.append(["reserved", None, None, s.text(f"{r.option} ({r.plan_family})"), float(r.units), "USD per hour",
-                  float(r.hours_active), None, value])
+        exit_ = r.kind == "exit"
+        s.append(["reserved", r.gpu_type if exit_ else None, r.region if exit_ else None,
+                  s.text(f"{r.option} resold {pd.Timestamp(r.purchase_date).date()}" if exit_
+                         else f"{r.option} ({r.plan_family})"), float(r.units),
+                  "instances sold" if exit_ else "USD per hour", float(r.hours_active), None, value])
         totals["reserved"] += value
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
     expected = (a["gpus"] * a["hours"] * a["scenario"].map(prob)).groupby(
@@ -752,6 +757,11 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         s.append(["Buy" if getattr(r, "firm", True) else "Buy later (planned)", s.cell(float(r.gpus), INT),
                   s.text(f"GPUs: {int(r.instances):,} x {r.gpus_per_instance:g}-GPU instances of {r.gpu_type}, "
                          f"{r.option} in {r.region}, on {when}; ${r.commitment_usd:,.0f} over the term")])
+    for r in plan.purchases[plan.purchases["kind"].eq("exit") & (plan.purchases["instances"] > 0)].itertuples() \
+            if "kind" in plan.purchases else []:  # resales planned: what to sell, when
+        s.append(["Sell later (planned)", s.cell(float(-r.gpus), INT),
+                  s.text(f"GPUs: {int(r.instances):,} instances of {r.gpu_type} {r.option} in {r.region}, on "
+                         f"{pd.Timestamp(r.purchase_date).date()} (resale); saves ${-r.commitment_usd:,.0f} of the term")])
     for r in (plan.spend[plan.spend["usd_per_hour"] > 0].itertuples() if plan.spend is not None and len(plan.spend)
               else []):  # savings plans: a dollar commitment per hour
         s.append(["Commit" if r.firm else "Commit later (planned)", s.cell(float(r.usd_per_hour), RATE),
@@ -1059,8 +1069,12 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
         c = colname(u0 + q)
         ws.write_string(rows_of["gpu_type"] - 1, u0 + q, str(g))
         ws.write_string(rows_of["region"] - 1, u0 + q, str(rg))
+        resold = _spend_rows(plan)  # resales of this pool's terms (no Purchases row): their saving, a value
+        resold = resold[resold["kind"].eq("exit") & resold["gpu_type"].eq(g) & resold["region"].eq(rg)]
+        extra = float(resold["horizon_cost_usd"].sum()) if len(resold) else 0.0
         ws.write_formula(rows_of["cost"] - 1, u0 + q, f'=SUMPRODUCT(--EXACT({pur("A")},{c}${rows_of["gpu_type"]}),'
-                         f'--EXACT({pur("B")},{c}${rows_of["region"]}),{pur("I")})', s.book.fmt(USD), float(cost[q]))
+                         f'--EXACT({pur("B")},{c}${rows_of["region"]}),{pur("I")}){"+" + repr(extra) if extra else ""}',
+                         s.book.fmt(USD), float(cost[q]))
         ws.write_number(rows_of["owned"] - 1, u0 + q, float(owned[q]), s.book.fmt(NUM))
         ws.write_number(rows_of["used"] - 1, u0 + q, float(used[q]), s.book.fmt(NUM))
         ws.write_formula(rows_of["rate"] - 1, u0 + q, f"=IF({c}{rows_of['owned']}>0,{c}{rows_of['cost']}/"
@@ -1272,10 +1286,13 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         ws.insert_chart(f"{letter(l0 + len(bought) + 3)}24", ladder)
 
 
+VALUED_KINDS = ("spend", "exit")  # commitments-table rows the workbook carries as values (no Prices row)
+
+
 def _spend_rows(plan: Plan) -> pd.DataFrame:
-    """The plan's savings-plan rows of Purchases' table (bought or not)."""
+    """The plan's rows without a Prices row of their own (savings plans, resales), bought or not."""
     pur = plan.purchases
-    return pur[pur["kind"].eq("spend")] if "kind" in pur else pur.iloc[0:0]
+    return pur[pur["kind"].isin(VALUED_KINDS)] if "kind" in pur else pur.iloc[0:0]
 
 
 def _covered_gpu_hours(plan: Plan, by_month: bool = False) -> pd.Series:
@@ -1316,7 +1333,7 @@ def _spend_cash(plan: Plan) -> pd.DataFrame:
     from ..ladder import cash_schedule
 
     rows = _spend_rows(plan)
-    rows = rows[rows["quantity"] > 0] if len(rows) else rows
+    rows = rows[rows["quantity"].abs() > 0] if len(rows) else rows  # a resale is negative cash
     if not len(rows):
         return pd.DataFrame(columns=["upfront_usd", "reserved_recurring_usd"])
     cash = cash_schedule(rows, plan.inputs.periods, pd.Series(dtype=float), pd.Series(dtype=float))

@@ -1,0 +1,107 @@
+"""Exits before the term ends (issue 24): a term with a resale_haircut may be resold at a later purchase date,
+at least 30 days into its term (AWS RI Marketplace): its fees stop, the upfront left comes back less the
+haircut. Hand oracles; the value of the option reported; Benders equal to the monolithic model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from planner import load_inputs, make_plan
+from planner.cli import cli
+from conftest import price, solve_case, write_case
+
+UP, HOURLY, OD, L = 4380.0, 0.5, 3.0, 8760.0
+
+
+def case(folder: Path, haircut=0.12, accounting="full_term", months=3, method=None) -> Path:
+    days = pd.date_range("2027-01-01", periods=365, freq="D")
+    end = pd.Timestamp("2027-01-01") + pd.DateOffset(months=months)
+    demand = [20.0 if d < end else 0.0 for d in days]
+    res = price(option="reserved_1y", hourly=HOURLY, upfront_usd=UP, term_months=12)
+    if haircut is not None:
+        res["resale_haircut"] = haircut
+    rows = [price(hourly=OD), res]
+    m = write_case(folder, {"c": demand}, rows, {"c": {}}, hours=24, start="2027-01-01T00:00",
+                   solver={"method": method} if method else None,
+                   extra_top=f'[commitments]\npurchase_every = "month"\naccounting = "{accounting}"')
+    pd.DataFrame(rows).to_csv(folder / "prices.csv", index=False)
+    return m
+
+
+def sold_saving(rem_hours: float, haircut: float) -> float:
+    """Per GPU: the fees no longer paid and the upfront left that comes back, less the haircut."""
+    return HOURLY * rem_hours + (1 - haircut) * UP * rem_hours / L
+
+
+@pytest.mark.parametrize("accounting", ["full_term", "amortised"])
+def test_a_term_bought_for_a_three_month_burst_is_resold_by_hand(tmp_path, accounting):
+    plan = solve_case(case(tmp_path, accounting=accounting))
+    rem = L - 90 * 24  # sold 2027-04-01, 90 days into the year
+    assert plan.cost["total"] == pytest.approx(20 * (HOURLY * L + UP - sold_saving(rem, 0.12)))
+    p = plan.purchases[plan.purchases["instances"] > 0].set_index("kind")
+    assert p.loc["instance", "instances"] == 20 and p.loc["exit", "instances"] == 20
+    assert pd.Timestamp(p.loc["exit", "purchase_date"]) == pd.Timestamp("2027-04-01")
+    # without the option the burst rents: 20 x 3.00 x 2,160 h; the option is worth the difference
+    assert plan.commitments["cost_without_exits_usd"] == pytest.approx(20 * OD * 2160)
+    assert plan.commitments["exit_value_usd"] == pytest.approx(20 * OD * 2160 - plan.cost["total"])
+    assert plan.cash_schedule["total_usd"].sum() == pytest.approx(plan.cost["total"])  # money back in April
+
+
+def test_a_haircut_that_eats_the_saving_keeps_renting(tmp_path):
+    plan = solve_case(case(tmp_path, haircut=1.0, months=1))  # a month's burst, nothing back on the upfront
+    # buy-and-sell: 8,760 + 4,380 ... fees for Jan (744 h x 0.5) + the whole upfront 4,380 > 744 h x 3.00
+    assert plan.purchases["instances"].sum() == 0 and plan.cost["total"] == pytest.approx(20 * OD * 744)
+
+
+def test_resales_start_30_days_into_the_term_and_end_with_it(tmp_path):
+    inp = load_inputs(case(tmp_path))
+    res = inp.reserved
+    ex = res[res["kind"].eq("exit")]
+    parents = res.iloc[ex["parent"].to_numpy(int)]
+    assert len(ex) > 0
+    assert (ex["purchase_date"].to_numpy() >= (parents["active_from"] + pd.Timedelta(days=30)).to_numpy()).all()
+    assert (ex["purchase_date"].to_numpy() < parents["end_date"].to_numpy()).all()
+    assert (ex["m"] < 0).all()
+
+
+def test_evaluate_and_benders_carry_the_resale(tmp_path):
+    m = case(tmp_path / "m", method="monolithic")
+    out = tmp_path / "out"
+    assert CliRunner().invoke(cli, ["plan", str(m), "--out", str(out), "-q"]).exit_code == 0
+    doc = json.loads((out / "plan.json").read_text())
+    sale = [r for r in doc["reserved_purchases"] if r["kind"] == "exit" and r["instances"]]
+    assert sale and sale[0]["resale_of"]["purchase_date"] == "2027-01-01"
+    r = CliRunner().invoke(cli, ["evaluate", str(m), "--plan", str(out / "plan.json"), "--demand",
+                                 str(tmp_path / "m" / "demand.csv"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["regret_usd"] == pytest.approx(0.0, abs=1e-6)
+    bend = make_plan(load_inputs(case(tmp_path / "b", method="benders")), mip_gap=1e-9)
+    assert "benders" in bend.stats and bend.cost["total"] == pytest.approx(doc["cost_usd"]["total"], rel=1e-6)
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"resale_haircut": 1.5}, "column 'resale_haircut': absurdly large value (got '1.5')"),
+    ({"resale_haircut": 0.1, "residual_usd": 100}, "resale_haircut on a row with a residual value"),
+])
+def test_bad_resale_inputs_exit_2(tmp_path, change, message):
+    m = case(tmp_path)
+    df = pd.read_csv(tmp_path / "prices.csv")
+    for k, v in change.items():
+        df.loc[1, k] = v
+    df.to_csv(tmp_path / "prices.csv", index=False)
+    r = CliRunner().invoke(cli, ["validate", str(m)])
+    assert r.exit_code == 2 and message in r.output, r.output
+
+
+def test_a_haircut_on_an_on_demand_row_exits_2(tmp_path):
+    m = case(tmp_path)
+    df = pd.read_csv(tmp_path / "prices.csv")
+    df.loc[0, "resale_haircut"] = 0.1
+    df.to_csv(tmp_path / "prices.csv", index=False)
+    r = CliRunner().invoke(cli, ["validate", str(m)])
+    assert r.exit_code == 2 and "resale_haircut on a row that is not reserved" in r.output, r.output
