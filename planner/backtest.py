@@ -308,9 +308,12 @@ def run_chain(base: PlanInputs, strategy: str, settings: Settings, make_plan) ->
 
 def whole_period(base: PlanInputs, settings: Settings) -> PlanInputs:
     """The test period (first cut-off to the last window's end) with purchases dated at every cut-off."""
+    from .commitments import without_exits
+
     cuts = settings.cutoffs(base.T)
     index = np.arange(cuts[0], cuts[-1] + settings.test)
-    return slice_periods(base, index, purchase_dates=cuts - cuts[0])
+    # a backtest offers no resale (its cut-offs re-decide purchases; a resale would be hindsight's alone)
+    return without_exits(slice_periods(base, index, purchase_dates=cuts - cuts[0]))
 
 
 def fixed_instances(whole: PlanInputs, bought: pd.DataFrame) -> np.ndarray:
@@ -624,6 +627,12 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
                                  "future into each cut-off", value=", ".join(slo),
                                  hint="backtest their demand in GPUs (a class without [classes.X.slo])"))
     opts = history.options
+    if opts is not None and "guarantees_capacity" in opts and not opts["guarantees_capacity"].astype(bool).all():
+        raise InputError(Problem(str(history.config.prices or "price sheet"),
+                                 "backtests do not carry discount-only commitments yet (guarantees_capacity = false: "
+                                 "bought at one cut-off they would not count against the on-demand cap at the next)",
+                                 column="guarantees_capacity", value="false",
+                                 hint="backtest with those rows as ordinary reservations, or without them"))
     if opts is not None and "kind" in opts and opts["kind"].eq("spend").any():
         raise InputError(Problem(str(history.config.prices or "price sheet"),
                                  "backtests do not carry savings plans yet (a dollar commitment bought at one cut-off "

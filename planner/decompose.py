@@ -55,7 +55,11 @@ class BendersResult:
 def applicable(inp: PlanInputs) -> bool:
     """True when the decomposition is exact for ``inp``: purchases to decide and no backfill classes."""
     backfill = any(inp.config.classes[c].backfill for c in inp.classes)
-    return len(inp.reserved) > 0 and not backfill
+    res = inp.reserved
+    # a discount-only commitment (guarantees_capacity = false) links its purchases to every period's on-demand
+    # cap: the decomposition's master does not carry those rows, so such models are solved whole
+    discount_only = "guarantees_capacity" in res and not res["guarantees_capacity"].astype(bool).all()
+    return len(res) > 0 and not backfill and not discount_only
 
 
 def chunk_index(inp: PlanInputs, chunk: str | int = "month") -> list[np.ndarray]:

@@ -160,7 +160,8 @@ def _monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
     elif b.max_total_usd is not None or b.monthly:
         why = "a [budget] couples the months the decomposition solves apart"
     elif not applicable(inp):
-        why = "the decomposition does not apply to this model (see docs/commitments.md)"
+        why = ("the decomposition does not apply to this model: backfill classes or discount-only commitments "
+               "(guarantees_capacity = false) link the periods (see docs/commitments.md)")
     else:
         return None
     return f'method = "benders" was asked, but the model was solved whole (monolithic): {why}'

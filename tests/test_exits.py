@@ -105,3 +105,29 @@ def test_a_haircut_on_an_on_demand_row_exits_2(tmp_path):
     df.to_csv(tmp_path / "prices.csv", index=False)
     r = CliRunner().invoke(cli, ["validate", str(m)])
     assert r.exit_code == 2 and "resale_haircut on a row that is not reserved" in r.output, r.output
+
+
+def test_a_backtest_offers_no_resale_and_does_not_crash(tmp_path):
+    days = pd.date_range("2027-01-01", periods=365, freq="D")
+    demand = [0.0 if d < pd.Timestamp("2027-05-15") else 20.0 for d in days]
+    res = price(option="reserved_1y", hourly=HOURLY, upfront_usd=UP, term_months=12, resale_haircut=0.12)
+    rows = [price(hourly=OD), res]
+    m = write_case(tmp_path, {"c": demand}, rows, {"c": {}}, hours=24, start="2027-01-01T00:00",
+                   extra_top='[commitments]\npurchase_every = "month"')
+    pd.DataFrame(rows).to_csv(tmp_path / "prices.csv", index=False)
+    r = CliRunner().invoke(cli, ["backtest", str(m), "--demand", str(tmp_path / "demand.csv"), "--train-hours",
+                                 "1440", "--test-hours", "1440", "--strategies", "point", "--forecaster", "latest",
+                                 "--jobs", "1", "--out", str(tmp_path / "bt"), "--json"])
+    assert r.exit_code in (0, 3), r.output
+    doc = json.loads(r.output)
+    assert all(p.get("instances", 0) >= 0 for w in doc["windows"] for p in w["purchases"])
+
+
+def test_benders_with_a_discount_only_commitment_solves_whole_and_says_so(tmp_path):
+    from test_discount_only import case as cud_case
+
+    m = cud_case(tmp_path, "false")
+    m.write_text(m.read_text().replace("[solver]", '[solver]\nmethod = "benders"'))
+    r = CliRunner().invoke(cli, ["plan", str(m), "--out", str(tmp_path / "out")])
+    assert r.exit_code == 3, r.output  # 2 GPUs short under the cap, as the monolithic model says
+    assert "solved whole (monolithic): the decomposition does not apply" in r.output

@@ -81,8 +81,11 @@ def summary_text(plan: Plan) -> str:
                             + ")" if dated or r.upfront_total_usd > 0 else ""))
         lines.extend(_payment_lines(plan))
         if "exit_value_usd" in plan.commitments:
+            npv = plan.inputs.config.finance.npv
             lines.append(f"    the option to resell terms is worth {_usd(plan.commitments['exit_value_usd'])} to this plan "
-                         f"(without it: {_usd(plan.commitments['cost_without_exits_usd'])})")
+                         + ("(in the NPV objective; " if npv else "(")
+                         + f"its cost without it: {_usd(plan.commitments['cost_without_exits_usd'])}; a resale is "
+                         "decided for every scenario alike)")
         lines.append(f"    total commitment {_usd(plan.commitments.get('reserved_full_term_usd', bought['commitment_usd'].sum()))}"
                      f"{' (savings plans included)' if _has_spend(plan) else ''}; reserved utilisation "
                      f"{100 * plan.reserved_utilisation:.1f} %")
