@@ -218,7 +218,7 @@ def test_evaluate_tells_two_offers_of_one_pool_apart(tmp_path):
     m = block_case(tmp_path, blocks=TWO)
     out = tmp_path / "out"
     assert CliRunner().invoke(cli, ["plan", str(m), "--out", str(out), "-q"]).exit_code == 0
-    r = CliRunner().invoke(cli, ["evaluate", str(m), "--plan", str(out / "plan.json"), "--demand",
+    r = CliRunner().invoke(cli, ["evaluate", str(m), "--out", str(tmp_path / "ev1"), "--plan", str(out / "plan.json"), "--demand",
                                  str(tmp_path / "demand.csv"), "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)

@@ -76,7 +76,7 @@ def test_evaluate_and_benders_carry_the_resale(tmp_path):
     doc = json.loads((out / "plan.json").read_text())
     sale = [r for r in doc["reserved_purchases"] if r["kind"] == "exit" and r["instances"]]
     assert sale and sale[0]["resale_of"]["purchase_date"] == "2027-01-01"
-    r = CliRunner().invoke(cli, ["evaluate", str(m), "--plan", str(out / "plan.json"), "--demand",
+    r = CliRunner().invoke(cli, ["evaluate", str(m), "--out", str(tmp_path / "ev1"), "--plan", str(out / "plan.json"), "--demand",
                                  str(tmp_path / "m" / "demand.csv"), "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["regret_usd"] == pytest.approx(0.0, abs=1e-6)

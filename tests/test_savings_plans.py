@@ -151,14 +151,14 @@ def test_evaluate_fixes_the_plans_commitment(tmp_path):
     m = sp_case(tmp_path)
     out = tmp_path / "out"
     assert CliRunner().invoke(cli, ["plan", str(m), "--out", str(out), "-q"]).exit_code == 0
-    r = CliRunner().invoke(cli, ["evaluate", str(m), "--plan", str(out / "plan.json"), "--demand",
+    r = CliRunner().invoke(cli, ["evaluate", str(m), "--out", str(tmp_path / "ev1"), "--plan", str(out / "plan.json"), "--demand",
                                  str(tmp_path / "demand.csv"), "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["regret_usd"] == pytest.approx(0.0, abs=1e-6)
     # on a quieter month the same commitment costs what the hand recourse says
     periods = pd.read_csv(tmp_path / "demand.csv")["period"].unique()
     pd.DataFrame({"period": periods, "a": 2.0, "b": 1.0}).to_csv(tmp_path / "quiet.csv", index=False)
-    r = CliRunner().invoke(cli, ["evaluate", str(m), "--plan", str(out / "plan.json"), "--demand",
+    r = CliRunner().invoke(cli, ["evaluate", str(m), "--out", str(tmp_path / "ev2"), "--plan", str(out / "plan.json"), "--demand",
                                  str(tmp_path / "quiet.csv"), "--json"])
     assert json.loads(r.output)["cost_usd"]["total"] == pytest.approx(hand_cost(11.2, a=[2.0] * 4, b=[1.0] * 4))
 
