@@ -18,7 +18,7 @@ from planner import commitments, load_inputs, make_plan
 from planner.cli import cli
 from planner.pipeline import write_outputs
 from conftest import price, solve_case, write_case
-from test_workbook import needs_lo, recalc
+from test_workbook import cached_matches_recomputed, needs_lo
 
 OD, R1Y, BLOCK = 10.0, 5.0, 6.0  # USD per GPU-hour
 BURST = [8.0] * 168 + [64.0] * 336 + [8.0] * 168  # 4 weeks: a two-week burst in weeks 2-3
@@ -188,23 +188,11 @@ def test_benders_equals_the_monolithic_model_with_blocks(tmp_path):
 
 @needs_lo
 def test_libreoffice_recomputes_a_block_plan_to_its_cached_values(tmp_path):
-    import math
     demand = [8.0] * (31 * 24 - 72) + [64.0] * (14 * 24) + [8.0] * 72
     plan = solve_case(block_case(tmp_path, demand=demand, blocks=({"block_start": "2027-02-01T00:00",
                                                                    "block_days": 10},)))
     paths = write_outputs(plan, tmp_path / "out")
-    cached = load_workbook(paths["xlsx"], data_only=True)
-    again = load_workbook(recalc(paths["xlsx"], tmp_path), data_only=True)
-    formulas = load_workbook(paths["xlsx"])
-    n = 0
-    for ws in formulas.worksheets:
-        for row in ws.iter_rows():
-            for c in row:
-                if isinstance(c.value, str) and c.value.startswith("="):
-                    a, b = cached[ws.title][c.coordinate].value, again[ws.title][c.coordinate].value
-                    n += 1
-                    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-                        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6), (ws.title, c.coordinate, a, b)
+    n, again = cached_matches_recomputed(paths["xlsx"], tmp_path)
     assert n > 100
     total = {r[0].value: r[1].value for r in again["Summary"].iter_rows() if r[0].value}
     assert any(v == pytest.approx(plan.cost["total"]) for v in total.values() if isinstance(v, (int, float)))
@@ -228,8 +216,6 @@ def test_evaluate_tells_two_offers_of_one_pool_apart(tmp_path):
 
 
 def test_backtest_fixes_each_block_it_bought_by_its_window(tmp_path):
-    from planner.backtest import fixed_instances, whole_period, Settings  # noqa: F401
-
     weeks = [8.0] * 168 + [40.0] * 168 + [72.0] * 168 + [8.0] * 168
     m = block_case(tmp_path, demand=weeks, blocks=TWO)
     r = CliRunner().invoke(cli, ["backtest", str(m), "--demand", str(tmp_path / "demand.csv"), "--train-hours", "168",

@@ -41,6 +41,28 @@ def recalc(path: Path, tmp: Path) -> Path:
     return out / path.name
 
 
+def cached_matches_recomputed(path: Path, tmp: Path, strict_blanks: bool = False):
+    """Recompute ``path`` in LibreOffice and compare every formula's stored value with LibreOffice's own;
+    returns (number of formulas, the recomputed workbook). Numbers must agree to 1e-9 relative (1e-6
+    absolute); with ``strict_blanks``, a blank on one side must be blank on the other."""
+    import math
+
+    cached = load_workbook(path, data_only=True)
+    again = load_workbook(recalc(path, tmp), data_only=True)
+    n = 0
+    for ws in load_workbook(path).worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if isinstance(c.value, str) and c.value.startswith("="):
+                    a, b = cached[ws.title][c.coordinate].value, again[ws.title][c.coordinate].value
+                    n += 1
+                    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6), (ws.title, c.coordinate, a, b)
+                    elif strict_blanks:
+                        assert (a in ("", None)) == (b in ("", None)), (ws.title, c.coordinate, a, b)
+    return n, again
+
+
 def named_values(path: Path) -> dict[str, float]:
     wb = load_workbook(path, data_only=True)
     out = {}
