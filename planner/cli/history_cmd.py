@@ -1,0 +1,1 @@
+"""``planner history``: placeholder, filled in by its module's author."""

@@ -1,0 +1,1 @@
+"""``planner prices``: placeholder, filled in by its module's author."""

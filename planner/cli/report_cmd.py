@@ -1,0 +1,1 @@
+"""``planner report``: placeholder, filled in by its module's author."""
