@@ -44,7 +44,7 @@ class BendersResult:
     chunks: int
     seconds: float
     status: str  # "optimal" (gap proven) or "feasible" (time limit)
-    history: list  # (iteration, lower, upper) per iteration
+    history: list  # (iteration, lower, upper, seconds) per iteration
 
     @property
     def gap(self) -> float:
@@ -168,7 +168,9 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
             lp_bound = float(master.getInfo().objective_function_value)
             n_new = np.asarray(master.getSolution().col_value, dtype=float)[:R]
             bound = max(bound, lp_bound)
-            history.append((it, bound, best_upper))
+            history.append((it, bound, best_upper, time.perf_counter() - t0))
+            if progress:
+                progress(it, bound, best_upper)
             lp_gap = (float(cost @ n_new) + sum(values) - lp_bound) if np.allclose(n_new, n) else np.inf
             out_of_time = time_limit_s is not None and time.perf_counter() - t0 > time_limit_s
             if np.allclose(n_new, n, atol=1e-7) or lp_gap <= mip_gap * abs(lp_bound) or it > 60 or out_of_time:
@@ -185,7 +187,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         bound = max(bound, float(info.mip_dual_bound if np.isfinite(info.mip_dual_bound) else
                                  info.objective_function_value))
         n = rounded(np.asarray(master.getSolution().col_value, dtype=float)[:R])
-        history.append((it, bound, best_upper))
+        history.append((it, bound, best_upper, time.perf_counter() - t0))
         if progress:
             progress(it, bound, best_upper)
         tolerance = max(mip_gap, REL_TOL) * abs(best_upper) + ABS_TOL

@@ -36,7 +36,6 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import click
 
 
 def default_jobs() -> int:
@@ -69,34 +68,25 @@ def _guarded(fn: Callable, task) -> tuple[bool, Any, float]:
         return False, text, time.perf_counter() - t0
 
 
-def _fmt_s(s: float) -> str:
-    if s < 100:
-        return f"{s:.0f} s"
-    m, sec = divmod(int(round(s)), 60)
-    return f"{m} min {sec:02d} s" if m < 60 else f"{m // 60} h {m % 60:02d} min"
-
-
 class Progress:
-    """``[#####-----] 12/50  24 %  elapsed 30 s, ~95 s left  <what just finished>`` on stderr."""
+    """A tqdm bar on stderr over the tasks (``12/50 [00:30<01:35]  <what just finished>``), drawn only when
+    stderr is a terminal and progress was asked for (see :mod:`planner.progress`)."""
 
     def __init__(self, total: int, enabled: bool = True, width: int = 20):
-        self.total, self.enabled, self.width = total, enabled, width
+        from .progress import bar
+
+        self.total, self.enabled = total, enabled
         self.done = 0
-        self.t0 = time.perf_counter()
+        self.bar = bar(total, "solves", enabled=enabled)
 
     def step(self, text: str = "") -> None:
-        """Count one finished task and print the bar (when enabled)."""
+        """Count one finished task and move the bar (when shown)."""
         self.done += 1
-        if not self.enabled:
-            return
-        elapsed = time.perf_counter() - self.t0
-        frac = self.done / self.total if self.total else 1.0
-        fill = int(round(frac * self.width))
-        bar = "#" * fill + "-" * (self.width - fill)
-        left = elapsed / self.done * (self.total - self.done) if self.done else 0.0
-        eta = "done" if self.done == self.total else f"~{_fmt_s(left)} left"
-        click.echo(f"[{bar}] {self.done}/{self.total} {100 * frac:3.0f} %  elapsed {_fmt_s(elapsed)}, {eta}"
-                   + (f"  {text}" if text else ""), err=True)
+        if text:
+            self.bar.set_postfix_str(text[:60], refresh=False)
+        self.bar.update(1)
+        if self.done >= self.total:
+            self.bar.close()
 
 
 class _Recorder:

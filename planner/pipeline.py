@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
+
 from . import io, validate
 from .config import ModelConfig, load_model
 from .inputs import PlanInputs, build_inputs
@@ -46,7 +48,7 @@ def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = 
 def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: float | None = None,
               mip_gap: float | None = None, timings: dict | None = None,
               fixed_reserved=None, risk: bool = True, extend=None, write_model: str | Path | None = None,
-              shadow: bool | None = None) -> Plan:
+              shadow: bool | None = None, progress: bool = False) -> Plan:
     """Build, solve and extract one plan.
 
     ``backend``, ``time_limit_s`` and ``mip_gap`` override the model file's ``[solver]`` settings;
@@ -57,6 +59,7 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     (``.lp`` or ``.mps``). ``risk`` (scenario inputs only) also solves the 2 + S extra MILPs of the
     risk view (EVPI, VSS, worst case); pass ``risk=False`` to skip them. ``shadow`` (default: when the
     model file sets a ``[budget]``) adds the shadow prices (:mod:`planner.duals`, one more LP solve).
+    ``progress`` draws a bar of the Benders iterations (bound, incumbent, gap) on stderr when it is a terminal.
     """
     s = inp.config.solver
     timings = dict(timings or {})
@@ -65,7 +68,7 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
         shadow = b.max_total_usd is not None or b.monthly
     if fixed_reserved is None and extend is None and _use_benders(inp, backend or s.backend):
         plan = _benders_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
-                             risk=risk, write_model=write_model)
+                             risk=risk, write_model=write_model, progress=progress)
         plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
         return _with_shadow(plan, shadow)
     reduce = None if extend is None else False
@@ -167,7 +170,8 @@ def _monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
     return f'method = "benders" was asked, but the model was solved whole (monolithic): {why}'
 
 
-def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, risk, write_model) -> Plan:
+def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, risk, write_model,
+                  progress: bool = False) -> Plan:
     """Purchases by Benders decomposition (proven gap), then the full model with them fixed for the plan."""
     from dataclasses import replace
 
@@ -178,7 +182,13 @@ def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, r
     gap = s.mip_gap if mip_gap is None else mip_gap
     limit = s.time_limit_s if time_limit_s is None else time_limit_s
     t0 = time.perf_counter()
-    bd = solve_benders(inp, mip_gap=gap, time_limit_s=limit, threads=s.threads)
+    from .progress import BendersProgress
+
+    bar = BendersProgress(enabled=progress)
+    try:
+        bd = solve_benders(inp, mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar)
+    finally:
+        bar.close()
     timings["benders"] = time.perf_counter() - t0
     plan = make_plan(inp, backend="highs", time_limit_s=None, mip_gap=gap, timings=timings,
                      fixed_reserved=bd.n, risk=risk, write_model=write_model, shadow=False)
@@ -193,7 +203,9 @@ def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, r
                                  f"{bd.lower:,.2f} USD")
     plan.status = status
     plan.stats["benders"] = {"chunks": bd.chunks, "iterations": bd.iterations, "lower_usd": bd.lower,
-                             "upper_usd": bd.upper, "gap": bd.gap}
+                             "upper_usd": bd.upper, "gap": bd.gap,
+                             "log": [{"iteration": i, "bound_usd": lo, "incumbent_usd": None if not np.isfinite(up) else up,
+                                      "seconds": round(sec, 3)} for i, lo, up, sec in bd.history]}
     return plan
 
 

@@ -53,7 +53,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
     check_writable(out_dir or default_out_dir(inp.config), ("plan.xlsx", "plan.json"))  # before the solve
     result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
-                       timings={"read_validate": time.perf_counter() - t0}, shadow=True)
+                       timings={"read_validate": time.perf_counter() - t0}, shadow=True, progress=not quiet)
     if not result.status.has_plan:
         hint = (" The model is infeasible." if result.status is Status.infeasible else
                 f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
