@@ -132,7 +132,7 @@ def _metrics(plans: list[Plan], backfill: list[str]) -> dict:
         w = _scenario_weights(p)
         for option in gpu_hours:
             sel = a[a["option"] == option]
-            gpu_hours[option] += float((sel["gpu_hours"] * sel["scenario"].map(w)).sum())
+            gpu_hours[option] += float((sel["gpu_hours"] * sel["scenario"].map(w).astype(float)).sum())
     latency = pd.concat([p.latency for p in plans if len(p.latency)], ignore_index=True) \
         if any(len(p.latency) for p in plans) else pd.DataFrame()
     busy = latency[latency["requests_per_s"] > 0] if len(latency) else latency
@@ -210,7 +210,7 @@ def _idle_useful(plan: Plan, backfill: list[str]) -> float:
     ks = [k for k, c in enumerate(inp.classes) if c in backfill]
     f = plan.fleet
     w = _scenario_weights(plan)
-    idle = ((f["reserved_owned"] - f["reserved_used"]).clip(lower=0) * f["hours"] * f["scenario"].map(w))
+    idle = ((f["reserved_owned"] - f["reserved_used"]).clip(lower=0) * f["hours"] * f["scenario"].map(w).astype(float))
     pool_idle = idle.groupby([f["gpu_type"], f["region"]]).sum()
     useful = inp.q_reserved[ks]  # useful reference GPUs per reserved GPU
     total = 0.0

@@ -27,7 +27,7 @@ def _pool_cost_and_owned(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
     cost_p = np.zeros(inp.P)
     np.add.at(cost_p, [pool_of[(g, r)] for g, r in zip(pur["gpu_type"], pur["region"])],
               pur["horizon_cost_usd"].to_numpy(float))
-    f = plan.fleet.assign(wt=plan.fleet["scenario"].map(w))
+    f = plan.fleet.assign(wt=plan.fleet["scenario"].map(w).astype(float))
     owned_p = (f["reserved_owned"] * f["hours"] * f["wt"]).groupby([f["gpu_type"], f["region"]]).sum()
     owned = np.array([owned_p.get((g, r), 0.0) for g, r in zip(inp.pools["gpu_type"], inp.pools["region"])])
     return cost_p, owned
@@ -52,7 +52,7 @@ def savings_plan_credit(plan: Plan) -> pd.DataFrame:
     m = cov.merge(od[key + ["_k", "gpus"]].rename(columns={"gpus": "class_gpus"}), on=key).merge(total, on=key)
     w = dict(zip(inp.scenarios, inp.probability))
     share = np.divide(m["class_gpus"], m["pool_gpus"], out=np.zeros(len(m)), where=m["pool_gpus"].to_numpy() > 0)
-    gh = share * m["gpus"] * m["hours"] * m["scenario"].map(w)
+    gh = share * m["gpus"] * m["hours"] * m["scenario"].map(w).astype(float)
     price = np.nan_to_num(inp.pools["od"].to_numpy(float))[m["_p"].to_numpy(int)]
     out = pd.DataFrame({"_k": m["_k"].to_numpy(int), "c": m["c"].to_numpy(int),
                         "month": m["period"].dt.strftime("%Y-%m").to_numpy(),
@@ -116,7 +116,7 @@ def reserved_use(plan: Plan) -> dict:
     sel = a[a["option"] == "reserved"]
     use = np.zeros((inp.K, inp.P))
     np.add.at(use, (sel["_k"].to_numpy(int), sel["_p"].to_numpy(int)),
-              (sel["gpu_hours"] * sel["scenario"].map(w)).to_numpy(float))
+              (sel["gpu_hours"] * sel["scenario"].map(w).astype(float)).to_numpy(float))
     cost, owned = _pool_cost_and_owned(plan)
     return {"use": use, "owned": owned, "cost": cost}
 
@@ -125,7 +125,7 @@ def by_class(plan: Plan) -> pd.DataFrame:
     """One row per class: team, GPU-hours and cost by option, idle reserved share, total (expected)."""
     inp = plan.inputs
     w = dict(zip(inp.scenarios, inp.probability))
-    a = plan.allocation_positions.assign(wt=plan.allocation_positions["scenario"].map(w))
+    a = plan.allocation_positions.assign(wt=plan.allocation_positions["scenario"].map(w).astype(float))
     a["wgh"] = a["gpu_hours"] * a["wt"]
     od, sp = inp.pools["od"].to_numpy(float), inp.pools["sp"].to_numpy(float)
     price = np.where(a["option"] == "on_demand", np.nan_to_num(od)[a["_p"]],
@@ -189,7 +189,7 @@ def by_month(plan: Plan) -> pd.DataFrame:
     w = dict(zip(inp.scenarios, inp.probability))
     a = plan.allocation_positions
     month = a["period"].dt.strftime("%Y-%m")
-    wgh = a["gpu_hours"] * a["scenario"].map(w)
+    wgh = a["gpu_hours"] * a["scenario"].map(w).astype(float)
     od, sp = np.nan_to_num(inp.pools["od"].to_numpy(float)), np.nan_to_num(inp.pools["sp"].to_numpy(float))
     p = a["_p"].to_numpy(int)
     frame = pd.DataFrame({"month": month, "k": a["_k"].to_numpy(int), "p": p, "option": a["option"], "gh": wgh,
@@ -215,7 +215,7 @@ def by_month(plan: Plan) -> pd.DataFrame:
         cost_pm.index = cost_pm.index.swaplevel()  # (month, p)
     f = plan.fleet
     pool_of = {(g, r): i for i, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
-    owned_pm = (f["reserved_owned"] * f["hours"] * f["scenario"].map(w)).groupby(
+    owned_pm = (f["reserved_owned"] * f["hours"] * f["scenario"].map(w).astype(float)).groupby(
         [f["period"].dt.strftime("%Y-%m"), [pool_of[(g, r)] for g, r in zip(f["gpu_type"], f["region"])]]).sum()
     rows: dict = {}
     unallocated: dict = {}

@@ -309,7 +309,7 @@ def test_chargeback_per_class_and_month_adds_up_to_the_total(tmp_path):
 
 
 def test_a_sheet_never_passes_excels_row_limit_and_says_what_it_left_out(tmp_path, monkeypatch):
-    import planner.report.xlsx as xlsx
+    import planner.report.workbook.book as xlsx
 
     m = write_case(tmp_path, {"a": [4.0] * 40}, [price(hourly=2.0), price(option="spot", hourly=1.0,
                                                                            interruptions_per_hour=0.01)],

@@ -10,7 +10,7 @@ import pytest
 from openpyxl import load_workbook
 
 from planner.pipeline import write_outputs
-from planner.report.xlsx import NAMES
+from planner.report.workbook.book import NAMES
 from conftest import price, soffice, solve_case, write_case
 
 SHEETS = ["Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions"]
@@ -169,10 +169,10 @@ def test_names_with_criteria_characters_recompute_to_plan_json(tmp_path):
 def test_a_long_horizon_is_aggregated_before_the_sheet_grows_and_says_so(tmp_path, monkeypatch):
     import numpy as np
 
-    from planner.report import xlsx
+    from planner.report.workbook import periods
 
-    monkeypatch.setattr(xlsx, "MAX_SHEET_ROWS", 500)
-    monkeypatch.setattr(xlsx, "MAX_PERIOD_ROWS", 500)
+    monkeypatch.setattr(periods, "MAX_SHEET_ROWS", 500)
+    monkeypatch.setattr(periods, "MAX_PERIOD_ROWS", 500)
     rng = np.random.default_rng(2)
     m = write_case(tmp_path, {"a": list(rng.uniform(1, 9, 1000)), "b": list(rng.uniform(1, 9, 1000))},
                    [price(hourly=3.0), price(option="reserved_1y", hourly=1.0, term_months=12)], {"a": {}, "b": {}})

@@ -258,7 +258,7 @@ def from_plan(plan: Plan) -> TeamDemand:
     teams, classes_of, weights, floors, pre, lat = _teams(inp)
     f = plan.fleet
     w = dict(zip(inp.scenarios, inp.probability))
-    fleet = f.assign(wt=f["scenario"].map(w))
+    fleet = f.assign(wt=f["scenario"].map(w).astype(float))
     rows = []
     for (g, r), df in fleet.groupby(["gpu_type", "region"], sort=True):
         owned = df[df["scenario"] == inp.scenarios[0]]["reserved_owned"].max()
@@ -273,7 +273,7 @@ def from_plan(plan: Plan) -> TeamDemand:
     a = plan.allocation_positions
     key = {(r.gpu_type, r.region, r.option): i for i, r in enumerate(flavors.itertuples())}
     if len(a):
-        a = a.assign(wt=a["scenario"].map(w))
+        a = a.assign(wt=a["scenario"].map(w).astype(float))
         a["flavor"] = [key.get(x, -1) for x in zip(a["gpu_type"], a["region"], a["option"])]
         a = a[a["flavor"] >= 0]
         np.add.at(alloc, (a["_k"].to_numpy(), a["flavor"].to_numpy(), a["_t"].to_numpy()),

@@ -5,6 +5,6 @@ Nothing here knows about PuLP; it reads only :class:`planner.results.Plan`.
 
 from .json_export import plan_to_dict, plan_json
 from .summary import summary_text
-from .xlsx import write_workbook
+from .workbook import write_workbook
 
 __all__ = ["plan_to_dict", "plan_json", "summary_text", "write_workbook"]

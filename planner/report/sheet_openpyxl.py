@@ -1,6 +1,6 @@
 """An openpyxl write-only sheet helper for the smaller workbooks (comparison, sweep): columns, formats, tables.
 
-plan.xlsx is written with xlsxwriter (:mod:`planner.report.xlsx`: formulas with cached values); these
+plan.xlsx is written with xlsxwriter (:mod:`planner.report.workbook`: formulas with cached values); these
 workbooks keep openpyxl, whose write-only mode they were built on. Text is never a formula.
 """
 
@@ -16,7 +16,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.filters import AutoFilter
 from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
-from .xlsx import INT, NUM, PCT, RATE, USD, USD0
+from .workbook.book import INT, NUM, PCT, RATE, USD, USD0
 
 __all__ = ["BOLD", "F", "INT", "NUM", "PCT", "RATE", "USD", "USD0", "_Sheet"]  # the number formats: the same
 

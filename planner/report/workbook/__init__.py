@@ -1,0 +1,82 @@
+"""plan.xlsx: the workbook finance reads, with live formulas over the ``Prices`` sheet and their values cached.
+
+Sheets, in the contract's order: Summary, Purchases, Allocation, Costs, Spot
+economics, Prices, Demand, Assumptions; then Fleet (per-period view behind the
+charts), Scenarios, Shortfall, Latency, Backfill, Showback, Cash flow, Inventory,
+Shadow prices, Baseline. Every data sheet is an Excel table. Every cost on Costs,
+Purchases, Baseline, Showback and Summary is a formula over quantities and Prices,
+so editing a price moves every total that depends on it; each formula is written
+with its value (what the planner computed), so readers without a calculation engine
+(pandas, preview panes, openpyxl ``data_only``) see numbers. Text from inputs is
+always written as text, never as a formula. Written with xlsxwriter, the one
+Python writer that stores a formula together with its cached value."""
+
+from __future__ import annotations
+
+import numpy as np
+from ...bill import inventory_table
+from ...results import Plan
+from .book import NAMES, SHEETS, VALUED_KINDS, _Book
+from .costs import _price_key, _write_baseline, _write_costs, _write_prices, _write_purchases
+from .detail import _write_assumptions, _write_backfill, _write_latency, _write_scenarios, _write_shadow_prices, _write_shortfall, _write_spot
+from .money import _write_cash_flow, _write_inventory, _write_savings_plans, _write_showback, _write_showback_by_month
+from .periods import FLEET_CHART_POINTS, MAX_SHEET_ROWS, _period_grain, _write_allocation, _write_demand, _write_fleet, coarsen_allocation
+from .summary import _summary_layout, _write_summary
+
+
+def write_workbook(plan: Plan, path) -> None:
+    """Write ``plan`` to ``path`` (.xlsx). Call through :func:`planner.atomic.atomic_path`."""
+    inp = plan.inputs
+    book = _Book(path)
+    ws = {name: book.sheet(name) for name in SHEETS}
+
+    prices = inp.tables.prices.reset_index(drop=True)
+    price_row = {_price_key(r): i + 2 for i, r in enumerate(prices.itertuples())}
+    alloc, alloc_grain = coarsen_allocation(plan.allocation)
+    grain_name, grain_code = _period_grain(plan)
+    n_alloc = len(alloc)
+    purchases = plan.purchases
+    if "kind" in purchases:  # savings plans and resales have no Prices row of their own: values below
+        purchases = purchases[~purchases["kind"].isin(VALUED_KINDS)]
+
+    inventory = inventory_table(inp)
+    summary_rows = _summary_layout(plan)
+    name_row = {key: i + 2 for i, (key, *_rest) in enumerate(summary_rows)}
+    horizon_ref = f"Summary!$B${name_row['horizon_hours']}"
+
+    _write_prices(ws["Prices"], prices)
+    _write_purchases(ws["Purchases"], plan, purchases, price_row, horizon_ref)
+    _write_allocation(ws["Allocation"], plan, price_row, alloc)
+    cost_rows, cost_values = _write_costs(ws["Costs"], plan, purchases, price_row, alloc)
+    base_rows, baseline = _write_baseline(ws["Baseline"], plan, price_row)
+    _write_summary(ws["Summary"], plan, summary_rows, cost_rows, purchases, inventory,
+                   cost_values=cost_values, baseline=(base_rows, baseline))
+    _write_spot(ws["Spot economics"], plan)
+    _write_demand(ws["Demand"], plan, grain_code)
+    fleet_code = grain_code or ("D" if inp.T > FLEET_CHART_POINTS and float(np.max(inp.hours)) < 24 else None)
+    notes = []
+    if alloc_grain:
+        notes.append(f"Allocation is summed to {alloc_grain}s: its {len(plan.allocation):,} rows per period would "
+                     f"pass {MAX_SHEET_ROWS:,}; plan.json and the totals are exact (GPU-hours are sums).")
+    if grain_name:
+        notes.append(f"Demand and Fleet are averaged over {grain_name}s ({plan.inputs.T:,} periods).")
+    elif fleet_code:
+        notes.append(f"Fleet (the sheet behind the charts) is averaged per day: {plan.inputs.T:,} periods would "
+                     "crowd a chart's axis; Allocation and Demand keep every period.")
+    _write_assumptions(ws["Assumptions"], plan, notes)
+    _write_fleet(ws["Fleet"], plan, fleet_code)
+    _write_scenarios(ws["Scenarios"], plan)
+    _write_shortfall(ws["Shortfall"], plan)
+    _write_latency(ws["Latency"], plan)
+    _write_backfill(ws["Backfill"], plan)
+    _write_showback(ws["Showback"], plan, n_alloc, len(purchases))
+    _write_cash_flow(ws["Cash flow"], plan, purchases, price_row)
+    _write_inventory(ws["Inventory"], inventory, price_row)
+    _write_shadow_prices(ws["Shadow prices"], plan)
+    _write_showback_by_month(ws["Showback by month"], plan)
+    _write_savings_plans(ws["Savings plans"], plan)
+
+    for key in NAMES:
+        book.wb.define_name(key, f"=Summary!$B${name_row[key]}")
+    ws["Summary"].activate()
+    book.wb.close()

@@ -1,0 +1,249 @@
+"""The workbook's building blocks: formats, the sheet writer (values, formulas with cached values, text),
+header-name cell references, and the constants every sheet shares."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+import numpy as np
+import pandas as pd
+import xlsxwriter
+from xlsxwriter.utility import xl_col_to_name
+from ... import commitments
+
+
+USD = '"$"#,##0.00'
+
+
+USD0 = '"$"#,##0'
+
+
+RATE = '"$"#,##0.0000'
+
+
+NUM = "#,##0.00"
+
+
+INT = "#,##0"
+
+
+PCT = "0.0%"
+
+
+DATE = "yyyy-mm-dd hh:mm"
+
+
+SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
+          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Inventory", "Shadow prices",
+          "Baseline", "Showback by month", "Savings plans")
+
+
+NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
+         "all_on_demand_usd", "savings_usd", "horizon_hours", "already_committed_usd", "bill_usd", "discount_rate",
+         "npv_usd")
+
+
+WIDE = {"Allocation", "Purchases", "Spot economics", "Prices", "Assumptions", "Backfill", "Latency", "Cash flow",
+        "Inventory", "Shadow prices", "Showback", "Demand", "Costs", "Shortfall"}  # printed landscape
+
+
+UNITS = {  # header notes: what a column holds, with its unit
+    "hourly_usd": "USD per GPU-hour (per GPU, not per instance; for reserved: the recurring part)",
+    "upfront_usd": "USD per GPU, paid on the purchase date (reserved only)",
+    "effective_usd_per_gpu_hour": "USD per GPU-hour: hourly + (upfront - residual) / (term x 730 h)",
+    "gpus_per_instance": "GPUs in one instance: purchases are whole instances",
+    "term_months": "months of the commitment (730 h each)", "max_gpus": "GPUs at most at once (cap)",
+    "residual_usd": "USD per GPU returned at the end of the term", "lead_time_months": "months from purchase to use",
+    "gpus": "GPUs", "instances": "instances (whole)", "horizon_cost_usd": "USD, amortised over the horizon hours",
+    "commitment_usd": "USD, the whole term's liability", "usd_per_gpu_hour": "USD per GPU-hour",
+    "gpu_hours": "GPU-hours", "expected_gpu_hours": "GPU-hours weighted by the scenario's probability",
+    "expected_cost_usd": "USD weighted by the scenario's probability", "cost_usd": "USD over the horizon",
+    "npv_usd": "USD today: the whole term's cash discounted at [finance] discount_rate, monthly from the first month",
+    "payment_options": "the NPV of the same GPUs under each payment option of this pool, term and date (* = chosen)",
+    "block_start": "capacity blocks: the window's first hour (UTC)", "block_days": "capacity blocks: days in the window",
+    "provider": "capacity blocks: the provider whose rules were checked (aws, gcp)",
+    "discount_factor": "(1 + discount_rate)^(-m/12), m = months from the first", "discounted_usd": "total_usd x factor",
+}
+
+
+class F(str):
+    """A formula this module wrote, with the value it computes (cached in the file). Any other string is text."""
+
+    value: object = None
+
+    def __new__(cls, text: str, value=None):
+        obj = super().__new__(cls, text)
+        obj.value = value
+        return obj
+
+
+@dataclass
+class _Styled:
+    """A value written with its own number format (and bold/red font)."""
+    value: object
+    fmt: str | None = None
+    red: bool = False
+
+
+@dataclass
+class _Text:
+    """Input text: always a string cell, never a formula, whatever it starts with."""
+    value: object
+
+
+class _Book:
+    """The xlsxwriter workbook and its formats (one Format object per distinct style)."""
+
+    def __init__(self, path):
+        self.wb = xlsxwriter.Workbook(str(path), {"strings_to_formulas": False, "strings_to_urls": False,
+                                                  "strings_to_numbers": False})
+        self._formats: dict = {}
+
+    def fmt(self, num: str | None = None, bold: bool = False, red: bool = False, head: bool = False):
+        key = (num, bold, red, head)
+        if key not in self._formats:
+            spec = {}
+            if num:
+                spec["num_format"] = num
+            if bold or head or red:
+                spec["bold"] = True
+            if red:
+                spec["font_color"] = "#C00000"
+            if head:
+                spec.update({"bg_color": "#DDEBF7", "text_wrap": True, "valign": "top"})
+            self._formats[key] = self.wb.add_format(spec) if spec else None
+        return self._formats[key]
+
+    def sheet(self, name: str):
+        ws = self.wb.add_worksheet(name)
+        ws.planner_book = self
+        ws.set_paper(9)  # A4
+        ws.fit_to_pages(1, 0)  # fit to the page width, as many pages down as needed
+        ws.repeat_rows(0)  # the header row on every printed page
+        if name in WIDE:
+            ws.set_landscape()
+        return ws
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+@dataclass
+class _Sheet:
+    """A sheet written row by row that knows its columns, formats and row count."""
+
+    ws: object
+    columns: list[str]
+    formats: dict[str, str] = field(default_factory=dict)
+    rows: int = 0
+    omitted: int = 0  # rows not written: past Excel's row limit
+
+    @property
+    def book(self) -> _Book:
+        return self.ws.planner_book
+
+    def cell(self, value, fmt: str | None = None, font=None):
+        return _Styled(value, fmt, red=font is RED)
+
+    def text(self, value):
+        """Input text: always a string cell, never a formula, whatever it starts with."""
+        return _Text(value)
+
+    def header(self, widths: dict[str, int] | None = None):
+        head = self.book.fmt(head=True)
+        for i, name in enumerate(self.columns):
+            self.ws.set_column(i, i, (widths or {}).get(name, max(12, min(len(name) + 3, 40))))
+            self.ws.write_string(0, i, name, head)
+            if name in UNITS:
+                self.ws.write_comment(0, i, UNITS[name], {"x_scale": 2})
+        self.ws.freeze_panes(1, 0)
+        self.rows = 1
+
+    def _write(self, r: int, j: int, v, num: str | None, red: bool = False):
+        ws, fmt = self.ws, self.book.fmt(num, red=red)
+        if isinstance(v, _Styled):
+            return self._write(r, j, v.value, v.fmt or num, v.red)
+        if isinstance(v, _Text):
+            if v.value is not None:
+                ws.write_string(r, j, str(v.value), self.book.fmt(None, red=red))
+        elif isinstance(v, F):
+            value = v.value
+            if value is not None and _number(value) and not math.isfinite(float(value)):
+                value = None
+            ws.write_formula(r, j, str(v), fmt, float(value) if _number(value) else
+                             ("" if value is None else value))
+        elif isinstance(v, str):
+            ws.write_string(r, j, v, self.book.fmt(None, red=red))
+        elif v is None:
+            return
+        elif isinstance(v, (bool, np.bool_)):
+            ws.write_boolean(r, j, bool(v))
+        elif isinstance(v, (dt.datetime, pd.Timestamp)):
+            if pd.isna(v):
+                return
+            ws.write_datetime(r, j, pd.Timestamp(v).to_pydatetime(), self.book.fmt(num or DATE))
+        elif _number(v):
+            if math.isfinite(float(v)):
+                ws.write_number(r, j, float(v), fmt)
+        else:
+            ws.write_string(r, j, str(v))
+
+    def append(self, values: list):
+        if self.rows >= EXCEL_MAX_ROWS - 1:  # Excel's limit: keep the last row for the note that says so
+            self.omitted += 1
+            return
+        r = self.rows
+        for j, (name, v) in enumerate(zip(self.columns, values)):
+            self._write(r, j, v, self.formats.get(name))
+        self.rows += 1
+
+    def note(self, text: str = ""):
+        """A line of text below the table (column A)."""
+        if text:
+            self.ws.write_string(self.rows, 0, text)
+        self.rows += 1
+
+    def col(self, name: str) -> str:
+        return xl_col_to_name(self.columns.index(name))
+
+    def ref(self, name: str, row: int, absolute: bool = True) -> str:
+        c = self.col(name)
+        return f"${c}${row}" if absolute else f"{c}{row}"
+
+    def table(self, display: str):
+        if self.rows == 1:  # a table needs a data row
+            self.rows += 1
+        self.ws.add_table(0, 0, self.rows - 1, len(self.columns) - 1, {
+            "name": display, "style": "Table Style Medium 2", "autofilter": True,
+            "columns": [{"header": c, "header_format": self.book.fmt(head=True)} for c in self.columns]})
+        if self.omitted:  # said on the sheet itself, below the table
+            self.ws.write_string(self.rows, 0, f"{self.omitted:,} more rows omitted: Excel holds {EXCEL_MAX_ROWS:,} "
+                                              "rows per sheet; plan.json has them all", self.book.fmt(red=True))
+            self.rows += 1
+
+
+RED = object()  # marker for the red, bold font of a warning value
+
+
+BOLD = None
+
+
+def _q(sheet: str) -> str:
+    return f"'{sheet}'" if " " in sheet else sheet
+
+
+def _date(ts) -> dt.datetime:
+    return pd.Timestamp(ts).to_pydatetime()
+
+
+EXCEL_MAX_ROWS = 1_048_576  # rows per sheet in Excel; the per-period sheets are aggregated long before this
+
+
+VALUED_KINDS = ("spend", "exit")  # commitments-table rows the workbook carries as values (no Prices row)
+
+
+def _plus(value: float) -> str:
+    """``+value`` for a formula (savings plans' figures, which have no Purchases row), or nothing at 0."""
+    return f"+{value!r}" if value else ""

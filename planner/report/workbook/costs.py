@@ -1,0 +1,294 @@
+"""Prices, Purchases, Costs and Baseline: the sheets whose formulas price the plan."""
+
+from __future__ import annotations
+
+import datetime as dt
+import numpy as np
+import pandas as pd
+from ...results import Plan
+from ...units import HOURS_PER_MONTH, usd as _money
+from ... import commitments
+from .book import DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
+
+
+def _price_key(r) -> tuple:
+    """(gpu_type, region, option, valid_from or None): the Prices row a purchase or a cost reads."""
+    vf = getattr(r, "valid_from", None)
+    if vf is None or pd.isna(vf):  # a capacity block's offer is told apart by its window's start
+        vf = getattr(r, "block_start", None)
+    return (r.gpu_type, r.region, r.option, None if vf is None or pd.isna(vf) else pd.Timestamp(vf))
+
+
+def _write_prices(ws, prices: pd.DataFrame) -> None:
+    s = _Sheet(ws, ["gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months",
+                    "effective_usd_per_gpu_hour", "gpus_per_instance", "max_gpus", "interruptions_per_hour",
+                    "valid_from", "lead_time_months", "residual_usd", "block_start", "block_days", "provider"],
+               {"hourly_usd": RATE, "upfront_usd": USD, "effective_usd_per_gpu_hour": RATE, "term_months": "#,##0.###",
+                "gpus_per_instance": "0.###", "max_gpus": INT, "interruptions_per_hour": "0.0000",
+                "valid_from": DATE, "lead_time_months": "0.##", "residual_usd": USD, "block_start": "yyyy-mm-dd hh:mm",
+                "block_days": INT})
+    s.header({"effective_usd_per_gpu_hour": 26})
+    for i, r in enumerate(prices.itertuples()):
+        row = i + 2
+        reserved = commitments.kind_of_name(r.option) in commitments.COMMITMENT_KINDS
+        residual = float(getattr(r, "residual_usd", 0.0) or 0.0) if reserved else 0.0
+        upfront = float(r.upfront_usd) if reserved and pd.notna(r.upfront_usd) else 0.0
+        eff = F(f"=D{row}+(E{row}-M{row})/(F{row}*{HOURS_PER_MONTH:g})",
+                r.hourly_usd + (upfront - residual) / (r.term_months * HOURS_PER_MONTH)) if reserved \
+            else F(f"=D{row}", r.hourly_usd)
+        vf = getattr(r, "valid_from", None)
+        bs = getattr(r, "block_start", None)
+        block = bs is not None and not pd.isna(bs)
+        s.append([r.gpu_type, r.region, r.option, r.hourly_usd, r.upfront_usd if reserved else None,
+                  r.term_months if reserved else None, eff, r.gpus_per_instance, r.max_gpus,
+                  r.interruptions_per_hour, _date(vf) if vf is not None and not pd.isna(vf) else None,
+                  getattr(r, "lead_time_months", 0.0) if reserved else None, residual,
+                  _date(bs) if block else None, float(r.block_days) if block else None,
+                  s.text(r.provider) if block and getattr(r, "provider", "") else None])
+    s.table("Prices")
+
+
+def _purchase_use(plan: Plan, purchases: pd.DataFrame) -> pd.DataFrame:
+    """Per purchase row: min / mean / max over its active periods of its pool's reserved use / GPUs owned.
+
+    Expected over scenarios; a pool's purchases share its use in proportion to the GPUs each owns.
+    """
+    inp = plan.inputs
+    f = plan.fleet
+    out = pd.DataFrame({"min": np.nan, "avg": np.nan, "max": np.nan}, index=purchases.index)
+    if f.empty or not len(purchases):
+        return out
+    prob = dict(zip(inp.scenarios, inp.probability))
+    g = f.assign(used=f["reserved_used"] * f["scenario"].map(prob), owned=f["reserved_owned"]
+                 * f["scenario"].map(prob)).groupby(["gpu_type", "region", "period"])[["used", "owned"]].sum()
+    active = inp.active
+    for i, r in enumerate(purchases.itertuples()):
+        if r.instances <= 0:
+            continue
+        pool = g.loc[(r.gpu_type, r.region)] if (r.gpu_type, r.region) in g.index.droplevel(2) else None
+        if pool is None:
+            continue
+        pool = pool.reindex(inp.periods)
+        on = active[r.Index] > 0 if r.Index < len(active) else np.ones(inp.T, bool)
+        share = (pool["used"] / pool["owned"]).to_numpy()[on]
+        share = share[np.isfinite(share)]
+        if len(share):
+            hours = inp.hours[on][: len(share)]
+            out.iloc[i] = [float(share.min()), float(np.average(share, weights=hours)), float(share.max())]
+    return out
+
+
+def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horizon_ref: str) -> None:
+    """One row per reserved option and purchase date: quantities, dates, live costs over Prices, and the
+    clouds' recommendation columns (use against the GPUs bought, break-even utilisation and months, savings).
+
+    horizon_cost_usd = GPUs x effective rate x the horizon hours the purchase is active (amortised);
+    commitment_usd = GPUs x (hourly x term x 730 + upfront - residual) (full term); savings are against
+    serving the GPU-hours it is used (mean utilisation) on demand in its pool.
+    """
+    cols = ["gpu_type", "region", "option", "term_months", "instances", "gpus_per_instance", "gpus",
+            "effective_usd_per_gpu_hour", "horizon_cost_usd", "commitment_usd", "pool_reserved_utilisation",
+            "purchase_date", "active_from", "end_date", "firm", "hours_active",
+            "liability_past_horizon_usd", "upfront_usd", "monthly_recurring_usd", "on_demand_usd_per_gpu_hour",
+            "min_utilisation", "avg_utilisation", "max_utilisation", "break_even_utilisation",
+            "monthly_savings_usd", "monthly_savings_pct", "break_even_months", "npv_usd", "payment_options"]
+    s = _Sheet(ws, cols,
+               {"term_months": INT, "instances": INT, "gpus_per_instance": "0.###", "gpus": INT,
+                "effective_usd_per_gpu_hour": RATE, "horizon_cost_usd": USD, "commitment_usd": USD,
+                "pool_reserved_utilisation": PCT, "purchase_date": DATE, "active_from": DATE, "end_date": DATE,
+                "hours_active": "#,##0.##", "liability_past_horizon_usd": USD, "upfront_usd": USD,
+                "monthly_recurring_usd": USD, "on_demand_usd_per_gpu_hour": RATE, "min_utilisation": PCT,
+                "avg_utilisation": PCT, "max_utilisation": PCT, "break_even_utilisation": PCT,
+                "monthly_savings_usd": USD, "monthly_savings_pct": PCT, "break_even_months": "0.0", "npv_usd": USD})
+    s.header({"effective_usd_per_gpu_hour": 26, "pool_reserved_utilisation": 26, "liability_past_horizon_usd": 26,
+              "payment_options": 60})
+    alternatives = _payment_text(plan)
+    util = _pool_utilisation(plan)
+    use = _purchase_use(plan, purchases)
+    L = HOURS_PER_MONTH
+    for i, r in enumerate(purchases.itertuples()):
+        row, pr = i + 2, price_row[_price_key(r)]
+        hours = getattr(r, "hours_active", None)
+        hours_cell = float(hours) if hours is not None else F(f"={horizon_ref}", plan.inputs.horizon_hours)
+        od_row = price_row.get((r.gpu_type, r.region, "on_demand", None))
+        bought = r.instances > 0
+        od = _price_value(plan, price_row, (r.gpu_type, r.region, "on_demand", None)) if od_row else None
+        eff, gpus = float(r.effective_usd_per_gpu_hour), float(r.gpus)
+        u_min, u_avg, u_max = use.iloc[i] if bought else (np.nan, np.nan, np.nan)
+        reco = [None] * 8
+        if od_row:
+            reco = [F(f"=Prices!$D${od_row}", od), u_min if bought else None, u_avg if bought else None,
+                    u_max if bought else None, F(f"=IF(T{row}>0,H{row}/T{row},0)", eff / od if od else 0.0)]
+            if bought and np.isfinite(u_avg) and getattr(r, "kind", "instance") == "window":
+                reco += [None, None, None]  # a block is paid once for its window: no monthly saving or break-even
+            elif bought and np.isfinite(u_avg):
+                saving = (u_avg * od - eff) * gpus * L
+                od_equiv = u_avg * od * gpus * L
+                net = od_equiv - r.monthly_recurring_usd
+                reco += [F(f"=(V{row}*T{row}-H{row})*G{row}*{L:g}", saving),
+                         F(f"=IF(V{row}*T{row}>0,1-H{row}/(V{row}*T{row}),0)",
+                           1 - eff / (u_avg * od) if u_avg * od > 0 else 0.0),
+                         F(f'=IF(R{row}<=0,0,IF(V{row}*T{row}*G{row}*{L:g}-S{row}>0,'
+                           f'R{row}/(V{row}*T{row}*G{row}*{L:g}-S{row}),""))',
+                           0.0 if r.upfront_total_usd <= 0 else (r.upfront_total_usd / net if net > 0 else ""))]
+            else:
+                reco += [None, None, None]
+        s.append([r.gpu_type, r.region, r.option, F(f"=Prices!$F${pr}", r.term_months), int(r.instances),
+                  F(f"=Prices!$H${pr}", r.gpus_per_instance), F(f"=E{row}*F{row}", gpus),
+                  F(f"=Prices!$G${pr}", eff), F(f"=G{row}*H{row}*P{row}", r.horizon_cost_usd),
+                  F(f"=G{row}*(Prices!$D${pr}*Prices!$F${pr}*{L:g}+Prices!$E${pr}-Prices!$M${pr})", r.commitment_usd),
+                  util.get((r.gpu_type, r.region), np.nan) if bought else None,
+                  _date(getattr(r, "purchase_date", plan.inputs.periods[0])),
+                  _date(getattr(r, "active_from", plan.inputs.periods[0])),
+                  _date(getattr(r, "end_date", plan.inputs.periods[0])),
+                  ("now" if getattr(r, "firm", True) else "planned"), hours_cell,
+                  F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*Prices!$E${pr}", r.upfront_total_usd),
+                  F(f"=G{row}*Prices!$D${pr}*{L:g}", r.monthly_recurring_usd)] + reco
+                 + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(i)])
+    s.table("Purchases")
+
+
+def _payment_text(plan: Plan) -> dict:
+    """Per Purchases row bought with more than one payment option: "option $NPV; ..." (* = the one chosen)."""
+    po = plan.payment_options
+    if po is None or not len(po):
+        return {}
+    out = {}
+    for i, g in po.groupby("purchase"):
+        if len(g) > 1:
+            out[int(i)] = "; ".join(f"{'*' if r.chosen else ''}{r.option} {_money(r.npv_usd)}" for r in g.itertuples())
+    return out
+
+
+def _pool_utilisation(plan: Plan) -> dict:
+    f = plan.fleet
+    if f.empty:
+        return {}
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    w = f["hours"] * f["scenario"].map(prob)
+    g = pd.DataFrame({"gpu_type": f["gpu_type"], "region": f["region"],
+                      "used": f["reserved_used"] * w, "owned": f["reserved_owned"] * w})
+    agg = g.groupby(["gpu_type", "region"])[["used", "owned"]].sum()
+    agg = agg[agg["owned"] > 0]
+    return {k: v for k, v in (agg["used"] / agg["owned"]).items()}
+
+
+def _price_value(plan: Plan, price_row: dict, key: tuple) -> float:
+    """The hourly_usd of the Prices row ``price_row[key]`` (what its cell holds)."""
+    return float(plan.inputs.tables.prices["hourly_usd"].iat[price_row[key] - 2])
+
+
+def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd.DataFrame) -> tuple[int, dict]:
+    """Cost per reserved purchase and per pool and option, live over Allocation and Prices.
+
+    Returns the rows written and the sum of the cost cells per cost kind (their cached values)."""
+    s = _Sheet(ws, ["cost_kind", "gpu_type", "region", "option", "quantity", "unit", "gpu_hours",
+                    "usd_per_gpu_hour", "cost_usd"],
+               {"quantity": NUM, "gpu_hours": NUM, "usd_per_gpu_hour": RATE, "cost_usd": USD})
+    s.header({"cost_kind": 14})
+    last = max(len(a) + 1, 2)
+    alloc = lambda c: f"Allocation!${c}$2:${c}${last}"  # noqa: E731
+    full_term = plan.inputs.config.commitments.accounting == "full_term"
+    totals = {"reserved": 0.0, "on_demand": 0.0, "spot": 0.0, "extension": 0.0}
+    for i, r in enumerate(purchases.itertuples()):
+        row, pr = s.rows + 1, price_row[_price_key(r)]
+        hours = float(getattr(r, "hours_active", plan.inputs.horizon_hours))
+        gh = r.instances * r.gpus_per_instance * hours
+        value = float(r.commitment_usd) if full_term else gh * float(r.effective_usd_per_gpu_hour)
+        cost = F(f"=Purchases!$J${i + 2}", value) if full_term else F(f"=G{row}*H{row}", value)
+        s.append(["reserved", r.gpu_type, r.region, r.option, F(f"=Purchases!$E${i + 2}", int(r.instances)),
+                  "instances", F(f"=E{row}*Prices!$H${pr}*Purchases!$P${i + 2}", gh),
+                  F(f"=Prices!$G${pr}", float(r.effective_usd_per_gpu_hour)), cost])
+        totals["reserved"] += value
+    for r in _spend_rows(plan).itertuples():  # savings plans (USD/h x hours) and resales (values: no Prices row)
+        if not r.units:
+            continue
+        value = float(r.commitment_usd) if full_term else float(r.horizon_cost_usd)
+        exit_ = r.kind == "exit"
+        s.append(["reserved", r.gpu_type if exit_ else None, r.region if exit_ else None,
+                  s.text(f"{r.option} resold {pd.Timestamp(r.purchase_date).date()}" if exit_
+                         else f"{r.option} ({r.plan_family})"), float(r.units),
+                  "instances sold" if exit_ else "USD per hour", float(r.hours_active), None, value])
+        totals["reserved"] += value
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    expected = (a["gpus"] * a["hours"] * a["scenario"].map(prob)).groupby(
+        [a["gpu_type"], a["region"], a["option"]]).sum() if len(a) else pd.Series(dtype=float)
+    for option in ("on_demand", "spot"):
+        for (gt, rg, opt, _vf), pr in price_row.items():
+            if opt != option:
+                continue
+            row = s.rows + 1
+            gh = float(expected.get((gt, rg, opt), 0.0))
+            price = _price_value(plan, price_row, (gt, rg, opt, _vf))
+            # exact, case-sensitive matches: a SUMIFS criterion would read "=1+1", "*", "?", "~" or a
+            # leading "<" / ">" in a pool's name as an operator or a wildcard
+            qty = F(f'=SUMPRODUCT(--EXACT({alloc("E")},B{row}),--EXACT({alloc("F")},C{row}),'
+                    f'--EXACT({alloc("G")},D{row}),{alloc("K")})', gh)
+            s.append([option, gt, rg, opt, qty, "GPU-hours", F(f"=E{row}", gh), F(f"=Prices!$D${pr}", price),
+                      F(f"=G{row}*H{row}", gh * price)])
+            totals[option] += gh * price
+    for (gt, rg), gh in _covered_gpu_hours(plan).items():  # on-demand GPU-hours a savings plan paid: a credit
+        row = s.rows + 1
+        key = (gt, rg, "on_demand", None)
+        price = _price_value(plan, price_row, key)
+        s.append(["on_demand", gt, rg, "savings plan coverage", -float(gh), "GPU-hours", F(f"=E{row}", -float(gh)),
+                  F(f"=Prices!$D${price_row[key]}", price), F(f"=G{row}*H{row}", -float(gh) * price)])
+        totals["on_demand"] -= float(gh) * price
+    if "extension" in plan.cost:  # columns added through the model's extension hook (a value: not priced here)
+        s.append(["extension", None, None, s.text(", ".join(sorted(plan.stats.get("extensions", [])))), None, None,
+                  None, None, float(plan.cost["extension"])])
+        totals["extension"] = float(plan.cost["extension"])
+    s.table("Costs")
+    return s.rows, totals
+
+
+def _write_baseline(ws, plan: Plan, price_row: dict) -> tuple[int, float]:
+    """The all-on-demand baseline per class, live over Prices: its demand GPU-hours (with headroom, expected,
+    in reference GPUs) x the cheapest on-demand price per reference GPU-hour among its allowed pools."""
+    inp = plan.inputs
+    s = _Sheet(ws, ["workload_class", "demand_gpu_hours", "cheapest_usd_per_gpu_hour", "baseline_usd",
+                    "pools_compared"],
+               {"demand_gpu_hours": NUM, "cheapest_usd_per_gpu_hour": RATE, "baseline_usd": USD})
+    s.header({"workload_class": 22, "demand_gpu_hours": 20, "cheapest_usd_per_gpu_hour": 26, "pools_compared": 60})
+    od = inp.pools["od"].to_numpy(float)
+    ref_hours = np.einsum("s,skt,t->k", inp.probability, inp.demand, inp.hours) * (1 + inp.headroom)
+    total = 0.0
+    for k, name in enumerate(inp.classes):
+        row = s.rows + 1
+        terms, values, pools = [], [], []
+        for p in np.flatnonzero(inp.speed[k] > 0):
+            gt, rg = inp.pools["gpu_type"].iat[p], inp.pools["region"].iat[p]
+            key = (gt, rg, "on_demand", None)
+            q = float(inp.speed[k, p] * inp.reliability[k, p])
+            if key not in price_row or not np.isfinite(od[p]) or q <= 0:
+                continue
+            terms.append(f"Prices!$D${price_row[key]}/{q!r}")
+            values.append(od[p] / q)
+            pools.append(f"{gt}/{rg}")
+        if not terms or ref_hours[k] <= 0:
+            s.append([name, float(ref_hours[k]), None, 0.0, s.text(", ".join(pools) or "no on-demand pool")])
+            continue
+        cheapest = min(values)
+        total += ref_hours[k] * cheapest
+        s.append([name, float(ref_hours[k]), F("=MIN(" + ",".join(terms) + ")", cheapest),
+                  F(f"=B{row}*C{row}", ref_hours[k] * cheapest), s.text(", ".join(pools))])
+    s.table("Baseline")
+    return s.rows, total
+
+
+def _spend_rows(plan: Plan) -> pd.DataFrame:
+    """The plan's rows without a Prices row of their own (savings plans, resales), bought or not."""
+    pur = plan.purchases
+    return pur[pur["kind"].isin(VALUED_KINDS)] if "kind" in pur else pur.iloc[0:0]
+
+
+def _covered_gpu_hours(plan: Plan, by_month: bool = False) -> pd.Series:
+    """Expected on-demand GPU-hours savings plans paid, per (gpu_type, region) [and month]."""
+    f = plan.fleet
+    if "on_demand_covered" not in f or not (f["on_demand_covered"] > 0).any():
+        return pd.Series(dtype=float)
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    gh = f["on_demand_covered"] * f["hours"] * f["scenario"].map(prob)
+    keys = [f["gpu_type"], f["region"]] + ([f["period"].dt.strftime("%Y-%m")] if by_month else [])
+    out = gh.groupby(keys).sum()
+    return out[out > 0]

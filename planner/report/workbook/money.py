@@ -1,0 +1,331 @@
+"""The finance sheets: showback (chargeback), cash flow, inventory, savings plans."""
+
+from __future__ import annotations
+
+import datetime as dt
+import numpy as np
+import pandas as pd
+from xlsxwriter.utility import xl_col_to_name
+from ...results import Plan
+from ... import commitments
+from .book import DATE, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
+from .costs import _covered_gpu_hours, _price_key, _price_value, _spend_rows
+
+
+def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> None:
+    """Cost and GPU-hours per class and team (planner.showback: reserved by use, idle pro rata to use), live.
+
+    On-demand and spot per class are live over Allocation. The reserved columns are live too: to the right
+    of the table, each class's reserved GPU-hours and its share of each pool's use (values: quantities),
+    and below them per pool its purchases' cost (live over Purchases), GPU-hours owned and used, the rate
+    (cost / owned), the idle cost and the cost nobody used; a class pays use x rate plus its share of
+    the idle cost. Edit a reserved price and every column moves with the Summary.
+    """
+    from ...showback import by_class, reserved_use, spend_cost
+
+    inp = plan.inputs
+    cols = ["team", "workload_class", "reserved_gpu_hours", "on_demand_gpu_hours", "spot_gpu_hours",
+            "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "total_usd", "savings_plan_usd"]
+    s = _Sheet(ws, cols, {c: (USD if c.endswith("usd") else NUM) for c in cols[2:]})
+    s.header({"team": 20, "workload_class": 20})
+    if not plan.status.has_plan:
+        s.table("Showback")
+        return
+    last = max(n_alloc + 1, 2)
+    alloc = lambda c: f"Allocation!${c}$2:${c}${last}"  # noqa: E731
+    pur = lambda c: f"Purchases!${c}$2:${c}${max(n_purchases + 1, 2)}"  # noqa: E731
+    table = by_class(plan).to_dict("records")
+    parts = reserved_use(plan)
+    use, owned, cost = parts["use"], parts["owned"], parts["cost"]
+    used = use.sum(axis=0)
+    P = inp.P
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(owned > 0, cost / owned, 0.0)
+        share = np.where(used > 0, use / used, 0.0)
+    idle = rate * np.clip(owned - used, 0.0, None)
+    unused = np.where(used > 0, 0.0, cost)
+    u0, s0 = len(cols) + 1, len(cols) + 2 + P  # first columns of the use and share blocks (0-based)
+    colname = lambda j: xl_col_to_name(j)  # noqa: E731
+    head = s.book.fmt(head=True)
+    pools = [f"{g}/{r}" for g, r in zip(inp.pools["gpu_type"], inp.pools["region"])]
+    for q, name in enumerate(pools):
+        ws.write_string(0, u0 + q, f"reserved GPU-h {name}", head)
+        ws.write_string(0, s0 + q, f"share of use {name}", head)
+        ws.set_column(u0 + q, u0 + q, 16)
+        ws.set_column(s0 + q, s0 + q, 16)
+    pool_top = len(table) + 4  # the per-pool rows below the class rows (1-based row numbers)
+    rows_of = {"gpu_type": pool_top, "region": pool_top + 1, "cost": pool_top + 2, "owned": pool_top + 3,
+               "used": pool_top + 4, "rate": pool_top + 5, "idle": pool_top + 6, "unused": pool_top + 7}
+    rng = lambda key: f"${colname(u0)}${rows_of[key]}:${colname(u0 + P - 1)}${rows_of[key]}"  # noqa: E731
+    full_term = inp.config.commitments.accounting == "full_term"
+    for i, r in enumerate(table):
+        row = i + 2
+        k = inp.classes.index(r["workload_class"]) if r["workload_class"] in inp.classes else None
+        if k is None:  # the cost nobody used: pools without use, the liability past the horizon, extensions
+            extra = (f"+SUM({pur('Q')})" if full_term else "") + (f"+{float(plan.cost['extension'])!r}"
+                                                                 if "extension" in plan.cost else "")
+            sp_left = spend_cost(plan) - sum(float(x.get("savings_plan_usd", 0.0)) for x in table)
+            extra += f"+{sp_left!r}" if sp_left > 1e-9 else ""  # a savings plan nobody's usage drew on
+            s.append([r["team"], r["workload_class"], r["reserved_gpu_hours"], r["on_demand_gpu_hours"],
+                      r["spot_gpu_hours"], 0.0, F(f"=SUM({rng('unused')}){extra}", r["reserved_idle_usd"]),
+                      r["on_demand_usd"], r["spot_usd"], F(f"=F{row}+G{row}+H{row}+I{row}+K{row}", r["total_usd"]),
+                      float(r.get("savings_plan_usd", 0.0))])
+            continue
+        for q in range(P):
+            s._write(row - 1, u0 + q, float(use[k, q]), NUM)
+            s._write(row - 1, s0 + q, float(share[k, q]), PCT)
+        use_row = f"{colname(u0)}{row}:{colname(u0 + P - 1)}{row}"
+        share_row = f"{colname(s0)}{row}:{colname(s0 + P - 1)}{row}"
+        live = n_alloc > 0
+        credit = float(r.get("savings_plan_credit_usd", 0.0))  # what savings plans paid of its on-demand (a value)
+        od = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"on_demand"),{alloc("M")})'
+               + (f"-{credit!r}" if credit else ""), r["on_demand_usd"]) if live else r["on_demand_usd"]
+        sp = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"spot"),{alloc("M")})',
+               r["spot_usd"]) if live else r["spot_usd"]
+        s.append([r["team"], r["workload_class"], r["reserved_gpu_hours"], r["on_demand_gpu_hours"],
+                  r["spot_gpu_hours"], F(f"=SUMPRODUCT({use_row},{rng('rate')})", float(use[k] @ rate)),
+                  F(f"=SUMPRODUCT({share_row},{rng('idle')})", float(share[k] @ idle)), od, sp,
+                  F(f"=F{row}+G{row}+H{row}+I{row}+K{row}", r["total_usd"]), float(r.get("savings_plan_usd", 0.0))])
+    s.table("Showback")
+    labels = {"gpu_type": "GPU type", "region": "region", "cost": "reserved cost (USD, live over Purchases)",
+              "owned": "reserved GPU-hours owned", "used": "reserved GPU-hours used",
+              "rate": "USD per owned GPU-hour (live)", "idle": "idle cost (USD, live)",
+              "unused": "cost nobody used (USD, live)"}
+    for key, row in rows_of.items():
+        ws.write_string(row - 1, u0 - 1, labels[key], s.book.fmt(bold=True))
+    ws.set_column(u0 - 1, u0 - 1, 34)
+    for q, (g, rg) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"])):
+        c = colname(u0 + q)
+        ws.write_string(rows_of["gpu_type"] - 1, u0 + q, str(g))
+        ws.write_string(rows_of["region"] - 1, u0 + q, str(rg))
+        resold = _spend_rows(plan)  # resales of this pool's terms (no Purchases row): their saving, a value
+        resold = resold[resold["kind"].eq("exit") & resold["gpu_type"].eq(g) & resold["region"].eq(rg)]
+        extra = float(resold["horizon_cost_usd"].sum()) if len(resold) else 0.0
+        ws.write_formula(rows_of["cost"] - 1, u0 + q, f'=SUMPRODUCT(--EXACT({pur("A")},{c}${rows_of["gpu_type"]}),'
+                         f'--EXACT({pur("B")},{c}${rows_of["region"]}),{pur("I")}){"+" + repr(extra) if extra else ""}',
+                         s.book.fmt(USD), float(cost[q]))
+        ws.write_number(rows_of["owned"] - 1, u0 + q, float(owned[q]), s.book.fmt(NUM))
+        ws.write_number(rows_of["used"] - 1, u0 + q, float(used[q]), s.book.fmt(NUM))
+        ws.write_formula(rows_of["rate"] - 1, u0 + q, f"=IF({c}{rows_of['owned']}>0,{c}{rows_of['cost']}/"
+                         f"{c}{rows_of['owned']},0)", s.book.fmt(RATE), float(rate[q]))
+        ws.write_formula(rows_of["idle"] - 1, u0 + q, f"={c}{rows_of['rate']}*MAX({c}{rows_of['owned']}-"
+                         f"{c}{rows_of['used']},0)", s.book.fmt(USD), float(idle[q]))
+        ws.write_formula(rows_of["unused"] - 1, u0 + q, f"=IF({c}{rows_of['used']}>0,0,{c}{rows_of['cost']})",
+                         s.book.fmt(USD), float(unused[q]))
+
+
+MAX_FORMULA_TERMS = 150  # terms spelled out in one cash-flow formula (Excel allows 8,192 characters)
+
+
+def _write_inventory(ws, inventory: pd.DataFrame, price_row: dict) -> None:
+    """Commitments already owned: dates, and their cost in the horizon as live formulas over Prices."""
+    s = _Sheet(ws, ["gpu_type", "region", "option", "gpus", "start", "end", "term_months",
+                    "effective_usd_per_gpu_hour", "hours_in_horizon", "horizon_cost_usd", "hours_after_horizon",
+                    "recurring_after_horizon_usd", "expires_in_horizon", "priced"],
+               {"gpus": INT, "start": DATE, "end": DATE, "term_months": INT, "effective_usd_per_gpu_hour": RATE,
+                "hours_in_horizon": "#,##0.##", "horizon_cost_usd": USD, "hours_after_horizon": "#,##0.##",
+                "recurring_after_horizon_usd": USD})
+    s.header({"effective_usd_per_gpu_hour": 26, "recurring_after_horizon_usd": 28, "expires_in_horizon": 20})
+    for i, r in enumerate(inventory.itertuples()):
+        row = i + 2
+        pr = price_row.get((r.gpu_type, r.region, r.option,
+                            None if pd.isna(r.valid_from) else pd.Timestamp(r.valid_from))) if r.priced else None
+        rate = F(f"=Prices!$G${pr}", r.effective_usd_per_gpu_hour) if pr else 0.0
+        s.append([r.gpu_type, r.region, r.option, float(r.gpus), _date(r.start), _date(r.end),
+                  F(f"=Prices!$F${pr}", r.term_months) if pr else None, rate, float(r.hours_in_horizon),
+                  F(f"=D{row}*H{row}*I{row}", r.horizon_cost_usd if pr else 0.0),
+                  float(r.hours_after_horizon), F(f"=D{row}*Prices!$D${pr}*K{row}", r.recurring_after_horizon_usd)
+                  if pr else 0.0,
+                  "yes" if r.expires_in_horizon else "no",
+                  "yes" if r.priced else "no: the price sheet has no such reserved option"])
+    s.table("Inventory")
+
+
+def _write_showback_by_month(ws, plan: Plan) -> None:
+    """Chargeback per calendar month and class (planner.showback.by_month), with a live total per row."""
+    from ...showback import by_month
+
+    cols = ["month", "team", "workload_class", "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
+            "savings_plan_usd", "total_usd"]
+    s = _Sheet(ws, cols, {c: USD for c in cols[3:]})
+    s.header({"team": 20, "workload_class": 20})
+    if plan.status.has_plan:
+        for i, r in enumerate(by_month(plan).to_dict("records")):
+            row = i + 2
+            s.append([r[c] for c in cols[:-1]] + [F(f"=D{row}+E{row}+F{row}+G{row}+H{row}", r["total_usd"])])
+    s.table("ShowbackByMonth")
+
+
+def _cash_layout(plan: Plan, purchases: pd.DataFrame):
+    """What the Cash flow sheet lays out: the purchases bought (their rows in Purchases), the months, each
+    purchase's active hours per month, the expected on-demand/spot GPU-hours per pool and month, the pools."""
+    from ...ladder import active_hours_by_month, schedule_months
+
+    inp = plan.inputs
+    bought_idx = [i for i, r in enumerate(purchases.itertuples()) if r.instances > 0]
+    bought = purchases.iloc[bought_idx]
+    if len(plan.cash_schedule):  # every month of the plan's cash, savings plans' terms included
+        months = pd.PeriodIndex(plan.cash_schedule["month"], freq="M")
+    else:
+        months = schedule_months(bought, inp.periods) if len(bought) else pd.period_range(
+            inp.periods[0].to_period("M"), inp.periods[-1].to_period("M"), freq="M")
+    hours = active_hours_by_month(bought, months) if len(bought) else np.zeros((0, len(months)))
+    a = plan.allocation
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    gh = pd.DataFrame({"month": a["period"].dt.strftime("%Y-%m"), "gpu_type": a["gpu_type"], "region": a["region"],
+                       "option": a["option"], "gh": a["gpu_hours"] * a["scenario"].map(prob)})
+    gh = gh[gh["option"].isin(["on_demand", "spot"])].groupby(["option", "gpu_type", "region", "month"])["gh"].sum()
+    for (gt, rg, m), c in _covered_gpu_hours(plan, by_month=True).items():  # what savings plans paid is not billed
+        gh[("on_demand", gt, rg, m)] = gh.get(("on_demand", gt, rg, m), 0.0) - float(c)
+    pool_cols = [(opt, gt, rg) for opt, gt, rg in sorted({k[:3] for k in gh.index})]
+    return bought_idx, bought, months, hours, gh, pool_cols
+
+
+def _cash_npv_column(plan: Plan, purchases: pd.DataFrame) -> tuple[str, int]:
+    """(letter, months) of the Cash flow sheet's discounted_usd column (after the ladder columns)."""
+    if not len(plan.cash_schedule):
+        return "A", 0
+    _, bought, months, _, _, pool_cols = _cash_layout(plan, purchases)
+    return xl_col_to_name(8 + 2 * len(bought) + len(pool_cols) + 1 - 1), len(months)
+
+
+def _purchase_label(r) -> str:
+    """A purchase in a column header: option, date (a block: its window's start) and pool."""
+    when = pd.Timestamp(r.block_start) if getattr(r, "kind", "instance") == "window" else pd.Timestamp(r.purchase_date)
+    return f"{r.option} {when:%Y-%m-%d}{' ' + format(when, '%H:%M') if when.hour or when.minute else ''} " \
+           f"{r.gpu_type}/{r.region}"
+
+
+def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -> None:
+    """Cash per calendar month to the end of the last term, live over Prices, with a cash chart and a ladder chart.
+
+    Columns A-F are the cash (upfront, reserved recurring, on-demand, spot, total). To their right, values the
+    formulas read: each purchase's hours active in the month, on-demand and spot GPU-hours per pool and month
+    (expected over scenarios); then each purchase's GPUs owned in the month (the ladder). Edit a price in
+    Prices and every month moves; the columns add up to plan.json's ``cash_schedule``.
+    """
+    inp = plan.inputs
+    cash = plan.cash_schedule
+    if not len(cash):
+        ws.write_string(0, 0, "no cash schedule (no plan)")
+        return
+    bought_idx, bought, months, hours, gh, pool_cols = _cash_layout(plan, purchases)
+    label = list(months.strftime("%Y-%m"))
+    names = ["month", "upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", "total_usd", ""]
+    names += [f"hours {_purchase_label(r)}" for r in bought.itertuples()]
+    names += [f"GPU-hours {opt} {gt}/{rg}" for opt, gt, rg in pool_cols]
+    names += [f"GPUs {_purchase_label(r)}" for r in bought.itertuples()]
+    names += ["discount_factor", "discounted_usd"]
+    s = _Sheet(ws, names, {n: USD for n in names[1:6]} | {"discount_factor": "0.0000", "discounted_usd": USD})
+    s.header({"month": 10, "": 3})
+    h0 = 8  # first helper column (H)
+    g0 = h0 + len(bought)  # GPU-hours columns
+    l0 = g0 + len(pool_cols)  # ladder columns
+    letter = lambda i: xl_col_to_name(i - 1)  # noqa: E731 (1-based, as the row numbers)
+    spelled = len(bought) <= MAX_FORMULA_TERMS and len(pool_cols) <= MAX_FORMULA_TERMS
+    rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
+    purchase_month = {j: pd.Timestamp(getattr(r, "cash_date", r.purchase_date)).strftime("%Y-%m")
+                      for j, r in enumerate(bought.itertuples())}  # the upfront's month (a block: its start)
+    end_month = {j: (pd.Timestamp(r.end_date) - pd.Timedelta(hours=1)).strftime("%Y-%m")
+                 for j, r in enumerate(bought.itertuples())}
+    prices = inp.tables.prices
+    hourly = {j: float(prices["hourly_usd"].iat[price_row[_price_key(r)] - 2]) for j, r in enumerate(bought.itertuples())}
+    pool_price = {q: _price_value(plan, price_row, (gt, rg, opt, None)) for q, (opt, gt, rg) in enumerate(pool_cols)}
+    spend_cash = _spend_cash(plan)  # savings plans (no Prices row): their upfront and recurring cash, values
+    for i, m in enumerate(label):
+        row = i + 2
+        c = cash.iloc[i] if i < len(cash) else None
+        gh_m = [float(gh.get((opt, gt, rg, m), 0.0)) for opt, gt, rg in pool_cols]
+        if spelled:
+            up = [f"Purchases!$R${bought_idx[j] + 2}" for j in range(len(bought)) if purchase_month[j] == m]
+            up_v = sum(float(r.upfront_total_usd) for j, r in enumerate(bought.itertuples()) if purchase_month[j] == m)
+            up += [f"-Purchases!$G${bought_idx[j] + 2}*Prices!$M${price_row[_price_key(r)]}"
+                   for j, r in enumerate(bought.itertuples()) if end_month[j] == m]  # residual value back
+            up_v -= sum(float(r.residual_total_usd) for j, r in enumerate(bought.itertuples()) if end_month[j] == m)
+            rec = [f"{letter(h0 + j)}{row}*Purchases!$G${bought_idx[j] + 2}*Prices!$D$"
+                   f"{price_row[_price_key(r)]}" for j, r in enumerate(bought.itertuples())]
+            rec_v = sum(float(hours[j, i]) * float(r.gpus) * hourly[j] for j, r in enumerate(bought.itertuples()))
+            od = [f"{letter(g0 + q)}{row}*Prices!$D${price_row[(gt, rg, opt, None)]}"
+                  for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "on_demand"]
+            od_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if opt == "on_demand")
+            sp = [f"{letter(g0 + q)}{row}*Prices!$D${price_row[(gt, rg, opt, None)]}"
+                  for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "spot"]
+            sp_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if opt == "spot")
+            if m in spend_cash.index:
+                su, sr = (float(x) for x in spend_cash.loc[m, ["upfront_usd", "reserved_recurring_usd"]])
+                if su:
+                    up.append(repr(su))
+                    up_v += su
+                if sr:
+                    rec.append(repr(sr))
+                    rec_v += sr
+            cells = [F("=" + ("+".join(x) if x else "0"), v if x else 0.0)
+                     for x, v in ((up, up_v), (rec, rec_v), (od, od_v), (sp, sp_v))]
+            month_total = up_v + rec_v + od_v + sp_v
+        else:  # too many terms for one formula: the values, as in plan.json
+            cells = [float(c[k]) for k in ("upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd")]
+            month_total = sum(cells)
+        values = [m, *cells, F(f"=SUM(B{row}:E{row})", month_total), None]
+        values += [float(x) for x in hours[:, i]]
+        values += gh_m
+        values += [F(f"=IF({letter(h0 + j)}{row}>0,Purchases!$G${bought_idx[j] + 2},0)",
+                     float(r.gpus) if hours[j, i] > 0 else 0.0) for j, r in enumerate(bought.itertuples())]
+        factor = (1.0 + rate) ** (-i / 12.0)
+        d0 = l0 + len(bought)  # the discount factor's column (1-based)
+        values += [F(f"=(1+discount_rate)^(-{i}/12)", factor), F(f"=F{row}*{letter(d0)}{row}", month_total * factor)]
+        s.append(values)
+    n = s.rows - 1  # last data row (0-based)
+    wb = ws.planner_book.wb
+    chart = wb.add_chart({"type": "column", "subtype": "stacked"})
+    for c_, name in ((1, "upfront"), (2, "reserved recurring"), (3, "on-demand"), (4, "spot")):
+        chart.add_series({"name": name, "categories": ["Cash flow", 1, 0, n, 0],
+                          "values": ["Cash flow", 1, c_, n, c_], "gap": 30})
+    chart.set_title({"name": "Cash out per month (USD)"})
+    chart.set_y_axis({"name": "USD", "num_format": USD0})
+    chart.set_x_axis({"name": "month"})
+    chart.set_size({"width": 900, "height": 380})
+    ws.insert_chart(f"{letter(l0 + len(bought) + 3)}2", chart)
+    if len(bought):
+        ladder = wb.add_chart({"type": "area", "subtype": "stacked"})
+        for j in range(len(bought)):
+            col = l0 - 1 + j
+            ladder.add_series({"name": ["Cash flow", 0, col], "categories": ["Cash flow", 1, 0, n, 0],
+                               "values": ["Cash flow", 1, col, n, col]})
+        ladder.set_title({"name": "Reserved GPUs owned, by purchase (the ladder)"})
+        ladder.set_y_axis({"name": "GPUs", "num_format": INT})
+        ladder.set_x_axis({"name": "month"})
+        ladder.set_size({"width": 900, "height": 380})
+        ws.insert_chart(f"{letter(l0 + len(bought) + 3)}24", ladder)
+
+
+def _write_savings_plans(ws, plan: Plan) -> None:
+    """One row per savings-plan commitment (option, family, purchase date): USD per hour committed, its cost,
+    the usage it paid (GPU-hours; USD at its rates and at on-demand), utilisation and saving (values)."""
+    cols = ["option", "plan_family", "purchase_date", "end_date", "firm", "usd_per_hour", "hours_active",
+            "committed_usd", "covered_gpu_hours", "covered_at_rates_usd", "covered_at_on_demand_usd", "utilisation",
+            "savings_usd"]
+    s = _Sheet(ws, cols, {"purchase_date": DATE, "end_date": DATE, "usd_per_hour": RATE, "hours_active": NUM,
+                          "committed_usd": USD, "covered_gpu_hours": NUM, "covered_at_rates_usd": USD,
+                          "covered_at_on_demand_usd": USD, "utilisation": PCT, "savings_usd": USD})
+    s.header({"option": 20, "plan_family": 20})
+    sp = plan.spend
+    for r in sp.itertuples() if sp is not None and len(sp) else []:
+        s.append([r.option, s.text(str(r.plan_family)), _date(r.purchase_date), _date(r.end_date),
+                  "now" if r.firm else "planned", float(r.usd_per_hour), float(r.hours_active), float(r.committed_usd),
+                  float(r.covered_gpu_hours), float(r.covered_at_rates_usd), float(r.covered_at_on_demand_usd),
+                  float(r.utilisation), float(r.savings_usd)])
+    if sp is None or not len(sp):
+        s.append([s.text("no savings plan in the price sheet")] + [None] * (len(cols) - 1))
+    s.table("SavingsPlans")
+
+
+def _spend_cash(plan: Plan) -> pd.DataFrame:
+    """Per month ("YYYY-MM" index): the savings plans' upfront and recurring cash (planner.ladder.cash_schedule)."""
+    from ...ladder import cash_schedule
+
+    rows = _spend_rows(plan)
+    rows = rows[rows["quantity"].abs() > 0] if len(rows) else rows  # a resale is negative cash
+    if not len(rows):
+        return pd.DataFrame(columns=["upfront_usd", "reserved_recurring_usd"])
+    cash = cash_schedule(rows, plan.inputs.periods, pd.Series(dtype=float), pd.Series(dtype=float))
+    return cash.set_index("month")[["upfront_usd", "reserved_recurring_usd"]]

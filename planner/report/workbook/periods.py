@@ -1,0 +1,156 @@
+"""The per-period sheets: Allocation, Demand, Fleet (and how they are summed to days, weeks or months)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import pandas as pd
+from ...results import Plan
+from .book import DATE, F, INT, NUM, PCT, RATE, USD, _Sheet, _date
+from .costs import _price_value
+
+
+MAX_SHEET_ROWS = 200_000  # past this the Allocation sheet is aggregated to days, then weeks, then months
+
+
+MAX_PERIOD_ROWS = 30_000  # the same for the per-period sheets (Demand, Fleet and its charts): 3 years hourly fit
+
+
+_GRAINS = (("day", "D"), ("week", "W"), ("month", "M"))
+
+
+def _grain(periods: pd.Series, grain: str) -> pd.Series:
+    return periods.dt.floor("D") if grain == "D" else periods.dt.to_period(grain).dt.start_time
+
+
+def coarsen_allocation(a: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """``a`` (the plan's allocation) as it fits a sheet: per period, or summed to days, weeks or months.
+
+    Aggregated rows keep the sums (hours, GPU-hours) and the average GPUs (GPU-hours / hours), so the
+    Costs formulas over the sheet give the same totals. Returns the rows and the grain's name (None =
+    per period)."""
+    if len(a) <= MAX_SHEET_ROWS:
+        return a, None
+    keys = ["scenario", "workload_class", "gpu_type", "region", "option"]
+    for name, code in _GRAINS:
+        g = a.assign(period=_grain(a["period"], code)).groupby(keys + ["period"], sort=False)[
+            ["hours", "gpu_hours"]].sum().reset_index()
+        if len(g) <= MAX_SHEET_ROWS or code == "M":
+            g["gpus"] = g["gpu_hours"] / g["hours"]
+            return g.sort_values(["scenario", "period", "workload_class", "gpu_type", "region", "option"],
+                                 kind="stable").reset_index(drop=True), name
+    raise AssertionError("unreachable")
+
+
+def _period_grain(plan: Plan) -> tuple[str | None, str | None]:
+    """The grain of the per-period sheets (Demand, Fleet): None, or (name, pandas code)."""
+    rows = len(plan.inputs.scenarios) * plan.inputs.T
+    if rows <= MAX_PERIOD_ROWS:
+        return None, None
+    for name, code in _GRAINS:
+        n = _grain(pd.Series(plan.inputs.periods), code).nunique() * len(plan.inputs.scenarios)
+        if n <= MAX_PERIOD_ROWS or code == "M":
+            return name, code
+    return None, None
+
+
+FLEET_CHART_POINTS = 750  # past this many periods the Fleet sheet (behind the charts) is averaged per day
+
+
+def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
+    s = _Sheet(ws, ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus",
+                    "gpu_hours", "probability", "expected_gpu_hours", "usd_per_gpu_hour", "expected_cost_usd"],
+               {"period": DATE, "hours": "0.##", "gpus": NUM, "gpu_hours": NUM, "probability": "0.###",
+                "expected_gpu_hours": NUM, "usd_per_gpu_hour": RATE, "expected_cost_usd": USD})
+    s.header({"period": 18, "workload_class": 20})
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    prices = {k: _price_value(plan, price_row, k) for k in price_row if k[2] in ("on_demand", "spot")}
+    cols = [a[c].tolist() for c in ("scenario", "period", "hours", "workload_class", "gpu_type", "region",
+                                    "option", "gpus")]
+    for i, (scen, per, hrs, cls, gt, rg, opt, gpus) in enumerate(zip(*cols)):
+        row = i + 2
+        gh = gpus * hrs
+        ex = gh * prob[scen]
+        if opt == "reserved":
+            price, pv = 0, 0.0
+        else:
+            key = (gt, rg, opt, None)
+            price = F(f"=Prices!$D${price_row[key]}", prices[key])
+            pv = prices[key]
+        s.append([scen, _date(per), hrs, cls, gt, rg, opt, gpus, F(f"=H{row}*C{row}", gh), prob[scen],
+                  F(f"=I{row}*J{row}", ex), price, F(f"=K{row}*L{row}", ex * pv)])
+    s.table("Allocation")
+
+
+def _write_demand(ws, plan: Plan, grain: str | None = None) -> None:
+    inp = plan.inputs
+    s = _Sheet(ws, ["scenario", "period", "hours"] + [f"{c}" for c in inp.classes],
+               {c: NUM for c in inp.classes} | {"period": DATE, "hours": "0.##"})
+    s.header({"period": 18})
+    for si, scen in enumerate(inp.scenarios):
+        d = pd.DataFrame(inp.demand[si].T, columns=range(inp.K))
+        d["hours"] = inp.hours
+        d["period"] = inp.periods
+        if grain:  # hour-weighted averages over each day, week or month
+            w = d[list(range(inp.K))].mul(d["hours"], axis=0)
+            w["hours"] = d["hours"]
+            g = w.groupby(_grain(d["period"], grain).to_numpy(), sort=True).sum()
+            d = g[list(range(inp.K))].div(g["hours"], axis=0)
+            d["hours"] = g["hours"]
+            d["period"] = g.index
+        for r in d.itertuples(index=False):
+            s.append([scen, _date(r[-1]), r[-2]] + list(r[:inp.K]))
+    s.table("Demand")
+
+
+def _write_fleet(ws, plan: Plan, grain: str | None = None) -> None:
+    inp = plan.inputs
+    f = plan.fleet
+    scen0 = inp.scenarios[0]
+    cols4 = ["reserved_owned", "reserved_used", "on_demand", "spot"]
+    g = f[f["scenario"] == scen0].groupby("period")[cols4].sum()
+    periods = inp.periods
+    if grain:  # hour-weighted averages per day, week or month
+        h = pd.Series(inp.hours, index=inp.periods)
+        g = g.reindex(inp.periods).fillna(0.0)
+        key = _grain(pd.Series(inp.periods), grain).to_numpy()
+        g = g.mul(h, axis=0).groupby(key).sum().div(h.groupby(key).sum(), axis=0)
+        periods = g.index
+    s = _Sheet(ws, ["period", "reserved_owned", "reserved_used", "on_demand", "spot", "gpus_in_use",
+                    "reserved_utilisation"],
+               {"period": DATE, "reserved_owned": NUM, "reserved_used": NUM, "on_demand": NUM, "spot": NUM,
+                "gpus_in_use": NUM, "reserved_utilisation": PCT})
+    s.header({"period": 18})
+    for t, per in enumerate(periods):
+        row = t + 2
+        r = g.loc[per] if per in g.index else None
+        vals = [0.0] * 4 if r is None else [float(r[c]) for c in ("reserved_owned", "reserved_used", "on_demand", "spot")]
+        s.append([_date(per)] + vals + [F(f"=C{row}+D{row}+E{row}", vals[1] + vals[2] + vals[3]),
+                                        F(f"=IF(B{row}>0,C{row}/B{row},0)", vals[1] / vals[0] if vals[0] > 0 else 0)])
+    s.table("Fleet")
+    n = s.rows - 1  # last data row (0-based)
+    wb = ws.planner_book.wb
+    unit = {"D": "day", "W": "week", "M": "month"}.get(grain or "", "period")
+    area = wb.add_chart({"type": "area", "subtype": "stacked"})
+    for c, name in ((2, "reserved used"), (3, "on-demand"), (4, "spot")):
+        area.add_series({"name": name, "categories": ["Fleet", 1, 0, n, 0], "values": ["Fleet", 1, c, n, c]})
+    owned = wb.add_chart({"type": "line"})
+    owned.add_series({"name": "reserved owned", "categories": ["Fleet", 1, 0, n, 0], "values": ["Fleet", 1, 1, n, 1],
+                      "line": {"color": "black", "width": 1.5}})
+    area.combine(owned)  # the reserved fleet owned, as a line over the stacked use
+    area.set_title({"name": f"GPUs in use by option ({scen0}, mean per {unit})"})
+    axis = {"name": unit, "date_axis": True, "num_format": "yyyy-mm-dd"}
+    if unit == "day":
+        axis.update({"major_unit": 7, "major_unit_type": "days"})
+    area.set_x_axis(axis)
+    area.set_y_axis({"name": "GPUs", "num_format": INT})
+    area.set_size({"width": 900, "height": 340})
+    ws.insert_chart("I2", area)
+    util = wb.add_chart({"type": "column"})
+    util.add_series({"name": "reserved utilisation", "categories": ["Fleet", 1, 0, n, 0],
+                     "values": ["Fleet", 1, 6, n, 6], "gap": 20})
+    util.set_title({"name": f"Reserved utilisation per {unit}"})
+    util.set_x_axis({"name": unit, "date_axis": True, "num_format": "yyyy-mm-dd"})
+    util.set_y_axis({"name": "used / owned", "num_format": "0%", "max": 1})
+    util.set_legend({"none": True})
+    util.set_size({"width": 900, "height": 260})
+    ws.insert_chart("I21", util)

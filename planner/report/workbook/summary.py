@@ -1,0 +1,184 @@
+"""The Summary sheet: the purchase memo, the totals and the charts."""
+
+from __future__ import annotations
+
+import pandas as pd
+from ... import __version__
+from ...bill import inventory_table
+from ...results import Plan
+from ..provenance import provenance
+from ... import commitments
+from .book import DATE, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, _date, _plus
+from .costs import _spend_rows
+from .money import _cash_npv_column
+
+
+def _summary_layout(plan: Plan) -> list[tuple]:
+    """(name, label, note) rows of the Summary table; the named ones carry defined names."""
+    return [
+        ("total_cost_usd", "Total expected cost", "reserved + on-demand + spot over the horizon: what this plan decides"),
+        ("already_committed_usd", "Already committed (inventory owned)",
+         "Inventory sheet: commitments signed before, priced for their hours in the horizon (sunk: the plan "
+         "cannot change them, so they are not in the objective)"),
+        ("bill_usd", "The bill for the horizon", "new decisions + already committed: what will be paid"),
+        ("reserved_cost_usd", "Reserved (" + ("full term, whatever lies past the horizon" if
+                               plan.inputs.config.commitments.accounting == "full_term" else
+                               "amortised over the horizon hours each purchase is active") + ")",
+         "Costs sheet, reserved rows"),
+        ("on_demand_cost_usd", "On-demand", "Costs sheet, on-demand rows"),
+        ("spot_cost_usd", "Spot", "every spot GPU-hour paid, only its goodput share useful"),
+        ("all_on_demand_usd", "All on-demand baseline", "same demand with headroom, cheapest allowed pool"),
+        ("savings_usd", "Savings against all on-demand", _savings_note(plan)),
+        ("savings_pct", "Savings %", ""),
+        ("commitment_usd", "Commitment liability (cash over the terms)", "Purchases sheet"),
+        ("amortised_usd", "Reserved cost amortised over the horizon", "Purchases sheet, horizon_cost_usd"),
+        ("liability_past_horizon_usd", "Liability falling after the horizon ends",
+         _liability_note(plan)),
+        ("reserved_utilisation", "Reserved utilisation", "reserved GPU-hours used / owned"),
+        ("shortfall_gpu_hours", "Shortfall (GPU-hours not met)", "0 when every class's demand is met; "
+         "Shortfall sheet: which class, when, why"),
+        ("worst_case_usd", "Worst-case scenario cost", "Scenarios sheet"),
+        ("vss_usd", "Value of the stochastic solution", "expected saving over planning on the mean forecast"),
+        ("evpi_usd", "Value of perfect information", "what a perfect forecast would save"),
+        ("status", "Solver status", "optimal = proven within the gap"),
+        ("mip_gap", "Achieved relative gap", ""),
+        ("backend", "Solver", ""),
+        ("solve_seconds", "Solve time (s)", ""),
+        ("horizon_hours", "Horizon (hours)", ""),
+        ("periods", "Periods", ""),
+        ("horizon_start", "First period", ""),
+        ("penalty", "Shortfall penalty (USD per GPU-hour)", "M in the formulation"),
+        ("version", "Planner version", ""),
+        ("discount_rate", "Discount rate (a year)", "[finance] discount_rate; editable: the Cash flow sheet "
+         "discounts month m (0 = the first) by (1 + rate)^(-m/12)"),
+        ("npv_usd", "NPV of the cash, to the last term's end", "Cash flow sheet, discounted_usd (plan.json npv_usd)"),
+    ]
+
+
+def _savings_note(plan: Plan) -> str:
+    """What the savings compare, and the figure net of the inventory (the baseline rents its share too)."""
+    owned = float(inventory_table(plan.inputs)["horizon_cost_usd"].sum())
+    note = "baseline - total cost"
+    if owned > 0 and plan.baseline_all_on_demand == plan.baseline_all_on_demand:
+        note += (f"; the baseline also rents on demand what the inventory serves: against the bill (inventory "
+                 f"included) the saving is ${plan.baseline_all_on_demand - plan.cost['total'] - owned:,.0f}")
+    if plan.shortfall_gpu_hours > 1e-6:
+        note += "; part of it is demand the plan does not meet (Shortfall)"
+    return note
+
+
+def _liability_note(plan: Plan) -> str:
+    """The plain sentence when most of the liability falls past the forecast; the Cash flow sheet otherwise."""
+    c = plan.commitments
+    full, past = c.get("reserved_full_term_usd", 0.0), c.get("liability_past_horizon_usd", 0.0)
+    if full > 0 and past > 0.5 * full:
+        return (f"{100 * past / full:.0f} % of the commitments signed is owed after the forecast ends: the plan "
+                "assumes demand past the forecast keeps them busy. Cash flow sheet: when each dollar is paid")
+    return "Cash flow sheet: when each dollar is paid"
+
+
+def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchases: pd.DataFrame,
+                   inventory: pd.DataFrame, cost_values: dict, baseline: tuple[int, float]) -> None:
+    s = _Sheet(ws, ["item", "value", "note"])
+    s.header({"item": 44, "value": 22, "note": 70})
+    ws.set_portrait()
+    ws.fit_to_pages(1, 1)  # the decision on one page
+    inp = plan.inputs
+    costs = lambda c: f"Costs!${c}$2:${c}${cost_rows}"  # noqa: E731
+    last_p = max(len(purchases) + 1, 2)
+    row_of = {key: i + 2 for i, (key, *_r) in enumerate(layout)}
+    short = plan.shortfall_gpu_hours
+    total = sum(cost_values.values())
+    committed = float(inventory["horizon_cost_usd"].sum()) if len(inventory) else 0.0
+    base_rows, base = baseline
+    savings = base - total
+    bought = purchases[purchases["instances"] > 0]
+    npv_col, npv_rows = _cash_npv_column(plan, purchases)
+    spend_rows = _spend_rows(plan)
+    sp_sum = lambda col: float(spend_rows[col].sum()) if len(spend_rows) else 0.0  # noqa: E731 (savings plans)
+    values = {
+        "total_cost_usd": (F(f"=SUM({costs('I')})", total), USD0),
+        "already_committed_usd": (F(f"=SUM(Inventory!$J$2:$J${max(len(inventory) + 1, 2)})", committed), USD0),
+        "bill_usd": (F(f"=B{row_of['total_cost_usd']}+B{row_of['already_committed_usd']}", total + committed), USD0),
+        "reserved_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"reserved")', cost_values["reserved"]), USD0),
+        "on_demand_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"on_demand")', cost_values["on_demand"]), USD0),
+        "spot_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"spot")', cost_values["spot"]), USD0),
+        "all_on_demand_usd": (F(f"=SUM(Baseline!$D$2:$D${max(base_rows, 2)})", base), USD0),
+        "savings_usd": (F(f"=B{row_of['all_on_demand_usd']}-B{row_of['total_cost_usd']}", savings), USD0),
+        "savings_pct": (F(f"=IF(B{row_of['all_on_demand_usd']}>0,B{row_of['savings_usd']}/B{row_of['all_on_demand_usd']},0)",
+                          savings / base if base > 0 else 0.0), PCT),
+        "commitment_usd": (F(f"=SUM(Purchases!$J$2:$J${last_p}){_plus(sp_sum('commitment_usd'))}",
+                             float(purchases["commitment_usd"].sum()) + sp_sum("commitment_usd")), USD0),
+        "amortised_usd": (F(f"=SUM(Purchases!$I$2:$I${last_p}){_plus(sp_sum('horizon_cost_usd'))}",
+                            float(purchases["horizon_cost_usd"].sum()) + sp_sum("horizon_cost_usd")), USD0),
+        "liability_past_horizon_usd": (F(f"=SUM(Purchases!$Q$2:$Q${last_p})"
+                                         f"{_plus(sp_sum('liability_past_horizon_usd'))}",
+                                         float(purchases["liability_past_horizon_usd"].sum())
+                                         + sp_sum("liability_past_horizon_usd")), USD0),
+        "reserved_utilisation": (plan.reserved_utilisation, PCT),
+        "shortfall_gpu_hours": (short, NUM),
+        "worst_case_usd": (plan.risk.worst_case_usd if plan.risk else plan.cost["total"], USD0),
+        "vss_usd": (plan.risk.vss_usd if plan.risk else 0.0, USD0),
+        "evpi_usd": (plan.risk.evpi_usd if plan.risk else 0.0, USD0),
+        "status": (plan.status.value, None),
+        "mip_gap": (plan.solve.mip_gap, "0.00E+00"),
+        "backend": (plan.solve.backend, None),
+        "solve_seconds": (round(plan.solve.seconds, 2), "0.00"),
+        "horizon_hours": (inp.horizon_hours, "#,##0.##"),
+        "periods": (inp.T, INT),
+        "horizon_start": (_date(inp.periods[0]), DATE),
+        "penalty": (inp.penalty, RATE),
+        "version": (__version__, None),
+        "discount_rate": (float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0, "0.00%"),
+        "npv_usd": (F(f"=SUM('Cash flow'!${npv_col}$2:${npv_col}${max(npv_rows + 1, 2)})",
+                      float(plan.finance.get("npv_usd", 0.0)) if plan.finance else 0.0), USD0),
+    }
+    for key, label, note in layout:
+        value, fmt = values[key]
+        font = RED if key == "shortfall_gpu_hours" and short > 1e-6 else None
+        cell = s.cell(value, fmt, font) if not isinstance(value, str) or isinstance(value, F) else s.text(value)
+        s.append([label, cell, note])
+    for r in bought.itertuples():  # what to buy, in the words a purchase order uses
+        when = pd.Timestamp(r.purchase_date).date().isoformat() if hasattr(r, "purchase_date") else "now"
+        s.append(["Buy" if getattr(r, "firm", True) else "Buy later (planned)", s.cell(float(r.gpus), INT),
+                  s.text(f"GPUs: {int(r.instances):,} x {r.gpus_per_instance:g}-GPU instances of {r.gpu_type}, "
+                         f"{r.option} in {r.region}, on {when}; ${r.commitment_usd:,.0f} over the term")])
+    for r in plan.purchases[plan.purchases["kind"].eq("exit") & (plan.purchases["instances"] > 0)].itertuples() \
+            if "kind" in plan.purchases else []:  # resales planned: what to sell, when
+        s.append(["Sell later (planned)", s.cell(float(-r.gpus), INT),
+                  s.text(f"GPUs: {int(r.instances):,} instances of {r.gpu_type} {r.option} in {r.region}, on "
+                         f"{pd.Timestamp(r.purchase_date).date()} (resale); saves ${-r.commitment_usd:,.0f} of the term")])
+    for r in (plan.spend[plan.spend["usd_per_hour"] > 0].itertuples() if plan.spend is not None and len(plan.spend)
+              else []):  # savings plans: a dollar commitment per hour
+        s.append(["Commit" if r.firm else "Commit later (planned)", s.cell(float(r.usd_per_hour), RATE),
+                  s.text(f"USD per hour to {r.option} ({r.plan_family}) on {pd.Timestamp(r.purchase_date).date()}, "
+                         f"until {pd.Timestamp(r.end_date).date()}: ${r.committed_usd:,.0f} in the horizon, "
+                         f"{100 * r.utilisation:.1f} % used (Savings plans sheet)")])
+    if not len(bought) and not (plan.spend is not None and len(plan.spend) and (plan.spend["usd_per_hour"] > 0).any()):
+        s.append(["Buy", s.cell(0.0, INT), "no reserved purchase pays on this forecast"])
+    for b in (plan.budget.itertuples() if plan.budget is not None else []):  # the [budget] caps and the spend
+        what = "total" if b.name == "budget_total" else b.name.replace("budget_month_", "").replace("_", "-")
+        s.append([f"Budget {what}", s.cell(float(b.spend_usd), USD0, RED if b.binding else None),
+                  s.text(f"spend of a cap of ${b.cap_usd:,.0f}" + (": binding (Shadow prices: what one more USD "
+                                                                    "is worth)" if b.binding else ""))])
+    prov = provenance(plan)
+    for f in prov["files"]:
+        s.append([f"Input: {f['role']}", s.text(f["path"]), s.text("sha256 " + f["sha256"])])
+    used = prov["solver"]
+    s.append(["Solver used", s.text(f"{used['backend']}, time limit {used['time_limit_s']:g} s, gap limit "
+                                     f"{used['mip_gap_limit']:g}"), s.text("as run (command-line overrides included)")])
+    s.append(["Written (UTC)", s.text(prov["created_utc"]), s.text(f"run id {plan.run_id}")])
+    s.table("Summary")
+    _summary_charts(ws, plan, row_of)
+
+
+def _summary_charts(ws, plan: Plan, row_of: dict) -> None:
+    chart = ws.planner_book.wb.add_chart({"type": "column"})
+    first, last = row_of["reserved_cost_usd"] - 1, row_of["spot_cost_usd"] - 1
+    chart.add_series({"name": "Expected cost", "categories": ["Summary", first, 0, last, 0],
+                      "values": ["Summary", first, 1, last, 1], "data_labels": {"value": True, "num_format": USD0}})
+    chart.set_title({"name": "Expected cost by option (USD)"})
+    chart.set_legend({"none": True})
+    chart.set_y_axis({"name": "USD", "num_format": USD0})
+    chart.set_size({"width": 520, "height": 290})
+    ws.insert_chart("E2", chart)
