@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from ...bill import inventory_table
 from ...results import Plan
-from .book import NAMES, SHEETS, VALUED_KINDS, _Book
+from .book import ref, NAMES, SHEETS, VALUED_KINDS, _Book
 from .costs import _price_key, _write_baseline, _write_costs, _write_prices, _write_purchases
 from .detail import _write_assumptions, _write_backfill, _write_latency, _write_scenarios, _write_shadow_prices, _write_shortfall, _write_spot
 from .money import _write_cash_flow, _write_inventory, _write_savings_plans, _write_showback, _write_showback_by_month
@@ -42,7 +42,7 @@ def write_workbook(plan: Plan, path) -> None:
     inventory = inventory_table(inp)
     summary_rows = _summary_layout(plan)
     name_row = {key: i + 2 for i, (key, *_rest) in enumerate(summary_rows)}
-    horizon_ref = f"Summary!$B${name_row['horizon_hours']}"
+    horizon_ref = ref("Summary", "value", name_row["horizon_hours"])
 
     _write_prices(ws["Prices"], prices)
     _write_purchases(ws["Purchases"], plan, purchases, price_row, horizon_ref)
@@ -77,6 +77,6 @@ def write_workbook(plan: Plan, path) -> None:
     _write_savings_plans(ws["Savings plans"], plan)
 
     for key in NAMES:
-        book.wb.define_name(key, f"=Summary!$B${name_row[key]}")
+        book.wb.define_name(key, "=" + ref("Summary", "value", name_row[key]))
     ws["Summary"].activate()
     book.wb.close()

@@ -247,3 +247,49 @@ VALUED_KINDS = ("spend", "exit")  # commitments-table rows the workbook carries 
 def _plus(value: float) -> str:
     """``+value`` for a formula (savings plans' figures, which have no Purchases row), or nothing at 0."""
     return f"+{value!r}" if value else ""
+
+
+# The columns of every sheet another sheet's formulas read, by header name: a formula refers to a cell as
+# (sheet, header, row) and the letter comes from here, so adding or moving a column never shifts a formula
+# (tests/test_workbook_refs.py checks every reference of a written workbook against the headers it names).
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "Prices": ("gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months",
+               "effective_usd_per_gpu_hour", "gpus_per_instance", "max_gpus", "interruptions_per_hour",
+               "valid_from", "lead_time_months", "residual_usd", "block_start", "block_days", "provider"),
+    "Purchases": ("gpu_type", "region", "option", "term_months", "instances", "gpus_per_instance", "gpus",
+                  "effective_usd_per_gpu_hour", "horizon_cost_usd", "commitment_usd", "pool_reserved_utilisation",
+                  "purchase_date", "active_from", "end_date", "firm", "hours_active",
+                  "liability_past_horizon_usd", "upfront_usd", "monthly_recurring_usd", "on_demand_usd_per_gpu_hour",
+                  "min_utilisation", "avg_utilisation", "max_utilisation", "break_even_utilisation",
+                  "monthly_savings_usd", "monthly_savings_pct", "break_even_months", "npv_usd", "payment_options"),
+    "Costs": ("cost_kind", "gpu_type", "region", "option", "quantity", "unit", "gpu_hours", "usd_per_gpu_hour",
+              "cost_usd"),
+    "Allocation": ("scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus",
+                   "gpu_hours", "probability", "expected_gpu_hours", "usd_per_gpu_hour", "expected_cost_usd"),
+    "Inventory": ("gpu_type", "region", "option", "gpus", "start", "end", "term_months",
+                  "effective_usd_per_gpu_hour", "hours_in_horizon", "horizon_cost_usd", "hours_after_horizon",
+                  "recurring_after_horizon_usd", "expires_in_horizon", "priced"),
+    "Baseline": ("workload_class", "demand_gpu_hours", "cheapest_usd_per_gpu_hour", "baseline_usd", "pools_compared"),
+    "Summary": ("item", "value", "note"),
+}
+
+
+def letter(sheet: str, name: str) -> str:
+    """The column letter of header ``name`` on ``sheet`` (from :data:`COLUMNS`)."""
+    return xl_col_to_name(COLUMNS[sheet].index(name))
+
+
+def ref(sheet: str, name: str, row: int) -> str:
+    """``Sheet!$C$row``: the cell of header ``name`` in ``row`` of ``sheet``, absolute."""
+    return f"{_q(sheet)}!${letter(sheet, name)}${row}"
+
+
+def span(sheet: str, name: str, first: int, last: int) -> str:
+    """``Sheet!$C$first:$C$last``: the column of header ``name`` over rows ``first``..``last``."""
+    c = letter(sheet, name)
+    return f"{_q(sheet)}!${c}${first}:${c}${last}"
+
+
+def cell(columns, name: str, row: int) -> str:
+    """``C7``: the relative cell of header ``name`` in ``row`` of the sheet being written (its ``columns``)."""
+    return f"{xl_col_to_name(list(columns).index(name))}{row}"

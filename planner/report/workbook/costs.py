@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 import datetime as dt
 import numpy as np
 import pandas as pd
 from ...results import Plan
 from ...units import HOURS_PER_MONTH, usd as _money
 from ... import commitments
-from .book import DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
+from .book import COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
 
 
 def _price_key(r) -> tuple:
@@ -20,9 +21,7 @@ def _price_key(r) -> tuple:
 
 
 def _write_prices(ws, prices: pd.DataFrame) -> None:
-    s = _Sheet(ws, ["gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months",
-                    "effective_usd_per_gpu_hour", "gpus_per_instance", "max_gpus", "interruptions_per_hour",
-                    "valid_from", "lead_time_months", "residual_usd", "block_start", "block_days", "provider"],
+    s = _Sheet(ws, list(COLUMNS["Prices"]),
                {"hourly_usd": RATE, "upfront_usd": USD, "effective_usd_per_gpu_hour": RATE, "term_months": "#,##0.###",
                 "gpus_per_instance": "0.###", "max_gpus": INT, "interruptions_per_hour": "0.0000",
                 "valid_from": DATE, "lead_time_months": "0.##", "residual_usd": USD, "block_start": "yyyy-mm-dd hh:mm",
@@ -86,12 +85,7 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
     commitment_usd = GPUs x (hourly x term x 730 + upfront - residual) (full term); savings are against
     serving the GPU-hours it is used (mean utilisation) on demand in its pool.
     """
-    cols = ["gpu_type", "region", "option", "term_months", "instances", "gpus_per_instance", "gpus",
-            "effective_usd_per_gpu_hour", "horizon_cost_usd", "commitment_usd", "pool_reserved_utilisation",
-            "purchase_date", "active_from", "end_date", "firm", "hours_active",
-            "liability_past_horizon_usd", "upfront_usd", "monthly_recurring_usd", "on_demand_usd_per_gpu_hour",
-            "min_utilisation", "avg_utilisation", "max_utilisation", "break_even_utilisation",
-            "monthly_savings_usd", "monthly_savings_pct", "break_even_months", "npv_usd", "payment_options"]
+    cols = list(COLUMNS["Purchases"])
     s = _Sheet(ws, cols,
                {"term_months": INT, "instances": INT, "gpus_per_instance": "0.###", "gpus": INT,
                 "effective_usd_per_gpu_hour": RATE, "horizon_cost_usd": USD, "commitment_usd": USD,
@@ -117,7 +111,7 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
         u_min, u_avg, u_max = use.iloc[i] if bought else (np.nan, np.nan, np.nan)
         reco = [None] * 8
         if od_row:
-            reco = [F(f"=Prices!$D${od_row}", od), u_min if bought else None, u_avg if bought else None,
+            reco = [F(f"={ref('Prices', 'hourly_usd', od_row)}", od), u_min if bought else None, u_avg if bought else None,
                     u_max if bought else None, F(f"=IF(T{row}>0,H{row}/T{row},0)", eff / od if od else 0.0)]
             if bought and np.isfinite(u_avg) and getattr(r, "kind", "instance") == "window":
                 reco += [None, None, None]  # a block is paid once for its window: no monthly saving or break-even
@@ -133,17 +127,17 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                            0.0 if r.upfront_total_usd <= 0 else (r.upfront_total_usd / net if net > 0 else ""))]
             else:
                 reco += [None, None, None]
-        s.append([r.gpu_type, r.region, r.option, F(f"=Prices!$F${pr}", r.term_months), int(r.instances),
-                  F(f"=Prices!$H${pr}", r.gpus_per_instance), F(f"=E{row}*F{row}", gpus),
-                  F(f"=Prices!$G${pr}", eff), F(f"=G{row}*H{row}*P{row}", r.horizon_cost_usd),
-                  F(f"=G{row}*(Prices!$D${pr}*Prices!$F${pr}*{L:g}+Prices!$E${pr}-Prices!$M${pr})", r.commitment_usd),
+        s.append([r.gpu_type, r.region, r.option, F(f"={ref('Prices', 'term_months', pr)}", r.term_months), int(r.instances),
+                  F(f"={ref('Prices', 'gpus_per_instance', pr)}", r.gpus_per_instance), F(f"=E{row}*F{row}", gpus),
+                  F(f"={ref('Prices', 'effective_usd_per_gpu_hour', pr)}", eff), F(f"=G{row}*H{row}*P{row}", r.horizon_cost_usd),
+                  F(f"=G{row}*({ref('Prices', 'hourly_usd', pr)}*{ref('Prices', 'term_months', pr)}*{L:g}+{ref('Prices', 'upfront_usd', pr)}-{ref('Prices', 'residual_usd', pr)})", r.commitment_usd),
                   util.get((r.gpu_type, r.region), np.nan) if bought else None,
                   _date(getattr(r, "purchase_date", plan.inputs.periods[0])),
                   _date(getattr(r, "active_from", plan.inputs.periods[0])),
                   _date(getattr(r, "end_date", plan.inputs.periods[0])),
                   ("now" if getattr(r, "firm", True) else "planned"), hours_cell,
-                  F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*Prices!$E${pr}", r.upfront_total_usd),
-                  F(f"=G{row}*Prices!$D${pr}*{L:g}", r.monthly_recurring_usd)] + reco
+                  F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*{ref('Prices', 'upfront_usd', pr)}", r.upfront_total_usd),
+                  F(f"=G{row}*{ref('Prices', 'hourly_usd', pr)}*{L:g}", r.monthly_recurring_usd)] + reco
                  + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(i)])
     s.table("Purchases")
 
@@ -182,12 +176,11 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
     """Cost per reserved purchase and per pool and option, live over Allocation and Prices.
 
     Returns the rows written and the sum of the cost cells per cost kind (their cached values)."""
-    s = _Sheet(ws, ["cost_kind", "gpu_type", "region", "option", "quantity", "unit", "gpu_hours",
-                    "usd_per_gpu_hour", "cost_usd"],
+    s = _Sheet(ws, list(COLUMNS["Costs"]),
                {"quantity": NUM, "gpu_hours": NUM, "usd_per_gpu_hour": RATE, "cost_usd": USD})
     s.header({"cost_kind": 14})
     last = max(len(a) + 1, 2)
-    alloc = lambda c: f"Allocation!${c}$2:${c}${last}"  # noqa: E731
+    A = SimpleNamespace(**{n: span("Allocation", n, 2, last) for n in COLUMNS["Allocation"]})
     full_term = plan.inputs.config.commitments.accounting == "full_term"
     totals = {"reserved": 0.0, "on_demand": 0.0, "spot": 0.0, "extension": 0.0}
     for i, r in enumerate(purchases.itertuples()):
@@ -195,10 +188,10 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
         hours = float(getattr(r, "hours_active", plan.inputs.horizon_hours))
         gh = r.instances * r.gpus_per_instance * hours
         value = float(r.commitment_usd) if full_term else gh * float(r.effective_usd_per_gpu_hour)
-        cost = F(f"=Purchases!$J${i + 2}", value) if full_term else F(f"=G{row}*H{row}", value)
-        s.append(["reserved", r.gpu_type, r.region, r.option, F(f"=Purchases!$E${i + 2}", int(r.instances)),
-                  "instances", F(f"=E{row}*Prices!$H${pr}*Purchases!$P${i + 2}", gh),
-                  F(f"=Prices!$G${pr}", float(r.effective_usd_per_gpu_hour)), cost])
+        cost = F(f"={ref('Purchases', 'commitment_usd', i + 2)}", value) if full_term else F(f"=G{row}*H{row}", value)
+        s.append(["reserved", r.gpu_type, r.region, r.option, F(f"={ref('Purchases', 'instances', i + 2)}", int(r.instances)),
+                  "instances", F(f"=E{row}*{ref('Prices', 'gpus_per_instance', pr)}*{ref('Purchases', 'hours_active', i + 2)}", gh),
+                  F(f"={ref('Prices', 'effective_usd_per_gpu_hour', pr)}", float(r.effective_usd_per_gpu_hour)), cost])
         totals["reserved"] += value
     for r in _spend_rows(plan).itertuples():  # savings plans (USD/h x hours) and resales (values: no Prices row)
         if not r.units:
@@ -222,9 +215,9 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
             price = _price_value(plan, price_row, (gt, rg, opt, _vf))
             # exact, case-sensitive matches: a SUMIFS criterion would read "=1+1", "*", "?", "~" or a
             # leading "<" / ">" in a pool's name as an operator or a wildcard
-            qty = F(f'=SUMPRODUCT(--EXACT({alloc("E")},B{row}),--EXACT({alloc("F")},C{row}),'
-                    f'--EXACT({alloc("G")},D{row}),{alloc("K")})', gh)
-            s.append([option, gt, rg, opt, qty, "GPU-hours", F(f"=E{row}", gh), F(f"=Prices!$D${pr}", price),
+            qty = F(f'=SUMPRODUCT(--EXACT({A.gpu_type},B{row}),--EXACT({A.region},C{row}),'
+                    f'--EXACT({A.option},D{row}),{A.expected_gpu_hours})', gh)
+            s.append([option, gt, rg, opt, qty, "GPU-hours", F(f"=E{row}", gh), F(f"={ref('Prices', 'hourly_usd', pr)}", price),
                       F(f"=G{row}*H{row}", gh * price)])
             totals[option] += gh * price
     for (gt, rg), gh in _covered_gpu_hours(plan).items():  # on-demand GPU-hours a savings plan paid: a credit
@@ -232,7 +225,7 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
         key = (gt, rg, "on_demand", None)
         price = _price_value(plan, price_row, key)
         s.append(["on_demand", gt, rg, "savings plan coverage", -float(gh), "GPU-hours", F(f"=E{row}", -float(gh)),
-                  F(f"=Prices!$D${price_row[key]}", price), F(f"=G{row}*H{row}", -float(gh) * price)])
+                  F(f"={ref('Prices', 'hourly_usd', price_row[key])}", price), F(f"=G{row}*H{row}", -float(gh) * price)])
         totals["on_demand"] -= float(gh) * price
     if "extension" in plan.cost:  # columns added through the model's extension hook (a value: not priced here)
         s.append(["extension", None, None, s.text(", ".join(sorted(plan.stats.get("extensions", [])))), None, None,
@@ -246,8 +239,7 @@ def _write_baseline(ws, plan: Plan, price_row: dict) -> tuple[int, float]:
     """The all-on-demand baseline per class, live over Prices: its demand GPU-hours (with headroom, expected,
     in reference GPUs) x the cheapest on-demand price per reference GPU-hour among its allowed pools."""
     inp = plan.inputs
-    s = _Sheet(ws, ["workload_class", "demand_gpu_hours", "cheapest_usd_per_gpu_hour", "baseline_usd",
-                    "pools_compared"],
+    s = _Sheet(ws, list(COLUMNS["Baseline"]),
                {"demand_gpu_hours": NUM, "cheapest_usd_per_gpu_hour": RATE, "baseline_usd": USD})
     s.header({"workload_class": 22, "demand_gpu_hours": 20, "cheapest_usd_per_gpu_hour": 26, "pools_compared": 60})
     od = inp.pools["od"].to_numpy(float)
@@ -262,7 +254,7 @@ def _write_baseline(ws, plan: Plan, price_row: dict) -> tuple[int, float]:
             q = float(inp.speed[k, p] * inp.reliability[k, p])
             if key not in price_row or not np.isfinite(od[p]) or q <= 0:
                 continue
-            terms.append(f"Prices!$D${price_row[key]}/{q!r}")
+            terms.append(f"{ref('Prices', 'hourly_usd', price_row[key])}/{q!r}")
             values.append(od[p] / q)
             pools.append(f"{gt}/{rg}")
         if not terms or ref_hours[k] <= 0:

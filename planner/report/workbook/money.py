@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 import datetime as dt
 import numpy as np
 import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
 from ...results import Plan
 from ... import commitments
-from .book import DATE, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
+from .book import COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
 from .costs import _covered_gpu_hours, _price_key, _price_value, _spend_rows
 
 
@@ -32,8 +33,8 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
         s.table("Showback")
         return
     last = max(n_alloc + 1, 2)
-    alloc = lambda c: f"Allocation!${c}$2:${c}${last}"  # noqa: E731
-    pur = lambda c: f"Purchases!${c}$2:${c}${max(n_purchases + 1, 2)}"  # noqa: E731
+    A = SimpleNamespace(**{n: span("Allocation", n, 2, last) for n in COLUMNS["Allocation"]})
+    pur = lambda name: span("Purchases", name, 2, max(n_purchases + 1, 2))  # noqa: E731
     table = by_class(plan).to_dict("records")
     parts = reserved_use(plan)
     use, owned, cost = parts["use"], parts["owned"], parts["cost"]
@@ -62,7 +63,7 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
         row = i + 2
         k = inp.classes.index(r["workload_class"]) if r["workload_class"] in inp.classes else None
         if k is None:  # the cost nobody used: pools without use, the liability past the horizon, extensions
-            extra = (f"+SUM({pur('Q')})" if full_term else "") + (f"+{float(plan.cost['extension'])!r}"
+            extra = (f"+SUM({pur('liability_past_horizon_usd')})" if full_term else "") + (f"+{float(plan.cost['extension'])!r}"
                                                                  if "extension" in plan.cost else "")
             sp_left = spend_cost(plan) - sum(float(x.get("savings_plan_usd", 0.0)) for x in table)
             extra += f"+{sp_left!r}" if sp_left > 1e-9 else ""  # a savings plan nobody's usage drew on
@@ -78,9 +79,9 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
         share_row = f"{colname(s0)}{row}:{colname(s0 + P - 1)}{row}"
         live = n_alloc > 0
         credit = float(r.get("savings_plan_credit_usd", 0.0))  # what savings plans paid of its on-demand (a value)
-        od = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"on_demand"),{alloc("M")})'
+        od = F(f'=SUMPRODUCT(--EXACT({A.workload_class},B{row}),--EXACT({A.option},"on_demand"),{A.expected_cost_usd})'
                + (f"-{credit!r}" if credit else ""), r["on_demand_usd"]) if live else r["on_demand_usd"]
-        sp = F(f'=SUMPRODUCT(--EXACT({alloc("D")},B{row}),--EXACT({alloc("G")},"spot"),{alloc("M")})',
+        sp = F(f'=SUMPRODUCT(--EXACT({A.workload_class},B{row}),--EXACT({A.option},"spot"),{A.expected_cost_usd})',
                r["spot_usd"]) if live else r["spot_usd"]
         s.append([r["team"], r["workload_class"], r["reserved_gpu_hours"], r["on_demand_gpu_hours"],
                   r["spot_gpu_hours"], F(f"=SUMPRODUCT({use_row},{rng('rate')})", float(use[k] @ rate)),
@@ -101,8 +102,8 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
         resold = _spend_rows(plan)  # resales of this pool's terms (no Purchases row): their saving, a value
         resold = resold[resold["kind"].eq("exit") & resold["gpu_type"].eq(g) & resold["region"].eq(rg)]
         extra = float(resold["horizon_cost_usd"].sum()) if len(resold) else 0.0
-        ws.write_formula(rows_of["cost"] - 1, u0 + q, f'=SUMPRODUCT(--EXACT({pur("A")},{c}${rows_of["gpu_type"]}),'
-                         f'--EXACT({pur("B")},{c}${rows_of["region"]}),{pur("I")}){"+" + repr(extra) if extra else ""}',
+        ws.write_formula(rows_of["cost"] - 1, u0 + q, f'=SUMPRODUCT(--EXACT({pur("gpu_type")},{c}${rows_of["gpu_type"]}),'
+                         f'--EXACT({pur("region")},{c}${rows_of["region"]}),{pur("horizon_cost_usd")}){"+" + repr(extra) if extra else ""}',
                          s.book.fmt(USD), float(cost[q]))
         ws.write_number(rows_of["owned"] - 1, u0 + q, float(owned[q]), s.book.fmt(NUM))
         ws.write_number(rows_of["used"] - 1, u0 + q, float(used[q]), s.book.fmt(NUM))
@@ -119,9 +120,7 @@ MAX_FORMULA_TERMS = 150  # terms spelled out in one cash-flow formula (Excel all
 
 def _write_inventory(ws, inventory: pd.DataFrame, price_row: dict) -> None:
     """Commitments already owned: dates, and their cost in the horizon as live formulas over Prices."""
-    s = _Sheet(ws, ["gpu_type", "region", "option", "gpus", "start", "end", "term_months",
-                    "effective_usd_per_gpu_hour", "hours_in_horizon", "horizon_cost_usd", "hours_after_horizon",
-                    "recurring_after_horizon_usd", "expires_in_horizon", "priced"],
+    s = _Sheet(ws, list(COLUMNS["Inventory"]),
                {"gpus": INT, "start": DATE, "end": DATE, "term_months": INT, "effective_usd_per_gpu_hour": RATE,
                 "hours_in_horizon": "#,##0.##", "horizon_cost_usd": USD, "hours_after_horizon": "#,##0.##",
                 "recurring_after_horizon_usd": USD})
@@ -130,11 +129,11 @@ def _write_inventory(ws, inventory: pd.DataFrame, price_row: dict) -> None:
         row = i + 2
         pr = price_row.get((r.gpu_type, r.region, r.option,
                             None if pd.isna(r.valid_from) else pd.Timestamp(r.valid_from))) if r.priced else None
-        rate = F(f"=Prices!$G${pr}", r.effective_usd_per_gpu_hour) if pr else 0.0
+        rate = F(f"={ref('Prices', 'effective_usd_per_gpu_hour', pr)}", r.effective_usd_per_gpu_hour) if pr else 0.0
         s.append([r.gpu_type, r.region, r.option, float(r.gpus), _date(r.start), _date(r.end),
-                  F(f"=Prices!$F${pr}", r.term_months) if pr else None, rate, float(r.hours_in_horizon),
+                  F(f"={ref('Prices', 'term_months', pr)}", r.term_months) if pr else None, rate, float(r.hours_in_horizon),
                   F(f"=D{row}*H{row}*I{row}", r.horizon_cost_usd if pr else 0.0),
-                  float(r.hours_after_horizon), F(f"=D{row}*Prices!$D${pr}*K{row}", r.recurring_after_horizon_usd)
+                  float(r.hours_after_horizon), F(f"=D{row}*{ref('Prices', 'hourly_usd', pr)}*K{row}", r.recurring_after_horizon_usd)
                   if pr else 0.0,
                   "yes" if r.expires_in_horizon else "no",
                   "yes" if r.priced else "no: the price sheet has no such reserved option"])
@@ -237,18 +236,17 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         c = cash.iloc[i] if i < len(cash) else None
         gh_m = [float(gh.get((opt, gt, rg, m), 0.0)) for opt, gt, rg in pool_cols]
         if spelled:
-            up = [f"Purchases!$R${bought_idx[j] + 2}" for j in range(len(bought)) if purchase_month[j] == m]
+            up = [f"{ref('Purchases', 'upfront_usd', bought_idx[j] + 2)}" for j in range(len(bought)) if purchase_month[j] == m]
             up_v = sum(float(r.upfront_total_usd) for j, r in enumerate(bought.itertuples()) if purchase_month[j] == m)
-            up += [f"-Purchases!$G${bought_idx[j] + 2}*Prices!$M${price_row[_price_key(r)]}"
+            up += [f"-{ref('Purchases', 'gpus', bought_idx[j] + 2)}*{ref('Prices', 'residual_usd', price_row[_price_key(r)])}"
                    for j, r in enumerate(bought.itertuples()) if end_month[j] == m]  # residual value back
             up_v -= sum(float(r.residual_total_usd) for j, r in enumerate(bought.itertuples()) if end_month[j] == m)
-            rec = [f"{letter(h0 + j)}{row}*Purchases!$G${bought_idx[j] + 2}*Prices!$D$"
-                   f"{price_row[_price_key(r)]}" for j, r in enumerate(bought.itertuples())]
+            rec = [f"{letter(h0 + j)}{row}*{ref('Purchases', 'gpus', bought_idx[j] + 2)}*{ref('Prices', 'hourly_usd', price_row[_price_key(r)])}" for j, r in enumerate(bought.itertuples())]
             rec_v = sum(float(hours[j, i]) * float(r.gpus) * hourly[j] for j, r in enumerate(bought.itertuples()))
-            od = [f"{letter(g0 + q)}{row}*Prices!$D${price_row[(gt, rg, opt, None)]}"
+            od = [f"{letter(g0 + q)}{row}*{ref('Prices', 'hourly_usd', price_row[(gt, rg, opt, None)])}"
                   for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "on_demand"]
             od_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if opt == "on_demand")
-            sp = [f"{letter(g0 + q)}{row}*Prices!$D${price_row[(gt, rg, opt, None)]}"
+            sp = [f"{letter(g0 + q)}{row}*{ref('Prices', 'hourly_usd', price_row[(gt, rg, opt, None)])}"
                   for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "spot"]
             sp_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if opt == "spot")
             if m in spend_cash.index:
@@ -268,7 +266,7 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         values = [m, *cells, F(f"=SUM(B{row}:E{row})", month_total), None]
         values += [float(x) for x in hours[:, i]]
         values += gh_m
-        values += [F(f"=IF({letter(h0 + j)}{row}>0,Purchases!$G${bought_idx[j] + 2},0)",
+        values += [F(f"=IF({letter(h0 + j)}{row}>0,{ref('Purchases', 'gpus', bought_idx[j] + 2)},0)",
                      float(r.gpus) if hours[j, i] > 0 else 0.0) for j, r in enumerate(bought.itertuples())]
         factor = (1.0 + rate) ** (-i / 12.0)
         d0 = l0 + len(bought)  # the discount factor's column (1-based)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import pandas as pd
 from ...results import Plan
-from .book import DATE, F, INT, NUM, PCT, RATE, USD, _Sheet, _date
+from .book import COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, _Sheet, _date
 from .costs import _price_value
 
 
@@ -57,8 +57,7 @@ FLEET_CHART_POINTS = 750  # past this many periods the Fleet sheet (behind the c
 
 
 def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
-    s = _Sheet(ws, ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus",
-                    "gpu_hours", "probability", "expected_gpu_hours", "usd_per_gpu_hour", "expected_cost_usd"],
+    s = _Sheet(ws, list(COLUMNS["Allocation"]),
                {"period": DATE, "hours": "0.##", "gpus": NUM, "gpu_hours": NUM, "probability": "0.###",
                 "expected_gpu_hours": NUM, "usd_per_gpu_hour": RATE, "expected_cost_usd": USD})
     s.header({"period": 18, "workload_class": 20})
@@ -74,7 +73,7 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
             price, pv = 0, 0.0
         else:
             key = (gt, rg, opt, None)
-            price = F(f"=Prices!$D${price_row[key]}", prices[key])
+            price = F(f"={ref('Prices', 'hourly_usd', price_row[key])}", prices[key])
             pv = prices[key]
         s.append([scen, _date(per), hrs, cls, gt, rg, opt, gpus, F(f"=H{row}*C{row}", gh), prob[scen],
                   F(f"=I{row}*J{row}", ex), price, F(f"=K{row}*L{row}", ex * pv)])

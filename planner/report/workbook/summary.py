@@ -8,7 +8,7 @@ from ...bill import inventory_table
 from ...results import Plan
 from ..provenance import provenance
 from ... import commitments
-from .book import DATE, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, _date, _plus
+from .book import ref, span, DATE, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, _date, _plus
 from .costs import _spend_rows
 from .money import _cash_npv_column
 
@@ -84,7 +84,7 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
     ws.set_portrait()
     ws.fit_to_pages(1, 1)  # the decision on one page
     inp = plan.inputs
-    costs = lambda c: f"Costs!${c}$2:${c}${cost_rows}"  # noqa: E731
+    costs = lambda name: span("Costs", name, 2, cost_rows)  # noqa: E731
     last_p = max(len(purchases) + 1, 2)
     row_of = {key: i + 2 for i, (key, *_r) in enumerate(layout)}
     short = plan.shortfall_gpu_hours
@@ -97,21 +97,21 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
     spend_rows = _spend_rows(plan)
     sp_sum = lambda col: float(spend_rows[col].sum()) if len(spend_rows) else 0.0  # noqa: E731 (savings plans)
     values = {
-        "total_cost_usd": (F(f"=SUM({costs('I')})", total), USD0),
-        "already_committed_usd": (F(f"=SUM(Inventory!$J$2:$J${max(len(inventory) + 1, 2)})", committed), USD0),
+        "total_cost_usd": (F(f"=SUM({costs('cost_usd')})", total), USD0),
+        "already_committed_usd": (F(f"=SUM({span('Inventory', 'horizon_cost_usd', 2, max(len(inventory) + 1, 2))})", committed), USD0),
         "bill_usd": (F(f"=B{row_of['total_cost_usd']}+B{row_of['already_committed_usd']}", total + committed), USD0),
-        "reserved_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"reserved")', cost_values["reserved"]), USD0),
-        "on_demand_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"on_demand")', cost_values["on_demand"]), USD0),
-        "spot_cost_usd": (F(f'=SUMIFS({costs("I")},{costs("A")},"spot")', cost_values["spot"]), USD0),
-        "all_on_demand_usd": (F(f"=SUM(Baseline!$D$2:$D${max(base_rows, 2)})", base), USD0),
+        "reserved_cost_usd": (F(f'=SUMIFS({costs("cost_usd")},{costs("cost_kind")},"reserved")', cost_values["reserved"]), USD0),
+        "on_demand_cost_usd": (F(f'=SUMIFS({costs("cost_usd")},{costs("cost_kind")},"on_demand")', cost_values["on_demand"]), USD0),
+        "spot_cost_usd": (F(f'=SUMIFS({costs("cost_usd")},{costs("cost_kind")},"spot")', cost_values["spot"]), USD0),
+        "all_on_demand_usd": (F(f"=SUM({span('Baseline', 'baseline_usd', 2, max(base_rows, 2))})", base), USD0),
         "savings_usd": (F(f"=B{row_of['all_on_demand_usd']}-B{row_of['total_cost_usd']}", savings), USD0),
         "savings_pct": (F(f"=IF(B{row_of['all_on_demand_usd']}>0,B{row_of['savings_usd']}/B{row_of['all_on_demand_usd']},0)",
                           savings / base if base > 0 else 0.0), PCT),
-        "commitment_usd": (F(f"=SUM(Purchases!$J$2:$J${last_p}){_plus(sp_sum('commitment_usd'))}",
+        "commitment_usd": (F(f"=SUM({span('Purchases', 'commitment_usd', 2, last_p)}){_plus(sp_sum('commitment_usd'))}",
                              float(purchases["commitment_usd"].sum()) + sp_sum("commitment_usd")), USD0),
-        "amortised_usd": (F(f"=SUM(Purchases!$I$2:$I${last_p}){_plus(sp_sum('horizon_cost_usd'))}",
+        "amortised_usd": (F(f"=SUM({span('Purchases', 'horizon_cost_usd', 2, last_p)}){_plus(sp_sum('horizon_cost_usd'))}",
                             float(purchases["horizon_cost_usd"].sum()) + sp_sum("horizon_cost_usd")), USD0),
-        "liability_past_horizon_usd": (F(f"=SUM(Purchases!$Q$2:$Q${last_p})"
+        "liability_past_horizon_usd": (F(f"=SUM({span('Purchases', 'liability_past_horizon_usd', 2, last_p)})"
                                          f"{_plus(sp_sum('liability_past_horizon_usd'))}",
                                          float(purchases["liability_past_horizon_usd"].sum())
                                          + sp_sum("liability_past_horizon_usd")), USD0),

@@ -1,0 +1,55 @@
+"""Formula references are built from header names: no column letter is spelled in the workbook code, and
+every reference a written workbook holds points at a column whose header is the one the code named."""
+
+from __future__ import annotations
+
+import re
+
+from openpyxl import load_workbook
+
+from conftest import ROOT
+from planner.report.workbook.book import COLUMNS
+
+CROSS = re.compile(r"(?:'([^']+)'|\b([A-Z][A-Za-z]*))!\$([A-Z]{1,3})\$(\d+)")
+
+
+def test_no_column_letter_is_spelled_in_the_workbook_code():
+    spelled = []
+    for path in sorted((ROOT / "planner" / "report" / "workbook").glob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"[A-Za-z']!\$[A-Z]+\$", line) and not line.lstrip().startswith(('"""', "``")) \
+                    and "``" not in line:
+                spelled.append(f"{path.name}:{n}: {line.strip()}")
+    assert spelled == []
+
+
+def test_every_reference_points_at_the_header_it_names(example_plan):
+    wb = load_workbook(example_plan[1]["xlsx"])
+    for sheet, columns in COLUMNS.items():  # the headers the references are built from are the headers written
+        assert tuple(c.value for c in wb[sheet][1][: len(columns)]) == columns, sheet
+    seen = {}
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if isinstance(c.value, str) and c.value.startswith("="):
+                    for quoted, plain, col, r in CROSS.findall(c.value):
+                        target = quoted or plain
+                        head = wb[target][f"{col}1"].value
+                        assert head, f"{ws.title}!{c.coordinate} -> {target}!{col}{r}: no header there"
+                        if target in COLUMNS:
+                            assert head in COLUMNS[target]
+                        seen.setdefault(target, set()).add(head)
+    # what the money figures read, by name
+    assert {"hourly_usd", "upfront_usd", "term_months", "effective_usd_per_gpu_hour",
+            "gpus_per_instance", "residual_usd"} <= seen["Prices"]
+    assert {"instances", "commitment_usd", "hours_active"} <= seen["Purchases"]
+    assert "cost_usd" in seen["Costs"] and "value" in seen.get("Summary", {"value"})
+
+
+def test_the_purchase_liability_reads_price_term_upfront_and_residual(example_plan):
+    wb = load_workbook(example_plan[1]["xlsx"])
+    ws = wb["Purchases"]
+    col = COLUMNS["Purchases"].index("commitment_usd") + 1
+    formula = ws.cell(row=2, column=col).value
+    heads = {wb["Prices"][f"{c}1"].value for _q, _p, c, _r in CROSS.findall(formula)}
+    assert heads == {"hourly_usd", "term_months", "upfront_usd", "residual_usd"}
