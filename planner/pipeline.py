@@ -209,10 +209,15 @@ def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, r
     return plan
 
 
-def write_outputs(plan: Plan, out_dir: str | Path) -> dict[str, Path]:
-    """Write plan.json and plan.xlsx as one publication: both from this run, or the old ones stay.
+OUTPUTS = ("plan.xlsx", "plan.json", "allocation.csv", "fleet.csv")  # what ``planner plan`` writes
 
-    Both carry the same ``run_id`` (plan.json key, workbook Assumptions note).
+
+def write_outputs(plan: Plan, out_dir: str | Path) -> dict[str, Path]:
+    """Write plan.json, plan.xlsx and the per-period tables (allocation.csv, fleet.csv) as one publication:
+    all from this run, or the old ones stay.
+
+    plan.json and the workbook carry the same ``run_id`` (plan.json key, workbook Assumptions note). The
+    CSVs hold every period (the workbook sums long horizons to days, weeks or months).
     """
     import uuid
 
@@ -230,8 +235,20 @@ def write_outputs(plan: Plan, out_dir: str | Path) -> dict[str, Path]:
         plan.timings["write_xlsx"] = time.perf_counter() - t0
 
     found = publish_together(out_dir, {"plan.xlsx": xlsx,
-                                       "plan.json": lambda path: path.write_text(plan_json(plan), encoding="utf-8")})
-    return {"xlsx": found["plan.xlsx"], "json": found["plan.json"]}
+                                       "plan.json": lambda path: path.write_text(plan_json(plan), encoding="utf-8"),
+                                       "allocation.csv": lambda path: period_csv(plan.allocation, path),
+                                       "fleet.csv": lambda path: period_csv(plan.fleet, path)})
+    return {"xlsx": found["plan.xlsx"], "json": found["plan.json"], "allocation": found["allocation.csv"],
+            "fleet": found["fleet.csv"]}
+
+
+def period_csv(frame, path: Path) -> None:
+    """A per-period table as CSV: ISO periods, text made inert for spreadsheets (:mod:`planner.csvsafe`)."""
+    from .csvsafe import inert_frame
+
+    out = frame.copy()
+    out["period"] = out["period"].dt.strftime("%Y-%m-%dT%H:%M")
+    inert_frame(out).to_csv(path, index=False, float_format="%.10g")
 
 
 def run(model: str | Path, out_dir: str | Path | None = None, **options) -> Plan:

@@ -48,7 +48,8 @@ def test_out_folder_with_user_files_keeps_them(tmp_path, owned):
             assert (out / rel).read_text() == text, f"{rel} was lost"
     assert json.loads((out / "plan.json").read_text())["cost_usd"]["total"] == pytest.approx(11.0)
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == sorted(
-        {"plan.json", "plan.xlsx"} | {rel.split("/")[0] for rel in owned if not rel.startswith(".")})
+        {"plan.json", "plan.xlsx", "allocation.csv", "fleet.csv"} | {rel.split("/")[0] for rel in owned
+                                                                     if not rel.startswith(".")})
 
 
 @pytest.mark.parametrize("entry", ["plan.json", "plan.xlsx"])

@@ -46,12 +46,12 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
         planner plan models/example.toml --out outputs/q1 --time-limit 120 --write-lp outputs/q1/model.lp
     """
     from ..atomic import check_writable
-    from ..pipeline import default_out_dir, load_inputs, make_plan, write_outputs
+    from ..pipeline import OUTPUTS, default_out_dir, load_inputs, make_plan, write_outputs
     from ..solve import Status
 
     t0 = time.perf_counter()
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
-    check_writable(out_dir or default_out_dir(inp.config), ("plan.xlsx", "plan.json"))  # before the solve
+    check_writable(out_dir or default_out_dir(inp.config), OUTPUTS)  # before the solve
     result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
                        timings={"read_validate": time.perf_counter() - t0}, shadow=True, progress=not quiet)
     if not result.status.has_plan:
@@ -65,7 +65,8 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     paths = write_outputs(result, target)
     if not quiet:
         click.echo(result.summary())
-        click.echo(f"  wrote {paths['xlsx']} and {paths['json']}" + (f" and {write_lp}" if write_lp else ""))
+        click.echo(f"  wrote {paths['xlsx']} and {paths['json']} (every period: allocation.csv, fleet.csv)"
+                   + (f" and {write_lp}" if write_lp else ""))
     exit_not_proven(not_proven_reasons([("", result)]))
 
 

@@ -57,7 +57,7 @@ def write_workbook(plan: Plan, path) -> None:
     notes = []
     if alloc_grain:
         notes.append(f"Allocation is summed to {alloc_grain}s: its {len(plan.allocation):,} rows per period would "
-                     f"pass {MAX_SHEET_ROWS:,}; plan.json and the totals are exact (GPU-hours are sums).")
+                     f"pass {MAX_SHEET_ROWS:,}; allocation.csv has every period and the totals are exact (GPU-hours are sums).")
     if grain_name:
         notes.append(f"Demand and Fleet are averaged over {grain_name}s ({plan.inputs.T:,} periods).")
     elif fleet_code:

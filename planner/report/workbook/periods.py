@@ -9,7 +9,7 @@ from .book import COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, _Sheet,
 from .costs import _price_value
 
 
-MAX_SHEET_ROWS = 200_000  # past this the Allocation sheet is aggregated to days, then weeks, then months
+MAX_SHEET_ROWS = 20_000  # past this the Allocation sheet is summed to days, then weeks, then months (allocation.csv has every period)
 
 
 MAX_PERIOD_ROWS = 30_000  # the same for the per-period sheets (Demand, Fleet and its charts): 3 years hourly fit
