@@ -193,3 +193,45 @@ def test_a_long_horizon_is_aggregated_before_the_sheet_grows_and_says_so(tmp_pat
         data = json.loads(paths["json"].read_text())
         got = named_values(recalc(paths["xlsx"], tmp_path))
         assert got["total_cost_usd"] == pytest.approx(data["cost_usd"]["total"], abs=0.005)
+
+
+def test_every_chart_value_axis_starts_at_zero(example_plan):
+    import re
+    import zipfile
+
+    with zipfile.ZipFile(example_plan[1]["xlsx"]) as z:
+        charts = [n for n in z.namelist() if n.startswith("xl/charts/chart")]
+        assert charts
+        for name in charts:
+            xml = z.read(name).decode()
+            for ax in re.findall(r"<c:valAx>.*?</c:valAx>", xml, re.S):
+                if "<c:delete val=\"1\"/>" in ax:
+                    continue
+                assert '<c:min val="0"/>' in ax, name
+
+
+def test_options_not_bought_are_folded_away(example_plan):
+    plan, paths = example_plan
+    ws = load_workbook(paths["xlsx"])["Purchases"]
+    for i, r in enumerate(plan.purchases.itertuples()):
+        assert ws.row_dimensions[i + 2].hidden == (r.instances <= 0)
+
+
+@needs_lo
+def test_the_workbook_prints_in_few_pages_and_never_as_hashes(example_plan, tmp_path):
+    """The data sheets print their first rows only; widths fit the values (no ### in the PDF's text)."""
+    import shutil
+
+    if not shutil.which("pdfinfo") or not shutil.which("pdftotext"):
+        pytest.skip("poppler-utils (pdfinfo, pdftotext) not installed")
+    profile = tmp_path / "lo-profile"
+    subprocess.run([soffice(), f"-env:UserInstallation=file://{profile}", "--headless", "--convert-to", "pdf",
+                    "--outdir", str(tmp_path), str(example_plan[1]["xlsx"])], check=True, capture_output=True,
+                   timeout=240)
+    pdf = tmp_path / "plan.pdf"
+    info = subprocess.run(["pdfinfo", str(pdf)], check=True, capture_output=True, text=True).stdout
+    pages = int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
+    assert pages <= 40
+    text = subprocess.run(["pdftotext", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
+    assert "###" not in text
+    assert "Summary" in text  # the footer names each sheet

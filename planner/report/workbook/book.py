@@ -32,6 +32,7 @@ PCT = "0.0%"
 
 
 DATE = "yyyy-mm-dd hh:mm"
+DAY = "yyyy-mm-dd"  # where a day is meant (purchase and end dates)
 
 
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
@@ -123,6 +124,8 @@ class _Book:
         ws.repeat_rows(0)  # the header row on every printed page
         if name in WIDE:
             ws.set_landscape()
+        ws.set_footer("&L&A&RPage &P of &N")
+        ws.set_margins(left=0.4, right=0.4, top=0.5, bottom=0.6)
         return ws
 
 
@@ -154,7 +157,8 @@ class _Sheet:
     def header(self, widths: dict[str, int] | None = None):
         head = self.book.fmt(head=True)
         for i, name in enumerate(self.columns):
-            self.ws.set_column(i, i, (widths or {}).get(name, max(12, min(len(name) + 3, 40))))
+            self.ws.set_column(i, i, (widths or {}).get(name, max(_FORMAT_WIDTH.get(self.formats.get(name), 12),
+                                                                   min(len(name) + 3, 40))))
             self.ws.write_string(0, i, name, head)
             if name in UNITS:
                 self.ws.write_comment(0, i, UNITS[name], {"x_scale": 2})
@@ -218,6 +222,11 @@ class _Sheet:
         self.ws.add_table(0, 0, self.rows - 1, len(self.columns) - 1, {
             "name": display, "style": "Table Style Medium 2", "autofilter": True,
             "columns": [{"header": c, "header_format": self.book.fmt(head=True)} for c in self.columns]})
+        name = self.ws.get_name()
+        if name in DATA_SHEETS and self.rows > PRINT_ROWS:  # a data sheet prints its first rows, not thousands
+            self.ws.print_area(0, 0, PRINT_ROWS - 1, len(self.columns) - 1)
+            self.ws.set_footer(f"&L&A: the first {PRINT_ROWS - 1} of {self.rows - 1:,} rows are printed (the whole "
+                               "table is in the file)&RPage &P of &N")
         if self.omitted:  # said on the sheet itself, below the table
             self.ws.write_string(self.rows, 0, f"{self.omitted:,} more rows omitted: Excel holds {EXCEL_MAX_ROWS:,} "
                                               "rows per sheet; plan.json has them all", self.book.fmt(red=True))
@@ -225,6 +234,12 @@ class _Sheet:
 
 
 RED = object()  # marker for the red, bold font of a warning value
+# the sheets of per-period or per-row data: printing them whole would be hundreds of pages, so only their first
+# rows are in the print area (on screen and to formulas every row is there)
+DATA_SHEETS = {"Allocation", "Demand", "Fleet", "Costs", "Showback by month", "Latency", "Shortfall", "Backfill",
+               "Shadow prices"}
+PRINT_ROWS = 41  # the header and 40 rows
+_FORMAT_WIDTH = {DATE: 17, DAY: 11, USD: 17, USD0: 15, RATE: 12}  # wide enough that no value prints as ###
 
 
 BOLD = None

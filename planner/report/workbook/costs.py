@@ -9,7 +9,7 @@ import pandas as pd
 from ...results import Plan
 from ...units import HOURS_PER_MONTH, usd as _money
 from ... import commitments
-from .book import COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
+from .book import DAY, COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
 
 
 def _price_key(r) -> tuple:
@@ -89,7 +89,7 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
     s = _Sheet(ws, cols,
                {"term_months": INT, "instances": INT, "gpus_per_instance": "0.###", "gpus": INT,
                 "effective_usd_per_gpu_hour": RATE, "horizon_cost_usd": USD, "commitment_usd": USD,
-                "pool_reserved_utilisation": PCT, "purchase_date": DATE, "active_from": DATE, "end_date": DATE,
+                "pool_reserved_utilisation": PCT, "purchase_date": DAY, "active_from": DAY, "end_date": DAY,
                 "hours_active": "#,##0.##", "liability_past_horizon_usd": USD, "upfront_usd": USD,
                 "monthly_recurring_usd": USD, "on_demand_usd_per_gpu_hour": RATE, "min_utilisation": PCT,
                 "avg_utilisation": PCT, "max_utilisation": PCT, "break_even_utilisation": PCT,
@@ -106,6 +106,8 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
         hours_cell = float(hours) if hours is not None else F(f"={horizon_ref}", plan.inputs.horizon_hours)
         od_row = price_row.get((r.gpu_type, r.region, "on_demand", None))
         bought = r.instances > 0
+        if not bought:  # options not bought: grouped and folded away (the + in the margin shows them)
+            ws.set_row(row - 1, None, None, {"level": 1, "hidden": True})
         od = _price_value(plan, price_row, (r.gpu_type, r.region, "on_demand", None)) if od_row else None
         eff, gpus = float(r.effective_usd_per_gpu_hour), float(r.gpus)
         u_min, u_avg, u_max = use.iloc[i] if bought else (np.nan, np.nan, np.nan)
@@ -140,6 +142,10 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                   F(f"=G{row}*{ref('Prices', 'hourly_usd', pr)}*{L:g}", r.monthly_recurring_usd)] + reco
                  + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(i)])
     s.table("Purchases")
+    if (purchases["instances"] <= 0).any():
+        ws.outline_settings(True, False, True, False)  # the fold's button above the rows
+        s.note(f"{int((purchases['instances'] <= 0).sum()):,} options not bought are folded away (rows grouped: "
+               "click + in the margin to show them)")
 
 
 def _payment_text(plan: Plan) -> dict:

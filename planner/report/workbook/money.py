@@ -9,7 +9,7 @@ import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
 from ...results import Plan
 from ... import commitments
-from .book import COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
+from .book import DAY, COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
 from .costs import _covered_gpu_hours, _price_key, _price_value, _spend_rows
 
 
@@ -121,7 +121,7 @@ MAX_FORMULA_TERMS = 150  # terms spelled out in one cash-flow formula (Excel all
 def _write_inventory(ws, inventory: pd.DataFrame, price_row: dict) -> None:
     """Commitments already owned: dates, and their cost in the horizon as live formulas over Prices."""
     s = _Sheet(ws, list(COLUMNS["Inventory"]),
-               {"gpus": INT, "start": DATE, "end": DATE, "term_months": INT, "effective_usd_per_gpu_hour": RATE,
+               {"gpus": INT, "start": DAY, "end": DAY, "term_months": INT, "effective_usd_per_gpu_hour": RATE,
                 "hours_in_horizon": "#,##0.##", "horizon_cost_usd": USD, "hours_after_horizon": "#,##0.##",
                 "recurring_after_horizon_usd": USD})
     s.header({"effective_usd_per_gpu_hour": 26, "recurring_after_horizon_usd": 28, "expires_in_horizon": 20})
@@ -279,7 +279,8 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         chart.add_series({"name": name, "categories": ["Cash flow", 1, 0, n, 0],
                           "values": ["Cash flow", 1, c_, n, c_], "gap": 30})
     chart.set_title({"name": "Cash out per month (USD)"})
-    chart.set_y_axis({"name": "USD", "num_format": USD0})
+    negative = bool((plan.cash_schedule.select_dtypes("number") < 0).any().any()) if len(plan.cash_schedule) else False
+    chart.set_y_axis({"name": "USD", "num_format": USD0} | ({} if negative else {"min": 0}))  # credits go below 0
     chart.set_x_axis({"name": "month"})
     chart.set_size({"width": 900, "height": 380})
     ws.insert_chart(f"{letter(l0 + len(bought) + 3)}2", chart)
@@ -290,7 +291,7 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
             ladder.add_series({"name": ["Cash flow", 0, col], "categories": ["Cash flow", 1, 0, n, 0],
                                "values": ["Cash flow", 1, col, n, col]})
         ladder.set_title({"name": "Reserved GPUs owned, by purchase (the ladder)"})
-        ladder.set_y_axis({"name": "GPUs", "num_format": INT})
+        ladder.set_y_axis({"min": 0, "name": "GPUs", "num_format": INT})
         ladder.set_x_axis({"name": "month"})
         ladder.set_size({"width": 900, "height": 380})
         ws.insert_chart(f"{letter(l0 + len(bought) + 3)}24", ladder)
@@ -302,7 +303,7 @@ def _write_savings_plans(ws, plan: Plan) -> None:
     cols = ["option", "plan_family", "purchase_date", "end_date", "firm", "usd_per_hour", "hours_active",
             "committed_usd", "covered_gpu_hours", "covered_at_rates_usd", "covered_at_on_demand_usd", "utilisation",
             "savings_usd"]
-    s = _Sheet(ws, cols, {"purchase_date": DATE, "end_date": DATE, "usd_per_hour": RATE, "hours_active": NUM,
+    s = _Sheet(ws, cols, {"purchase_date": DAY, "end_date": DAY, "usd_per_hour": RATE, "hours_active": NUM,
                           "committed_usd": USD, "covered_gpu_hours": NUM, "covered_at_rates_usd": USD,
                           "covered_at_on_demand_usd": USD, "utilisation": PCT, "savings_usd": USD})
     s.header({"option": 20, "plan_family": 20})

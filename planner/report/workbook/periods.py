@@ -141,7 +141,7 @@ def _write_fleet(ws, plan: Plan, grain: str | None = None) -> None:
     if unit == "day":
         axis.update({"major_unit": 7, "major_unit_type": "days"})
     area.set_x_axis(axis)
-    area.set_y_axis({"name": "GPUs", "num_format": INT})
+    area.set_y_axis({"min": 0, "name": "GPUs", "num_format": INT})
     area.set_size({"width": 900, "height": 340})
     ws.insert_chart("I2", area)
     util = wb.add_chart({"type": "column"})
@@ -149,7 +149,7 @@ def _write_fleet(ws, plan: Plan, grain: str | None = None) -> None:
                      "values": ["Fleet", 1, 6, n, 6], "gap": 20})
     util.set_title({"name": f"Reserved utilisation per {unit}"})
     util.set_x_axis({"name": unit, "date_axis": True, "num_format": "yyyy-mm-dd"})
-    util.set_y_axis({"name": "used / owned", "num_format": "0%", "max": 1})
+    util.set_y_axis({"min": 0, "name": "used / owned", "num_format": "0%", "max": 1})
     util.set_legend({"none": True})
     util.set_size({"width": 900, "height": 260})
     ws.insert_chart("I21", util)

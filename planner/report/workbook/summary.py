@@ -179,6 +179,6 @@ def _summary_charts(ws, plan: Plan, row_of: dict) -> None:
                       "values": ["Summary", first, 1, last, 1], "data_labels": {"value": True, "num_format": USD0}})
     chart.set_title({"name": "Expected cost by option (USD)"})
     chart.set_legend({"none": True})
-    chart.set_y_axis({"name": "USD", "num_format": USD0})
+    chart.set_y_axis({"min": 0, "name": "USD", "num_format": USD0})
     chart.set_size({"width": 520, "height": 290})
     ws.insert_chart("E2", chart)
