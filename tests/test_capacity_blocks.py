@@ -93,7 +93,7 @@ def test_a_block_is_paid_whole_in_the_month_its_window_starts(tmp_path):
     row = next(p for p in data["reserved_purchases"] if p["option"] == "capacity_block")
     assert row["kind"] == "window" and row["block_days"] == 10 and row["cash_date"].startswith("2027-02-01")
     flow = load_workbook(paths["xlsx"], data_only=True)["Cash flow"]
-    months = {r[0].value: r[1].value for r in flow.iter_rows(min_row=2) if r[0].value}
+    months = {f"{r[0].value:%Y-%m}": r[1].value for r in flow.iter_rows(min_row=2) if r[0].value}
     assert months["2027-02"] == pytest.approx(56 * BLOCK * 240)
     focus = tmp_path / "f.csv"
     assert CliRunner().invoke(cli, ["export", "focus", str(paths["json"]), "--out", str(focus)]).exit_code == 0

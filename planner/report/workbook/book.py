@@ -33,11 +33,12 @@ PCT = "0.0%"
 
 DATE = "yyyy-mm-dd hh:mm"
 DAY = "yyyy-mm-dd"  # where a day is meant (purchase and end dates)
+MONTH = "yyyy-mm"  # a calendar month (its first day)
 
 
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
-          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Inventory", "Shadow prices",
-          "Baseline", "Showback by month", "Savings plans")
+          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Cash by year", "Inventory",
+          "Shadow prices", "Baseline", "Showback by month", "Savings plans")
 
 
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
@@ -239,7 +240,7 @@ RED = object()  # marker for the red, bold font of a warning value
 DATA_SHEETS = {"Allocation", "Demand", "Fleet", "Costs", "Showback by month", "Latency", "Shortfall", "Backfill",
                "Shadow prices"}
 PRINT_ROWS = 41  # the header and 40 rows
-_FORMAT_WIDTH = {DATE: 17, DAY: 11, USD: 17, USD0: 15, RATE: 12}  # wide enough that no value prints as ###
+_FORMAT_WIDTH = {DATE: 17, DAY: 11, MONTH: 9, USD: 17, USD0: 15, RATE: 12}  # wide enough that no value prints as ###
 
 
 BOLD = None

@@ -9,7 +9,7 @@ import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
 from ...results import Plan
 from ... import commitments
-from .book import DAY, COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
+from .book import MONTH, DAY, COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
 from .costs import _covered_gpu_hours, _price_key, _price_value, _spend_rows
 
 
@@ -263,7 +263,8 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         else:  # too many terms for one formula: the values, as in plan.json
             cells = [float(c[k]) for k in ("upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd")]
             month_total = sum(cells)
-        values = [m, *cells, F(f"=SUM(B{row}:E{row})", month_total), None]
+        values = [s.cell(months[i].to_timestamp().to_pydatetime(), MONTH), *cells,
+                  F(f"=SUM(B{row}:E{row})", month_total), None]
         values += [float(x) for x in hours[:, i]]
         values += gh_m
         values += [F(f"=IF({letter(h0 + j)}{row}>0,{ref('Purchases', 'gpus', bought_idx[j] + 2)},0)",
@@ -274,6 +275,7 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         s.append(values)
     n = s.rows - 1  # last data row (0-based)
     wb = ws.planner_book.wb
+    _write_cash_by_year(wb, plan, months, names, n + 1)
     chart = wb.add_chart({"type": "column", "subtype": "stacked"})
     for c_, name in ((1, "upfront"), (2, "reserved recurring"), (3, "on-demand"), (4, "spot")):
         chart.add_series({"name": name, "categories": ["Cash flow", 1, 0, n, 0],
@@ -328,3 +330,54 @@ def _spend_cash(plan: Plan) -> pd.DataFrame:
         return pd.DataFrame(columns=["upfront_usd", "reserved_recurring_usd"])
     cash = cash_schedule(rows, plan.inputs.periods, pd.Series(dtype=float), pd.Series(dtype=float))
     return cash.set_index("month")[["upfront_usd", "reserved_recurring_usd"]]
+
+
+def _write_cash_by_year(wb, plan: Plan, months: pd.PeriodIndex, names: list[str], last: int) -> None:
+    """The "Cash by year" sheet: the Cash flow sheet's months summed per calendar year, per fiscal year
+    (``[finance] fiscal_year_start``) and in total, live (SUMIFS over its dates), so an edited price moves them."""
+    ws = wb.get_worksheet_by_name("Cash by year")
+    if ws is None:
+        return
+    start = int(getattr(plan.inputs.config.finance, "fiscal_year_start", 1) or 1)
+    kinds = ["upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", "total_usd", "discounted_usd"]
+    s = _Sheet(ws, ["period", "from", "to"] + kinds, {"from": DAY, "to": DAY} | {k: USD for k in kinds})
+    s.header({"period": 24})
+    col = {k: xl_col_to_name(names.index(k)) for k in kinds}
+    mc = xl_col_to_name(names.index("month"))
+    month_col = f"'Cash flow'!${mc}$2:${mc}${last}"
+    first = months[0].to_timestamp()
+
+    def block(label: str, lo: pd.Timestamp, hi: pd.Timestamp) -> None:
+        inside = (months.to_timestamp() >= lo) & (months.to_timestamp() < hi)
+        cash = plan.cash_schedule.iloc[: len(months)]
+        row = [label, lo.to_pydatetime(), (hi - pd.Timedelta(days=1)).to_pydatetime()]
+        for k in kinds:
+            if k == "discounted_usd":
+                value = float(cash["total_usd"].to_numpy()[inside] @ _discount(plan, len(months))[inside])
+            else:
+                value = float(cash[k].to_numpy()[inside].sum())
+            rng = f"'Cash flow'!${col[k]}$2:${col[k]}${last}"
+            row.append(F(f'=SUMIFS({rng},{month_col},">="&DATE({lo.year},{lo.month},1),'
+                         f'{month_col},"<"&DATE({hi.year},{hi.month},1))', value))
+        s.append(row)
+
+    years = sorted({p.year for p in months})
+    for y in years:
+        block(f"calendar {y}", pd.Timestamp(y, 1, 1), pd.Timestamp(y + 1, 1, 1))
+    if start != 1:
+        fy0 = first.year if first.month >= start else first.year - 1
+        fy = fy0
+        while pd.Timestamp(fy, start, 1) <= months[-1].to_timestamp():
+            lo = pd.Timestamp(fy, start, 1)
+            block(f"fiscal year from {lo:%Y-%m}", lo, pd.Timestamp(fy + 1, start, 1))
+            fy += 1
+    end = months[-1].to_timestamp() + pd.offsets.MonthBegin(1)
+    block("next 12 months", first, first + pd.DateOffset(months=12))
+    block("total", first, end)
+    s.table("CashByYear")
+
+
+def _discount(plan: Plan, n: int) -> np.ndarray:
+    """The Cash flow sheet's discount factor of each month, (1 + rate)^(-m/12)."""
+    rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
+    return (1.0 + rate) ** (-np.arange(n) / 12.0)
