@@ -1,0 +1,145 @@
+"""``--from azure-retail``: Azure Retail Prices API JSON pages (``{"Items": [...], "NextPageLink": ...}``) -> offer
+rows. Each FILE is one page as saved; ``NextPageLink`` is not followed (save every page and pass them all).
+
+Rules: Virtual Machines items priced per ``1 Hour``, not Windows (``productName``), in the items' currency (USD
+expected); ``type = Consumption``: the plain meter is ``on_demand``, a ``skuName`` with ``Spot`` is ``spot``
+(``Low Priority``, Spot's retired predecessor, is left out); ``DevTestConsumption`` is left out; ``type =
+Reservation``: the price is the **total for the term** (``reservationTerm`` "1 Year" / "3 Years"), written as two
+payment options of one price: ``reserved_<n>y_all_upfront`` (upfront = the total) and ``reserved_<n>y_no_upfront``
+(monthly, hourly = total / (n x 8,760 h)), as Azure charges either at no extra cost; a Consumption item's
+``savingsPlan`` entries are ``savings_plan_<n>y`` rows at their ``retailPrice`` (else ``unitPrice``). The API has
+no GPU count: it comes from the built-in table (``catalog_gpus.AZURE_SKUS``) or ``--catalog`` (a SkyPilot file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import Collector, InputError, Problem
+from .catalog import ImportOptions, Notes, offers, unknown_interruptions
+from .catalog_gpus import azure_sku_table
+from .catalog_read import load_json, numbers
+
+ITEM_FIELDS = ["armSkuName", "armRegionName", "retailPrice", "unitPrice", "unitOfMeasure", "type", "skuName",
+               "productName", "reservationTerm", "currencyCode", "serviceName", "savingsPlan"]
+TERMS = {"1 Year": 1, "3 Years": 3}
+
+
+def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
+    """Every page's GPU VM items as offer rows; exit 2 on a page without ``Items`` or an item without a price."""
+    items = pd.concat([_page(p) for p in paths], ignore_index=True)
+    bad = Collector()
+    items["price"] = numbers(items, "retailPrice", "Azure pages", bad, blank_ok=False, low=0,
+                             expected="the item's price in its currency (>= 0)")
+    bad.raise_if_any()
+    if opts.catalog is not None:
+        from .catalog_skypilot import gpu_table
+        sizes = gpu_table(Path(opts.catalog))
+        notes.add(f"GPUs per VM size from --catalog {opts.catalog} (sizes of the built-in table keep its values).")
+    else:
+        sizes = azure_sku_table()
+        notes.add("The Retail Prices API gives no GPU count: GPUs per VM size come from the built-in table of Azure "
+                  "NC/ND/NV sizes (planner/imports/catalog_gpus.py); sizes not in it are left out (--catalog adds a "
+                  "SkyPilot Azure catalog's sizes).")
+    vm = items["unitOfMeasure"].eq("1 Hour") & ~items["productName"].str.contains("Windows", regex=False)
+    vm &= items["serviceName"].isin(["Virtual Machines", ""])
+    low = items["skuName"].str.contains("Low Priority", regex=False)
+    dup = items.duplicated(["armSkuName", "armRegionName", "type", "skuName", "productName", "reservationTerm"])
+    if dup.any():
+        notes.add(f"{int(dup.sum())} items repeated across pages were read once.")
+    kept = items[vm & ~low & ~dup & items["type"].isin(["Consumption", "Reservation"])].merge(
+        sizes, left_on="armSkuName", right_on="instance_type", how="inner")
+    unknown = sorted(set(items.loc[vm & ~items["armSkuName"].isin(sizes["instance_type"]), "armSkuName"]))
+    if unknown:
+        notes.add(f"{len(unknown)} VM sizes without a known GPU count were left out: {', '.join(unknown[:8])}"
+                  + (" ..." if len(unknown) > 8 else "") + ".")
+    notes.add("Azure items: Linux (productName without 'Windows'), per '1 Hour'; Low Priority and DevTestConsumption "
+              "items left out.")
+    if kept["currencyCode"].ne("USD").any():
+        notes.add("Some items are not in USD: prices are written as the API gave them (the planner reads USD).")
+    return offers(pd.concat([_consumption(kept, opts, notes), _reservations(kept, notes), _savings(kept, notes)],
+                            ignore_index=True))
+
+
+def _page(path: Path) -> pd.DataFrame:
+    doc = load_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("Items"), list):
+        raise InputError(Problem(str(path), "not a Retail Prices API page: no 'Items' list", column="Items",
+                                 expected='{"Items": [...], "NextPageLink": ...} as the API returns it'))
+    df = pd.DataFrame(doc["Items"])
+    for col in ITEM_FIELDS:
+        if col not in df:
+            df[col] = None
+    bad = Collector()
+    missing = df["retailPrice"].isna() & df["unitPrice"].isna()
+    for i in np.flatnonzero(missing.to_numpy())[:10]:
+        bad.add(str(path), f"Items entry {i + 1} has no price", row=i + 1, column="retailPrice",
+                expected="retailPrice (or unitPrice) in USD")
+    for i in np.flatnonzero((df["armSkuName"].isna() | df["armRegionName"].isna()).to_numpy())[:10]:
+        bad.add(str(path), f"Items entry {i + 1} has no armSkuName or armRegionName", row=i + 1, column="armSkuName",
+                expected="the VM size and region of the meter")
+    bad.raise_if_any()
+    df["retailPrice"] = df["retailPrice"].where(df["retailPrice"].notna(), df["unitPrice"])
+    df["_row"] = np.arange(1, len(df) + 1)
+    df["source"] = path.name + ": Items entry " + df["_row"].astype(str)
+    text = ["armSkuName", "armRegionName", "unitOfMeasure", "type", "skuName", "productName", "reservationTerm",
+            "currencyCode", "serviceName"]
+    df[text] = df[text].fillna("").astype(str)
+    df["retailPrice"] = df["retailPrice"].astype(str)
+    return df
+
+
+def _base(df: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({"gpu_type": df["gpu_type"], "region": df["armRegionName"], "instance_type": df["armSkuName"],
+                         "gpus_per_instance": df["gpus_per_instance"], "source": df["source"]})
+
+
+def _consumption(df: pd.DataFrame, opts: ImportOptions, notes: Notes) -> pd.DataFrame:
+    use = df[df["type"].eq("Consumption")]
+    spot = use["skuName"].str.contains("Spot", regex=False)
+    od = _base(use[~spot]).assign(option="on_demand", hourly_usd=use.loc[~spot, "price"].to_numpy(),
+                                  basis="Retail Prices API Consumption (pay-as-you-go)")
+    sp = _base(use[spot]).assign(option="spot", hourly_usd=use.loc[spot, "price"].to_numpy(),
+                                 basis="Retail Prices API Consumption, Spot meter; interruption rate assumed")
+    if len(sp):
+        sp["interruptions_per_hour"] = unknown_interruptions(opts, notes, "Azure publishes no spot interruption rate")
+    return pd.concat([od, sp], ignore_index=True)
+
+
+def _reservations(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
+    res = df[df["type"].eq("Reservation") & df["reservationTerm"].isin(list(TERMS))]
+    if res.empty:
+        return pd.DataFrame()
+    years = res["reservationTerm"].map(TERMS).to_numpy()
+    total = res["price"].to_numpy()
+    notes.add("Azure reservations: retailPrice is the total for the term, written as reserved_<n>y_all_upfront "
+              "(upfront_usd = total / GPUs, hourly 0) and reserved_<n>y_no_upfront (monthly payments: hourly_usd = "
+              "total / (n x 8760 h) / GPUs), the same money paid now or monthly.")
+    term = "reserved_" + pd.Series(years, index=res.index).astype(str) + "y"
+    up = _base(res).assign(option=term + "_all_upfront", hourly_usd=0.0, upfront_usd=total, payment="all_upfront",
+                           basis="Retail Prices API Reservation " + res["reservationTerm"] + " total, paid upfront")
+    monthly = _base(res).assign(option=term + "_no_upfront", hourly_usd=total / (years * 8760.0),
+                                payment="no_upfront",
+                                basis="Retail Prices API Reservation " + res["reservationTerm"] + " total / term hours, paid monthly")
+    return pd.concat([up, monthly], ignore_index=True)
+
+
+def _savings(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
+    use = df[df["type"].eq("Consumption") & ~df["skuName"].str.contains("Spot", regex=False)]
+    use = use[use["savingsPlan"].map(lambda v: isinstance(v, list) and len(v) > 0)]
+    if use.empty:
+        return pd.DataFrame()
+    plans = use[["gpu_type", "armRegionName", "armSkuName", "gpus_per_instance", "source", "savingsPlan"]] \
+        .explode("savingsPlan").reset_index(drop=True)
+    entry = pd.json_normalize(plans["savingsPlan"].tolist())
+    price = pd.to_numeric(entry.get("retailPrice", entry.get("unitPrice")), errors="coerce")
+    years = entry["term"].map(TERMS)
+    ok = (price > 0) & years.notna()
+    notes.add("Azure savings plan for compute: each Consumption item's savingsPlan entries (term 1 Year / 3 Years, "
+              "retailPrice per hour) are savings_plan_<n>y rows, one commitment over every region and size, no upfront.")
+    out = _base(plans).assign(option="savings_plan_" + years.astype("Int64").astype(str) + "y", hourly_usd=price,
+                              basis="Retail Prices API savingsPlan " + entry["term"].astype(str))
+    return out[ok.to_numpy()]

@@ -1,0 +1,100 @@
+"""Reading the catalogs' files as text, and turning their cells into numbers with every bad cell named.
+
+Each reader of ``planner prices import`` reads through here, so a bad file is reported the planner's way
+(:class:`~planner.errors.InputError`: file, row, column, value, expected; exit 2): rows are numbered as the
+file's lines are (a CSV's header line is its own number, the first data row the next), JSON list entries
+from 1.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import Collector, InputError, Problem
+
+MAX_PER_CHECK = 10
+
+
+def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | None = None, keep=None) -> pd.DataFrame:
+    """A CSV as text ("" for blank), with a ``_row`` column: the line number of each row in the file.
+
+    ``skip`` lines come before the header (the AWS Price List has 5). ``usecols`` limits the columns read;
+    ``keep(frame) -> mask`` filters each chunk of ``chunksize`` rows as it is read (a Price List is gigabytes).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(Problem(str(path), "no such file", expected="a catalog file"))
+    try:
+        reader = pd.read_csv(path, skiprows=skip, dtype=str, keep_default_na=False, skip_blank_lines=False,
+                             usecols=(lambda c: c in usecols) if usecols else None, chunksize=chunksize or 10**9,
+                             encoding="utf-8-sig")
+        parts, start = [], skip + 2
+        for chunk in reader:
+            chunk.columns = [str(c).strip() for c in chunk.columns]
+            chunk["_row"] = np.arange(start, start + len(chunk))
+            start += len(chunk)
+            chunk = chunk[chunk.drop(columns="_row").ne("").any(axis=1)]
+            parts.append(chunk[keep(chunk)] if keep is not None else chunk)
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(Problem(str(path), f"not a readable CSV file: {exc}", row=None,
+                                 expected="a CSV file with one header line")) from None
+    if not parts:
+        raise InputError(Problem(str(path), "the file is empty", row=1, expected="a header line and data rows"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def header_line(path: str | Path, skip: int = 0) -> list[str]:
+    """The column names on line ``skip + 1`` of a CSV (to check them before reading a large file)."""
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
+        for _ in range(skip):
+            f.readline()
+        line = f.readline()
+    return [c.strip().strip('"') for c in line.rstrip("\r\n").split(",")]
+
+
+def require_columns(file: str, columns, needed, header_row: int) -> None:
+    """Exit 2 naming every column of ``needed`` that ``columns`` lacks."""
+    missing = [c for c in needed if c not in set(columns)]
+    if missing:
+        raise InputError([Problem(file, f"missing column '{c}'", row=header_row, column=c,
+                                  expected="columns " + ", ".join(needed)) for c in missing])
+
+
+def numbers(frame: pd.DataFrame, col: str, file: str, bad: Collector, *, blank_ok: bool, low: float = 0.0,
+            strictly_above: bool = False, expected: str = "a number", mask=None) -> pd.Series:
+    """Column ``col`` as floats (NaN where blank); every other non-number, or value at or below ``low``
+    (below it unless ``strictly_above``), is reported to ``bad`` with its row. ``mask`` limits the rows checked."""
+    text = frame[col].astype(str).str.strip().str.lstrip("$") if col in frame else pd.Series("", index=frame.index)
+    value = pd.to_numeric(text, errors="coerce").astype(float)
+    check = pd.Series(True, index=frame.index) if mask is None else mask
+    out_of_range = value.le(low) if strictly_above else value.lt(low)
+    wrong = check & ((text.ne("") & (value.isna() | ~np.isfinite(value) | out_of_range)) | (text.eq("") & (not blank_ok)))
+    for i in np.flatnonzero(wrong.to_numpy())[:MAX_PER_CHECK]:
+        cell = text.iloc[i]
+        bad.add(file, "blank cell" if cell == "" else "not a valid number", row=_row(frame, i), column=col,
+                value=cell if cell != "" else None, expected=expected)
+    if wrong.sum() > MAX_PER_CHECK:
+        bad.add(file, f"{int(wrong.sum()) - MAX_PER_CHECK} more rows with the same problem", column=col)
+    return value.where(~wrong)
+
+
+def _row(frame: pd.DataFrame, i: int):
+    return int(frame["_row"].iloc[i]) if "_row" in frame else i + 1
+
+
+def load_json(path: str | Path):
+    """A JSON file's content; exit 2 naming the file and line when it is missing or not JSON."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(Problem(str(path), "no such file", expected="a JSON file"))
+    try:
+        return json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as exc:
+        raise InputError(Problem(str(path), f"not valid JSON: {exc.msg}", row=exc.lineno,
+                                 expected="a JSON document as the API returns it")) from None
+    except UnicodeDecodeError:
+        raise InputError(Problem(str(path), "not UTF-8 text", expected="a JSON document")) from None

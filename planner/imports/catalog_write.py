@@ -1,0 +1,79 @@
+"""Publishing an imported price sheet: checked by the planner's own validation, written atomically with its
+provenance note (``<out>.notes.md``: the price sheet has no column for sources or assumptions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .. import atomic
+from ..errors import Collector, InputError, Problem
+from ..io import read_table
+from ..validate import validate_prices
+from .catalog import ImportResult
+
+
+def notes_path(out: str | Path) -> Path:
+    """Where the provenance note of price sheet ``out`` goes: beside it, ``<name>.notes.md``."""
+    out = Path(out)
+    return out.with_name(out.name + ".notes.md")
+
+
+def sheet_text(result: ImportResult) -> str:
+    """The price sheet as CSV text (blank cells for missing values, prices to 10 significant digits)."""
+    return result.prices.to_csv(index=False, float_format="%.10g", lineterminator="\n")
+
+
+def notes_text(result: ImportResult, out: str | Path, command: str = "") -> str:
+    """The provenance note: the command, the files read (sha256), every assumption, and a table of each
+    sheet row's instance type, source rows and basis (the row numbers are those of the sheet)."""
+    lines = [f"# Provenance of {Path(out).name}", "",
+             f"Written by `planner prices import --from {result.fmt}` at {result.made_at}."
+             + (f" Command: `{command}`" if command else ""), "", "## Files read", ""]
+    lines += [f"- `{p}` (sha256 `{h}`)" for p, h in result.inputs]
+    lines += ["", "## Assumptions and rules", ""] + [f"- {n}" for n in result.notes]
+    lines += ["", "## Rows", "", "| row | gpu_type | region | option | instance_type | gpus_per_instance | source | basis |",
+              "|---|---|---|---|---|---|---|---|"]
+    p = result.provenance.reset_index(drop=True)
+    body = ("| " + (p.index + 2).astype(str) + " | " + p["gpu_type"] + " | " + p["region"] + " | " + p["option"]
+            + " | " + p["instance_type"] + " | " + p["gpus_per_instance"].map("{:g}".format) + " | "
+            + p["source"].str.replace("|", "/") + " | " + p["basis"].str.replace("|", "/") + " |")
+    return "\n".join(lines + body.tolist()) + "\n"
+
+
+def check(path: Path, shown_as: str) -> None:
+    """Run the planner's price-sheet validation on ``path``; exit 2 (naming ``shown_as``) if it fails."""
+    bad = Collector()
+    raw = read_table(path, "price sheet")
+    validate_prices(raw, bad)
+    if bad:
+        raise InputError([Problem(shown_as, "the imported sheet fails the planner's validation: " + p.message,
+                                  row=p.row, column=p.column, value=p.value, expected=p.expected)
+                          for p in bad.problems])
+
+
+def write(result: ImportResult, out: str | Path, command: str = "") -> tuple[Path, Path]:
+    """Write the sheet to ``out`` and its note beside it, each whole or not at all, the sheet validated first."""
+    out = Path(out)
+    note = notes_path(out)
+    with atomic.atomic_path(out) as tmp:
+        Path(tmp).write_text(sheet_text(result), encoding="utf-8")
+        check(Path(tmp), str(out))
+        atomic.write_text(note, notes_text(result, out, command))
+    return out, note
+
+
+def summary(result: ImportResult) -> str:
+    """A few lines for stderr: rows per option and the assumptions."""
+    counts = result.prices.groupby("option").size()
+    pools = result.prices[["gpu_type", "region"]].drop_duplicates()
+    head = (f"{len(result.prices)} price rows, {len(pools)} pools ({result.prices['gpu_type'].nunique()} GPU types x "
+            f"{result.prices['region'].nunique()} regions): "
+            + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return "\n".join([head, "assumptions:"] + [f"  - {n}" for n in result.notes])
+
+
+def frame(result: ImportResult) -> pd.DataFrame:
+    """The sheet as a DataFrame (what ``planner.inputs_from_frames`` takes as prices)."""
+    return result.prices.copy()
