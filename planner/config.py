@@ -122,11 +122,13 @@ class FinancePolicy:
 
     ``discount_rate``: annual, 0 to 0.5; the cash of calendar month m (0 = the first period's month) is
     worth ``(1 + rate) ** (-m / 12)`` today. ``objective``: "cost" (the formulation's expected cost) or
-    "npv" (its net present value at the rate; equal to "cost" at a rate of 0).
+    "npv" (its net present value at the rate; equal to "cost" at a rate of 0). ``fiscal_year_start``: the
+    calendar month (1-12) the fiscal year starts in, for the cash subtotals by fiscal year (1 = January).
     """
 
     discount_rate: float = 0.0
     objective: str = "cost"
+    fiscal_year_start: int = 1
 
     @property
     def npv(self) -> bool:
@@ -190,7 +192,7 @@ _TOP_KEYS = {
     "solver": dict, "classes": dict, "scenarios": dict, "failure_rate_per_gpu_hour": float,
     "teams": dict, "commitments": dict, "budget": dict, "finance": dict,
 }
-_FINANCE_KEYS = {"discount_rate": float, "objective": str}
+_FINANCE_KEYS = {"discount_rate": float, "objective": str, "fiscal_year_start": int}
 FINANCE_OBJECTIVES = ("cost", "npv")
 MAX_DISCOUNT_RATE = 0.5
 _BUDGET_KEYS = {"max_total_usd": float, "max_month_usd": float, "months": dict}
@@ -392,7 +394,13 @@ def _parse_finance(table: dict, file: str, bad: Collector) -> FinancePolicy:
         bad.add(file, "unknown 'finance.objective'", value=objective,
                 expected=" or ".join(f'"{v}"' for v in FINANCE_OBJECTIVES))
         objective = "cost"
-    return FinancePolicy(discount_rate=float(rate), objective=objective)
+    start = table.get("fiscal_year_start", 1)
+    if not isinstance(start, int) or isinstance(start, bool) or not 1 <= start <= 12:
+        if "fiscal_year_start" in table and isinstance(start, (int, float)) and not isinstance(start, bool):
+            bad.add(file, "'finance.fiscal_year_start' out of range", value=start,
+                    expected="a calendar month from 1 (January) to 12 (December), e.g. 4 for a year from April")
+        start = 1
+    return FinancePolicy(discount_rate=float(rate), objective=objective, fiscal_year_start=int(start))
 
 
 def _parse_budget(table: dict, file: str, bad: Collector) -> BudgetPolicy:

@@ -100,6 +100,21 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     return _with_shadow(plan, shadow and extend is None)
 
 
+def with_memo(plan: Plan, *, executor=None, backend: str | None = None, time_limit_s: float | None = None,
+              mip_gap: float | None = None) -> Plan:
+    """The plan with its purchase memo (:mod:`planner.memo`: each tranche's own utilisation, the downside
+    with demand 20 % and 30 % lower, the commitment curve, the next-best plan, cash by year): a few LPs
+    with the purchases fixed, mapped over ``executor`` (local processes by default)."""
+    if not plan.status.has_plan:
+        return plan
+    from .memo import build_memo
+
+    t0 = time.perf_counter()
+    plan.memo = build_memo(plan, executor=executor, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
+    plan.timings["memo"] = time.perf_counter() - t0
+    return plan
+
+
 def _with_exit_value(plan: Plan, inp: PlanInputs, **solve) -> Plan:
     """Where terms may be resold: what that option is worth, the plan's objective without it less with it
     (``commitments["exit_value_usd"]``, one more solve)."""
@@ -255,7 +270,11 @@ def run(model: str | Path, out_dir: str | Path | None = None, **options) -> Plan
     """Plan ``model`` end to end and write its outputs; returns the Plan."""
     t0 = time.perf_counter()
     inp = load_inputs(model, demand=options.pop("demand", None), prices=options.pop("prices", None))
+    memo = options.pop("memo", True)
     plan = make_plan(inp, timings={"read_validate": time.perf_counter() - t0}, **options)
+    if memo:
+        plan = with_memo(plan, backend=options.get("backend"), time_limit_s=options.get("time_limit_s"),
+                         mip_gap=options.get("mip_gap"))
     write_outputs(plan, out_dir or default_out_dir(inp.config))
     return plan
 

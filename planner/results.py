@@ -67,6 +67,7 @@ class Plan:
     payment_options: pd.DataFrame = field(default_factory=pd.DataFrame)  # per purchase bought: every payment option
     spend: pd.DataFrame = field(default_factory=pd.DataFrame)  # per savings-plan commitment: USD/h, coverage, use
     coverage: pd.DataFrame = field(default_factory=pd.DataFrame)  # per savings plan, scenario, period, pool: GPUs it paid
+    memo: object = None  # planner.memo.Memo: tranches, downside, commitment curve, cash by year (when computed)
 
     @property
     def allocation(self) -> pd.DataFrame:

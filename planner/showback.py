@@ -6,6 +6,14 @@ pays that rate for the reserved GPU-hours it used, and the idle GPU-hours' cost 
 classes in proportion to their reserved use of the pool (the rule finance expects: who uses the fleet
 carries its idle part). A pool whose reserved GPUs nobody used leaves its cost ``unallocated``. The
 classes' totals add up to the plan's total cost.
+
+With ``owned=True`` (:func:`by_class`, :func:`by_team`, :func:`by_month`) the commitments already owned
+(the inventory file, priced by ``planner.bill.inventory_table`` at their option's effective rate for their
+hours in the horizon) are charged too, by :func:`owned_charges`: per pool and period the reserved GPUs in
+use are stacked on the inventory first (as ``planner.memo_tranches`` stacks them), each class pays the
+owned GPUs' cost pro rata its share of the pool's reserved use, and the owned capacity nobody used goes to
+a visible ``(unused commitments)`` line. Then the classes and that line add up to the bill (new decisions
+plus already committed, ``planner.bill.bill``).
 """
 
 from __future__ import annotations
@@ -121,8 +129,57 @@ def reserved_use(plan: Plan) -> dict:
     return {"use": use, "owned": owned, "cost": cost}
 
 
-def by_class(plan: Plan) -> pd.DataFrame:
-    """One row per class: team, GPU-hours and cost by option, idle reserved share, total (expected)."""
+UNUSED = "(unused commitments)"
+
+
+def owned_charges(plan: Plan) -> pd.DataFrame:
+    """The commitments already owned charged to their users: rows ``_k`` (class position, -1 for the owned
+    capacity nobody used), ``month`` ("YYYY-MM"), ``usd`` (expected over scenarios).
+
+    Per pool p and period t the owned cost ``C[p,t]`` (every inventory row of the pool: GPUs x effective rate
+    x its hours in t) is split by the share of the owned GPUs in use, ``min(reserved used, owned) / owned``
+    (reserved use is stacked on the inventory first); the used part goes to the classes pro rata their
+    reserved GPUs in the pool that period, the rest to -1. The rows add up to ``bill(plan)["already_committed_usd"]``.
+    """
+    from .bill import inventory_cost_by_period, inventory_table
+    from .memo_tranches import stack
+
+    inp = plan.inputs
+    cols = ["_k", "month", "usd"]
+    inv = inventory_table(inp)
+    if not len(inv):
+        return pd.DataFrame(columns=cols)
+    cost = np.zeros((inp.P, inp.T))
+    pools = pd.MultiIndex.from_arrays([inp.pools["gpu_type"], inp.pools["region"]])
+    np.add.at(cost, pools.get_indexer(pd.MultiIndex.from_arrays([inv["gpu_type"], inv["region"]])),
+              inventory_cost_by_period(inp, inv))
+    st = stack(plan)
+    E, U, OU = st["inventory"], st["used_total"], st["owned_used"]
+    used_share = np.divide(OU, E[None], out=np.zeros_like(OU), where=E[None] > 0)  # (S, P, T)
+    pi = inp.probability
+    months = np.asarray(inp.periods.strftime("%Y-%m"))
+    unused = np.einsum("s,pt,spt->t", pi, cost, 1.0 - used_share)
+    a = plan.allocation_positions
+    a = a[a["option"] == "reserved"]
+    s_ = pd.Index(inp.scenarios).get_indexer(a["scenario"])
+    p_, t_ = a["_p"].to_numpy(int), a["_t"].to_numpy(int)
+    tot = U[s_, p_, t_]
+    share = np.divide(a["gpus"].to_numpy(float), tot, out=np.zeros(len(a)), where=tot > 0)
+    usd = pi[s_] * cost[p_, t_] * used_share[s_, p_, t_] * share
+    # owned GPUs in use that no allocation row carries (cannot happen: the fleet is the allocation's sum)
+    frame = pd.concat([pd.DataFrame({"_k": a["_k"].to_numpy(int), "month": months[t_], "usd": usd}),
+                       pd.DataFrame({"_k": -1, "month": months, "usd": unused})], ignore_index=True)
+    out = frame.groupby(["_k", "month"], as_index=False)["usd"].sum()
+    return out[out["usd"].abs() > 0][cols].reset_index(drop=True)
+
+
+def by_class(plan: Plan, owned: bool = False) -> pd.DataFrame:
+    """One row per class: team, GPU-hours and cost by option, idle reserved share, total (expected).
+
+    ``owned``: also charge the commitments already owned (:func:`owned_charges`): an ``owned_commitments_usd``
+    column in the totals and a ``(unused commitments)`` row; the rows then add up to the bill.
+    """
+    include_owned = owned
     inp = plan.inputs
     w = dict(zip(inp.scenarios, inp.probability))
     a = plan.allocation_positions.assign(wt=plan.allocation_positions["scenario"].map(w).astype(float))
@@ -161,30 +218,48 @@ def by_class(plan: Plan) -> pd.DataFrame:
         "reserved_used_usd": reserved_used, "reserved_idle_usd": reserved_idle,
         "on_demand_usd": usd["on_demand"] - credit, "spot_usd": usd["spot"], "savings_plan_usd": sp_share,
         "savings_plan_credit_usd": credit})
-    out["total_usd"] = out[["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
-                            "savings_plan_usd"]].sum(axis=1)
-    unallocated = float(plan.cost["total"] - out["total_usd"].sum())
+    parts = ["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "savings_plan_usd"]
+    left = 0.0
+    if include_owned:
+        oc = owned_charges(plan)
+        mine = oc[oc["_k"] >= 0]
+        charged = np.zeros(K)
+        np.add.at(charged, mine["_k"].to_numpy(int), mine["usd"].to_numpy(float))
+        out["owned_commitments_usd"] = charged
+        parts.append("owned_commitments_usd")
+        left = float(oc.loc[oc["_k"] < 0, "usd"].sum())
+    out["total_usd"] = out[parts].sum(axis=1)
+    unallocated = float(plan.cost["total"] + (float(out["owned_commitments_usd"].sum()) if include_owned else 0.0)
+                        - out["total_usd"].sum())
     if abs(unallocated) > 1e-6 * max(1.0, plan.cost["total"]):
         out = pd.concat([out, pd.DataFrame([{"workload_class": "(unallocated)", "team": "(unallocated)",
                                              "reserved_idle_usd": unallocated, "total_usd": unallocated}])],
                         ignore_index=True).fillna(0.0)
+    if include_owned and abs(left) > 0:
+        out = pd.concat([out, pd.DataFrame([{"workload_class": UNUSED, "team": UNUSED,
+                                             "owned_commitments_usd": left, "total_usd": left}])],
+                        ignore_index=True).fillna(0.0)
     return out
 
 
-def by_team(plan: Plan) -> pd.DataFrame:
-    """The classes' showback summed per team."""
-    c = by_class(plan)
+def by_team(plan: Plan, owned: bool = False) -> pd.DataFrame:
+    """The classes' showback summed per team (``owned``: as :func:`by_class`)."""
+    c = by_class(plan, owned=owned)
     return c.drop(columns=["workload_class"]).groupby("team", sort=False).sum(numeric_only=True).reset_index()
 
 
-def by_month(plan: Plan) -> pd.DataFrame:
+def by_month(plan: Plan, owned: bool = False) -> pd.DataFrame:
     """Chargeback per calendar month and class, by the same rule as :func:`by_class` applied month by month.
+
+    ``owned``: the commitments already owned are charged too (:func:`owned_charges`, month by month): an
+    ``owned_commitments_usd`` column and ``(unused commitments)`` rows; the months then add up to the bill.
 
     A pool's reserved cost of the month (this plan's purchases, amortised over their active hours in it) is
     spread over the reserved GPU-hours owned there that month; each class pays that rate for its use, and
     the month's idle cost is spread over the classes in proportion to their use of the pool that month
     (``(unallocated)`` when nobody used it). The months add up to the amortised total cost.
     """
+    include_owned = owned
     inp = plan.inputs
     w = dict(zip(inp.scenarios, inp.probability))
     a = plan.allocation_positions
@@ -263,6 +338,28 @@ def by_month(plan: Plan) -> pd.DataFrame:
              "reserved_idle_usd": v, "on_demand_usd": 0.0, "spot_usd": 0.0, "savings_plan_usd": 0.0}
             for m, v in unallocated.items()]
     df = pd.DataFrame(out, columns=cols[:-1])  # no rows at all when the plan costs nothing (inventory covers it)
-    df["total_usd"] = df[["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
-                          "savings_plan_usd"]].sum(axis=1)
+    parts = ["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "savings_plan_usd"]
+    if include_owned:
+        df = _with_owned_by_month(plan, df)
+        parts.append("owned_commitments_usd")
+        cols = cols[:-1] + ["owned_commitments_usd", "total_usd"]
+    df["total_usd"] = df[parts].sum(axis=1)
     return df.sort_values(["month", "workload_class"]).reset_index(drop=True)[cols]
+
+
+def _with_owned_by_month(plan: Plan, df: pd.DataFrame) -> pd.DataFrame:
+    """``by_month``'s rows with the owned commitments' monthly charges merged in (new rows where a class
+    used only owned GPUs that month; ``(unused commitments)`` rows for what nobody used)."""
+    inp = plan.inputs
+    oc = owned_charges(plan)
+    names = np.asarray(inp.classes + [UNUSED], dtype=object)
+    teams = np.asarray([inp.config.team_of(c) for c in inp.classes] + [UNUSED], dtype=object)
+    k = oc["_k"].to_numpy(int)
+    add = pd.DataFrame({"month": oc["month"], "workload_class": names[k], "team": teams[k],
+                        "owned_commitments_usd": oc["usd"].to_numpy(float)})
+    key = ["month", "team", "workload_class"]
+    merged = df.merge(add, on=key, how="outer")
+    money = ["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "savings_plan_usd",
+             "owned_commitments_usd"]
+    merged[money] = merged[money].fillna(0.0)
+    return merged

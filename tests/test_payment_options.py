@@ -167,7 +167,8 @@ def test_the_workbook_rebuilds_the_npv_and_an_edited_rate_moves_it_by_hand(tmp_p
     assert got["npv_usd"] == pytest.approx(plan.finance["npv_usd"], rel=1e-9)
     assert got["discount_rate"] == pytest.approx(0.05)
     wb = load_workbook(paths["xlsx"])
-    wb["Summary"]["B28"].value = 0.12
+    (_, cell), = list(wb.defined_names["discount_rate"].destinations)
+    wb["Summary"][cell.replace("$", "")].value = 0.12
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
     again = named_values(recalc(edited, tmp_path / "lo2"))

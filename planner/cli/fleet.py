@@ -78,9 +78,12 @@ def quotas(model, plan_file, total_gpus, percentile, gamer, inflate, solver, out
               help="focus: ProviderName / InvoiceIssuerName / PublisherName of the charges.")
 @click.option("--billing-account", default="planned", show_default=True, help="focus: BillingAccountId.")
 @click.option("--sub-account", default=None, help="focus: SubAccountId (e.g. the project or subscription).")
+@click.option("--granularity", type=click.Choice(["month", "period"]), default="month", show_default=True,
+              help="focus: usage rows per calendar month, or per period of the plan (from the fleet.csv beside "
+                   "plan.json: hourly for an hourly plan; what `planner history import` reads back).")
 @handle_errors
 def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, solver, out_dir, provider,
-               billing_account, sub_account):
+               billing_account, sub_account, granularity):
     """Write the quota policy as Kueue or Volcano manifests (YAML) or Slurm sacctmgr commands,
     or a plan's projected charges as a FinOps FOCUS 1.2 CSV (MODEL is then the plan.json).
 
@@ -97,8 +100,8 @@ def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, s
         if model is None:
             raise InputError(Problem("PLAN_JSON", "the FOCUS export reads a plan.json",
                                      expected="planner export focus PATH/plan.json --out FILE.csv"))
-        path, rows = write_focus(model, out_dir, provider=provider, billing_account=billing_account,
-                                 sub_account=sub_account)
+        path, rows = write_focus(model, out_dir, granularity=granularity, provider=provider,
+                                 billing_account=billing_account, sub_account=sub_account)
         click.echo(f"wrote {path} ({rows} FOCUS 1.2 rows)")
         return
     from ..export import write_export

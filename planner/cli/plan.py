@@ -29,9 +29,12 @@ STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "all
 @demand_option
 @click.option("--write-lp", "write_lp", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write the model solved, as CPLEX LP (.lp) or MPS (.mps).")
+@click.option("--memo/--no-memo", default=True, show_default=True,
+              help="Also compute the purchase memo: each tranche's own utilisation, the cost with demand 20 %% and "
+                   "30 %% lower, the commitment curve and the next-best plan (a few LPs, purchases fixed).")
 @quiet_option
 @handle_errors
-def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, quiet):
+def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, memo, quiet):
     """Solve MODEL (a .toml model file) and write plan.xlsx and plan.json.
 
     MODEL defaults to the bundled example, models/example.toml.
@@ -46,7 +49,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
         planner plan models/example.toml --out outputs/q1 --time-limit 120 --write-lp outputs/q1/model.lp
     """
     from ..atomic import check_writable
-    from ..pipeline import OUTPUTS, default_out_dir, load_inputs, make_plan, write_outputs
+    from ..pipeline import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs
     from ..solve import Status
 
     t0 = time.perf_counter()
@@ -61,6 +64,8 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
                     f"{': ' + result.solve.message if result.solve.message else ''}); nothing was written.{hint}",
                     fg="red", err=True)
         sys.exit(EXIT_ERROR)
+    if memo:
+        result = with_memo(result, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap)
     target = out_dir or default_out_dir(inp.config)
     paths = write_outputs(result, target)
     if not quiet:

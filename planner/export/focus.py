@@ -14,7 +14,15 @@ Totals: sum(EffectiveCost) is the bill of the horizon under amortised accounting
 ``bill_usd.total_usd``); sum(BilledCost) is the cash invoiced in the horizon. ListCost prices the
 reserved GPU-hours used at the on-demand rate (what they would have cost without the commitment) and
 everything else at its own rate; ContractedCost = ContractedUnitPrice x
-PricingQuantity with the sheet's price as the contracted unit price. Custom columns start with ``x_``.
+PricingQuantity with the sheet's price as the contracted unit price (on every row, to the cent: decimals are
+written with up to 12 places, ``decimal_text``). Custom columns start with ``x_``.
+
+Column versions: the 1.2 set; ``CommitmentDiscountQuantity``/``Unit`` and ``CapacityReservationId``/``Status``
+(FOCUS 1.1, unchanged in 1.2 and 1.3: a reserved commitment is a capacity reservation unless plan.json says
+``guarantees_capacity`` false); ``ServiceProviderName``/``HostProviderName`` (FOCUS 1.3, beside 1.2's
+``ProviderName``/``PublisherName``); the 1.0 names (``COMPAT``); ``x_CommitmentDiscountStart``/``End`` (the
+term, which FOCUS up to 1.3 has no cost-and-usage column for). With ``granularity="period"`` the usage rows are
+per period of the plan (``focus_hourly``).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 
 # the FOCUS 1.2 mandatory columns, then the conditional/recommended ones this file fills, then ours
@@ -33,12 +42,16 @@ OTHER = ["ChargeFrequency", "PricingCategory", "CommitmentDiscountCategory", "Co
          "CommitmentDiscountName", "CommitmentDiscountQuantity", "CommitmentDiscountStatus",
          "CommitmentDiscountType", "CommitmentDiscountUnit", "ConsumedQuantity", "ConsumedUnit",
          "ContractedUnitPrice", "ListUnitPrice", "RegionId", "RegionName", "ResourceType", "SkuId",
-         "SubAccountId", "SubAccountName"]
+         "SubAccountId", "SubAccountName", "CapacityReservationId", "CapacityReservationStatus"]
+# FOCUS 1.3's names for the provider columns (ProviderName and PublisherName stay, as 1.2 requires them)
+V13 = ["ServiceProviderName", "HostProviderName"]
 # the FOCUS 1.0 required set under its older names (additive columns are allowed): the FinOps Foundation's
 # focus-validator checks 1.0, so the same file passes it
 COMPAT = ["ChargeType", "InvoiceIssuer", "Provider", "Publisher", "ResourceID", "ResourceName", "SkuPriceId", "Tags"]
-CUSTOM = ["x_PlanName", "x_PlanRunId", "x_Source", "x_GpuType", "x_Option"]
-COLUMNS = MANDATORY + OTHER + COMPAT + CUSTOM
+CUSTOM = ["x_PlanName", "x_PlanRunId", "x_Source", "x_GpuType", "x_Option", "x_CommitmentDiscountStart",
+          "x_CommitmentDiscountEnd"]
+COLUMNS = MANDATORY + OTHER + V13 + COMPAT + CUSTOM
+UNIT_PRICES = ["ContractedUnitPrice", "ListUnitPrice"]
 DECIMALS = ["BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity",
             "CommitmentDiscountQuantity", "ConsumedQuantity", "ContractedUnitPrice", "ListUnitPrice"]
 DATETIMES = ["BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"]
@@ -68,8 +81,9 @@ def _hours_by_month(a: pd.Timestamp, b: pd.Timestamp, lo: pd.Timestamp, hi: pd.T
 
 
 def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str = "planned",
-                sub_account: str | None = None) -> pd.DataFrame:
-    """The FOCUS rows of a plan.json (a dict): see the module docstring."""
+                sub_account: str | None = None, fleet: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The FOCUS rows of a plan.json (a dict): see the module docstring. With ``fleet`` (the plan's fleet.csv),
+    the usage rows of pools and of reserved commitments are per period of the plan instead of per month."""
     horizon = plan["horizon"]
     lo = pd.Timestamp(horizon["start"])
     lo = lo.tz_convert(None) if lo.tzinfo else lo
@@ -78,6 +92,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
     base = {"BillingAccountId": billing_account, "BillingAccountName": billing_account, "BillingCurrency": "USD",
             "ChargeClass": None, "InvoiceIssuerName": provider, "ProviderName": provider, "PublisherName": provider,
             "ServiceCategory": "Compute", "ServiceName": "GPU compute", "SubAccountId": sub_account,
+            "ServiceProviderName": provider, "HostProviderName": provider,
             "SubAccountName": sub_account, "x_PlanName": plan.get("name"), "x_PlanRunId": plan.get("run_id")}
 
     def add(month: str, start, end, **cols):
@@ -106,6 +121,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             "end": pd.Timestamp(p["end_date"]) if p.get("end_date") else hi,
             "bought": pd.Timestamp(p.get("cash_date") or p["purchase_date"]) if p.get("purchase_date") else lo,
             "source": "new purchase",  # a capacity block is paid in the month its window starts (cash_date)
+            "capacity": p.get("guarantees_capacity", True) is not False,
             "spend_share": spend_use.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10]))
             if spend else None})
     for i, r in enumerate(plan.get("inventory", [])):
@@ -116,9 +132,10 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             "gpu_type": r["gpu_type"], "region": r["region"], "option": r["option"], "gpus": float(r["gpus"]),
             "hourly": float(r["hourly_usd"]), "eff": float(r["effective_usd_per_gpu_hour"]), "upfront": 0.0,
             "residual": 0.0, "term_hours": 0.0, "start": pd.Timestamp(r["start"]), "end": pd.Timestamp(r["end"]),
-            "bought": None, "source": "already committed"})
+            "bought": None, "source": "already committed", "capacity": r.get("guarantees_capacity", True) is not False})
 
     def kind(c, **extra):
+        extra = {"x_CommitmentDiscountStart": _iso(c["start"]), "x_CommitmentDiscountEnd": _iso(c["end"]), **extra}
         if c.get("spend"):  # a savings plan: a dollar commitment (FOCUS category "Spend"), held by no region
             return {"x_Option": c["option"], "CommitmentDiscountId": c["cid"], "CommitmentDiscountName": c["cid"],
                     "CommitmentDiscountType": "Savings Plan", "CommitmentDiscountCategory": "Spend",
@@ -128,6 +145,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 "CommitmentDiscountId": c["cid"], "CommitmentDiscountName": c["cid"],
                 "CommitmentDiscountType": "Reserved capacity", "CommitmentDiscountCategory": "Usage",
                 "CommitmentDiscountUnit": "GPU-Hours", "ResourceType": "GPU",
+                "CapacityReservationId": c["cid"] if c.get("capacity") else None,
                 "SkuId": f"{c['gpu_type']}/{c['region']}/{c['option']}", "x_Source": c["source"], **extra}
 
     def unit_of(c) -> str:
@@ -178,6 +196,8 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 share_used.get((month, c["gpu_type"], c["region"]), 0.0)
             list_rate = od_rates.get((c["gpu_type"], c["region"]))
             list_rate = list_rate if list_rate is not None and math.isfinite(list_rate) else None
+            if fleet is not None and not c.get("spend"):
+                continue  # per period, below
             for status, part in (("Used", share), ("Unused", 1.0 - share)):
                 q = gh * part
                 if abs(q) <= 1e-9:  # a resale counts negative
@@ -195,9 +215,10 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                     ListUnitPrice=list_rate if status == "Used" and not c.get("spend") else 0.0, PricingQuantity=q,
                     PricingUnit=unit_of(c), PricingCategory="Committed", CommitmentDiscountStatus=status,
                     ConsumedQuantity=q if status == "Used" else None,
-                    ConsumedUnit=unit_of(c) if status == "Used" else None, **kind(c, CommitmentDiscountQuantity=q))
+                    ConsumedUnit=unit_of(c) if status == "Used" else None, **kind(c, CommitmentDiscountQuantity=q),
+                    **({"CapacityReservationStatus": status} if c.get("capacity") and not c.get("spend") else {}))
 
-    for u in plan.get("monthly_usage", []):
+    for u in plan.get("monthly_usage", []) if fleet is None else ():
         b0, b1 = _month_bounds(u["month"])
         start, end = max(b0, lo), min(b1, hi)
         pool = {"RegionId": u["region"], "RegionName": u["region"], "x_GpuType": u["gpu_type"], "ResourceType": "GPU",
@@ -214,7 +235,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 ChargeDescription=f"{option.replace('_', '-')} {u['gpu_type']} GPU-hours in {u['region']}"
                 + (f" ({covered:,.1f} of them paid by a savings plan)" if option == "on_demand" and covered > 1e-9
                    else ""),
-                BilledCost=usd, EffectiveCost=usd, ListCost=gh * unit, ContractedCost=usd,
+                BilledCost=usd, EffectiveCost=usd, ListCost=gh * unit, ContractedCost=gh * unit,
                 ContractedUnitPrice=unit, ListUnitPrice=unit, PricingQuantity=gh,
                 PricingUnit="GPU-Hours", PricingCategory=category, ConsumedQuantity=gh, ConsumedUnit="GPU-Hours",
                 SkuId=f"{u['gpu_type']}/{u['region']}/{option}", x_Option=option, **pool)
@@ -224,12 +245,18 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             ChargeDescription="Cost of the model's extension columns (planner.plan(..., extend=...))",
             BilledCost=ext, EffectiveCost=ext, ListCost=ext, ContractedCost=ext, PricingQuantity=1.0,
             PricingUnit="Plan", PricingCategory="Standard", SkuId="extension", x_Source="plan")
-    out = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    frames = [pd.DataFrame(rows)]
+    if fleet is not None:
+        from .focus_hourly import period_rows
+
+        frames.append(period_rows(plan, fleet, commitments, base, lo, hi))
+    out = pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS)
     out["ChargeType"] = out["ChargeCategory"]
     out["InvoiceIssuer"] = out["Provider"] = out["Publisher"] = provider
     out["ResourceID"] = out["ResourceName"] = out["SkuId"]  # 1.0's spelling (1.2's ResourceId is conditional):
     # one of the two only, so that case-insensitive readers (SQL) do not see a duplicate column
     out["SkuPriceId"] = out["SkuId"] + "/" + out["PricingCategory"].fillna("")
+    out.loc[out["CapacityReservationId"].isna(), "CapacityReservationStatus"] = None
     out["Tags"] = json.dumps({"planner_plan": plan.get("name")})
     for c in DECIMALS:
         out[c] = pd.to_numeric(out[c]).astype(float)
@@ -237,8 +264,30 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                            kind="stable").reset_index(drop=True)
 
 
-def write_focus(plan_file, out, **options) -> tuple:
-    """Read ``plan_file`` (plan.json), write the FOCUS CSV to ``out`` whole or not at all; (path, rows)."""
+def decimal_text(x: float) -> str:
+    """A number as FOCUS decimal text: positional (no exponent), the shortest digits that read back as the same
+    float, at most 12 decimals, so that unit price x quantity gives the cost to the cent on every row."""
+    return np.format_float_positional(x, precision=12, unique=True, trim="0")
+
+
+def read_fleet(plan_file) -> pd.DataFrame:
+    """The fleet.csv published beside ``plan_file`` (per period and pool: reserved owned / used, on-demand,
+    spot); InputError when it is missing."""
+    from pathlib import Path
+
+    from ..errors import InputError, Problem
+
+    path = Path(plan_file).with_name("fleet.csv")
+    if not path.is_file():
+        raise InputError(Problem(str(path), "the per-period export needs the plan's fleet.csv beside its plan.json",
+                                 expected="the folder `planner plan` wrote (plan.json, fleet.csv)"))
+    return pd.read_csv(path)
+
+
+def write_focus(plan_file, out, granularity: str = "month", **options) -> tuple:
+    """Read ``plan_file`` (plan.json), write the FOCUS CSV to ``out`` whole or not at all; (path, rows).
+    ``granularity`` ``"month"`` (usage rows per calendar month) or ``"period"`` (per period of the plan, from the
+    fleet.csv beside plan.json: hourly for an hourly plan)."""
     import json
     from pathlib import Path
 
@@ -261,14 +310,17 @@ def write_focus(plan_file, out, **options) -> tuple:
         raise InputError(Problem(str(plan_file), f"no {', '.join(missing)} in it",
                                  expected="a plan.json written by `planner plan` (version with monthly_usage)",
                                  hint="plan again with this version of planner"))
+    if granularity not in ("month", "period"):
+        raise InputError(Problem("--granularity", "unknown granularity", value=granularity, expected="month or period"))
+    fleet = read_fleet(plan_file) if granularity == "period" else None
     try:
-        frame = focus_frame(data, **options)
+        frame = focus_frame(data, fleet=fleet, **options)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise InputError(Problem(str(plan_file), f"malformed plan.json ({type(exc).__name__}: {exc})",
                                  expected="a plan.json written by `planner plan`, unedited")) from None
     from ..csvsafe import inert_frame
 
     with atomic_path(out) as tmp:  # text a spreadsheet would run as a formula gets a leading apostrophe
-        inert_frame(frame).to_csv(tmp, index=False, float_format="%.6f")
+        inert_frame(frame).to_csv(tmp, index=False, float_format=decimal_text)
     return out, len(frame)
 

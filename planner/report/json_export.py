@@ -111,7 +111,7 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
 def plan_to_dict(plan: Plan) -> dict:
     """plan.json as a dict (the contract of spec/contracts.md)."""
     from ..bill import bill, inventory_table
-    from ..showback import by_month
+    from ..showback import by_month, by_team
     from .provenance import provenance
 
     inp = plan.inputs
@@ -205,9 +205,11 @@ def plan_to_dict(plan: Plan) -> dict:
         "shadow_prices": _records(plan.shadow_prices.drop(columns=["gpu_type", "region", "workload_class"]))
         if plan.shadow_prices is not None else None,
         "showback_by_team": _showback(plan)[1],
+        "chargeback_by_team": _records(by_team(plan, owned=True)) if plan.status.has_plan else [],
         "slo": _slo_summary(plan),
         "backfill": _records(plan.backfill.drop(columns=["class_index", "pool"], errors="ignore"))
         if len(plan.backfill) else [],
+        **_memo(plan),
         "model_size": plan.stats,
         "notes": list(plan.notes),
         "timings_s": {k: _num(v) for k, v in plan.timings.items()},
@@ -282,3 +284,25 @@ def _resale_of(purchases: pd.DataFrame, r) -> dict:
         return {}
     return {"gpu_type": res["gpu_type"], "region": res["region"], "option": res["option"],
             "purchase_date": pd.Timestamp(res["purchase_date"]).date().isoformat()}
+
+
+def _memo(plan: Plan) -> dict:
+    """The purchase memo's keys: ``tranches`` (each purchase's own, marginal utilisation), ``coverage``,
+    ``cash_by_year`` and ``cash_next_12_months_usd`` (owned commitments' fees included) always; ``downside``,
+    ``commitment_curve`` and ``savings`` (next-best plan) when the memo was computed (else null)."""
+    if not plan.status.has_plan:
+        return {}
+    from ..memo import Memo, cash_by_year, cash_monthly, cash_next_12_months, coverage, tranche_utilisation
+
+    m = plan.memo
+    if m is None:
+        m = Memo(tranches=tranche_utilisation(plan), downside=None, curve=None,
+                 cash_by_year=cash_by_year(plan), cash_monthly=cash_monthly(plan),
+                 cash_next_12_months_usd=cash_next_12_months(plan), coverage=coverage(plan), savings=None)
+    d = m.to_dict()
+    computed = plan.memo is not None
+    return {"tranches": d["tranches"], "coverage": d["coverage"], "cash_by_year": d["cash_by_year"],
+            "cash_next_12_months_usd": d["cash_next_12_months_usd"],
+            "downside": d["downside"] if computed else None,
+            "commitment_curve": d["curve"] if computed else None,
+            "savings": d["savings"] if computed else None}

@@ -38,7 +38,8 @@ MONTH = "yyyy-mm"  # a calendar month (its first day)
 
 SHEETS = ("Summary", "Purchases", "Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
           "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Cash by year", "Inventory",
-          "Shadow prices", "Baseline", "Showback by month", "Savings plans")
+          "Shadow prices", "Baseline", "Showback by month", "Savings plans", "Tranches", "Downside",
+          "Commitment curve", "Chargeback")
 
 
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
@@ -105,7 +106,7 @@ class _Book:
     def fmt(self, num: str | None = None, bold: bool = False, red: bool = False, head: bool = False):
         key = (num, bold, red, head)
         if key not in self._formats:
-            spec = {}
+            spec = {"valign": "top"}  # rows whose note wraps read from the top
             if num:
                 spec["num_format"] = num
             if bold or head or red:

@@ -40,6 +40,9 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("worst_case_usd", "Worst-case scenario cost", "Scenarios sheet"),
         ("vss_usd", "Value of the stochastic solution", "expected saving over planning on the mean forecast"),
         ("evpi_usd", "Value of perfect information", "what a perfect forecast would save"),
+        ("discount_rate", "Discount rate (a year)", "[finance] discount_rate; editable: the Cash flow sheet "
+         "discounts month m (0 = the first) by (1 + rate)^(-m/12)"),
+        ("npv_usd", "NPV of the cash, to the last term's end", "Cash flow sheet, discounted_usd (plan.json npv_usd)"),
         ("status", "Solver status", "optimal = proven within the gap"),
         ("mip_gap", "Achieved relative gap", ""),
         ("backend", "Solver", ""),
@@ -49,9 +52,6 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("horizon_start", "First period", ""),
         ("penalty", "Shortfall penalty (USD per GPU-hour)", "M in the formulation"),
         ("version", "Planner version", ""),
-        ("discount_rate", "Discount rate (a year)", "[finance] discount_rate; editable: the Cash flow sheet "
-         "discounts month m (0 = the first) by (1 + rate)^(-m/12)"),
-        ("npv_usd", "NPV of the cash, to the last term's end", "Cash flow sheet, discounted_usd (plan.json npv_usd)"),
     ]
 
 
@@ -78,15 +78,27 @@ def _liability_note(plan: Plan) -> str:
 
 
 def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchases: pd.DataFrame,
-                   inventory: pd.DataFrame, cost_values: dict, baseline: tuple[int, float]) -> None:
+                   inventory: pd.DataFrame, cost_values: dict, baseline: tuple[int, float], memo: list) -> None:
     s = _Sheet(ws, ["item", "value", "note"])
-    s.header({"item": 44, "value": 22, "note": 70})
+    widths = {"item": 40, "value": 16, "note": 62}
+    s.header(widths)
     ws.set_portrait()
     ws.fit_to_pages(1, 1)  # the decision on one page
+    wrap = s.book.wb.add_format({"text_wrap": True, "valign": "top"})
+    ws.set_column(0, 0, widths["item"], wrap)
+    ws.set_column(2, 2, widths["note"], wrap)
+
+    def put(values: list) -> None:  # one row, as tall as its wrapped item and note need
+        s.append(values)
+        lines = max(_lines(values[0], widths["item"]), _lines(values[2], widths["note"]))
+        if lines > 1:
+            ws.set_row(s.rows - 1, 15 * lines)
+    for label, value, fmt, note, red in memo:  # the purchase memo first: what to sign, cash, savings, downside
+        put([s.cell(label, None, RED if red else None) if red else label, s.cell(value, fmt), s.text(note)])
     inp = plan.inputs
     costs = lambda name: span("Costs", name, 2, cost_rows)  # noqa: E731
     last_p = max(len(purchases) + 1, 2)
-    row_of = {key: i + 2 for i, (key, *_r) in enumerate(layout)}
+    row_of = {key: i + 2 + len(memo) for i, (key, *_r) in enumerate(layout)}
     short = plan.shortfall_gpu_hours
     total = sum(cost_values.values())
     committed = float(inventory["horizon_cost_usd"].sum()) if len(inventory) else 0.0
@@ -137,42 +149,29 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         value, fmt = values[key]
         font = RED if key == "shortfall_gpu_hours" and short > 1e-6 else None
         cell = s.cell(value, fmt, font) if not isinstance(value, str) or isinstance(value, F) else s.text(value)
-        s.append([label, cell, note])
-    for r in bought.itertuples():  # what to buy, in the words a purchase order uses
-        when = pd.Timestamp(r.purchase_date).date().isoformat() if hasattr(r, "purchase_date") else "now"
-        s.append(["Buy" if getattr(r, "firm", True) else "Buy later (planned)", s.cell(float(r.gpus), INT),
-                  s.text(f"GPUs: {int(r.instances):,} x {r.gpus_per_instance:g}-GPU instances of {r.gpu_type}, "
-                         f"{r.option} in {r.region}, on {when}; ${r.commitment_usd:,.0f} over the term")])
+        put([label, cell, note])
     for r in plan.purchases[plan.purchases["kind"].eq("exit") & (plan.purchases["instances"] > 0)].itertuples() \
             if "kind" in plan.purchases else []:  # resales planned: what to sell, when
-        s.append(["Sell later (planned)", s.cell(float(-r.gpus), INT),
+        put(["Sell later (planned)", s.cell(float(-r.gpus), INT),
                   s.text(f"GPUs: {int(r.instances):,} instances of {r.gpu_type} {r.option} in {r.region}, on "
                          f"{pd.Timestamp(r.purchase_date).date()} (resale); saves ${-r.commitment_usd:,.0f} of the term")])
-    for r in (plan.spend[plan.spend["usd_per_hour"] > 0].itertuples() if plan.spend is not None and len(plan.spend)
-              else []):  # savings plans: a dollar commitment per hour
-        s.append(["Commit" if r.firm else "Commit later (planned)", s.cell(float(r.usd_per_hour), RATE),
-                  s.text(f"USD per hour to {r.option} ({r.plan_family}) on {pd.Timestamp(r.purchase_date).date()}, "
-                         f"until {pd.Timestamp(r.end_date).date()}: ${r.committed_usd:,.0f} in the horizon, "
-                         f"{100 * r.utilisation:.1f} % used (Savings plans sheet)")])
-    if not len(bought) and not (plan.spend is not None and len(plan.spend) and (plan.spend["usd_per_hour"] > 0).any()):
-        s.append(["Buy", s.cell(0.0, INT), "no reserved purchase pays on this forecast"])
     for b in (plan.budget.itertuples() if plan.budget is not None else []):  # the [budget] caps and the spend
         what = "total" if b.name == "budget_total" else b.name.replace("budget_month_", "").replace("_", "-")
-        s.append([f"Budget {what}", s.cell(float(b.spend_usd), USD0, RED if b.binding else None),
+        put([f"Budget {what}", s.cell(float(b.spend_usd), USD0, RED if b.binding else None),
                   s.text(f"spend of a cap of ${b.cap_usd:,.0f}" + (": binding (Shadow prices: what one more USD "
                                                                     "is worth)" if b.binding else ""))])
     prov = provenance(plan)
     for f in prov["files"]:
-        s.append([f"Input: {f['role']}", s.text(f["path"]), s.text("sha256 " + f["sha256"])])
+        put([f"Input: {f['role']}", s.text(f["path"]), s.text("sha256 " + f["sha256"])])
     used = prov["solver"]
-    s.append(["Solver used", s.text(f"{used['backend']}, time limit {used['time_limit_s']:g} s, gap limit "
+    put(["Solver used", s.text(f"{used['backend']}, time limit {used['time_limit_s']:g} s, gap limit "
                                      f"{used['mip_gap_limit']:g}"), s.text("as run (command-line overrides included)")])
-    s.append(["Written (UTC)", s.text(prov["created_utc"]), s.text(f"run id {plan.run_id}")])
+    put(["Written (UTC)", s.text(prov["created_utc"]), s.text(f"run id {plan.run_id}")])
     s.table("Summary")
-    _summary_charts(ws, plan, row_of)
+    _summary_charts(ws, plan, row_of, s.rows + 1)
 
 
-def _summary_charts(ws, plan: Plan, row_of: dict) -> None:
+def _summary_charts(ws, plan: Plan, row_of: dict, first_free: int) -> None:
     chart = ws.planner_book.wb.add_chart({"type": "column"})
     first, last = row_of["reserved_cost_usd"] - 1, row_of["spot_cost_usd"] - 1
     chart.add_series({"name": "Expected cost", "categories": ["Summary", first, 0, last, 0],
@@ -180,5 +179,13 @@ def _summary_charts(ws, plan: Plan, row_of: dict) -> None:
     chart.set_title({"name": "Expected cost by option (USD)"})
     chart.set_legend({"none": True})
     chart.set_y_axis({"min": 0, "name": "USD", "num_format": USD0})
-    chart.set_size({"width": 520, "height": 290})
-    ws.insert_chart("E2", chart)
+    chart.set_size({"width": 620, "height": 260})
+    ws.insert_chart(first_free, 0, chart)  # below the table: the page stays one column wide
+
+
+def _lines(text, width: int) -> int:
+    """Lines ``text`` wraps to in a column ``width`` characters wide (at least 1)."""
+    value = getattr(text, "value", text)
+    if not isinstance(value, str) or not value:
+        return 1
+    return max(1, -(-len(value) // max(width - 2, 1)))

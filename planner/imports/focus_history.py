@@ -1,0 +1,123 @@
+"""FOCUS cost-and-usage rows -> hourly GPU demand per class (the long-form demand file), and the commitments in
+the bill -> an inventory.
+
+Rows kept as GPU usage: ``ChargeCategory`` Usage, not the unused part of a commitment
+(``CommitmentDiscountStatus`` Unused), a pool found for them (``history_pools``), and a quantity in hours:
+``ConsumedQuantity``/``ConsumedUnit`` (FOCUS 1.0-1.2; 1.0-preview ``UsageQuantity``/``UsageUnit``), or
+``PricingQuantity``/``PricingUnit`` in a file without ConsumedQuantity. GPU-hours = the quantity x the
+instance's GPUs (instance hours) or x 1 (GPU-hours), spread over the clock hours of ChargePeriodStart ..
+ChargePeriodEnd (``history_spread``). Classes: ``pool`` (default) one per pool, ``<gpu_type>@<region>``;
+``tag:KEY`` the value of KEY in the row's ``Tags`` JSON (``untagged`` without it), GPUs of every type added as
+they are (no speed conversion).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError, Problem
+from .history_commitments import commitments
+from .history_pools import gpu_family_rows, match_pools, read_sheet, unit_factor
+from .history_read import read_focus
+from .history_spread import spread_hourly
+from .history_write import HistoryResult, hourly_grid
+
+
+def class_rule(text: str | None) -> tuple[str, str | None]:
+    """``pool`` or ``tag:KEY`` -> (kind, key); anything else raises InputError (exit 2)."""
+    text = (text or "pool").strip()
+    if text == "pool":
+        return "pool", None
+    if text.startswith("tag:") and text[4:].strip():
+        return "tag", text[4:].strip()
+    raise InputError(Problem("command line", "--class-by must be `pool` or `tag:KEY`", value=text,
+                             expected="pool (one class per <gpu_type>@<region>) or tag:KEY (a key of the Tags JSON)"))
+
+
+def _tag_values(tags: pd.Series, key: str) -> pd.Series:
+    """The value of ``key`` in each row's Tags JSON (parsed once per distinct text); NaN where absent."""
+    def one(text):
+        try:
+            doc = json.loads(text)
+        except (TypeError, ValueError):
+            return np.nan
+        value = doc.get(key) if isinstance(doc, dict) else None
+        return np.nan if value in (None, "") else str(value)
+
+    uniq = pd.Series(tags.dropna().unique())
+    table = dict(zip(uniq, uniq.map(one)))
+    return tags.map(table)
+
+
+def _lower(bill: pd.DataFrame, col: str) -> pd.Series:
+    return bill[col].fillna("").str.strip().str.lower() if col in bill else pd.Series("", index=bill.index)
+
+
+def import_focus(path: str | Path, prices: str | Path, class_by: str | None = None) -> HistoryResult:
+    """Read the FOCUS file ``path`` with the price sheet ``prices``; see the module docstring."""
+    kind, key = class_rule(class_by)
+    bill = read_focus(path)
+    pools, types, notes = read_sheet(prices)
+    name = Path(path).name
+    usage = _lower(bill, "ChargeCategory").eq("usage")
+    unused = _lower(bill, "CommitmentDiscountStatus").eq("unused")
+    compute = usage & _lower(bill, "ServiceCategory").eq("compute")
+    pool = match_pools(bill, pools, types)
+    bill = bill.join(pool)
+    if "ConsumedQuantity" in bill:
+        qty, factor = bill["ConsumedQuantity"], unit_factor(bill.get("ConsumedUnit", pd.Series(np.nan, index=bill.index, dtype=object)),
+                                                            bill["gpus_per_instance"])
+    else:
+        notes.append(f"{name}: no ConsumedQuantity column: usage from PricingQuantity / PricingUnit.")
+        qty, factor = bill.get("PricingQuantity"), unit_factor(bill.get("PricingUnit"), bill["gpus_per_instance"])
+    if qty is None:
+        raise InputError(Problem(str(path), "no quantity column", row=1, column="ConsumedQuantity",
+                                 expected="ConsumedQuantity (FOCUS 1.0-1.2) or PricingQuantity"))
+    gpu_hours = (qty * factor).where(usage & ~unused & bill["gpu_type"].notna())
+    gpu = gpu_hours.notna()
+    counts = {"rows read": len(bill), "usage rows": int(usage.sum()), "compute usage rows": int(compute.sum()),
+              "GPU usage rows": int(gpu.sum())}
+    sized = bill["gpu_type"].notna()
+    lost_units = usage & ~unused & sized & factor.isna()
+    if lost_units.any():
+        notes.append(f"{int(lost_units.sum())} usage rows of GPU instances with a quantity not in hours "
+                     f"({', '.join(sorted(bill.loc[lost_units, 'ConsumedUnit'].dropna().unique())[:5])}): skipped.")
+    family = gpu_family_rows(bill)
+    unsized = usage & ~sized & family.notna()
+    if unsized.any():
+        named = family[unsized].value_counts()
+        notes.append(f"{int(unsized.sum())} usage rows name AWS GPU instance types that the price sheet does not size "
+                     "(" + ", ".join(f"{k} {v}" for k, v in named.head(8).items()) + "; give the sheet an "
+                     "instance_type column or its `planner prices import` note): not counted as GPU usage.")
+    if not gpu.any():
+        notes.append(f"{name}: {counts['rows read']:,} rows read, {counts['compute usage rows']:,} compute usage rows, "
+                     "none of them GPU usage: the history is empty.")
+    bill["_class"] = bill["gpu_type"] + "@" + bill["region"]
+    if kind == "tag":
+        tag = _tag_values(bill["Tags"], key) if "Tags" in bill else pd.Series(np.nan, index=bill.index, dtype=object)
+        bill["_class"] = tag.fillna("untagged")
+        if gpu.any() and tag[gpu].isna().any():
+            notes.append(f"{int(tag[gpu].isna().sum())} GPU usage rows have no tag {key!r}: class `untagged`.")
+        mixed = bill[gpu].groupby("_class")["gpu_type"].nunique()
+        if (mixed > 1).any():
+            notes.append("classes spanning several GPU types (their GPUs added as they are, no speed conversion): "
+                         + ", ".join(mixed[mixed > 1].index[:10]) + ".")
+    spread = spread_hourly(bill.loc[gpu, "ChargePeriodStart"], bill.loc[gpu, "ChargePeriodEnd"],
+                           gpu_hours[gpu], bill.loc[gpu, "_class"])
+    notes.append("GPU-hours spread evenly over each row's charge period, by clock hour (UTC); a class's demand in "
+                 "an hour = its GPU-hours in that hour.")
+    unpriced = bill.loc[gpu, ["gpu_type", "region"]].drop_duplicates().merge(pools, how="left", indicator=True)
+    unpriced = unpriced[unpriced["_merge"] == "left_only"]
+    if len(unpriced):
+        notes.append("pools with usage but not in the price sheet: "
+                     + ", ".join((unpriced["gpu_type"] + "@" + unpriced["region"]).head(10)) + ".")
+    pricing_f = unit_factor(bill.get("PricingUnit", pd.Series(np.nan, index=bill.index, dtype=object)), bill["gpus_per_instance"])
+    covered = gpu_hours.where(~unused, bill.get("PricingQuantity", np.nan) * pricing_f)
+    covered = covered.where(usage & bill["gpu_type"].notna())
+    bill["_cid"] = bill.get("CommitmentDiscountId")
+    inventory = commitments(bill, covered, notes)
+    return HistoryResult(history=hourly_grid(spread), inventory=inventory, counts=counts, notes=notes)

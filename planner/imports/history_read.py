@@ -1,0 +1,84 @@
+"""Reading a FOCUS cost-and-usage file (CSV, CSV.gz or Parquet; FOCUS 1.0 to 1.2) as text columns under
+the 1.2 names, ``NULL`` as missing, with its dates and quantities parsed and every bad cell reported.
+
+Older names are renamed to the current ones (FOCUS 1.0-preview ``ChargeType``, ``Provider``, ``UsageQuantity``
+/ ``UsageUnit``, ``ResourceID``; 1.2 keeps 1.0's ``ConsumedQuantity`` / ``ConsumedUnit`` and ``PricingQuantity`` /
+``PricingUnit``). Only the columns the history import uses are kept, so a bill of millions of rows stays small.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError, Problem
+
+# older spelling -> the name used here (the first one present wins; the current name always wins)
+RENAMES = {"ChargeType": "ChargeCategory", "Provider": "ProviderName", "UsageQuantity": "ConsumedQuantity",
+           "UsageUnit": "ConsumedUnit", "ResourceID": "ResourceId", "Region": "RegionId"}
+REQUIRED = ["ChargePeriodStart", "ChargePeriodEnd"]
+NUMBERS = ["ConsumedQuantity", "PricingQuantity", "CommitmentDiscountQuantity"]
+USED = ["ChargeCategory", "ChargeClass", "ServiceCategory", "ResourceType", "SkuId", "ChargeDescription",
+        "RegionId", "ProviderName", "PricingUnit", "ConsumedUnit", "CommitmentDiscountId", "CommitmentDiscountType",
+        "CommitmentDiscountCategory", "CommitmentDiscountStatus", "CommitmentDiscountUnit", "CapacityReservationId",
+        "Tags", *REQUIRED, *NUMBERS]
+NULLS = ("", "NULL", "null", "None", "NaN", "nan")
+
+
+def _read_raw(path: Path) -> pd.DataFrame:
+    name = path.name.lower()
+    try:
+        if name.endswith(".parquet") or name.endswith(".pq"):
+            frame = pd.read_parquet(path)
+            return frame.astype(object).where(frame.notna(), None).astype(str).where(frame.notna(), "")
+        return pd.read_csv(path, dtype=str, keep_default_na=False, compression="infer", encoding="utf-8-sig")
+    except (UnicodeDecodeError, pd.errors.ParserError, OSError, ValueError, EOFError) as exc:
+        raise InputError(Problem(str(path), f"cannot be read as a FOCUS file ({type(exc).__name__}: {exc})",
+                                 expected="a FOCUS cost-and-usage export: CSV, CSV.gz or Parquet")) from None
+
+
+def read_focus(path: str | Path) -> pd.DataFrame:
+    """The FOCUS file at ``path``: the columns the import uses (plus every ``x_`` column), text with NaN for
+    missing or ``NULL``, ``ChargePeriodStart``/``End`` as UTC timestamps and the quantities as floats, and
+    ``_row``, the spreadsheet row of each record (header = 1). Bad files raise InputError naming file, row,
+    column and value."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(Problem(str(path), "FOCUS file not found", expected="a FOCUS CSV, CSV.gz or Parquet file"))
+    raw = _read_raw(path)
+    raw.columns = [str(c).strip() for c in raw.columns]
+    for old, new in RENAMES.items():
+        if old in raw.columns and new not in raw.columns:
+            raw = raw.rename(columns={old: new})
+    missing = [c for c in REQUIRED if c not in raw.columns]
+    if missing:
+        raise InputError([Problem(str(path), f"missing column '{c}'", row=1, column=c,
+                                  expected="a FOCUS 1.0-1.2 cost-and-usage file (ChargePeriodStart, ChargePeriodEnd, "
+                                           "ConsumedQuantity or PricingQuantity, ...)") for c in missing])
+    keep = [c for c in raw.columns if c in USED or c.startswith("x_")]
+    out = raw[keep].copy()
+    for c in keep:
+        out[c] = out[c].str.strip()
+        out[c] = out[c].where(~out[c].isin(NULLS))
+    out["_row"] = np.arange(2, len(out) + 2)
+    problems: list[Problem] = []
+    for c in REQUIRED:
+        parsed = pd.to_datetime(out[c], utc=True, errors="coerce", format="mixed")
+        bad = parsed.isna()
+        problems += [Problem(str(path), "not a date and time", row=int(r), column=c, value=v,
+                             expected="ISO 8601, e.g. 2024-09-01T00:00:00Z")
+                     for r, v in zip(out.loc[bad, "_row"].head(20), out.loc[bad, c].head(20))]
+        out[c] = parsed.dt.tz_convert(None)
+    for c in NUMBERS:
+        if c not in out:
+            continue
+        parsed = pd.to_numeric(out[c].str.replace(",", "", regex=False), errors="coerce")
+        bad = parsed.isna() & out[c].notna()
+        problems += [Problem(str(path), "not a number", row=int(r), column=c, value=v, expected="a decimal number")
+                     for r, v in zip(out.loc[bad, "_row"].head(20), out.loc[bad, c].head(20))]
+        out[c] = parsed.astype(float)
+    if problems:
+        raise InputError(problems)
+    return out

@@ -1,0 +1,233 @@
+"""What the plan's commitments cost if things go otherwise: re-solves with the purchases fixed (LPs).
+
+- :func:`downside`: demand ``shock`` below the forecast (every scenario, SLO classes' requests per second
+  too, re-sized), the plan's purchases fixed, the recourse re-solved by the model.
+- :func:`commitment_curve`: the plan's purchases scaled by factors (whole instances), each re-solved: the
+  cost and NPV against the commitment level; the plan's own point is its minimum when the plan is optimal.
+- :func:`savings`: against all on-demand and against the best plan with no new commitments.
+
+Each re-solve is ``pipeline.make_plan(inputs, fixed_reserved=units)`` (the purchase columns fixed by their
+bounds: an LP in the recourse), mapped over :mod:`planner.executors` (local processes by default).
+Figures per point: ``total_cost_usd`` (the plan's accounting, horizon), ``full_term_cost_usd`` (the new
+commitments' whole liability + the recourse), ``on_demand_usd``, ``spot_usd``, ``reserved_utilisation``,
+``stranded_usd`` (the new commitments' GPU-hours left unused x their effective rate, plus the savings
+plans' unused dollars), ``stranded_owned_usd`` (the inventory's, at its rate), ``liability_past_horizon_usd``,
+``shortfall_gpu_hours``, ``objective_usd``, ``npv_usd`` (the plan's cash schedule at ``[finance]
+discount_rate``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_SHOCKS = (0.2, 0.3)
+DEFAULT_FACTORS = (0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2)
+
+_WORKER: dict = {}  # the shared inputs and solve settings of this worker process (set by _init_worker)
+
+
+def plan_figures(p) -> dict:
+    """The figures of one (re-solved) plan that the memo tables report (see the module docstring)."""
+    from .memo_tranches import owned_idle, tranche_utilisation
+
+    tr = tranche_utilisation(p)
+    stranded = float(((tr["capacity_gpu_hours"] - tr["used_gpu_hours"]) * tr["effective_usd_per_gpu_hour"]).sum()) \
+        if len(tr) else 0.0
+    if len(p.spend):
+        stranded += float((p.spend["committed_usd"] - p.spend["covered_at_rates_usd"]).clip(lower=0).sum())
+    c = p.commitments
+    recourse = p.cost["total"] - p.cost["reserved"]
+    return {"status": p.status.value, "total_cost_usd": float(p.cost["total"]),
+            "full_term_cost_usd": float(c.get("reserved_full_term_usd", 0.0) + recourse),
+            "reserved_usd": float(p.cost["reserved"]), "reserved_full_term_usd": float(c.get("reserved_full_term_usd", 0.0)),
+            "on_demand_usd": float(p.cost["on_demand"]), "spot_usd": float(p.cost["spot"]),
+            "reserved_utilisation": float(p.reserved_utilisation), "stranded_usd": stranded,
+            "stranded_owned_usd": owned_idle(p)["usd"],
+            "liability_past_horizon_usd": float(c.get("liability_past_horizon_usd", 0.0)),
+            "shortfall_gpu_hours": float(p.shortfall_gpu_hours), "objective_usd": float(p.objective),
+            "npv_usd": float(p.finance.get("npv_usd", 0.0)),
+            "baseline_all_on_demand_usd": float(p.baseline_all_on_demand)}
+
+
+def _init_worker(inp, solve: dict) -> None:
+    """Keep the inputs and solve settings every task of this worker shares."""
+    _WORKER["inp"], _WORKER["solve"] = inp, dict(solve)
+
+
+def _solve_point(task: dict) -> dict:
+    """One re-solve: the shared inputs at ``demand_level``, purchases fixed at ``units``; its figures."""
+    from .inputs import scale_inputs
+    from .pipeline import make_plan
+
+    inp = _WORKER["inp"]
+    level = float(task.get("demand_level", 1.0))
+    if level != 1.0:
+        inp = scale_inputs(inp, demand_level=level)
+    p = make_plan(inp, fixed_reserved=np.asarray(task["units"], float), risk=False, shadow=False, **_WORKER["solve"])
+    if not p.status.has_plan:
+        from .errors import SolverError
+
+        raise SolverError(f"re-solve with purchases fixed ended {p.status.value}")
+    return plan_figures(p)
+
+
+def _run(inp, tasks: list[dict], executor, solve: dict) -> list[dict]:
+    """Map :func:`_solve_point` over ``tasks`` on ``executor`` (default: local processes); raise on a failure."""
+    from .executors import LocalExecutor
+
+    executor = executor or LocalExecutor()
+    outcomes = executor.map(_solve_point, tasks, initializer=_init_worker, initargs=(inp, solve), progress=False)
+    bad = [o for o in outcomes if not o.ok]
+    if bad:
+        from .errors import SolverError
+
+        raise SolverError("memo re-solve failed: " + "; ".join(o.error.splitlines()[-1] for o in bad if o.error))
+    return [dict(o.value, seconds=o.seconds) for o in outcomes]
+
+
+def _solve_kwargs(solve: dict) -> dict:
+    keep = ("backend", "time_limit_s", "mip_gap")
+    extra = set(solve) - set(keep)
+    if extra:
+        raise TypeError(f"unexpected solve settings {sorted(extra)}; expected some of {list(keep)}")
+    return {k: v for k, v in solve.items() if v is not None}
+
+
+def downside(plan, inp, shocks=DEFAULT_SHOCKS, executor=None, **solve) -> pd.DataFrame:
+    """The plan's purchases fixed, demand ``shock`` below the forecast, re-solved (one LP per shock).
+
+    Every scenario's demand, and the requests per second of SLO classes (re-sized by their queue), are
+    multiplied by ``1 - shock`` (``inputs.scale_inputs(demand_level=...)``). One row per shock, the
+    plan itself first at ``shock = 0`` (its own figures, not re-solved): ``shock``, ``demand_level``,
+    ``total_cost_usd`` ... ``npv_usd`` (the module docstring), and ``full_term_increase_usd`` /
+    ``stranded_increase_usd`` against shock 0. ``solve``: ``backend``, ``time_limit_s``, ``mip_gap``.
+    """
+    units = plan.purchases["units"].to_numpy(float)
+    shocks = [float(s) for s in shocks if float(s) != 0.0]
+    if any(not 0 < s < 1 for s in shocks):
+        raise ValueError(f"shocks must lie in (0, 1), got {shocks}")
+    tasks = [{"demand_level": 1.0 - s, "units": units} for s in shocks]
+    rows = [dict(plan_figures(plan), seconds=0.0)] + (_run(inp, tasks, executor, _solve_kwargs(solve)) if tasks else [])
+    out = pd.DataFrame(rows)
+    out.insert(0, "demand_level", [1.0] + [1.0 - s for s in shocks])
+    out.insert(0, "shock", [0.0] + shocks)
+    out["full_term_increase_usd"] = out["full_term_cost_usd"] - out["full_term_cost_usd"].iat[0]
+    out["stranded_increase_usd"] = out["stranded_usd"] - out["stranded_usd"].iat[0]
+    return out
+
+
+def scaled_units(plan, inp, factor: float) -> np.ndarray:
+    """The plan's purchases (``purchases["units"]``) scaled by ``factor``: whole instances (half up) where the
+    decision is integer, at most each row's ``max_units``, each pool's reserved cap kept (a pool over its
+    cap is scaled down to fit), resales no more than their parent; factor 1 is the plan exactly."""
+    units = plan.purchases["units"].to_numpy(float)
+    if factor == 1:
+        return units.copy()
+    res = inp.reserved
+    x = units * float(factor)
+    whole = res["integer"].to_numpy(bool) if "integer" in res else np.ones(len(x), bool)
+    x = np.where(whole, np.floor(x + 0.5), x)
+    if "max_units" in res:
+        x = np.minimum(x, res["max_units"].to_numpy(float))
+    x = _within_pool_caps(inp, x, whole)
+    kind = res["kind"].to_numpy() if "kind" in res else np.full(len(x), "instance")
+    if "parent" in res and (kind == "exit").any():  # resales of a term: cumulatively at most its instances
+        ex = np.flatnonzero(kind == "exit")
+        par = res["parent"].to_numpy(int)[ex]
+        frame = pd.DataFrame({"ex": ex, "par": par, "x": x[ex]})
+        before = frame.groupby("par")["x"].cumsum() - frame["x"]
+        x[ex] = np.clip(np.minimum(frame["x"], x[par] - before), 0.0, None).to_numpy()
+    return x
+
+
+def _within_pool_caps(inp, x: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    """``x`` with each capped pool's term purchases scaled down (whole instances rounded down) where, on some
+    set of active purchases, their GPUs exceed the reserved cap less the most inventory held on that set."""
+    from . import commitments
+
+    res = inp.reserved
+    cap = inp.pools["cap_res"].to_numpy(float)
+    term = commitments.is_term(res["option"]).to_numpy() if "option" in res else np.zeros(len(x), bool)
+    pool = res["pool"].to_numpy(int)
+    out = x.copy()
+    for p in np.flatnonzero(np.isfinite(cap)):  # a loop over the few capped pools, vectorised over periods
+        rows = np.flatnonzero(term & (pool == p))
+        if not len(rows):
+            continue
+        on = inp.active[rows] > 0  # (r, T)
+        _, group = np.unique(on.T, axis=0, return_inverse=True)
+        group = np.asarray(group).reshape(-1)
+        most = pd.Series(inp.inventory[p]).groupby(group).transform("max").to_numpy()
+        fleet = (out[rows] * res["m"].to_numpy(float)[rows]) @ on
+        allowed = cap[p] - most
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(fleet > allowed + 1e-9, np.clip(allowed, 0.0, None) / fleet, 1.0)
+        if ratio.min() < 1:
+            scaled = out[rows] * ratio.min()
+            out[rows] = np.where(whole[rows], np.floor(scaled + 1e-9), scaled)
+    return out
+
+
+def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, **solve) -> pd.DataFrame:
+    """Cost, savings and NPV against the commitment level: the plan's purchases x each factor, re-solved.
+
+    Purchases are scaled by :func:`scaled_units` (whole instances, caps kept; factor 1 is the plan) and the
+    recourse re-solved with them fixed, one LP per factor, on ``executor`` (default: local processes,
+    :class:`planner.executors.LocalExecutor`). One row per factor, sorted: ``factor``, ``committed_gpus``
+    (GPUs of the new instance commitments bought, at their peak: summed over purchase rows),
+    ``committed_usd_per_hour`` (savings plans), ``committed_usd`` (their whole-term liability),
+    ``total_cost_usd`` (the plan's accounting), ``full_term_cost_usd``, ``on_demand_usd``, ``spot_usd``,
+    ``savings_usd`` (all on-demand less total), ``npv_usd`` (at the plan's discount rate),
+    ``reserved_utilisation``, ``stranded_usd``, ``objective_usd``, ``shortfall_gpu_hours``, ``optimum``
+    (True on the plan's own row, factor 1) and ``cheapest`` (the lowest objective on the curve).
+    """
+    factors = sorted({float(f) for f in factors} | {1.0})
+    if any(f < 0 for f in factors):
+        raise ValueError(f"factors must be >= 0, got {factors}")
+    res = inp.reserved
+    kind = res["kind"].to_numpy() if "kind" in res else np.full(len(res), "instance")
+    m = res["m"].to_numpy(float)
+    holds = (res["pool"].to_numpy(int) >= 0) & (kind != "spend") & (kind != "exit")
+    units = [scaled_units(plan, inp, f) for f in factors]
+    rows = _run(inp, [{"demand_level": 1.0, "units": u} for u in units], executor, _solve_kwargs(solve))
+    out = pd.DataFrame(rows)
+    out.insert(0, "committed_usd", out["reserved_full_term_usd"])
+    out.insert(0, "committed_usd_per_hour", [float(u[kind == "spend"].sum()) for u in units])
+    out.insert(0, "committed_gpus", [float((u * m)[holds].sum()) for u in units])
+    out.insert(0, "factor", factors)
+    out["savings_usd"] = out["baseline_all_on_demand_usd"] - out["total_cost_usd"]
+    out["optimum"] = out["factor"] == 1.0
+    out["cheapest"] = out["objective_usd"] <= out["objective_usd"].min() + 1e-9 * max(1.0, abs(out["objective_usd"].min()))
+    return out
+
+
+def savings(plan, inp, **solve) -> dict:
+    """What the plan saves against all on-demand and against the next-best plan (no new commitments).
+
+    The next-best plan is the model re-solved with every purchase fixed at 0: the best mix of on-demand and
+    spot (and the inventory already owned). Each saving is given on the horizon cost under the plan's
+    accounting (``*_usd``) and on the full bill, the new commitments' whole-term liability counted
+    (``*_full_term_usd``). ``already_committed_usd`` (the inventory, priced for the horizon; the same in
+    every alternative but all on-demand, which ignores it) is reported beside, not netted.
+    """
+    from .bill import bill
+    from .pipeline import make_plan
+
+    kw = _solve_kwargs(solve)
+    zero = np.zeros(len(plan.purchases))
+    nb = make_plan(inp, fixed_reserved=zero, risk=False, shadow=False, **kw)
+    me, other = plan_figures(plan), plan_figures(nb)
+    base = float(plan.baseline_all_on_demand)
+    out = {"all_on_demand_usd": base, "plan_cost_usd": me["total_cost_usd"],
+           "plan_full_term_usd": me["full_term_cost_usd"], "next_best_cost_usd": other["total_cost_usd"],
+           "next_best_full_term_usd": other["full_term_cost_usd"], "next_best_status": other["status"],
+           "savings_vs_on_demand_usd": base - me["total_cost_usd"],
+           "savings_vs_on_demand_full_term_usd": base - me["full_term_cost_usd"],
+           "savings_vs_next_best_usd": other["total_cost_usd"] - me["total_cost_usd"],
+           "savings_vs_next_best_full_term_usd": other["full_term_cost_usd"] - me["full_term_cost_usd"],
+           "already_committed_usd": float(bill(plan)["already_committed_usd"])}
+    for key in ("savings_vs_on_demand", "savings_vs_next_best"):
+        ref = base if key.endswith("demand") else other["total_cost_usd"]
+        out[key + "_share"] = out[key + "_usd"] / ref if ref > 0 else float("nan")
+    return out

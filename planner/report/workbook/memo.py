@@ -1,0 +1,233 @@
+"""The purchase memo: the rows that open the Summary sheet (what to sign now, the cash it needs, what it saves,
+how much of the demand it covers, what happens if demand falls), and the sheets behind them: Tranches (each
+purchase's own utilisation, the last bought used last), Downside and Commitment curve (re-solved by the model
+with the purchases fixed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...results import Plan
+from .book import DAY, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, ref
+
+MEMO_SHEETS = ("Tranches", "Downside", "Commitment curve", "Chargeback")
+
+
+def _money(x: float) -> str:
+    return f"${x:,.0f}" if x == x else "n/a"
+
+
+def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
+    """(label, value, format, note, red) rows of the memo, in reading order. ``purchases`` are the Purchases
+    sheet's rows (their positions give the row a live cell refers to)."""
+    m = plan.memo
+    rows: list[tuple] = []
+    tr = _tranches(plan)
+    sheet_row = {idx: i + 2 for i, idx in enumerate(purchases.index)}
+    rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
+    firm = tr[tr["firm"].astype(bool)] if len(tr) else tr
+    for r in firm.itertuples():
+        p = plan.purchases.loc[plan.purchases.index[int(r.row)]]
+        srow = sheet_row.get(plan.purchases.index[int(r.row)])
+        upfront = float(p.get("upfront_total_usd", 0.0))
+        fee = float(p.get("monthly_recurring_usd", 0.0))
+        due = pd.Timestamp(p.get("cash_date", p["purchase_date"]) if "cash_date" in p else p["purchase_date"])
+        value = F("=" + ref("Purchases", "upfront_usd", srow), upfront) if srow and upfront else (upfront or fee)
+        npv = float(p.get("npv_usd", np.nan)) if "npv_usd" in p else np.nan
+        be = _break_even_months(upfront, fee, r)
+        pays = "pays" if r.pays else "DOES NOT PAY"
+        rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region}",
+                     value, USD0,
+                     f"{int(r.instances):,} instances; upfront {_money(upfront)} due {due:%Y-%m-%d}, then "
+                     f"{_money(fee)} a month to {pd.Timestamp(r.end_date):%Y-%m-%d}; NPV {_money(npv)} at "
+                     f"{100 * rate:.1f} %; break-even {be}; this tranche used {100 * r.avg_utilisation:.0f} % on "
+                     f"average (lowest {100 * r.min_utilisation:.0f} %), break-even {100 * r.break_even_utilisation:.0f} "
+                     f"%: {pays}", not r.pays))
+    spend = plan.spend if plan.spend is not None and len(plan.spend) else pd.DataFrame()
+    for r in (spend[(spend["usd_per_hour"] > 0) & spend["firm"].astype(bool)].itertuples() if len(spend) else []):
+        rows.append((f"Commit now: {r.option} ({r.plan_family})", float(r.usd_per_hour), RATE,
+                     f"USD per hour from {pd.Timestamp(r.purchase_date):%Y-%m-%d} to {pd.Timestamp(r.end_date):%Y-%m-%d}; "
+                     f"{100 * r.utilisation:.1f} % used (Savings plans sheet)", False))
+    if not rows:
+        rows.append(("Sign now: nothing", 0.0, USD0, "no commitment pays on this forecast", False))
+    later = tr[~tr["firm"].astype(bool)] if len(tr) else tr
+    if len(later):
+        rows.append(("Planned later (decide then)", float(later["full_term_usd"].sum()), USD0,
+                     f"{len(later)} later tranches, {later['gpus'].sum():,.0f} GPUs, whole terms; dates and "
+                     "utilisation on the Tranches sheet; re-plan before each date", False))
+    cash = plan.memo.cash_next_12_months_usd if m is not None else None
+    if cash is None:
+        from ...memo import cash_next_12_months
+
+        cash = cash_next_12_months(plan)
+    rows.append(("Cash out in the next 12 months", float(cash), USD0,
+                 "upfronts, fees (commitments already owned included), on-demand and spot: Cash by year", False))
+    by_year = m.cash_by_year if m is not None else None
+    if by_year is None:
+        from ...memo import cash_by_year
+
+        by_year = cash_by_year(plan)
+    fy = by_year[by_year["basis"] == "fiscal"] if len(by_year) else by_year
+    start = int(getattr(plan.inputs.config.finance, "fiscal_year_start", 1) or 1)
+    for r in fy.head(4).itertuples():
+        name = f"calendar {r.label}" if start == 1 else f"fiscal year from {pd.Timestamp(r.first_month):%Y-%m}"
+        rows.append((f"Cash out, {name}", float(r.total_usd), USD0,
+                     f"{r.months} months; owned commitments' fees {_money(r.owned_recurring_usd)} included", False))
+    if len(fy) > 4:
+        rest = fy.iloc[4:]
+        rows.append(("Cash out, later years", float(rest["total_usd"].sum()), USD0, f"{len(rest)} more years", False))
+    base = float(plan.baseline_all_on_demand)
+    from ...bill import inventory_table
+
+    owned = float(inventory_table(plan.inputs)["horizon_cost_usd"].sum())
+    total = float(plan.cost["total"])
+    rows.append(("Saving against all on-demand", base - total, USD0,
+                 f"{100 * (base - total) / base:.1f} % of {_money(base)}; on the full bill (commitments already owned "
+                 f"included: {_money(owned)}) {_money(base - total - owned)}, "
+                 f"{100 * (base - total - owned) / base:.1f} %" if base > 0 else "", False))
+    if m is not None and m.savings:
+        s = m.savings
+        nb = float(s["next_best_cost_usd"])
+        rows.append(("Saving against the next-best plan", nb - total, USD0,
+                     f"the best plan without new commitments (on-demand and spot, re-solved) costs {_money(nb)}: "
+                     f"{100 * (nb - total) / nb:.1f} % saved; the same on the full bill (the owned commitments "
+                     "are in both)" if nb > 0 else "", (nb - total) < 0))
+    cov = m.coverage if m is not None else None
+    if cov is None:
+        from ...memo import coverage
+
+        cov = coverage(plan)
+    rows.append(("Coverage (committed GPU-hours / eligible)", float(cov.get("coverage", np.nan)), PCT,
+                 "share of the GPU-hours in pools with a commitment option served by commitments (owned, bought, "
+                 "savings plans)", False))
+    if m is not None and m.downside is not None and len(m.downside):
+        for r in m.downside[m.downside["shock"] > 0].itertuples():
+            rows.append((f"If demand is {100 * r.shock:.0f} % lower", float(r.full_term_cost_usd), USD0,
+                         f"cost over the whole terms, purchases fixed, re-solved; stranded commitment "
+                         f"{_money(r.stranded_usd)} (+{_money(r.stranded_increase_usd)}), reserved utilisation "
+                         f"{100 * r.reserved_utilisation:.0f} %: Downside", r.stranded_increase_usd > 0.05 * max(base, 1)))
+    return rows
+
+
+def _break_even_months(upfront: float, fee: float, r) -> str:
+    """Months until the tranche's on-demand value (at its own utilisation) repays the upfront, net of fees."""
+    monthly_value = r.on_demand_usd_per_gpu_hour * r.avg_utilisation * r.gpus * 730.0
+    net = monthly_value - fee
+    if upfront <= 0:
+        return "from the first month" if net > 0 else "never at this utilisation"
+    return f"{upfront / net:.1f} months" if net > 0 else "never at this utilisation"
+
+
+def _tranches(plan: Plan) -> pd.DataFrame:
+    if plan.memo is not None:
+        return plan.memo.tranches
+    from ...memo import tranche_utilisation
+
+    return tranche_utilisation(plan)
+
+
+def write_memo_sheets(ws: dict, plan: Plan) -> None:
+    """The Tranches, Downside and Commitment curve sheets (the last two say so when the memo was not run)."""
+    _write_tranches(ws["Tranches"], _tranches(plan))
+    m = plan.memo
+    _write_table(ws["Downside"], m.downside if m is not None else None, "Downside",
+                 ["shock", "demand_level", "status", "full_term_cost_usd", "total_cost_usd", "reserved_usd",
+                  "on_demand_usd", "spot_usd", "reserved_utilisation", "stranded_usd", "stranded_increase_usd",
+                  "liability_past_horizon_usd", "shortfall_gpu_hours"])
+    _write_curve(ws["Commitment curve"], m.curve if m is not None else None)
+    _write_chargeback(ws["Chargeback"], plan)
+
+
+def _write_chargeback(ws, plan: Plan) -> None:
+    """Per team, the bill: this plan's costs (as Showback) plus the commitments already owned, charged to the
+    teams that use them pro rata per pool and period; owned capacity nobody used on its own line."""
+    from ...showback import by_team
+
+    t = by_team(plan, owned=True)
+    cols = [c for c in t.columns]
+    s = _Sheet(ws, cols, {c: USD for c in cols if c.endswith("_usd")} | {c: NUM for c in cols if c.endswith("_hours")})
+    s.header({"team": 24})
+    for r in t.itertuples(index=False):
+        s.append(list(r))
+    s.table("Chargeback")
+    s.note(f"Adds up to the bill, ${float(t['total_usd'].sum()):,.0f}: the Showback sheet's costs plus the commitments "
+           "already owned (owned_commitments_usd), charged by each team's use of the owned GPUs.")
+
+
+TRANCHE_COLUMNS = ["gpu_type", "region", "option", "purchase_date", "end_date", "firm", "stack_position",
+                   "instances", "gpus", "avg_utilisation", "min_utilisation", "break_even_utilisation", "pays",
+                   "used_gpu_hours", "capacity_gpu_hours", "horizon_cost_usd", "on_demand_value_usd",
+                   "net_savings_usd", "full_term_usd"]
+_FORMATS = {"purchase_date": DAY, "end_date": DAY, "instances": INT, "gpus": INT, "avg_utilisation": PCT,
+            "min_utilisation": PCT, "break_even_utilisation": PCT, "used_gpu_hours": NUM, "capacity_gpu_hours": NUM,
+            "horizon_cost_usd": USD, "on_demand_value_usd": USD, "net_savings_usd": USD, "full_term_usd": USD,
+            "shock": PCT, "demand_level": PCT, "factor": "0.00", "committed_gpus": INT, "committed_usd": USD0,
+            "total_cost_usd": USD0, "full_term_cost_usd": USD0, "reserved_usd": USD0, "on_demand_usd": USD0,
+            "spot_usd": USD0, "reserved_utilisation": PCT, "stranded_usd": USD0, "stranded_increase_usd": USD0,
+            "liability_past_horizon_usd": USD0, "shortfall_gpu_hours": NUM, "savings_usd": USD0, "npv_usd": USD0,
+            "stack_position": INT}
+
+
+def _write_tranches(ws, tr: pd.DataFrame) -> None:
+    s = _Sheet(ws, TRANCHE_COLUMNS, _FORMATS)
+    s.header({"option": 16})
+    for r in tr.itertuples():
+        s.append([getattr(r, c) if c not in ("purchase_date", "end_date") else pd.Timestamp(getattr(r, c))
+                  for c in TRANCHE_COLUMNS[:5]]
+                 + ["now" if r.firm else "planned"] + [getattr(r, c) for c in TRANCHE_COLUMNS[6:12]]
+                 + ["yes" if r.pays else "no"] + [getattr(r, c) for c in TRANCHE_COLUMNS[13:]])
+    s.table("Tranches")
+    s.note("Marginal utilisation: in each pool the GPUs in use fill the inventory owned first, then each "
+           "purchase in purchase order (the last bought is used last), so each tranche shows its own use.")
+
+
+def _write_table(ws, df: pd.DataFrame | None, name: str, cols: list[str]) -> None:
+    if df is None or not len(df):
+        ws.write_string(0, 0, "not computed: run `planner plan` without --no-memo")
+        return
+    cols = [c for c in cols if c in df]
+    s = _Sheet(ws, cols, _FORMATS)
+    s.header()
+    for r in df[cols].itertuples(index=False):
+        s.append(list(r))
+    s.table(name)
+    s.note("Re-solved by the model with this plan's purchases fixed (an LP each); values, not live formulas.")
+
+
+def _write_curve(ws, curve: pd.DataFrame | None) -> None:
+    cols = ["factor", "committed_gpus", "committed_usd", "total_cost_usd", "savings_usd", "npv_usd",
+            "full_term_cost_usd", "reserved_utilisation", "stranded_usd", "status", "optimum"]
+    if curve is None or not len(curve):
+        _write_table(ws, curve, "CommitmentCurve", cols)
+        return
+    cols = [c for c in cols if c in curve]
+    s = _Sheet(ws, cols, _FORMATS)
+    s.header()
+    for r in curve[cols].itertuples(index=False):
+        s.append([("this plan" if v else "") if c == "optimum" else v for c, v in zip(cols, r)])
+    s.table("CommitmentCurve")
+    s.note("Every commitment of the plan scaled by the factor (whole instances), re-solved with the purchases "
+           "fixed: the plan's own level (factor 1) is marked; savings are against all on-demand.")
+    n = len(curve)
+    wb = ws.planner_book.wb
+    chart = wb.add_chart({"type": "scatter", "subtype": "straight_with_markers"})
+    x = cols.index("committed_gpus")
+    for name in ("savings_usd", "total_cost_usd"):
+        y = cols.index(name)
+        chart.add_series({"name": name.replace("_usd", "").replace("_", " "),
+                          "categories": ["Commitment curve", 1, x, n, x], "values": ["Commitment curve", 1, y, n, y]})
+    opt = int(np.flatnonzero(curve["optimum"].to_numpy(bool))[0]) + 1 if curve["optimum"].any() else None
+    if opt is not None:
+        y = cols.index("savings_usd")
+        chart.add_series({"name": "this plan", "categories": ["Commitment curve", opt, x, opt, x],
+                          "values": ["Commitment curve", opt, y, opt, y],
+                          "marker": {"type": "diamond", "size": 11, "fill": {"color": "#C00000"}}, "line": {"none": True}})
+    chart.set_title({"name": "Savings and cost against the GPUs committed"})
+    chart.set_x_axis({"name": "GPUs committed", "min": 0, "num_format": INT})
+    chart.set_y_axis({"name": "USD", "min": 0, "num_format": USD0})
+    chart.set_size({"width": 760, "height": 360})
+    ws.insert_chart(n + 4, 0, chart)
+
+
+__all__ = ["memo_rows", "write_memo_sheets", "MEMO_SHEETS", "RED"]
