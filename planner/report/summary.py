@@ -100,6 +100,7 @@ def summary_text(plan: Plan) -> str:
                      f"to {r.option} ({r.plan_family}) ${r.usd_per_hour:,.2f}/h until {pd.Timestamp(r.end_date):%Y-%m-%d}: "
                      f"{_usd(r.committed_usd)} in the horizon, {100 * r.utilisation:.1f} % used, it paid "
                      f"{r.covered_gpu_hours:,.0f} on-demand GPU-hours worth {_usd(r.covered_at_on_demand_usd)}")
+    lines.extend(_memo_lines(plan))
     for m in plan.slo_misses.itertuples():
         scen = f" in scenario {m.scenario}" if len(inp.scenarios) > 1 else ""
         lines.append(f"  SLO MISSED: {m.workload_class}{scen} misses p{m.slo_percentile:g} <= {m.latency_slo_ms:g} ms in "
@@ -150,3 +151,28 @@ def _liability_lines(plan: Plan) -> list[str]:
                      f"is owed after the forecast ends on {end:%Y-%m-%d}: the plan assumes demand past the forecast "
                      "keeps them busy.")
     return lines
+
+
+def _memo_lines(plan: Plan) -> list[str]:
+    """The purchase memo's figures (when computed): cash, savings against the next-best plan, downside."""
+    m = plan.memo
+    if m is None:
+        return []
+    out = [f"  memo: cash out in the next 12 months {_usd(m.cash_next_12_months_usd)} (commitments already owned "
+           f"included); coverage {100 * float(m.coverage.get('coverage', 0.0)):.1f} % of commitment-eligible GPU-hours"]
+    if m.savings:
+        nb = float(m.savings["next_best_cost_usd"])
+        out.append(f"    the next-best plan (no new commitments, re-solved) costs {_usd(nb)}: this plan saves "
+                   f"{_usd(nb - plan.cost['total'])}")
+    d = m.downside
+    at = float(d["full_term_cost_usd"].iat[0]) if d is not None and len(d) else float("nan")
+    for r in (d[d["shock"] > 0].itertuples() if d is not None and len(d) else []):
+        out.append(f"    demand {100 * r.shock:.0f} % lower: {_usd(r.full_term_cost_usd)} over the whole terms "
+                   f"(at the forecast {_usd(at)}), "
+                   f"stranded commitment {_usd(r.stranded_usd)}, reserved utilisation {100 * r.reserved_utilisation:.0f} %")
+    paying = m.tranches[~m.tranches["pays"].astype(bool)] if len(m.tranches) else m.tranches
+    for r in paying.itertuples():
+        out.append(f"    WARNING: the tranche {r.gpus:g} {r.gpu_type}/{r.region} {r.option} bought "
+                   f"{pd.Timestamp(r.purchase_date):%Y-%m-%d} is used {100 * r.avg_utilisation:.0f} % on average, "
+                   f"below its break-even {100 * r.break_even_utilisation:.0f} % (Tranches sheet)")
+    return out

@@ -102,9 +102,11 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                  "share of the GPU-hours in pools with a commitment option served by commitments (owned, bought, "
                  "savings plans)", False))
     if m is not None and m.downside is not None and len(m.downside):
+        at = float(m.downside["full_term_cost_usd"].iat[0])
         for r in m.downside[m.downside["shock"] > 0].itertuples():
             rows.append((f"If demand is {100 * r.shock:.0f} % lower", float(r.full_term_cost_usd), USD0,
-                         f"cost over the whole terms, purchases fixed, re-solved; stranded commitment "
+                         f"cost over the whole terms (at the forecast {_money(at)}), purchases fixed, re-solved; "
+                         f"stranded commitment "
                          f"{_money(r.stranded_usd)} (+{_money(r.stranded_increase_usd)}), reserved utilisation "
                          f"{100 * r.reserved_utilisation:.0f} %: Downside", r.stranded_increase_usd > 0.05 * max(base, 1)))
     return rows

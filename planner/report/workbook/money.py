@@ -214,8 +214,16 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     names += [f"hours {_purchase_label(r)}" for r in bought.itertuples()]
     names += [f"GPU-hours {opt} {gt}/{rg}" for opt, gt, rg in pool_cols]
     names += [f"GPUs {_purchase_label(r)}" for r in bought.itertuples()]
-    names += ["discount_factor", "discounted_usd"]
-    s = _Sheet(ws, names, {n: USD for n in names[1:6]} | {"discount_factor": "0.0000", "discounted_usd": USD})
+    names += ["discount_factor", "discounted_usd", "owned_fees_usd", "total_with_owned_usd"]
+    s = _Sheet(ws, names, {n: USD for n in names[1:6]} | {"discount_factor": "0.0000", "discounted_usd": USD,
+                                                          "owned_fees_usd": USD, "total_with_owned_usd": USD})
+    from ...memo_cash import owned_fees_by_month
+
+    owned = owned_fees_by_month(inp)
+    owned = (owned.set_index("month")["owned_recurring_usd"] + owned.set_index("month")["owned_residual_usd"]) \
+        if len(owned) else pd.Series(dtype=float)
+    owned_col = xl_col_to_name(names.index("owned_fees_usd"))
+    total_col = xl_col_to_name(names.index("total_usd"))
     s.header({"month": 10, "": 3})
     h0 = 8  # first helper column (H)
     g0 = h0 + len(bought)  # GPU-hours columns
@@ -272,6 +280,8 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         factor = (1.0 + rate) ** (-i / 12.0)
         d0 = l0 + len(bought)  # the discount factor's column (1-based)
         values += [F(f"=(1+discount_rate)^(-{i}/12)", factor), F(f"=F{row}*{letter(d0)}{row}", month_total * factor)]
+        fee = float(owned.get(months[i], 0.0))
+        values += [fee, F(f"={total_col}{row}+{owned_col}{row}", month_total + fee)]  # the fees of what is owned
         s.append(values)
     n = s.rows - 1  # last data row (0-based)
     wb = ws.planner_book.wb
@@ -339,7 +349,15 @@ def _write_cash_by_year(wb, plan: Plan, months: pd.PeriodIndex, names: list[str]
     if ws is None:
         return
     start = int(getattr(plan.inputs.config.finance, "fiscal_year_start", 1) or 1)
-    kinds = ["upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", "total_usd", "discounted_usd"]
+    kinds = ["upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", "total_usd", "discounted_usd",
+             "owned_fees_usd", "total_with_owned_usd"]
+    owned_cash = pd.Series(0.0, index=months)
+    from ...memo_cash import owned_fees_by_month
+
+    of = owned_fees_by_month(plan.inputs)
+    for mo, a, b in zip(of["month"], of["owned_recurring_usd"], of["owned_residual_usd"]) if len(of) else []:
+        if mo in owned_cash.index:
+            owned_cash[mo] += float(a) + float(b)
     s = _Sheet(ws, ["period", "from", "to"] + kinds, {"from": DAY, "to": DAY} | {k: USD for k in kinds})
     s.header({"period": 24})
     col = {k: xl_col_to_name(names.index(k)) for k in kinds}
@@ -354,6 +372,10 @@ def _write_cash_by_year(wb, plan: Plan, months: pd.PeriodIndex, names: list[str]
         for k in kinds:
             if k == "discounted_usd":
                 value = float(cash["total_usd"].to_numpy()[inside] @ _discount(plan, len(months))[inside])
+            elif k == "owned_fees_usd":
+                value = float(owned_cash.to_numpy()[inside].sum())
+            elif k == "total_with_owned_usd":
+                value = float(cash["total_usd"].to_numpy()[inside].sum() + owned_cash.to_numpy()[inside].sum())
             else:
                 value = float(cash[k].to_numpy()[inside].sum())
             rng = f"'Cash flow'!${col[k]}$2:${col[k]}${last}"
