@@ -43,8 +43,9 @@ def summary_text(plan: Plan) -> str:
                      f"year, to the end of the last term (objective: {plan.finance['objective']})")
     base = plan.baseline_all_on_demand
     if base == base:
-        pct = 100 * plan.savings / base if base else 0.0
-        lines.append(f"  all on-demand    {_usd(base):>16}   savings {_usd(plan.savings)} ({pct:.1f} %)")
+        saved = plan.savings if abs(plan.savings) >= 0.005 else 0.0  # never "$-0"
+        pct = 100 * saved / base if base else 0.0
+        lines.append(f"  all on-demand    {_usd(base):>16}   savings {_usd(saved)} ({pct:.1f} %)")
     if len(inp.scenarios) > 1:
         parts = ", ".join(f"{r.scenario} ({r.probability:.0%}) {_usd(r.total)}" for r in plan.scenario_costs.itertuples())
         lines.append(f"  scenarios: {parts}")
