@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .frames import concat_rows
+
 
 @dataclass(frozen=True)
 class OptionKind:
@@ -137,7 +139,7 @@ def purchase_table(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.n
 
     win = options["kind"].eq("window").to_numpy()
     spend = options["kind"].eq("spend").to_numpy()
-    terms = pd.concat([options[~win & ~spend], spend_commitments(options[spend])], ignore_index=True)
+    terms = concat_rows([options[~win & ~spend], spend_commitments(options[spend])], ignore_index=True)
     rows, active = ladder.purchase_rows(terms, periods, hours, dates)
     rows["cash_date"] = rows["purchase_date"]
     rows["max_units"] = np.inf

@@ -109,8 +109,13 @@ def with_memo(plan: Plan, *, executor=None, backend: str | None = None, time_lim
         return plan
     from .memo import build_memo
 
+    from .errors import PlannerError
+
     t0 = time.perf_counter()
-    plan.memo = build_memo(plan, executor=executor, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
+    try:
+        plan.memo = build_memo(plan, executor=executor, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
+    except PlannerError as exc:  # the plan stands without its memo's re-solves: say why, never lose the plan
+        plan.notes.append(f"the purchase memo's re-solves were not computed ({exc}); the plan itself is unaffected")
     plan.timings["memo"] = time.perf_counter() - t0
     return plan
 
@@ -142,14 +147,15 @@ def _with_shadow(plan: Plan, shadow: bool) -> Plan:
     return plan
 
 
-BENDERS_AUTO_CELLS = 100_000  # periods x classes x scenarios above which "auto" decomposes (a year of 12 classes)
+BENDERS_AUTO_CELLS = 25_000  # periods x classes x scenarios above which "auto" decomposes (measured: M, 17,472
+# cells, ties; L, 43,680 cells, one purchase date, is 2x faster decomposed; see benchmarks/README.md)
 
 
 def _use_benders(inp: PlanInputs, backend: str) -> bool:
-    """Benders when asked, or with "auto" on long horizons with several purchase dates (HiGHS, no backfill).
+    """Benders when asked, or with "auto" above ``BENDERS_AUTO_CELLS`` (HiGHS, no backfill, no budget).
 
-    With one purchase date the monolithic model (and HiGHS's own branch and bound) stays the default: on the
-    year-long XL benchmark the decomposition's chunk LPs are too large to converge within the time limit.
+    The per-period multi-cut decomposition is faster than the monolithic model on long horizons with one
+    purchase date or several; below the threshold the monolithic model (HiGHS's own branch and bound) is.
     """
     from .decompose import applicable
 
@@ -159,8 +165,7 @@ def _use_benders(inp: PlanInputs, backend: str) -> bool:
         return False  # a budget couples the months the decomposition solves apart
     if method == "benders":
         return backend == "highs"  # the decomposition keeps its chunk LPs in HiGHS; --solver cbc solves monolithic
-    dated = "date_index" in inp.reserved and inp.reserved["date_index"].nunique() > 1
-    return dated and backend == "highs" and inp.T * inp.K * len(inp.scenarios) > BENDERS_AUTO_CELLS
+    return backend == "highs" and inp.T * inp.K * len(inp.scenarios) > BENDERS_AUTO_CELLS
 
 
 def _monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
@@ -201,7 +206,7 @@ def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, r
 
     bar = BendersProgress(enabled=progress)
     try:
-        bd = solve_benders(inp, mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar)
+        bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar)
     finally:
         bar.close()
     timings["benders"] = time.perf_counter() - t0
@@ -213,11 +218,14 @@ def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, r
     plan.solve = replace(plan.solve, status=status, mip_gap=bd.gap, best_bound=bd.lower,
                          seconds=bd.seconds + plan.solve.seconds, backend="highs", time_limit_s=limit,
                          mip_gap_limit=gap,
-                         message=f"Benders decomposition over {bd.chunks} monthly chunks, {bd.iterations} "
-                                 f"iterations: every purchase plan priced on the full hourly model, bound "
-                                 f"{bd.lower:,.2f} USD")
+                         message=f"Benders decomposition, {bd.chunks} cuts per iteration (one per {bd.cut_by}), "
+                                 f"{bd.iterations} iterations: every purchase plan priced on the full hourly "
+                                 f"model, bound {bd.lower:,.2f} USD")
     plan.status = status
-    plan.stats["benders"] = {"chunks": bd.chunks, "iterations": bd.iterations, "lower_usd": bd.lower,
+    plan.stats["benders"] = {"chunks": bd.chunks, "thetas": bd.chunks, "cut_by": bd.cut_by, "batches": bd.batches,
+                             "integer_master_solves": bd.integer_master, "cuts": bd.cuts,
+                             "phases_s": {k: v for k, v in bd.phases.items() if k != "rounding_gap"},
+                             "iterations": bd.iterations, "lower_usd": bd.lower,
                              "upper_usd": bd.upper, "gap": bd.gap,
                              "log": [{"iteration": i, "bound_usd": lo, "incumbent_usd": None if not np.isfinite(up) else up,
                                       "seconds": round(sec, 3)} for i, lo, up, sec in bd.history]}

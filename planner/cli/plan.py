@@ -30,8 +30,8 @@ STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "all
 @click.option("--write-lp", "write_lp", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write the model solved, as CPLEX LP (.lp) or MPS (.mps).")
 @click.option("--memo/--no-memo", default=True, show_default=True,
-              help="Also compute the purchase memo: each tranche's own utilisation, the cost with demand 20 %% and "
-                   "30 %% lower, the commitment curve and the next-best plan (a few LPs, purchases fixed).")
+              help="Also compute the purchase memo: each tranche's own utilisation, the cost with demand 20 % and "
+                   "30 % lower, the commitment curve and the next-best plan (a few LPs, purchases fixed).")
 @quiet_option
 @handle_errors
 def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, memo, quiet):

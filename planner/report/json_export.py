@@ -103,8 +103,9 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
         cube["gpu_type"], cube["region"] = inv["gpu_type"].to_numpy(), inv["region"].to_numpy()
         owned = cube.melt(id_vars=["gpu_type", "region"], var_name="month", value_name="reserved_owned_usd")
         owned = owned.groupby(["month", "gpu_type", "region"]).sum().reset_index()
-    out = out.merge(new, how="left").merge(owned, how="left").fillna({"reserved_new_usd": 0.0,
-                                                                     "reserved_owned_usd": 0.0})
+    out = out.merge(new, how="left").merge(owned, how="left")
+    for col in ("reserved_new_usd", "reserved_owned_usd"):  # numbers, 0 where a pool has none (pandas 2 and 3)
+        out[col] = pd.to_numeric(out[col], errors="coerce").astype(float).fillna(0.0)
     return out
 
 

@@ -170,7 +170,9 @@ def _memo_lines(plan: Plan) -> list[str]:
     for r in (d[d["shock"] > 0].itertuples() if d is not None and len(d) else []):
         out.append(f"    demand {100 * r.shock:.0f} % lower: {_usd(r.full_term_cost_usd)} over the whole terms "
                    f"(at the forecast {_usd(at)}), "
-                   f"stranded commitment {_usd(r.stranded_usd)}, reserved utilisation {100 * r.reserved_utilisation:.0f} %")
+                   f"stranded commitment {_usd(r.stranded_usd)}"
+                   + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %" if r.reserved_utilisation
+                      == r.reserved_utilisation else ""))
     paying = m.tranches[~m.tranches["pays"].astype(bool)] if len(m.tranches) else m.tranches
     for r in paying.itertuples():
         out.append(f"    WARNING: the tranche {r.gpus:g} {r.gpu_type}/{r.region} {r.option} bought "

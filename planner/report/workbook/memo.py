@@ -107,8 +107,9 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
             rows.append((f"If demand is {100 * r.shock:.0f} % lower", float(r.full_term_cost_usd), USD0,
                          f"cost over the whole terms (at the forecast {_money(at)}), purchases fixed, re-solved; "
                          f"stranded commitment "
-                         f"{_money(r.stranded_usd)} (+{_money(r.stranded_increase_usd)}), reserved utilisation "
-                         f"{100 * r.reserved_utilisation:.0f} %: Downside", r.stranded_increase_usd > 0.05 * max(base, 1)))
+                         f"{_money(r.stranded_usd)} (+{_money(r.stranded_increase_usd)})"
+                         + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %"
+                            if r.reserved_utilisation == r.reserved_utilisation else "") + ": Downside", r.stranded_increase_usd > 0.05 * max(base, 1)))
     return rows
 
 
