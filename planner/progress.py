@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+DEFAULT_COLUMNS = 100  # the bar's width when the terminal reports none
+
 
 def shown(enabled: bool = True) -> bool:
     """True when a bar would be drawn: asked for, and stderr is a terminal."""
@@ -21,8 +23,18 @@ def bar(total: int | None, desc: str, *, enabled: bool = True, unit: str = "task
     """A tqdm bar on stderr (``total=None``: a counter with no end); disabled unless :func:`shown`."""
     from tqdm import tqdm
 
+    dynamic = _columns() > 0  # a terminal reporting 0 columns: tqdm's dynamic width would draw nothing
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not shown(enabled),
-                dynamic_ncols=True, leave=False, mininterval=0.5)
+                dynamic_ncols=dynamic, ncols=None if dynamic else DEFAULT_COLUMNS, leave=False, mininterval=0.5)
+
+
+def _columns() -> int:
+    import shutil
+
+    try:
+        return int(shutil.get_terminal_size((0, 0)).columns)
+    except (OSError, ValueError):
+        return 0
 
 
 class BendersProgress:

@@ -175,6 +175,21 @@ def test_prometheus_range_query_to_hourly_means(tmp_path):
     ({"status": "success", "data": {"resultType": "matrix", "result": [
         {"metric": {"namespace": "x"}, "values": [[1725148800, "1"], [1725152400, "eight"]]}]}},
      "row 2, column 'data.result[0].values[1][1]': sample value is not a number (got 'eight')"),
+    ({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"namespace": "x"}, "values": [[1725148800, "1"], [1725148860, "+Inf"]]}]}},
+     "row 2, column 'data.result[0].values[1][1]': sample value is not finite (got '+Inf')"),
+    ({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"namespace": "x"}, "values": [[1725148800, "-Inf"]]}]}},
+     "column 'data.result[0].values[0][1]': sample value is not finite"),
+    ({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"namespace": "x"}, "values": [[1725148800000, "1"]]}]}},
+     "column 'data.result[0].values[0][0]': sample timestamp out of range: seconds since the epoch expected"),
+    ({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"namespace": "x"}, "values": [[86400, "1"]]}]}},
+     "seconds since the epoch expected"),
+    ({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"namespace": "x"}, "values": [[1725148800, "2"], [1725148860, "-3"]]}]}},
+     "row 2, column 'data.result[0].values[1][1]': sample value is negative (got '-3')"),
 ])
 def test_bad_prometheus_files_exit_2(tmp_path, doc, where):
     src = tmp_path / "p.json"
@@ -182,3 +197,132 @@ def test_bad_prometheus_files_exit_2(tmp_path, doc, where):
     r = run("--prometheus", src, "--label", "namespace", "--out", tmp_path / "h.csv")
     assert r.exit_code == 2 and "p.json" in r.output and where in r.output, r.output
     assert not (tmp_path / "h.csv").exists()
+
+
+# ---- review 26: every defect its regression test -------------------------------------------------------------
+def _bill(tmp_path, edit, name="b.csv"):
+    bill = pd.read_csv(FIX / "bill.csv", dtype=str, keep_default_na=False)
+    edit(bill)
+    path = tmp_path / name
+    bill.to_csv(path, index=False)
+    return path
+
+
+def test_outputs_that_are_inputs_exit_2_before_anything_is_written(tmp_path):
+    bill = tmp_path / "bill.csv"
+    bill.write_bytes((FIX / "bill.csv").read_bytes())
+    before = bill.read_bytes()
+    r = run("--focus", bill, "--prices", FIX / "prices.csv", "--out", bill)
+    assert r.exit_code == 2 and "--out" in r.output and "same file as the input --focus" in r.output
+    r = run("--focus", bill, "--prices", FIX / "prices.csv", "--out", tmp_path / "h.csv", "--inventory", bill)
+    assert r.exit_code == 2 and "--inventory" in r.output and "same file as the input --focus" in r.output
+    r = run("--focus", bill, "--prices", FIX / "prices.csv", "--out", tmp_path / "h.csv",
+            "--inventory", tmp_path / "." / "h.csv")
+    assert r.exit_code == 2 and "same file as --inventory" in r.output
+    prom = tmp_path / "p.json"
+    prom.write_bytes((FIX / "prom.json").read_bytes())
+    link = tmp_path / "h2.csv"
+    link.symlink_to(prom)
+    r = run("--prometheus", prom, "--label", "namespace", "--out", link)
+    assert r.exit_code == 2 and "same file as the input --prometheus" in r.output
+    assert bill.read_bytes() == before and not (tmp_path / "h.csv").exists()
+    assert prom.read_bytes() == (FIX / "prom.json").read_bytes()
+
+
+def test_charge_period_ending_before_it_starts_exits_2_naming_the_row(tmp_path):
+    def edit(b):
+        b.loc[1, "ChargePeriodEnd"] = "2024-08-31 23:00:00"
+    r = run("--focus", _bill(tmp_path, edit), "--prices", FIX / "prices.csv", "--out", tmp_path / "h.csv")
+    assert r.exit_code == 2 and "b.csv, row 3, column 'ChargePeriodEnd': ChargePeriodEnd is before" in r.output
+    assert not (tmp_path / "h.csv").exists()
+
+
+def test_negative_quantities_are_netted_and_counted(tmp_path):
+    def edit(b):
+        extra = b.iloc[[0]].copy()
+        extra["ConsumedQuantity"] = "-1.0"
+        b.loc[len(b)] = extra.iloc[0]
+    r = run("--focus", _bill(tmp_path, edit), "--prices", FIX / "prices.csv", "--out", tmp_path / "h.csv")
+    assert r.exit_code == 0, r.output
+    assert "1 GPU usage rows have a negative quantity" in r.output and "8 GPU-hours" in r.output
+    assert "row 8" in r.output
+    h = table(tmp_path / "h.csv")
+    assert h[("2024-09-01T00:00", "H100-80GB@us-east-1")] == pytest.approx(4.0)  # 8 - 8 / 2 h
+
+
+@pytest.mark.parametrize("tags", ['{"team": "vis', '["team", "vision"]'])
+def test_tags_not_a_json_object_are_untagged_with_a_note(tmp_path, tags):
+    def edit(b):
+        b.loc[1, "Tags"] = tags
+    r = run("--focus", _bill(tmp_path, edit), "--prices", FIX / "prices.csv", "--out", tmp_path / "h.csv",
+            "--class-by", "tag:team")
+    assert r.exit_code == 0, r.output
+    assert "1 GPU usage rows have a Tags cell that is not a JSON object" in r.output and "row 3, column Tags" in r.output
+    assert table(tmp_path / "h.csv")[("2024-09-01T00:00", "untagged")] == pytest.approx(1.0)
+
+
+def test_documented_flow_sizes_instance_types_the_sheet_did_not_keep(tmp_path):
+    catalog = tmp_path / "cat.csv"
+    catalog.write_text("InstanceType,AcceleratorName,AcceleratorCount,Price,SpotPrice,Region\n"
+                       "p5.48xlarge,H100,8,55.04,,us-east-1\ng5.4xlarge,A10G,1,1.624,,us-east-1\n"
+                       "g5.48xlarge,A10G,8,16.288,,us-east-1\n")
+    sheet = tmp_path / "prices.csv"
+    r = CliRunner().invoke(cli, ["prices", "import", "--from", "skypilot", str(catalog), "--out", str(sheet)])
+    assert r.exit_code == 0, r.output
+    assert pd.read_csv(sheet).query("gpu_type == 'A10G'")["gpus_per_instance"].tolist() == [8]  # g5.48xlarge kept
+    r = run("--focus", FIX / "bill.csv", "--prices", sheet, "--out", tmp_path / "h.csv")
+    assert r.exit_code == 0, r.output
+    assert "GPU usage rows: 3" in r.output
+    assert table(tmp_path / "h.csv")[("2024-09-01T00:00", "A10G@us-east-1")] == pytest.approx(1.0)  # g5.4xlarge: 1
+
+
+def test_unsized_rows_note_says_how_to_size_them(tmp_path):
+    sheet = tmp_path / "p.csv"
+    sheet.write_text("gpu_type,region,option,hourly_usd,gpus_per_instance\nH100-80GB,us-east-1,on_demand,6.88,8\n")
+    r = run("--focus", FIX / "bill.csv", "--prices", sheet, "--out", tmp_path / "h.csv")
+    assert r.exit_code == 0, r.output
+    assert "--instance-types g5.4xlarge,p5.48xlarge" in r.output or "--instance-types p5.48xlarge,g5.4xlarge" in r.output
+
+
+def test_history_import_bars_and_quiet(tmp_path, monkeypatch):
+    import planner.progress as progress
+
+    made = []
+    real = progress.bar
+
+    def spy(total, desc, *, enabled=True, unit="task"):
+        made.append((desc, enabled))
+        return real(total, desc, enabled=False, unit=unit)
+
+    monkeypatch.setattr(progress, "bar", spy)
+    r = run("--focus", FIX / "bill.csv", "--prices", FIX / "prices.csv", "--out", tmp_path / "h.csv")
+    assert r.exit_code == 0, r.output
+    descs = {d for d, on in made if on}
+    assert "spreading hours" in descs and "reading bill.csv" in descs
+    made.clear()
+    r = run("--focus", FIX / "bill.csv", "--prices", FIX / "prices.csv", "--out", tmp_path / "h2.csv", "-q")
+    assert r.exit_code == 0 and r.output == "" and (tmp_path / "h2.csv").exists()
+    assert made and not any(on for _, on in made)
+    r = run("--prometheus", FIX / "prom.json", "--label", "namespace", "--out", tmp_path / "h3.csv", "--quiet")
+    assert r.exit_code == 0 and r.output == ""
+
+
+def test_progress_bar_has_a_width_when_the_terminal_reports_0_columns(monkeypatch):
+    import os
+    import shutil
+
+    import planner.progress as progress
+
+    monkeypatch.setattr(progress, "shown", lambda enabled=True: bool(enabled))
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((0, 0)))
+    b = progress.bar(10, "x")
+    try:
+        assert b.ncols == progress.DEFAULT_COLUMNS and not b.dynamic_ncols
+    finally:
+        b.close()
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((120, 40)))
+    b = progress.bar(10, "x")
+    try:
+        assert b.dynamic_ncols
+    finally:
+        b.close()

@@ -172,3 +172,160 @@ def test_real_skypilot_azure_extract(tmp_path):
     assert ("H100-80GB", "eastus", "spot") not in p.index  # SpotPrice == Price: no spot
     assert p.loc[("Radeon-MI25", "eastus", "on_demand"), "gpus_per_instance"] == 1  # NV32as_v4, largest
     assert "12 -> 8" in res.stderr
+
+
+# ---- review 26: every defect its regression test -------------------------------------------------------------
+WIDE_HEADER = ("provider,region,location_type,gpu_type,gpus_per_instance,instance_type,on_demand_hourly_usd,"
+               "spot_hourly_usd,reserved_1y_hourly_usd,reserved_3y_hourly_usd,accelerator_kind,interruption_bucket\n")
+
+
+def wide(tmp_path, *rows, name="w.csv"):
+    path = tmp_path / name
+    path.write_text(WIDE_HEADER + "".join(r + "\n" for r in rows))
+    return path
+
+
+def assert_refused(res, out, *texts):
+    assert res.exit_code == 2, res.output
+    for t in texts:
+        assert t in res.stderr, res.stderr
+    assert not out.exists() and not (out.parent / (out.name + ".notes.md")).exists()
+
+
+def test_out_that_is_an_input_exits_2_before_writing(tmp_path):
+    src = tmp_path / "cat.csv"
+    src.write_bytes((FIX / "skypilot_aws_zones.csv").read_bytes())
+    before = src.read_bytes()
+    res = CliRunner().invoke(cli, ["prices", "import", "--from", "skypilot", str(src), "--out", str(src)])
+    assert res.exit_code == 2 and "--out" in res.stderr and "same file as the input" in res.stderr
+    link = tmp_path / "link.csv"
+    link.symlink_to(src)
+    res = CliRunner().invoke(cli, ["prices", "import", "--from", "skypilot", str(link),
+                                   "--out", str(tmp_path / "." / "cat.csv")])
+    assert res.exit_code == 2 and "same file as the input" in res.stderr
+    assert src.read_bytes() == before and not (tmp_path / "cat.csv.notes.md").exists()
+
+
+def test_gcp_units_or_nanos_as_text_exit_2_naming_sku_and_field(tmp_path):
+    import json
+
+    doc = json.loads((FIX / "gcp_skus.json").read_text())
+    sku = next(i for i, s in enumerate(doc["skus"]) if s["category"]["resourceGroup"] == "GPU")
+    doc["skus"][sku]["pricingInfo"][-1]["pricingExpression"]["tieredRates"][0]["unitPrice"]["nanos"] = "lots"
+    src = tmp_path / "g.json"
+    src.write_text(json.dumps(doc))
+    res, out = run(tmp_path, "gcp-skus", src)
+    assert_refused(res, out, f"g.json, row {sku + 1}", f"SKU {sku + 1} ({doc['skus'][sku]['skuId']})",
+                   "unitPrice.nanos", "'lots'")
+
+
+def test_gz_that_is_not_gzip_exits_2_and_aws_offer_file_reads_gzipped(tmp_path):
+    import gzip
+
+    plain = tmp_path / "plain.csv.gz"
+    plain.write_bytes((FIX / "skypilot_aws_zones.csv").read_bytes())
+    res, out = run(tmp_path, "skypilot", plain)
+    assert_refused(res, out, "plain.csv.gz", "not a gzip file")
+    assert "cannot write" not in res.stderr
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(b"\x1f\x8b\x08\x00" + b"garbage" * 20)
+    res, out = run(tmp_path, "gcp-skus", broken)
+    assert_refused(res, out, "broken.json.gz", "not a gzip file")
+    gz = tmp_path / "offer.csv.gz"
+    gz.write_bytes(gzip.compress((FIX / "aws_pricelist_ec2.csv").read_bytes()))
+    res, out = run(tmp_path / "b", "aws-pricelist", gz)
+    assert res.exit_code == 0, res.output
+    assert ("A100-40GB", "us-east-1", "on_demand") in valid_sheet(out).index
+
+
+def test_sheet_note_lists_the_gpus_of_every_instance_type_read(tmp_path):
+    res, out = run(tmp_path, "skypilot", FIX / "skypilot_aws_zones.csv")
+    assert res.exit_code == 0, res.output
+    note = (tmp_path / "prices.csv.notes.md").read_text()
+    assert "## GPUs of every instance type read" in note
+    assert "| g5.xlarge | A10G | 1 | no |" in note and "| g5.48xlarge | A10G | 8 | yes |" in note
+
+
+def test_wide_sheets_of_several_providers_exit_2_naming_the_source_row(tmp_path):
+    a = wide(tmp_path, "aws,us-east-1,region,A100-40GB,8,p4d.24xlarge,32,,,,gpu,", name="aws.csv")
+    g = wide(tmp_path, "gcp,us-east1,region,A100-40GB,1,a2-highgpu-1g,3,,,,gpu,", name="gcp.csv")
+    res, out = run(tmp_path, "wide", a, g)
+    assert_refused(res, out, "gcp.csv, row 2, column 'provider'", "one cloud per `--from wide` run")
+    assert "prices.csv" not in res.stderr.split("expected")[0]
+
+
+def test_wide_unknown_interruption_bucket_exits_2(tmp_path):
+    src = wide(tmp_path, "aws,us-east-1,region,A100-40GB,8,p4d.24xlarge,32,10,,,gpu,<5%",
+               "aws,us-west-2,region,A100-40GB,8,p4d.24xlarge,32,10,,,gpu,30-40%")
+    res, out = run(tmp_path, "wide", src)
+    assert_refused(res, out, "w.csv, row 3, column 'interruption_bucket'", "'30-40%'", "<5%, 5-10%")
+
+
+def test_conflicting_repeated_rows_exit_2_naming_both_and_exact_repeats_are_noted(tmp_path):
+    row = "aws,us-east-1,region,A100-40GB,8,p4d.24xlarge,32,10,,,gpu,<5%"
+    res, out = run(tmp_path, "wide", wide(tmp_path, row, row.replace(",32,", ",99,")))
+    assert_refused(res, out, "w.csv, row 3, column 'on_demand_hourly_usd'", "row 2")
+    res, out = run(tmp_path / "b", "wide", wide(tmp_path, row, row))
+    assert res.exit_code == 0 and "1 rows repeat another row exactly" in res.stderr
+    sky = tmp_path / "s.csv"
+    sky.write_text("InstanceType,AcceleratorName,AcceleratorCount,Price,SpotPrice,Region\n"
+                   "Standard_NC6s_v3,V100,1,3.0,0.3,eastus\nStandard_NC6s_v3,V100,1,5.0,0.3,eastus\n")
+    res, out = run(tmp_path / "c", "skypilot", sky)
+    assert_refused(res, out, "s.csv, row 3, column 'Price'", "of row 2")
+    sky.write_text("InstanceType,AcceleratorName,AcceleratorCount,Price,SpotPrice,Region\n"
+                   "Standard_NC6s_v3,V100,1,3.0,0.3,eastus\nStandard_NC6s_v3,V100,1,3.0,0.3,eastus\n")
+    res, out = run(tmp_path / "d", "skypilot", sky)
+    assert res.exit_code == 0 and "1 rows repeat another row exactly" in res.stderr
+
+
+def test_every_dropped_row_is_counted_by_reason(tmp_path):
+    src = wide(tmp_path, "aws,us-east-1,region,A10G,8,g5.48xlarge,16,5,,,gpu,<5%",
+               "aws,us-east-1,region,A10G,1,g5.xlarge,1,0.4,0.7,,gpu,<5%",
+               "aws,us-west-2,region,A10G,8,g5.48xlarge,,,,,gpu,",
+               "aws,eu-west-1,region,A10G,8,g5.48xlarge,,5,,,gpu,<5%")
+    res, out = run(tmp_path, "wide", src)
+    assert res.exit_code == 0, res.output
+    assert "1 rows have no price at all" in res.stderr and "rows 4." in res.stderr
+    assert "1 rows have a spot or reserved price but no on-demand price" in res.stderr and "rows 5." in res.stderr
+    assert "3 offer rows of instance types not kept in their pool were dropped" in res.stderr  # g5.xlarge
+    sky = tmp_path / "s.csv"
+    sky.write_text("InstanceType,AcceleratorName,AcceleratorCount,Price,SpotPrice,Region\n"
+                   "Standard_NC6s_v3,V100,1,3.0,0.3,eastus\nStandard_NC6s_v3,V100,1,,0.3,westus\n")
+    res, out = run(tmp_path / "b", "skypilot", sky)  # as wide: dropped with a note, not refused
+    assert res.exit_code == 0 and "1 rows have a SpotPrice but no Price and were skipped" in res.stderr
+
+
+def test_fractional_l4_upstream_label_is_renamed_and_flagged(tmp_path):
+    src = wide(tmp_path, "aws,us-east-1,region,L40 (upstream label; fractional GPU),0.125,g6f.large,0.9,,,,gpu,",
+               "aws,us-east-1,region,Mystery (upstream label; verify),1,x9.large,2,,,,gpu,")
+    res, out = run(tmp_path, "wide", src)
+    assert res.exit_code == 0, res.output
+    gpus = set(valid_sheet(out).index.get_level_values("gpu_type"))
+    assert "L4-fractional" in gpus and not any(g.startswith("L40") for g in gpus)
+    assert "fractions of an NVIDIA L4" in res.stderr and "WARNING" in res.stderr
+
+
+def test_prices_import_quiet_prints_nothing_but_errors(tmp_path):
+    res, out = run(tmp_path, "skypilot", FIX / "skypilot_aws_zones.csv", args=["-q"])
+    assert res.exit_code == 0 and res.stdout == "" and res.stderr == "" and out.exists()
+    res, out = run(tmp_path / "b", "skypilot", FIX / "bad_skypilot_no_count.csv", args=["--quiet"])
+    assert res.exit_code == 2 and "AcceleratorCount" in res.stderr
+
+
+def test_azure_errors_name_the_file_and_aws_offer_without_metadata_is_one_clear_error(tmp_path):
+    import json
+
+    doc = json.loads((FIX / "azure_retail_page1.json").read_text())
+    doc["Items"][0]["retailPrice"] = "cheap"
+    page = tmp_path / "page.json"
+    page.write_text(json.dumps(doc))
+    res, out = run(tmp_path, "azure-retail", page)
+    assert_refused(res, out, "page.json, row 1, column 'retailPrice'")
+    assert "Azure pages" not in res.stderr
+    lines = (FIX / "aws_pricelist_ec2.csv").read_text().splitlines(keepends=True)
+    bare = tmp_path / "bare.csv"
+    bare.write_text("".join(lines[5:]))
+    res, out = run(tmp_path / "b", "aws-pricelist", bare)
+    assert_refused(res, out, "bare.csv, row 1: the 5 metadata lines of an AWS offer file are missing (header "
+                             "expected on row 6)")
+    assert res.stderr.count(" - ") == 1

@@ -8,7 +8,7 @@ import click
 
 from . import cli
 from ..errors import InputError, Problem
-from .common import handle_errors
+from .common import handle_errors, quiet_option
 
 
 @cli.group()
@@ -36,8 +36,9 @@ def history():
               help="Prometheus /api/v1/query_range answer (JSON) of a GPU-requests metric.")
 @click.option("--label", default=None, help="With --prometheus: the metric label whose value names the class.")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="History CSV to write (long form).")
+@quiet_option
 @handle_errors
-def history_import(focus_file, prices, inventory_out, class_by, prom_file, label, out):
+def history_import(focus_file, prices, inventory_out, class_by, prom_file, label, out, quiet):
     """Write an hourly demand history (period, workload_class, gpus) from a bill or from metrics.
 
     Example:
@@ -48,34 +49,39 @@ def history_import(focus_file, prices, inventory_out, class_by, prom_file, label
         planner history import --prometheus gpu_requests.json --label namespace --out history.csv
     """
     from ..imports.history_write import write_history
+    from .prices_cmd import refuse_overwriting_inputs
 
     if (focus_file is None) == (prom_file is None):
         raise InputError(Problem("command line", "give one of --focus or --prometheus",
                                  expected="--focus FILE --prices SHEET, or --prometheus FILE --label LABEL"))
     if out.suffix.lower() != ".csv":
         raise InputError(Problem("--out", "the history is one CSV file", value=str(out), expected="a path ending in .csv"))
+    refuse_overwriting_inputs({"--out": out, "--inventory": inventory_out},
+                              {"--focus": focus_file, "--prices": prices, "--prometheus": prom_file,
+                               "--prices' note": None if prices is None else Path(str(prices) + ".notes.md")})
     if focus_file is not None:
         from ..imports.focus_history import import_focus
 
         if prices is None:
             raise InputError(Problem("command line", "--prices is required with --focus",
                                      expected="the price sheet whose pools (gpu_type, region) the usage is of"))
-        result = import_focus(focus_file, prices, class_by)
+        result = import_focus(focus_file, prices, class_by, progress=not quiet)
     else:
         from ..imports.prometheus import import_prometheus
 
         if inventory_out is not None:
             raise InputError(Problem("command line", "--inventory needs --focus (metrics show no commitments)"))
         result = import_prometheus(prom_file, label)
-    click.echo(", ".join(f"{k}: {v:,}" for k, v in result.counts.items()))
+    say = (lambda *a, **k: None) if quiet else click.echo  # noqa: E731 (-q: errors only)
+    say(", ".join(f"{k}: {v:,}" for k, v in result.counts.items()))
     h = result.history
-    click.echo(f"history: {h['workload_class'].nunique()} classes x {h['period'].nunique()} hours"
-               + (f" ({h['period'].min()} .. {h['period'].max()})" if len(h) else ""))
+    say(f"history: {h['workload_class'].nunique()} classes x {h['period'].nunique()} hours"
+        + (f" ({h['period'].min()} .. {h['period'].max()})" if len(h) else ""))
     if len(result.notes):
-        click.echo("notes:", err=True)
+        say("notes:", err=True)
         for n in result.notes:
-            click.echo(f"  - {n}", err=True)
+            say(f"  - {n}", err=True)
     written = write_history(result, out, inventory_out)
     if inventory_out is not None and len(written) == 1:
-        click.echo(f"no GPU commitment in the bill: {inventory_out} not written", err=True)
-    click.echo("wrote " + " and ".join(str(p) for p in written))
+        say(f"no GPU commitment in the bill: {inventory_out} not written", err=True)
+    say("wrote " + " and ".join(str(p) for p in written))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -9,11 +10,44 @@ from pathlib import Path
 import click
 
 from . import cli
-from .common import Finite, handle_errors
+from .common import Finite, handle_errors, quiet_option
 
 
 def _names(text: str | None) -> tuple[str, ...]:
     return tuple(t.strip() for t in (text or "").split(",") if t.strip())
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """True when paths ``a`` and ``b`` are one file: ``os.path.samefile`` when both exist (hard links, symlinks),
+    else the same resolved path."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def refuse_overwriting_inputs(outputs: dict, inputs: dict) -> None:
+    """Exit 2, before anything is written, when an output (option -> path) is an input (name -> path) or
+    another output."""
+    from ..errors import InputError, Problem
+
+    problems = []
+    outs = [(k, Path(v)) for k, v in outputs.items() if v is not None]
+    for flag, path in outs:
+        for name, src in inputs.items():
+            if src is not None and same_file(path, Path(src)):
+                problems.append(Problem(flag, f"is the same file as the input {name}", value=str(path),
+                                        expected="a new path: an output never overwrites an input"))
+    for i, (flag, path) in enumerate(outs):
+        for other, path2 in outs[i + 1:]:
+            if same_file(path, path2):
+                problems.append(Problem(flag, f"is the same file as {other}", value=str(path),
+                                        expected="two different paths"))
+    if problems:
+        raise InputError(problems)
 
 
 @cli.group()
@@ -54,9 +88,10 @@ def prices():
 @click.option("--vm-hourly-usd-per-gpu", type=Finite(0, 1e5), default=0.0, show_default=True,
               help="gcp-skus: the VM's vCPU/RAM price per GPU-hour, added to every row (GPU SKUs price the GPU alone).")
 @click.option("--all-locations", is_flag=True, help="wide: keep Local/Wavelength zones too (default: regions only).")
+@quiet_option
 @handle_errors
 def import_cmd(fmt, files, out, regions, gpu_types, instance_types, pick, zones, interruption_rule,
-               spot_interruptions_per_hour, ri_class, payment, catalog, vm_hourly_usd_per_gpu, all_locations):
+               spot_interruptions_per_hour, ri_class, payment, catalog, vm_hourly_usd_per_gpu, all_locations, quiet):
     """Write a price sheet from a cloud's price catalog FILEs, every assumption in OUT.notes.md and on stderr.
 
     Example:
@@ -67,8 +102,11 @@ def import_cmd(fmt, files, out, regions, gpu_types, instance_types, pick, zones,
     """
     from ..errors import InputError, Problem
     from ..imports.catalog import PAYMENTS, ImportOptions, import_prices
-    from ..imports.catalog_write import summary, write
+    from ..imports.catalog_write import notes_path, summary, write
 
+    inputs = {f"FILE {f}": f for f in files}
+    inputs["--catalog"] = catalog
+    refuse_overwriting_inputs({"--out": out, "--out's note": notes_path(out)}, inputs)
     payments = _names(payment)
     wrong = [p for p in payments if p not in PAYMENTS]
     if wrong or not payments:
@@ -82,5 +120,6 @@ def import_cmd(fmt, files, out, regions, gpu_types, instance_types, pick, zones,
     result = import_prices(fmt, files, opts)
     command = "planner " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     sheet, note = write(result, out, command)
-    click.echo(summary(result), err=True)
-    click.echo(f"wrote {sheet} and {note}")
+    if not quiet:
+        click.echo(summary(result), err=True)
+        click.echo(f"wrote {sheet} and {note}")

@@ -64,7 +64,8 @@ class ImportOptions:
 class ImportResult:
     """A price sheet made from catalog files: ``prices`` (the sheet's columns, one row per pool and option),
     ``provenance`` (the same rows: instance type, source rows, basis), ``notes`` (every assumption, in
-    words) and ``inputs`` (path, sha256 of each file read)."""
+    words), ``inputs`` (path, sha256 of each file read) and ``instance_sizes`` (the GPUs of every instance type
+    the files price, kept in the sheet or not)."""
 
     prices: pd.DataFrame
     provenance: pd.DataFrame
@@ -73,6 +74,8 @@ class ImportResult:
     fmt: str
     options: ImportOptions = field(default_factory=ImportOptions)
     made_at: str = ""
+    instance_sizes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["instance_type", "gpu_type", "gpus_per_instance", "in_sheet"]))
 
 
 class Notes(list):
@@ -136,13 +139,15 @@ def _filter(df: pd.DataFrame, col: str, wanted: tuple[str, ...], flag: str, note
     return df[folded.isin([w.casefold() for w in want])]
 
 
-def finish(raw: pd.DataFrame, opts: ImportOptions, notes: Notes, files: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Offer rows (per instance) -> (price sheet, provenance): filtered, one instance type per pool, per GPU."""
+def finish(raw: pd.DataFrame, opts: ImportOptions, notes: Notes, files: list[str]) -> tuple[pd.DataFrame, ...]:
+    """Offer rows (per instance) -> (price sheet, provenance, GPUs of every instance type read): filtered, one
+    instance type per pool, per GPU."""
     df = offers(raw)
     df = df[df["gpu_type"].ne("") & df["region"].ne("") & df["hourly_usd"].notna()]
     if df.empty:
         raise InputError(Problem(", ".join(files), "no GPU prices found in the files",
                                  expected="rows of GPU instances with an on-demand price"))
+    every = instance_sizes(df)
     df = _filter(df, "region", opts.regions, "regions", notes)
     df = _filter(df, "gpu_type", opts.gpu_types, "gpu-types", notes)
     df = _filter(df, "instance_type", opts.instance_types, "instance-types", notes)
@@ -162,8 +167,18 @@ def finish(raw: pd.DataFrame, opts: ImportOptions, notes: Notes, files: list[str
     notes.add("Prices are per GPU-hour: the instance's price divided by its GPUs (gpus_per_instance, kept in the "
               "sheet, so reserved purchases are whole instances); reserved upfront_usd is per GPU too; a savings "
               "plan's upfront_usd is per USD/h committed, as docs/commitments.md defines it.")
-    return _sheet_columns(sheet), sheet[["gpu_type", "region", "option", "instance_type", "gpus_per_instance",
-                                         "source", "basis"]]
+    provenance = sheet[["gpu_type", "region", "option", "instance_type", "gpus_per_instance", "source", "basis"]]
+    every["in_sheet"] = every["instance_type"].isin(set(provenance["instance_type"]))
+    return _sheet_columns(sheet), provenance, every
+
+
+def instance_sizes(df: pd.DataFrame) -> pd.DataFrame:
+    """The GPUs of every instance type of the offer rows (``instance_type, gpu_type, gpus_per_instance``), one
+    row each, before any filter or pick: ``planner history import`` sizes a bill's instances from it (the price
+    per GPU is the pool's, whichever instance type priced it). GCP's "GPU only" rows name no instance."""
+    named = df[df["instance_type"].ne("") & ~df["instance_type"].str.startswith("GPU only")]
+    return named[["instance_type", "gpu_type", "gpus_per_instance"]].drop_duplicates("instance_type") \
+        .sort_values("instance_type").reset_index(drop=True)
 
 
 def _dedupe(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
@@ -201,7 +216,21 @@ def _pick_instances(df: pd.DataFrame, opts: ImportOptions, notes: Notes) -> pd.D
         notes.add(f"{int((several > 1).sum())} pools (gpu_type x region) are sold as several instance types; one "
                   f"per pool is kept, {rule} (--pick {opts.pick}; --instance-types to choose them yourself); the "
                   "instance type of every row is in the provenance table.")
-    return df.merge(chosen, on=["gpu_type", "region", "instance_type"], how="inner")
+    kept = df.merge(chosen, on=["gpu_type", "region", "instance_type"], how="inner")
+    lost_rows = df.merge(chosen, on=["gpu_type", "region", "instance_type"], how="left", indicator=True)
+    lost_rows = lost_rows[lost_rows["_merge"].eq("left_only")]
+    in_priced = lost_rows.merge(chosen[["gpu_type", "region"]], on=["gpu_type", "region"], how="inner")
+    if len(in_priced):
+        by = in_priced["option"].where(in_priced["option"].isin(["on_demand", "spot"]),
+                                       in_priced["option"].str.split("_").str[0]).value_counts()
+        notes.add(f"{len(in_priced)} offer rows of instance types not kept in their pool were dropped ("
+                  + ", ".join(f"{k} {v}" for k, v in by.items()) + f"; --pick {opts.pick}, or --instance-types): "
+                  "a pool has one instance type; the GPUs of every instance type read are listed in the notes "
+                  "for `planner history import`.")
+    if len(lost):
+        n = len(df.merge(lost[["gpu_type", "region"]], on=["gpu_type", "region"], how="inner"))
+        notes.add(f"{n} offer rows of pools without an on-demand price were dropped.")
+    return kept
 
 
 def _savings_below_on_demand(sheet: pd.DataFrame, notes: Notes) -> pd.DataFrame:
@@ -252,9 +281,9 @@ def import_prices(fmt: str, files, opts: ImportOptions | None = None) -> ImportR
             raise InputError(Problem(str(p), "no such file", expected=f"a {fmt} catalog file"))
     notes = Notes()
     raw = importlib.import_module(f".{modules[fmt]}", __package__).read(paths, opts, notes)
-    prices, provenance = finish(raw, opts, notes, [str(p) for p in paths])
+    prices, provenance, sizes = finish(raw, opts, notes, [str(p) for p in paths])
     inputs = [(str(p), sha256_of(p)) for p in paths]
     if opts.catalog is not None:
         inputs.append((str(opts.catalog), sha256_of(Path(opts.catalog))))
     return ImportResult(prices=prices, provenance=provenance, notes=list(notes), inputs=inputs, fmt=fmt,
-                        options=opts, made_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+                        options=opts, instance_sizes=sizes, made_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))

@@ -20,9 +20,10 @@ import pandas as pd
 
 from ..errors import Collector, InputError, Problem
 from .catalog import ImportOptions, Notes, offers
-from .catalog_aws_sp import is_savings_plan_file, read_savings_plans
+from .catalog_aws_sp import NEEDED as SP_NEEDED
+from .catalog_aws_sp import is_json, is_savings_plan_file, read_savings_plans, require_aws_header
 from .catalog_gpus import aws_family_gpus
-from .catalog_read import header_line, numbers, read_csv, require_columns
+from .catalog_read import numbers, read_csv
 
 META_LINES = 5
 NEEDED = ["SKU", "OfferTermCode", "TermType", "Unit", "PricePerUnit", "Currency", "LeaseContractLength",
@@ -34,6 +35,9 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     """Offer files -> on-demand and reserved rows; rate files -> savings-plan rows of the same instance types."""
     bad = Collector()
     sp_files = [p for p in paths if is_savings_plan_file(p)]
+    for p in sp_files:
+        if not is_json(p):
+            require_aws_header(p, SP_NEEDED)
     parts = [_read_offers(p, opts, notes, bad) for p in paths if p not in sp_files]
     bad.raise_if_any()
     if not parts:
@@ -48,7 +52,7 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
 
 def _read_offers(path: Path, opts: ImportOptions, notes: Notes, bad: Collector) -> pd.DataFrame:
     file = str(path)
-    require_columns(file, header_line(path, META_LINES), NEEDED, META_LINES + 1)
+    require_aws_header(path, NEEDED)
 
     def keep(c: pd.DataFrame) -> pd.Series:
         return (c["Operating System"].eq("Linux") & c["Tenancy"].eq("Shared") & c["Pre Installed S/W"].isin(["NA", ""])

@@ -25,17 +25,38 @@ KINDS = {"ComputeSavingsPlans": "compute", "EC2InstanceSavingsPlans": "instance"
 PREPAID_SHARE = {"all_upfront": 1.0, "partial_upfront": 0.5, "no_upfront": 0.0}
 
 
+def is_json(path: Path) -> bool:
+    """True for a ``.json`` or ``.json.gz`` file."""
+    return path.name.lower().endswith((".json", ".json.gz"))
+
+
 def is_savings_plan_file(path: Path) -> bool:
-    """True for a Savings Plans rates file (a JSON document, or a CSV whose header has DiscountedRate)."""
-    if path.suffix.lower() == ".json":
+    """True for a Savings Plans rates file (a JSON document, or a CSV whose header has DiscountedRate, on row 6
+    or, when the metadata lines are missing, on row 1)."""
+    if is_json(path):
         return True
-    return "DiscountedRate" in header_line(path, META_LINES)
+    return "DiscountedRate" in header_line(path, META_LINES) or "DiscountedRate" in header_line(path, 0)
+
+
+def require_aws_header(path: Path, needed) -> None:
+    """Exit 2 unless the header on row 6 (after AWS's 5 metadata lines) has every column of ``needed``; a file
+    whose header is on row 1 gets one clear error (the metadata lines are missing), not one per column."""
+    header = header_line(path, META_LINES)
+    if all(c in header for c in needed):
+        return
+    first = header_line(path, 0)
+    if sum(c in first for c in needed) >= len(needed) // 2:
+        raise InputError(Problem(str(path), "the 5 metadata lines of an AWS offer file are missing (header "
+                                 "expected on row 6)", row=1, value=",".join(first[:3]) + ",...",
+                                 expected="the file as AWS publishes it: 5 metadata lines (FormatVersion, "
+                                          "Disclaimer, Publication Date, Version, OfferCode), then the header"))
+    require_columns(str(path), header, needed, META_LINES + 1)
 
 
 def read_savings_plans(paths: list[Path], sizes: pd.DataFrame, opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     """Rates of every file for the GPU instance types in ``sizes`` (instance_type, gpu_type, gpus_per_instance)."""
     bad = Collector()
-    rates = pd.concat([_json(p) if p.suffix.lower() == ".json" else _csv(p) for p in paths], ignore_index=True)
+    rates = pd.concat([_json(p) if is_json(p) else _csv(p) for p in paths], ignore_index=True)
     rates["rate"] = numbers(rates, "DiscountedRate", "savings plan rates", bad, blank_ok=False, low=0,
                             strictly_above=True, expected="USD per instance-hour (> 0)")
     bad.raise_if_any()
@@ -62,7 +83,7 @@ def read_savings_plans(paths: list[Path], sizes: pd.DataFrame, opts: ImportOptio
 
 
 def _csv(path: Path) -> pd.DataFrame:
-    require_columns(str(path), header_line(path, META_LINES), NEEDED, META_LINES + 1)
+    require_aws_header(path, NEEDED)
     df = read_csv(path, skip=META_LINES, usecols=NEEDED + ["Instance Family"], chunksize=200_000,
                   keep=lambda c: c["DiscountedUsageType"].str.contains("BoxUsage:", regex=False))
     if "Instance Family" not in df:

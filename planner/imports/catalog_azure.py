@@ -30,11 +30,10 @@ TERMS = {"1 Year": 1, "3 Years": 3}
 
 def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     """Every page's GPU VM items as offer rows; exit 2 on a page without ``Items`` or an item without a price."""
-    items = pd.concat([_page(p) for p in paths], ignore_index=True)
     bad = Collector()
-    items["price"] = numbers(items, "retailPrice", "Azure pages", bad, blank_ok=False, low=0,
-                             expected="the item's price in its currency (>= 0)")
+    pages = [_page(p, bad) for p in paths]
     bad.raise_if_any()
+    items = pd.concat(pages, ignore_index=True)
     if opts.catalog is not None:
         from .catalog_skypilot import gpu_table
         sizes = gpu_table(Path(opts.catalog))
@@ -64,7 +63,7 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
                             ignore_index=True))
 
 
-def _page(path: Path) -> pd.DataFrame:
+def _page(path: Path, priced: Collector) -> pd.DataFrame:
     doc = load_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("Items"), list):
         raise InputError(Problem(str(path), "not a Retail Prices API page: no 'Items' list", column="Items",
@@ -89,6 +88,8 @@ def _page(path: Path) -> pd.DataFrame:
             "currencyCode", "serviceName"]
     df[text] = df[text].fillna("").astype(str)
     df["retailPrice"] = df["retailPrice"].astype(str)
+    df["price"] = numbers(df, "retailPrice", str(path), priced, blank_ok=False, low=0,
+                          expected="the item's price in its currency (>= 0)")
     return df
 
 

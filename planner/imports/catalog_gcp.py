@@ -83,7 +83,18 @@ def _skus(path: Path) -> pd.DataFrame:
                     column="pricingInfo", value=expr.get("usageUnit"),
                     expected="usageUnit 'h' and tieredRates[0].unitPrice {units, nanos}")
             continue
-        price[i] = float(unit.get("units") or 0) + float(unit.get("nanos") or 0) / 1e9
+        parts = {}
+        for fld in ("units", "nanos"):
+            raw_value = unit.get(fld) if isinstance(unit, dict) else None
+            try:
+                parts[fld] = float(raw_value or 0)
+            except (TypeError, ValueError):
+                parts[fld] = np.nan
+            if not np.isfinite(parts[fld]) or parts[fld] < 0:
+                bad.add(str(path), f"SKU {i + 1} ({sku.get('skuId', '?')}): unitPrice.{fld} is not a number",
+                        row=i + 1, column=f"pricingInfo[-1].pricingExpression.tieredRates[0].unitPrice.{fld}",
+                        value=raw_value, expected="a whole number >= 0 (as text or a number), e.g. \"2\" or 933908000")
+        price[i] = parts["units"] + parts["nanos"] / 1e9
     bad.raise_if_any()
     return pd.DataFrame({"description": [str(s.get("description", "")) for s in raw],
                          "resourceGroup": cat["resourceGroup"].fillna("").astype(str),

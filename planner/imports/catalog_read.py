@@ -3,12 +3,15 @@
 Each reader of ``planner prices import`` reads through here, so a bad file is reported the planner's way
 (:class:`~planner.errors.InputError`: file, row, column, value, expected; exit 2): rows are numbered as the
 file's lines are (a CSV's header line is its own number, the first data row the next), JSON list entries
-from 1.
+from 1. A file whose name ends in ``.gz`` is read through gzip (every format); one that is not gzip data, or
+is damaged, exits 2 "not a gzip file" naming it.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +20,36 @@ import pandas as pd
 from ..errors import Collector, InputError, Problem
 
 MAX_PER_CHECK = 10
+GZIP_MAGIC = b"\x1f\x8b"
+GZIP_ERRORS = (gzip.BadGzipFile, zlib.error, EOFError)
+
+
+def is_gzip_name(path: str | Path) -> bool:
+    """True when ``path`` is named as a gzip file (``.gz``)."""
+    return str(path).lower().endswith(".gz")
+
+
+def not_gzip(path: str | Path, detail: str = "") -> InputError:
+    """The error for a ``.gz`` file that is not (whole) gzip data."""
+    return InputError(Problem(str(path), "not a gzip file" + (f" ({detail})" if detail else ""),
+                              expected="gzip-compressed data (the name ends in .gz), or the plain file without .gz"))
+
+
+def check_gzip(path: str | Path) -> None:
+    """Exit 2 "not a gzip file" when ``path`` is named ``.gz`` but does not start with the gzip magic bytes."""
+    if is_gzip_name(path):
+        with open(path, "rb") as f:
+            head = f.read(2)
+        if head != GZIP_MAGIC:
+            raise not_gzip(path, "it does not start with the gzip signature 1f 8b")
+
+
+def open_text(path: str | Path):
+    """``path`` opened as UTF-8 text (a BOM dropped), through gzip when it is named ``.gz``."""
+    check_gzip(path)
+    if is_gzip_name(path):
+        return gzip.open(path, "rt", encoding="utf-8-sig", errors="replace")
+    return open(path, encoding="utf-8-sig", errors="replace")
 
 
 def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | None = None, keep=None) -> pd.DataFrame:
@@ -28,8 +61,9 @@ def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | Non
     path = Path(path)
     if not path.is_file():
         raise InputError(Problem(str(path), "no such file", expected="a catalog file"))
+    check_gzip(path)
     try:
-        reader = pd.read_csv(path, skiprows=skip, dtype=str, keep_default_na=False, skip_blank_lines=False,
+        reader = pd.read_csv(path, skiprows=skip, compression="infer", dtype=str, keep_default_na=False, skip_blank_lines=False,
                              usecols=(lambda c: c in usecols) if usecols else None, chunksize=chunksize or 10**9,
                              encoding="utf-8-sig")
         parts, start = [], skip + 2
@@ -39,6 +73,8 @@ def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | Non
             start += len(chunk)
             chunk = chunk[chunk.drop(columns="_row").ne("").any(axis=1)]
             parts.append(chunk[keep(chunk)] if keep is not None else chunk)
+    except GZIP_ERRORS as exc:
+        raise not_gzip(path, f"damaged: {exc}") from None
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(Problem(str(path), f"not a readable CSV file: {exc}", row=None,
                                  expected="a CSV file with one header line")) from None
@@ -49,10 +85,13 @@ def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | Non
 
 def header_line(path: str | Path, skip: int = 0) -> list[str]:
     """The column names on line ``skip + 1`` of a CSV (to check them before reading a large file)."""
-    with open(path, encoding="utf-8-sig", errors="replace") as f:
-        for _ in range(skip):
-            f.readline()
-        line = f.readline()
+    try:
+        with open_text(path) as f:
+            for _ in range(skip):
+                f.readline()
+            line = f.readline()
+    except GZIP_ERRORS as exc:
+        raise not_gzip(path, f"damaged: {exc}") from None
     return [c.strip().strip('"') for c in line.rstrip("\r\n").split(",")]
 
 
@@ -91,8 +130,17 @@ def load_json(path: str | Path):
     path = Path(path)
     if not path.is_file():
         raise InputError(Problem(str(path), "no such file", expected="a JSON file"))
+    check_gzip(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
+        if is_gzip_name(path):
+            with gzip.open(path, "rb") as f:
+                raw = f.read()
+        else:
+            raw = path.read_bytes()
+    except GZIP_ERRORS as exc:
+        raise not_gzip(path, f"damaged: {exc}") from None
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
     except json.JSONDecodeError as exc:
         raise InputError(Problem(str(path), f"not valid JSON: {exc.msg}", row=exc.lineno,
                                  expected="a JSON document as the API returns it")) from None

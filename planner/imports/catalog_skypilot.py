@@ -2,7 +2,9 @@
 SpotPrice, Region`` and, for AWS and GCP, ``AvailabilityZone``) -> offer rows (on-demand and spot).
 
 Rules (each stated in the notes of the import): rows with neither accelerator name nor count are not GPU
-rows and are skipped; a GPU row with neither price is not offered there; ``SpotPrice == Price`` means the
+rows and are skipped; a GPU row with neither price is not offered there, one with a spot price but no on-demand
+price is skipped (both counted in the notes); a row repeating an instance type, region and zone is read once when
+its prices are the same, and exits 2 naming both rows when they differ; ``SpotPrice == Price`` means the
 catalog had no spot price (SkyPilot fills it with the on-demand price); zones collapse to one price per
 region (``--zones``); Azure sizes in the built-in table take their GPU and count from it (ND96isr_H100_v5:
 8 GPUs, the v6 catalog says 12); ``_Promo`` sizes are left out.
@@ -66,9 +68,12 @@ def _read_one(path: Path, opts: ImportOptions, notes: Notes, bad: Collector) -> 
     spot = numbers(df, "SpotPrice", file, bad, blank_ok=True, low=0, strictly_above=True,
                    expected="the spot price in USD per instance-hour (> 0) or blank", mask=rows)
     spot_only = rows & price.isna() & spot.notna() & df["Price"].str.strip().eq("")
-    for r in df.loc[spot_only, "_row"].head(10):
-        bad.add(file, "a spot price but no on-demand price", row=int(r), column="Price",
-                expected="the on-demand price in USD per instance-hour (every pool needs one)")
+    if spot_only.any():
+        notes.add(f"{path.name}: {int(spot_only.sum())} rows have a SpotPrice but no Price and were skipped (the sheet "
+                  "prices a pool from the on-demand price of the instance type it keeps): rows "
+                  + ", ".join(map(str, df.loc[spot_only, "_row"].head(12))) + ".")
+    repeat = _duplicates(df, rows, price, spot, file, bad, notes, path.name)
+    rows &= ~repeat
     unpriced = rows & df["Price"].str.strip().eq("") & df["SpotPrice"].str.strip().eq("")
     if unpriced.any():
         notes.add(f"{path.name}: {int(unpriced.sum())} GPU rows have neither Price nor SpotPrice (the size is not "
@@ -105,6 +110,36 @@ def _read_one(path: Path, opts: ImportOptions, notes: Notes, bad: Collector) -> 
     sp = sp.assign(option="spot", hourly_usd=sp["spot"], interruptions_per_hour=rate,
                    basis="SkyPilot catalog SpotPrice; interruption rate assumed")
     return offers(pd.concat([od, sp], ignore_index=True))
+
+
+def _duplicates(df: pd.DataFrame, rows: pd.Series, price: pd.Series, spot: pd.Series, file: str, bad: Collector,
+                notes: Notes, name: str) -> pd.Series:
+    """Rows repeating an instance type, region and zone: exact repeats are dropped (returned as a mask, counted
+    in the notes); repeats with another Price or SpotPrice are reported to ``bad`` naming both rows."""
+    zone = df["AvailabilityZone"].str.strip() if "AvailabilityZone" in df else pd.Series("", index=df.index)
+    key = pd.DataFrame({"i": df["InstanceType"].str.strip(), "r": df["Region"].str.strip(), "z": zone})[rows]
+    dup = key.duplicated(keep=False)
+    repeat = pd.Series(False, index=df.index)
+    if not dup.any():
+        return repeat
+    for _, g in key[dup].groupby(["i", "r", "z"], sort=False):
+        first = g.index[0]
+        for i in g.index[1:]:
+            for col, v in (("Price", price), ("SpotPrice", spot)):
+                a, b = v[first], v[i]
+                if not (pd.isna(a) and pd.isna(b)) and a != b:
+                    bad.add(file, f"repeats instance type {key.at[i, 'i']} in region {key.at[i, 'r']}"
+                            + (f", zone {key.at[i, 'z']}" if key.at[i, 'z'] else "")
+                            + f" of row {int(df.at[first, '_row'])} with another {col} ({df.at[first, col]} there)",
+                            row=int(df.at[i, "_row"]), column=col, value=df.at[i, col],
+                            expected="one row per instance type, region and zone (delete one of the two rows)")
+                    break
+            else:
+                repeat[i] = True
+    if repeat.any():
+        notes.add(f"{name}: {int(repeat.sum())} rows repeat another row exactly (instance type, region, zone and "
+                  "prices): read once.")
+    return repeat
 
 
 def _report_blank_names(df: pd.DataFrame, mask: pd.Series, file: str, bad: Collector) -> None:

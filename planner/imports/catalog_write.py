@@ -13,6 +13,8 @@ from ..io import read_table
 from ..validate import validate_prices
 from .catalog import ImportResult
 
+SIZES_HEADING = "## GPUs of every instance type read"
+
 
 def notes_path(out: str | Path) -> Path:
     """Where the provenance note of price sheet ``out`` goes: beside it, ``<name>.notes.md``."""
@@ -39,7 +41,15 @@ def notes_text(result: ImportResult, out: str | Path, command: str = "") -> str:
     body = ("| " + (p.index + 2).astype(str) + " | " + p["gpu_type"] + " | " + p["region"] + " | " + p["option"]
             + " | " + p["instance_type"] + " | " + p["gpus_per_instance"].map("{:g}".format) + " | "
             + p["source"].str.replace("|", "/") + " | " + p["basis"].str.replace("|", "/") + " |")
-    return "\n".join(lines + body.tolist()) + "\n"
+    sizes = result.instance_sizes
+    tail = ["", SIZES_HEADING, "",
+            "The GPUs of each instance type the files price, kept in the sheet or not: `planner history import` "
+            "sizes a bill's instances from this table (the price per GPU is the pool's).", "",
+            "| instance_type | gpu_type | gpus_per_instance | in the sheet |", "|---|---|---|---|"]
+    tail += [f"| {i} | {g} | {n:g} | {'yes' if k else 'no'} |"
+             for i, g, n, k in sizes[["instance_type", "gpu_type", "gpus_per_instance", "in_sheet"]]
+             .itertuples(index=False)]
+    return "\n".join(lines + body.tolist() + tail) + "\n"
 
 
 def check(path: Path, shown_as: str) -> None:

@@ -7,8 +7,9 @@ Rows kept as GPU usage: ``ChargeCategory`` Usage, not the unused part of a commi
 ``PricingQuantity``/``PricingUnit`` in a file without ConsumedQuantity. GPU-hours = the quantity x the
 instance's GPUs (instance hours) or x 1 (GPU-hours), spread over the clock hours of ChargePeriodStart ..
 ChargePeriodEnd (``history_spread``). Classes: ``pool`` (default) one per pool, ``<gpu_type>@<region>``;
-``tag:KEY`` the value of KEY in the row's ``Tags`` JSON (``untagged`` without it), GPUs of every type added as
-they are (no speed conversion).
+``tag:KEY`` the value of KEY in the row's ``Tags`` JSON (``untagged`` without it, or when the cell is not a
+JSON object: counted in the notes with the first row), GPUs of every type added as they are (no speed
+conversion). Negative quantities (corrections, credits) are netted and counted in the notes.
 """
 
 from __future__ import annotations
@@ -38,29 +39,38 @@ def class_rule(text: str | None) -> tuple[str, str | None]:
                              expected="pool (one class per <gpu_type>@<region>) or tag:KEY (a key of the Tags JSON)"))
 
 
-def _tag_values(tags: pd.Series, key: str) -> pd.Series:
-    """The value of ``key`` in each row's Tags JSON (parsed once per distinct text); NaN where absent."""
+BROKEN = "\x00not a JSON object"  # marks a Tags cell that is not a JSON object
+
+
+def _tag_values(tags: pd.Series, key: str) -> tuple[pd.Series, pd.Series]:
+    """(the value of ``key`` in each row's Tags JSON, NaN where absent; True where the cell is not a JSON
+    object: broken JSON or a list), each distinct text parsed once."""
     def one(text):
         try:
             doc = json.loads(text)
         except (TypeError, ValueError):
-            return np.nan
-        value = doc.get(key) if isinstance(doc, dict) else None
+            return BROKEN
+        if not isinstance(doc, dict):
+            return BROKEN
+        value = doc.get(key)
         return np.nan if value in (None, "") else str(value)
 
     uniq = pd.Series(tags.dropna().unique())
-    table = dict(zip(uniq, uniq.map(one)))
-    return tags.map(table)
+    values = tags.map(dict(zip(uniq, uniq.map(one))))
+    broken = values.eq(BROKEN)
+    return values.mask(broken), broken
 
 
 def _lower(bill: pd.DataFrame, col: str) -> pd.Series:
     return bill[col].fillna("").str.strip().str.lower() if col in bill else pd.Series("", index=bill.index)
 
 
-def import_focus(path: str | Path, prices: str | Path, class_by: str | None = None) -> HistoryResult:
-    """Read the FOCUS file ``path`` with the price sheet ``prices``; see the module docstring."""
+def import_focus(path: str | Path, prices: str | Path, class_by: str | None = None,
+                 progress: bool = False) -> HistoryResult:
+    """Read the FOCUS file ``path`` with the price sheet ``prices``; see the module docstring. ``progress``:
+    bars of the rows read and of the hour spreading (on a terminal only)."""
     kind, key = class_rule(class_by)
-    bill = read_focus(path)
+    bill = read_focus(path, progress)
     pools, types, notes = read_sheet(prices)
     name = Path(path).name
     usage = _lower(bill, "ChargeCategory").eq("usage")
@@ -90,24 +100,40 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
     unsized = usage & ~sized & family.notna()
     if unsized.any():
         named = family[unsized].value_counts()
+        listed = ",".join(named.index[:8])
         notes.append(f"{int(unsized.sum())} usage rows name AWS GPU instance types that the price sheet does not size "
-                     "(" + ", ".join(f"{k} {v}" for k, v in named.head(8).items()) + "; give the sheet an "
-                     "instance_type column or its `planner prices import` note): not counted as GPU usage.")
+                     "(" + ", ".join(f"{k} {v}" for k, v in named.head(8).items()) + "): not counted as GPU usage. "
+                     "To count them, import the sheet from a catalog that prices them (its note lists the GPUs of "
+                     "every instance type read), e.g. `planner prices import --from wide prices_aws.csv "
+                     f"--instance-types {listed} --out prices.csv`, or give the sheet an instance_type column.")
     if not gpu.any():
         notes.append(f"{name}: {counts['rows read']:,} rows read, {counts['compute usage rows']:,} compute usage rows, "
                      "none of them GPU usage: the history is empty.")
     bill["_class"] = bill["gpu_type"] + "@" + bill["region"]
     if kind == "tag":
-        tag = _tag_values(bill["Tags"], key) if "Tags" in bill else pd.Series(np.nan, index=bill.index, dtype=object)
+        if "Tags" in bill:
+            tag, broken = _tag_values(bill["Tags"], key)
+        else:
+            tag, broken = pd.Series(np.nan, index=bill.index, dtype=object), pd.Series(False, index=bill.index)
         bill["_class"] = tag.fillna("untagged")
+        if (gpu & broken).any():
+            first = bill.loc[gpu & broken].iloc[0]
+            notes.append(f"{int((gpu & broken).sum())} GPU usage rows have a Tags cell that is not a JSON object "
+                         f"(broken JSON or a list; the first: row {int(first['_row'])}, column Tags, "
+                         f"{str(first['Tags'])[:40]!r}): class `untagged`.")
         if gpu.any() and tag[gpu].isna().any():
             notes.append(f"{int(tag[gpu].isna().sum())} GPU usage rows have no tag {key!r}: class `untagged`.")
         mixed = bill[gpu].groupby("_class")["gpu_type"].nunique()
         if (mixed > 1).any():
             notes.append("classes spanning several GPU types (their GPUs added as they are, no speed conversion): "
                          + ", ".join(mixed[mixed > 1].index[:10]) + ".")
+    negative = gpu & gpu_hours.lt(0)
+    if negative.any():
+        notes.append(f"{int(negative.sum())} GPU usage rows have a negative quantity (corrections or credits, "
+                     f"{-gpu_hours[negative].sum():,.6g} GPU-hours; the first: row {int(bill.loc[negative, '_row'].iloc[0])}): "
+                     "netted against the usage of the hours they cover (an hour below 0 is written as 0).")
     spread = spread_hourly(bill.loc[gpu, "ChargePeriodStart"], bill.loc[gpu, "ChargePeriodEnd"],
-                           gpu_hours[gpu], bill.loc[gpu, "_class"])
+                           gpu_hours[gpu], bill.loc[gpu, "_class"], progress=progress)
     notes.append("GPU-hours spread evenly over each row's charge period, by clock hour (UTC); a class's demand in "
                  "an hour = its GPU-hours in that hour.")
     unpriced = bill.loc[gpu, ["gpu_type", "region"]].drop_duplicates().merge(pools, how="left", indicator=True)

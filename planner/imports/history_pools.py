@@ -3,9 +3,10 @@
 The planner's price sheet has no column for the instance type (docs/inputs.md, "Price sheet"), so the import
 learns instance types from, first, an ``instance_type`` column if the sheet given to the import has one (the
 import reads the sheet itself and accepts it; ``planner plan`` does not), then the provenance note
-``<sheet>.notes.md`` that ``planner prices import`` writes beside the sheet (its table has each row's
-instance type and ``gpus_per_instance``), then the built-in Azure GPU VM sizes. A billing row names its
-instance by ``x_InstanceType`` (or any ``x_`` column named like ``instance type``), the part after ``:`` of
+``<sheet>.notes.md`` that ``planner prices import`` writes beside the sheet (its rows table has each row's
+instance type and ``gpus_per_instance``, and its last table the GPUs of every instance type the source priced,
+kept in the sheet or not: the bill's g5.4xlarge is sized even when the sheet priced A10G by g5.48xlarge),
+then the built-in Azure GPU VM sizes. A billing row names its instance by ``x_InstanceType`` (or any ``x_`` column named like ``instance type``), the part after ``:`` of
 ``x_UsageType`` (AWS ``BoxUsage:p5.48xlarge``), ``SkuId``, ``ResourceType`` or, last, a known instance type
 written in its ``ChargeDescription``. The planner's own FOCUS export is read by ``x_GpuType`` and ``RegionId``.
 """
@@ -49,7 +50,8 @@ def read_sheet(prices: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str
         table = _note_table(note)
         if len(table):
             kinds.append(table)
-            notes.append(f"instance types of {len(table)} sheet rows from its provenance note {note.name}.")
+            notes.append(f"{table['instance_type'].nunique()} instance types (with their GPUs) from the price sheet's "
+                         f"provenance note {note.name}.")
     azure = pd.DataFrame([(k, g, float(n)) for k, (g, n) in AZURE_SKUS.items()],
                          columns=["instance_type", "gpu_type", "gpus_per_instance"]).assign(source="built-in Azure sizes")
     kinds.append(azure)
@@ -59,15 +61,21 @@ def read_sheet(prices: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str
 
 
 def _note_table(path: Path) -> pd.DataFrame:
-    """The rows table of a ``planner prices import`` provenance note (instance type and GPUs per row)."""
-    rows = []
+    """The instance types of a ``planner prices import`` provenance note with their GPU type and GPUs: those of
+    its rows table (kept in the sheet) and of its table of every instance type the source priced."""
+    rows, sizes = [], False
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("## "):
+            sizes = line.strip() == "## GPUs of every instance type read"
+            continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 6 and cells[0].isdigit():
-            try:
+        try:
+            if len(cells) >= 6 and cells[0].isdigit():  # the rows table: instance types kept in the sheet
                 rows.append((cells[4], cells[1], float(cells[5])))
-            except ValueError:
-                continue
+            elif sizes and len(cells) == 4 and line.lstrip().startswith("|"):  # every instance type of the source
+                rows.append((cells[0], cells[1], float(cells[2])))
+        except ValueError:
+            continue
     return pd.DataFrame(rows, columns=["instance_type", "gpu_type", "gpus_per_instance"]).assign(
         source="provenance note")
 

@@ -25,29 +25,46 @@ USED = ["ChargeCategory", "ChargeClass", "ServiceCategory", "ResourceType", "Sku
         "CommitmentDiscountCategory", "CommitmentDiscountStatus", "CommitmentDiscountUnit", "CapacityReservationId",
         "Tags", *REQUIRED, *NUMBERS]
 NULLS = ("", "NULL", "null", "None", "NaN", "nan")
+CHUNK_ROWS = 500_000  # rows read at once (the progress bar counts them)
 
 
-def _read_raw(path: Path) -> pd.DataFrame:
+def _read_raw(path: Path, progress: bool = False) -> pd.DataFrame:
+    from ..progress import bar
+    from .catalog_read import GZIP_ERRORS, check_gzip, not_gzip
+
     name = path.name.lower()
     try:
         if name.endswith(".parquet") or name.endswith(".pq"):
             frame = pd.read_parquet(path)
             return frame.astype(object).where(frame.notna(), None).astype(str).where(frame.notna(), "")
-        return pd.read_csv(path, dtype=str, keep_default_na=False, compression="infer", encoding="utf-8-sig")
+        check_gzip(path)
+        rows = bar(None, f"reading {path.name}", enabled=progress, unit="row")
+        parts = []
+        for chunk in pd.read_csv(path, dtype=str, keep_default_na=False, compression="infer", encoding="utf-8-sig",
+                                 chunksize=CHUNK_ROWS):
+            parts.append(chunk)
+            rows.update(len(chunk))
+        rows.close()
+        if not parts:  # a header and no rows
+            return pd.read_csv(path, dtype=str, keep_default_na=False, compression="infer", encoding="utf-8-sig",
+                               nrows=0)
+        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    except GZIP_ERRORS as exc:
+        raise not_gzip(path, f"damaged: {exc}") from None
     except (UnicodeDecodeError, pd.errors.ParserError, OSError, ValueError, EOFError) as exc:
         raise InputError(Problem(str(path), f"cannot be read as a FOCUS file ({type(exc).__name__}: {exc})",
                                  expected="a FOCUS cost-and-usage export: CSV, CSV.gz or Parquet")) from None
 
 
-def read_focus(path: str | Path) -> pd.DataFrame:
+def read_focus(path: str | Path, progress: bool = False) -> pd.DataFrame:
     """The FOCUS file at ``path``: the columns the import uses (plus every ``x_`` column), text with NaN for
     missing or ``NULL``, ``ChargePeriodStart``/``End`` as UTC timestamps and the quantities as floats, and
-    ``_row``, the spreadsheet row of each record (header = 1). Bad files raise InputError naming file, row,
-    column and value."""
+    ``_row``, the spreadsheet row of each record (header = 1). Bad files (a charge period ending before it
+    starts, too) raise InputError naming file, row, column and value. ``progress``: a bar of the rows read."""
     path = Path(path)
     if not path.is_file():
         raise InputError(Problem(str(path), "FOCUS file not found", expected="a FOCUS CSV, CSV.gz or Parquet file"))
-    raw = _read_raw(path)
+    raw = _read_raw(path, progress)
     raw.columns = [str(c).strip() for c in raw.columns]
     for old, new in RENAMES.items():
         if old in raw.columns and new not in raw.columns:
@@ -71,6 +88,11 @@ def read_focus(path: str | Path) -> pd.DataFrame:
                              expected="ISO 8601, e.g. 2024-09-01T00:00:00Z")
                      for r, v in zip(out.loc[bad, "_row"].head(20), out.loc[bad, c].head(20))]
         out[c] = parsed.dt.tz_convert(None)
+    backwards = out["ChargePeriodEnd"] < out["ChargePeriodStart"]
+    problems += [Problem(str(path), "ChargePeriodEnd is before ChargePeriodStart", row=int(r), column="ChargePeriodEnd",
+                         value=str(v), expected=f"a time at or after ChargePeriodStart ({b})")
+                 for r, v, b in zip(out.loc[backwards, "_row"].head(20), out.loc[backwards, "ChargePeriodEnd"].head(20),
+                                    out.loc[backwards, "ChargePeriodStart"].head(20))]
     for c in NUMBERS:
         if c not in out:
             continue

@@ -14,9 +14,13 @@ HOUR_NS = 3_600_000_000_000
 CHUNK = 4_000_000  # hour cells expanded at once
 
 
-def spread_hourly(start: pd.Series, end: pd.Series, gpu_hours: pd.Series, key: pd.Series) -> pd.DataFrame:
+def spread_hourly(start: pd.Series, end: pd.Series, gpu_hours: pd.Series, key: pd.Series,
+                  progress: bool = False, desc: str = "spreading hours") -> pd.DataFrame:
     """Columns ``period`` (hour start, naive UTC), ``key``, ``gpus`` (GPU-hours in that hour = average GPUs),
-    summed over the rows; one row per hour and key that any row touches."""
+    summed over the rows; one row per hour and key that any row touches. ``progress``: a bar over the chunks
+    (``planner.progress.bar``, drawn only on a terminal)."""
+    from ..progress import bar
+
     s = start.to_numpy("datetime64[ns]").astype(np.int64)
     e = end.to_numpy("datetime64[ns]").astype(np.int64)
     q = gpu_hours.to_numpy(float)
@@ -26,6 +30,7 @@ def spread_hourly(start: pd.Series, end: pd.Series, gpu_hours: pd.Series, key: p
     h1 = np.maximum(-np.floor_divide(-e, HOUR_NS), h0 + 1)
     n = (h1 - h0).astype(np.int64)
     parts, cum, lo = [], np.cumsum(n), 0
+    chunks = bar(int(-(-int(cum[-1]) // CHUNK)) if len(n) else 0, desc, enabled=progress, unit="chunk")
     while lo < len(n):
         done = cum[lo - 1] if lo else 0
         hi = max(int(np.searchsorted(cum, done + CHUNK, side="right")), lo + 1)
@@ -37,7 +42,9 @@ def spread_hourly(start: pd.Series, end: pd.Series, gpu_hours: pd.Series, key: p
         share = np.where(dur > 0, overlap / np.where(dur > 0, dur, 1.0), 1.0)
         part = pd.DataFrame({"hour": hour, "key": k[idx], "gpus": q[idx] * share})
         parts.append(part.groupby(["hour", "key"], sort=False)["gpus"].sum().reset_index())
+        chunks.update(1)
         lo = hi
+    chunks.close()
     if not parts:
         return pd.DataFrame({"period": pd.Series(dtype="datetime64[ns]"), "key": pd.Series(dtype=object),
                              "gpus": pd.Series(dtype=float)})

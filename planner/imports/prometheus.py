@@ -5,12 +5,14 @@ The file is the API's JSON answer: ``{"status": "success", "data": {"resultType"
 series' metric (``unlabelled`` where the series has none). At each timestamp the series of one class are added
 (e.g. one series per pod); the hourly demand is the **mean** of those sums over the samples in the clock hour
 (UTC), so a 1-minute step averages 60 samples. ``NaN`` samples (Prometheus writes ``"NaN"``) are skipped;
-anything else that is not a number, a status other than ``success`` or a result type other than ``matrix``
-exits 2 naming the file and the sample (``data.result[i].values[j]``).
+anything else that is not a number, ``+Inf`` / ``-Inf``, a negative value, a timestamp not in seconds since
+the epoch (before 2000 or above 1e11: milliseconds), a status other than ``success`` or a result type other
+than ``matrix`` exits 2 naming the file and the sample (``data.result[i].values[j]``).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -20,12 +22,22 @@ import pandas as pd
 from ..errors import InputError, Problem
 from .history_write import HistoryResult, hourly_grid
 
+MIN_TS = 946_684_800.0  # 2000-01-01T00:00:00Z
+MAX_TS = 1e11  # beyond it a "timestamp" is milliseconds, not seconds
+
 
 def _load(path: Path) -> dict:
     if not path.is_file():
         raise InputError(Problem(str(path), "Prometheus file not found", expected="a query_range JSON answer"))
+    from .catalog_read import GZIP_ERRORS, check_gzip, not_gzip
+
+    check_gzip(path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        raw = gzip.open(path, "rb").read() if path.name.lower().endswith(".gz") else path.read_bytes()
+    except GZIP_ERRORS as exc:
+        raise not_gzip(path, f"damaged: {exc}") from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(Problem(str(path), f"not valid JSON ({exc})", expected="a query_range JSON answer")) from None
     if not isinstance(doc, dict):
@@ -67,6 +79,20 @@ def _series(path: Path, i: int, s, label: str) -> pd.DataFrame:
             raise InputError(Problem(str(path), f"sample {'timestamp' if field == 0 else 'value'} is not a number",
                                      row=j + 1, column=f"{where}.values[{j}][{field}]", value=arr[col].iat[j],
                                      expected="a Unix time in seconds" if field == 0 else 'a number as text, e.g. "8"',
+                                     hint=f"{int(bad.sum())} such samples in this series" if bad.sum() > 1 else None))
+    checks = (
+        (ts.notna() & ((ts < MIN_TS) | (ts > MAX_TS)), 0, "sample timestamp out of range: seconds since the epoch "
+         "expected", "a Unix time in seconds between 2000-01-01 and 5138 (not milliseconds), e.g. 1725148800"),
+        (value.notna() & ~np.isfinite(value.astype(float)), 1, "sample value is not finite",
+         'a finite number of GPUs as text, e.g. "8" ("NaN" is skipped)'),
+        (value.notna() & (value < 0), 1, "sample value is negative", 'GPUs requested, >= 0, e.g. "8"'),
+    )
+    for bad, field, message, expected in checks:
+        if bad.any():
+            j = int(np.flatnonzero(bad.to_numpy())[0])
+            col = "ts" if field == 0 else "value"
+            raise InputError(Problem(str(path), message, row=j + 1, column=f"{where}.values[{j}][{field}]",
+                                     value=arr[col].iat[j], expected=expected,
                                      hint=f"{int(bad.sum())} such samples in this series" if bad.sum() > 1 else None))
     metric = s.get("metric") if isinstance(s.get("metric"), dict) else {}
     cls = str(metric.get(label)) if metric.get(label) not in (None, "") else "unlabelled"
