@@ -22,6 +22,7 @@ _EXPORTS = {
     "Status": "solve", "SolveResult": "solve",
     "PlannerError": "errors", "InputError": "errors", "ConfigError": "errors", "SolverError": "errors",
     "Problem": "errors", "ModelConfig": "config", "load_model": "config",
+    "forecast_demand": "forecasting", "ForecastResult": "forecasting",
 }
 
 __all__ = ["__version__", *_EXPORTS]

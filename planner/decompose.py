@@ -1,26 +1,36 @@
-"""Benders (L-shaped) decomposition for long horizons: the purchases are the only link between periods.
+"""Per-period multi-cut Benders (L-shaped) decomposition: the purchases are the only link between periods.
 
-Given the purchases ``n`` (whole instances per purchase row), the rest of the model separates by period:
-each chunk of periods (a calendar month, or a fixed number of periods) is an LP whose optimal value
-``Q_j(n)`` is convex and piecewise linear in ``n``. With ``n`` fixed by its bounds, the reduced cost of
-each ``n`` column is a subgradient of ``Q_j`` at that point, so every chunk solve gives a valid cut
+Given the purchases ``n`` (whole instances per purchase row), the rest of the model separates by period
+(by block: the exactly merged periods of :mod:`planner.model.blocks`; with scenarios, by (scenario, period)).
+The recourse cost is a sum of convex piecewise-linear functions ``Q_g(n)``, one per *cut group* ``g``: a
+block, or on very long horizons the blocks of one day or week (chosen by size, ``cut=``). The master is the
+purchase problem (its cost, the reserved caps, the exit links) plus one ``theta_g`` per group and cuts
 
-    theta_j >= Q_j(n_bar) + sum_c d_jc (n_c - n_bar_c).
+    theta_g >= Q_g(n_bar) + sum_c d_gc (n_c - n_bar_c),   d_gc = - sum_{rows r of g} a_rc y_r
 
-The master is the purchase MILP (integer ``n``, its cost, the reserved caps) plus one ``theta_j`` per
-chunk and the cuts so far; its optimum is a lower bound on the full model's. Every integer ``n`` the
-master proposes is priced exactly on every chunk at full resolution, which gives an upper bound. The loop
-stops when ``(upper - lower) / upper <= mip_gap``: the gap is proven on the full hourly model, never on an
-aggregate. The LP relaxation of the master is cut first (cheap), then the integer master.
+with ``y`` the duals of the recourse rows (demand, shares, caps) at ``n_bar``: the subgradient of each group's
+own LP. The recourse is priced in a few *batched* HiGHS LPs (a calendar month of periods each, ``chunk=``)
+kept alive and re-solved warm with the purchases' column bounds changed; each group's value and subgradient
+come out of one batch's solution by grouping its columns and rows by block with numpy (no Python loop per
+period). Because a batch's LP is the direct sum of its blocks' LPs, its optimal duals restricted to a block
+are optimal duals of that block, so every cut is valid.
 
-Not for models with backfill classes (their priority peak links every period; the planner then solves the
-monolithic model). The monolithic model is the oracle in tests.
+The loop: a warm start from an aggregate LP (every k-th period weighted by the hours it stands for; its
+bound is never used), then the master's LP relaxation cut to convergence (cuts slack for many iterations
+are dropped), then the integer purchases: the relaxation's rounded, priced exactly on every period; when
+that leaves a gap above ``mip_gap``, an integer master with the accumulated cuts. The lower bound is always
+a master's bound (a relaxation of the full model) and the upper bound the exact cost of an integer plan
+priced on every period, so the gap is proven on the full hourly model, never on an aggregate.
+
+Not for models with backfill classes or discount-only commitments (they link every period; the planner then
+solves the monolithic model, see :func:`applicable`). The monolithic model is the oracle in tests.
+``multicut=False`` runs the previous scheme (one aggregated cut per chunk, :mod:`planner.decompose_monthly`).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -31,6 +41,9 @@ from .model.objective import first_stage_cost
 
 REL_TOL = 1e-9  # floating-point noise between the master's bound and the priced plan, relative
 ABS_TOL = 1e-6  # and absolute (USD)
+MAX_GROUPS = 10_000  # "auto" cuts: one theta per block up to this many, else per day, else per week
+AGGREGATE_PERIODS = 384  # the warm start's aggregate keeps about this many periods
+DROP_AFTER = 8  # a cut slack in this many consecutive master solves is dropped (LP phase)
 
 
 @dataclass
@@ -38,13 +51,18 @@ class BendersResult:
     """The purchases found, the bounds that prove them, and how the loop went."""
 
     n: np.ndarray  # instances per purchase row (the best integer plan found)
-    upper: float  # its exact cost on the full model (purchases + every chunk's recourse)
+    upper: float  # its exact cost on the full model (purchases + every period's recourse)
     lower: float  # the master's bound
     iterations: int
-    chunks: int
+    chunks: int  # number of thetas (cut groups); with multicut=False, of monthly chunks
     seconds: float
     status: str  # "optimal" (gap proven) or "feasible" (time limit)
     history: list  # (iteration, lower, upper, seconds) per iteration
+    batches: int = 0  # batched recourse LPs priced per pass
+    cut_by: str = "month"  # what one theta stands for: "block", "day", "week" (or the old "month" chunks)
+    phases: dict = field(default_factory=dict)  # seconds per phase (aggregate, lp, rounding, integer, pricing)
+    cuts: int = 0  # cuts in the master at the end
+    integer_master: int = 0  # integer master solves (0: the rounded relaxation closed the gap)
 
     @property
     def gap(self) -> float:
@@ -66,7 +84,7 @@ def chunk_index(inp: PlanInputs, chunk: str | int = "month") -> list[np.ndarray]
     """Period positions of each chunk: calendar months (``"month"``), weeks (``"week"``) or N periods."""
     if isinstance(chunk, int):
         return [np.arange(a, min(a + chunk, inp.T)) for a in range(0, inp.T, chunk)]
-    code = {"month": "M", "week": "W"}[chunk]
+    code = {"month": "M", "week": "W", "day": "D"}[chunk]
     key = inp.periods.to_period(code).asi8
     cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     return [np.arange(a, b) for a, b in zip(cuts, np.r_[cuts[1:], inp.T])]
@@ -80,131 +98,318 @@ def chunk_inputs(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
                    requests=None if inp.requests is None else inp.requests[:, :, index])
 
 
-class _Chunk:
-    """One chunk's recourse LP in HiGHS, kept alive: each new ``n`` changes bounds and re-solves warm."""
+def aggregate_inputs(inp: PlanInputs, k: int) -> PlanInputs:
+    """Every ``k``-th period of ``inp``, each weighted by the hours of the ``k`` periods it stands for: a
+    small model whose LP optimum is a good first purchase plan (a warm start; its bound proves nothing)."""
+    idx = np.arange(0, inp.T, k)
+    agg = chunk_inputs(inp, idx)
+    return replace(agg, hours=np.add.reduceat(np.asarray(inp.hours, float), idx))
 
-    def __init__(self, inp: PlanInputs, n0: np.ndarray, highspy, threads):
+
+def cut_groups(inp: PlanInputs, cut: str = "auto") -> str:
+    """What one theta stands for: ``"block"`` (a period, or identical periods merged), ``"day"`` or
+    ``"week"``; ``"auto"`` picks the finest with at most ``MAX_GROUPS`` thetas."""
+    if cut != "auto":
+        return cut
+    S = len(inp.scenarios)
+    if inp.T * S <= MAX_GROUPS:
+        return "block"
+    days = len(np.unique(inp.periods.to_period("D").asi8))
+    return "day" if days * S <= MAX_GROUPS else "week"
+
+
+class _Batch:
+    """One batch of periods' recourse LP in HiGHS, kept alive: each new ``n`` changes the purchases' column
+    bounds and re-solves warm; the solution is split into its cut groups with numpy."""
+
+    def __init__(self, inp: PlanInputs, n0: np.ndarray, cut_by: str, highspy, threads):
         from .solve import _highs_lp, _new_highs
 
-        self.model = build_model(inp, fixed_reserved=n0)
-        self.model.cost[self.model.families["n"]["col"].to_numpy()] = 0.0  # purchases are paid in the master
-        self.cols = self.model.families["n"]["col"].to_numpy().astype(np.int32)
+        model = build_model(inp, fixed_reserved=n0)
+        ncol = model.families["n"]["col"].to_numpy()
+        model.cost[ncol] = 0.0  # purchases are paid in the master
+        R = len(ncol)
+        self.cols = ncol.astype(np.int32)
+        # the block of every recourse column, then its cut group (numbered 0 .. G-1 inside this batch)
+        colblock = np.full(model.n_variables, -1, dtype=np.int64)
+        for name, frame in model.families.items():
+            if name != "n" and "b" in frame and len(frame):
+                colblock[frame["col"].to_numpy()] = frame["b"].to_numpy()
+        B = model.blocks.B
+        if cut_by == "block":
+            block_group = np.arange(B)
+        else:  # the day or week (and scenario) of each block's first (scenario, period)
+            flat = model.blocks.of.reshape(-1)
+            _, first = np.unique(flat, return_index=True)
+            s, t = np.divmod(first, model.blocks.of.shape[1])
+            key = inp.periods.to_period({"day": "D", "week": "W"}[cut_by]).asi8[t]
+            _, block_group = np.unique(np.stack([s, key], axis=1), axis=0, return_inverse=True)
+            block_group = block_group.reshape(-1)
+        self.G = int(block_group.max()) + 1 if B else 0
+        colgroup = np.where(colblock >= 0, block_group[np.clip(colblock, 0, None)], -1)
+        live = np.flatnonzero((colgroup >= 0) & (model.cost != 0))
+        self.cost_cols, self.cost_vals, self.cost_group = live, model.cost[live], colgroup[live]
+        start, index, value, _lo, _up = model.constraints.to_csr()
+        row_of = np.repeat(np.arange(len(start) - 1), np.diff(start))
+        rowgroup = np.full(len(start) - 1, -1, dtype=np.int64)
+        np.maximum.at(rowgroup, row_of, colgroup[index])  # every recourse entry of a row is in one group
+        n_of_col = np.full(model.n_variables, -1, dtype=np.int64)
+        n_of_col[ncol] = np.arange(R)
+        hit = np.flatnonzero((n_of_col[index] >= 0) & (rowgroup[row_of] >= 0))
+        # the purchases' coefficients in the recourse rows, as (row, purchase row c, group, coefficient)
+        self.e_row, self.e_c, self.e_coef = row_of[hit], n_of_col[index[hit]], value[hit]
+        self.e_group = rowgroup[self.e_row]
+        self.R = R
         self.h = _new_highs(highspy, None, 0.0, threads)
-        self.h.passModel(_highs_lp(self.model, highspy, integer=False))
+        self.h.passModel(_highs_lp(model, highspy, integer=False))
         self.highspy = highspy
+        del model, start, index, value, row_of, rowgroup, colblock, colgroup, n_of_col
 
-    def price(self, n: np.ndarray) -> tuple[float, np.ndarray]:
-        """(Q_j(n), subgradient d_j) at ``n``."""
+    def price(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """At ``n``: each group's value Q_g(n) (G,) and its subgradient as triples (group, purchase row, d)."""
         from .errors import SolverError
 
         self.h.changeColsBounds(len(self.cols), self.cols, n.astype(float), n.astype(float))
         self.h.run()
-        if self.h.getModelStatus() != self.highspy.HighsModelStatus.kOptimal:
-            raise SolverError(f"a chunk's recourse LP did not solve: {self.h.modelStatusToString(self.h.getModelStatus())}")
-        value = float(self.h.getInfo().objective_function_value)
-        duals = np.asarray(self.h.getSolution().col_dual, dtype=float)[self.cols]
-        return value, duals
+        status = self.h.getModelStatus()
+        if status != self.highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"a batch's recourse LP did not solve: {self.h.modelStatusToString(status)}")
+        sol = self.h.getSolution()
+        x = np.asarray(sol.col_value, dtype=float)
+        y = np.asarray(sol.row_dual, dtype=float)
+        values = np.bincount(self.cost_group, weights=self.cost_vals * x[self.cost_cols], minlength=self.G)
+        key = self.e_group * self.R + self.e_c
+        uniq, inv = np.unique(key, return_inverse=True)
+        d = np.bincount(inv.reshape(-1), weights=-self.e_coef * y[self.e_row], minlength=len(uniq))
+        keep = np.abs(d) > 1e-12
+        return values, uniq[keep] // self.R, uniq[keep] % self.R, d[keep]
+
+
+def _aggregate_start(inp: PlanInputs, highspy, threads) -> np.ndarray | None:
+    """The purchases of the aggregate model's LP relaxation (None when the horizon is short or it fails)."""
+    from .solve import _highs_lp, _new_highs
+
+    k = inp.T // AGGREGATE_PERIODS
+    if k < 2:
+        return None
+    model = build_model(aggregate_inputs(inp, k))
+    h = _new_highs(highspy, None, 0.0, threads)
+    h.passModel(_highs_lp(model, highspy, integer=False))
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    x = np.asarray(h.getSolution().col_value, dtype=float)
+    return np.clip(x[model.families["n"]["col"].to_numpy()], 0.0, None)
 
 
 def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float = 1e-4,
                   time_limit_s: float | None = None, threads: int | None = None, max_iterations: int = 500,
-                  progress=None) -> BendersResult:
-    """Decide the purchases of ``inp`` by Benders decomposition over chunks of periods (see the module)."""
+                  progress=None, cut: str = "auto", multicut: bool = True) -> BendersResult:
+    """Decide the purchases of ``inp`` by per-period multi-cut Benders decomposition (see the module).
+
+    ``chunk``: the periods of one batched recourse LP (calendar ``"month"``, ``"week"``, ``"day"`` or N
+    periods); ``cut``: what one theta stands for (``"auto"``, ``"block"``, ``"day"``, ``"week"``);
+    ``progress(iteration, bound, incumbent)`` is called after every master solve. ``multicut=False`` runs
+    the previous one-cut-per-chunk scheme. The gap of the result is proven on the full model.
+    """
+    if not multicut:
+        from .decompose_monthly import solve_benders as monthly
+
+        return monthly(inp, chunk=chunk, mip_gap=mip_gap, time_limit_s=time_limit_s, threads=threads,
+                       max_iterations=max_iterations, progress=progress)
     import highspy
 
     from .solve import _new_highs
 
     t0 = time.perf_counter()
+    phases = {"build": 0.0, "aggregate": 0.0, "pricing": 0.0, "master": 0.0}
     R = len(inp.reserved)
     whole = unit_integer(inp)  # instances are whole; savings plans' USD per hour are continuous
+    ubound = unit_bounds(inp)
 
     def rounded(x):
-        return np.where(whole, np.round(x), np.clip(x, 0.0, None))
+        return np.minimum(np.where(whole, np.round(x), np.clip(x, 0.0, None)), ubound)
 
-    cost = first_stage_cost(inp)  # cost, or NPV under [finance] objective = "npv" (the chunks discount alike)
-    index = chunk_index(inp, chunk)
+    def elapsed():
+        return time.perf_counter() - t0
+
+    def out_of_time():
+        return time_limit_s is not None and elapsed() > time_limit_s
+
+    cost = first_stage_cost(inp)  # cost, or NPV under [finance] objective = "npv" (the batches discount alike)
+    cut_by = cut_groups(inp, cut)
     n0 = np.zeros(R)
-    chunks = [_Chunk(chunk_inputs(inp, idx), n0, highspy, threads) for idx in index]
-    J = len(chunks)
+    batches = [_Batch(chunk_inputs(inp, idx), n0, cut_by, highspy, threads) for idx in chunk_index(inp, chunk)]
+    offsets = np.cumsum([0] + [b.G for b in batches])
+    G = int(offsets[-1])
+    phases["build"] = elapsed()
+
     inf = highspy.kHighsInf
     master = _new_highs(highspy, None, mip_gap / 4, threads)
-    # columns: n (R, integer later) then theta (J)
-    lower = np.zeros(R + J)
-    upper = np.r_[np.where(np.isfinite(unit_bounds(inp)), unit_bounds(inp), inf), np.full(J, inf)]
-    master.addVars(R + J, lower, upper)
-    master.changeColsCost(R + J, np.arange(R + J, dtype=np.int32), np.r_[cost, np.ones(J)])
+    master.setOptionValue("mip_rel_gap", max(mip_gap / 4, 1e-9))
+    lower = np.zeros(R + G)  # every group's recourse costs at least 0 (savings plans only discount usage)
+    upper = np.r_[np.where(np.isfinite(ubound), ubound, inf), np.full(G, inf)]
+    master.addVars(R + G, lower, upper)
+    master.changeColsCost(R + G, np.arange(R + G, dtype=np.int32), np.r_[cost, np.ones(G)])
     for _pool, cols, coefs, rhs in zip(*reserved_cap_sets(inp)):
         master.addRow(-inf, float(rhs), len(cols), cols.astype(np.int32), coefs.astype(float))
     for c, exits in exit_links(inp):  # a commitment sells at most what it bought
         idx = np.r_[exits, c].astype(np.int32)
         master.addRow(-inf, 0.0, len(idx), idx, np.r_[np.ones(len(exits)), -1.0])
+    fixed_rows = master.getNumRow()
+    ages = np.zeros(0, dtype=np.int64)  # per cut row: consecutive master solves it was slack
+    cut_lo = np.zeros(0)  # and its right-hand side
+    caps = [(cols.astype(int), coefs.astype(float), float(rhs)) for _p, cols, coefs, rhs in zip(*reserved_cap_sets(inp))]
+    links = exit_links(inp)
+
+    def feasible(x):
+        """Whether purchases ``x`` satisfy the master's own rows (reserved caps, exit links)."""
+        ok = all(coefs @ x[cols] <= rhs + 1e-6 * max(1.0, abs(rhs)) for cols, coefs, rhs in caps)
+        return ok and all(x[exits].sum() <= x[c] + 1e-9 for c, exits in links)
+
+    def price(n):
+        """Q(n) = sum_g Q_g(n), each group's value, and the cuts (COO) at n; adds them to the master."""
+        nonlocal ages, cut_lo
+        t = time.perf_counter()
+        values, gs, cs, ds = [], [], [], []
+        for off, b in zip(offsets, batches):
+            v, g, c, d = b.price(n)
+            values.append(v)
+            gs.append(g + off)
+            cs.append(c)
+            ds.append(d)
+        values, g, c, d = np.concatenate(values), np.concatenate(gs), np.concatenate(cs), np.concatenate(ds)
+        phases["pricing"] += time.perf_counter() - t
+        # cut g: theta_g - d_g . n >= Q_g - d_g . n_bar   (rows sorted by group)
+        order = np.lexsort((c, g))
+        g, c, d = g[order], c[order], d[order]
+        rhs = values - np.bincount(g, weights=d * n[c], minlength=G)
+        starts = np.searchsorted(g, np.arange(G)) + np.arange(G)  # each row: its d entries then its theta
+        index = np.empty(len(g) + G, dtype=np.int32)
+        coef = np.empty(len(g) + G)
+        pos = np.arange(len(g)) + g  # entry i of group g sits after g theta entries
+        index[pos], coef[pos] = c, -d
+        tpos = np.searchsorted(g, np.arange(G), side="right") + np.arange(G)
+        index[tpos], coef[tpos] = R + np.arange(G), 1.0
+        master.addRows(G, rhs, np.full(G, inf), len(index), starts.astype(np.int32), index, coef)
+        ages = np.r_[ages, np.zeros(G, dtype=np.int64)]
+        cut_lo = np.r_[cut_lo, rhs]
+        return float(values.sum())
+
+    def solve_master():
+        t = time.perf_counter()
+        master.run()
+        phases["master"] += time.perf_counter() - t
+        return master.getInfo(), np.asarray(master.getSolution().col_value, dtype=float)
+
+    def drop_slack_cuts():
+        """Delete the cuts slack in the last DROP_AFTER master solves (the active ones stay)."""
+        nonlocal ages, cut_lo
+        act = np.asarray(master.getSolution().row_value, dtype=float)[fixed_rows:]
+        slack = act - cut_lo > 1e-7 * np.maximum(1.0, np.abs(cut_lo))
+        ages = np.where(slack, ages + 1, 0)
+        old = np.flatnonzero(ages >= DROP_AFTER)
+        if len(old):
+            master.deleteRows(len(old), (old + fixed_rows).astype(np.int32))
+            ages, cut_lo = np.delete(ages, old), np.delete(cut_lo, old)
+
     best_n, best_upper, bound = None, np.inf, -np.inf
-    history = []
-    priced: set = set()
-    integer = False
+    priced: set = set()  # integer plans priced exactly
+    history: list = []
     it = 0
+    mips = 0
     status = "feasible"
 
-    def add_cuts(n, values, duals):
-        for j, (q, d) in enumerate(zip(values, duals)):
-            nz = np.flatnonzero(np.abs(d) > 1e-12)
-            idx = np.r_[nz, R + j].astype(np.int32)
-            val = np.r_[-d[nz], 1.0]
-            master.addRow(float(q - d @ n), inf, len(idx), idx, val)
-
-    n = n0
-    while it < max_iterations:
-        it += 1
-        values, duals = zip(*(c.price(n) for c in chunks))
-        recourse = float(sum(values))
-        if integer or np.allclose(n[whole], np.round(n[whole])):
-            total = float(cost @ rounded(n)) + recourse
-            if total < best_upper:
-                best_upper, best_n = total, rounded(n)
-        add_cuts(n, values, duals)
-        if not integer:
-            # relaxation: stop cutting it when it stalls; then the integer master
-            master.run()
-            lp_bound = float(master.getInfo().objective_function_value)
-            n_new = np.asarray(master.getSolution().col_value, dtype=float)[:R]
-            bound = max(bound, lp_bound)
-            history.append((it, bound, best_upper, time.perf_counter() - t0))
-            if progress:
-                progress(it, bound, best_upper)
-            lp_gap = (float(cost @ n_new) + sum(values) - lp_bound) if np.allclose(n_new, n) else np.inf
-            out_of_time = time_limit_s is not None and time.perf_counter() - t0 > time_limit_s
-            if np.allclose(n_new, n, atol=1e-7) or lp_gap <= mip_gap * abs(lp_bound) or it > 60 or out_of_time:
-                integer = True
-                ints = np.flatnonzero(whole).astype(np.int32)
-                master.changeColsIntegrality(len(ints), ints, np.full(len(ints), highspy.HighsVarType.kInteger))
-            else:
-                n = n_new
-                continue
-        if time_limit_s is not None:
-            master.setOptionValue("time_limit", max(time_limit_s - (time.perf_counter() - t0), 1.0))
-        master.run()
-        info = master.getInfo()
-        bound = max(bound, float(info.mip_dual_bound if np.isfinite(info.mip_dual_bound) else
-                                 info.objective_function_value))
-        n = rounded(np.asarray(master.getSolution().col_value, dtype=float)[:R])
-        history.append((it, bound, best_upper, time.perf_counter() - t0))
+    def log():
+        history.append((it, bound, best_upper, elapsed()))
         if progress:
             progress(it, bound, best_upper)
-        tolerance = max(mip_gap, REL_TOL) * abs(best_upper) + ABS_TOL
-        if best_upper < np.inf and (best_upper - bound) <= tolerance:
+
+    def offer(n_int, recourse):
+        nonlocal best_n, best_upper
+        priced.add(n_int.tobytes())
+        total = float(cost @ n_int) + recourse
+        if total < best_upper:
+            best_upper, best_n = total, n_int.copy()
+
+    def closed(gap=mip_gap):
+        return best_upper < np.inf and best_upper - bound <= max(gap, REL_TOL) * abs(best_upper) + ABS_TOL
+
+    # 1. warm start: the aggregate LP's purchases (bound not used), else buy nothing
+    t = time.perf_counter()
+    start = _aggregate_start(inp, highspy, threads)
+    phases["aggregate"] = time.perf_counter() - t
+    n = n0 if start is None else start
+    # 2. the master's LP relaxation, cut until it closes or stalls
+    n_lp, lp_stall = n, 0
+    while it < max_iterations:
+        it += 1
+        recourse = price(n)
+        if np.allclose(n[whole], np.round(n[whole]), atol=1e-9):
+            offer(rounded(n), recourse)
+        lp_value = float(cost @ n) + recourse  # the relaxation's objective at n (an LP upper bound)
+        if out_of_time():
+            log()
+            break
+        info, sol = solve_master()
+        prev = bound
+        bound = max(bound, float(info.objective_function_value))
+        n_lp, n = n, np.clip(sol[:R], 0.0, None)
+        log()
+        if closed() or lp_value - bound <= mip_gap / 4 * abs(lp_value) + ABS_TOL or np.allclose(n, n_lp, atol=1e-9):
+            break
+        lp_stall = lp_stall + 1 if bound - prev <= 1e-7 * abs(bound) else 0
+        if lp_stall >= 5 or it >= 100:
+            break
+        drop_slack_cuts()
+    # 3. round the relaxation's purchases and price them exactly on every period
+    if not closed() and not out_of_time() and it < max_iterations:
+        up = np.minimum(np.where(whole, np.ceil(n - 1e-9), n), ubound)
+        for cand in (rounded(n), rounded(n_lp), np.where(whole, np.floor(n + 1e-9), n), up):
+            if cand.tobytes() in priced or not feasible(cand):
+                continue
+            it += 1
+            recourse = price(cand)
+            offer(cand, recourse)
+            log()
+            if closed() or out_of_time():
+                break
+    phases["rounding_gap"] = (best_upper - bound) / abs(best_upper) if np.isfinite(best_upper) else float("inf")
+    # 4. the integer master with the accumulated cuts, while rounding leaves a gap
+    if not closed() and not out_of_time() and it < max_iterations:
+        ints = np.flatnonzero(whole).astype(np.int32)
+        master.changeColsIntegrality(len(ints), ints, np.full(len(ints), highspy.HighsVarType.kInteger))
+        while it < max_iterations:
+            it += 1
+            if time_limit_s is not None:
+                master.setOptionValue("time_limit", max(time_limit_s - elapsed(), 1.0))
+            info, sol = solve_master()
+            mips += 1
+            dual = info.mip_dual_bound
+            if np.isfinite(dual) and info.primal_solution_status:
+                bound = max(bound, float(dual))
+            if not info.primal_solution_status:
+                log()
+                break
+            n = rounded(sol[:R])
+            if n.tobytes() in priced:  # its cuts are exact there: the master cannot rise above that plan's cost
+                log()
+                if best_upper - bound <= max(mip_gap, 1e-7) * abs(best_upper) + ABS_TOL:
+                    status = "optimal"
+                break
+            offer(n, price(n))
+            log()
+            if closed() or out_of_time():
+                break
+    if closed():
+        status = "optimal"
+    if best_n is None:  # never priced an integer point (time limit): price the last one (or buy nothing)
+        cand = rounded(n) if feasible(rounded(n)) else np.where(whole, np.floor(n + 1e-9), n)
+        cand = cand if feasible(cand) else n0
+        offer(cand, price(cand))
+        if closed():
             status = "optimal"
-            break
-        key = n.tobytes()
-        if key in priced:  # the master proposes a plan already priced: its cuts are exact there, so the master's
-            # bound cannot rise further (it is within the master's own gap of that plan's cost)
-            if best_upper - bound <= max(mip_gap, 1e-7) * abs(best_upper) + ABS_TOL:
-                status = "optimal"
-            break
-        priced.add(key)
-        if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
-            break
-    if best_n is None:  # never priced an integer point (time limit): price the last one
-        values, _ = zip(*(c.price(rounded(n)) for c in chunks))
-        best_n, best_upper = rounded(n), float(cost @ rounded(n)) + float(sum(values))
-    return BendersResult(n=best_n, upper=best_upper, lower=min(bound, best_upper), iterations=it, chunks=J,
-                         seconds=time.perf_counter() - t0, status=status, history=history)
+    return BendersResult(n=best_n, upper=best_upper, lower=min(bound, best_upper), iterations=it, chunks=G,
+                         seconds=elapsed(), status=status, history=history, batches=len(batches),
+                         cut_by=cut_by, phases={k: float(v) for k, v in phases.items()},
+                         cuts=master.getNumRow() - fixed_rows, integer_master=mips)

@@ -15,6 +15,9 @@ returning an array (K, horizon) of non-negative demand. Three are built in (``FO
 - ``trend``: ``latest``'s daily profile, shifted by the linear trend of the last seven daily means
   (damped to half a step per day ahead, never below zero).
 
+``mstl``, ``autoets``, ``autoarima`` and ``auto`` are planner.forecasting's statsforecast methods (their median
+path; docs/forecasting.md), loaded on first use.
+
 Bring your own with ``--forecaster package.module:function`` (or ``path/to/file.py:function``) or by
 passing the function to :func:`planner.backtest.backtest`.
 
@@ -188,6 +191,21 @@ def trend(history: np.ndarray, horizon: int, period_hours: float = 1.0) -> np.nd
 
 
 FORECASTERS: dict[str, Forecaster] = {"latest": latest, "weekly": weekly, "trend": trend}
+
+
+def _library_forecaster(method: str) -> Forecaster:
+    """``method`` of planner.forecasting (statsforecast), loaded on first use (median path per class)."""
+
+    def forecaster(history, horizon, period_hours=1.0):
+        from .forecasting.models import point_forecaster
+
+        return point_forecaster(method)(history, horizon, period_hours)
+
+    forecaster.__name__ = forecaster.__qualname__ = method
+    return forecaster
+
+
+FORECASTERS.update({m: _library_forecaster(m) for m in ("mstl", "autoets", "autoarima", "auto")})
 
 
 def resolve(spec: str | Forecaster) -> Forecaster:

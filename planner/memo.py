@@ -29,7 +29,7 @@ __all__ = ["Memo", "build_memo", "tranche_utilisation", "downside", "commitment_
            "cash_monthly", "cash_next_12_months", "coverage", "savings", "default_factors"]
 
 LARGE_MODEL_CELLS = 100_000  # periods x classes x scenarios above which the curve defaults to fewer points
-SHORT_FACTORS = (0, 0.5, 1, 1.5)
+SHORT_FACTORS = (0, 0.5, 1, 1.5)  # factor 1 is the plan itself (not re-solved): three LPs
 
 
 @dataclass
@@ -80,11 +80,22 @@ def build_memo(plan, inp=None, *, shocks=DEFAULT_SHOCKS, factors=None, executor=
     down = downside(plan, inp, shocks, executor=executor, **solve)
     seconds["downside"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    bought = bool((plan.purchases["units"].to_numpy(float) > 0).any()) if "units" in plan.purchases else \
+        bool((plan.purchases["instances"] > 0).any())
     curve = commitment_curve(plan, inp, default_factors(inp) if factors is None else factors, executor=executor,
-                             **solve)
+                             **solve) if bought else pd.DataFrame()  # nothing bought: nothing to scale
     seconds["curve"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sav = savings(plan, inp, **solve)
+    zero = curve[curve["factor"] == 0.0] if len(curve) else curve
+    if len(zero) and zero["status"].iat[0] in ("optimal", "feasible"):  # the curve's 0 is the next-best plan
+        next_best = {k: v for k, v in zero.iloc[0].to_dict().items()}
+    elif not bought:
+        from .memo_resolve import plan_figures
+
+        next_best = plan_figures(plan)  # nothing new bought: the plan is its own next best
+    else:
+        next_best = None
+    sav = savings(plan, inp, next_best=next_best, **solve)
     seconds["savings"] = time.perf_counter() - t0
     return Memo(tranches=tranches, downside=down, curve=curve, cash_by_year=by_year, cash_monthly=monthly,
                 cash_next_12_months_usd=next12, coverage=cov, savings=sav, seconds=seconds)

@@ -65,10 +65,8 @@ def _solve_point(task: dict) -> dict:
     if level != 1.0:
         inp = scale_inputs(inp, demand_level=level)
     p = make_plan(inp, fixed_reserved=np.asarray(task["units"], float), risk=False, shadow=False, **_WORKER["solve"])
-    if not p.status.has_plan:
-        from .errors import SolverError
-
-        raise SolverError(f"re-solve with purchases fixed ended {p.status.value}")
+    if not p.status.has_plan:  # e.g. purchases scaled past a [budget]: that point has no plan, the others go on
+        return {"status": p.status.value}
     return plan_figures(p)
 
 
@@ -190,8 +188,15 @@ def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, **solve)
     m = res["m"].to_numpy(float)
     holds = (res["pool"].to_numpy(int) >= 0) & (kind != "spend") & (kind != "exit")
     units = [scaled_units(plan, inp, f) for f in factors]
-    rows = _run(inp, [{"demand_level": 1.0, "units": u} for u in units], executor, _solve_kwargs(solve))
+    todo = [i for i, f in enumerate(factors) if f != 1.0]  # factor 1 is the plan itself: its own figures
+    solved = _run(inp, [{"demand_level": 1.0, "units": units[i]} for i in todo], executor, _solve_kwargs(solve)) \
+        if todo else []
+    rows = [dict(plan_figures(plan), seconds=0.0)] * len(factors)
+    for i, r in zip(todo, solved):
+        rows[i] = r
     out = pd.DataFrame(rows)
+    if "baseline_all_on_demand_usd" in out:
+        out["baseline_all_on_demand_usd"] = out["baseline_all_on_demand_usd"].fillna(float(plan.baseline_all_on_demand))
     out.insert(0, "committed_usd", out["reserved_full_term_usd"])
     out.insert(0, "committed_usd_per_hour", [float(u[kind == "spend"].sum()) for u in units])
     out.insert(0, "committed_gpus", [float((u * m)[holds].sum()) for u in units])
@@ -202,7 +207,7 @@ def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, **solve)
     return out
 
 
-def savings(plan, inp, **solve) -> dict:
+def savings(plan, inp, next_best=None, **solve) -> dict:
     """What the plan saves against all on-demand and against the next-best plan (no new commitments).
 
     The next-best plan is the model re-solved with every purchase fixed at 0: the best mix of on-demand and
@@ -215,9 +220,10 @@ def savings(plan, inp, **solve) -> dict:
     from .pipeline import make_plan
 
     kw = _solve_kwargs(solve)
-    zero = np.zeros(len(plan.purchases))
-    nb = make_plan(inp, fixed_reserved=zero, risk=False, shadow=False, **kw)
-    me, other = plan_figures(plan), plan_figures(nb)
+    if next_best is None:  # ``next_best``: the figures of the plan with no new commitments, when already solved
+        zero = np.zeros(len(plan.purchases))
+        next_best = plan_figures(make_plan(inp, fixed_reserved=zero, risk=False, shadow=False, **kw))
+    me, other = plan_figures(plan), next_best
     base = float(plan.baseline_all_on_demand)
     out = {"all_on_demand_usd": base, "plan_cost_usd": me["total_cost_usd"],
            "plan_full_term_usd": me["full_term_cost_usd"], "next_best_cost_usd": other["total_cost_usd"],

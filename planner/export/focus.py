@@ -158,6 +158,9 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
     od_price = {}
     for sp_row in plan.get("spot_economics", []):
         od_price[(sp_row["gpu_type"], sp_row["region"])] = sp_row.get("on_demand_usd_per_gpu_hour")
+    for t in plan.get("tranches") or []:  # pools without spot: the list price of a reserved GPU-hour from its tranche
+        if t.get("on_demand_usd_per_gpu_hour") is not None:
+            od_price.setdefault((t["gpu_type"], t["region"]), t["on_demand_usd_per_gpu_hour"])
     share_used, od_rates = {}, {}
     for u in plan.get("monthly_usage", []):
         key = (u["month"], u["gpu_type"], u["region"])

@@ -163,14 +163,14 @@ def _memo_lines(plan: Plan) -> list[str]:
            f"included); coverage {100 * float(m.coverage.get('coverage', 0.0)):.1f} % of commitment-eligible GPU-hours"]
     if m.savings:
         nb = float(m.savings["next_best_cost_usd"])
-        out.append(f"    the next-best plan (no new commitments, re-solved) costs {_usd(nb)}: this plan saves "
+        out.append(f"    buying nothing new (on-demand and spot, re-solved) costs {_usd(nb)}: this plan saves "
                    f"{_usd(nb - plan.cost['total'])}")
     d = m.downside
     at = float(d["full_term_cost_usd"].iat[0]) if d is not None and len(d) else float("nan")
     for r in (d[d["shock"] > 0].itertuples() if d is not None and len(d) else []):
         out.append(f"    demand {100 * r.shock:.0f} % lower: {_usd(r.full_term_cost_usd)} over the whole terms "
                    f"(at the forecast {_usd(at)}), "
-                   f"stranded commitment {_usd(r.stranded_usd)}"
+                   f"stranded in the horizon (held, not used) {_usd(r.stranded_usd)}"
                    + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %" if r.reserved_utilisation
                       == r.reserved_utilisation else ""))
     paying = m.tranches[~m.tranches["pays"].astype(bool)] if len(m.tranches) else m.tranches

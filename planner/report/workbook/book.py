@@ -103,10 +103,13 @@ class _Book:
                                                   "strings_to_numbers": False})
         self._formats: dict = {}
 
-    def fmt(self, num: str | None = None, bold: bool = False, red: bool = False, head: bool = False):
-        key = (num, bold, red, head)
+    def fmt(self, num: str | None = None, bold: bool = False, red: bool = False, head: bool = False,
+            wrap: bool = False):
+        key = (num, bold, red, head, wrap)
         if key not in self._formats:
             spec = {"valign": "top"}  # rows whose note wraps read from the top
+            if wrap:
+                spec["text_wrap"] = True
             if num:
                 spec["num_format"] = num
             if bold or head or red:
@@ -144,6 +147,7 @@ class _Sheet:
     formats: dict[str, str] = field(default_factory=dict)
     rows: int = 0
     omitted: int = 0  # rows not written: past Excel's row limit
+    wrap: tuple = ()  # columns whose text wraps (the row heights are the writer's)
 
     @property
     def book(self) -> _Book:
@@ -168,12 +172,13 @@ class _Sheet:
         self.rows = 1
 
     def _write(self, r: int, j: int, v, num: str | None, red: bool = False):
-        ws, fmt = self.ws, self.book.fmt(num, red=red)
+        wrap = j < len(self.columns) and self.columns[j] in self.wrap
+        ws, fmt = self.ws, self.book.fmt(num, red=red, wrap=wrap)
         if isinstance(v, _Styled):
             return self._write(r, j, v.value, v.fmt or num, v.red)
         if isinstance(v, _Text):
             if v.value is not None:
-                ws.write_string(r, j, str(v.value), self.book.fmt(None, red=red))
+                ws.write_string(r, j, str(v.value), self.book.fmt(None, red=red, wrap=wrap))
         elif isinstance(v, F):
             value = v.value
             if value is not None and _number(value) and not math.isfinite(float(value)):
@@ -181,7 +186,7 @@ class _Sheet:
             ws.write_formula(r, j, str(v), fmt, float(value) if _number(value) else
                              ("" if value is None else value))
         elif isinstance(v, str):
-            ws.write_string(r, j, v, self.book.fmt(None, red=red))
+            ws.write_string(r, j, v, self.book.fmt(None, red=red, wrap=wrap))
         elif v is None:
             return
         elif isinstance(v, (bool, np.bool_)):
@@ -288,6 +293,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
                   "recurring_after_horizon_usd", "expires_in_horizon", "priced"),
     "Baseline": ("workload_class", "demand_gpu_hours", "cheapest_usd_per_gpu_hour", "baseline_usd", "pools_compared"),
     "Summary": ("item", "value", "note"),
+    "Cash by year": ("period", "from", "to", "upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd",
+                     "total_usd", "discounted_usd", "owned_fees_usd", "total_with_owned_usd"),
 }
 
 

@@ -15,7 +15,9 @@ MEMO_SHEETS = ("Tranches", "Downside", "Commitment curve", "Chargeback")
 
 
 def _money(x: float) -> str:
-    return f"${x:,.0f}" if x == x else "n/a"
+    if x != x:
+        return "n/a"
+    return f"-${-x:,.0f}" if x < -0.5 else f"${abs(x):,.0f}"
 
 
 def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
@@ -33,17 +35,21 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         upfront = float(p.get("upfront_total_usd", 0.0))
         fee = float(p.get("monthly_recurring_usd", 0.0))
         due = pd.Timestamp(p.get("cash_date", p["purchase_date"]) if "cash_date" in p else p["purchase_date"])
-        value = F("=" + ref("Purchases", "upfront_usd", srow), upfront) if srow and upfront else (upfront or fee)
+        value = F("=" + ref("Purchases", "upfront_usd", srow), upfront) if srow else upfront  # due on signing
         npv = float(p.get("npv_usd", np.nan)) if "npv_usd" in p else np.nan
-        be = _break_even_months(upfront, fee, r)
+        usable = pd.Timestamp(p["active_from"]) if "active_from" in p else pd.Timestamp(p["purchase_date"])
+        lead = max((usable - pd.Timestamp(p["purchase_date"])) / pd.Timedelta(hours=730), 0.0)
+        be = _break_even_months(upfront, fee, r, lead)
         pays = "pays" if r.pays else "DOES NOT PAY"
-        rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region}",
+        rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region} (upfront due)",
                      value, USD0,
                      f"{int(r.instances):,} instances; upfront {_money(upfront)} due {due:%Y-%m-%d}, then "
-                     f"{_money(fee)} a month to {pd.Timestamp(r.end_date):%Y-%m-%d}; NPV {_money(npv)} at "
-                     f"{100 * rate:.1f} %; break-even {be}; this tranche used {100 * r.avg_utilisation:.0f} % on "
-                     f"average (lowest {100 * r.min_utilisation:.0f} %), break-even {100 * r.break_even_utilisation:.0f} "
-                     f"%: {pays}", not r.pays))
+                     f"{_money(fee)} a month to {pd.Timestamp(r.end_date):%Y-%m-%d}"
+                     + (f", usable from {usable:%Y-%m-%d}" if lead > 0 else "")
+                     + f"; present value of its payments {_money(npv)} at {100 * rate:.1f} %; break-even {be}; "
+                     f"this tranche used {100 * r.avg_utilisation:.0f} % on average (lowest "
+                     f"{100 * r.min_utilisation:.0f} %), break-even {100 * r.break_even_utilisation:.0f} %: {pays}",
+                     not r.pays))
     spend = plan.spend if plan.spend is not None and len(plan.spend) else pd.DataFrame()
     for r in (spend[(spend["usd_per_hour"] > 0) & spend["firm"].astype(bool)].itertuples() if len(spend) else []):
         rows.append((f"Commit now: {r.option} ({r.plan_family})", float(r.usd_per_hour), RATE,
@@ -56,27 +62,7 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         rows.append(("Planned later (decide then)", float(later["full_term_usd"].sum()), USD0,
                      f"{len(later)} later tranches, {later['gpus'].sum():,.0f} GPUs, whole terms; dates and "
                      "utilisation on the Tranches sheet; re-plan before each date", False))
-    cash = plan.memo.cash_next_12_months_usd if m is not None else None
-    if cash is None:
-        from ...memo import cash_next_12_months
-
-        cash = cash_next_12_months(plan)
-    rows.append(("Cash out in the next 12 months", float(cash), USD0,
-                 "upfronts, fees (commitments already owned included), on-demand and spot: Cash by year", False))
-    by_year = m.cash_by_year if m is not None else None
-    if by_year is None:
-        from ...memo import cash_by_year
-
-        by_year = cash_by_year(plan)
-    fy = by_year[by_year["basis"] == "fiscal"] if len(by_year) else by_year
-    start = int(getattr(plan.inputs.config.finance, "fiscal_year_start", 1) or 1)
-    for r in fy.head(4).itertuples():
-        name = f"calendar {r.label}" if start == 1 else f"fiscal year from {pd.Timestamp(r.first_month):%Y-%m}"
-        rows.append((f"Cash out, {name}", float(r.total_usd), USD0,
-                     f"{r.months} months; owned commitments' fees {_money(r.owned_recurring_usd)} included", False))
-    if len(fy) > 4:
-        rest = fy.iloc[4:]
-        rows.append(("Cash out, later years", float(rest["total_usd"].sum()), USD0, f"{len(rest)} more years", False))
+    rows.extend(_cash_rows(plan, purchases))
     base = float(plan.baseline_all_on_demand)
     from ...bill import inventory_table
 
@@ -87,12 +73,18 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                  f"included: {_money(owned)}) {_money(base - total - owned)}, "
                  f"{100 * (base - total - owned) / base:.1f} %" if base > 0 else "", False))
     if m is not None and m.savings:
-        s = m.savings
-        nb = float(s["next_best_cost_usd"])
-        rows.append(("Saving against the next-best plan", nb - total, USD0,
-                     f"the best plan without new commitments (on-demand and spot, re-solved) costs {_money(nb)}: "
+        sv = m.savings
+        nb = float(sv["next_best_cost_usd"])
+        rows.append(("Saving against no new commitments", nb - total, USD0,
+                     f"the best plan buying nothing new (on-demand and spot, re-solved) costs {_money(nb)}: "
                      f"{100 * (nb - total) / nb:.1f} % saved; the same on the full bill (the owned commitments "
                      "are in both)" if nb > 0 else "", (nb - total) < 0))
+        near = _nearest_on_curve(m.curve)
+        if near is not None:
+            rows.append((f"Saving against {near['factor']:g} x these commitments", float(near["total_cost_usd"]) - total,
+                         USD0, f"the nearest other level on the Commitment curve ({_money(near['committed_usd'])} "
+                         f"committed) costs {_money(near['total_cost_usd'])}: what the last step of commitment buys",
+                         float(near["total_cost_usd"]) - total < 0))
     cov = m.coverage if m is not None else None
     if cov is None:
         from ...memo import coverage
@@ -106,20 +98,79 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         for r in m.downside[m.downside["shock"] > 0].itertuples():
             rows.append((f"If demand is {100 * r.shock:.0f} % lower", float(r.full_term_cost_usd), USD0,
                          f"cost over the whole terms (at the forecast {_money(at)}), purchases fixed, re-solved; "
-                         f"stranded commitment "
+                         f"stranded in the horizon (held, not used) "
                          f"{_money(r.stranded_usd)} (+{_money(r.stranded_increase_usd)})"
                          + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %"
                             if r.reserved_utilisation == r.reserved_utilisation else "") + ": Downside", r.stranded_increase_usd > 0.05 * max(base, 1)))
     return rows
 
 
-def _break_even_months(upfront: float, fee: float, r) -> str:
-    """Months until the tranche's on-demand value (at its own utilisation) repays the upfront, net of fees."""
+def _break_even_months(upfront: float, fee: float, r, lead: float = 0.0) -> str:
+    """Months from signing until the tranche's on-demand value (at its own utilisation) repays the upfront and
+    the fees paid before it is usable (``lead`` months), net of its fees."""
     monthly_value = r.on_demand_usd_per_gpu_hour * r.avg_utilisation * r.gpus * 730.0
     net = monthly_value - fee
-    if upfront <= 0:
-        return "from the first month" if net > 0 else "never at this utilisation"
-    return f"{upfront / net:.1f} months" if net > 0 else "never at this utilisation"
+    if net <= 0:
+        return "never at this utilisation"
+    months = lead + (upfront + fee * lead) / net
+    return "from the first month" if months <= 0 else f"{months:.1f} months from signing"
+
+
+def _nearest_on_curve(curve) -> dict | None:
+    """The commitment curve's solved level just below the plan's (else just above), or None."""
+    if curve is None or not len(curve) or "total_cost_usd" not in curve:
+        return None
+    ok = curve[curve["status"].isin(["optimal", "feasible"]) & (curve["factor"] != 1.0) & (curve["factor"] > 0)]
+    if not len(ok):
+        return None
+    below = ok[ok["factor"] < 1.0]
+    pick = below.iloc[-1] if len(below) else ok.iloc[0]
+    return pick.to_dict()
+
+
+def _cash_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
+    """The memo's cash rows, live over the Cash by year sheet's total_with_owned_usd (fees of the commitments
+    already owned included): the next 12 months, then up to four years (fiscal when the year does not start in
+    January), then the later years together."""
+    from .money import _cash_layout, cash_blocks
+
+    if not len(plan.cash_schedule):
+        return []
+    months = _cash_layout(plan, purchases)[2]
+    blocks = cash_blocks(plan, months)
+    values = _block_values(plan, months, blocks)
+    row_of = {b[1]: i + 2 for i, b in enumerate(blocks)}
+    cell = lambda label: F("=" + ref("Cash by year", "total_with_owned_usd", row_of[label]), values[label])  # noqa: E731
+    out = [("Cash out in the next 12 months", cell("next 12 months"), USD0,
+            "upfronts, fees (of the commitments already owned too), on-demand and spot: Cash by year", False)]
+    fiscal = [b for b in blocks if b[0] == "fiscal"] or [b for b in blocks if b[0] == "calendar"]
+    for kind, label, lo, hi in fiscal[:4]:
+        n = int(((months.to_timestamp() >= lo) & (months.to_timestamp() < hi)).sum())  # months of cash in it
+        out.append((f"Cash out, {label}", cell(label), USD0,
+                    f"{n} month{'s' if n != 1 else ''} of cash from {max(lo, months[0].to_timestamp()):%Y-%m}; the fees of the commitments already owned "
+                    "included (Cash by year)", False))
+    if len(fiscal) > 4:
+        rest = sum(values[b[1]] for b in fiscal[4:])
+        out.append(("Cash out, later years", rest, USD0, f"{len(fiscal) - 4} more years (Cash by year)", False))
+    return out
+
+
+def _block_values(plan: Plan, months: pd.PeriodIndex, blocks: list[tuple]) -> dict:
+    """Each Cash by year row's total with the owned commitments' fees (the cached value of the memo's cells)."""
+    from ...memo_cash import owned_fees_by_month
+
+    cash = plan.cash_schedule["total_usd"].to_numpy(float)[: len(months)]
+    owned = pd.Series(0.0, index=months)
+    of = owned_fees_by_month(plan.inputs)
+    for mo, a, b in zip(of["month"], of["owned_recurring_usd"], of["owned_residual_usd"]) if len(of) else []:
+        if mo in owned.index:
+            owned[mo] += float(a) + float(b)
+    start = months.to_timestamp()
+    out = {}
+    for _k, label, lo, hi in blocks:
+        inside = (start >= lo) & (start < hi)
+        out[label] = float(cash[inside].sum() + owned.to_numpy()[inside].sum())
+    return out
 
 
 def _tranches(plan: Plan) -> pd.DataFrame:
@@ -199,8 +250,8 @@ def _write_table(ws, df: pd.DataFrame | None, name: str, cols: list[str]) -> Non
 
 
 def _write_curve(ws, curve: pd.DataFrame | None) -> None:
-    cols = ["factor", "committed_gpus", "committed_usd", "total_cost_usd", "savings_usd", "npv_usd",
-            "full_term_cost_usd", "reserved_utilisation", "stranded_usd", "status", "optimum"]
+    cols = ["factor", "committed_gpus", "committed_usd_per_hour", "committed_usd", "total_cost_usd", "savings_usd",
+            "on_demand_usd", "spot_usd", "reserved_utilisation", "stranded_usd", "status", "optimum"]
     if curve is None or not len(curve):
         _write_table(ws, curve, "CommitmentCurve", cols)
         return
@@ -211,11 +262,12 @@ def _write_curve(ws, curve: pd.DataFrame | None) -> None:
         s.append([("this plan" if v else "") if c == "optimum" else v for c, v in zip(cols, r)])
     s.table("CommitmentCurve")
     s.note("Every commitment of the plan scaled by the factor (whole instances), re-solved with the purchases "
-           "fixed: the plan's own level (factor 1) is marked; savings are against all on-demand.")
+           "fixed: the plan's own level (factor 1) is marked; cost and savings (against all on-demand) are this "
+           "horizon's, committed_usd the whole terms' liability; a level with no plan (e.g. past a budget) says so.")
     n = len(curve)
     wb = ws.planner_book.wb
     chart = wb.add_chart({"type": "scatter", "subtype": "straight_with_markers"})
-    x = cols.index("committed_gpus")
+    x = cols.index("committed_usd")  # the whole-term liability: GPUs and savings plans' dollars alike
     for name in ("savings_usd", "total_cost_usd"):
         y = cols.index(name)
         chart.add_series({"name": name.replace("_usd", "").replace("_", " "),
@@ -226,9 +278,10 @@ def _write_curve(ws, curve: pd.DataFrame | None) -> None:
         chart.add_series({"name": "this plan", "categories": ["Commitment curve", opt, x, opt, x],
                           "values": ["Commitment curve", opt, y, opt, y],
                           "marker": {"type": "diamond", "size": 11, "fill": {"color": "#C00000"}}, "line": {"none": True}})
-    chart.set_title({"name": "Savings and cost against the GPUs committed"})
-    chart.set_x_axis({"name": "GPUs committed", "min": 0, "num_format": INT})
-    chart.set_y_axis({"name": "USD", "min": 0, "num_format": USD0})
+    chart.set_title({"name": "Savings and cost against the commitment"})
+    chart.set_x_axis({"name": "USD committed (whole terms)", "min": 0, "num_format": USD0})
+    low = float(np.nanmin(curve[["savings_usd", "total_cost_usd"]].to_numpy(float)))
+    chart.set_y_axis({"name": "USD (this horizon)", "num_format": USD0} | ({"min": 0} if low >= 0 else {}))
     chart.set_size({"width": 760, "height": 360})
     ws.insert_chart(n + 4, 0, chart)
 

@@ -348,7 +348,6 @@ def _write_cash_by_year(wb, plan: Plan, months: pd.PeriodIndex, names: list[str]
     ws = wb.get_worksheet_by_name("Cash by year")
     if ws is None:
         return
-    start = int(getattr(plan.inputs.config.finance, "fiscal_year_start", 1) or 1)
     kinds = ["upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", "total_usd", "discounted_usd",
              "owned_fees_usd", "total_with_owned_usd"]
     owned_cash = pd.Series(0.0, index=months)
@@ -358,7 +357,7 @@ def _write_cash_by_year(wb, plan: Plan, months: pd.PeriodIndex, names: list[str]
     for mo, a, b in zip(of["month"], of["owned_recurring_usd"], of["owned_residual_usd"]) if len(of) else []:
         if mo in owned_cash.index:
             owned_cash[mo] += float(a) + float(b)
-    s = _Sheet(ws, ["period", "from", "to"] + kinds, {"from": DAY, "to": DAY} | {k: USD for k in kinds})
+    s = _Sheet(ws, list(COLUMNS["Cash by year"]), {"from": DAY, "to": DAY} | {k: USD for k in kinds})
     s.header({"period": 24})
     col = {k: xl_col_to_name(names.index(k)) for k in kinds}
     mc = xl_col_to_name(names.index("month"))
@@ -383,20 +382,29 @@ def _write_cash_by_year(wb, plan: Plan, months: pd.PeriodIndex, names: list[str]
                          f'{month_col},"<"&DATE({hi.year},{hi.month},1))', value))
         s.append(row)
 
-    years = sorted({p.year for p in months})
-    for y in years:
-        block(f"calendar {y}", pd.Timestamp(y, 1, 1), pd.Timestamp(y + 1, 1, 1))
+    for _kind, label, lo, hi in cash_blocks(plan, months):
+        block(label, lo, hi)
+    s.table("CashByYear")
+
+
+def cash_blocks(plan: Plan, months: pd.PeriodIndex) -> list[tuple]:
+    """The rows of the Cash by year sheet, in order: (kind, label, first day, day after the last) for each
+    calendar year, each fiscal year (``[finance] fiscal_year_start`` other than January; named by the year it
+    ends in, as plan.json's ``cash_by_year``), the next 12 months and the total."""
+    start = int(getattr(plan.inputs.config.finance, "fiscal_year_start", 1) or 1)
+    first = months[0].to_timestamp()
+    out = [("calendar", f"calendar {y}", pd.Timestamp(y, 1, 1), pd.Timestamp(y + 1, 1, 1))
+           for y in sorted({p.year for p in months})]
     if start != 1:
-        fy0 = first.year if first.month >= start else first.year - 1
-        fy = fy0
+        fy = first.year if first.month >= start else first.year - 1
         while pd.Timestamp(fy, start, 1) <= months[-1].to_timestamp():
             lo = pd.Timestamp(fy, start, 1)
-            block(f"fiscal year from {lo:%Y-%m}", lo, pd.Timestamp(fy + 1, start, 1))
+            out.append(("fiscal", f"FY{fy + 1} ({lo:%Y-%m} to {lo + pd.DateOffset(months=11):%Y-%m})", lo,
+                        pd.Timestamp(fy + 1, start, 1)))
             fy += 1
-    end = months[-1].to_timestamp() + pd.offsets.MonthBegin(1)
-    block("next 12 months", first, first + pd.DateOffset(months=12))
-    block("total", first, end)
-    s.table("CashByYear")
+    out.append(("next12", "next 12 months", first, first + pd.DateOffset(months=12)))
+    out.append(("total", "total", first, months[-1].to_timestamp() + pd.offsets.MonthBegin(1)))
+    return out
 
 
 def _discount(plan: Plan, n: int) -> np.ndarray:

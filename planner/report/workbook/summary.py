@@ -79,14 +79,11 @@ def _liability_note(plan: Plan) -> str:
 
 def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchases: pd.DataFrame,
                    inventory: pd.DataFrame, cost_values: dict, baseline: tuple[int, float], memo: list) -> None:
-    s = _Sheet(ws, ["item", "value", "note"])
+    s = _Sheet(ws, ["item", "value", "note"], wrap=("item", "note"))
     widths = {"item": 40, "value": 16, "note": 62}
     s.header(widths)
     ws.set_portrait()
     ws.fit_to_pages(1, 1)  # the decision on one page
-    wrap = s.book.wb.add_format({"text_wrap": True, "valign": "top"})
-    ws.set_column(0, 0, widths["item"], wrap)
-    ws.set_column(2, 2, widths["note"], wrap)
 
     def put(values: list) -> None:  # one row, as tall as its wrapped item and note need
         s.append(values)
