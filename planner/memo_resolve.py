@@ -70,11 +70,16 @@ def _solve_point(task: dict) -> dict:
     return plan_figures(p)
 
 
+IN_PROCESS_CELLS = 20_000  # periods x classes x scenarios up to which the memo's re-solves run in this process
+
+
 def _run(inp, tasks: list[dict], executor, solve: dict) -> list[dict]:
     """Map :func:`_solve_point` over ``tasks`` on ``executor`` (default: local processes); raise on a failure."""
     from .executors import LocalExecutor
 
-    executor = executor or LocalExecutor()
+    if executor is None:  # small models re-solve here: a process pool costs more than their LPs
+        small = inp.T * inp.K * len(inp.scenarios) <= IN_PROCESS_CELLS
+        executor = LocalExecutor(jobs=1) if small else LocalExecutor()
     outcomes = executor.map(_solve_point, tasks, initializer=_init_worker, initargs=(inp, solve), progress=False)
     bad = [o for o in outcomes if not o.ok]
     if bad:

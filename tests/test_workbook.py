@@ -86,8 +86,9 @@ def test_sheets_tables_and_names(example_plan):
     costs = wb["Costs"]
     formulas = [c.value for c in costs["I"][1:] if c.value is not None]
     assert formulas and all(isinstance(f, str) and f.startswith("=") for f in formulas)
-    summary = wb["Summary"]
-    assert str(summary["B2"].value).startswith("=SUM(Costs!")
+    (sheet, cell), = list(wb.defined_names["total_cost_usd"].destinations)  # below the memo, by its name
+    assert sheet == "Summary" and str(wb[sheet][cell.replace("$", "")].value).startswith("=SUM(Costs!")
+    assert str(wb["Summary"]["A2"].value).startswith("Sign now:")  # the memo opens the sheet
 
 
 @needs_lo

@@ -301,6 +301,8 @@ def _memo(plan: Plan) -> dict:
                  cash_by_year=cash_by_year(plan), cash_monthly=cash_monthly(plan),
                  cash_next_12_months_usd=cash_next_12_months(plan), coverage=coverage(plan), savings=None)
     d = m.to_dict()
+    for key in ("tranches", "downside", "curve"):  # seconds are timings: plan.json is the same for the same inputs
+        d[key] = [{k: v for k, v in r.items() if k != "seconds"} for r in d[key]]
     computed = plan.memo is not None
     return {"tranches": d["tranches"], "coverage": d["coverage"], "cash_by_year": d["cash_by_year"],
             "cash_next_12_months_usd": d["cash_next_12_months_usd"],
