@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from openpyxl import load_workbook
 
@@ -397,3 +398,23 @@ def test_showback_stays_whole_after_a_reserved_price_edit(example_plan, tmp_path
     before = json.loads(paths["json"].read_text())["cost_usd"]["total"]
     assert total - before == pytest.approx(0.1 * bought.gpus * bought.hours_active, rel=1e-9)
     assert showback == pytest.approx(total, rel=1e-9)  # the classes still add up to the new total
+    # the memo's cash: +$0.10 per GPU-hour on a term bought 2027-01-04 00:00 moves calendar 2027 (362 days, 8,688 h)
+    # by 0.1 x GPUs x 8,688 and the NPV (rate 0: the whole 26,280-h term) by 0.1 x GPUs x 26,280, live
+    assert (bought.purchase_date, bought.term_months) == (pd.Timestamp("2027-01-04"), 36)
+
+    def year(book, label):
+        ws = book["Cash by year"]
+        head = [c.value for c in ws[1]]
+        row = next(r for r in ws.iter_rows(min_row=2, values_only=True) if r[0] == label)
+        return row[head.index("total_with_owned_usd")]
+
+    base = load_workbook(paths["xlsx"], data_only=True)
+    assert year(again, "calendar 2027") - year(base, "calendar 2027") == pytest.approx(0.1 * bought.gpus * 8688, abs=0.01)
+    memo_cash = next(r[1] for r in again["Summary"].iter_rows(values_only=True) if r[0] == "Cash out, calendar 2027")
+    assert memo_cash == pytest.approx(year(again, "calendar 2027"), abs=0.01)  # the memo's row is the sheet's cell
+
+    def npv(book):
+        (_, cell), = list(book.defined_names["npv_usd"].destinations)
+        return book["Summary"][cell.replace("$", "")].value
+
+    assert npv(again) - npv(base) == pytest.approx(0.1 * bought.gpus * 26280, abs=0.01)

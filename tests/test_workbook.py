@@ -27,8 +27,14 @@ def recalc(path: Path, tmp: Path) -> Path:
 
     LibreOffice keeps the values an .xlsx stores with its formulas (it does not recalculate on load by
     default), so the formulas are first saved without them (openpyxl writes no cached values): every cell
-    LibreOffice returns is then its own computation, never the planner's stored number.
+    LibreOffice returns is then its own computation, never the planner's stored number. The same file (path,
+    size and modification time) is recomputed once per session: several tests read the example's recomputation.
     """
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    done = _RECALCULATED.get(key)
+    if done is not None and done.exists():
+        return done
     out = tmp / f"recalc-{path.stem}"
     profile = tmp / "lo-profile"
     bare_dir = tmp / f"bare-{path.stem}"
@@ -38,7 +44,11 @@ def recalc(path: Path, tmp: Path) -> Path:
     subprocess.run([soffice(), f"-env:UserInstallation=file://{profile}", "--headless", "--calc",
                     "--convert-to", "xlsx", "--outdir", str(out), str(bare)],
                    check=True, capture_output=True, timeout=240)
+    _RECALCULATED[key] = out / path.name
     return out / path.name
+
+
+_RECALCULATED: dict = {}  # (path, size, mtime) -> its recomputed copy, for this session
 
 
 def cached_matches_recomputed(path: Path, tmp: Path, strict_blanks: bool = False):
@@ -236,37 +246,3 @@ def test_the_workbook_prints_in_few_pages_and_never_as_hashes(example_plan, tmp_
     text = subprocess.run(["pdftotext", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
     assert "###" not in text
     assert "Summary" in text  # the footer names each sheet
-
-
-@needs_lo
-def test_a_price_edit_moves_npv_and_the_years_cash_by_the_hand_figure(example_plan, tmp_path):
-    """L4 reserved_3y (149 GPUs, bought 2027-01-04 00:00): +$0.01 per GPU-hour on its hourly fee moves the cash of
-    calendar 2027 by 0.01 x 149 x 8,688 h (362 days in 2027) and the NPV (rate 0) by 0.01 x 149 x 26,280 h; +$1 on
-    its upfront moves the memo's "Sign now" cell by 149."""
-    plan, paths = example_plan
-    wb = load_workbook(paths["xlsx"])
-    ws = wb["Prices"]
-    head = [c.value for c in ws[1]]
-    for row in ws.iter_rows(min_row=2):
-        if (row[0].value, row[1].value, row[2].value) == ("L4", "us-east4", "reserved_3y"):
-            row[head.index("hourly_usd")].value += 0.01
-            row[head.index("upfront_usd")].value += 1.0
-    edited = tmp_path / "edited.xlsx"
-    wb.save(edited)
-    before = load_workbook(paths["xlsx"], data_only=True)
-    after_path = recalc(edited, tmp_path)
-    after = load_workbook(after_path, data_only=True)
-
-    def years(book):
-        ws = book["Cash by year"]
-        head = [c.value for c in ws[1]]
-        return {r[0]: dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True) if r[0]}
-
-    y0, y1 = years(before), years(after)
-    assert y1["calendar 2027"]["total_usd"] - y0["calendar 2027"]["total_usd"] == pytest.approx(
-        0.01 * 149 * 8688 + 149.0, abs=0.01)
-    got0, got1 = named_values(paths["xlsx"]), named_values(after_path)
-    assert got1["npv_usd"] - got0["npv_usd"] == pytest.approx(0.01 * 149 * 26280 + 149.0, abs=0.01)
-    sign = {r[0]: r[1] for r in after["Summary"].iter_rows(values_only=True)
-            if isinstance(r[0], str) and r[0].startswith("Sign now") and "L4" in r[0]}
-    assert list(sign.values())[0] == pytest.approx(620641.62 + 149.0, abs=0.01)
