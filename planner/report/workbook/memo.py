@@ -157,14 +157,10 @@ def _cash_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
 
 def _block_values(plan: Plan, months: pd.PeriodIndex, blocks: list[tuple]) -> dict:
     """Each Cash by year row's total with the owned commitments' fees (the cached value of the memo's cells)."""
-    from ...memo_cash import owned_fees_by_month
+    from .money import owned_cash
 
     cash = plan.cash_schedule["total_usd"].to_numpy(float)[: len(months)]
-    owned = pd.Series(0.0, index=months)
-    of = owned_fees_by_month(plan.inputs)
-    for mo, a, b in zip(of["month"], of["owned_recurring_usd"], of["owned_residual_usd"]) if len(of) else []:
-        if mo in owned.index:
-            owned[mo] += float(a) + float(b)
+    owned = owned_cash(plan, months)
     start = months.to_timestamp()
     out = {}
     for _k, label, lo, hi in blocks:

@@ -217,11 +217,7 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     names += ["discount_factor", "discounted_usd", "owned_fees_usd", "total_with_owned_usd"]
     s = _Sheet(ws, names, {n: USD for n in names[1:6]} | {"discount_factor": "0.0000", "discounted_usd": USD,
                                                           "owned_fees_usd": USD, "total_with_owned_usd": USD})
-    from ...memo_cash import owned_fees_by_month
-
-    owned = owned_fees_by_month(inp)
-    owned = (owned.set_index("month")["owned_recurring_usd"] + owned.set_index("month")["owned_residual_usd"]) \
-        if len(owned) else pd.Series(dtype=float)
+    owned = owned_cash(plan, months)
     owned_col = xl_col_to_name(names.index("owned_fees_usd"))
     total_col = xl_col_to_name(names.index("total_usd"))
     s.header({"month": 10, "": 3})
@@ -350,13 +346,7 @@ def _write_cash_by_year(wb, plan: Plan, months: pd.PeriodIndex, names: list[str]
         return
     kinds = ["upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", "total_usd", "discounted_usd",
              "owned_fees_usd", "total_with_owned_usd"]
-    owned_cash = pd.Series(0.0, index=months)
-    from ...memo_cash import owned_fees_by_month
-
-    of = owned_fees_by_month(plan.inputs)
-    for mo, a, b in zip(of["month"], of["owned_recurring_usd"], of["owned_residual_usd"]) if len(of) else []:
-        if mo in owned_cash.index:
-            owned_cash[mo] += float(a) + float(b)
+    owned = owned_cash(plan, months)
     s = _Sheet(ws, list(COLUMNS["Cash by year"]), {"from": DAY, "to": DAY} | {k: USD for k in kinds})
     s.header({"period": 24})
     col = {k: xl_col_to_name(names.index(k)) for k in kinds}
@@ -372,9 +362,9 @@ def _write_cash_by_year(wb, plan: Plan, months: pd.PeriodIndex, names: list[str]
             if k == "discounted_usd":
                 value = float(cash["total_usd"].to_numpy()[inside] @ _discount(plan, len(months))[inside])
             elif k == "owned_fees_usd":
-                value = float(owned_cash.to_numpy()[inside].sum())
+                value = float(owned.to_numpy()[inside].sum())
             elif k == "total_with_owned_usd":
-                value = float(cash["total_usd"].to_numpy()[inside].sum() + owned_cash.to_numpy()[inside].sum())
+                value = float(cash["total_usd"].to_numpy()[inside].sum() + owned.to_numpy()[inside].sum())
             else:
                 value = float(cash[k].to_numpy()[inside].sum())
             rng = f"'Cash flow'!${col[k]}$2:${col[k]}${last}"
@@ -411,3 +401,14 @@ def _discount(plan: Plan, n: int) -> np.ndarray:
     """The Cash flow sheet's discount factor of each month, (1 + rate)^(-m/12)."""
     rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
     return (1.0 + rate) ** (-np.arange(n) / 12.0)
+
+
+def owned_cash(plan: Plan, months: pd.PeriodIndex) -> pd.Series:
+    """Per month of ``months``: the fees of the commitments already owned, less any residual back (0 elsewhere)."""
+    from ...memo_cash import owned_fees_by_month
+
+    of = owned_fees_by_month(plan.inputs)
+    if not len(of):
+        return pd.Series(0.0, index=months)
+    fee = (of["owned_recurring_usd"] + of["owned_residual_usd"]).groupby(of["month"]).sum()
+    return fee.reindex(months, fill_value=0.0).astype(float)
