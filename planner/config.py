@@ -68,6 +68,7 @@ class ClassPolicy:
     backfill: bool = False  # may run on reserved GPUs that other classes leave idle, preemptibly
     backfill_goodput: float | None = None  # override of the reclaim model's goodput
     team: str | None = None  # None = the class is its own team
+    shortfall_penalty: float | None = None  # USD per reference GPU-hour unmet; None = the solver's (M)
 
     @property
     def phi(self) -> float:
@@ -174,6 +175,7 @@ class ModelConfig:
     commitments: CommitmentPolicy = field(default_factory=CommitmentPolicy)
     budget: BudgetPolicy = field(default_factory=BudgetPolicy)
     finance: FinancePolicy = field(default_factory=FinancePolicy)
+    availability: Path | None = None  # per-period caps on on-demand and spot GPUs (optional CSV)
 
     def team_of(self, cls: str) -> str:
         """The team that owns class ``cls`` (the class itself when it names none)."""
@@ -188,7 +190,7 @@ class ModelConfig:
 
 
 _TOP_KEYS = {
-    "name": str, "demand": str, "prices": str, "inventory": str, "description": str,
+    "name": str, "demand": str, "prices": str, "inventory": str, "availability": str, "description": str,
     "solver": dict, "classes": dict, "scenarios": dict, "failure_rate_per_gpu_hour": float,
     "teams": dict, "commitments": dict, "budget": dict, "finance": dict,
 }
@@ -209,6 +211,7 @@ _CLASS_KEYS = {
     "failure_rate_per_gpu_hour": float, "description": str,
     "demand_unit": str, "latency_slo_ms": float, "slo_percentile": float, "service_cv": float,
     "replicas": dict, "backfill": bool, "backfill_goodput": float, "team": str,
+    "shortfall_penalty": float, "shortfall_penalty_usd_per_gpu_hour": float,
 }
 _REPLICA_KEYS = {"service_ms": float, "requests_per_s_per_replica": float, "gpus_per_replica": float}
 DEMAND_UNITS = ("gpus", "requests_per_s")
@@ -310,10 +313,10 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
     for required in ("demand", "prices"):
         if required not in raw:
             bad.add(file, f"missing key '{required}'", expected="a path relative to the model file")
-    for key in ("demand", "prices", "inventory"):
+    for key in ("demand", "prices", "inventory", "availability"):
         if isinstance(raw.get(key), str) and not raw[key].strip():
             bad.add(file, f"key '{key}' is an empty path", expected="a path relative to the model file",
-                    hint="remove the key" if key == "inventory" else "name the file")
+                    hint="remove the key" if key in ("inventory", "availability") else "name the file")
     name = top.get("name") or (path.stem if path else "plan")
 
     solver = _parse_solver(_check_keys(top.get("solver", {}), _SOLVER_KEYS, "solver.", file, bad),
@@ -373,7 +376,8 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
         return Path(os.path.normpath(base / value)) if value else None
 
     return ModelConfig(name=name, path=path, demand=resolve("demand"), prices=resolve("prices"),
-                       inventory=resolve("inventory"), solver=solver, classes=classes,
+                       inventory=resolve("inventory"), availability=resolve("availability"),
+                       solver=solver, classes=classes,
                        scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure, teams=teams,
                        commitments=commitments, budget=budget, finance=finance)
 
@@ -597,6 +601,7 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
     if t.get("backfill") and slo is not None:
         bad.add(file, f"'{where}' is SLO-sized and has backfill = true", value=True,
                 expected="backfill only for preemptible work (training, batch)")
+    penalty = _class_penalty(t, where, file, bad)
     team = t.get("team")
     if team is not None and (not team.strip() or any(ord(ch) < 32 or _invisible(ch) for ch in team)):
         bad.add(file, f"'{where}.team' must be a non-empty name without control characters", value=team)
@@ -612,7 +617,26 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
                        description=t.get("description", ""), slo=slo,
                        backfill=bool(t.get("backfill", False)),
                        backfill_goodput=None if backfill_goodput is None else float(backfill_goodput),
-                       team=team)
+                       team=team, shortfall_penalty=penalty)
+
+
+def _class_penalty(t: dict, where: str, file: str, bad: Collector) -> float | None:
+    """``shortfall_penalty`` (or its long name ``shortfall_penalty_usd_per_gpu_hour``): USD per reference
+    GPU-hour of this class's unmet demand, > 0; None when neither is given (the solver's penalty M)."""
+    given = [k for k in ("shortfall_penalty", "shortfall_penalty_usd_per_gpu_hour") if k in t]
+    if len(given) > 1:
+        bad.add(file, f"'{where}' sets both shortfall_penalty and shortfall_penalty_usd_per_gpu_hour",
+                value=f"{t[given[0]]}, {t[given[1]]}", expected="one of them (they are the same setting)")
+        return None
+    if not given:
+        return None
+    value = float(t[given[0]])
+    if not 0 < value <= 1e9:
+        bad.add(file, f"'{where}.{given[0]}' out of range", value=t[given[0]],
+                expected="USD per reference GPU-hour of unmet demand, > 0 and at most 1e9",
+                hint="leave it out for the solver's penalty (10 x the highest on-demand price)")
+        return None
+    return value
 
 
 def _parse_slo(name: str, t: dict, file: str, bad: Collector) -> SloSpec | None:

@@ -95,6 +95,7 @@ def chunk_inputs(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
     economics of the whole horizon (not re-estimated on the chunk)."""
     return replace(inp, periods=inp.periods[index], hours=inp.hours[index], demand=inp.demand[:, :, index],
                    inventory=inp.inventory[:, index], reserved_active=inp.active[:, index],
+                   availability=None if inp.availability is None else inp.availability[:, :, index],
                    requests=None if inp.requests is None else inp.requests[:, :, index])
 
 

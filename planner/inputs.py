@@ -16,7 +16,7 @@ from . import commitments, economics, queueing
 from .backfill import backfill_table
 from .config import ModelConfig
 from . import ladder
-from .validate import QUANTILE, Tables, owned_gpus
+from .validate import QUANTILE, Tables, availability_caps, owned_gpus
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ class PlanInputs:
     options: pd.DataFrame | None = None  # the price sheet's reserved rows (one per option and valid_from)
     reserved_active: np.ndarray | None = None  # (R, T): share of period t purchase row c is active (None = all)
     discount_origin: pd.Period | None = None  # month 0 of the cost of capital (the first period's month)
+    availability: np.ndarray | None = None  # (2, P, T) GPUs obtainable per period, on-demand and spot (NaN: no row)
 
     @property
     def spend_rates(self) -> pd.DataFrame:
@@ -75,6 +76,21 @@ class PlanInputs:
         if self.reserved_active is None:
             return np.ones((len(self.reserved), self.T))
         return self.reserved_active
+
+    def cap_series(self, option: str) -> np.ndarray:
+        """(P, T) cap on GPUs held at once per period for ``option`` ("on_demand" or "spot"): the lower of the
+        price sheet's max_gpus and the availability file's row for the period (NaN: no cap)."""
+        col = {"on_demand": "cap_od", "spot": "cap_sp"}[option]
+        sheet = np.broadcast_to(self.pools[col].to_numpy(float)[:, None], (self.P, self.T))
+        if self.availability is None:
+            return np.array(sheet)
+        return np.fmin(sheet, self.availability[0 if option == "on_demand" else 1])
+
+    @property
+    def penalty_by_class(self) -> np.ndarray:
+        """(K,) USD per reference GPU-hour of each class's shortfall: its ``shortfall_penalty``, else M."""
+        given = [self.config.classes[c].shortfall_penalty for c in self.classes]
+        return np.array([self.penalty if v is None else v for v in given], dtype=float)
 
     @property
     def q_reserved(self) -> np.ndarray:
@@ -200,6 +216,8 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
                       speed=speed, goodput=goodput, reliability=reliability, headroom=headroom,
                       spot_share=phi, inventory=owned_gpus(tables.inventory, list(zip(pools.gpu_type, pools.region)),
                                                  periods, hours),
+                      availability=availability_caps(tables.availability,
+                                                     list(zip(pools["gpu_type"], pools["region"])), periods, hours),
                       penalty=float(penalty), spot=spot, reserved_useful=useful, backfill=backfill,
                       requests=requests, slo=slo,
                       discount_origin=periods[0].to_period("M") if len(periods) else None)
@@ -464,6 +482,7 @@ def slice_periods(inp: PlanInputs, index: np.ndarray, purchase_dates: np.ndarray
     return _refresh_backfill(replace(
         inp, periods=periods, hours=hours, demand=inp.demand[:, :, index], reserved=reserved,
         reserved_active=active, inventory=inp.inventory[:, index],
+        availability=None if inp.availability is None else inp.availability[:, :, index],
         requests=None if inp.requests is None else inp.requests[:, :, index]))
 
 
@@ -488,7 +507,8 @@ def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hou
     return _refresh_backfill(replace(
         inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
         probability=np.asarray(probability, float), reserved=reserved, reserved_active=active,
-        inventory=inventory, requests=None, discount_origin=periods[0].to_period("M")))
+        inventory=inventory, requests=None, discount_origin=periods[0].to_period("M"),
+        availability=None))  # the future's availability is not known at the cut-off: the sheet's caps
 
 
 def select_classes(inp: PlanInputs, names: list[str], backfill: bool = True,

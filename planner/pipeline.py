@@ -41,6 +41,7 @@ def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = 
         io.read_table(config.demand, "demand"),
         io.read_table(config.prices, "price sheet"),
         io.read_table(config.inventory, "inventory") if config.inventory else None,
+        io.read_table(config.availability, "availability") if config.availability else None,
     )
     return build_inputs(config, tables)
 

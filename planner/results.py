@@ -255,13 +255,14 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                                                                                       np.nan_to_num(od)))
     sp_cost = float(np.einsum("kpb,b,p->", Zb, w, np.nan_to_num(sp)))
     short_hours = float(Ub.sum(axis=0) @ w)
+    short_usd = float(inp.penalty_by_class @ (Ub @ w))  # each class's shortfall at its own penalty
     cost = {"reserved": reserved_cost, "on_demand": od_cost, "spot": sp_cost,
             "total": reserved_cost + od_cost + sp_cost}
     if model.user_columns:  # columns added through the extension hook: their cost is part of the plan's
         ext = np.concatenate(list(model.user_columns.values()))
         cost["extension"] = float(model.cost[ext] @ v[ext]) if have else 0.0
         cost["total"] += cost["extension"]
-    objective = cost["total"] + inp.penalty * short_hours
+    objective = cost["total"] + short_usd
     if inp.config.finance.npv and have:  # the objective the solver minimised: the NPV, shortfall discounted too
         objective = float(model.cost @ v)
     commitments = {"accounting": accounting, "reserved_amortised_usd": amortised,
@@ -622,13 +623,16 @@ def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block, budgets: set | None = N
         flat = blocks.of.reshape(-1)
         _, first = np.unique(flat, return_index=True)
         block_month[flat[first]] = inp.periods[first % blocks.of.shape[1]].strftime("%Y-%m")
+    from .model.constraints import block_caps
+
+    od_caps, sp_caps = block_caps(inp, blocks, "on_demand"), block_caps(inp, blocks, "spot")
     for k, b in kb:  # only the (class, block) pairs with a shortfall
         reasons = []
         allowed = np.flatnonzero(inp.speed[k] > 0)
         for p in allowed:
             name = pools["name"].iat[p]
             if pools["has_od"].iat[p]:
-                cap = pools["cap_od"].iat[p]
+                cap = od_caps[p, b]
                 if not np.isnan(cap) and Yb[:, p, b].sum() >= cap - 1e-6:
                     reasons.append(f"on-demand cap {cap:g} of {name} reached")
             if pools["has_res"].iat[p]:
@@ -636,7 +640,7 @@ def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block, budgets: set | None = N
                 if not np.isnan(cap) and owned_block[p, b] + blocks.inventory[p, b] >= cap - 1e-6:
                     reasons.append(f"reserved cap {cap:g} of {name} reached")
             if inp.goodput[k, p] > 0:
-                cap = pools["cap_sp"].iat[p]
+                cap = sp_caps[p, b]
                 if not np.isnan(cap) and Zb[:, p, b].sum() >= cap - 1e-6:
                     reasons.append(f"spot cap {cap:g} of {name} reached")
         if inp.spot_share[k] > 0:
@@ -651,7 +655,7 @@ def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block, budgets: set | None = N
                 if f"budget_month_{month.replace('-', '_')}" in budgets:
                     reasons.append(f"budget of {month} ({inp.config.budget.month_cap(month):,.0f} USD) reached")
         if not reasons:
-            reasons.append(f"every allowed option costs more than the shortfall penalty {inp.penalty:g} "
+            reasons.append(f"every allowed option costs more than the shortfall penalty {inp.penalty_by_class[k]:g} "
                            "USD per GPU-hour")
         cause_of[(k, b)] = "; ".join(dict.fromkeys(reasons))
     rows = []

@@ -81,7 +81,18 @@ INVENTORY = (
     Column("end", "datetime", True, "ISO 8601", "", "moment the commitment ends (exclusive)"),
 )
 
-TABLES = {"demand": DEMAND, "prices": PRICES, "inventory": INVENTORY}
+AVAILABILITY = (
+    Column("period", "datetime", True, "ISO 8601", "",
+           "a moment inside a demand period; the row caps the period that contains it"),
+    Column("gpu_type", "str", True, "", "", "GPU type of a pool in the price sheet"),
+    Column("region", "str", True, "", "", "region of a pool in the price sheet"),
+    Column("option", "str", True, "", "", "`on_demand` or `spot`: the option whose GPUs are capped"),
+    Column("max_gpus", "float", True, "GPUs", "",
+           "GPUs of that option obtainable at once in that period (>= 0; with the price sheet's max_gpus the "
+           "lower one holds; several rows in one period: the lowest)"),
+)
+
+TABLES = {"demand": DEMAND, "prices": PRICES, "inventory": INVENTORY, "availability": AVAILABILITY}
 
 
 def names(table: tuple[Column, ...]) -> list[str]:

@@ -36,6 +36,7 @@ class Tables:
     prices: pd.DataFrame  # schema.PRICES columns, option normalised, defaults filled
     inventory: pd.DataFrame  # schema.INVENTORY columns
     sources: dict[str, dict] = field(default_factory=dict)  # "demand" -> {"path", "sha256"}
+    availability: pd.DataFrame | None = None  # schema.AVAILABILITY columns (None: the sheet's caps alone)
 
 
 def _report(bad: Collector, raw: RawTable, mask: pd.Series, column: str | None, message: str,
@@ -663,6 +664,60 @@ def validate_inventory(raw: RawTable, prices: pd.DataFrame, bad: Collector) -> p
                          "gpus": gpus, "start": start, "end": end, "row": raw.rows})
 
 
+# ---------------------------------------------------------------------------- availability
+
+AVAILABILITY_OPTIONS = ("on_demand", "spot")
+
+
+def validate_availability(raw: RawTable, prices: pd.DataFrame, bad: Collector) -> pd.DataFrame | None:
+    """Per-period caps on on-demand and spot GPUs (spot availability traces, on-demand stock-outs)."""
+    what = "availability file"
+    if not check_columns(raw, schema.AVAILABILITY, bad, what):
+        return None
+    d = raw.data
+    cap = numbers(raw, "max_gpus", bad, blank_ok=False, low=0, high=ABSURD_GPUS,
+                  expected="GPUs obtainable at once (>= 0)")
+    period = times(raw, "period", bad)
+    option = normalise_option(d["option"])
+    _report(bad, raw, ~option.isin(AVAILABILITY_OPTIONS), "option", "availability row is not on_demand or spot",
+            d["option"], expected="on_demand or spot (reserved capacity is capped by the price sheet's max_gpus)")
+    priced = set(zip(prices["gpu_type"], prices["region"], prices["option"]))
+    pools = set(zip(prices["gpu_type"], prices["region"]))
+    unknown = pd.Series([(g, r) not in pools for g, r in zip(d["gpu_type"], d["region"])], index=d.index)
+    _report(bad, raw, unknown, "gpu_type", "pool (gpu_type, region) not in the price sheet",
+            d["gpu_type"] + "/" + d["region"], expected="a gpu_type and region priced in the price sheet")
+    unpriced = pd.Series([(g, r) in pools and o in AVAILABILITY_OPTIONS and (g, r, o) not in priced
+                          for g, r, o in zip(d["gpu_type"], d["region"], option)], index=d.index)
+    _report(bad, raw, unpriced, "option", "the price sheet has no such option in this pool",
+            d["gpu_type"] + "/" + d["region"] + "/" + option,
+            expected="an option the price sheet prices in the pool (a cap on an option never bought caps nothing)")
+    return pd.DataFrame({"period": period, "gpu_type": d["gpu_type"], "region": d["region"], "option": option,
+                         "max_gpus": cap, "row": raw.rows})
+
+
+def availability_caps(availability: pd.DataFrame | None, pools: list[tuple[str, str]],
+                      periods: pd.DatetimeIndex, hours: np.ndarray) -> np.ndarray | None:
+    """(2, P, T) GPUs obtainable per period (0 on_demand, 1 spot; NaN: no row), the lowest of the rows in a
+    period; rows outside the horizon are not used. None without an availability file."""
+    if availability is None:
+        return None
+    P, T = len(pools), len(periods)
+    out = np.full((2, P, T), np.nan)
+    if not len(availability) or not T:
+        return out
+    start = periods.asi8
+    end = start + (np.asarray(hours, float) * 3600e9).astype(np.int64)
+    when = pd.DatetimeIndex(availability["period"]).as_unit("ns").asi8
+    t = np.searchsorted(start, when, side="right") - 1
+    inside = (t >= 0) & (when < end[np.clip(t, 0, None)])
+    pool_of = {k: i for i, k in enumerate(pools)}
+    p = np.array([pool_of.get(k, -1) for k in zip(availability["gpu_type"], availability["region"])], dtype=int)
+    o = np.where(availability["option"].to_numpy() == "spot", 1, 0)
+    keep = inside & (p >= 0)
+    np.fmin.at(out, (o[keep], p[keep], t[keep]), availability["max_gpus"].to_numpy(float)[keep])
+    return out
+
+
 # ---------------------------------------------------------------------------- model vs prices
 
 def check_classes(config: ModelConfig, prices: pd.DataFrame, bad: Collector) -> None:
@@ -755,10 +810,10 @@ def check_control_characters(raw: RawTable, bad: Collector) -> None:
 
 
 def validate(config: ModelConfig, demand_raw: RawTable, prices_raw: RawTable,
-             inventory_raw: RawTable | None) -> Tables:
+             inventory_raw: RawTable | None, availability_raw: RawTable | None = None) -> Tables:
     """Run every check; raise one InputError with all problems found."""
     bad = Collector()
-    for raw in (prices_raw, demand_raw, inventory_raw):
+    for raw in (prices_raw, demand_raw, inventory_raw, availability_raw):
         if raw is not None:
             check_control_characters(raw, bad)
     prices = validate_prices(prices_raw, bad)
@@ -766,6 +821,9 @@ def validate(config: ModelConfig, demand_raw: RawTable, prices_raw: RawTable,
     inventory = None
     if inventory_raw is not None and prices is not None:
         inventory = validate_inventory(inventory_raw, prices, bad)
+    availability = None
+    if availability_raw is not None and prices is not None:
+        availability = validate_availability(availability_raw, prices, bad)
     if prices is not None and not bad:
         check_classes(config, prices, bad)
         if inventory is not None:
@@ -779,6 +837,8 @@ def validate(config: ModelConfig, demand_raw: RawTable, prices_raw: RawTable,
                "prices": {"path": prices_raw.file, "sha256": prices_raw.sha256}}
     if inventory_raw is not None:
         sources["inventory"] = {"path": inventory_raw.file, "sha256": inventory_raw.sha256}
-    return Tables(demand=demand, prices=prices, inventory=inventory, sources=sources)
+    if availability_raw is not None:
+        sources["availability"] = {"path": availability_raw.file, "sha256": availability_raw.sha256}
+    return Tables(demand=demand, prices=prices, inventory=inventory, sources=sources, availability=availability)
 
 

@@ -352,8 +352,9 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     if inp.config.budget.monthly:
         merge = False  # a block must lie in one calendar month for the monthly budget rows
     npv = inp.config.finance.npv
+    caps = None if inp.availability is None else np.concatenate([inp.cap_series("on_demand"), inp.cap_series("spot")])
     blocks = make_blocks(inp.demand, inp.inventory, inp.hours, inp.probability, merge=merge, active=inp.active,
-                         discount=inp.discount if npv else None)
+                         discount=inp.discount if npv else None, caps=caps)
     n_cols, fam = define_variables(inp, blocks, dominance=dominance)
     out = Rows()
     rows = {name: define(out, inp, blocks, fam) for name, define in FAMILIES}

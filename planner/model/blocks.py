@@ -22,6 +22,7 @@ class Blocks:
     inventory: np.ndarray  # (P, B)
     active: np.ndarray | None = None  # (R, B) share of the block's periods each purchase row is active
     npv_weight: np.ndarray | None = None  # (B,) sum of probability x hours x discount factor (None = weight)
+    caps: np.ndarray | None = None  # (2P, B) on-demand then spot caps per block (an availability file; NaN = none)
 
     @property
     def B(self) -> int:
@@ -31,20 +32,24 @@ class Blocks:
 
 def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
                 probability: np.ndarray, merge: bool = True, active: np.ndarray | None = None,
-                discount: np.ndarray | None = None) -> Blocks:
+                discount: np.ndarray | None = None, caps: np.ndarray | None = None) -> Blocks:
     """``demand`` (S, K, T), ``inventory`` (P, T), ``hours`` (T,), ``probability`` (S,), ``active`` (R, T).
 
     Periods merge only when the same purchases are active in them (their reserved fleet is the same).
     ``discount`` (T,): each period's discount factor; a block's ``npv_weight`` sums probability x hours x
     factor over its periods (merging stays exact: a positive factor scales a period's cost, not its argmin).
+    ``caps`` (C, T): per-period caps (an availability file); periods merge only when their caps are equal.
     """
     S, K, T = demand.shape
     P = inventory.shape[0]
     active = np.ones((0, T)) if active is None else np.asarray(active, float)
     R = active.shape[0]
+    C = 0 if caps is None else caps.shape[0]
+    capkey = np.zeros((0, T)) if caps is None else np.where(np.isnan(caps), -1.0, caps)  # NaN never equals itself
     rows = np.concatenate([demand.transpose(0, 2, 1).reshape(S * T, K),
                            np.broadcast_to(inventory.T, (S, T, P)).reshape(S * T, P),
-                           np.broadcast_to(active.T, (S, T, R)).reshape(S * T, R)], axis=1)
+                           np.broadcast_to(active.T, (S, T, R)).reshape(S * T, R),
+                           np.broadcast_to(capkey.T, (S, T, C)).reshape(S * T, C)], axis=1)
     w = (probability[:, None] * hours[None, :]).reshape(S * T)
     if merge:
         uniq, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
@@ -61,4 +66,5 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
         inverse, weights=(probability[:, None] * (hours * discount)[None, :]).reshape(S * T), minlength=len(uniq))
     return Blocks(of=inverse.reshape(S, T), weight=weight, npv_weight=npv_weight,
                   demand=np.ascontiguousarray(uniq[:, :K].T), inventory=np.ascontiguousarray(uniq[:, K:K + P].T),
-                  active=np.ascontiguousarray(uniq[:, K + P:].T))
+                  active=np.ascontiguousarray(uniq[:, K + P:K + P + R].T),
+                  caps=None if caps is None else np.where(uniq[:, K + P + R:].T < 0, np.nan, uniq[:, K + P + R:].T))

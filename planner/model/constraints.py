@@ -89,25 +89,35 @@ def _purchased_terms(inp: PlanInputs, blocks: Blocks, fam, rp: np.ndarray, rb: n
         coefs.append(-m[c] * share[hit])  # a term ending inside a period holds its GPUs for that share of it
 
 
+def block_caps(inp: PlanInputs, blocks: Blocks, option: str) -> np.ndarray:
+    """(P, B) cap on GPUs of ``option`` ("on_demand" or "spot") held at once in each block (NaN: none): the
+    price sheet's max_gpus, or per period the lower of it and the availability file's."""
+    if blocks.caps is None:
+        col = {"on_demand": "cap_od", "spot": "cap_sp"}[option]
+        return np.broadcast_to(inp.pools[col].to_numpy(float)[:, None], (inp.P, blocks.B))
+    return blocks.caps[:inp.P] if option == "on_demand" else blocks.caps[inp.P:]
+
+
 def _cap_rows(out: Rows, inp, blocks, frame, cap, family) -> int:
-    limited = ~np.isnan(cap)
-    f = frame[limited[frame["p"].to_numpy()]]
+    """sum_k col[k,p,b] <= cap[p,b] for every capped (p, b) the family has columns in."""
+    p_all, b_all = frame["p"].to_numpy(), frame["b"].to_numpy()
+    f = frame[~np.isnan(cap[p_all, b_all])]
     if f.empty:
         return 0
     p, b = f["p"].to_numpy(), f["b"].to_numpy()
     rid, rp, rb = _row_ids((inp.P, blocks.B), p, b)
     return out.add(family, (rp, rb), rid[p, b], f["col"].to_numpy(),
-                    np.ones(len(f)), LpConstraintLE, cap[rp])
+                    np.ones(len(f)), LpConstraintLE, cap[rp, rb])
 
 
 def define_on_demand_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_k y[k,p,b] <= Ucap^od_p where the price sheet caps on-demand GPUs."""
-    return _cap_rows(out, inp, blocks, fam["y"], inp.pools["cap_od"].to_numpy(float), "od_cap")
+    """sum_k y[k,p,b] <= Ucap^od_p[b] where the price sheet (or the availability file) caps on-demand GPUs."""
+    return _cap_rows(out, inp, blocks, fam["y"], block_caps(inp, blocks, "on_demand"), "od_cap")
 
 
 def define_spot_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_k z[k,p,b] <= Ucap^sp_p where the price sheet caps spot GPUs (availability)."""
-    return _cap_rows(out, inp, blocks, fam["z"], inp.pools["cap_sp"].to_numpy(float), "spot_cap")
+    """sum_k z[k,p,b] <= Ucap^sp_p[b] where the price sheet (or the availability file) caps spot GPUs."""
+    return _cap_rows(out, inp, blocks, fam["z"], block_caps(inp, blocks, "spot"), "spot_cap")
 
 
 def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
@@ -231,14 +241,14 @@ def define_discount_only_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
     res = inp.reserved
     if "guarantees_capacity" not in res or res["guarantees_capacity"].astype(bool).all():
         return 0
-    cap = inp.pools["cap_od"].to_numpy(float)
+    cap = block_caps(inp, blocks, "on_demand")  # (P, B)
     soft = np.flatnonzero(~res["guarantees_capacity"].astype(bool).to_numpy() & (res["pool"].to_numpy(int) >= 0))
-    soft = soft[~np.isnan(cap[res["pool"].to_numpy(int)[soft]])]
+    soft = soft[~np.isnan(cap[res["pool"].to_numpy(int)[soft]]).all(axis=1)]
     if not len(soft):
         return 0
     pool = res["pool"].to_numpy(int)[soft]
     share = blocks.active[soft]  # (C, B)
-    c_i, b_i = np.nonzero(share > 0)
+    c_i, b_i = np.nonzero((share > 0) & ~np.isnan(cap[pool]))
     rid, rp, rb = _row_ids((inp.P, blocks.B), pool[c_i], b_i)
     n_col = fam["n"]["col"].to_numpy()
     m = res["m"].to_numpy(float)[soft]
@@ -248,7 +258,7 @@ def define_discount_only_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
     cols = [n_col[soft[c_i]], yy["col"].to_numpy()]
     coefs = [m[c_i] * share[c_i, b_i], np.ones(len(yy))]
     return out.add("discount_only_cap", (rp, rb), np.concatenate(rows), np.concatenate(cols), np.concatenate(coefs),
-                   LpConstraintLE, cap[rp])
+                   LpConstraintLE, cap[rp, rb])
 
 
 def exit_links(inp: PlanInputs) -> list[tuple[int, np.ndarray]]:

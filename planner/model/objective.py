@@ -2,7 +2,7 @@
 
     min  sum_{p,c,s} m_p n[p,c,s] r[p,c] a[c,s]     (amortised; full_term: m_p n (hourly L + upfront - residual))
        + sum_b w_b sum_{k,p} (od_p y[k,p,b] + sp_p z[k,p,b]) - sum_b w_b sum_{c,p} od_p v[c,p,b]
-       + M sum_{k,b} w_b u[k,b]
+       + sum_{k,b} M_k w_b u[k,b]      (M_k: the class's shortfall_penalty, else the solver's M)
 
 with w_b the block's probability-weighted hours (sum over its periods of
 probability x h_t). Inventory is sunk and not charged.
@@ -62,7 +62,7 @@ def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.Da
     od, sp = inp.pools["od"].to_numpy(), inp.pools["sp"].to_numpy()
     c[fam["y"]["col"]] = w[fam["y"]["b"]] * od[fam["y"]["p"]]
     c[fam["z"]["col"]] = w[fam["z"]["b"]] * sp[fam["z"]["p"]]
-    c[fam["u"]["col"]] = w[fam["u"]["b"]] * inp.penalty
+    c[fam["u"]["col"]] = w[fam["u"]["b"]] * inp.penalty_by_class[fam["u"]["k"]]
     if "v" in fam and len(fam["v"]):  # covered usage is paid by the savings plan, not at the on-demand price
         c[fam["v"]["col"]] = -w[fam["v"]["b"]] * od[fam["v"]["p"]]
     return c

@@ -70,8 +70,12 @@ def define_variables(inp: PlanInputs, blocks: Blocks, dominance: bool = True
     use_od, use_sp = np.isfinite(od_cost), np.isfinite(sp_cost)
     rates = inp.spend_rates
     if dominance:
-        use_od = undominated(od_cost, ~np.isnan(pools["cap_od"].to_numpy(float)))
-        use_sp = undominated(sp_cost, ~np.isnan(pools["cap_sp"].to_numpy(float)))
+        # a pool capped in any period (price sheet or availability file) is capped for dominance
+        capped = {o: ~np.isnan(inp.cap_series(o)).all(axis=1) if inp.availability is not None
+                  else ~np.isnan(pools["cap_od" if o == "on_demand" else "cap_sp"].to_numpy(float))
+                  for o in ("on_demand", "spot")}
+        use_od = undominated(od_cost, capped["on_demand"])
+        use_sp = undominated(sp_cost, capped["spot"])
         if len(rates):  # a savings plan can make a pool's on-demand the cheapest: keep every eligible pool's
             eligible = np.zeros(inp.P, dtype=bool)
             eligible[rates["pool"].to_numpy(int)] = True
