@@ -263,8 +263,9 @@ def forecast_demand(history, horizon_months: int = 3, *, period_hours: float | N
         weights = scen_tree.scenarios
         demand = _long(scen_tree.leaves.transpose(1, 0, 2), scen_tree.names, text, hist.classes, hours)
         if scen_tree.clipped:
-            notes.append(f"{scen_tree.clipped} of the tree's {scen_tree.leaves.size} leaf values were clipped at 0 "
-                         "GPUs (there the leaves' mean is above the point forecast)")
+            notes.append(f"{scen_tree.clipped} of the tree's {scen_tree.leaves.size} leaf values "
+                         f"{'was' if scen_tree.clipped == 1 else 'were'} clipped at 0 GPUs (there the leaves' mean is "
+                         "above the point forecast)")
     if fallback:
         notes.insert(0, fallback)
     report = {
