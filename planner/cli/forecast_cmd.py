@@ -24,21 +24,6 @@ def _seasonality(text):
     return hours
 
 
-def _check_tree_options(tree, branches, quantile_form, n_scenarios) -> None:
-    """--branches needs --tree; --quantiles and --scenarios do not go with it (every problem at once)."""
-    bad = []
-    if tree is None and branches is not None:
-        bad.append(Problem("--branches", "needs --tree", value=branches, expected="--tree quarter or --tree month"))
-    if tree is not None and quantile_form:
-        bad.append(Problem("--quantiles", "not with --tree: a scenario tree's leaves are not quantile paths",
-                           expected="forecast.csv in the long form (leave out --quantiles)"))
-    if tree is not None and n_scenarios is not None:
-        bad.append(Problem("--scenarios", "not with --tree: the tree sets the number of scenarios", value=n_scenarios,
-                           expected="--branches B alone (B ** branch dates leaves, at most 243)"))
-    if bad:
-        raise InputError(bad)
-
-
 @cli.command()
 @model_argument
 @click.option("--history", "history_file", type=click.Path(path_type=Path), required=True,
@@ -84,18 +69,17 @@ def forecast(model, history_file, horizon_months, out_dir, period_hours, n_scena
     from ..forecasting.engine import forecast_demand, forecast_periods
     from ..forecasting.history import read_history
     from ..forecasting.output import write_forecast
-    from ..forecasting.tree import check_tree_dates, plan_tree
+    from ..forecasting.tree import check_tree_dates, option_problems
     from .common import default_model
 
     asked = click.get_current_context().get_parameter_source("n_scenarios") != click.core.ParameterSource.DEFAULT
-    _check_tree_options(tree, branches, quantile_form, n_scenarios if asked else None)
+    conflicts = option_problems(tree, branches, n_scenarios if asked else None, quantile_form)
+    if conflicts:
+        raise InputError(conflicts)
     config = load_model(model or default_model())
     hist = read_history(history_file, list(config.classes))
-    if tree:  # the tree's size and dates against MODEL's purchase dates, before any fit
-        branches = branches or 2
-        periods = forecast_periods(hist, horizon_months, period_hours=period_hours)
-        plan_tree(periods, tree, branches)
-        check_tree_dates(config, periods, tree)
+    if tree:  # the branch dates against MODEL's purchase dates before any fit (forecast_demand checks the size)
+        check_tree_dates(config, forecast_periods(hist, horizon_months, period_hours=period_hours), tree)
     t0 = time.perf_counter()
     result = forecast_demand(hist, horizon_months, period_hours=period_hours, scenarios=None if tree else n_scenarios,
                              method=method, seasonality=_seasonality(seasonality), jobs=jobs, tree=tree,

@@ -227,15 +227,12 @@ def forecast_demand(history, horizon_months: int = 3, *, period_hours: float | N
     hist = _history(history, classes)
     step = hist.step_hours
     start, stop, h = _horizon(hist, horizon_months, period_hours)
+    conflicts = tree_mod.option_problems(tree, branches, scenarios)
+    if conflicts:
+        raise InputError(conflicts)
     if tree is None:
-        if branches is not None:
-            raise InputError(Problem("--branches", "needs --tree", value=branches,
-                                     expected="--tree quarter or --tree month beside --branches"))
         levels = scenario_levels(3 if scenarios is None else scenarios)
     else:
-        if scenarios is not None:
-            raise InputError(Problem("--scenarios", "not with --tree: the tree sets the number of scenarios",
-                                     value=scenarios, expected="--branches B alone (B ** branch dates leaves)"))
         branches = 2 if branches is None else branches
         tree_mod.plan_tree(_period_grid(h, start, step, period_hours)[2], tree, branches)  # before any fit
         levels = [int(round(100 * q)) for q in tree_mod.TREE_QUANTILES]

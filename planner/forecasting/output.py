@@ -17,11 +17,11 @@ def write_forecast(result, out_dir, *, quantile_form: bool = False) -> dict[str,
     from datetime import datetime, timezone
 
     from ..atomic import publish_together
-    from ..errors import InputError, Problem
+    from ..errors import InputError
+    from .tree import option_problems
 
-    if quantile_form and getattr(result, "tree", None) is not None:
-        raise InputError(Problem("--quantiles", "not with --tree: a scenario tree's leaves are not quantile paths",
-                                 expected="forecast.csv in the long form (leave out --quantiles)"))
+    if quantile_form and result.tree is not None:
+        raise InputError(option_problems(result.tree.by, quantile_form=True))
     doc = {"run_id": uuid.uuid4().hex,
            "created_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")} | result.report
     table = result.quantiles if quantile_form else result.demand

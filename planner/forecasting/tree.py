@@ -86,6 +86,21 @@ def sigma_80(p10: np.ndarray, p90: np.ndarray) -> np.ndarray:
     return (np.asarray(p90, float) - np.asarray(p10, float)) / (2 * Z80)
 
 
+def option_problems(tree, branches=None, scenarios=None, quantile_form: bool = False) -> list:
+    """What does not go with ``tree`` (or its absence): ``branches`` without a tree, ``scenarios`` (the tree
+    sets the count) or the quantile form (a tree's leaves are not quantile paths) beside one."""
+    bad = []
+    if tree is None and branches is not None:
+        bad.append(Problem("--branches", "needs --tree", value=branches, expected="--tree quarter or --tree month"))
+    if tree is not None and quantile_form:
+        bad.append(Problem("--quantiles", "not with --tree: a scenario tree's leaves are not quantile paths",
+                           expected="forecast.csv in the long form (leave out --quantiles)"))
+    if tree is not None and scenarios is not None:
+        bad.append(Problem("--scenarios", "not with --tree: the tree sets the number of scenarios", value=scenarios,
+                           expected=f"--branches B alone (B ** branch dates leaves, at most {MAX_LEAVES})"))
+    return bad
+
+
 def branch_positions(periods: pd.DatetimeIndex, by: str) -> np.ndarray:
     """Positions of the periods a ``by`` tree branches at: the first period of every calendar quarter / month
     that starts after the first period (the planner's own purchase-date rule, planner.ladder)."""
