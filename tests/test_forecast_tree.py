@@ -239,3 +239,12 @@ def test_without_a_tree_nothing_changes():
     three = forecast_demand(history(), 2, period_hours=24, method="weekly", scenarios=3, jobs=1)
     assert plain.tree is None and "tree" not in plain.report and plain.scenarios == {"p10": 0.3, "p50": 0.4, "p90": 0.3}
     pd.testing.assert_frame_equal(plain.demand, three.demand)
+
+
+def test_a_class_without_uncertainty_has_identical_leaves_and_says_so():
+    frame = history()
+    frame["c1"] = 7.0  # constant: the forecast is 7 GPUs with an interval of zero width
+    result = forecast_demand(frame, 7, period_hours=24, method="weekly", tree="quarter", jobs=1)
+    _, _, values = cube(result)
+    assert (values[:, 1, :] == 7.0).all() and (values[:, 0, -1] != values[0, 0, -1]).any()
+    assert any("'c1' has an 80 % interval of zero width" in n for n in result.notes)

@@ -259,6 +259,10 @@ def forecast_demand(history, horizon_months: int = 3, *, period_hours: float | N
         scen_tree = tree_mod.build_tree(agg[:, 1], tree_mod.sigma_80(agg[:, 0], agg[:, 2]), starts, tree, branches)
         weights = scen_tree.scenarios
         demand = _long(scen_tree.leaves.transpose(1, 0, 2), scen_tree.names, text, hist.classes, hours)
+        flat = [repr(c) for c, sd in zip(hist.classes, scen_tree.sigma) if not sd.any()]
+        if flat:
+            notes.append(f"the forecast of {', '.join(flat)} has an 80 % interval of zero width: every leaf is its "
+                         "point path")
         if scen_tree.clipped:
             notes.append(f"{scen_tree.clipped} of the tree's {scen_tree.leaves.size} leaf values "
                          f"{'was' if scen_tree.clipped == 1 else 'were'} clipped at 0 GPUs (there the leaves' mean is "
