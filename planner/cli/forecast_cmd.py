@@ -43,9 +43,14 @@ def _seasonality(text):
 @click.option("--quantiles", "quantile_form", is_flag=True,
               help="Write forecast.csv in the quantile form (p10, p50, p90 columns) instead of a scenario column.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Classes fitted at once (default: every core).")
+@click.option("--tree", type=click.Choice(["quarter", "month"]), default=None,
+              help="A scenario tree instead of quantile paths: it branches at the first period of every calendar "
+                   "quarter / month after the first, each of which must be a purchase date of MODEL.")
+@click.option("--branches", type=click.IntRange(2, 5), default=None,
+              help="With --tree: children of every node at each branch date (default 2; at most 243 leaves).")
 @handle_errors
 def forecast(model, history_file, horizon_months, out_dir, period_hours, n_scenarios, method, seasonality,
-             quantile_form, jobs):
+             quantile_form, jobs, tree, branches):
     """Forecast demand from history over the term: per class daily and weekly seasonality, trend and
     uncertainty (statsforecast MSTL / AutoETS / AutoARIMA), as quantile-path scenarios the planner reads.
 
@@ -56,20 +61,29 @@ def forecast(model, history_file, horizon_months, out_dir, period_hours, n_scena
     \b
         planner forecast models/example.toml --history history.csv --horizon-months 3 --out fc/
         planner forecast MODEL --history h.csv --horizon-months 12 --period-hours 24 --method auto --out fc/
+        planner forecast MODEL --history h.csv --horizon-months 6 --period-hours 24 --tree quarter --branches 3 --out fc/
     """
     import time
 
     from ..config import load_model
-    from ..forecasting.engine import forecast_demand
+    from ..forecasting.engine import forecast_demand, forecast_periods
     from ..forecasting.history import read_history
     from ..forecasting.output import write_forecast
+    from ..forecasting.tree import check_tree_dates, option_problems
     from .common import default_model
 
+    asked = click.get_current_context().get_parameter_source("n_scenarios") != click.core.ParameterSource.DEFAULT
+    conflicts = option_problems(tree, branches, n_scenarios if asked else None, quantile_form)
+    if conflicts:
+        raise InputError(conflicts)
     config = load_model(model or default_model())
     hist = read_history(history_file, list(config.classes))
+    if tree:  # the branch dates against MODEL's purchase dates before any fit (forecast_demand checks the size)
+        check_tree_dates(config, forecast_periods(hist, horizon_months, period_hours=period_hours), tree)
     t0 = time.perf_counter()
-    result = forecast_demand(hist, horizon_months, period_hours=period_hours, scenarios=n_scenarios, method=method,
-                             seasonality=_seasonality(seasonality), jobs=jobs)
+    result = forecast_demand(hist, horizon_months, period_hours=period_hours, scenarios=None if tree else n_scenarios,
+                             method=method, seasonality=_seasonality(seasonality), jobs=jobs, tree=tree,
+                             branches=branches)
     elapsed = time.perf_counter() - t0
     paths = write_forecast(result, out_dir, quantile_form=quantile_form)
     rep = result.report
@@ -83,6 +97,9 @@ def forecast(model, history_file, horizon_months, out_dir, period_hours, n_scena
         pin = "-" if s.get("pinball") is None else f"{s['pinball']:.3f}"
         cov = "-" if s.get("coverage_80") is None else f"{s['coverage_80']:.2f}"
         click.echo(f"{c[:24]:<24} {rep['method'][c]:<10} {mape:>8} {pin:>9} {cov:>8}")
+    if result.tree is not None:
+        t = rep["tree"]
+        click.echo(f"tree: by {t['by']}, {t['branches']} branches at {', '.join(t['dates'])}: {t['leaves']} leaves")
     for note in rep["notes"]:
         click.echo(f"note: {note}")
     click.echo("wrote " + ", ".join(str(p) for p in paths.values()))

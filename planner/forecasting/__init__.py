@@ -9,14 +9,16 @@ prediction intervals, turned into quantile-path scenarios the planner reads (doc
 
 One job per module: ``history`` reads and checks the history, ``seasons`` decides which seasonalities fit,
 ``models`` fits one class with one method, ``metrics`` scores a held-back tail, ``scenarios`` turns
-quantiles into scenarios, ``engine`` runs it all for every class, ``output`` writes the three files.
+quantiles into scenarios, ``tree`` builds scenario trees that branch at purchase dates, ``engine`` runs it all
+for every class, ``output`` writes the three files.
 """
 
 from __future__ import annotations
 
 _EXPORTS = {"forecast_demand": "engine", "ForecastResult": "engine", "write_forecast": "output",
             "METHODS": "models", "LIBRARY_METHODS": "models", "read_history": "history",
-            "history_from_frame": "history"}
+            "history_from_frame": "history", "forecast_periods": "engine", "check_tree_dates": "tree",
+            "ScenarioTree": "tree"}
 
 __all__ = list(_EXPORTS)
 

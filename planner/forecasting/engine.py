@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, Problem
-from . import metrics, models, seasons as seasons_mod
+from . import metrics, models, seasons as seasons_mod, tree as tree_mod
 from .scenarios import scenario_levels, scenario_weights
 
 INTERVAL = (0.1, 0.9)  # the 80 % interval, scored as coverage_80 whatever the scenarios
@@ -18,14 +18,17 @@ INTERVAL = (0.1, 0.9)  # the 80 % interval, scored as coverage_80 whatever the s
 @dataclass
 class ForecastResult:
     """A forecast: ``demand`` (long form: period, workload_class, gpus, scenario[, hours]), ``scenarios``
-    ({name: probability}), ``report`` (forecast.json's document) and ``quantiles`` (period,
-    workload_class, p.., [hours]: the same paths as columns, the planner's quantile form)."""
+    ({name: probability}), ``report`` (forecast.json's document), ``quantiles`` (period,
+    workload_class, p.., [hours]: the same paths as columns, the planner's quantile form; with a tree, the
+    p10/p50/p90 paths it is built from) and ``tree`` (the :class:`~planner.forecasting.tree.ScenarioTree`, or
+    None)."""
 
     demand: pd.DataFrame
     scenarios: dict
     report: dict
     quantiles: pd.DataFrame
     notes: list = field(default_factory=list)
+    tree: object = None  # a planner.forecasting.tree.ScenarioTree with tree=..., else None
 
     def scenarios_toml(self) -> str:
         """The ``[scenarios]`` table, as a model file takes it."""
@@ -132,43 +135,28 @@ def fit_classes(values: np.ndarray, horizon: int, step_hours: float, method: str
     return out, info, notes, {"hold": hold, "seasons": [m * step_hours for m in seasons]}
 
 
+def _period_grid(h: int, start: pd.Timestamp, step: float, period_hours: float | None):
+    """(first history step of each output period, history steps per output period, period starts); the first
+    two are None when the output periods are the history's."""
+    if not period_hours or abs(period_hours - step) < 1e-9:
+        return None, None, pd.date_range(start, periods=h, freq=pd.Timedelta(hours=step))
+    n = int(round(period_hours / step))
+    edges = np.arange(0, h, n)
+    counts = np.diff(np.append(edges, h))
+    return edges, counts, start + pd.to_timedelta(edges * step, unit="h")
+
+
 def _aggregate(paths: np.ndarray, start: pd.Timestamp, step: float, period_hours: float | None):
     """(paths per output period (K, Q, P), period starts, hours per period or None for the history's step)."""
-    if not period_hours or abs(period_hours - step) < 1e-9:
-        h = paths.shape[-1]
-        return paths, pd.date_range(start, periods=h, freq=pd.Timedelta(hours=step)), None
-    n = int(round(period_hours / step))
-    h = paths.shape[-1]
-    edges = np.arange(0, h, n)
+    edges, counts, starts = _period_grid(paths.shape[-1], start, step, period_hours)
+    if edges is None:
+        return paths, starts, None
     sums = np.add.reduceat(paths, edges, axis=-1)
-    counts = np.diff(np.append(edges, h))
-    return sums / counts, start + pd.to_timedelta(edges * step, unit="h"), counts * step
+    return sums / counts, starts, counts * step
 
 
-def forecast_demand(history, horizon_months: int = 3, *, period_hours: float | None = None, scenarios: int = 3,
-                    method: str | None = None, seasonality=None, classes=None, jobs: int | None = None) -> ForecastResult:
-    """Forecast every class of ``history`` over ``horizon_months`` calendar months from its end.
-
-    ``history``: a DataFrame (or a :class:`~planner.forecasting.history.History`) in the demand file's long or
-    wide form (``period, workload_class, gpus`` or ``period, <class>...``), one scenario, contiguous periods
-    of one length. ``method``: ``mstl`` (the default when statsforecast is installed, else ``trend``, said in the
-    notes), ``autoets``, ``autoarima``, ``auto`` (per class, the lowest
-    held-back pinball loss of mstl, autoets, autoarima, weekly and trend) or the hand-written ``weekly``,
-    ``latest``, ``trend``. ``seasonality``: hours (default daily and weekly, each dropped when the history
-    holds fewer than two cycles; given explicitly, a history too short is an InputError naming the class and
-    the length needed). ``scenarios``: S quantile paths (docs/forecasting.md, "Scenarios"). ``period_hours``:
-    aggregate to periods of that many hours (mean GPUs, with an ``hours`` column). Every problem is an
-    :class:`~planner.errors.InputError`.
-    """
-    from .history import History, history_from_frame
-
-    fallback = None
-    if method is None:
-        method = "mstl" if models.library_available() else "trend"
-        if method == "trend":
-            fallback = ("statsforecast is not installed (pip install 'planner[forecast]'): the hand-written trend "
-                        "forecaster was used")
-    hist = history if isinstance(history, History) else history_from_frame(history, classes)
+def _horizon(hist, horizon_months, period_hours) -> tuple[pd.Timestamp, pd.Timestamp, int]:
+    """(first forecast period, end of the horizon, history steps in it), the horizon and period length checked."""
     step = hist.step_hours
     if not isinstance(horizon_months, (int, np.integer)) or not 1 <= horizon_months <= 120:
         raise InputError(Problem("--horizon-months", "out of range", value=horizon_months,
@@ -178,39 +166,114 @@ def forecast_demand(history, horizon_months: int = 3, *, period_hours: float | N
         if not np.isfinite(n) or n < 1 or abs(n - round(n)) > 1e-9 or period_hours > 8784:
             raise InputError(Problem("--period-hours", "not a whole number of the history's periods", value=period_hours,
                                      expected=f"a multiple of {step:g} h, at most 8784"))
-    levels = scenario_levels(scenarios)
-    quantiles = [q / 100 for q in levels]
     start = hist.end
     stop = start + pd.DateOffset(months=int(horizon_months))
-    h = int(round((stop - start) / pd.Timedelta(hours=step)))
+    return start, stop, int(round((stop - start) / pd.Timedelta(hours=step)))
+
+
+def _history(history, classes):
+    from .history import History, history_from_frame
+
+    return history if isinstance(history, History) else history_from_frame(history, classes)
+
+
+def forecast_periods(history, horizon_months: int = 3, *, period_hours: float | None = None,
+                     classes=None) -> pd.DatetimeIndex:
+    """The starts of the periods :func:`forecast_demand` would write for ``history`` (nothing is fitted): what
+    a model's purchase dates are computed on, e.g. for :func:`planner.forecasting.tree.check_tree_dates`."""
+    hist = _history(history, classes)
+    start, _, h = _horizon(hist, horizon_months, period_hours)
+    return pd.DatetimeIndex(_period_grid(h, start, hist.step_hours, period_hours)[2])
+
+
+def _long(values: np.ndarray, names: list, text, classes: list, hours) -> pd.DataFrame:
+    """The long form (period, workload_class, gpus, scenario[, hours]) of ``values`` (K, S, P)."""
+    K, S, P = values.shape
+    demand = pd.DataFrame({
+        "period": np.tile(np.repeat(text, K), S),
+        "workload_class": np.tile(np.array(classes, dtype=object), P * S),
+        "gpus": np.round(values.transpose(1, 2, 0).reshape(-1), 6),
+        "scenario": np.repeat(np.array(names, dtype=object), P * K)})
+    if hours is not None:
+        demand["hours"] = np.tile(np.repeat(hours, K), S)
+    return demand
+
+
+def forecast_demand(history, horizon_months: int = 3, *, period_hours: float | None = None,
+                    scenarios: int | None = None, method: str | None = None, seasonality=None, classes=None,
+                    jobs: int | None = None, tree: str | None = None, branches: int | None = None) -> ForecastResult:
+    """Forecast every class of ``history`` over ``horizon_months`` calendar months from its end.
+
+    ``history``: a DataFrame (or a :class:`~planner.forecasting.history.History`) in the demand file's long or
+    wide form (``period, workload_class, gpus`` or ``period, <class>...``), one scenario, contiguous periods
+    of one length. ``method``: ``mstl`` (the default when statsforecast is installed, else ``trend``, said in the
+    notes), ``autoets``, ``autoarima``, ``auto`` (per class, the lowest
+    held-back pinball loss of mstl, autoets, autoarima, weekly and trend) or the hand-written ``weekly``,
+    ``latest``, ``trend``. ``seasonality``: hours (default daily and weekly, each dropped when the history
+    holds fewer than two cycles; given explicitly, a history too short is an InputError naming the class and
+    the length needed). ``scenarios``: S quantile paths (default 3; docs/forecasting.md, "Scenarios").
+    ``tree``: ``"quarter"`` or ``"month"`` for a scenario tree instead, ``branches`` (2 to 5, default 2) children
+    per node at each branch date (:mod:`planner.forecasting.tree`; ``result.tree`` holds its arrays; check the
+    dates against a model with :func:`~planner.forecasting.tree.check_tree_dates`). ``period_hours``:
+    aggregate to periods of that many hours (mean GPUs, with an ``hours`` column). Every problem is an
+    :class:`~planner.errors.InputError`.
+    """
+    fallback = None
+    if method is None:
+        method = "mstl" if models.library_available() else "trend"
+        if method == "trend":
+            fallback = ("statsforecast is not installed (pip install 'planner[forecast]'): the hand-written trend "
+                        "forecaster was used")
+    hist = _history(history, classes)
+    step = hist.step_hours
+    start, stop, h = _horizon(hist, horizon_months, period_hours)
+    conflicts = tree_mod.option_problems(tree, branches, scenarios)
+    if conflicts:
+        raise InputError(conflicts)
+    if tree is None:
+        levels = scenario_levels(3 if scenarios is None else scenarios)
+    else:
+        branches = 2 if branches is None else branches
+        tree_mod.plan_tree(_period_grid(h, start, step, period_hours)[2], tree, branches)  # before any fit
+        levels = [int(round(100 * q)) for q in tree_mod.TREE_QUANTILES]
+    quantiles = [q / 100 for q in levels]
     grid = sorted(set(quantiles) | set(INTERVAL))
     paths, info, notes, meta = fit_classes(hist.values, h, step, method, grid, scored=quantiles,
                                            seasonality=seasonality, classes=hist.classes, jobs=jobs, source=hist.source)
     hold = meta["hold"]
     pick = [grid.index(q) for q in quantiles]
     agg, starts, hours = _aggregate(paths[:, pick, :], start, step, period_hours)
-    weights = scenario_weights(levels)
     names = [f"p{q}" for q in levels]
     K, Q, P = agg.shape
     text = pd.Index(starts).strftime("%Y-%m-%dT%H:%M")
-    demand = pd.DataFrame({
-        "period": np.tile(np.repeat(text, K), Q),
-        "workload_class": np.tile(np.array(hist.classes, dtype=object), P * Q),
-        "gpus": np.round(agg.transpose(1, 2, 0).reshape(-1), 6),
-        "scenario": np.repeat(np.array(names, dtype=object), P * K)})
     wide = pd.DataFrame({"period": np.repeat(text, K), "workload_class": np.tile(np.array(hist.classes, object), P)})
     for i, n in enumerate(names):
         wide[n] = np.round(agg[:, i, :].T.reshape(-1), 6)
     if hours is not None:
-        demand["hours"] = np.tile(np.repeat(hours, K), Q)
         wide["hours"] = np.repeat(hours, K)
     notes.append("negative forecasts are clipped at 0 GPUs")
+    if tree is None:
+        scen_tree, weights = None, scenario_weights(levels)
+        demand = _long(agg, names, text, hist.classes, hours)
+    else:
+        scen_tree = tree_mod.build_tree(agg[:, 1], tree_mod.sigma_80(agg[:, 0], agg[:, 2]), starts, tree, branches)
+        weights = scen_tree.scenarios
+        demand = _long(scen_tree.leaves.transpose(1, 0, 2), scen_tree.names, text, hist.classes, hours)
+        flat = [repr(c) for c, sd in zip(hist.classes, scen_tree.sigma) if not sd.any()]
+        if flat:
+            notes.append(f"the forecast of {', '.join(flat)} has an 80 % interval of zero width: every leaf is its "
+                         "point path")
+        if scen_tree.clipped:
+            notes.append(f"{scen_tree.clipped} of the tree's {scen_tree.leaves.size} leaf values "
+                         f"{'was' if scen_tree.clipped == 1 else 'were'} clipped at 0 GPUs (there the leaves' mean is "
+                         "above the point forecast)")
     if fallback:
         notes.insert(0, fallback)
     report = {
         "method": {c: i["method"] for c, i in zip(hist.classes, info)},
         "holdout": {c: i["holdout"] for c, i in zip(hist.classes, info)},
         "scenarios": weights,
+        **({"tree": scen_tree.doc()} if scen_tree is not None else {}),
         "method_asked": method,
         "candidates": {c: i["candidates"] for c, i in zip(hist.classes, info) if method == "auto"},
         "quantiles": quantiles,
@@ -224,4 +287,5 @@ def forecast_demand(history, horizon_months: int = 3, *, period_hours: float | N
         "notes": notes}
     if method != "auto":
         del report["candidates"]
-    return ForecastResult(demand=demand, scenarios=weights, report=report, quantiles=wide, notes=notes)
+    return ForecastResult(demand=demand, scenarios=weights, report=report, quantiles=wide, notes=notes,
+                          tree=scen_tree)
