@@ -63,6 +63,13 @@ class BendersResult:
     phases: dict = field(default_factory=dict)  # seconds per phase (aggregate, lp, rounding, integer, pricing)
     cuts: int = 0  # cuts in the master at the end
     integer_master: int = 0  # integer master solves (0: the rounded relaxation closed the gap)
+    priced: list | None = None  # per batch, its pricing at ``n`` with the column values and dual sums (the plan)
+    keys: list | None = None  # per batch, (family keys, block_of): how its columns map onto the whole model
+    row_counts: dict | None = None  # rows per constraint family over all batches
+    chunk_periods: list | None = None  # per batch, its period positions
+    workers: int = 1  # processes (or Dask actors) that priced the batches
+    pricer: str = "here"  # "here", "local" (worker processes) or "dask"
+    restarts: int = 0  # workers replaced after they died
 
     @property
     def gap(self) -> float:
@@ -119,71 +126,13 @@ def cut_groups(inp: PlanInputs, cut: str = "auto") -> str:
     return "day" if days * S <= MAX_GROUPS else "week"
 
 
-class _Batch:
-    """One batch of periods' recourse LP in HiGHS, kept alive: each new ``n`` changes the purchases' column
-    bounds and re-solves warm; the solution is split into its cut groups with numpy."""
-
-    def __init__(self, inp: PlanInputs, n0: np.ndarray, cut_by: str, highspy, threads):
-        from .solve import _highs_lp, _new_highs
-
-        model = build_model(inp, fixed_reserved=n0)
-        ncol = model.families["n"]["col"].to_numpy()
-        model.cost[ncol] = 0.0  # purchases are paid in the master
-        R = len(ncol)
-        self.cols = ncol.astype(np.int32)
-        # the block of every recourse column, then its cut group (numbered 0 .. G-1 inside this batch)
-        colblock = np.full(model.n_variables, -1, dtype=np.int64)
-        for name, frame in model.families.items():
-            if name != "n" and "b" in frame and len(frame):
-                colblock[frame["col"].to_numpy()] = frame["b"].to_numpy()
-        B = model.blocks.B
-        if cut_by == "block":
-            block_group = np.arange(B)
-        else:  # the day or week (and scenario) of each block's first (scenario, period)
-            flat = model.blocks.of.reshape(-1)
-            _, first = np.unique(flat, return_index=True)
-            s, t = np.divmod(first, model.blocks.of.shape[1])
-            key = inp.periods.to_period({"day": "D", "week": "W"}[cut_by]).asi8[t]
-            _, block_group = np.unique(np.stack([s, key], axis=1), axis=0, return_inverse=True)
-            block_group = block_group.reshape(-1)
-        self.G = int(block_group.max()) + 1 if B else 0
-        colgroup = np.where(colblock >= 0, block_group[np.clip(colblock, 0, None)], -1)
-        live = np.flatnonzero((colgroup >= 0) & (model.cost != 0))
-        self.cost_cols, self.cost_vals, self.cost_group = live, model.cost[live], colgroup[live]
-        start, index, value, _lo, _up = model.constraints.to_csr()
-        row_of = np.repeat(np.arange(len(start) - 1), np.diff(start))
-        rowgroup = np.full(len(start) - 1, -1, dtype=np.int64)
-        np.maximum.at(rowgroup, row_of, colgroup[index])  # every recourse entry of a row is in one group
-        n_of_col = np.full(model.n_variables, -1, dtype=np.int64)
-        n_of_col[ncol] = np.arange(R)
-        hit = np.flatnonzero((n_of_col[index] >= 0) & (rowgroup[row_of] >= 0))
-        # the purchases' coefficients in the recourse rows, as (row, purchase row c, group, coefficient)
-        self.e_row, self.e_c, self.e_coef = row_of[hit], n_of_col[index[hit]], value[hit]
-        self.e_group = rowgroup[self.e_row]
-        self.R = R
-        self.h = _new_highs(highspy, None, 0.0, threads)
-        self.h.passModel(_highs_lp(model, highspy, integer=False))
-        self.highspy = highspy
-        del model, start, index, value, row_of, rowgroup, colblock, colgroup, n_of_col
-
-    def price(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """At ``n``: each group's value Q_g(n) (G,) and its subgradient as triples (group, purchase row, d)."""
-        from .errors import SolverError
-
-        self.h.changeColsBounds(len(self.cols), self.cols, n.astype(float), n.astype(float))
-        self.h.run()
-        status = self.h.getModelStatus()
-        if status != self.highspy.HighsModelStatus.kOptimal:
-            raise SolverError(f"a batch's recourse LP did not solve: {self.h.modelStatusToString(status)}")
-        sol = self.h.getSolution()
-        x = np.asarray(sol.col_value, dtype=float)
-        y = np.asarray(sol.row_dual, dtype=float)
-        values = np.bincount(self.cost_group, weights=self.cost_vals * x[self.cost_cols], minlength=self.G)
-        key = self.e_group * self.R + self.e_c
-        uniq, inv = np.unique(key, return_inverse=True)
-        d = np.bincount(inv.reshape(-1), weights=-self.e_coef * y[self.e_row], minlength=len(uniq))
-        keep = np.abs(d) > 1e-12
-        return values, uniq[keep] // self.R, uniq[keep] % self.R, d[keep]
+def _row_counts(pricer) -> dict:
+    """Rows per constraint family summed over the pricer's batches."""
+    out: dict = {}
+    for counts in pricer.row_counts:
+        for name, n in counts.items():
+            out[name] = out.get(name, 0) + int(n)
+    return out
 
 
 def _aggregate_start(inp: PlanInputs, highspy, threads) -> np.ndarray | None:
@@ -205,13 +154,18 @@ def _aggregate_start(inp: PlanInputs, highspy, threads) -> np.ndarray | None:
 
 def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float = 1e-4,
                   time_limit_s: float | None = None, threads: int | None = None, max_iterations: int = 500,
-                  progress=None, cut: str = "auto", multicut: bool = True) -> BendersResult:
+                  progress=None, cut: str = "auto", multicut: bool = True, executor=None,
+                  pricer=None) -> BendersResult:
     """Decide the purchases of ``inp`` by per-period multi-cut Benders decomposition (see the module).
 
     ``chunk``: the periods of one batched recourse LP (calendar ``"month"``, ``"week"``, ``"day"`` or N
     periods); ``cut``: what one theta stands for (``"auto"``, ``"block"``, ``"day"``, ``"week"``);
     ``progress(iteration, bound, incumbent)`` is called after every master solve. ``multicut=False`` runs
-    the previous one-cut-per-chunk scheme. The gap of the result is proven on the full model.
+    the previous one-cut-per-chunk scheme. The gap of the result is proven on the full model. The batches are
+    priced where ``executor`` says (:func:`planner.recourse_workers.make_pricer`: here, local worker processes
+    or a Dask cluster; the same answer on any), or by ``pricer`` when one is given (made with the same chunks
+    and cut groups; it is not closed here). The result carries every batch's pricing at the plan's purchases
+    (column values and dual sums), so the plan needs no solve of the whole model.
     """
     if not multicut:
         from .decompose_monthly import solve_benders as monthly
@@ -240,9 +194,28 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     cost = first_stage_cost(inp)  # cost, or NPV under [finance] objective = "npv" (the batches discount alike)
     cut_by = cut_groups(inp, cut)
     n0 = np.zeros(R)
-    batches = [_Batch(chunk_inputs(inp, idx), n0, cut_by, highspy, threads) for idx in chunk_index(inp, chunk)]
-    offsets = np.cumsum([0] + [b.G for b in batches])
+    chunks = chunk_index(inp, chunk)
+    own = pricer is None
+    if own:
+        from .recourse_workers import make_pricer
+
+        pricer = make_pricer(inp, chunks, cut_by, executor)
+    try:
+        return _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases,
+                     mip_gap, time_limit_s, threads, max_iterations, progress, highspy, _new_highs, t0)
+    finally:
+        if own:
+            pricer.close()
+
+
+def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases, mip_gap,
+          time_limit_s, threads, max_iterations, progress, highspy, _new_highs, t0) -> BendersResult:
+    """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches."""
+    R = len(inp.reserved)
+    n0 = np.zeros(R)
+    offsets = np.cumsum([0] + list(pricer.groups))
     G = int(offsets[-1])
+    bases: list = [None] * len(chunks)
     phases["build"] = elapsed()
 
     inf = highspy.kHighsInf
@@ -272,14 +245,13 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         """Q(n) = sum_g Q_g(n), each group's value, and the cuts (COO) at n; adds them to the master."""
         nonlocal ages, cut_lo
         t = time.perf_counter()
-        values, gs, cs, ds = [], [], [], []
-        for off, b in zip(offsets, batches):
-            v, g, c, d = b.price(n)
-            values.append(v)
-            gs.append(g + off)
-            cs.append(c)
-            ds.append(d)
-        values, g, c, d = np.concatenate(values), np.concatenate(gs), np.concatenate(cs), np.concatenate(ds)
+        results = pricer.price(n, bases)
+        for i, r in enumerate(results):
+            bases[i] = r.basis
+        values = np.concatenate([r.values for r in results])
+        g = np.concatenate([r.group + off for r, off in zip(results, offsets)])
+        c = np.concatenate([r.row for r in results])
+        d = np.concatenate([r.coef for r in results])
         phases["pricing"] += time.perf_counter() - t
         # cut g: theta_g - d_g . n >= Q_g - d_g . n_bar   (rows sorted by group)
         order = np.lexsort((c, g))
@@ -410,7 +382,12 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         offer(cand, price(cand))
         if closed():
             status = "optimal"
+    t = time.perf_counter()  # the plan: every batch at the best purchases, with its columns and duals
+    final = pricer.price(best_n, bases, solution=True)
+    phases["plan_pricing"] = time.perf_counter() - t
     return BendersResult(n=best_n, upper=best_upper, lower=min(bound, best_upper), iterations=it, chunks=G,
-                         seconds=elapsed(), status=status, history=history, batches=len(batches),
+                         seconds=elapsed(), status=status, history=history, batches=len(chunks),
                          cut_by=cut_by, phases={k: float(v) for k, v in phases.items()},
-                         cuts=master.getNumRow() - fixed_rows, integer_master=mips)
+                         cuts=master.getNumRow() - fixed_rows, integer_master=mips, priced=final,
+                         keys=pricer.keys(), row_counts=_row_counts(pricer), chunk_periods=chunks, workers=pricer.workers, pricer=pricer.name,
+                         restarts=getattr(pricer, "restarts", 0))

@@ -28,7 +28,8 @@ from .memo_tranches import coverage, tranche_utilisation
 __all__ = ["Memo", "build_memo", "tranche_utilisation", "downside", "commitment_curve", "cash_by_year",
            "cash_monthly", "cash_next_12_months", "coverage", "savings", "default_factors"]
 
-LARGE_MODEL_CELLS = 100_000  # periods x classes x scenarios above which the curve defaults to fewer points
+LARGE_MODEL_CELLS = 25_000  # periods x classes x scenarios above which the curve defaults to fewer points (the
+# size from which "auto" decomposes, planner.pipeline.BENDERS_AUTO_CELLS: a quarter of hours x 20 classes)
 SHORT_FACTORS = (0, 0.5, 1, 1.5)  # factor 1 is the plan itself (not re-solved): three LPs
 
 
@@ -59,7 +60,8 @@ class Memo:
 
 def default_factors(inp) -> tuple:
     """The curve's factors: the nine of :data:`DEFAULT_FACTORS`, or four (0, 0.5, 1, 1.5) on a large model
-    (more than ``LARGE_MODEL_CELLS`` periods x classes x scenarios, e.g. the bundled three-year ladder)."""
+    (more than ``LARGE_MODEL_CELLS`` periods x classes x scenarios, e.g. a quarter of hours for 20 classes, the
+    bundled three-year ladder)."""
     cells = inp.T * inp.K * len(inp.scenarios)
     return SHORT_FACTORS if cells > LARGE_MODEL_CELLS else DEFAULT_FACTORS
 

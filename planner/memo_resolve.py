@@ -50,9 +50,10 @@ def plan_figures(p) -> dict:
             "baseline_all_on_demand_usd": float(p.baseline_all_on_demand)}
 
 
-def _init_worker(inp, solve: dict) -> None:
-    """Keep the inputs and solve settings every task of this worker shares."""
-    _WORKER["inp"], _WORKER["solve"] = inp, dict(solve)
+def _init_worker(inp, solve: dict, warm: dict | None = None) -> None:
+    """Keep the inputs, solve settings and warm start (the plan's batches' bases) every task of this worker
+    shares."""
+    _WORKER["inp"], _WORKER["solve"], _WORKER["warm"] = inp, dict(solve), warm
 
 
 def _solve_point(task: dict) -> dict:
@@ -64,7 +65,8 @@ def _solve_point(task: dict) -> dict:
     level = float(task.get("demand_level", 1.0))
     if level != 1.0:
         inp = scale_inputs(inp, demand_level=level)
-    p = make_plan(inp, fixed_reserved=np.asarray(task["units"], float), risk=False, shadow=False, **_WORKER["solve"])
+    p = make_plan(inp, fixed_reserved=np.asarray(task["units"], float), risk=False, shadow=False,
+                  warm=_WORKER.get("warm"), **_WORKER["solve"])
     if not p.status.has_plan:  # e.g. purchases scaled past a [budget]: that point has no plan, the others go on
         return {"status": p.status.value}
     return plan_figures(p)
@@ -73,20 +75,82 @@ def _solve_point(task: dict) -> dict:
 IN_PROCESS_CELLS = 20_000  # periods x classes x scenarios up to which the memo's re-solves run in this process
 
 
-def _run(inp, tasks: list[dict], executor, solve: dict) -> list[dict]:
-    """Map :func:`_solve_point` over ``tasks`` on ``executor`` (default: local processes); raise on a failure."""
+def _run(inp, tasks: list[dict], executor, solve: dict, warm: dict | None = None) -> list[dict]:
+    """Map :func:`_solve_point` over ``tasks`` on ``executor`` (default: local processes); raise on a failure.
+
+    A decomposed plan's re-solves (``warm``: its batches and their bases) are priced batch by batch instead:
+    :func:`_run_batched`."""
     from .executors import LocalExecutor
 
+    if warm is not None and warm.get("chunks") and _linear_in_demand(inp):
+        return _run_batched(inp, tasks, executor, warm)
     if executor is None:  # small models re-solve here: a process pool costs more than their LPs
         small = inp.T * inp.K * len(inp.scenarios) <= IN_PROCESS_CELLS
         executor = LocalExecutor(jobs=1) if small else LocalExecutor()
-    outcomes = executor.map(_solve_point, tasks, initializer=_init_worker, initargs=(inp, solve), progress=False)
+    outcomes = executor.map(_solve_point, tasks, initializer=_init_worker, initargs=(inp, solve, warm), progress=False)
     bad = [o for o in outcomes if not o.ok]
     if bad:
         from .errors import SolverError
 
         raise SolverError("memo re-solve failed: " + "; ".join(o.error.splitlines()[-1] for o in bad if o.error))
     return [dict(o.value, seconds=o.seconds) for o in outcomes]
+
+
+def _linear_in_demand(inp) -> bool:
+    """True when scaling the demand scales only the demand and spot-share rows (no class sized by an SLO)."""
+    return inp.requests is None or bool(np.isnan(inp.requests).all())
+
+
+def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
+    """The re-solves of a decomposed plan: its weekly batches built once (here, or on ``executor``'s workers:
+    every core by default above the in-process size), each task one pricing pass warm from the plan's own
+    bases, the demand scaled in the batches' rows (:func:`planner.recourse.price`), then the plan read from it."""
+    import time
+
+    from .executors import LocalExecutor
+    from .inputs import scale_inputs
+    from .pipeline import plan_from_priced, warm_bases
+    from .recourse_workers import make_pricer
+
+    if executor is None:
+        executor = LocalExecutor(jobs=1) if inp.T * inp.K * len(inp.scenarios) <= IN_PROCESS_CELLS else LocalExecutor()
+    chunks = warm["chunks"]
+    cut_by = warm.get("cut_by", "block")
+    pricer = make_pricer(inp, chunks, cut_by, executor)
+    rows: list = [None] * len(tasks)
+    try:
+        # each task starts from the bases of the nearest point already priced (the plan's own first): the curve's
+        # points are priced outwards from the plan, a few pivots each (the order is fixed: the same answer)
+        done = [(float(warm.get("level", 1.0)), np.asarray(warm.get("units", np.zeros(0)), float),
+                 warm_bases(warm, chunks, pricer))]
+        for i in _nearest_first(tasks, done[0]):
+            task = tasks[i]
+            t0 = time.perf_counter()
+            level = float(task.get("demand_level", 1.0))
+            units = np.asarray(task["units"], float)
+            start = min(done, key=lambda d: (abs(d[0] - level), float(np.abs(d[1] - units).sum())
+                                             if len(d[1]) == len(units) else np.inf))[2]
+            priced = pricer.price(units, start, solution=True, scale=level)
+            done.append((level, units, [r.basis for r in priced]))
+            scaled = inp if level == 1.0 else scale_inputs(inp, demand_level=level)
+            p = plan_from_priced(scaled, units, priced, pricer, chunks, cut_by, time.perf_counter() - t0)
+            rows[i] = dict(plan_figures(p), seconds=time.perf_counter() - t0)
+    finally:
+        pricer.close()
+    return rows
+
+
+def _nearest_first(tasks: list[dict], origin: tuple) -> list[int]:
+    """Task positions ordered by their distance (demand level, then units) from ``origin`` (level, units)."""
+    level0, units0 = origin[0], origin[1]
+
+    def distance(i):
+        t = tasks[i]
+        u = np.asarray(t["units"], float)
+        far = float(np.abs(u - units0).sum()) if len(u) == len(units0) else np.inf
+        return (abs(float(t.get("demand_level", 1.0)) - level0), far, i)
+
+    return sorted(range(len(tasks)), key=distance)
 
 
 def _solve_kwargs(solve: dict) -> dict:
@@ -111,7 +175,8 @@ def downside(plan, inp, shocks=DEFAULT_SHOCKS, executor=None, **solve) -> pd.Dat
     if any(not 0 < s < 1 for s in shocks):
         raise ValueError(f"shocks must lie in (0, 1), got {shocks}")
     tasks = [{"demand_level": 1.0 - s, "units": units} for s in shocks]
-    rows = [dict(plan_figures(plan), seconds=0.0)] + (_run(inp, tasks, executor, _solve_kwargs(solve)) if tasks else [])
+    rows = [dict(plan_figures(plan), seconds=0.0)] + (_run(inp, tasks, executor, _solve_kwargs(solve), plan.recourse)
+                                                      if tasks else [])
     out = pd.DataFrame(rows)
     out.insert(0, "demand_level", [1.0] + [1.0 - s for s in shocks])
     out.insert(0, "shock", [0.0] + shocks)
@@ -194,7 +259,8 @@ def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, **solve)
     holds = (res["pool"].to_numpy(int) >= 0) & (kind != "spend") & (kind != "exit")
     units = [scaled_units(plan, inp, f) for f in factors]
     todo = [i for i, f in enumerate(factors) if f != 1.0]  # factor 1 is the plan itself: its own figures
-    solved = _run(inp, [{"demand_level": 1.0, "units": units[i]} for i in todo], executor, _solve_kwargs(solve)) \
+    solved = _run(inp, [{"demand_level": 1.0, "units": units[i]} for i in todo], executor, _solve_kwargs(solve),
+                  plan.recourse) \
         if todo else []
     rows = [dict(plan_figures(plan), seconds=0.0)] * len(factors)
     for i, r in zip(todo, solved):

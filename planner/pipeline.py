@@ -6,6 +6,7 @@ Each step is a call into its own module; nothing here models or formats.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,7 @@ def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = 
 def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: float | None = None,
               mip_gap: float | None = None, timings: dict | None = None,
               fixed_reserved=None, risk: bool = True, extend=None, write_model: str | Path | None = None,
-              shadow: bool | None = None, progress: bool = False) -> Plan:
+              shadow: bool | None = None, progress: bool = False, executor=None, warm: dict | None = None) -> Plan:
     """Build, solve and extract one plan.
 
     ``backend``, ``time_limit_s`` and ``mip_gap`` override the model file's ``[solver]`` settings;
@@ -61,6 +62,9 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     risk view (EVPI, VSS, worst case); pass ``risk=False`` to skip them. ``shadow`` (default: when the
     model file sets a ``[budget]``) adds the shadow prices (:mod:`planner.duals`, one more LP solve).
     ``progress`` draws a bar of the Benders iterations (bound, incumbent, gap) on stderr when it is a terminal.
+    ``executor`` (:mod:`planner.executors`): where the decomposition prices its batches (worker processes or
+    a Dask cluster; default here). Long horizons with the purchases fixed are priced batch by batch too,
+    warm from ``warm`` (a decomposed plan's ``recourse``: its batches' last bases) when given.
     """
     s = inp.config.solver
     timings = dict(timings or {})
@@ -69,9 +73,12 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
         shadow = b.max_total_usd is not None or b.monthly
     if fixed_reserved is None and extend is None and _use_benders(inp, backend or s.backend):
         plan = _benders_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
-                             risk=risk, write_model=write_model, progress=progress)
+                             risk=risk, write_model=write_model, progress=progress, executor=executor)
         plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
         return _with_shadow(plan, shadow)
+    if fixed_reserved is not None and extend is None and _use_benders(inp, backend or s.backend):
+        return _with_shadow(_fixed_plan(inp, np.asarray(fixed_reserved, float), timings, risk, write_model,
+                                        executor, time_limit_s, mip_gap, warm), shadow)
     reduce = None if extend is None else False
     model = build_model(inp, fixed_reserved=fixed_reserved, merge_periods=reduce,
                         dominance=extend is None)
@@ -87,6 +94,10 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     t0 = time.perf_counter()
     plan = extract_plan(inp, model, result, timings)
     plan.timings["extract"] = time.perf_counter() - t0
+    if result.row_duals is not None and extend is None:  # the LP that made the plan left its duals
+        from .duals import family_sums
+
+        plan.dual_sums = family_sums(model, inp, result.row_duals)
     if note:
         plan.notes.append(note)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
@@ -192,45 +203,137 @@ def _monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
 
 
 def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, risk, write_model,
-                  progress: bool = False) -> Plan:
-    """Purchases by Benders decomposition (proven gap), then the full model with them fixed for the plan."""
-    from dataclasses import replace
-
+                  progress: bool = False, executor=None) -> Plan:
+    """Purchases by Benders decomposition (proven gap); the plan read from the batches' last pricing."""
     from .decompose import solve_benders
-    from .solve import Status
+    from .progress import BendersProgress
 
     s = inp.config.solver
     gap = s.mip_gap if mip_gap is None else mip_gap
     limit = s.time_limit_s if time_limit_s is None else time_limit_s
     t0 = time.perf_counter()
-    from .progress import BendersProgress
-
     bar = BendersProgress(enabled=progress)
     try:
-        bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar)
+        bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar,
+                           executor=executor)
     finally:
         bar.close()
     timings["benders"] = time.perf_counter() - t0
-    plan = make_plan(inp, backend="highs", time_limit_s=None, mip_gap=gap, timings=timings,
-                     fixed_reserved=bd.n, risk=risk, write_model=write_model, shadow=False)
-    if not plan.status.has_plan:
-        return plan
-    status = Status.optimal if bd.status == "optimal" else Status.feasible
-    plan.solve = replace(plan.solve, status=status, mip_gap=bd.gap, best_bound=bd.lower,
-                         seconds=bd.seconds + plan.solve.seconds, backend="highs", time_limit_s=limit,
-                         mip_gap_limit=gap,
-                         message=f"Benders decomposition, {bd.chunks} cuts per iteration (one per {bd.cut_by}), "
-                                 f"{bd.iterations} iterations: every purchase plan priced on the full hourly "
-                                 f"model, bound {bd.lower:,.2f} USD")
-    plan.status = status
+    plan = _plan_from_batches(inp, bd, gap, limit, timings, write_model)
     plan.stats["benders"] = {"chunks": bd.chunks, "thetas": bd.chunks, "cut_by": bd.cut_by, "batches": bd.batches,
                              "integer_master_solves": bd.integer_master, "cuts": bd.cuts,
+                             "workers": bd.workers, "pricer": bd.pricer, "worker_restarts": bd.restarts,
                              "phases_s": {k: v for k, v in bd.phases.items() if k != "rounding_gap"},
                              "iterations": bd.iterations, "lower_usd": bd.lower,
                              "upper_usd": bd.upper, "gap": bd.gap,
                              "log": [{"iteration": i, "bound_usd": lo, "incumbent_usd": None if not np.isfinite(up) else up,
                                       "seconds": round(sec, 3)} for i, lo, up, sec in bd.history]}
+    if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
+        t1 = time.perf_counter()
+        plan.risk = risk_view(plan, lambda i, fixed_reserved=None: make_plan(
+            i, backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved, risk=False,
+            shadow=False, executor=executor))
+        plan.timings["risk"] = time.perf_counter() - t1
     return plan
+
+
+def _fixed_plan(inp: PlanInputs, n: np.ndarray, timings: dict, risk: bool, write_model, executor,
+                time_limit_s, mip_gap, warm: dict | None = None) -> Plan:
+    """The plan of the purchases ``n`` on a long horizon: every batch priced once at ``n`` (here, on worker
+    processes or on Dask) and read into the whole model's columns; the same LP as the whole model's, solved
+    apart (the recourse separates by period)."""
+    from .decompose import chunk_index, cut_groups
+    from .recourse_workers import make_pricer
+
+    t0 = time.perf_counter()
+    chunks = chunk_index(inp, "week")
+    cut_by = cut_groups(inp)
+    pricer = make_pricer(inp, chunks, cut_by, executor)
+    try:
+        priced = pricer.price(n, warm_bases(warm, chunks, pricer), solution=True)
+    finally:
+        pricer.close()
+    plan = plan_from_priced(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model,
+                            time_limit_s)
+    if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
+        plan.risk = risk_view(plan, lambda i, fixed_reserved=None: make_plan(
+            i, backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved, risk=False,
+            shadow=False, executor=executor))
+    return plan
+
+
+def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunks: list, cut_by: str,
+                     seconds: float, timings: dict | None = None, write_model=None, time_limit_s=None) -> Plan:
+    """The plan of the purchases ``n`` from every batch's pricing at them (``pricer``'s batches of ``chunks``)."""
+    from types import SimpleNamespace
+
+    from .decompose import _row_counts
+
+    upper = float(sum(r.values.sum() for r in priced))
+    bd = SimpleNamespace(n=n, status="optimal", gap=0.0, lower=upper, seconds=seconds, chunks=sum(pricer.groups),
+                         cut_by=cut_by, iterations=1, workers=pricer.workers, pricer=pricer.name,
+                         chunk_periods=chunks, keys=pricer.keys(), priced=priced, row_counts=_row_counts(pricer))
+    plan = _plan_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model)
+    plan.solve = replace(plan.solve, message=f"purchases fixed; the recourse priced in {len(chunks)} weekly batches "
+                                             f"({pricer.workers} worker(s), {pricer.name})")
+    return plan
+
+
+def warm_bases(warm: dict | None, chunks: list, pricer) -> list:
+    """Per batch, the basis in ``warm`` (a plan's ``recourse``) when it was made for the same batches, else None
+    (a cold start): a basis of another batching would not fit its LP."""
+    if not warm or len(warm.get("chunks", [])) != len(chunks) or \
+            any(not np.array_equal(a, b) for a, b in zip(warm["chunks"], chunks)):
+        return [None] * len(chunks)
+    sizes = getattr(pricer, "sizes", None)
+    bases = list(warm["bases"])
+    if sizes is not None:  # a batch whose LP differs in size (the demand pattern changed) starts cold
+        bases = [b if b is not None and (len(b[0]), len(b[1])) == tuple(sz) else None for b, sz in zip(bases, sizes)]
+    return bases
+
+
+def _plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, write_model=None) -> Plan:
+    """The plan of the purchases ``bd.n`` from every batch's pricing at them (:mod:`planner.recourse`): the
+    whole model is built with the purchases fixed (its columns, for the plan's tables), never solved."""
+    from .duals import sums_from_codes  # noqa: F401  (the sums are added per batch below)
+    from .recourse import assemble
+    from .solve import SolveResult, Status
+
+    t0 = time.perf_counter()
+    if write_model is not None:
+        build_model(inp, fixed_reserved=bd.n).write(write_model)
+    model = build_model(inp, fixed_reserved=bd.n, rows=False)  # its columns: the plan's tables are read from them
+    model.rows = dict(bd.row_counts or {})  # the rows the batches solved, for the plan's statistics
+    values = assemble(inp, model, bd.chunk_periods, [(k, b, r.solution) for (k, b), r in zip(bd.keys, bd.priced)],
+                      bd.n)
+    status = Status.optimal if bd.status == "optimal" else Status.feasible
+    what = "proven" if status is Status.optimal else "not proven (time limit)"
+    result = SolveResult(status=status, values=values, objective=float(model.cost @ values), mip_gap=bd.gap,
+                         best_bound=bd.lower, seconds=bd.seconds, backend="highs", time_limit_s=limit,
+                         mip_gap_limit=gap,
+                         message=f"Benders decomposition, {bd.chunks} cuts per iteration (one per {bd.cut_by}), "
+                                 f"{bd.iterations} iterations, {bd.workers} pricing worker(s) ({bd.pricer}): every "
+                                 f"purchase plan priced on the full hourly model, bound {bd.lower:,.2f} USD, gap "
+                                 f"{what}")
+    timings["build"] = model.seconds
+    timings["solve"] = bd.seconds
+    plan = extract_plan(inp, model, result, timings)
+    plan.timings["extract"] = time.perf_counter() - t0
+    plan.dual_sums = _summed_duals(bd.priced)
+    from .recourse import portable_basis
+
+    plan.recourse = {"chunks": bd.chunk_periods, "cut_by": bd.cut_by, "units": np.asarray(bd.n, float),
+                     "bases": [portable_basis(r.basis) for r in bd.priced]}
+    return plan
+
+
+def _summed_duals(priced: list) -> dict:
+    """The shadow-price sums over every batch (sums over disjoint periods add up)."""
+    out: dict = {"budget": {}}
+    for r in priced:
+        for name, arr in (r.dual_sums or {}).items():
+            out[name] = out[name] + arr if name in out else arr.copy()
+    return out
 
 
 OUTPUTS = ("plan.xlsx", "plan.json", "allocation.csv", "fleet.csv")  # what ``planner plan`` writes

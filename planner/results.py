@@ -67,6 +67,8 @@ class Plan:
     payment_options: pd.DataFrame = field(default_factory=pd.DataFrame)  # per purchase bought: every payment option
     spend: pd.DataFrame = field(default_factory=pd.DataFrame)  # per savings-plan commitment: USD/h, coverage, use
     coverage: pd.DataFrame = field(default_factory=pd.DataFrame)  # per savings plan, scenario, period, pool: GPUs it paid
+    dual_sums: dict | None = None  # shadow-price sums of the row duals of the solve that made the plan (planner.duals)
+    recourse: dict | None = None  # a decomposed plan's batches (period positions) and their last bases: warm starts
     memo: object = None  # planner.memo.Memo: tranches, downside, commitment curve, cash by year (when computed)
 
     @property
@@ -191,6 +193,13 @@ def _now_utc() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
+def _periods(arr: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``arr[..., idx]``: per period from per block; ``arr`` itself (no copy) where every period is its own block."""
+    if len(idx) == arr.shape[-1] and np.array_equal(idx, np.arange(len(idx))):
+        return arr
+    return arr[..., idx]
+
+
 def _dense(frame: pd.DataFrame, values: np.ndarray, shape: tuple, keys: tuple[str, ...]) -> np.ndarray:
     out = np.zeros(shape)
     if len(frame):
@@ -227,12 +236,15 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     Yb = _dense(fam["y"], v, (K, P, B), ("k", "p", "b"))
     Zb = _dense(fam["z"], v, (K, P, B), ("k", "p", "b"))
     Ub = _dense(fam["u"], v, (K, B), ("k", "b"))
-    Xd = _dense(fam["xd"], v, (K, P, B), ("k", "p", "b")) if "xd" in fam else np.zeros((K, P, B))
+    has_xd = "xd" in fam and len(fam["xd"]) > 0  # backfill classes' GPUs of their own
+    Xd = _dense(fam["xd"], v, (K, P, B), ("k", "p", "b")) if has_xd else None
     for a in (Xb, Xd, Yb, Zb, Ub):
-        a[a < EPS] = 0.0
+        if a is not None:
+            a[a < EPS] = 0.0
     _trim_free_surplus(inp, blocks, Xb, Yb, Zb, Ub, Xd)
-    Xrisk = Xb.copy()  # backfilled (at risk) reserved use; Xb becomes all reserved use
-    Xb = Xb + Xd
+    Xrisk = Xb  # backfilled (at risk) reserved use; Xb becomes all reserved use (a new array, with Xd)
+    if has_xd:
+        Xb = Xb + Xd
 
     res = inp.reserved
     m_res = np.where(res["pool"].to_numpy(int) >= 0, res["m"].to_numpy(float), 0.0)  # a savings plan holds no GPU
@@ -277,7 +289,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     for s, scen in enumerate(inp.scenarios):
         idx = of[s]
         for option, arr in (("reserved", Xb), ("on_demand", Yb), ("spot", Zb)):
-            sub = arr[:, :, idx]  # (K, P, T)
+            sub = _periods(arr, idx)  # (K, P, T)
             k, p, t = np.nonzero(sub)
             if not len(k):
                 continue
@@ -293,10 +305,10 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
             "gpu_type": np.repeat(inp.pools["gpu_type"].to_numpy(), T),
             "region": np.repeat(inp.pools["region"].to_numpy(), T),
             "reserved_owned": owned.reshape(-1),
-            "reserved_used": Xb[:, :, idx].sum(axis=0).reshape(-1),
-            "on_demand": Yb[:, :, idx].sum(axis=0).reshape(-1),
-            "spot": Zb[:, :, idx].sum(axis=0).reshape(-1),
-            "on_demand_covered": Vb[:, idx].reshape(-1)}))  # of the on-demand GPUs, those savings plans pay
+            "reserved_used": _periods(Xb.sum(axis=0), idx).reshape(-1),
+            "on_demand": _periods(Yb.sum(axis=0), idx).reshape(-1),
+            "spot": _periods(Zb.sum(axis=0), idx).reshape(-1),
+            "on_demand_covered": _periods(Vb, idx).reshape(-1)}))  # of the on-demand GPUs, those savings plans pay
     cols = ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus"]
     allocation = (pd.concat(frames, ignore_index=True) if frames
                   else pd.DataFrame({c: [] for c in cols + POSITIONS}))
@@ -328,7 +340,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     backfill = inp.backfill.copy() if inp.backfill is not None and len(inp.backfill) else pd.DataFrame()
     if len(backfill):
         xh = np.einsum("kpb,b->kp", Xrisk, w)
-        dh = np.einsum("kpb,b->kp", Xd, w)
+        dh = np.einsum("kpb,b->kp", Xd, w) if has_xd else np.zeros((K, P))
         kk, pp = backfill["class_index"].to_numpy(), backfill["pool"].to_numpy()
         backfill["backfilled_gpu_hours"] = xh[kk, pp]
         backfill["own_reserved_gpu_hours"] = dh[kk, pp]
@@ -565,12 +577,14 @@ def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Yb, Zb, Ub, Xd=None) -> None
     """
     q = inp.q_reserved  # (K, P)
     qd = inp.speed * inp.reliability
-    Xd = np.zeros_like(Xb) if Xd is None else Xd
-    cover = (np.einsum("kp,kpb->kb", q, Xb) + np.einsum("kp,kpb->kb", qd, Yb + Xd)
+    cover = (np.einsum("kp,kpb->kb", q, Xb) + np.einsum("kp,kpb->kb", qd, Yb)
+             + (np.einsum("kp,kpb->kb", qd, Xd) if Xd is not None else 0.0)
              + np.einsum("kp,kpb->kb", inp.speed * inp.goodput, Zb) + Ub)
     surplus = cover - (1 + inp.headroom)[:, None] * blocks.demand
     surplus[surplus < 1e-9] = 0.0
     for X, qq in ((Xb, q), (Xd, qd)):  # at-risk backfill first, then GPUs of their own
+        if X is None:
+            continue
         for p in np.argsort(-qq.max(axis=0) if qq.size else []):  # pools one by one, vectorised over (k, b)
             rate = qq[:, p][:, None]
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -586,11 +600,11 @@ def _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost, Vb=None) -> pd.DataF
     for s, scen in enumerate(inp.scenarios):
         idx = blocks.of[s]
         h = inp.hours
-        odc = float(np.einsum("kpt,t,p->", Yb[:, :, idx], h, od))
+        odc = float(np.einsum("pt,t,p->", _periods(Yb.sum(axis=0), idx), h, od))
         if Vb is not None:  # what savings plans paid is not billed at on-demand
-            odc -= float(np.einsum("pt,t,p->", Vb[:, idx], h, od))
-        spc = float(np.einsum("kpt,t,p->", Zb[:, :, idx], h, sp))
-        sh = float(Ub[:, idx].sum(axis=0) @ h)
+            odc -= float(np.einsum("pt,t,p->", _periods(Vb, idx), h, od))
+        spc = float(np.einsum("pt,t,p->", _periods(Zb.sum(axis=0), idx), h, sp))
+        sh = float(_periods(Ub.sum(axis=0), idx) @ h)
         rows.append({"scenario": scen, "probability": float(inp.probability[s]), "reserved": reserved_cost,
                      "on_demand": odc, "spot": spc, "total": reserved_cost + odc + spc,
                      "shortfall_gpu_hours": sh})

@@ -57,6 +57,7 @@ class SolveResult:
     message: str = ""
     time_limit_s: float | None = None  # the limits this solve ran under (after any override of the model file)
     mip_gap_limit: float | None = None
+    row_duals: np.ndarray | None = None  # the rows' duals where the plan came from an LP (integers fixed), else None
 
 
 HIGHS_RAN = False  # set once HiGHS has solved in this process (its native thread pool exists: fork is unsafe)
@@ -118,7 +119,7 @@ def _values(variables: list) -> np.ndarray:
 
 
 def _result(model: PlanModel, backend: str, status: Status, t0: float, gap, bound, message,
-            values: np.ndarray) -> SolveResult:
+            values: np.ndarray, row_duals: np.ndarray | None = None) -> SolveResult:
     ok = status in (Status.optimal, Status.feasible)
     if ok:
         values = np.where(np.isnan(values), 0.0, values)  # columns in no row and no objective
@@ -127,7 +128,8 @@ def _result(model: PlanModel, backend: str, status: Status, t0: float, gap, boun
         values = np.full(model.n_variables, np.nan)
     objective = float(model.cost @ values) if ok else float("nan")
     return SolveResult(status=status, values=values, objective=objective, mip_gap=gap, best_bound=bound,
-                       seconds=time.perf_counter() - t0, backend=backend, message=message)
+                       seconds=time.perf_counter() - t0, backend=backend, message=message,
+                       row_duals=row_duals if ok else None)
 
 
 _CBC_RESULT = re.compile(r"^Result - (.*)$", re.M)
@@ -332,14 +334,15 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
             h.setOptionValue("time_limit", max(float(time_limit_s) - (time.perf_counter() - t0), 0.01))
         h.run()  # warm: the basis of the relaxation is a few pivots away
         if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
-            values = np.asarray(h.getSolution().col_value, dtype=float)
+            sol = h.getSolution()
+            values = np.asarray(sol.col_value, dtype=float)
             values[cols] = rounded
             objective = float(model.cost @ values)
             if best is None or objective < best[1]:
-                best = (values, objective, rounded)
+                best = (values, objective, rounded, np.asarray(sol.row_dual, dtype=float))
             if (best[1] - lower) <= mip_gap * max(abs(best[1]), 1e-9):
                 break  # the relaxation's bound already proves this rounding: the other is not needed
-    return None if best is None else (best[0], best[1], lower)
+    return None if best is None else (best[0], best[1], lower, best[3])
 
 
 def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str = "auto") -> SolveResult:
@@ -357,11 +360,11 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
     if has_int and strategy == "auto":
         rounded = _lp_round(model, highspy, time_limit_s, mip_gap, threads, t0)
         if rounded is not None:
-            values, objective, lower = rounded
+            values, objective, lower, duals = rounded
             gap = (objective - lower) / max(abs(objective), 1e-9)
             if gap <= mip_gap + 1e-12:
                 return _result(model, "highs", Status.optimal, t0, max(gap, 0.0), lower,
-                               "Optimal (LP relaxation rounded; its bound proves the gap)", values)
+                               "Optimal (LP relaxation rounded; its bound proves the gap)", values, duals)
         if time_limit_s is not None:
             time_limit_s = max(time_limit_s - (time.perf_counter() - t0), 0.01)
     h = _new_highs(highspy, time_limit_s, mip_gap, threads)
@@ -392,11 +395,12 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
         else np.full(model.n_variables, np.nan)
     if status != Status.optimal and rounded is not None:
         # stopped early: keep the rounded plan if branch and bound found nothing better
-        r_values, r_objective, lower = rounded
+        r_values, r_objective, lower, r_duals = rounded
         if status != Status.feasible or r_objective < float(model.cost @ np.nan_to_num(values)):
             best = max(lower, bound) if bound is not None and np.isfinite(bound) else lower
             r_gap = max((r_objective - best) / max(abs(r_objective), 1e-9), 0.0)
             kept = Status.optimal if r_gap <= mip_gap + 1e-12 else Status.feasible
             return _result(model, "highs", kept, t0, r_gap, best,
-                           f"{text}; kept the rounded LP-relaxation plan", r_values)
-    return _result(model, "highs", status, t0, gap, bound, text, values)
+                           f"{text}; kept the rounded LP-relaxation plan", r_values, r_duals)
+    duals = np.asarray(h.getSolution().row_dual, dtype=float) if not has_int and status is Status.optimal else None
+    return _result(model, "highs", status, t0, gap, bound, text, values, duals)

@@ -21,6 +21,13 @@ from ..errors import InputError
 STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "all_on_demand")
 
 
+def _default_pricing():
+    """Where ``planner plan`` prices a decomposition's batches when not told: local processes, every core."""
+    from ..executors import LocalExecutor
+
+    return LocalExecutor()
+
+
 @cli.command()
 @model_argument
 @out_option("plan.xlsx and plan.json")
@@ -32,9 +39,11 @@ STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "all
 @click.option("--memo/--no-memo", default=True, show_default=True,
               help="Also compute the purchase memo: each tranche's own utilisation, the cost with demand 20 % and "
                    "30 % lower, the commitment curve and the next-best plan (a few LPs, purchases fixed).")
+@scale_options
 @quiet_option
 @handle_errors
-def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, memo, quiet):
+def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, memo, jobs, executor, scheduler,
+         quiet):
     """Solve MODEL (a .toml model file) and write plan.xlsx and plan.json.
 
     MODEL defaults to the bundled example, models/example.toml.
@@ -47,6 +56,11 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
 
     \b
         planner plan models/example.toml --out outputs/q1 --time-limit 120 --write-lp outputs/q1/model.lp
+        planner plan models/ladder.toml --jobs 2               # a long horizon's pricing on 2 processes
+        planner plan big.toml --scheduler tcp://10.0.0.5:8786  # ... on a Dask cluster
+
+    A long horizon is decomposed (Benders): its weekly recourse LPs are priced on --jobs local processes
+    (default: every core) or on Dask (--executor dask, --scheduler); the answer is the same on any.
     """
     from ..atomic import check_writable
     from ..pipeline import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs
@@ -55,8 +69,14 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     t0 = time.perf_counter()
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
     check_writable(out_dir or default_out_dir(inp.config), OUTPUTS)  # before the solve
-    result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
-                       timings={"read_validate": time.perf_counter() - t0}, shadow=True, progress=not quiet)
+    pool = executor_from(executor, scheduler, jobs) if (executor == "dask" or scheduler or jobs) else None
+    try:
+        result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
+                           timings={"read_validate": time.perf_counter() - t0}, shadow=True, progress=not quiet,
+                           executor=pool or _default_pricing())
+    finally:
+        if pool is not None:
+            pool.close()
     if not result.status.has_plan:
         hint = (" The model is infeasible." if result.status is Status.infeasible else
                 f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")

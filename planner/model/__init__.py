@@ -342,10 +342,12 @@ FAMILIES = (
 
 
 def build_model(inp: PlanInputs, merge_periods: bool | None = None,
-                fixed_reserved: np.ndarray | None = None, dominance: bool = True) -> PlanModel:
+                fixed_reserved: np.ndarray | None = None, dominance: bool = True, rows: bool = True) -> PlanModel:
     """The MILP for ``inp``; ``fixed_reserved`` fixes the instances bought per reserved option (recourse only).
 
-    ``merge_periods`` (default: the model file's) and ``dominance`` switch the exact reductions.
+    ``merge_periods`` (default: the model file's) and ``dominance`` switch the exact reductions. ``rows=False``
+    lays out the columns and the objective only (no constraint rows): what reading a plan from values solved
+    elsewhere needs (:mod:`planner.recourse`), at a fraction of the memory.
     """
     t0 = time.perf_counter()
     merge = inp.config.solver.merge_periods if merge_periods is None else merge_periods
@@ -357,9 +359,11 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
                          discount=inp.discount if npv else None, caps=caps)
     n_cols, fam = define_variables(inp, blocks, dominance=dominance)
     out = Rows()
-    rows = {name: define(out, inp, blocks, fam) for name, define in FAMILIES}
+    with_rows = rows
+    rows = {name: define(out, inp, blocks, fam) for name, define in FAMILIES} if with_rows else {}
     cost = objective_coefficients(inp, blocks, fam, n_cols)
-    rows["budget"] = define_budget_constraints(out, inp, blocks, fam, cost)  # budgets cap cost, not NPV
+    if with_rows:
+        rows["budget"] = define_budget_constraints(out, inp, blocks, fam, cost)  # budgets cap cost, not NPV
     if npv:
         cost = objective_coefficients(inp, blocks, fam, n_cols, npv=True)
     lower, upper = np.zeros(n_cols), np.full(n_cols, np.inf)

@@ -1,0 +1,180 @@
+"""The decomposition's pricing on workers, and plans read from its batches (issue 23, items 3 and 6).
+
+Oracles: the monolithic model (the same plan solved whole), one worker against two processes and a Dask
+cluster (the same numbers, not merely close: the bases travel with the calls), a worker killed in the middle
+of an iteration (replaced, the iteration retried, the same answer), the shadow prices of a re-solve against
+those the solve that made the plan left behind, and the memo's re-solves against the whole model's."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from planner import make_plan
+from planner.decompose import chunk_index, cut_groups, solve_benders
+from planner.executors import DaskExecutor, LocalExecutor
+from planner.inputs import scale_inputs
+from planner.recourse import build_batch, price
+from planner.recourse_workers import LocalPricer, ProcessPricer, make_pricer
+from test_decompose import _case
+
+
+def _benders(inp):
+    return replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders")))
+
+
+def _same(a, b):
+    assert a.upper == b.upper and a.lower == b.lower and a.iterations == b.iterations
+    assert np.array_equal(a.n, b.n)
+
+
+def test_two_processes_give_exactly_one_workers_answer(tmp_path):
+    inp = _case(tmp_path, 11, scenarios=True)
+    one = solve_benders(inp, mip_gap=1e-7, chunk="week")
+    two = solve_benders(inp, mip_gap=1e-7, chunk="week", executor=LocalExecutor(2))
+    assert one.workers == 1 and two.workers == 2 and two.pricer == "local"
+    _same(one, two)
+
+
+def test_a_worker_killed_mid_iteration_is_replaced_and_the_answer_is_unchanged(tmp_path):
+    inp = _case(tmp_path, 12)
+    chunks = chunk_index(inp, "week")
+    one = solve_benders(inp, mip_gap=1e-7, chunk="week")
+    pricer = ProcessPricer(inp, chunks, cut_groups(inp), 2)
+    pricer.fault = {"call": 3, "worker": 1}  # worker 1 kills itself on receiving the third pricing
+    try:
+        pids = pricer.pids()
+        hit = solve_benders(inp, mip_gap=1e-7, chunk="week", pricer=pricer)
+        assert pricer.restarts == 1 and pricer.pids()[1] != pids[1] and pricer.pids()[0] == pids[0]
+    finally:
+        pricer.close()
+    _same(one, hit)
+
+
+def test_a_dask_cluster_gives_exactly_one_workers_answer(tmp_path):
+    inp = _case(tmp_path, 13)
+    one = solve_benders(inp, mip_gap=1e-7, chunk="week")
+    with DaskExecutor(jobs=2, processes=False) as ex:
+        got = solve_benders(inp, mip_gap=1e-7, chunk="week", executor=ex)
+    assert got.pricer == "dask" and got.workers == 2
+    _same(one, got)
+
+
+@pytest.mark.parametrize("seed,scenarios", [(14, False), (15, True)])
+def test_the_plan_read_from_the_batches_is_the_whole_models(tmp_path, seed, scenarios):
+    inp = _case(tmp_path, seed, scenarios)
+    mono = make_plan(inp, mip_gap=0.0, risk=False)
+    n = mono.purchases["units"].to_numpy(float)
+    whole = make_plan(replace(inp, config=replace(inp.config, solver=replace(inp.config.solver,
+                                                                               method="monolithic"))),
+                      fixed_reserved=n, risk=False, shadow=False)
+    batched = make_plan(_benders(inp), fixed_reserved=n, risk=False, shadow=False)
+    assert "weekly batches" in batched.solve.message and batched.recourse is not None
+    assert batched.objective == pytest.approx(whole.objective, rel=1e-9)
+    for key in ("reserved", "on_demand", "spot", "total"):
+        assert batched.cost[key] == pytest.approx(whole.cost[key], rel=1e-7, abs=1e-6)
+    assert batched.shortfall_gpu_hours == pytest.approx(whole.shortfall_gpu_hours, abs=1e-6)
+    # what is held per pool and period is the same (the split between classes may differ at a tie)
+    cols = ["reserved_owned", "on_demand", "spot"]
+    a = whole.fleet.groupby(["scenario", "period"])[cols].sum()
+    b = batched.fleet.groupby(["scenario", "period"])[cols].sum()
+    assert np.allclose(a["reserved_owned"], b["reserved_owned"])
+    cost_a = (whole.fleet["on_demand"] * whole.fleet["hours"]).sum()
+    cost_b = (batched.fleet["on_demand"] * batched.fleet["hours"]).sum()
+    assert cost_b == pytest.approx(cost_a, rel=1e-7)
+    assert batched.stats["constraints"] > 0
+
+
+def _fixed_objective(inp, n):
+    """The objective with the purchases fixed (the whole model), +inf where that LP is infeasible."""
+    whole = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="monolithic")))
+    p = make_plan(whole, fixed_reserved=n, risk=False, shadow=False)
+    return p.objective if p.status.has_plan else np.inf
+
+
+def _between(got, base, up, down, step):
+    """``got`` within the subgradient interval [left, right] of a convex value function (with tolerance)."""
+    right = (up - base) / step
+    left = (base - down) / step if np.isfinite(down) else -np.inf
+    tol = 1e-3 * max(1.0, abs(right))
+    return left - tol <= got <= right + tol
+
+
+def test_shadow_prices_from_the_solve_are_the_derivatives(tmp_path):
+    # the shadow prices a plan reports without another LP (its LP's duals, or the batches') lie between the
+    # one-sided finite differences of re-solves: one more / one less reserved GPU owned in a pool in every
+    # period, a hundredth of a point more / less headroom (a degenerate optimum has several duals: any
+    # between the two one-sided derivatives is right)
+    inp = _case(tmp_path, 16)
+    whole = make_plan(inp, mip_gap=1e-3, risk=False, shadow=True)
+    bend = make_plan(_benders(inp), mip_gap=1e-7, risk=False, shadow=True)
+    assert bend.dual_sums is not None  # from the decomposition's last pricing: no LP solved again
+    # the whole model keeps the duals of its LP with the purchases fixed when rounding proved the plan
+    assert (whole.dual_sums is not None) == ("rounded" in whole.solve.message)
+    for plan in (whole, bend):
+        n = plan.purchases["units"].to_numpy(float)
+        base = _fixed_objective(inp, n)
+        table = plan.shadow_prices.set_index(["family", "name"])["shadow_price_usd"]
+        checked = 0
+        for p, name in enumerate(inp.pools["name"]):
+            key = ("reserved_capacity", name)
+            got = table.get(key, 0.0)
+            step = 0.01
+            up = _fixed_objective(replace(inp, inventory=inp.inventory + np.eye(inp.P)[p][:, None] * step), n)
+            down = _fixed_objective(replace(inp, inventory=inp.inventory - np.eye(inp.P)[p][:, None] * step), n)
+            assert _between(got, base, up, down, step), (name, got, base, up, down)
+            checked += 1
+        for k, name in enumerate(inp.classes):
+            got = table.get(("headroom", name), 0.0)
+            step = 1e-4  # headroom + 0.01 percentage point
+            bump = np.eye(inp.K)[k] * step
+            up = _fixed_objective(replace(inp, headroom=inp.headroom + bump), n)
+            down = _fixed_objective(replace(inp, headroom=inp.headroom - bump), n)
+            assert _between(got, base, up, down, step * 100), (name, got, base, up, down)
+            checked += 1
+        assert checked == inp.P + inp.K
+
+
+def test_pricing_a_scaled_demand_is_pricing_the_scaled_inputs(tmp_path):
+    inp = _case(tmp_path, 17)
+    idx = chunk_index(inp, "week")[3]
+    n = np.array([2.0, 1.0, 3.0, 1.0] + [0.0] * (len(inp.reserved) - 4))[:len(inp.reserved)]
+    batch = build_batch(inp, idx, "block")
+    scaled = build_batch(scale_inputs(inp, demand_level=0.8), idx, "block")
+    a, b = price(batch, n, scale=0.8, solution=True), price(scaled, n, solution=True)
+    assert np.allclose(a.values, b.values, rtol=1e-9, atol=1e-6)
+    for name in a.dual_sums:
+        assert np.allclose(a.dual_sums[name], b.dual_sums[name], rtol=1e-7, atol=1e-7)
+
+
+def test_a_decomposed_plans_memo_equals_the_whole_models(tmp_path):
+    from planner.memo_resolve import commitment_curve, downside
+
+    inp = _case(tmp_path, 18)
+    whole = make_plan(replace(inp, config=replace(inp.config, solver=replace(inp.config.solver,
+                                                                               method="monolithic"))),
+                      mip_gap=0.0, risk=False)
+    bend = make_plan(_benders(inp), mip_gap=1e-7, risk=False)
+    assert bend.recourse is not None and whole.recourse is None
+    n = whole.purchases["units"].to_numpy(float)
+    assert np.array_equal(bend.purchases["units"].to_numpy(float), n)
+    for figure in (downside, commitment_curve):
+        a = figure(whole, whole.inputs)
+        b = figure(bend, bend.inputs)
+        for col in ("total_cost_usd", "shortfall_gpu_hours", "stranded_usd", "npv_usd"):
+            assert np.allclose(a[col].to_numpy(float), b[col].to_numpy(float), rtol=1e-7, atol=1e-4), (figure, col)
+
+
+def test_make_pricer_picks_by_executor(tmp_path):
+    inp = _case(tmp_path, 19)
+    chunks = chunk_index(inp, "week")
+    assert isinstance(make_pricer(inp, chunks, "block", None), LocalPricer)
+    assert isinstance(make_pricer(inp, chunks, "block", LocalExecutor(1)), LocalPricer)
+    p = make_pricer(inp, chunks, "block", LocalExecutor(2))
+    try:
+        assert isinstance(p, ProcessPricer) and p.workers == 2
+        assert sorted(sum(p.shares, [])) == list(range(len(chunks)))  # every batch on exactly one worker
+    finally:
+        p.close()
