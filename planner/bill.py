@@ -83,13 +83,14 @@ def bill(plan) -> dict:
 
 
 def purchase_cost_by_period(plan) -> np.ndarray:
-    """(R, T): the amortised cost of the plan's purchases in each period (GPUs x effective rate x active hours)."""
+    """(R, T): the amortised cost of the plan's purchases in each period (GPUs x effective rate x active hours),
+    expected: a purchase that waits for information counts at its branch's probability."""
     inp = plan.inputs
     res = inp.reserved
     if not len(res):
         return np.zeros((0, inp.T))
     units = plan.purchases["units" if "units" in plan.purchases else "instances"].to_numpy(float)  # instances or USD/h
-    per_hour = units * res["m"].to_numpy(float) * res["r"].to_numpy(float)
+    per_hour = units * res["m"].to_numpy(float) * res["r"].to_numpy(float) * inp.reserved_weight
     return per_hour[:, None] * inp.active * inp.hours[None, :]
 
 

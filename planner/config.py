@@ -115,6 +115,7 @@ class CommitmentPolicy:
     purchase_every: str = "once"
     purchase_until: str | None = None  # ISO date
     accounting: str = "amortised"
+    non_anticipativity: str = "tree"  # "tree": a later purchase waits for what is known then; "first_stage"
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,8 @@ _FINANCE_KEYS = {"discount_rate": float, "objective": str, "fiscal_year_start": 
 FINANCE_OBJECTIVES = ("cost", "npv")
 MAX_DISCOUNT_RATE = 0.5
 _BUDGET_KEYS = {"max_total_usd": float, "max_month_usd": float, "months": dict}
-_COMMITMENT_KEYS = {"purchase_every": str, "purchase_until": (str, datetime.date), "accounting": str}
+_COMMITMENT_KEYS = {"purchase_every": str, "purchase_until": (str, datetime.date), "accounting": str,
+                    "non_anticipativity": str}
 _TEAM_KEYS = {"fair_share_weight": float, "guaranteed_gpus": float, "description": str}
 _SOLVER_KEYS = {
     "backend": str, "time_limit_s": float, "mip_gap": float,
@@ -455,7 +457,19 @@ def _parse_commitments(table: dict, file: str, bad: Collector) -> CommitmentPoli
             bad.add(file, "'commitments.purchase_until' is not a date", value=until,
                     expected="an ISO date such as 2027-10-01")
             until = None
-    return CommitmentPolicy(purchase_every=every, purchase_until=until, accounting=accounting)
+    from .tree import MODES
+
+    na = table.get("non_anticipativity", "tree")
+    if isinstance(na, str) and na.strip().lower().replace("-", "_") in MODES:
+        na = na.strip().lower().replace("-", "_")
+    elif "non_anticipativity" in table:
+        bad.add(file, "unknown 'commitments.non_anticipativity'", value=na,
+                expected=" or ".join(f'"{v}"' for v in MODES),
+                hint='"tree": a purchase on a later date may differ between scenarios that differ before it; '
+                     '"first_stage": every purchase is common to all scenarios')
+        na = "tree"
+    return CommitmentPolicy(purchase_every=every, purchase_until=until, accounting=accounting,
+                            non_anticipativity=na)
 
 
 def _parse_teams(table: dict, classes: dict, file: str, bad: Collector) -> dict[str, TeamPolicy]:

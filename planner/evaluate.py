@@ -60,8 +60,59 @@ def _purchases(plan: Plan) -> list[dict]:
             for p in plan.purchases.itertuples()]
 
 
-def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
-    """Instances per row of ``inp.reserved`` from a plan.json (or a list of purchases)."""
+def follow_tree(tree: dict | None, forecast: PlanInputs | None, actual: PlanInputs,
+                scenario: str | None = None) -> set:
+    """The (purchase date, branch) pairs of a plan's scenario tree that the demand that came follows.
+
+    ``scenario``: follow that scenario's branch at every date. Otherwise at each date where the plan branches,
+    the branch whose scenarios' forecast (``forecast``: the model's own demand) is nearest to the actual demand
+    over the periods before that date (mean absolute difference over the periods both have), among the
+    branches of the scenarios chosen so far: what a planner re-deciding at that date would know."""
+    if not tree:
+        return set()
+    dates = sorted(tree.get("purchase_dates", []), key=lambda d: d["date"])
+    chosen = set(s for d in dates[:1] for b in d["branches"] for s in b["scenarios"])
+    if scenario is not None:
+        known = {s for d in dates for b in d["branches"] for s in b["scenarios"]}
+        if scenario not in known:
+            raise InputError(Problem("--scenario", "not a scenario of the plan's tree", value=scenario,
+                                     expected="one of " + ", ".join(sorted(known))))
+        chosen = {scenario}
+    out = set()
+    for d in dates:
+        options = [b for b in d["branches"] if set(b["scenarios"]) & chosen]
+        if len(options) > 1 and scenario is None:
+            options = [min(options, key=lambda b: _distance(forecast, actual, b["scenarios"], d["date"]))]
+        if not options:
+            continue
+        pick = options[0] if scenario is None else next(b for b in options if scenario in b["scenarios"])
+        out.add((d["date"], pick["branch"]))
+        chosen &= set(pick["scenarios"])
+    return out
+
+
+def _distance(forecast: PlanInputs | None, actual: PlanInputs, scenarios: list, date: str) -> float:
+    """Mean absolute difference between the scenarios' forecast and the actual demand before ``date``."""
+    if forecast is None:
+        return 0.0
+    s = [forecast.scenarios.index(x) for x in scenarios if x in forecast.scenarios]
+    if not s:
+        return np.inf
+    before = forecast.periods[forecast.periods < pd.Timestamp(date)]
+    common = before.intersection(actual.periods)
+    if not len(common):
+        return 0.0
+    f = forecast.demand[s[0]][:, forecast.periods.get_indexer(common)]
+    a = actual.demand[0][:, actual.periods.get_indexer(common)]
+    return float(np.abs(f - a).mean())
+
+
+def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs | None = None,
+                        scenario: str | None = None) -> np.ndarray:
+    """Instances per row of ``inp.reserved`` from a plan.json (or a list of purchases).
+
+    A plan over a scenario tree buys some commitments only in one branch: the branch the actual demand follows
+    (:func:`follow_tree`, with the model's own forecast ``forecast``, or ``scenario``'s) is the one evaluated."""
     path = Path(path)
     file = str(path)
     if not path.is_file():
@@ -91,7 +142,11 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs) -> np.ndarray:
             index[("spend", r.option, str(r.plan_family), pd.Timestamp(r.purchase_date).date().isoformat())] = i
     n = np.zeros(len(inp.reserved))
     problems = []
+    followed = follow_tree(data.get("tree"), forecast, inp, scenario)
     for i, row in enumerate(rows):
+        branch = row.get("branch", "all") if isinstance(row, dict) else "all"
+        if branch not in (None, "all") and (str(row.get("purchase_date"))[:10], branch) not in followed:
+            continue  # bought only in a branch the demand that came did not follow
         try:
             if row.get("kind") == "exit":
                 of = row.get("resale_of") or {}

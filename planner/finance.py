@@ -126,11 +126,13 @@ def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
     for c, g in rates.groupby("c"):
         pools.iat[int(c)] = tuple(sorted(g["pool"].astype(int)))
     key = pd.DataFrame({"pool": pools, "kind": kind, "term": res["term_months"].round(9),
-                        "date": res["purchase_date"], "start": res.get("block_start", pd.Series(pd.NaT, index=res.index))})
+                        "date": res["purchase_date"], "start": res.get("block_start", pd.Series(pd.NaT, index=res.index)),
+                        "node": res["node"] if "node" in res else 0})  # a tree: the same node's options only
     out = []
     for i in bought:
         same = (key["pool"] == key["pool"].iat[i]) & (key["kind"] == key["kind"].iat[i]) & \
-            (key["term"] == key["term"].iat[i]) & (key["date"] == key["date"].iat[i])
+            (key["term"] == key["term"].iat[i]) & (key["date"] == key["date"].iat[i]) & \
+            (key["node"] == key["node"].iat[i])
         if kind.iat[i] == "window":
             same &= key["start"] == key["start"].iat[i]
         gpus = float(qty.iat[i])

@@ -54,6 +54,23 @@ class PlanInputs:
     reserved_active: np.ndarray | None = None  # (R, T): share of period t purchase row c is active (None = all)
     discount_origin: pd.Period | None = None  # month 0 of the cost of capital (the first period's month)
     availability: np.ndarray | None = None  # (2, P, T) GPUs obtainable per period, on-demand and spot (NaN: no row)
+    reserved_member: np.ndarray | None = None  # (R, S) the scenarios each purchase row serves (None: all; planner.tree)
+    reserved_source: tuple | None = None  # (table, activity) before the tree split it (re-split when demand changes)
+
+    @property
+    def member(self) -> np.ndarray:
+        """(R, S) the scenarios each commitments-table row serves (every scenario without a tree)."""
+        from .tree import member_of
+
+        return member_of(self)
+
+    @property
+    def reserved_weight(self) -> np.ndarray:
+        """(R,) each commitments-table row's probability: 1 for a purchase common to every scenario, its node's
+        probability for a purchase that waits for information (planner.tree)."""
+        from .tree import weight_of
+
+        return weight_of(self)
 
     @property
     def spend_rates(self) -> pd.DataFrame:
@@ -165,6 +182,35 @@ def reserved_purchases(config: ModelConfig, options: pd.DataFrame, periods: pd.D
     return commitments.purchase_table(options, periods, hours, dates, _prices_name(config), strict=strict)
 
 
+def split_by_node(config: ModelConfig, reserved: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex,
+                  demand: np.ndarray, scenarios: list[str], probability: np.ndarray):
+    """The commitments table split by the scenario tree the demand implies (:func:`planner.tree.expand`), unless
+    ``[commitments] non_anticipativity = "first_stage"``: (table, activity, member or None)."""
+    from .tree import expand
+
+    if config.commitments.non_anticipativity != "tree":
+        return reserved, active, None
+    return expand(reserved, active, periods, demand, scenarios, probability)
+
+
+def retree(inp: "PlanInputs") -> "PlanInputs":
+    """``inp`` with its commitments table split again for its (changed) demand and scenarios."""
+    if inp.reserved_source is None and inp.reserved_member is None:
+        return inp
+    table, active = inp.reserved_source if inp.reserved_source is not None else (inp.reserved, inp.active)
+    reserved, act, member = split_by_node(inp.config, table, active, inp.periods, inp.demand, inp.scenarios,
+                                          inp.probability)
+    return replace(inp, reserved=reserved, reserved_active=act, reserved_member=member,
+                   reserved_source=inp.reserved_source if member is not None else None)
+
+
+def first_stage(inp: "PlanInputs") -> "PlanInputs":
+    """``inp`` with every purchase common to all scenarios (``non_anticipativity = "first_stage"``): the plan
+    that cannot wait for information, against which the tree's value of waiting is measured."""
+    config = replace(inp.config, commitments=replace(inp.config.commitments, non_anticipativity="first_stage"))
+    return retree(replace(inp, config=config))
+
+
 def _prices_name(config: ModelConfig) -> str:
     return config.prices.name if config.prices is not None else "price sheet"
 
@@ -192,6 +238,8 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     _check_purchase_until(config, periods)
     _check_budget_months(config, periods)
     reserved, active = reserved_purchases(config, options, periods, hours)
+    source = (reserved, active)
+    reserved, active, member = split_by_node(config, reserved, active, periods, demand, scen, prob)
     K, P = len(classes), len(pools)
     requests, demand, slo_speed, slo = size_slo_classes(config, classes, demand)
     speed = np.zeros((K, P))
@@ -216,6 +264,7 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
                       speed=speed, goodput=goodput, reliability=reliability, headroom=headroom,
                       spot_share=phi, inventory=owned_gpus(tables.inventory, list(zip(pools.gpu_type, pools.region)),
                                                  periods, hours),
+                      reserved_member=member, reserved_source=source if member is not None else None,
                       availability=availability_caps(tables.availability,
                                                      list(zip(pools["gpu_type"], pools["region"])), periods, hours),
                       penalty=float(penalty), spot=spot, reserved_useful=useful, backfill=backfill,
@@ -400,7 +449,8 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
     pools["ip"] = pools["ip"] * interruptions
     reserved = inp.reserved.copy()
     options = None if inp.options is None else inp.options.copy()
-    for table in (reserved, options):
+    source = None if inp.reserved_source is None else (inp.reserved_source[0].copy(), inp.reserved_source[1])
+    for table in (reserved, options, None if source is None else source[0]):
         if table is not None:
             # a savings plan's unit (1 USD/h) is not a price: its rates per GPU-hour (option rows) scale instead
             unit = table["kind"].eq("spend").to_numpy() if "kind" in table else np.zeros(len(table), bool)
@@ -430,6 +480,7 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
     tables = replace(inp.tables, prices=prices)
     goodput, reliability, spot = _goodput(inp.config, inp.classes, pools, speed, reserved)
     return _refresh_backfill(replace(inp, pools=pools, reserved=reserved, options=options, demand=demand,
+                                     reserved_source=source,
                                      speed=speed,
                                      requests=requests,
                                      headroom=inp.headroom * headroom, goodput=goodput,
@@ -460,8 +511,8 @@ def with_demand(inp: PlanInputs, demand: np.ndarray, scenarios: list[str],
     The cube is in reference GPUs for every class (SLO classes already sized); their requests per second
     are not known for it, so plans of these inputs report no latency table.
     """
-    return _refresh_backfill(replace(inp, demand=np.asarray(demand, float), scenarios=list(scenarios),
-                                     probability=np.asarray(probability, float), requests=None))
+    return _refresh_backfill(retree(replace(inp, demand=np.asarray(demand, float), scenarios=list(scenarios),
+                                            probability=np.asarray(probability, float), requests=None)))
 
 
 def slice_periods(inp: PlanInputs, index: np.ndarray, purchase_dates: np.ndarray | None = None) -> PlanInputs:
@@ -479,11 +530,14 @@ def slice_periods(inp: PlanInputs, index: np.ndarray, purchase_dates: np.ndarray
     elif inp.options is not None:  # purchases dated in the window, active from their own dates
         reserved, active = reserved_purchases(replace(inp.config, commitments=replace(
             inp.config.commitments, purchase_until=None)), inp.options, periods, hours, strict=False)
-    return _refresh_backfill(replace(
+    if inp.reserved_source is not None and inp.options is None:  # the tree's rows, sliced: split again
+        reserved, active = inp.reserved_source[0], inp.reserved_source[1][:, index]
+    return _refresh_backfill(retree(replace(
         inp, periods=periods, hours=hours, demand=inp.demand[:, :, index], reserved=reserved,
-        reserved_active=active, inventory=inp.inventory[:, index],
+        reserved_active=active, reserved_member=None, reserved_source=(reserved, active),
+        inventory=inp.inventory[:, index],
         availability=None if inp.availability is None else inp.availability[:, :, index],
-        requests=None if inp.requests is None else inp.requests[:, :, index]))
+        requests=None if inp.requests is None else inp.requests[:, :, index])))
 
 
 def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hours: float, demand: np.ndarray,
@@ -508,7 +562,8 @@ def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hou
         inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
         probability=np.asarray(probability, float), reserved=reserved, reserved_active=active,
         inventory=inventory, requests=None, discount_origin=periods[0].to_period("M"),
-        availability=None))  # the future's availability is not known at the cut-off: the sheet's caps
+        availability=None,  # the future's availability is not known at the cut-off: the sheet's caps
+        reserved_member=None, reserved_source=None))  # one purchase date: nothing waits
 
 
 def select_classes(inp: PlanInputs, names: list[str], backfill: bool = True,
@@ -534,6 +589,7 @@ def select_classes(inp: PlanInputs, names: list[str], backfill: bool = True,
                   requests=None if inp.requests is None else inp.requests[:, ks],
                   inventory=inp.inventory if inventory else np.zeros_like(inp.inventory),
                   reserved_useful=None, backfill=None)
+    sub = retree(sub)  # scenarios may coincide on these classes where they differed on others
     if not backfill:
         return sub
     return _refresh_backfill(sub)

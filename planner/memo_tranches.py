@@ -39,8 +39,9 @@ def stack(plan) -> dict:
     """The stacking of each pool's reserved use on its inventory and its tranches.
 
     Returns ``rows`` (positions in ``inputs.reserved`` of the tranches bought, in stacking order),
-    ``pool`` (their pools), ``cap`` (R, T) GPUs each holds per period (a term's partial periods pro rata,
-    resales netted off their parent), ``used`` (S, R, T) GPUs of each in use, ``owned_used`` (S, P, T)
+    ``pool`` (their pools), ``cap`` (R, T) expected GPUs each holds per period (a term's partial periods pro
+    rata, resales netted off their parent, a branch's purchase at its probability), ``used`` (S, R, T) GPUs
+    of each in use, ``owned_used`` (S, P, T)
     inventory GPUs in use, ``inventory`` (P, T) and ``used_total`` (S, P, T).
     """
     inp = plan.inputs
@@ -68,15 +69,20 @@ def stack(plan) -> dict:
     order = np.lexsort((rows, res["r"].to_numpy(float)[rows], pd.to_datetime(res["purchase_date"]).to_numpy()[rows],
                         pool[rows]))
     rows = rows[order]
-    cap = np.clip(gpus_t[rows], 0.0, None)
+    cap = np.clip(gpus_t[rows], 0.0, None)  # (r, T)
+    # per scenario: a purchase that waits for information holds GPUs in its own branch's scenarios only
+    member = inp.member[rows].T.astype(float)  # (S, r)
+    cap_s = cap[None, :, :] * member[:, :, None]  # (S, r, T)
     pr = pool[rows]
-    below = np.cumsum(cap, axis=0) - cap  # capacity of the earlier tranches (all pools)
+    below = np.cumsum(cap_s, axis=1) - cap_s  # capacity of the earlier tranches (all pools)
     first = np.r_[True, pr[1:] != pr[:-1]]
     start = np.maximum.accumulate(np.where(first, np.arange(len(rows)), 0))
-    lower = inv[pr] + below - below[start]  # GPUs stacked under each tranche in its own pool
-    used = np.clip(U[:, pr, :] - lower[None], 0.0, cap[None])
-    return {"rows": rows, "pool": pr, "cap": cap, "used": used, "owned_used": owned_used, "inventory": inv,
-            "used_total": U}
+    lower = inv[pr][None] + below - below[:, start]  # GPUs stacked under each tranche in its own pool
+    used = np.clip(U[:, pr, :] - lower, 0.0, cap_s)
+    # "cap": the expected GPUs each holds (a branch's at its probability): expected used / expected capacity is
+    # the tranche's utilisation in its own branch
+    return {"rows": rows, "pool": pr, "cap": np.einsum("s,srt->rt", inp.probability, cap_s), "used": used,
+            "owned_used": owned_used, "inventory": inv, "used_total": U}
 
 
 def tranche_utilisation(plan) -> pd.DataFrame:

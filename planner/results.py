@@ -298,7 +298,8 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                 "workload_class": np.asarray(inp.classes, dtype=object)[k],
                 "gpu_type": inp.pools["gpu_type"].to_numpy()[p], "region": inp.pools["region"].to_numpy()[p],
                 "option": option, "gpus": sub[k, p, t], "_k": k, "_p": p, "_t": t}))
-        owned = owned_bought + inp.inventory  # (P, T)
+        owned = inp.inventory + (owned_bought if inp.reserved_member is None else  # a tree: this scenario's rows
+                                 _owned(inp, m_res * n * inp.reserved_member[:, s], active_t))  # (P, T)
         fleet_rows.append(pd.DataFrame({
             "scenario": scen,
             "period": np.tile(inp.periods, P), "hours": np.tile(hours, P),
@@ -321,7 +322,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     avail = float((owned_block * w[None, :]).sum() + (blocks.inventory * w[None, :]).sum())
     utilisation = float(used / avail) if avail > 0 else float("nan")
 
-    scenario_costs = _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost, Vb)
+    scenario_costs = _scenario_costs(inp, blocks, Yb, Zb, Ub, _reserved_by_scenario(inp, n, reserved_cost), Vb)
     from .model.budget import budget_activity
 
     budget = budget_activity(model, v) if have else budget_activity(model, np.zeros(model.n_variables))
@@ -374,6 +375,14 @@ def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame) -> tu
     return doc, payment_options(inp, purchases)
 
 
+def _owned(inp: PlanInputs, gpus: np.ndarray, active_t: np.ndarray) -> np.ndarray:
+    """(P, T) reserved GPUs of the purchase rows (``gpus`` each) active in each pool and period."""
+    out = np.zeros((inp.P, inp.T))
+    if len(gpus):
+        np.add.at(out, inp.reserved["pool"].to_numpy(int), gpus[:, None] * active_t)
+    return out
+
+
 def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
     """One row per purchase row of the inputs (reserved option x purchase date), bought or not.
 
@@ -390,6 +399,8 @@ def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
     purchases = res[[c for c in cols if c in res]].copy()
     purchases = purchases.rename(columns={"r": "effective_usd_per_gpu_hour", "m": "gpus_per_instance"})
     spend = purchases["kind"].eq("spend").to_numpy() if "kind" in purchases else np.zeros(len(purchases), bool)
+    purchases["branch"] = res["branch"].to_numpy() if "branch" in res else "all"  # the scenarios it is bought in
+    purchases["probability"] = inp.reserved_weight  # theirs: 1 for a purchase made whatever happens
     purchases["units"] = n  # the first-stage decision: instances, or USD per hour for a savings plan
     purchases["quantity"] = n * res["m"].to_numpy(float)  # GPUs, or USD per hour: what the per-unit prices multiply
     purchases["instances"] = np.where(spend, 0, n).astype(int)
@@ -488,6 +499,8 @@ def _cash(inp: PlanInputs, blocks, Yb, Zb, purchases: pd.DataFrame, Vb: np.ndarr
     sp_t = (inp.probability[:, None] * per_block_sp[blocks.of]).sum(axis=0) * inp.hours
     month = inp.periods.strftime("%Y-%m")
     bought = purchases[purchases["quantity"].abs() > 0]  # a resale: negative GPUs, money back
+    if "probability" in bought and (bought["probability"] < 1).any():  # a tree: each branch's cash, expected
+        bought = bought.assign(quantity=bought["quantity"] * bought["probability"])
     return cash_schedule(bought, inp.periods, pd.Series(od_t, index=month).groupby(level=0).sum(),
                          pd.Series(sp_t, index=month).groupby(level=0).sum())
 
@@ -594,6 +607,17 @@ def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Yb, Zb, Ub, Xd=None) -> None
         X[X < EPS] = 0.0
 
 
+def _reserved_by_scenario(inp: PlanInputs, n: np.ndarray, expected: float) -> np.ndarray:
+    """(S,) each scenario's own reserved cost: the expected one for all, or with a scenario tree the purchases
+    of its own branches (their cost in the objective is weighted by the branch's probability: undone here)."""
+    S = len(inp.scenarios)
+    if inp.reserved_member is None or not len(n):
+        return np.full(S, expected)
+    per_row = np.asarray(n, float) * reserved_cost_per_instance(inp) / np.where(inp.reserved_weight > 0,
+                                                                                  inp.reserved_weight, 1.0)
+    return per_row @ inp.reserved_member.astype(float)
+
+
 def _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost, Vb=None) -> pd.DataFrame:
     od, sp = np.nan_to_num(inp.pools["od"].to_numpy(float)), np.nan_to_num(inp.pools["sp"].to_numpy(float))
     rows = []
@@ -605,8 +629,9 @@ def _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost, Vb=None) -> pd.DataF
             odc -= float(np.einsum("pt,t,p->", _periods(Vb, idx), h, od))
         spc = float(np.einsum("pt,t,p->", _periods(Zb.sum(axis=0), idx), h, sp))
         sh = float(_periods(Ub.sum(axis=0), idx) @ h)
-        rows.append({"scenario": scen, "probability": float(inp.probability[s]), "reserved": reserved_cost,
-                     "on_demand": odc, "spot": spc, "total": reserved_cost + odc + spc,
+        res_s = float(np.asarray(reserved_cost)[s]) if np.ndim(reserved_cost) else float(reserved_cost)
+        rows.append({"scenario": scen, "probability": float(inp.probability[s]), "reserved": res_s,
+                     "on_demand": odc, "spot": spc, "total": res_s + odc + spc,
                      "shortfall_gpu_hours": sh})
     return pd.DataFrame(rows)
 

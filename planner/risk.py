@@ -9,6 +9,8 @@ objective:
   planning against scenarios saves over planning against one point forecast.
 - WS: plan each scenario alone, knowing it will happen; EVPI = RP - WS >= 0 is
   what a perfect forecast would be worth.
+- With a scenario tree (purchases on later dates wait for what is known then, planner.tree): FS is the
+  same plan with every purchase common to all scenarios; value of waiting = FS - RP >= 0.
 
 Objectives include the shortfall penalty, as in the formulation. Values within
 the solver's relative gap of zero are reported as 0 (a MIP solved to a gap g is
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inputs import PlanInputs, with_demand
+from .inputs import PlanInputs, first_stage, with_demand
 from .results import Plan
 
 
@@ -36,6 +38,8 @@ class RiskView:
     vss_usd: float
     evpi_usd: float
     mean_plan_purchases: list[int]
+    first_stage_usd: float | None = None  # expected objective with every purchase common to all scenarios
+    value_of_waiting_usd: float | None = None  # first_stage_usd - the tree's: what waiting for information saves
 
 
 def _clamp(value: float, scale: float, gap: float) -> float:
@@ -56,7 +60,13 @@ def risk_view(plan: Plan, make_plan) -> RiskView | None:
     mean = np.einsum("s,skt->kt", inp.probability, inp.demand)[None]
     mean_plan = make_plan(with_demand(inp, mean, ["mean"], np.array([1.0])))
     n_mean = mean_plan.purchases["units"].to_numpy()
-    eev = make_plan(inp, fixed_reserved=n_mean).objective
+    # the mean plan's purchases in every node of the tree (the same at each date whatever happened before)
+    origin = inp.reserved["origin"].to_numpy(int) if "origin" in inp.reserved else np.arange(len(n_mean))
+    eev = make_plan(inp, fixed_reserved=n_mean[origin]).objective
+    first, waiting = None, None
+    if inp.reserved_member is not None:  # a tree: the same plan made without waiting for information
+        first = make_plan(first_stage(inp)).objective
+        waiting = _clamp(first - rp, rp, gap)
     ws = 0.0
     for s, name in enumerate(inp.scenarios):
         alone = make_plan(with_demand(inp, inp.demand[s:s + 1], [name], np.array([1.0])))
@@ -65,4 +75,4 @@ def risk_view(plan: Plan, make_plan) -> RiskView | None:
     return RiskView(expected_cost_usd=plan.cost["total"], worst_case_usd=float(totals.max()),
                     worst_scenario=str(totals.idxmax()), eev_usd=eev, ws_usd=ws,
                     vss_usd=_clamp(eev - rp, rp, gap), evpi_usd=_clamp(rp - ws, rp, gap),
-                    mean_plan_purchases=[int(x) for x in n_mean])
+                    mean_plan_purchases=[int(x) for x in n_mean], first_stage_usd=first, value_of_waiting_usd=waiting)

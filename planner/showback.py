@@ -33,8 +33,9 @@ def _pool_cost_and_owned(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
         pur = pur[~pur["kind"].eq("spend")]  # a savings plan holds no pool's GPUs: see savings_plan_credit
     pool_of = {(g, r): p for p, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
     cost_p = np.zeros(inp.P)
+    weight = pur["probability"].to_numpy(float) if "probability" in pur else 1.0  # a branch's: expected
     np.add.at(cost_p, [pool_of[(g, r)] for g, r in zip(pur["gpu_type"], pur["region"])],
-              pur["horizon_cost_usd"].to_numpy(float))
+              pur["horizon_cost_usd"].to_numpy(float) * weight)
     f = plan.fleet.assign(wt=plan.fleet["scenario"].map(w).astype(float))
     owned_p = (f["reserved_owned"] * f["hours"] * f["wt"]).groupby([f["gpu_type"], f["region"]]).sum()
     owned = np.array([owned_p.get((g, r), 0.0) for g, r in zip(inp.pools["gpu_type"], inp.pools["region"])])
@@ -85,7 +86,8 @@ def _commitment_charges(plan: Plan, credit: pd.DataFrame, by_month: bool) -> tup
                 for m, v in pd.Series(cube[c], index=months).groupby(level=0).sum().items()}
     else:
         col = "commitment_usd" if full else "horizon_cost_usd"
-        cost = {(int(c), ""): float(pur[col].iat[c]) for c in spend}
+        prob = pur["probability"] if "probability" in pur else pd.Series(1.0, index=pur.index)
+        cost = {(int(c), ""): float(pur[col].iat[c] * prob.iat[c]) for c in spend}
     use = credit.assign(month=credit["month"] if by_month else "").groupby(["c", "month", "_k"])["at_rates_usd"].sum()
     rows, left = [], {}
     for (c, m), usd in cost.items():
@@ -108,7 +110,8 @@ def spend_cost(plan: Plan, by_month: bool = False):
     spend = pur["kind"].eq("spend").to_numpy()
     if not by_month:
         full = plan.inputs.config.commitments.accounting == "full_term"
-        return float(pur.loc[spend, "commitment_usd" if full else "horizon_cost_usd"].sum())
+        prob = pur["probability"] if "probability" in pur else 1.0
+        return float((pur["commitment_usd" if full else "horizon_cost_usd"] * prob)[spend].sum())
     from .bill import purchase_cost_by_period
 
     cube = purchase_cost_by_period(plan)[spend].sum(axis=0)

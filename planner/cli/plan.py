@@ -118,6 +118,19 @@ def validate(model, prices, demand):
 
 
 
+def _forecast_of(model, prices, plan_file):
+    """The model's own forecast (its demand file), when the plan branches over a scenario tree; else None."""
+    try:
+        tree = json.loads(Path(plan_file).read_text(encoding="utf-8")).get("tree")
+    except (OSError, ValueError, AttributeError):
+        return None  # read_plan_purchases reports the file
+    if not tree:
+        return None
+    from ..pipeline import load_inputs
+
+    return load_inputs(model, prices=prices)
+
+
 @cli.command()
 @model_argument
 @click.option("--plan", "plan_file", required=True, type=click.Path(path_type=Path),
@@ -128,8 +141,11 @@ def validate(model, prices, demand):
 @time_limit_option
 @out_option("evaluation.xlsx and evaluation.json", "-evaluate")
 @json_option
+@click.option("--scenario", default=None, metavar="NAME",
+              help="A plan over a scenario tree: evaluate the purchases of this scenario's branch (default: at "
+                   "each date the branch whose forecast is nearest the demand that came before it).")
 @handle_errors
-def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_json):
+def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_json, scenario):
     """Fix a plan's reserved purchases and price the cheapest recourse for the actual demand.
 
     Reports the realised cost, shortfall, reserved utilisation and the regret
@@ -144,8 +160,14 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
     from ..evaluate import evaluate as run_evaluation, read_plan_purchases, write_evaluation
     from ..pipeline import default_out_dir, load_inputs, make_plan
 
-    inp = load_inputs(model or default_model(), demand=demand, prices=prices)
-    purchases = read_plan_purchases(plan_file, inp)
+    from dataclasses import replace
+
+    from ..config import load_model
+
+    # the demand that came is one history: the model's [scenarios] (its forecast's) do not apply to it
+    inp = load_inputs(replace(load_model(model or default_model()), scenarios={}), demand=demand, prices=prices)
+    forecast = _forecast_of(model or default_model(), prices, plan_file)
+    purchases = read_plan_purchases(plan_file, inp, forecast, scenario)
     ev = run_evaluation(inp, purchases, functools.partial(make_plan, backend=solver, time_limit_s=time_limit),
                         plan_file=str(plan_file))
     if not ev.realised.status.has_plan:

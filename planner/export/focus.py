@@ -109,11 +109,16 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             continue
         # a savings plan's quantity is its USD per hour committed (it covers on-demand usage, held by no pool)
         gpus = float(p["usd_per_hour"]) if spend else float(p["gpus"])
+        # a purchase that waits for information (a branch of the scenario tree) is projected at its probability:
+        # the expected quantity, its branch named in the commitment's id
+        prob = float(p.get("probability", 1.0) if p.get("probability") is not None else 1.0)
+        branch = p.get("branch", "all") or "all"
+        cid = (f"savings_plan/{p.get('plan_family')}/{p['option']}/{str(p.get('purchase_date'))[:10]}" if spend
+               else f"{p['gpu_type']}/{p['region']}/{p['option']}/{str(p.get('purchase_date'))[:10]}")
         commitments.append({
-            "cid": (f"savings_plan/{p.get('plan_family')}/{p['option']}/{str(p.get('purchase_date'))[:10]}" if spend
-                    else f"{p['gpu_type']}/{p['region']}/{p['option']}/{str(p.get('purchase_date'))[:10]}"),
+            "cid": cid if branch == "all" else f"{cid}/if {branch} (p={prob:g})",
             "spend": spend, "family": p.get("plan_family"),
-            "gpu_type": p["gpu_type"], "region": p["region"], "option": p["option"], "gpus": gpus,
+            "gpu_type": p["gpu_type"], "region": p["region"], "option": p["option"], "gpus": gpus * prob,
             "hourly": float(p["monthly_recurring_usd"]) / gpus / 730.0 if gpus else 0.0,
             "eff": float(p["effective_usd_per_gpu_hour"]), "upfront": float(p.get("upfront_usd") or 0.0),
             "residual": float(p.get("residual_usd") or 0.0), "term_hours": float(p.get("term_months") or 0) * 730.0,

@@ -356,7 +356,7 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     npv = inp.config.finance.npv
     caps = None if inp.availability is None else np.concatenate([inp.cap_series("on_demand"), inp.cap_series("spot")])
     blocks = make_blocks(inp.demand, inp.inventory, inp.hours, inp.probability, merge=merge, active=inp.active,
-                         discount=inp.discount if npv else None, caps=caps)
+                         discount=inp.discount if npv else None, caps=caps, member=inp.reserved_member)
     n_cols, fam = define_variables(inp, blocks, dominance=dominance)
     out = Rows()
     with_rows = rows

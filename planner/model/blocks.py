@@ -32,13 +32,16 @@ class Blocks:
 
 def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
                 probability: np.ndarray, merge: bool = True, active: np.ndarray | None = None,
-                discount: np.ndarray | None = None, caps: np.ndarray | None = None) -> Blocks:
+                discount: np.ndarray | None = None, caps: np.ndarray | None = None,
+                member: np.ndarray | None = None) -> Blocks:
     """``demand`` (S, K, T), ``inventory`` (P, T), ``hours`` (T,), ``probability`` (S,), ``active`` (R, T).
 
     Periods merge only when the same purchases are active in them (their reserved fleet is the same).
     ``discount`` (T,): each period's discount factor; a block's ``npv_weight`` sums probability x hours x
     factor over its periods (merging stays exact: a positive factor scales a period's cost, not its argmin).
     ``caps`` (C, T): per-period caps (an availability file); periods merge only when their caps are equal.
+    ``member`` (R, S): the scenarios each purchase row serves (a scenario tree): a row is active in (s, t) only
+    for its own scenarios.
     """
     S, K, T = demand.shape
     P = inventory.shape[0]
@@ -46,9 +49,11 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
     R = active.shape[0]
     C = 0 if caps is None else caps.shape[0]
     capkey = np.zeros((0, T)) if caps is None else np.where(np.isnan(caps), -1.0, caps)  # NaN never equals itself
+    act = np.broadcast_to(active.T, (S, T, R)) if member is None else \
+        active.T[None, :, :] * np.asarray(member, float).T[:, None, :]  # (S, T, R)
     rows = np.concatenate([demand.transpose(0, 2, 1).reshape(S * T, K),
                            np.broadcast_to(inventory.T, (S, T, P)).reshape(S * T, P),
-                           np.broadcast_to(active.T, (S, T, R)).reshape(S * T, R),
+                           np.asarray(act).reshape(S * T, R),
                            np.broadcast_to(capkey.T, (S, T, C)).reshape(S * T, C)], axis=1)
     w = (probability[:, None] * hours[None, :]).reshape(S * T)
     if merge:

@@ -61,6 +61,7 @@ def define_budget_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam: d
                                                       + np.where(bought_in, res["upfront_usd"].to_numpy(float), 0.0))
                 else:  # the month's share of the amortised cost
                     per = res["m"].to_numpy(float) * res["r"].to_numpy(float) * hours_in
+                per = per * inp.reserved_weight  # expected: a purchase that waits is made in its node only
                 n = fam["n"]
                 coef = per[n["c"].to_numpy()] if "c" in n else per[: len(n)]
                 nz = coef != 0

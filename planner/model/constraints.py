@@ -125,7 +125,8 @@ def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
 
     Returns (pool, purchase rows, their GPUs per instance, right-hand side) per set, the right-hand side being
     the cap less the most inventory owned while that set is active (the other periods' rows are implied).
-    With one purchase date that is one set per capped pool.
+    With one purchase date that is one set per capped pool. With a scenario tree a row counts only in its own
+    scenarios' periods (the patterns run over every (scenario, period)).
     """
     cap = inp.pools["cap_res"].to_numpy(float)
     pool = inp.reserved["pool"].to_numpy(int)
@@ -134,9 +135,13 @@ def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
     keys, members, coefs, rhs = [], [], [], []
     for p in np.unique(pool[term & ~np.isnan(cap[pool])]):  # capped pools only; vectorised over periods
         mine = np.flatnonzero((pool == p) & term)  # capacity blocks are capped per offer (max_units), not here
-        pattern, which = np.unique(inp.active[mine].T > 0, axis=0, return_inverse=True)
+        on = inp.active[mine] > 0  # (r, T)
+        if inp.reserved_member is not None:  # (r, S, T) -> (r, S * T): each row in its own scenarios only
+            on = (on[:, None, :] & inp.reserved_member[mine][:, :, None]).reshape(len(mine), -1)
+        reps = on.shape[1] // max(inp.T, 1)
+        pattern, which = np.unique(on.T, axis=0, return_inverse=True)
         owned = np.full(len(pattern), -np.inf)
-        np.maximum.at(owned, which.reshape(-1), inp.inventory[p])  # per period: peaks inside a block are seen
+        np.maximum.at(owned, which.reshape(-1), np.tile(inp.inventory[p], reps))  # peaks inside a block are seen
         for j, pat in enumerate(pattern):
             if pat.any():
                 keys.append(int(p))
@@ -262,13 +267,25 @@ def define_discount_only_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
 
 
 def exit_links(inp: PlanInputs) -> list[tuple[int, np.ndarray]]:
-    """(parent row, its exit rows) for every term commitment that may be resold (kind ``exit`` rows)."""
+    """(parent row, its exit rows) for every term commitment that may be resold (kind ``exit`` rows).
+
+    With a scenario tree the resales of one term sit in several nodes: a scenario sells at most what its node
+    bought, so there is one link per distinct set of the resales a scenario of the parent's node may make.
+    """
     res = inp.reserved
     if "parent" not in res or not res["kind"].eq("exit").any():
         return []
     par = res["parent"].to_numpy(int)
     ex = np.flatnonzero(res["kind"].eq("exit").to_numpy())
-    return [(int(c), ex[par[ex] == c]) for c in np.unique(par[ex])]
+    if inp.reserved_member is None:
+        return [(int(c), ex[par[ex] == c]) for c in np.unique(par[ex])]
+    member = inp.reserved_member
+    out = []
+    for c in np.unique(par[ex]):
+        mine = ex[par[ex] == c]
+        sets = {tuple(mine[member[mine, s]]) for s in np.flatnonzero(member[c])}
+        out += [(int(c), np.asarray(e, dtype=int)) for e in sorted(sets) if len(e)]
+    return out
 
 
 def define_exit_link_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:

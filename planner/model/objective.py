@@ -22,16 +22,19 @@ def reserved_cost_per_instance(inp: PlanInputs, accounting: str | None = None) -
 
     "amortised": m r a (a = the horizon hours in which it is active: m r H for a purchase at the first
     period that outlives the horizon); "full_term": m (hourly L + upfront - residual), its whole liability.
+    A purchase that waits for information (:mod:`planner.tree`) is made in its node's scenarios only: its
+    expected cost is that times its node's probability.
     """
     from ..ladder import full_term_usd_per_gpu
 
     res = inp.reserved
     accounting = accounting or inp.config.commitments.accounting
     m = res["m"].to_numpy(float)
+    weight = inp.reserved_weight
     if accounting == "full_term":
-        return m * full_term_usd_per_gpu(res)
+        return weight * m * full_term_usd_per_gpu(res)
     hours_active = inp.active.astype(float) @ inp.hours if len(res) else np.zeros(0)
-    return m * res["r"].to_numpy(float) * hours_active
+    return weight * m * res["r"].to_numpy(float) * hours_active
 
 
 def first_stage_cost(inp: PlanInputs) -> np.ndarray:
@@ -46,7 +49,7 @@ def first_stage_cost(inp: PlanInputs) -> np.ndarray:
     per_gpu = objective_npv_per_gpu(res, inp.active, inp.hours, inp.discount,
                                     inp.discount_origin or inp.periods[0].to_period("M"),
                                     f.discount_rate, inp.config.commitments.accounting)
-    return res["m"].to_numpy(float) * per_gpu
+    return inp.reserved_weight * res["m"].to_numpy(float) * per_gpu
 
 
 def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame],

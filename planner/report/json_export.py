@@ -12,6 +12,29 @@ from .. import __version__
 from ..results import Plan
 
 
+def _tree(plan) -> dict | None:
+    """The scenario tree the purchases wait on (None without one): per purchase date the branches (nodes) and
+    the scenarios each holds, the value of waiting and the objective without it (every purchase common)."""
+    inp = plan.inputs
+    res = inp.reserved
+    if inp.reserved_member is None or "node" not in res:
+        return None
+    nodes = (res.assign(_d=pd.to_datetime(res["purchase_date"]).dt.strftime("%Y-%m-%d"))
+             .drop_duplicates(["_d", "node"]).sort_values(["_d", "node"]))
+    names = np.asarray(inp.scenarios, dtype=object)
+    member = inp.reserved_member
+    dates = []
+    for d, g in nodes.groupby("_d", sort=True):
+        dates.append({"date": d, "branches": [
+            {"branch": r.branch, "probability": _num(r.probability),
+             "scenarios": names[member[int(i)]].tolist()} for i, r in zip(g.index, g.itertuples())]})
+    risk = plan.risk
+    return {"rule": "a purchase on a date is shared by the scenarios whose demand is equal in every period before it",
+            "purchase_dates": dates,
+            "value_of_waiting_usd": _num(getattr(risk, "value_of_waiting_usd", None)) if risk else None,
+            "first_stage_objective_usd": _num(getattr(risk, "first_stage_usd", None)) if risk else None}
+
+
 def _num(x):
     if x is None:
         return None
@@ -154,6 +177,7 @@ def plan_to_dict(plan: Plan) -> dict:
              "monthly_recurring_usd": _num(r.monthly_recurring_usd),
              "liability_past_horizon_usd": _num(r.liability_past_horizon_usd),
              "kind": getattr(r, "kind", "instance"), "npv_usd": _num(getattr(r, "npv_usd", None)),
+             "branch": getattr(r, "branch", "all"), "probability": _num(getattr(r, "probability", 1.0)),
              **({"usd_per_hour": _num(r.units), "plan_family": r.plan_family}
                 if getattr(r, "kind", "instance") == "spend" else {}),
              **({"resale_of": _resale_of(purchases, r)} if getattr(r, "kind", "instance") == "exit" else {}),
@@ -190,6 +214,7 @@ def plan_to_dict(plan: Plan) -> dict:
         "worst_case_usd": _num(plan.risk.worst_case_usd if plan.risk else plan.cost["total"]),
         "vss_usd": _num(plan.risk.vss_usd if plan.risk else 0.0),
         "evpi_usd": _num(plan.risk.evpi_usd if plan.risk else 0.0),
+        "tree": _tree(plan),
         "shortfall_penalty_usd_per_gpu_hour": _num(inp.penalty),
         "shortfall_penalty_by_class": {c: _num(v) for c, v in zip(inp.classes, inp.penalty_by_class)},
         "horizon": {"start": inp.periods[0].isoformat(), "periods": inp.T, "hours": _num(inp.horizon_hours)},

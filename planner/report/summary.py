@@ -53,14 +53,20 @@ def summary_text(plan: Plan) -> str:
             lines.append(f"  worst case {_usd(plan.risk.worst_case_usd)} ({plan.risk.worst_scenario}); "
                          f"value of the stochastic solution {_usd(plan.risk.vss_usd)}; "
                          f"value of perfect information {_usd(plan.risk.evpi_usd)}")
+            if getattr(plan.risk, "value_of_waiting_usd", None) is not None:
+                lines.append(f"  value of waiting {_usd(plan.risk.value_of_waiting_usd)}: later purchases decided per "
+                             f"branch, as what happens first becomes known, against every purchase decided now for all "
+                             f"scenarios ({_usd(plan.risk.first_stage_usd)})")
     bought = plan.purchases[plan.purchases["instances"] > 0]
     if len(bought):
         dated = bought["purchase_date"].nunique() > 1 if "purchase_date" in bought else False
         lines.append("  reserved purchases (commitment liability over the term):")
         for r in bought.itertuples():
             when = ""
+            branch = getattr(r, "branch", "all")
             if "purchase_date" in bought:
                 when = f"{'buy now' if r.firm else 'expect to buy'} {r.purchase_date:%Y-%m-%d}" + \
+                    ("" if branch == "all" else f" if {branch} ({r.probability:.0%})") + \
                     (f", usable {r.active_from:%Y-%m-%d}" if r.active_from != r.purchase_date else "") + \
                     f", ends {r.end_date:%Y-%m-%d}: "
             if getattr(r, "kind", "instance") == "exit":
@@ -87,7 +93,9 @@ def summary_text(plan: Plan) -> str:
                          + ("(in the NPV objective; " if npv else "(")
                          + f"its cost without it: {_usd(plan.commitments['cost_without_exits_usd'])}; a resale is "
                          "decided for every scenario alike)")
-        lines.append(f"    total commitment {_usd(plan.commitments.get('reserved_full_term_usd', bought['commitment_usd'].sum()))}"
+        tree = "probability" in bought and bool((bought["probability"] < 1).any())
+        lines.append(f"    total{' expected' if tree else ''} commitment "
+                     f"{_usd(plan.commitments.get('reserved_full_term_usd', bought['commitment_usd'].sum()))}"
                      f"{' (savings plans included)' if _has_spend(plan) else ''}; reserved utilisation "
                      f"{100 * plan.reserved_utilisation:.1f} %")
         lines.extend(_liability_lines(plan))
@@ -133,7 +141,8 @@ def _payment_lines(plan: Plan) -> list[str]:
             continue
         r = plan.purchases.iloc[int(i)]
         parts = ", ".join(f"{o.option} {_usd(o.npv_usd)}" + (" (chosen)" if o.chosen else "") for o in g.itertuples())
-        lines.append(f"    payment options for {r.gpu_type}/{r.region} {r['purchase_date']:%Y-%m-%d}, NPV at "
+        where = "" if r.get("branch", "all") == "all" else f" if {r['branch']}"
+        lines.append(f"    payment options for {r.gpu_type}/{r.region} {r['purchase_date']:%Y-%m-%d}{where}, NPV at "
                      f"{100 * rate:g} %: {parts}")
     return lines
 

@@ -140,7 +140,8 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                   ("now" if getattr(r, "firm", True) else "planned"), hours_cell,
                   F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*{ref('Prices', 'upfront_usd', pr)}", r.upfront_total_usd),
                   F(f"=G{row}*{ref('Prices', 'hourly_usd', pr)}*{L:g}", r.monthly_recurring_usd)] + reco
-                 + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(i)])
+                 + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(i),
+                    s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0))])
     s.table("Purchases")
     if (purchases["instances"] <= 0).any():
         ws.outline_settings(True, False, True, False)  # the fold's button above the rows
@@ -192,10 +193,13 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
     for i, r in enumerate(purchases.itertuples()):
         row, pr = s.rows + 1, price_row[_price_key(r)]
         hours = float(getattr(r, "hours_active", plan.inputs.horizon_hours))
-        gh = r.instances * r.gpus_per_instance * hours
-        value = float(r.commitment_usd) if full_term else gh * float(r.effective_usd_per_gpu_hour)
-        cost = F(f"={ref('Purchases', 'commitment_usd', i + 2)}", value) if full_term else F(f"=G{row}*H{row}", value)
-        s.append(["reserved", r.gpu_type, r.region, r.option, F(f"={ref('Purchases', 'instances', i + 2)}", int(r.instances)),
+        w = float(getattr(r, "probability", 1.0))  # a purchase that waits: bought in its branch only (expected)
+        gh = r.instances * r.gpus_per_instance * hours * w
+        value = float(r.commitment_usd) * w if full_term else gh * float(r.effective_usd_per_gpu_hour)
+        cost = F(f"={ref('Purchases', 'commitment_usd', i + 2)}*{ref('Purchases', 'probability', i + 2)}", value) \
+            if full_term else F(f"=G{row}*H{row}", value)
+        s.append(["reserved", r.gpu_type, r.region, r.option,
+                  F(f"={ref('Purchases', 'instances', i + 2)}*{ref('Purchases', 'probability', i + 2)}", int(r.instances) * w),
                   "instances", F(f"=E{row}*{ref('Prices', 'gpus_per_instance', pr)}*{ref('Purchases', 'hours_active', i + 2)}", gh),
                   F(f"={ref('Prices', 'effective_usd_per_gpu_hour', pr)}", float(r.effective_usd_per_gpu_hour)), cost])
         totals["reserved"] += value

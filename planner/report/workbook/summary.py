@@ -105,6 +105,14 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
     npv_col, npv_rows = _cash_npv_column(plan, purchases)
     spend_rows = _spend_rows(plan)
     sp_sum = lambda col: float(spend_rows[col].sum()) if len(spend_rows) else 0.0  # noqa: E731 (savings plans)
+    prob = purchases["probability"] if "probability" in purchases else 1.0
+
+    def weighted(col: str) -> float:  # a purchase that waits counts at its branch's probability (expected)
+        return float((purchases[col] * prob).sum())
+
+    def expected(col: str) -> str:
+        return (f"SUMPRODUCT({span('Purchases', col, 2, last_p)},"
+                f"{span('Purchases', 'probability', 2, last_p)})")
     values = {
         "total_cost_usd": (F(f"=SUM({costs('cost_usd')})", total), USD0),
         "already_committed_usd": (F(f"=SUM({span('Inventory', 'horizon_cost_usd', 2, max(len(inventory) + 1, 2))})", committed), USD0),
@@ -116,13 +124,13 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         "savings_usd": (F(f"=B{row_of['all_on_demand_usd']}-B{row_of['total_cost_usd']}", savings), USD0),
         "savings_pct": (F(f"=IF(B{row_of['all_on_demand_usd']}>0,B{row_of['savings_usd']}/B{row_of['all_on_demand_usd']},0)",
                           savings / base if base > 0 else 0.0), PCT),
-        "commitment_usd": (F(f"=SUM({span('Purchases', 'commitment_usd', 2, last_p)}){_plus(sp_sum('commitment_usd'))}",
-                             float(purchases["commitment_usd"].sum()) + sp_sum("commitment_usd")), USD0),
-        "amortised_usd": (F(f"=SUM({span('Purchases', 'horizon_cost_usd', 2, last_p)}){_plus(sp_sum('horizon_cost_usd'))}",
-                            float(purchases["horizon_cost_usd"].sum()) + sp_sum("horizon_cost_usd")), USD0),
-        "liability_past_horizon_usd": (F(f"=SUM({span('Purchases', 'liability_past_horizon_usd', 2, last_p)})"
+        "commitment_usd": (F(f"={expected('commitment_usd')}{_plus(sp_sum('commitment_usd'))}",
+                             weighted("commitment_usd") + sp_sum("commitment_usd")), USD0),
+        "amortised_usd": (F(f"={expected('horizon_cost_usd')}{_plus(sp_sum('horizon_cost_usd'))}",
+                            weighted("horizon_cost_usd") + sp_sum("horizon_cost_usd")), USD0),
+        "liability_past_horizon_usd": (F(f"={expected('liability_past_horizon_usd')}"
                                          f"{_plus(sp_sum('liability_past_horizon_usd'))}",
-                                         float(purchases["liability_past_horizon_usd"].sum())
+                                         weighted("liability_past_horizon_usd")
                                          + sp_sum("liability_past_horizon_usd")), USD0),
         "reserved_utilisation": (plan.reserved_utilisation, PCT),
         "shortfall_gpu_hours": (short, NUM),

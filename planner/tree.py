@@ -1,0 +1,105 @@
+"""Purchases that may wait for information: the scenario tree the demand implies (non-anticipativity).
+
+With several scenarios and dated purchases, a purchase on date ``s`` may depend only on what is known at ``s``
+(spec/contracts.md, "Forecasts and scenario trees"): the scenarios whose demand coincides in every period
+before ``s`` form one *node* at ``s`` and share its purchases; the first date's node holds every scenario (the
+decision to act on now). Nothing is declared: the tree is read off the demand cube. A forecast tree
+(``planner forecast --tree``) branches at purchase dates, so information arrives gradually; quantile paths
+that differ from the first period on make every later purchase a recourse decision per scenario.
+
+:func:`expand` turns the commitments table (one row per option and purchase date) into one row per option,
+date and node, with ``member`` (R, S): the scenarios each row serves. The model then charges each row its
+cost times its node's probability, and counts its GPUs only in its own scenarios' periods (blocks,
+reserved rows and caps per scenario). ``[commitments] non_anticipativity = "first_stage"`` keeps every
+purchase common to all scenarios (the two-stage plan): the comparison that prices the value of waiting.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+MODES = ("tree", "first_stage")
+
+
+def node_labels(demand: np.ndarray, cut: np.ndarray) -> np.ndarray:
+    """(len(cut), S) node of every scenario at each cut (a period position): scenarios share a node when their
+    demand (S, K, T) is equal in every period before the cut. Nodes are numbered by first scenario."""
+    S = demand.shape[0]
+    out = np.zeros((len(cut), S), dtype=np.int64)
+    for i, t in enumerate(cut):
+        if t <= 0 or S == 1:
+            continue
+        _, first, inverse = np.unique(demand[:, :, :t].reshape(S, -1), axis=0, return_index=True,
+                                      return_inverse=True)
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+        out[i] = rank[inverse.reshape(-1)]
+    return out
+
+
+def expand(reserved: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex, demand: np.ndarray,
+           scenarios: list[str], probability: np.ndarray) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | None]:
+    """The commitments table with one row per (row, node at its purchase date): (table, activity, member).
+
+    ``member`` (R', S) is None when no row splits (one scenario, or every scenario equal before every purchase
+    date): the table is then returned as given. Added columns: ``node`` (the node's number at its date),
+    ``branch`` (the scenarios it serves, readable), ``probability`` (theirs, summed) and ``origin`` (the row of
+    the given table). A resale (kind ``exit``) keeps as ``parent`` the expanded row of its term that serves
+    its scenarios.
+    """
+    S = len(scenarios)
+    if S < 2 or not len(reserved):
+        return reserved, active, None
+    when = pd.DatetimeIndex(reserved["purchase_date"]).as_unit("ns").asi8
+    cut = np.searchsorted(pd.DatetimeIndex(periods).as_unit("ns").asi8, when, side="left")
+    dates, which = np.unique(cut, return_inverse=True)
+    labels = node_labels(demand, dates)  # (D, S)
+    if labels.max() == 0:
+        return reserved, active, None
+    rows, member, origin, node = [], [], [], []
+    for c in range(len(reserved)):
+        lab = labels[which[c]]
+        for g in range(int(lab.max()) + 1):
+            mask = lab == g
+            origin.append(c)
+            node.append(g)
+            member.append(mask)
+    origin = np.asarray(origin)
+    member = np.asarray(member, dtype=bool)
+    table = reserved.iloc[origin].reset_index(drop=True)
+    table["origin"] = origin
+    table["node"] = np.asarray(node)
+    table["probability"] = member.astype(float) @ np.asarray(probability, float)
+    table["branch"] = [branch_name(np.asarray(scenarios, dtype=object)[m].tolist(), S) for m in member]
+    if "parent" in table and (table["parent"] >= 0).any():  # a resale's parent: its term's row that serves it
+        par = table["parent"].to_numpy(int)
+        new_parent = par.copy()
+        for e in np.flatnonzero(par >= 0):
+            cand = np.flatnonzero((origin == par[e]) & np.all(member[:, member[e]], axis=1))
+            new_parent[e] = int(cand[0]) if len(cand) else -1
+        table["parent"] = new_parent
+    return table, active[origin], member
+
+
+def branch_name(names: list[str], total: int) -> str:
+    """How a node is named to a reader: ``all``, the scenarios (up to three), or the first and last of them."""
+    if len(names) == total:
+        return "all"
+    if len(names) <= 3:
+        return " + ".join(names)
+    return f"{names[0]} ... {names[-1]} ({len(names)} scenarios)"
+
+
+def member_of(inp) -> np.ndarray:
+    """(R, S) the scenarios each commitments-table row serves (all, without a tree)."""
+    m = getattr(inp, "reserved_member", None)
+    return np.ones((len(inp.reserved), len(inp.scenarios)), dtype=bool) if m is None else m
+
+
+def weight_of(inp) -> np.ndarray:
+    """(R,) each row's probability: the sum over the scenarios it serves (1 for a purchase common to all)."""
+    m = getattr(inp, "reserved_member", None)
+    if m is None:
+        return np.ones(len(inp.reserved))
+    return m.astype(float) @ np.asarray(inp.probability, float)
