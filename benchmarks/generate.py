@@ -47,7 +47,12 @@ SIZES: dict[str, dict] = {
     "XL": dict(hours=8760, classes=50, types=6, regions=4, pools_per_class=8),
     # three years hourly, monthly purchases (the ladder): only when named
     "3Y": dict(hours=26280, classes=20, types=6, regions=4, pools_per_class=8, purchase_every="month"),
+    # the same with five demand scenarios that branch after the first quarter (a scenario tree: purchases
+    # from the fifth month on may differ between them)
+    "3Y5": dict(hours=26280, classes=20, types=6, regions=4, pools_per_class=8, purchase_every="month", scenarios=5),
 }
+BRANCH_HOURS = 2184  # scenarios are equal for the first quarter (13 weeks), then drift apart
+SCENARIO_DRIFT = 0.3  # by the horizon's end the outer scenarios are +-30 % of the base
 
 
 @dataclass(frozen=True)
@@ -275,11 +280,13 @@ def _toml_value(v) -> str:
 
 def write_model_toml(path: Path, name: str, classes: dict[str, dict], solver: dict,
                      demand: str = "demand.csv", prices: str = "prices.csv", comment: str = "",
-                     purchase_every: str = "once") -> None:
+                     purchase_every: str = "once", scenarios: dict | None = None) -> None:
     lines = [f"# {line}" for line in comment.splitlines()] if comment else []
     lines += [f"name = {json.dumps(name)}", f"demand = {json.dumps(demand)}", f"prices = {json.dumps(prices)}", ""]
     if purchase_every != "once":
         lines += ["[commitments]", f"purchase_every = {json.dumps(purchase_every)}", ""]
+    if scenarios:
+        lines += ["[scenarios]"] + [f"{json.dumps(k)} = {v!r}" for k, v in scenarios.items()] + [""]
     lines += ["[solver]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in solver.items()]
     for cname, opts in classes.items():
@@ -292,21 +299,39 @@ PRICE_COLUMNS = ["gpu_type", "region", "option", "hourly_usd", "upfront_usd", "t
                  "interruptions_per_hour", "gpus_per_instance"]
 
 
-def write_demand_csv(path: Path, periods: pd.DatetimeIndex, names: list[str], demand: np.ndarray) -> None:
-    """Long form: period, workload_class, gpus; demand is (K, T)."""
+def write_demand_csv(path: Path, periods: pd.DatetimeIndex, names: list[str], demand: np.ndarray,
+                     scenarios: list[str] | None = None) -> None:
+    """Long form: period, workload_class, gpus[, scenario]; demand is (K, T), or (S, K, T) with ``scenarios``."""
+    cubes = [demand] if scenarios is None else list(demand)
+    frames = []
+    for i, cube in enumerate(cubes):
+        K, T = cube.shape
+        f = pd.DataFrame({
+            "period": np.repeat(periods.strftime("%Y-%m-%dT%H:%M").to_numpy(), K),
+            "workload_class": np.tile(np.asarray(names, dtype=object), T),
+            "gpus": np.round(cube.T.reshape(-1), 2),
+        })
+        if scenarios is not None:
+            f["scenario"] = scenarios[i]
+        frames.append(f)
+    pd.concat(frames, ignore_index=True).to_csv(path, index=False, float_format="%.2f")
+
+
+def scenario_cube(demand: np.ndarray, count: int) -> tuple[np.ndarray, list[str], dict]:
+    """``count`` scenarios of ``demand`` (K, T): equal for the first ``BRANCH_HOURS``, then each drifting
+    linearly to 1 + g of the base by the end, g spread evenly over +-SCENARIO_DRIFT; equal probabilities."""
     K, T = demand.shape
-    frame = pd.DataFrame({
-        "period": np.repeat(periods.strftime("%Y-%m-%dT%H:%M").to_numpy(), K),
-        "workload_class": np.tile(np.asarray(names, dtype=object), T),
-        "gpus": np.round(demand.T.reshape(-1), 2),
-    })
-    frame.to_csv(path, index=False, float_format="%.2f")
+    g = np.linspace(-SCENARIO_DRIFT, SCENARIO_DRIFT, count)
+    ramp = np.clip((np.arange(T) - BRANCH_HOURS) / max(T - BRANCH_HOURS, 1), 0.0, None)
+    cube = demand[None] * (1.0 + g[:, None, None] * ramp[None, None, :])
+    names = [f"s{j}" for j in range(count)]
+    return cube, names, {n: round(1.0 / count, 12) for n in names[:-1]} | {names[-1]: 1.0 - round(1.0 / count, 12) * (count - 1)}
 
 
 def generate(out: Path, *, hours: int, classes: int, types: int, regions: int,
              pools_per_class: int | None = None, seed: int = 0, name: str | None = None,
              backend: str = "highs", mip_gap: float = 1e-4, time_limit_s: float = 600.0,
-             purchase_every: str = "once") -> Path:
+             purchase_every: str = "once", scenarios: int = 1) -> Path:
     """Write demand.csv, prices.csv and model.toml into ``out``; return the model file's path."""
     if not 1 <= types <= len(TYPES):
         raise ValueError(f"--types must be 1..{len(TYPES)}")
@@ -326,7 +351,12 @@ def generate(out: Path, *, hours: int, classes: int, types: int, regions: int,
     demand = np.vstack([SHAPES[kind](rng, hours) for kind in kinds])
     demand = np.maximum(demand, 0.0)
     periods = pd.date_range(START, periods=hours, freq="h")
-    write_demand_csv(out / "demand.csv", periods, names, demand)
+    probs = None
+    if scenarios > 1:
+        cube, snames, probs = scenario_cube(demand, scenarios)
+        write_demand_csv(out / "demand.csv", periods, names, cube, snames)
+    else:
+        write_demand_csv(out / "demand.csv", periods, names, demand)
 
     prices = pd.DataFrame(price_rows(rng, gpu_types, regs)).reindex(columns=PRICE_COLUMNS)
     prices.to_csv(out / "prices.csv", index=False)
@@ -336,7 +366,8 @@ def generate(out: Path, *, hours: int, classes: int, types: int, regions: int,
                f"{hours} hourly periods, {classes} classes, {types} GPU types x {regions} regions, "
                f"pools per class: {pools_per_class or 'all'}.")
     solver = {"backend": backend, "time_limit_s": float(time_limit_s), "mip_gap": mip_gap}
-    write_model_toml(out / "model.toml", name, policies, solver, comment=comment, purchase_every=purchase_every)
+    write_model_toml(out / "model.toml", name, policies, solver, comment=comment, purchase_every=purchase_every,
+                     scenarios=probs)
     return out / "model.toml"
 
 
@@ -361,12 +392,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=600.0, help="written to model.toml (seconds)")
     ap.add_argument("--purchase-every", choices=["once", "quarter", "month"], default=None,
                     help="[commitments] purchase_every (default: the size's, else once)")
+    ap.add_argument("--scenarios", type=int, default=None,
+                    help="demand scenarios, equal for the first quarter then drifting apart (default: the size's, else 1)")
     a = ap.parse_args(argv)
     given = dict(hours=a.hours, classes=a.classes, types=a.types, regions=a.regions,
                  pools_per_class=a.pools_per_class)
     extra = dict(backend=a.backend, mip_gap=a.mip_gap, time_limit_s=a.time_limit)
     if a.purchase_every:
         extra["purchase_every"] = a.purchase_every
+    if a.scenarios:
+        extra["scenarios"] = a.scenarios
     try:
         if a.size:
             path = generate_size(a.out, a.size, seed=a.seed, **given, **extra)

@@ -66,6 +66,13 @@ def default_factors(inp) -> tuple:
     return SHORT_FACTORS if cells > LARGE_MODEL_CELLS else DEFAULT_FACTORS
 
 
+class _NoBatches:
+    """A stand-in plan with no batches to share (the memo of other inputs than the plan's)."""
+
+    recourse = None
+    inputs = None
+
+
 def build_memo(plan, inp=None, *, shocks=DEFAULT_SHOCKS, factors=None, executor=None,
                fiscal_year_start: int | None = None, **solve) -> Memo:
     """Every table of the memo for ``plan`` (``inp`` defaults to ``plan.inputs``; ``factors`` to
@@ -78,15 +85,18 @@ def build_memo(plan, inp=None, *, shocks=DEFAULT_SHOCKS, factors=None, executor=
     cov = coverage(plan)
     by_year, monthly, next12 = cash_by_year(plan, fiscal_year_start), cash_monthly(plan), cash_next_12_months(plan)
     seconds["tables"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    down = downside(plan, inp, shocks, executor=executor, **solve)
-    seconds["downside"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    bought = bool((plan.purchases["units"].to_numpy(float) > 0).any()) if "units" in plan.purchases else \
-        bool((plan.purchases["instances"] > 0).any())
-    curve = commitment_curve(plan, inp, default_factors(inp) if factors is None else factors, executor=executor,
-                             **solve) if bought else pd.DataFrame()  # nothing bought: nothing to scale
-    seconds["curve"] = time.perf_counter() - t0
+    from .memo_resolve import shared_batches
+
+    with shared_batches(plan if inp is plan.inputs else _NoBatches(), executor):  # a decomposed plan's batches, once
+        t0 = time.perf_counter()
+        down = downside(plan, inp, shocks, executor=executor, **solve)
+        seconds["downside"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        bought = bool((plan.purchases["units"].to_numpy(float) > 0).any()) if "units" in plan.purchases else \
+            bool((plan.purchases["instances"] > 0).any())
+        curve = commitment_curve(plan, inp, default_factors(inp) if factors is None else factors, executor=executor,
+                                 **solve) if bought else pd.DataFrame()  # nothing bought: nothing to scale
+        seconds["curve"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     zero = curve[curve["factor"] == 0.0] if len(curve) else curve
     if len(zero) and zero["status"].iat[0] in ("optimal", "feasible"):  # the curve's 0 is the next-best plan

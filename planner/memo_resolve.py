@@ -101,6 +101,42 @@ def _linear_in_demand(inp) -> bool:
     return inp.requests is None or bool(np.isnan(inp.requests).all())
 
 
+_SHARED: dict = {}  # id(inputs) -> the batches' pricer the memo's re-solves share (see shared_batches)
+
+
+class shared_batches:
+    """``with shared_batches(plan, executor):`` every batched re-solve of ``plan``'s inputs inside uses one
+    pricer (its batches built, its workers started, once): the memo's downside and curve alike."""
+
+    def __init__(self, plan, executor=None):
+        self.plan, self.executor, self.key = plan, executor, id(plan.inputs)
+
+    def __enter__(self):
+        warm = self.plan.recourse
+        inp = self.plan.inputs
+        if warm is not None and warm.get("chunks") and _linear_in_demand(inp):
+            _SHARED[self.key] = _open_pricer(inp, warm, self.executor)
+        return self
+
+    def __exit__(self, *exc):
+        pricer = _SHARED.pop(self.key, None)
+        if pricer is not None:
+            pricer.close()
+
+
+BATCH_PROCESS_CELLS = 150_000  # periods x classes x scenarios above which the re-solves' batches go to processes
+
+
+def _open_pricer(inp, warm: dict, executor):
+    from .executors import LocalExecutor
+    from .recourse_workers import make_pricer
+
+    if executor is None:  # a process pool pays for itself on large models only (measured: L is faster here)
+        cells = inp.T * inp.K * len(inp.scenarios)
+        executor = LocalExecutor() if cells > BATCH_PROCESS_CELLS else LocalExecutor(jobs=1)
+    return make_pricer(inp, warm["chunks"], warm.get("cut_by", "block"), executor)
+
+
 def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
     """The re-solves of a decomposed plan: its weekly batches built once (here, or on ``executor``'s workers:
     every core by default above the in-process size), each task one pricing pass warm from the plan's own
@@ -112,11 +148,10 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
     from .pipeline import plan_from_priced, warm_bases
     from .recourse_workers import make_pricer
 
-    if executor is None:
-        executor = LocalExecutor(jobs=1) if inp.T * inp.K * len(inp.scenarios) <= IN_PROCESS_CELLS else LocalExecutor()
     chunks = warm["chunks"]
     cut_by = warm.get("cut_by", "block")
-    pricer = make_pricer(inp, chunks, cut_by, executor)
+    shared = _SHARED.get(id(inp))
+    pricer = shared if shared is not None else _open_pricer(inp, warm, executor)
     rows: list = [None] * len(tasks)
     try:
         # each task starts from the bases of the nearest point already priced (the plan's own first): the curve's
@@ -136,7 +171,8 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
             p = plan_from_priced(scaled, units, priced, pricer, chunks, cut_by, time.perf_counter() - t0)
             rows[i] = dict(plan_figures(p), seconds=time.perf_counter() - t0)
     finally:
-        pricer.close()
+        if shared is None:
+            pricer.close()
     return rows
 
 

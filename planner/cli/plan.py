@@ -21,11 +21,14 @@ from ..errors import InputError
 STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "all_on_demand")
 
 
-def _default_pricing():
-    """Where ``planner plan`` prices a decomposition's batches when not told: local processes, every core."""
+def _default_pricing(inp):
+    """Where ``planner plan`` prices a decomposition's batches when not told: local processes on every core
+    above ``BATCH_PROCESS_CELLS`` periods x classes x scenarios, else here (the processes' start-up and the
+    inputs sent to them cost more than they save on smaller horizons; measured on L)."""
     from ..executors import LocalExecutor
+    from ..memo_resolve import BATCH_PROCESS_CELLS
 
-    return LocalExecutor()
+    return LocalExecutor() if inp.T * inp.K * len(inp.scenarios) > BATCH_PROCESS_CELLS else None
 
 
 @cli.command()
@@ -60,7 +63,8 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
         planner plan big.toml --scheduler tcp://10.0.0.5:8786  # ... on a Dask cluster
 
     A long horizon is decomposed (Benders): its weekly recourse LPs are priced on --jobs local processes
-    (default: every core) or on Dask (--executor dask, --scheduler); the answer is the same on any.
+    (default: every core above 150,000 periods x classes x scenarios, else in this process) or on Dask
+    (--executor dask, --scheduler); the answer is the same on any.
     """
     from ..atomic import check_writable
     from ..pipeline import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs
@@ -73,7 +77,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     try:
         result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
                            timings={"read_validate": time.perf_counter() - t0}, shadow=True, progress=not quiet,
-                           executor=pool or _default_pricing())
+                           executor=pool or _default_pricing(inp))
     finally:
         if pool is not None:
             pool.close()
