@@ -32,7 +32,7 @@ def rows(result) -> list[list[str]]:
 
 
 def ranking_lines(result) -> list[str]:
-    """``at 2x on-demand ($x/GPU-h): a < b < c`` per penalty multiplier (full-term cost + penalty x shortfall)."""
+    """``at 2x on-demand ($x/GPU-h): a < b < c`` per penalty multiplier (in-span cost + penalty x shortfall)."""
     r = result.penalty_ranks
     if not len(r):
         return []

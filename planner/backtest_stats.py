@@ -45,7 +45,7 @@ def ratio_ci(num, den, seed: int = 0, draws: int = DRAWS, level: float = LEVEL) 
 
 
 def rerank(table: pd.DataFrame, reference_usd: float, multipliers=MULTIPLIERS,
-           cost: str = "full_term_cost_usd") -> pd.DataFrame:
+           cost: str = "total_cost_usd") -> pd.DataFrame:
     """Per multiplier and strategy: ``cost`` + multiplier x ``reference_usd`` x shortfall GPU-hours, and its rank
     (1 = cheapest; ties share the better rank). ``table``: one row per strategy with ``strategy``, ``cost`` and
     ``shortfall_gpu_hours``. The purchases and the recourse stay as realised (a higher penalty cannot change

@@ -13,7 +13,9 @@ returning an array (K, horizon) of non-negative demand. Three are built in (``FO
 - ``weekly``: seasonal naive on the last week (the same hour of the same weekday), ``latest`` while
   the history is shorter than a week;
 - ``trend``: ``latest``'s daily profile, shifted by the linear trend of the last seven daily means
-  (damped to half a step per day ahead, never below zero).
+  (damped to half a step per day ahead, never below zero);
+- ``weekly_trend``: ``weekly``'s profile scaled to a level that follows the damped trend of the last (up to 8)
+  weekly means: growth carried over a long horizon (a term), not a replay of last week.
 
 ``mstl``, ``autoets``, ``autoarima`` and ``auto`` are planner.forecasting's statsforecast methods (their median
 path; docs/forecasting.md), loaded on first use.
@@ -190,7 +192,39 @@ def trend(history: np.ndarray, horizon: int, period_hours: float = 1.0) -> np.nd
     return np.clip(base + slope[:, None] * ahead[None, :], 0.0, None)
 
 
-FORECASTERS: dict[str, Forecaster] = {"latest": latest, "weekly": weekly, "trend": trend}
+DAMPING_PER_WEEK = 0.98  # weekly_trend: each week ahead adds 0.98 x the growth of the week before it
+TREND_WEEKS = 8  # weekly_trend: the trend of at most the last 8 weekly means
+
+
+def weekly_trend(history: np.ndarray, horizon: int, period_hours: float = 1.0) -> np.ndarray:
+    """The last week's profile (hour of the week over the week's mean) at a level that follows the trend.
+
+    The level is the least-squares line through the means of the last (up to 8) full weeks, taken at the last
+    week; week j ahead adds ``slope x (phi + phi^2 + ... + phi^j)`` with phi = 0.98 (a damped trend: about a year's
+    worth of the current growth in the long run, never a straight line to infinity); never below zero. With less
+    than two full weeks of history, :func:`trend` (the daily version).
+    """
+    history = np.asarray(history, float)
+    week = int(round(168 / period_hours))
+    weeks = min(TREND_WEEKS, history.shape[1] // week)
+    if weeks < 2:
+        return trend(history, horizon, period_hours)
+    means = history[:, -weeks * week:].reshape(history.shape[0], weeks, week).mean(axis=2)
+    x = np.arange(weeks) - (weeks - 1) / 2.0
+    slope = (means * x).sum(axis=1) / (x * x).sum()  # GPUs per week, per class
+    level = means.mean(axis=1) + slope * x[-1]  # the line at the last week
+    last = history[:, -week:]
+    mean = last.mean(axis=1, keepdims=True)
+    profile = np.divide(last, mean, out=np.ones_like(last), where=mean > 0)
+    ahead = np.arange(horizon) // week + 1  # forecast week 1, 2, ...
+    phi = DAMPING_PER_WEEK
+    growth = phi * (1 - phi ** ahead) / (1 - phi)
+    path = np.clip(level[:, None] + slope[:, None] * growth[None, :], 0.0, None)
+    return profile[:, np.arange(horizon) % week] * path
+
+
+FORECASTERS: dict[str, Forecaster] = {"latest": latest, "weekly": weekly, "trend": trend,
+                                      "weekly_trend": weekly_trend}
 
 
 def _library_forecaster(method: str) -> Forecaster:

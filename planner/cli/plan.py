@@ -202,7 +202,7 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
 @click.option("--horizon-hours", type=Finite(min=1), default=None,
               help="What the planner's forecast covers at each cut-off (default: train).")
 @click.option("--forecaster", default="weekly", show_default=True,
-              help="latest | weekly | trend | module:function | file.py:function (docs/scenarios.md).")
+              help="latest | weekly | trend | weekly_trend | module:function | file.py:function (docs/scenarios.md).")
 @click.option("--lookback-hours", type=Finite(min=1), default=None,
               help="Usage the recommender looks back on (default: 720, or all the history before the cut-off).")
 @click.option("--strategies", default=",".join(STRATEGY_NAMES), show_default=True,
