@@ -48,7 +48,8 @@ from .inputs import PlanInputs, future_inputs, slice_periods
 STRATEGIES = ("stochastic", "point", "percentile_fleet", "recommender", "spot_aware", "coverage_ladder",
               "all_on_demand")
 FORECASTING = ("stochastic", "point", "percentile_fleet", "recommender")  # the strategies that run the forecaster
-DEFAULT_LOOKBACK_HOURS = 720.0  # the recommender's usage window: 30 days, as the clouds' default recommendations
+DEFAULT_LOOKBACK_HOURS = 720.0
+LONG_HORIZON_HOURS = 672.0  # stochastic: from a 4-week horizon on, level scenarios (term risk), not past residuals  # the recommender's usage window: 30 days, as the clouds' default recommendations
 
 
 @dataclass(frozen=True)
@@ -264,13 +265,16 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
     forecaster = fc_mod.resolve(s.forecaster)
     try:  # the user's forecaster: say where it failed (its exits and os._exit included: fc_mod.run contains them)
         point = fc_mod.run(forecaster, seen, s.horizon, s.period_hours, base.classes)
-        errors = fc_mod.residuals(forecaster, seen, s.horizon, s.period_hours, origins=s.origins,
-                                  classes=base.classes) if strategy == "stochastic" else None
+        errors = None if strategy != "stochastic" else np.zeros((0, base.K, s.horizon)) \
+            if s.horizon * s.period_hours >= LONG_HORIZON_HOURS else \
+            fc_mod.residuals(forecaster, seen, s.horizon, s.period_hours, origins=s.origins, classes=base.classes)
     except Exception as exc:
         name = s.forecaster_label or _name(s.forecaster)
         raise ForecasterError(f"the forecaster {name} failed at the cut-off {start}: {_failure(exc)}") from None
     cube, prob = point[None], np.array([1.0])
-    if errors is not None:
+    if errors is not None and s.horizon * s.period_hours >= LONG_HORIZON_HOURS:  # a term ahead: level scenarios
+        cube, prob = fc_mod.level_scenarios(point, seen, s.period_hours)
+    elif errors is not None:
         cube, prob = fc_mod.error_scenarios(point, errors)
     names = [f"e{j}" for j in range(len(prob))] if len(prob) > 1 else ["forecast"]
     inp = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned)
@@ -520,13 +524,17 @@ def _run_task(task: str) -> dict:
                                   risk=False), what)
         bought = plan.purchases[plan.purchases["instances"] > 0]
         return {"costs": period_costs(plan), "purchases": bought.assign(liability_usd=term.liability_usd(bought)),
-                "liabilities": term.liability_by_date(plan, dates), "status": plan.status.value,
-                "gap": plan.solve.mip_gap}
+                **_signed(plan, dates), "status": plan.status.value, "gap": plan.solve.mip_gap}
     bought, scenarios = run_chain(base, task, settings, make_plan)
     plan = _checked(make_plan(whole, fixed_reserved=fixed_instances(whole, bought), risk=False),
                     f"{task}'s purchases on the demand that came")
     return {"costs": period_costs(plan), "bought": bought, "scenarios": scenarios, "status": plan.status.value,
-            "gap": plan.solve.mip_gap, "liabilities": term.liability_by_date(plan, dates)}
+            "gap": plan.solve.mip_gap, **_signed(plan, dates)}
+
+
+def _signed(plan, dates) -> dict:
+    signed, past = term.by_date(plan, dates)
+    return {"liabilities": signed, "past_span": past}
 
 
 def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_plan,
@@ -596,7 +604,7 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
     full_hind = got.get("hindsight_full_term", got["hindsight"])
     start0 = cuts[0]
     starts = cuts - start0
-    hind_w = term.window_costs(full_hind["costs"], full_hind["liabilities"], starts, settings.test)
+    hind_w = term.window_costs(full_hind["costs"], full_hind["past_span"], starts, settings.test)
     rows, buys, months, summary = [], [], [], []
     hind_month = hind["total"].groupby(hind.index.to_period("M")).sum()
     months.append(pd.DataFrame({"month": hind_month.index.astype(str), "strategy": "hindsight",
@@ -605,7 +613,9 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
     hind_full = _full_total(full_hind)
     for name in settings.strategies:
         costs, bought, scen = got[name]["costs"], got[name]["bought"], got[name]["scenarios"]
-        mine_w = term.window_costs(costs, got[name]["liabilities"], starts, settings.test)
+        mine_w = term.window_costs(costs, got[name]["past_span"], starts, settings.test)
+        signed = np.zeros(len(cuts))
+        signed[:len(got[name]["liabilities"])] = got[name]["liabilities"]
         window_regret = []
         for w, c in enumerate(cuts):
             sl = slice(c - start0, c - start0 + settings.test)
@@ -628,7 +638,7 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
                 "hindsight_cost_usd": float(best["total"].sum()),
                 "hindsight_objective_usd": float(best["objective"].sum()),
                 "regret_usd": regret, "regret_pct": pct,
-                "signed_usd": float(mine_w["signed_usd"].iat[w]),
+                "signed_usd": float(signed[w]),
                 "full_term_objective_usd": float(mine_w["full_term_objective_usd"].iat[w]),
                 "hindsight_full_term_objective_usd": float(hind_w["full_term_objective_usd"].iat[w]),
                 "full_term_regret_usd": full_regret,
@@ -677,10 +687,10 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
 
 
 def _full_total(task: dict, objective: bool = True) -> float:
-    """A plan's full-term figure over the span: on-demand + spot (+ the penalty) + every liability it signed."""
+    """A plan's full-term figure over the span: its in-span cost (or objective) plus what falls past the span of
+    every liability it signed (= on-demand + spot (+ penalty) + the liabilities whole)."""
     c = task["costs"]
-    return float(c["on_demand"].sum() + c["spot"].sum() + (c["penalty"].sum() if objective else 0.0)
-                 + np.sum(task["liabilities"]))
+    return float(c["objective" if objective else "total"].sum() + np.sum(task["past_span"]))
 
 
 def _purchase_records(bought: pd.DataFrame) -> list[dict]:
@@ -714,8 +724,10 @@ def _notes(base: PlanInputs, settings: Settings, rows: list, got: dict) -> list[
     if "stochastic" in settings.strategies:
         single = sum(1 for r in rows if r["strategy"] == "stochastic" and r["scenarios"] == 1)
         if single:
-            notes.append(f"stochastic: {single} window(s) had fewer than two past forecasts to learn the error "
-                         "from and planned on the point forecast alone")
+            why = "less than three weeks of history to learn the level's drift" if \
+                settings.horizon * settings.period_hours >= LONG_HORIZON_HOURS else \
+                "fewer than two past forecasts to learn the error"
+            notes.append(f"stochastic: {single} window(s) had {why} from and planned on the point forecast alone")
     decided = len(settings.decisions(base.T))
     if decided < len(settings.cutoffs(base.T)):
         notes.append(f"purchases at the first {decided} cut-offs only (--decide-hours); the later windows judge "

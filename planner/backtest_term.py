@@ -38,17 +38,19 @@ def liability_usd(purchases: pd.DataFrame) -> np.ndarray:
     return gpus * np.where(term, full, whole_block)
 
 
-def liability_by_date(plan, dates: pd.DatetimeIndex) -> np.ndarray:
-    """(D,) the liabilities the plan signs on each of the purchase ``dates`` (the cut-offs that buy)."""
+def by_date(plan, dates: pd.DatetimeIndex) -> tuple[np.ndarray, np.ndarray]:
+    """(D,) twice: the whole liabilities the plan signs on each of the purchase ``dates`` (the cut-offs that buy),
+    and the part of them that falls past the span (the liability less its amortised charge inside the span)."""
     p = plan.purchases
-    out = np.zeros(len(dates))
+    signed, past = np.zeros(len(dates)), np.zeros(len(dates))
     if not len(p) or not len(dates):
-        return out
+        return signed, past
     where = dates.get_indexer(pd.DatetimeIndex(p["purchase_date"]))
     owed = liability_usd(p)
     keep = (where >= 0) & (owed != 0)
-    np.add.at(out, where[keep], owed[keep])
-    return out
+    np.add.at(signed, where[keep], owed[keep])
+    np.add.at(past, where[keep], owed[keep] - p["horizon_cost_usd"].to_numpy(float)[keep])
+    return signed, past
 
 
 def terms_inside(whole) -> bool:
@@ -66,17 +68,13 @@ def full_term_inputs(whole):
     return replace(whole, config=replace(cfg, commitments=replace(cfg.commitments, accounting="full_term")))
 
 
-def window_costs(costs: pd.DataFrame, liabilities: np.ndarray, starts: np.ndarray, test: int) -> pd.DataFrame:
-    """Per window (positions ``starts`` in ``costs``, ``test`` periods each): on-demand + spot, the penalty, the
-    liabilities signed at its cut-off (window w signs ``liabilities[w]``; none past the cut-offs that buy), and the
-    full-term cost and objective."""
-    cum = costs[["on_demand", "spot", "penalty"]].cumsum().to_numpy()
-    cum = np.vstack([np.zeros((1, 3)), cum])
+def window_costs(costs: pd.DataFrame, past: np.ndarray, starts: np.ndarray, test: int) -> pd.DataFrame:
+    """Per window (positions ``starts`` in ``costs``, ``test`` periods each): its in-span objective plus the part
+    past the span of the liabilities signed at its cut-off (window w: ``past[w]``; none past the cut-offs that
+    buy). Summed over windows (``step = test``) that is the full-term objective of the span; where every term
+    lies inside the span it is the in-span objective, window by window."""
+    cum = np.r_[0.0, costs["objective"].cumsum().to_numpy()]
     ends = np.minimum(starts + test, len(costs))
-    part = cum[ends] - cum[starts]
-    signed = np.zeros(len(starts))
-    signed[:min(len(starts), len(liabilities))] = liabilities[:len(starts)]
-    out = pd.DataFrame({"recourse_usd": part[:, 0] + part[:, 1], "penalty_usd": part[:, 2], "signed_usd": signed})
-    out["full_term_cost_usd"] = out["recourse_usd"] + out["signed_usd"]
-    out["full_term_objective_usd"] = out["full_term_cost_usd"] + out["penalty_usd"]
-    return out
+    extra = np.zeros(len(starts))
+    extra[:min(len(starts), len(past))] = past[:len(starts)]
+    return pd.DataFrame({"past_span_usd": extra, "full_term_objective_usd": cum[ends] - cum[starts] + extra})

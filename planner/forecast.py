@@ -408,3 +408,35 @@ def error_scenarios(point: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, 
         return point[None].copy(), np.array([1.0])
     centred = errors - errors.mean(axis=0, keepdims=True)
     return np.clip(point[None] + centred, 0.0, None), np.full(len(errors), 1.0 / len(errors))
+
+
+LEVEL_SCENARIOS = 5
+LEVEL_WEEKS = 26  # the weekly means the level's volatility is learnt from (at most)
+
+
+def level_scenarios(point: np.ndarray, history: np.ndarray, period_hours: float,
+                    count: int = LEVEL_SCENARIOS) -> tuple[np.ndarray, np.ndarray]:
+    """Scenarios (J, K, H) for a horizon as long as a term, and their weights (J,): the point forecast times a
+    level that drifts like the history's weekly means did.
+
+    sigma_k is the standard deviation of the week-on-week log change of class k's weekly means (the last 26 weeks
+    at most); scenario j scales week w ahead by ``exp(z_j sigma_k sqrt(w) - sigma_k^2 w / 2)`` with z_j the normal
+    quantiles at (j + 1/2) / J, one z for every class (a fleet grows or shrinks together). The scenarios' mean is
+    about the point forecast; their spread grows with the square root of the time ahead: a 3-year term sees the
+    years it may be stranded in. With fewer than three weeks of history, the point forecast alone.
+    """
+    from scipy.stats import norm
+
+    history = np.asarray(history, float)
+    week = max(1, int(round(168 / period_hours)))
+    weeks = min(LEVEL_WEEKS, history.shape[1] // week)
+    if weeks < 3 or count < 2:
+        return point[None].copy(), np.array([1.0])
+    means = history[:, -weeks * week:].reshape(history.shape[0], weeks, week).mean(axis=2)
+    floor = np.maximum(means.max(axis=1, keepdims=True) * 1e-3, 1e-9)
+    sigma = np.diff(np.log(np.maximum(means, floor)), axis=1).std(axis=1)  # (K,)
+    ahead = (np.arange(point.shape[1]) + 1) / week  # weeks ahead
+    spread = sigma[:, None] * np.sqrt(ahead)[None, :]  # (K, H)
+    z = norm.ppf((np.arange(count) + 0.5) / count)
+    cube = point[None] * np.exp(z[:, None, None] * spread[None] - spread[None] ** 2 / 2)
+    return cube, np.full(count, 1.0 / count)

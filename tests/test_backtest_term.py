@@ -45,9 +45,14 @@ def test_full_term_regret_by_hand(tmp_path):
     s = r.strategies.set_index("strategy")
     w = r.windows[r.windows["strategy"] == "point"].sort_values("window")
     assert w["signed_usd"].tolist() == pytest.approx([4 * LIABILITY, 0, 4 * LIABILITY])
-    assert w["full_term_objective_usd"].tolist() == pytest.approx([4 * LIABILITY, 96, 4 * LIABILITY])
+    # per window: the in-span cost plus what the window's signatures owe past the span. Day 0: 48 in span
+    # (4 x 0.5 x 24) + 4 x 4,380 - 4 x 0.5 x 72 (its 72 hours in the span); day 1: 48 + 96 on demand; day 2:
+    # 96 (8 reserved) + 4 x 4,380 - 4 x 0.5 x 24. They add up to the total above.
+    expected = [48 + 4 * LIABILITY - 144, 144, 96 + 4 * LIABILITY - 48]
+    assert w["full_term_objective_usd"].tolist() == pytest.approx(expected)
+    assert sum(expected) == pytest.approx(8 * LIABILITY + 96)
     assert w["hindsight_full_term_objective_usd"].tolist() == pytest.approx([96, 192, 192])
-    assert w["full_term_regret_usd"].iloc[0] == pytest.approx(4 * LIABILITY - 96)
+    assert w["full_term_regret_usd"].iloc[0] == pytest.approx(expected[0] - 96)
     assert s.loc["point", "full_term_objective_usd"] == pytest.approx(8 * LIABILITY + 96)
     assert s.loc["point", "full_term_regret_pct"] == pytest.approx(100 * (8 * LIABILITY + 96 - 480) / 480)
     assert s.loc["all_on_demand", "full_term_regret_pct"] == pytest.approx(0.0)
@@ -287,3 +292,21 @@ def test_synthetic_traces_are_seeded_and_follow_their_level_path(tmp_path):
     spec = traces.SCENARIOS["growth_then_cut"][0]
     assert traces.level_path(spec, np.array([0.0, 18.0, 30.0, 31.0])) == pytest.approx(
         [100, 100 * 1.04 ** 18, 100 * 1.04 ** 18 * 0.65, 100 * 1.04 ** 18 * 0.65 * 0.99])
+
+
+def test_level_scenarios_spread_with_the_square_root_of_time_by_hand():
+    from scipy.stats import norm
+
+    weeks = [1.0, np.exp(0.1), 1.0, np.exp(0.1)]  # week-on-week log changes 0.1, -0.1, 0.1
+    history = np.concatenate([np.full(168, w) for w in weeks])[None]
+    point = np.full((1, 168 * 4), 10.0)
+    cube, prob = forecast.level_scenarios(point, history, 1.0, count=5)
+    sigma = np.std([0.1, -0.1, 0.1])
+    z = norm.ppf((np.arange(5) + 0.5) / 5)
+    for h in (0, 167, 168 * 4 - 1):
+        w = (h + 1) / 168
+        assert cube[:, 0, h] == pytest.approx(10 * np.exp(z * sigma * np.sqrt(w) - sigma ** 2 * w / 2))
+    assert prob.tolist() == [0.2] * 5
+    assert cube[:, 0, -1].mean() == pytest.approx(10, rel=0.02)  # about the point forecast on average
+    one, w1 = forecast.level_scenarios(point, history[:, :300], 1.0)  # under three weeks: the point alone
+    assert one.shape == (1, 1, 672) and w1.tolist() == [1.0]
