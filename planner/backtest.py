@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from . import backtest_rules as rules
+from . import backtest_slo as slo
 from . import backtest_stats as stats
 from . import backtest_term as term
 from . import forecast as fc_mod
@@ -253,6 +254,9 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
     per row of their ``reserved``.
     """
     s = settings
+    raw = slo.requests_seen(base, seen)  # SLO-sized classes: their requests, to forecast and size causally
+    if strategy != "all_on_demand":
+        base = slo.sized(base, raw[None])[0]  # their speeds from the requests seen, never the whole file
     if strategy == "all_on_demand":
         inp = future_inputs(base, start, s.horizon, s.period_hours, np.zeros((1, base.K, s.horizon)), ["forecast"],
                             np.array([1.0]), owned)
@@ -264,18 +268,21 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
                      else np.zeros(0)), 1
     forecaster = fc_mod.resolve(s.forecaster)
     try:  # the user's forecaster: say where it failed (its exits and os._exit included: fc_mod.run contains them)
-        point = fc_mod.run(forecaster, seen, s.horizon, s.period_hours, base.classes)
+        point = fc_mod.run(forecaster, raw, s.horizon, s.period_hours, base.classes)
         errors = None if strategy != "stochastic" else np.zeros((0, base.K, s.horizon)) \
             if s.horizon * s.period_hours >= LONG_HORIZON_HOURS else \
-            fc_mod.residuals(forecaster, seen, s.horizon, s.period_hours, origins=s.origins, classes=base.classes)
+            fc_mod.residuals(forecaster, raw, s.horizon, s.period_hours, origins=s.origins, classes=base.classes)
     except Exception as exc:
         name = s.forecaster_label or _name(s.forecaster)
         raise ForecasterError(f"the forecaster {name} failed at the cut-off {start}: {_failure(exc)}") from None
     cube, prob = point[None], np.array([1.0])
     if errors is not None and s.horizon * s.period_hours >= LONG_HORIZON_HOURS:  # a term ahead: level scenarios
-        cube, prob = fc_mod.level_scenarios(point, seen, s.period_hours)
+        cube, prob = fc_mod.level_scenarios(point, raw, s.period_hours)
     elif errors is not None:
         cube, prob = fc_mod.error_scenarios(point, errors)
+    if len(slo.slo_rows(base)):  # replicas and speeds sized from the forecast alone
+        base, cube = slo.sized(base, cube)
+        point = slo.sized(base, point[None])[1][0]
     names = [f"e{j}" for j in range(len(prob))] if len(prob) > 1 else ["forecast"]
     inp = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned)
     if not len(inp.reserved):
@@ -570,7 +577,8 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
         raise ValueError(f"history too short: {base.T} periods for {settings.train} + {settings.test}")
     if any(s in FORECASTING for s in settings.strategies):  # a bad forecaster fails here, before any solve
         try:  # in a child process where it can be forked: a forecaster that ends its process is reported too
-            fc_mod.run_isolated(fc_mod.resolve(forecaster), base.demand[0][:, :cuts[0]], settings.horizon,
+            fc_mod.run_isolated(fc_mod.resolve(forecaster), slo.requests_seen(base, base.demand[0][:, :cuts[0]]),
+                                settings.horizon,
                                 settings.period_hours, base.classes)
         except Exception as exc:
             raise ForecasterError(f"the forecaster {_name(forecaster)} failed at the first cut-off "
@@ -756,13 +764,6 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
                                  column="period", value=str(history.periods[gaps[0] + 1]),
                                  expected=f"{history.periods[gaps[0]] + pd.Timedelta(hours=step)}",
                                  hint="fill the missing periods (0 GPUs where nothing ran)"))
-    slo = [c for c in history.classes if history.config.classes[c].slo is not None]
-    if slo:
-        raise InputError(Problem(str(history.config.path or "<model>"),
-                                 "backtests of SLO-sized classes (demand in requests per second) are not supported: "
-                                 "their GPU types' speeds are sized on the whole history, which would leak the "
-                                 "future into each cut-off", value=", ".join(slo),
-                                 hint="backtest their demand in GPUs (a class without [classes.X.slo])"))
     opts = history.options
     if opts is not None and "guarantees_capacity" in opts and not opts["guarantees_capacity"].astype(bool).all():
         raise InputError(Problem(str(history.config.prices or "price sheet"),

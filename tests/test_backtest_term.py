@@ -310,3 +310,44 @@ def test_level_scenarios_spread_with_the_square_root_of_time_by_hand():
     assert cube[:, 0, -1].mean() == pytest.approx(10, rel=0.02)  # about the point forecast on average
     one, w1 = forecast.level_scenarios(point, history[:, :300], 1.0)  # under three weeks: the point alone
     assert one.shape == (1, 1, 672) and w1.tolist() == [1.0]
+
+
+# ---------------------------------------------------------------- requests-per-second classes
+
+def _slo_case(tmp_path, requests, types=("A", "B")):
+    replicas = {"A": {"service_ms": 500, "gpus_per_replica": 2}, "B": {"service_ms": 250, "gpus_per_replica": 2}}
+    classes = {"svc": {"demand_unit": "requests_per_s", "latency_slo_ms": 3000,
+                       "replicas": {t: replicas[t] for t in types}}}
+    prices = [price(hourly=1.0), price(option="reserved_1y", hourly=0.5, term_months=12),
+              price(gpu_type="B", hourly=1.6), price(gpu_type="B", option="reserved_1y", hourly=0.9, term_months=12)]
+    return load_inputs(write_case(tmp_path, {"svc": requests}, prices, classes,
+                                  solver={"backend": "highs", "mip_gap": 0}))
+
+
+def test_requests_per_second_classes_are_sized_from_the_forecast_at_each_cut_off(tmp_path):
+    from planner.queueing import replicas_for_slo
+
+    # 4 req/s for two days, then 40; one GPU type; the latest day forecast, flat: reserve its replicas whole
+    inp = _slo_case(tmp_path, [4.0] * 48 + [40.0] * 48, types=("A",))
+    r = backtest(inp, 24, 24, HIGHS, horizon_periods=24, forecaster="latest", strategies=("point",))
+    need = {lam: 2 * int(replicas_for_slo(np.array([lam]), 0.5, 3.0, 99.0)[0]) for lam in (4.0, 40.0)}
+    bought = r.purchases.groupby("window")["gpus"].sum()
+    assert bought.to_dict() == {0: need[4.0], 2: need[40.0] - need[4.0]}
+    # realised on the requests that came: day 1 (40 req/s) ran on demand beside the reserved need[4]
+    s = r.strategies.iloc[0]
+    assert s["shortfall_gpu_hours"] == 0 and s["slo_hours_missed"] == 0
+    assert s["on_demand_usd"] == pytest.approx((need[40.0] - need[4.0]) * 1.0 * 24)
+
+
+def test_requests_changed_after_a_cut_off_leave_earlier_purchases_and_speeds_unchanged(tmp_path):
+    rng = np.random.default_rng(3)
+    lam = (6 + 3 * np.sin(np.arange(144) / 24 * 2 * np.pi) + rng.normal(0, 0.5, 144)).clip(0.1).round(2)
+    other = lam.copy()
+    other[96:] = other[96:] * 20  # a far higher load after the fourth cut-off: other sizing, other speeds
+    settings = Settings(train=24, test=24, step=24, horizon=24, period_hours=1.0, forecaster="latest")
+    keep = ["window", "gpu_type", "option", "instances"]
+    a = run_chain(_slo_case(tmp_path / "a", lam.tolist()), "point", settings, HIGHS)[0]
+    b = run_chain(_slo_case(tmp_path / "b", other.tolist()), "point", settings, HIGHS)[0]
+    pd.testing.assert_frame_equal(a[a["window"] <= 2][keep].reset_index(drop=True),
+                                  b[b["window"] <= 2][keep].reset_index(drop=True))
+    assert not a[keep].reset_index(drop=True).equals(b[keep].reset_index(drop=True))
