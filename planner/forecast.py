@@ -14,8 +14,9 @@ returning an array (K, horizon) of non-negative demand. Three are built in (``FO
   the history is shorter than a week;
 - ``trend``: ``latest``'s daily profile, shifted by the linear trend of the last seven daily means
   (damped to half a step per day ahead, never below zero);
-- ``weekly_trend``: ``weekly``'s profile scaled to a level that follows the damped trend of the last (up to 8)
-  weekly means: growth carried over a long horizon (a term), not a replay of last week.
+- ``weekly_trend``: ``weekly``'s profile scaled to a level that follows the damped trend of the last (up to 56)
+  daily means, the slope shrunk by two standard errors: steady growth carried over a long horizon (a term), bursts
+  and noise not.
 
 ``mstl``, ``autoets``, ``autoarima`` and ``auto`` are planner.forecasting's statsforecast methods (their median
 path; docs/forecasting.md), loaded on first use.
@@ -193,34 +194,44 @@ def trend(history: np.ndarray, horizon: int, period_hours: float = 1.0) -> np.nd
 
 
 DAMPING_PER_WEEK = 0.98  # weekly_trend: each week ahead adds 0.98 x the growth of the week before it
-TREND_WEEKS = 8  # weekly_trend: the trend of at most the last 8 weekly means
+TREND_DAYS = 56  # weekly_trend: the trend of at most the last 8 weeks of daily means
+SHRINK_SE = 2.0  # weekly_trend: the slope is soft-thresholded at this many standard errors
 
 
 def weekly_trend(history: np.ndarray, horizon: int, period_hours: float = 1.0) -> np.ndarray:
-    """The last week's profile (hour of the week over the week's mean) at a level that follows the trend.
+    """The last week's profile at a level that follows the trend, when the history shows one.
 
-    The level is the least-squares line through the means of the last (up to 8) full weeks, taken at the last
-    week; week j ahead adds ``slope x (phi + phi^2 + ... + phi^j)`` with phi = 0.98 (a damped trend: about a year's
-    worth of the current growth in the long run, never a straight line to infinity); never below zero. With less
-    than two full weeks of history, :func:`trend` (the daily version).
+    Per class: the least-squares slope b of the daily means over the last (up to 56) days, and its standard error
+    se; the slope kept is b soft-thresholded at 2 se (``sign(b) max(0, |b| - 2 se)``): steady growth is carried,
+    bursts and noise are not. The level starts from the last week's mean (the last day's with less than a week)
+    moved to the end of that week, and day d ahead adds ``b x (phi + phi^2 + ... + phi^d)`` with phi = 0.98 per
+    week (a damped trend: about a year's worth of the current growth in the long run); never below zero. The
+    profile is the last week's hour of the week over its mean (the last day's with less than a week). With
+    fewer than three days of history, :func:`latest`.
     """
     history = np.asarray(history, float)
-    week = int(round(168 / period_hours))
-    weeks = min(TREND_WEEKS, history.shape[1] // week)
-    if weeks < 2:
-        return trend(history, horizon, period_hours)
-    means = history[:, -weeks * week:].reshape(history.shape[0], weeks, week).mean(axis=2)
-    x = np.arange(weeks) - (weeks - 1) / 2.0
-    slope = (means * x).sum(axis=1) / (x * x).sum()  # GPUs per week, per class
-    level = means.mean(axis=1) + slope * x[-1]  # the line at the last week
-    last = history[:, -week:]
+    day = max(1, int(round(24 / period_hours)))
+    week = 7 * day
+    days = min(TREND_DAYS, history.shape[1] // day)
+    if days < 3:
+        return latest(history, horizon, period_hours)
+    means = history[:, -days * day:].reshape(history.shape[0], days, day).mean(axis=2)
+    x = np.arange(days) - (days - 1) / 2.0
+    sxx = (x * x).sum()
+    slope = (means * x).sum(axis=1) / sxx  # GPUs per day, per class
+    fitted = means.mean(axis=1, keepdims=True) + slope[:, None] * x[None, :]
+    se = np.sqrt(((means - fitted) ** 2).sum(axis=1) / max(days - 2, 1) / sxx)
+    kept = np.sign(slope) * np.clip(np.abs(slope) - SHRINK_SE * se, 0.0, None)
+    season = week if history.shape[1] >= week else day
+    last = history[:, -season:]
     mean = last.mean(axis=1, keepdims=True)
     profile = np.divide(last, mean, out=np.ones_like(last), where=mean > 0)
-    ahead = np.arange(horizon) // week + 1  # forecast week 1, 2, ...
-    phi = DAMPING_PER_WEEK
+    level = mean[:, 0] + kept * (season / day) / 2.0  # the last season's mean sits at its middle
+    phi = DAMPING_PER_WEEK ** (1.0 / 7.0)
+    ahead = np.arange(horizon) // day + 1  # forecast day 1, 2, ...
     growth = phi * (1 - phi ** ahead) / (1 - phi)
-    path = np.clip(level[:, None] + slope[:, None] * growth[None, :], 0.0, None)
-    return profile[:, np.arange(horizon) % week] * path
+    path = np.clip(level[:, None] + kept[:, None] * growth[None, :], 0.0, None)
+    return profile[:, np.arange(horizon) % season] * path
 
 
 FORECASTERS: dict[str, Forecaster] = {"latest": latest, "weekly": weekly, "trend": trend,

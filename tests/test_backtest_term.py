@@ -255,16 +255,23 @@ def test_strategies_are_the_cli_names():
 # ---------------------------------------------------------------- the trend-aware forecast, the traces
 
 def test_weekly_trend_by_hand():
-    week = np.r_[np.full(84, 1.0), np.full(84, 3.0)]
-    history = np.concatenate([week + 2 * i for i in range(3)])[None]  # weekly means 2, 4, 6: +2 a week
-    # the last week is 5 then 7 (mean 6): profile 5/6 and 7/6; the level one week ahead 6 + 2 phi
-    out = forecast.weekly_trend(history, 336)
-    phi = forecast.DAMPING_PER_WEEK
-    level1, level2 = 6 + 2 * phi, 6 + 2 * (phi + phi * phi)
-    assert out[0, :84] == pytest.approx(np.full(84, level1 * 5 / 6))
-    assert out[0, 84:168] == pytest.approx(np.full(84, level1 * 7 / 6))
-    assert out[0, 168:252] == pytest.approx(np.full(84, level2 * 5 / 6))
-    assert forecast.weekly_trend(history[:, :200], 5).tolist() == forecast.trend(history[:, :200], 5).tolist()
+    # two weeks whose daily means rise exactly 1 GPU a day (no noise: standard error 0, the slope kept whole);
+    # each day is flat at its mean, so the last week's profile is its days over the week's mean
+    days = np.arange(14, dtype=float) + 10.0
+    history = np.repeat(days, 24)[None]
+    out = forecast.weekly_trend(history, 48)
+    phi = forecast.DAMPING_PER_WEEK ** (1 / 7)
+    last = days[-7:]
+    level = last.mean() + 1.0 * 3.5  # the last week's mean (20) at its end
+    for d in (0, 1):
+        growth = phi * (1 - phi ** (d + 1)) / (1 - phi)
+        assert out[0, 24 * d:24 * (d + 1)] == pytest.approx(np.full(24, last[d] / last.mean() * (level + growth)))
+    # pure noise around a flat level: the slope is within two standard errors of 0 and is dropped
+    rng = np.random.default_rng(0)
+    flat = 50 + rng.normal(0, 5, 24 * 28)
+    shaped = forecast.weekly_trend(flat[None], 24 * 14)
+    assert shaped[0] == pytest.approx(np.tile(flat[-168:], 2), rel=0.05)
+    assert forecast.weekly_trend(history[:, :48], 5).tolist() == forecast.latest(history[:, :48], 5).tolist()
     assert "weekly_trend" in forecast.FORECASTERS
 
 
