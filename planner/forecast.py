@@ -194,16 +194,17 @@ def trend(history: np.ndarray, horizon: int, period_hours: float = 1.0) -> np.nd
 
 
 DAMPING_PER_WEEK = 0.98  # weekly_trend: each week ahead adds 0.98 x the growth of the week before it
-TREND_DAYS = 56  # weekly_trend: the trend of at most the last 8 weeks of daily means
+TREND_DAYS = 182  # weekly_trend: the trend of at most the last 26 weeks of daily means
 SHRINK_SE = 2.0  # weekly_trend: the slope is soft-thresholded at this many standard errors
 
 
 def weekly_trend(history: np.ndarray, horizon: int, period_hours: float = 1.0) -> np.ndarray:
     """The last week's profile at a level that follows the trend, when the history shows one.
 
-    Per class: the least-squares slope b of the daily means over the last (up to 56) days, and its standard error
-    se; the slope kept is b soft-thresholded at 2 se (``sign(b) max(0, |b| - 2 se)``): steady growth is carried,
-    bursts and noise are not. The level starts from the last week's mean (the last day's with less than a week)
+    Per class: the least-squares slope b of the daily means over the last (up to 182) days, and its standard error
+    se (inflated by the residuals' lag-1 autocorrelation rho, ``sqrt((1 + rho) / (1 - rho))``: a run of hot days
+    is not a trend); the slope kept is b soft-thresholded at 2 se (``sign(b) max(0, |b| - 2 se)``): steady growth
+    is carried, bursts and noise are not. The level starts from the last week's mean (the last day's with less than a week)
     moved to the end of that week, and day d ahead adds ``b x (phi + phi^2 + ... + phi^d)`` with phi = 0.98 per
     week (a damped trend: about a year's worth of the current growth in the long run); never below zero. The
     profile is the last week's hour of the week over its mean (the last day's with less than a week). With
@@ -220,7 +221,14 @@ def weekly_trend(history: np.ndarray, horizon: int, period_hours: float = 1.0) -
     sxx = (x * x).sum()
     slope = (means * x).sum(axis=1) / sxx  # GPUs per day, per class
     fitted = means.mean(axis=1, keepdims=True) + slope[:, None] * x[None, :]
-    se = np.sqrt(((means - fitted) ** 2).sum(axis=1) / max(days - 2, 1) / sxx)
+    resid = means - fitted
+    se = np.sqrt((resid ** 2).sum(axis=1) / max(days - 2, 1) / sxx)
+    # days that run hot or cold together make a drift look like a trend: inflate the error by the residuals'
+    # lag-1 autocorrelation rho (effective sample n (1 - rho) / (1 + rho))
+    num = (resid[:, 1:] * resid[:, :-1]).sum(axis=1)
+    rho = np.clip(np.divide(num, (resid ** 2).sum(axis=1), out=np.zeros(len(num)),
+                            where=(resid ** 2).sum(axis=1) > 0), 0.0, 0.95)
+    se = se * np.sqrt((1 + rho) / (1 - rho))
     kept = np.sign(slope) * np.clip(np.abs(slope) - SHRINK_SE * se, 0.0, None)
     season = week if history.shape[1] >= week else day
     last = history[:, -season:]
