@@ -49,8 +49,8 @@ from .inputs import PlanInputs, future_inputs, slice_periods
 STRATEGIES = ("stochastic", "point", "percentile_fleet", "recommender", "spot_aware", "coverage_ladder",
               "all_on_demand")
 FORECASTING = ("stochastic", "point", "percentile_fleet", "recommender")  # the strategies that run the forecaster
-DEFAULT_LOOKBACK_HOURS = 720.0
-LONG_HORIZON_HOURS = 672.0  # stochastic: from a 4-week horizon on, level scenarios (term risk), not past residuals  # the recommender's usage window: 30 days, as the clouds' default recommendations
+DEFAULT_LOOKBACK_HOURS = 720.0  # the recommender's usage window: 30 days, as the clouds' default recommendations
+LONG_HORIZON_HOURS = 672.0  # stochastic: from a 4-week horizon on, level scenarios (term risk), not past residuals
 
 
 @dataclass(frozen=True)
@@ -254,29 +254,28 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
     per row of their ``reserved``.
     """
     s = settings
-    raw = slo.requests_seen(base, seen)  # SLO-sized classes: their requests, to forecast and size causally
-    if strategy != "all_on_demand":
-        base = slo.sized(base, raw[None])[0]  # their speeds from the requests seen, never the whole file
     if strategy == "all_on_demand":
         inp = future_inputs(base, start, s.horizon, s.period_hours, np.zeros((1, base.K, s.horizon)), ["forecast"],
                             np.array([1.0]), owned)
         return inp, np.zeros(len(inp.reserved)), 1
+    raw = slo.requests_seen(base, seen)  # SLO-sized classes: their requests, to forecast and size causally
+    base = slo.sized(base, raw[None])[0]  # their speeds from the requests seen, never the whole file
     if strategy in ("spot_aware", "coverage_ladder"):  # no forecast: what was used, as the rule says
         inp = future_inputs(base, start, s.horizon, s.period_hours, seen[None, :, -1:].repeat(s.horizon, axis=2),
                             ["forecast"], np.array([1.0]), owned)
         return inp, (_rule(strategy, inp, seen, _on_order(base, owned, start), s) if len(inp.reserved)
                      else np.zeros(0)), 1
     forecaster = fc_mod.resolve(s.forecaster)
+    long = s.horizon * s.period_hours >= LONG_HORIZON_HOURS
     try:  # the user's forecaster: say where it failed (its exits and os._exit included: fc_mod.run contains them)
         point = fc_mod.run(forecaster, raw, s.horizon, s.period_hours, base.classes)
-        errors = None if strategy != "stochastic" else np.zeros((0, base.K, s.horizon)) \
-            if s.horizon * s.period_hours >= LONG_HORIZON_HOURS else \
-            fc_mod.residuals(forecaster, raw, s.horizon, s.period_hours, origins=s.origins, classes=base.classes)
+        errors = fc_mod.residuals(forecaster, raw, s.horizon, s.period_hours, origins=s.origins,
+                                  classes=base.classes) if strategy == "stochastic" and not long else None
     except Exception as exc:
         name = s.forecaster_label or _name(s.forecaster)
         raise ForecasterError(f"the forecaster {name} failed at the cut-off {start}: {_failure(exc)}") from None
     cube, prob = point[None], np.array([1.0])
-    if errors is not None and s.horizon * s.period_hours >= LONG_HORIZON_HOURS:  # a term ahead: level scenarios
+    if strategy == "stochastic" and long:  # a term ahead: where the level may go, not next week's error
         cube, prob = fc_mod.level_scenarios(point, raw, s.period_hours)
     elif errors is not None:
         cube, prob = fc_mod.error_scenarios(point, errors)
