@@ -16,12 +16,18 @@ cut-offs (dated inventory, active from their own dates for their own terms, as i
 - ``recommender``: the cloud providers' commitment recommendation: per pool, over the last
   ``lookback`` periods of usage (default 30 days, or all the history there is) not already covered by
   commitments, the level (and option) that would have saved the most against on-demand;
+- ``spot_aware``: the clouds' recommenders as they really work, on on-demand usage only: per pool, the
+  break-even percentile of the last 7 days of the demand that cannot go to spot, weekly
+  (:func:`planner.backtest_rules.spot_aware`);
+- ``coverage_ladder``: a commitment-management service: 80 % of the trailing minimum of that demand, in
+  equal quarterly tranches on the shortest term (:func:`planner.backtest_rules.coverage_ladder`);
 - ``all_on_demand``: buy nothing.
 
 The purchases of all windows are then fixed in one plan of the whole test period on the demand that
 came (on-demand and spot re-optimised: the cheapest recourse), and compared, window by window and in
 total, with the hindsight optimum: one plan of the whole period that knew the demand, allowed to buy
-at the same cut-offs. Reserved cost is amortised (effective rate x active hours) throughout.
+at the same cut-offs. Reserved cost is amortised (effective rate x active hours) in the in-span figures; the
+full-term figures charge every commitment signed its whole liability (:mod:`planner.backtest_term`).
 Windows of one strategy run in order (each depends on the last); the strategies and the hindsight
 plan run in parallel on an executor.
 """
@@ -33,11 +39,18 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from . import backtest_rules as rules
+from . import backtest_slo as slo
+from . import backtest_stats as stats
+from . import backtest_term as term
 from . import forecast as fc_mod
 from .inputs import PlanInputs, future_inputs, slice_periods
 
-STRATEGIES = ("stochastic", "point", "percentile_fleet", "recommender", "all_on_demand")
+STRATEGIES = ("stochastic", "point", "percentile_fleet", "recommender", "spot_aware", "coverage_ladder",
+              "all_on_demand")
+FORECASTING = ("stochastic", "point", "percentile_fleet", "recommender")  # the strategies that run the forecaster
 DEFAULT_LOOKBACK_HOURS = 720.0  # the recommender's usage window: 30 days, as the clouds' default recommendations
+LONG_HORIZON_HOURS = 672.0  # stochastic: from a 4-week horizon on, level scenarios (term risk), not past residuals
 
 
 @dataclass(frozen=True)
@@ -53,10 +66,23 @@ class Settings:
     lookback: int | None = None  # recommender's usage window in periods (default: 30 days, or all there is)
     strategies: tuple = STRATEGIES
     forecaster_label: str = ""  # how messages name the forecaster (its spec as given), once it is resolved
+    decide: int | None = None  # periods after ``train`` in which cut-offs may buy (None: all); later ones only judge
+    ladder_share: float = rules.LADDER_SHARE  # coverage_ladder: share of the trailing minimum committed
+    seed: int = 0  # the bootstrap's
+    multipliers: tuple = stats.MULTIPLIERS  # shortfall penalties re-ranked at (x the dearest on-demand price)
 
     def cutoffs(self, T: int) -> np.ndarray:
         """Positions of the cut-offs: every ``step`` from ``train`` while a whole test window fits."""
         return np.arange(self.train, T - self.test + 1, self.step, dtype=int)
+
+    def decisions(self, T: int) -> np.ndarray:
+        """The cut-offs at which strategies (and the hindsight plan) may buy: those before ``train + decide``."""
+        cuts = self.cutoffs(T)
+        return cuts if self.decide is None else cuts[cuts < self.train + self.decide]
+
+    def every(self, hours: float) -> int:
+        """Periods in ``hours``, at least one."""
+        return max(1, int(round(hours / self.period_hours)))
 
 
 @dataclass
@@ -72,6 +98,8 @@ class BacktestResult:
     notes: list = field(default_factory=list)
     hindsight_status: str = "optimal"
     hindsight_gap: float | None = 0.0
+    hindsight: dict = field(default_factory=dict)  # its purchases, and the full-term hindsight's
+    penalty_ranks: pd.DataFrame = field(default_factory=pd.DataFrame)  # the ranking at other shortfall penalties
 
     @property
     def proven(self) -> bool:
@@ -89,12 +117,19 @@ class BacktestResult:
         for row, bought in zip(windows, self.windows["purchases"]):
             row["purchases"] = bought
         s = self.settings
+        ranks = self.penalty_ranks
+        sensitivity = [{"multiplier": m, "penalty_usd_per_gpu_hour": float(g["penalty_usd_per_gpu_hour"].iat[0]),
+                        "ranking": g.sort_values(["rank", "strategy"])["strategy"].tolist(),
+                        "objective_usd": dict(zip(g["strategy"], g["objective_usd"].astype(float)))}
+                       for m, g in ranks.groupby("multiplier", sort=True)] if len(ranks) else []
         return {
             "windows": windows,
             "strategies": {r.pop("strategy"): r for r in records(self.strategies)},
             "hindsight_total_usd": self.hindsight_total_usd,
             "hindsight_objective_usd": self.hindsight_objective_usd,
             "hindsight_status": self.hindsight_status, "hindsight_mip_gap": self.hindsight_gap,
+            "hindsight": self.hindsight,
+            "penalty_sensitivity": sensitivity,
             "monthly": records(self.monthly),
             "settings": {"train_periods": s.train, "test_periods": s.test, "step_periods": s.step,
                          "horizon_periods": s.horizon, "period_hours": s.period_hours,
@@ -102,7 +137,9 @@ class BacktestResult:
                          else getattr(s.forecaster, "__name__", repr(s.forecaster)),
                          "origins": s.origins,
                          "lookback_periods": s.lookback or int(round(DEFAULT_LOOKBACK_HOURS / s.period_hours)),
-                         "reserved_accounting": "amortised"},
+                         "decide_periods": s.decide, "ladder_share": s.ladder_share, "bootstrap_seed": s.seed,
+                         "confidence": stats.LEVEL, "penalty_multipliers": list(s.multipliers),
+                         "reserved_accounting": "amortised (in span) and full_term"},
             "notes": list(self.notes),
         }
 
@@ -221,17 +258,30 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
         inp = future_inputs(base, start, s.horizon, s.period_hours, np.zeros((1, base.K, s.horizon)), ["forecast"],
                             np.array([1.0]), owned)
         return inp, np.zeros(len(inp.reserved)), 1
+    raw = slo.requests_seen(base, seen)  # SLO-sized classes: their requests, to forecast and size causally
+    base = slo.sized(base, raw[None])[0]  # their speeds from the requests seen, never the whole file
+    if strategy in ("spot_aware", "coverage_ladder"):  # no forecast: what was used, as the rule says
+        inp = future_inputs(base, start, s.horizon, s.period_hours, seen[None, :, -1:].repeat(s.horizon, axis=2),
+                            ["forecast"], np.array([1.0]), owned)
+        return inp, (_rule(strategy, inp, seen, _on_order(base, owned, start), s) if len(inp.reserved)
+                     else np.zeros(0)), 1
     forecaster = fc_mod.resolve(s.forecaster)
+    long = s.horizon * s.period_hours >= LONG_HORIZON_HOURS
     try:  # the user's forecaster: say where it failed (its exits and os._exit included: fc_mod.run contains them)
-        point = fc_mod.run(forecaster, seen, s.horizon, s.period_hours, base.classes)
-        errors = fc_mod.residuals(forecaster, seen, s.horizon, s.period_hours, origins=s.origins,
-                                  classes=base.classes) if strategy == "stochastic" else None
+        point = fc_mod.run(forecaster, raw, s.horizon, s.period_hours, base.classes)
+        errors = fc_mod.residuals(forecaster, raw, s.horizon, s.period_hours, origins=s.origins,
+                                  classes=base.classes) if strategy == "stochastic" and not long else None
     except Exception as exc:
         name = s.forecaster_label or _name(s.forecaster)
         raise ForecasterError(f"the forecaster {name} failed at the cut-off {start}: {_failure(exc)}") from None
     cube, prob = point[None], np.array([1.0])
-    if errors is not None:
+    if strategy == "stochastic" and long:  # a term ahead: where the level may go, not next week's error
+        cube, prob = fc_mod.level_scenarios(point, raw, s.period_hours)
+    elif errors is not None:
         cube, prob = fc_mod.error_scenarios(point, errors)
+    if len(slo.slo_rows(base)):  # replicas and speeds sized from the forecast alone
+        base, cube = slo.sized(base, cube)
+        point = slo.sized(base, point[None])[1][0]
     names = [f"e{j}" for j in range(len(prob))] if len(prob) > 1 else ["forecast"]
     inp = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned)
     if not len(inp.reserved):
@@ -246,6 +296,21 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
         usage = seen[:, -lookback:]  # as much of it as there is
         return inp, recommender(inp, usage, np.full(usage.shape[1], s.period_hours), on_order), 1
     raise ValueError(f"unknown strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+
+
+def _rule(strategy: str, inp: PlanInputs, seen: np.ndarray, on_order: np.ndarray, s: Settings) -> np.ndarray:
+    """The spot-aware rule (weekly, on the last 7 days) or the coverage ladder (quarterly, on the lookback's
+    trailing minimum) at the cut-off after ``seen``; nothing at the cut-offs where the rule does not run."""
+    owned = _owned_now(inp, on_order)
+    c = seen.shape[1]
+    if strategy == "spot_aware":
+        if not rules.acts(c, s.train, s.every(rules.WEEK_HOURS), s.step):
+            return np.zeros(len(inp.reserved))
+        return rules.spot_aware(inp, seen[:, -s.every(rules.WEEK_HOURS):], owned)
+    if not rules.acts(c, s.train, s.every(rules.QUARTER_HOURS), s.step):
+        return np.zeros(len(inp.reserved))
+    lookback = s.lookback or s.every(DEFAULT_LOOKBACK_HOURS)
+    return rules.coverage_ladder(inp, seen[:, -lookback:], owned, s.ladder_share)
 
 
 class ForecasterError(ValueError):
@@ -291,7 +356,7 @@ def run_chain(base: PlanInputs, strategy: str, settings: Settings, make_plan) ->
         settings.forecaster, str) else settings  # a forecaster file is loaded once per chain
     frames, scenarios = [], []
     owned = pd.DataFrame(columns=["gpu_type", "region", "gpus", "start", "end"])
-    for w, c in enumerate(settings.cutoffs(base.T)):
+    for w, c in enumerate(settings.decisions(base.T)):  # later cut-offs only judge: nothing is bought there
         seen = history[:, :c]  # no look-ahead: nothing after the cut-off reaches the decision
         inp, n, count = decide(strategy, base, seen, base.periods[c], owned, settings, make_plan)
         bought = _bought(inp, n, w)
@@ -307,13 +372,13 @@ def run_chain(base: PlanInputs, strategy: str, settings: Settings, make_plan) ->
 # ---------------------------------------------------------------- the whole period, realised
 
 def whole_period(base: PlanInputs, settings: Settings) -> PlanInputs:
-    """The test period (first cut-off to the last window's end) with purchases dated at every cut-off."""
+    """The test period (first cut-off to the last window's end) with purchases dated at every cut-off that buys."""
     from .commitments import without_exits
 
     cuts = settings.cutoffs(base.T)
     index = np.arange(cuts[0], cuts[-1] + settings.test)
     # a backtest offers no resale (its cut-offs re-decide purchases; a resale would be hindsight's alone)
-    return without_exits(slice_periods(base, index, purchase_dates=cuts - cuts[0]))
+    return without_exits(slice_periods(base, index, purchase_dates=settings.decisions(base.T) - cuts[0]))
 
 
 def fixed_instances(whole: PlanInputs, bought: pd.DataFrame) -> np.ndarray:
@@ -359,10 +424,15 @@ def period_costs(plan) -> pd.DataFrame:
     short = plan.shortfall
     out["shortfall_gpu_hours"] = 0.0
     out["slo_hours_missed"] = 0.0
+    out["penalty"] = 0.0
     if len(short):
         out["shortfall_gpu_hours"] = short.groupby("period")["unmet_gpu_hours"].sum().reindex(inp.periods).fillna(0.0)
         out["slo_hours_missed"] = slo_hours_missed(plan)
-    out["objective"] = out["total"] + inp.penalty * out["shortfall_gpu_hours"]
+        rate = pd.Series(inp.penalty_by_class, index=inp.classes)  # each class's shortfall at its own penalty
+        charged = short["unmet_gpu_hours"].to_numpy(float) * rate.reindex(short["workload_class"]).to_numpy(float)
+        out["penalty"] = pd.Series(charged).groupby(short["period"].to_numpy()).sum().reindex(
+            inp.periods).fillna(0.0).to_numpy()
+    out["objective"] = out["total"] + out["penalty"]
     return out
 
 
@@ -453,21 +523,32 @@ def _checked(plan, what: str):
 def _run_task(task: str) -> dict:
     base, settings, make_plan = _STATE["history"], _STATE["settings"], _STATE["make_plan"]
     whole = whole_period(base, settings)
-    if task == "hindsight":
-        plan = _checked(make_plan(whole, risk=False), "the hindsight plan")
-        return {"costs": period_costs(plan), "purchases": plan.purchases[plan.purchases["instances"] > 0],
-                "status": plan.status.value, "gap": plan.solve.mip_gap}
+    dates = whole.periods[settings.decisions(base.T) - settings.cutoffs(base.T)[0]]
+    if task in ("hindsight", "hindsight_full_term"):
+        what = "the hindsight plan" + (" (full term)" if task == "hindsight_full_term" else "")
+        plan = _checked(make_plan(term.full_term_inputs(whole) if task == "hindsight_full_term" else whole,
+                                  risk=False), what)
+        bought = plan.purchases[plan.purchases["instances"] > 0]
+        return {"costs": period_costs(plan), "purchases": bought.assign(liability_usd=term.liability_usd(bought)),
+                **_signed(plan, dates), "status": plan.status.value, "gap": plan.solve.mip_gap}
     bought, scenarios = run_chain(base, task, settings, make_plan)
     plan = _checked(make_plan(whole, fixed_reserved=fixed_instances(whole, bought), risk=False),
                     f"{task}'s purchases on the demand that came")
     return {"costs": period_costs(plan), "bought": bought, "scenarios": scenarios, "status": plan.status.value,
-            "gap": plan.solve.mip_gap}
+            "gap": plan.solve.mip_gap, **_signed(plan, dates)}
+
+
+def _signed(plan, dates) -> dict:
+    signed, past = term.by_date(plan, dates)
+    return {"liabilities": signed, "past_span": past}
 
 
 def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_plan,
              step_periods: int | None = None, horizon_periods: int | None = None, forecaster="weekly",
              origins: int = 7, lookback_periods: int | None = None, strategies=STRATEGIES,
-             executor=None, progress: bool = False) -> BacktestResult:
+             executor=None, progress: bool = False, decide_periods: int | None = None,
+             ladder_share: float = rules.LADDER_SHARE, seed: int = 0,
+             multipliers=stats.MULTIPLIERS) -> BacktestResult:
     """Roll the strategies over a single-scenario demand history; see the module docstring.
 
     ``make_plan`` (e.g. ``functools.partial(planner.make_plan, backend="highs")``) and ``forecaster``
@@ -483,7 +564,9 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
     settings = Settings(train=int(train_periods), test=int(test_periods), step=int(step_periods or test_periods),
                         horizon=int(horizon_periods or train_periods), period_hours=period_hours,
                         forecaster=forecaster, origins=int(origins), lookback=lookback_periods,
-                        strategies=tuple(strategies), forecaster_label=_name(forecaster))
+                        strategies=tuple(strategies), forecaster_label=_name(forecaster),
+                        decide=None if decide_periods is None else int(decide_periods),
+                        ladder_share=float(ladder_share), seed=int(seed), multipliers=tuple(multipliers))
     settings = replace(settings, strategies=tuple(dict.fromkeys(settings.strategies)))
     unknown = [s for s in settings.strategies if s not in STRATEGIES]
     if unknown:
@@ -491,14 +574,16 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
     cuts = settings.cutoffs(base.T)
     if not len(cuts):
         raise ValueError(f"history too short: {base.T} periods for {settings.train} + {settings.test}")
-    if any(s != "all_on_demand" for s in settings.strategies):  # a bad forecaster fails here, before any solve
+    if any(s in FORECASTING for s in settings.strategies):  # a bad forecaster fails here, before any solve
         try:  # in a child process where it can be forked: a forecaster that ends its process is reported too
-            fc_mod.run_isolated(fc_mod.resolve(forecaster), base.demand[0][:, :cuts[0]], settings.horizon,
+            fc_mod.run_isolated(fc_mod.resolve(forecaster), slo.requests_seen(base, base.demand[0][:, :cuts[0]]),
+                                settings.horizon,
                                 settings.period_hours, base.classes)
         except Exception as exc:
             raise ForecasterError(f"the forecaster {_name(forecaster)} failed at the first cut-off "
                                   f"{base.periods[cuts[0]]}: {_failure(exc)}") from None
-    tasks = ["hindsight"] + list(settings.strategies)
+    tasks = ["hindsight"] + (["hindsight_full_term"] if not term.terms_inside(whole_period(base, settings))
+                             else []) + list(settings.strategies)
     executor = executor or LocalExecutor(1)
     own = not (isinstance(forecaster, str) and forecaster in fc_mod.FORECASTERS)
     if own and isinstance(executor, LocalExecutor) and executor.workers == 1 and not executor.isolate \
@@ -523,14 +608,21 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
 def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict) -> BacktestResult:
     """Per-window, per-strategy and per-month tables from the hindsight and every strategy's period costs."""
     hind = got["hindsight"]["costs"]
+    full_hind = got.get("hindsight_full_term", got["hindsight"])
     start0 = cuts[0]
-    rows, buys, months = [], [], []
+    starts = cuts - start0
+    hind_w = term.window_costs(full_hind["costs"], full_hind["past_span"], starts, settings.test)
+    rows, buys, months, summary = [], [], [], []
     hind_month = hind["total"].groupby(hind.index.to_period("M")).sum()
     months.append(pd.DataFrame({"month": hind_month.index.astype(str), "strategy": "hindsight",
                                 "cost_usd": hind_month.to_numpy()}))
-    summary = []
+    hind_obj = float(hind["objective"].sum())
+    hind_full = _full_total(full_hind)
     for name in settings.strategies:
         costs, bought, scen = got[name]["costs"], got[name]["bought"], got[name]["scenarios"]
+        mine_w = term.window_costs(costs, got[name]["past_span"], starts, settings.test)
+        signed = np.zeros(len(cuts))
+        signed[:len(got[name]["liabilities"])] = got[name]["liabilities"]
         window_regret = []
         for w, c in enumerate(cuts):
             sl = slice(c - start0, c - start0 + settings.test)
@@ -540,6 +632,7 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
             pct = 100 * regret / float(best["objective"].sum()) if best["objective"].sum() > 0 else None
             window_regret.append(pct)
             end = base.periods[c + settings.test - 1] + pd.Timedelta(hours=float(base.hours[c + settings.test - 1]))
+            full_regret = float(mine_w["full_term_objective_usd"].iat[w] - hind_w["full_term_objective_usd"].iat[w])
             rows.append({
                 "window": w, "train_start": base.periods[0].isoformat(), "test_start": base.periods[c].isoformat(),
                 "test_end": end.isoformat(), "strategy": name,
@@ -552,26 +645,76 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
                 "hindsight_cost_usd": float(best["total"].sum()),
                 "hindsight_objective_usd": float(best["objective"].sum()),
                 "regret_usd": regret, "regret_pct": pct,
+                "signed_usd": float(signed[w]),
+                "full_term_objective_usd": float(mine_w["full_term_objective_usd"].iat[w]),
+                "hindsight_full_term_objective_usd": float(hind_w["full_term_objective_usd"].iat[w]),
+                "full_term_regret_usd": full_regret,
                 "shortfall_gpu_hours": float(mine["shortfall_gpu_hours"].sum()),
                 "slo_hours_missed": float(mine["slo_hours_missed"].sum()),
-                "scenarios": int(scen[w])})
+                "scenarios": int(scen[w]) if w < len(scen) else 0})
         buys.append(bought.assign(strategy=name))
         month = costs["total"].groupby(costs.index.to_period("M")).sum()
         months.append(pd.DataFrame({"month": month.index.astype(str), "strategy": name, "cost_usd": month.to_numpy()}))
-        total_obj, hind_obj = float(costs["objective"].sum()), float(hind["objective"].sum())
+        total_obj = float(costs["objective"].sum())
+        full_obj = _full_total(got[name])
         known = [x for x in window_regret if x is not None]
         summary.append({
             "strategy": name, "mean_regret_pct": float(np.mean(known)) if known else None,
+            "mean_regret_ci90": stats.mean_ci(known, seed=settings.seed),
             "total_regret_pct": 100 * (total_obj - hind_obj) / hind_obj if hind_obj > 0 else None,
+            "full_term_regret_pct": 100 * (full_obj - hind_full) / hind_full if hind_full > 0 else None,
+            "full_term_regret_ci90": stats.ratio_ci(
+                mine_w["full_term_objective_usd"] - hind_w["full_term_objective_usd"],
+                hind_w["full_term_objective_usd"], seed=settings.seed),
             "status": got[name]["status"],
             "total_cost_usd": float(costs["total"].sum()), "total_objective_usd": total_obj,
+            "full_term_cost_usd": _full_total(got[name], objective=False), "full_term_objective_usd": full_obj,
+            "signed_usd": float(np.sum(got[name]["liabilities"])),
             "reserved_usd": float(costs["reserved"].sum()), "on_demand_usd": float(costs["on_demand"].sum()),
             "spot_usd": float(costs["spot"].sum()),
             "shortfall_gpu_hours": float(costs["shortfall_gpu_hours"].sum()),
             "slo_hours_missed": float(costs["slo_hours_missed"].sum()),
             "gpus_bought": float(bought["gpus"].sum())})
-    notes = ["reserved cost is amortised over the hours each purchase is active in the test period (the model "
-             "file's accounting is not used here): the liability past the period is not charged"]
+    table = pd.DataFrame(summary)
+    ranks = stats.rerank(table, float(np.nanmax(base.pools["od"].to_numpy(float))), settings.multipliers) \
+        if len(table) else pd.DataFrame()
+    purchases = pd.concat(buys, ignore_index=True) if buys else pd.DataFrame()
+    hs = got["hindsight"]
+    hindsight = {"status": hs["status"], "mip_gap": hs["gap"], "purchases": _purchase_records(hs["purchases"]),
+                 "full_term": {"total_usd": _full_total(full_hind, objective=False), "objective_usd": hind_full,
+                               "signed_usd": float(np.sum(full_hind["liabilities"])),
+                               "solved_apart": "hindsight_full_term" in got,
+                               "purchases": _purchase_records(full_hind["purchases"])}}
+    return BacktestResult(windows=pd.DataFrame(rows), strategies=table,
+                          monthly=pd.concat(months, ignore_index=True), purchases=purchases,
+                          hindsight_total_usd=float(hind["total"].sum()),
+                          hindsight_objective_usd=hind_obj, settings=settings,
+                          notes=_notes(base, settings, rows, got), hindsight_status=hs["status"],
+                          hindsight_gap=hs["gap"], hindsight=hindsight, penalty_ranks=ranks)
+
+
+def _full_total(task: dict, objective: bool = True) -> float:
+    """A plan's full-term figure over the span: its in-span cost (or objective) plus what falls past the span of
+    every liability it signed (= on-demand + spot (+ penalty) + the liabilities whole)."""
+    c = task["costs"]
+    return float(c["objective" if objective else "total"].sum() + np.sum(task["past_span"]))
+
+
+def _purchase_records(bought: pd.DataFrame) -> list[dict]:
+    """The hindsight's purchases as backtest.json lists them."""
+    return [{"gpu_type": r.gpu_type, "region": r.region, "option": r.option,
+             "purchase_date": pd.Timestamp(r.purchase_date).isoformat(), "gpus": float(r.gpus),
+             "instances": int(r.instances), "liability_usd": float(r.liability_usd)} for r in bought.itertuples()]
+
+
+def _notes(base: PlanInputs, settings: Settings, rows: list, got: dict) -> list[str]:
+    notes = ["in-span figures charge a commitment its effective rate for the hours it is active in the test period "
+             "(the model file's accounting is not used here); full-term figures charge it its whole liability "
+             "(hourly x term + upfront - residual) on the day it is signed, the hindsight likewise"]
+    if "hindsight_full_term" in got:
+        notes.append("terms run past the end of the span: the full-term hindsight is a plan of its own (every "
+                     "commitment charged whole), so a strategy's full-term regret counts what it signed beyond what "
+                     "the span's demand pays for")
     undefined = sum(1 for r in rows if r["regret_pct"] is None)
     if undefined:
         notes.append(f"{undefined} window row(s) have no regret % (the hindsight plan costs nothing there); "
@@ -588,14 +731,15 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
     if "stochastic" in settings.strategies:
         single = sum(1 for r in rows if r["strategy"] == "stochastic" and r["scenarios"] == 1)
         if single:
-            notes.append(f"stochastic: {single} window(s) had fewer than two past forecasts to learn the error "
-                         "from and planned on the point forecast alone")
-    purchases = pd.concat(buys, ignore_index=True) if buys else pd.DataFrame()
-    return BacktestResult(windows=pd.DataFrame(rows), strategies=pd.DataFrame(summary),
-                          monthly=pd.concat(months, ignore_index=True), purchases=purchases,
-                          hindsight_total_usd=float(hind["total"].sum()),
-                          hindsight_objective_usd=float(hind["objective"].sum()), settings=settings, notes=notes,
-                          hindsight_status=hs["status"], hindsight_gap=hs["gap"])
+            why = "less than three weeks of history to learn the level's drift" if \
+                settings.horizon * settings.period_hours >= LONG_HORIZON_HOURS else \
+                "fewer than two past forecasts to learn the error"
+            notes.append(f"stochastic: {single} window(s) had {why} from and planned on the point forecast alone")
+    decided = len(settings.decisions(base.T))
+    if decided < len(settings.cutoffs(base.T)):
+        notes.append(f"purchases at the first {decided} cut-offs only (--decide-hours); the later windows judge "
+                     "what was bought")
+    return notes
 
 
 def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, step_hours: float | None = None,
@@ -619,13 +763,6 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
                                  column="period", value=str(history.periods[gaps[0] + 1]),
                                  expected=f"{history.periods[gaps[0]] + pd.Timedelta(hours=step)}",
                                  hint="fill the missing periods (0 GPUs where nothing ran)"))
-    slo = [c for c in history.classes if history.config.classes[c].slo is not None]
-    if slo:
-        raise InputError(Problem(str(history.config.path or "<model>"),
-                                 "backtests of SLO-sized classes (demand in requests per second) are not supported: "
-                                 "their GPU types' speeds are sized on the whole history, which would leak the "
-                                 "future into each cut-off", value=", ".join(slo),
-                                 hint="backtest their demand in GPUs (a class without [classes.X.slo])"))
     opts = history.options
     if opts is not None and "guarantees_capacity" in opts and not opts["guarantees_capacity"].astype(bool).all():
         raise InputError(Problem(str(history.config.prices or "price sheet"),
@@ -649,6 +786,16 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
                                  f"{train_hours:g} h + {test_hours:g} h window",
                                  hint="shorten --train-hours or --test-hours"))
     lookback = options.pop("lookback_hours", None)
+    decide = options.pop("decide_hours", None)
+    if decide is not None:
+        options["decide_periods"] = max(1, int(round(decide / step)))
+    share = options.get("ladder_share", rules.LADDER_SHARE)
+    if not 0 < share <= 1:
+        raise InputError(Problem("--ladder-share", "out of range", value=share, expected="a share above 0, at most 1"))
+    bad = [m for m in options.get("multipliers", stats.MULTIPLIERS) if not (np.isfinite(m) and m > 0)]
+    if bad:
+        raise InputError(Problem("--penalty-multipliers", "out of range", value=bad[0],
+                                 expected="positive multiples of the dearest on-demand price"))
     try:
         return backtest(history, train, test, functools.partial(make_plan, backend=backend),
                         step_periods=max(1, int(round((step_hours or test_hours) / step))),

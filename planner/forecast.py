@@ -13,7 +13,10 @@ returning an array (K, horizon) of non-negative demand. Three are built in (``FO
 - ``weekly``: seasonal naive on the last week (the same hour of the same weekday), ``latest`` while
   the history is shorter than a week;
 - ``trend``: ``latest``'s daily profile, shifted by the linear trend of the last seven daily means
-  (damped to half a step per day ahead, never below zero).
+  (damped to half a step per day ahead, never below zero);
+- ``weekly_trend``: ``weekly``'s profile scaled to a level that follows the damped trend of the last (up to 56)
+  daily means, the slope shrunk by two standard errors: steady growth carried over a long horizon (a term), bursts
+  and noise not.
 
 ``mstl``, ``autoets``, ``autoarima`` and ``auto`` are planner.forecasting's statsforecast methods (their median
 path; docs/forecasting.md), loaded on first use.
@@ -190,7 +193,57 @@ def trend(history: np.ndarray, horizon: int, period_hours: float = 1.0) -> np.nd
     return np.clip(base + slope[:, None] * ahead[None, :], 0.0, None)
 
 
-FORECASTERS: dict[str, Forecaster] = {"latest": latest, "weekly": weekly, "trend": trend}
+DAMPING_PER_WEEK = 0.98  # weekly_trend: each week ahead adds 0.98 x the growth of the week before it
+TREND_DAYS = 182  # weekly_trend: the trend of at most the last 26 weeks of daily means
+SHRINK_SE = 2.0  # weekly_trend: the slope is soft-thresholded at this many standard errors
+
+
+def weekly_trend(history: np.ndarray, horizon: int, period_hours: float = 1.0) -> np.ndarray:
+    """The last week's profile at a level that follows the trend, when the history shows one.
+
+    Per class: the least-squares slope b of the daily means over the last (up to 182) days, and its standard error
+    se (inflated by the residuals' lag-1 autocorrelation rho, ``sqrt((1 + rho) / (1 - rho))``: a run of hot days
+    is not a trend); the slope kept is b soft-thresholded at 2 se (``sign(b) max(0, |b| - 2 se)``): steady growth
+    is carried, bursts and noise are not. The level starts from the last week's mean (the last day's with less than a week)
+    moved to the end of that week, and day d ahead adds ``b x (phi + phi^2 + ... + phi^d)`` with phi = 0.98 per
+    week (a damped trend: about a year's worth of the current growth in the long run); never below zero. The
+    profile is the last week's hour of the week over its mean (the last day's with less than a week). With
+    fewer than three days of history, :func:`latest`.
+    """
+    history = np.asarray(history, float)
+    day = max(1, int(round(24 / period_hours)))
+    week = 7 * day
+    days = min(TREND_DAYS, history.shape[1] // day)
+    if days < 3:
+        return latest(history, horizon, period_hours)
+    means = history[:, -days * day:].reshape(history.shape[0], days, day).mean(axis=2)
+    x = np.arange(days) - (days - 1) / 2.0
+    sxx = (x * x).sum()
+    slope = (means * x).sum(axis=1) / sxx  # GPUs per day, per class
+    fitted = means.mean(axis=1, keepdims=True) + slope[:, None] * x[None, :]
+    resid = means - fitted
+    se = np.sqrt((resid ** 2).sum(axis=1) / max(days - 2, 1) / sxx)
+    # days that run hot or cold together make a drift look like a trend: inflate the error by the residuals'
+    # lag-1 autocorrelation rho (effective sample n (1 - rho) / (1 + rho))
+    num = (resid[:, 1:] * resid[:, :-1]).sum(axis=1)
+    rho = np.clip(np.divide(num, (resid ** 2).sum(axis=1), out=np.zeros(len(num)),
+                            where=(resid ** 2).sum(axis=1) > 0), 0.0, 0.95)
+    se = se * np.sqrt((1 + rho) / (1 - rho))
+    kept = np.sign(slope) * np.clip(np.abs(slope) - SHRINK_SE * se, 0.0, None)
+    season = week if history.shape[1] >= week else day
+    last = history[:, -season:]
+    mean = last.mean(axis=1, keepdims=True)
+    profile = np.divide(last, mean, out=np.ones_like(last), where=mean > 0)
+    level = mean[:, 0] + kept * (season / day) / 2.0  # the last season's mean sits at its middle
+    phi = DAMPING_PER_WEEK ** (1.0 / 7.0)
+    ahead = np.arange(horizon) // day + 1  # forecast day 1, 2, ...
+    growth = phi * (1 - phi ** ahead) / (1 - phi)
+    path = np.clip(level[:, None] + kept[:, None] * growth[None, :], 0.0, None)
+    return profile[:, np.arange(horizon) % season] * path
+
+
+FORECASTERS: dict[str, Forecaster] = {"latest": latest, "weekly": weekly, "trend": trend,
+                                      "weekly_trend": weekly_trend}
 
 
 def _library_forecaster(method: str) -> Forecaster:
@@ -374,3 +427,35 @@ def error_scenarios(point: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, 
         return point[None].copy(), np.array([1.0])
     centred = errors - errors.mean(axis=0, keepdims=True)
     return np.clip(point[None] + centred, 0.0, None), np.full(len(errors), 1.0 / len(errors))
+
+
+LEVEL_SCENARIOS = 5
+LEVEL_WEEKS = 26  # the weekly means the level's volatility is learnt from (at most)
+
+
+def level_scenarios(point: np.ndarray, history: np.ndarray, period_hours: float,
+                    count: int = LEVEL_SCENARIOS) -> tuple[np.ndarray, np.ndarray]:
+    """Scenarios (J, K, H) for a horizon as long as a term, and their weights (J,): the point forecast times a
+    level that drifts like the history's weekly means did.
+
+    sigma_k is the standard deviation of the week-on-week log change of class k's weekly means (the last 26 weeks
+    at most); scenario j scales week w ahead by ``exp(z_j sigma_k sqrt(w) - sigma_k^2 w / 2)`` with z_j the normal
+    quantiles at (j + 1/2) / J, one z for every class (a fleet grows or shrinks together). The scenarios' mean is
+    about the point forecast; their spread grows with the square root of the time ahead: a 3-year term sees the
+    years it may be stranded in. With fewer than three weeks of history, the point forecast alone.
+    """
+    from scipy.stats import norm
+
+    history = np.asarray(history, float)
+    week = max(1, int(round(168 / period_hours)))
+    weeks = min(LEVEL_WEEKS, history.shape[1] // week)
+    if weeks < 3 or count < 2:
+        return point[None].copy(), np.array([1.0])
+    means = history[:, -weeks * week:].reshape(history.shape[0], weeks, week).mean(axis=2)
+    floor = np.maximum(means.max(axis=1, keepdims=True) * 1e-3, 1e-9)
+    sigma = np.diff(np.log(np.maximum(means, floor)), axis=1).std(axis=1)  # (K,)
+    ahead = (np.arange(point.shape[1]) + 1) / week  # weeks ahead
+    spread = sigma[:, None] * np.sqrt(ahead)[None, :]  # (K, H)
+    z = norm.ppf((np.arange(count) + 0.5) / count)
+    cube = point[None] * np.exp(z[:, None, None] * spread[None] - spread[None] ** 2 / 2)
+    return cube, np.full(count, 1.0 / count)

@@ -291,7 +291,6 @@ def test_regret_is_undefined_when_hindsight_costs_nothing(tmp_path):
     ("nan", ["--forecaster", "{fc}:nan"], "NaN"),
     ("horizon", ["--horizon-hours", "1e9"], "--horizon-hours"),
     ("gap", [], "contiguous periods"),
-    ("slo", [], "SLO-sized classes"),
     ("outfile", [], "cannot write"),
 ])
 def test_backtest_mistakes_exit_2_before_any_solve(tmp_path, case, args, message):

@@ -18,7 +18,8 @@ from .common import (default_model, demand_option, echo_json, executor_from, EXI
 from ..errors import InputError
 
 # planner.backtest.STRATEGIES, spelled here so that `planner --help` imports no pandas (a test keeps them equal)
-STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "all_on_demand")
+STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "spot_aware", "coverage_ladder",
+                  "all_on_demand")
 
 
 def _default_pricing(inp):
@@ -205,11 +206,19 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
 @click.option("--horizon-hours", type=Finite(min=1), default=None,
               help="What the planner's forecast covers at each cut-off (default: train).")
 @click.option("--forecaster", default="weekly", show_default=True,
-              help="latest | weekly | trend | module:function | file.py:function (docs/scenarios.md).")
+              help="latest | weekly | trend | weekly_trend | module:function | file.py:function (docs/scenarios.md).")
 @click.option("--lookback-hours", type=Finite(min=1), default=None,
               help="Usage the recommender looks back on (default: 720, or all the history before the cut-off).")
 @click.option("--strategies", default=",".join(STRATEGY_NAMES), show_default=True,
               help="Comma-separated strategies to run.")
+@click.option("--decide-hours", type=Finite(min=1), default=None,
+              help="Cut-offs buy only in the first HOURS after the history; later windows judge what was bought "
+                   "(leave the longest term after them and every term lies inside the span).")
+@click.option("--ladder-share", type=Finite(0, 1, min_open=True), default=0.8, show_default=True,
+              help="coverage_ladder: the share of the trailing minimum committed, in four quarterly tranches.")
+@click.option("--penalty-multipliers", default="2,10,50", show_default=True,
+              help="Re-rank the strategies with the shortfall at these multiples of the dearest on-demand price.")
+@click.option("--seed", type=int, default=0, show_default=True, help="The bootstrap's seed (90 % intervals).")
 @solver_option
 @out_option("backtest.csv, backtest_monthly.csv and backtest.json", "-backtest")
 @json_option
@@ -217,7 +226,8 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
 @quiet_option
 @handle_errors
 def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours, forecaster, lookback_hours,
-             strategies, solver, out_dir, as_json, jobs, executor, scheduler, quiet):
+             strategies, decide_hours, ladder_share, penalty_multipliers, seed, solver, out_dir, as_json, jobs,
+             executor, scheduler, quiet):
     """Roll cut-offs over a demand history; each strategy's purchases are carried as dated inventory.
 
     At every cut-off each strategy sees only the demand before it and decides what
@@ -251,6 +261,13 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
         resolve(forecaster)
     except ValueError as exc:
         raise InputError(Problem("--forecaster", str(exc), value=forecaster)) from None
+    try:
+        multipliers = tuple(float(x) for x in penalty_multipliers.split(",") if x.strip())
+    except ValueError:
+        raise InputError(Problem("--penalty-multipliers", "not a list of numbers", value=penalty_multipliers,
+                                 expected="e.g. 2,10,50")) from None
+    if not multipliers:
+        raise InputError(Problem("--penalty-multipliers", "empty", value=penalty_multipliers, expected="e.g. 2,10,50"))
     inp = load_inputs(model or default_model(), demand=history)
     check_writable(out_dir or default_out_dir(inp.config, "-backtest"),  # before the run, not after
                    ("backtest.csv", "backtest_monthly.csv", "backtest.json"))
@@ -258,7 +275,8 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
         result = backtest_hours(inp, train_hours, test_hours, step_hours, horizon_hours=horizon_hours,
                                 backend=solver, executor=ex, progress=not quiet and not as_json,
                                 source=str(history or inp.config.demand), forecaster=forecaster,
-                                lookback_hours=lookback_hours, strategies=chosen)
+                                lookback_hours=lookback_hours, strategies=chosen, decide_hours=decide_hours,
+                                ladder_share=ladder_share, multipliers=multipliers, seed=seed)
     paths = write_backtest(result, out_dir or default_out_dir(inp.config, "-backtest"))
     if as_json:
         echo_json(json.loads(paths["json"].read_text(encoding="utf-8")))
@@ -273,9 +291,9 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
         click.echo(f"Whole period ({result.windows['test_start'].min()[:16]} to "
                    f"{result.windows['test_end'].max()[:16]}), hindsight optimum "
                    f"${result.hindsight_total_usd:,.0f} ({result.hindsight_status}):")
-        click.echo(result.strategies.set_index("strategy")[
-            ["total_cost_usd", "mean_regret_pct", "total_regret_pct", "shortfall_gpu_hours", "slo_hours_missed",
-             "gpus_bought"]].astype(float).round(2).to_string())
+        from ..backtest_report import strategy_table
+
+        click.echo(strategy_table(result))
         for note in result.notes:
             click.echo(f"  note: {note}")
         click.echo(f"  wrote {paths['csv']}, {paths['monthly']} and {paths['json']}")
