@@ -48,7 +48,8 @@ from .inputs import PlanInputs, future_inputs, slice_periods
 
 STRATEGIES = ("stochastic", "point", "percentile_fleet", "recommender", "spot_aware", "coverage_ladder",
               "all_on_demand")
-FORECASTING = ("stochastic", "point", "percentile_fleet", "recommender")  # the strategies that run the forecaster
+OPTIONAL = ("tree",)  # strategies run only when named (a scenario tree over the term: a MILP per cut-off)
+FORECASTING = ("stochastic", "tree", "point", "percentile_fleet", "recommender")  # the strategies that run the forecaster
 DEFAULT_LOOKBACK_HOURS = 720.0  # the recommender's usage window: 30 days, as the clouds' default recommendations
 LONG_HORIZON_HOURS = 672.0  # stochastic: from a 4-week horizon on, level scenarios (term risk), not past residuals
 
@@ -288,6 +289,15 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
         return inp, np.zeros(len(inp.reserved)), 1
     if strategy in ("point", "stochastic"):
         return inp, make_plan(inp, risk=False).purchases["units"].to_numpy(float), len(prob)
+    if strategy == "tree":  # today's purchases of a plan that may buy later, per branch of a scenario tree
+        from .backtest_tree import tree_scenarios
+
+        periods = pd.date_range(pd.Timestamp(start), periods=s.horizon, freq=pd.Timedelta(hours=s.period_hours))
+        cube, names, prob, dates = tree_scenarios(point, raw, periods, s.period_hours)
+        inp = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned, dates=dates)
+        bought = make_plan(inp, risk=False).purchases
+        today = pd.to_datetime(bought["purchase_date"]).eq(pd.Timestamp(start)).to_numpy()
+        return inp, np.where(today, bought["units"].to_numpy(float), 0.0), len(prob)
     on_order = _on_order(base, owned, start)
     if strategy == "percentile_fleet":
         return inp, percentile_fleet(inp, point, on_order), 1
@@ -295,7 +305,7 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
         lookback = s.lookback or int(round(DEFAULT_LOOKBACK_HOURS / s.period_hours))
         usage = seen[:, -lookback:]  # as much of it as there is
         return inp, recommender(inp, usage, np.full(usage.shape[1], s.period_hours), on_order), 1
-    raise ValueError(f"unknown strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    raise ValueError(f"unknown strategy {strategy!r}: expected one of {', '.join(STRATEGIES + OPTIONAL)}")
 
 
 def _rule(strategy: str, inp: PlanInputs, seen: np.ndarray, on_order: np.ndarray, s: Settings) -> np.ndarray:
@@ -568,9 +578,9 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
                         decide=None if decide_periods is None else int(decide_periods),
                         ladder_share=float(ladder_share), seed=int(seed), multipliers=tuple(multipliers))
     settings = replace(settings, strategies=tuple(dict.fromkeys(settings.strategies)))
-    unknown = [s for s in settings.strategies if s not in STRATEGIES]
+    unknown = [s for s in settings.strategies if s not in STRATEGIES + OPTIONAL]
     if unknown:
-        raise ValueError(f"unknown strategies {unknown}: expected some of {', '.join(STRATEGIES)}")
+        raise ValueError(f"unknown strategies {unknown}: expected some of {', '.join(STRATEGIES + OPTIONAL)}")
     cuts = settings.cutoffs(base.T)
     if not len(cuts):
         raise ValueError(f"history too short: {base.T} periods for {settings.train} + {settings.test}")

@@ -301,7 +301,16 @@ def without_exits(inp):
     if "kind" not in res or not res["kind"].eq("exit").any():
         return inp
     keep = ~res["kind"].eq("exit").to_numpy()
-    return replace(inp, reserved=res[keep].reset_index(drop=True),
+    table = res[keep].reset_index(drop=True)
+    source = inp.reserved_source
+    if source is not None:  # a scenario tree: its rows before the split lose their resales too
+        src_keep = ~source[0]["kind"].eq("exit").to_numpy()
+        if "origin" in table:  # the split rows' positions in the source, renumbered without its resales
+            renumber = np.cumsum(src_keep) - 1
+            table["origin"] = renumber[table["origin"].to_numpy(int)]
+        source = (source[0][src_keep].reset_index(drop=True), source[1][src_keep])
+    return replace(inp, reserved=table, reserved_source=source,
+                   reserved_member=None if inp.reserved_member is None else inp.reserved_member[keep],
                    reserved_active=None if inp.reserved_active is None else inp.reserved_active[keep])
 
 

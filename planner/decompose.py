@@ -347,7 +347,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             log()
             if closed() or out_of_time():
                 break
-    phases["rounding_gap"] = (best_upper - bound) / abs(best_upper) if np.isfinite(best_upper) else float("inf")
+    phases["rounding_gap"] = (best_upper - bound) / abs(best_upper) \
+        if np.isfinite(best_upper) and abs(best_upper) > 0 else (0.0 if best_upper == 0 else float("inf"))
     # 4. the integer master with the accumulated cuts, while rounding leaves a gap
     if not closed() and not out_of_time() and it < max_iterations:
         ints = np.flatnonzero(whole).astype(np.int32)

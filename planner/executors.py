@@ -308,9 +308,9 @@ class DaskExecutor(Executor):
                                           value=scheduler, expected="--scheduler tcp://HOST:PORT of a running "
                                           "`dask scheduler`")) from None
         else:
-            n = max(1, jobs or default_jobs())
+            n = max(1, min(jobs or default_jobs(), default_jobs()))  # more workers than cores: memory, no speed
             self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                                        dashboard_address=":0", silence_logs=40)
+                                        dashboard_address=":0", silence_logs=50)  # a lost worker is retried: no log
             self.client = Client(self.cluster)
         self.workers = max(1, len(self.client.scheduler_info().get("workers", {})) or (jobs or 1))
 

@@ -541,11 +541,13 @@ def slice_periods(inp: PlanInputs, index: np.ndarray, purchase_dates: np.ndarray
 
 
 def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hours: float, demand: np.ndarray,
-                  scenarios: list[str], probability: np.ndarray, owned: pd.DataFrame | None = None) -> PlanInputs:
+                  scenarios: list[str], probability: np.ndarray, owned: pd.DataFrame | None = None,
+                  dates: np.ndarray | None = None) -> PlanInputs:
     """Inputs of a plan made at ``start`` for the next ``horizon`` periods of ``period_hours`` (a forecast).
 
-    ``demand`` (S, K, horizon) is the forecast; purchases may be dated at ``start`` only; the commitments
-    owned are the inventory file's plus ``owned`` (rows ``gpu_type, region, gpus, start, end``: purchases
+    ``demand`` (S, K, horizon) is the forecast; purchases may be dated at ``start`` only, or at the period
+    positions ``dates`` (0 first; later ones wait for information when the scenarios branch before them:
+    planner.tree); the commitments owned are the inventory file's plus ``owned`` (rows ``gpu_type, region, gpus, start, end``: purchases
     made earlier, each counted over its own dates). Nothing of ``inp``'s demand is used.
     """
     periods = pd.date_range(pd.Timestamp(start), periods=horizon, freq=pd.Timedelta(hours=period_hours))
@@ -554,10 +556,21 @@ def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hou
     inventory = owned_gpus(inp.tables.inventory, pools, periods, hours)
     if owned is not None and len(owned):
         inventory = inventory + owned_gpus(owned, pools, periods, hours)
+    at = np.array([0]) if dates is None else np.asarray(dates, int)
     if inp.options is not None:
-        reserved, active = commitments.purchase_table(inp.options, periods, hours, np.array([0]), strict=False)
+        reserved, active = commitments.purchase_table(inp.options, periods, hours, at, strict=False)
     else:
         reserved, active = inp.reserved, None
+    if len(at) > 1 and inp.options is not None:  # dated purchases over scenarios: the tree the demand implies
+        config = replace(inp.config, commitments=replace(inp.config.commitments, non_anticipativity="tree"))
+        split, act, member = split_by_node(config, reserved, active, periods, np.asarray(demand, float),
+                                           list(scenarios), np.asarray(probability, float))
+        if member is not None:
+            return _refresh_backfill(replace(
+                inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
+                probability=np.asarray(probability, float), reserved=split, reserved_active=act,
+                inventory=inventory, requests=None, discount_origin=periods[0].to_period("M"), availability=None,
+                reserved_member=member, reserved_source=(reserved, active), config=config))
     return _refresh_backfill(replace(
         inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
         probability=np.asarray(probability, float), reserved=reserved, reserved_active=active,

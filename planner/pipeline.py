@@ -194,6 +194,9 @@ def _monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
         why = f"--solver {backend}: the decomposition runs on HiGHS only"
     elif b.max_total_usd is not None or b.monthly:
         why = "a [budget] couples the months the decomposition solves apart"
+    elif not len(inp.reserved):
+        why = ("there is nothing to buy ahead (no reserved, capacity-block or savings-plan rows in the price sheet): "
+               "the model is one LP, solved whole")
     elif not applicable(inp):
         why = ("the decomposition does not apply to this model: backfill classes or discount-only commitments "
                "(guarantees_capacity = false) link the periods (see docs/commitments.md)")
@@ -224,17 +227,26 @@ def _benders_plan(inp: PlanInputs, *, backend, time_limit_s, mip_gap, timings, r
                              "integer_master_solves": bd.integer_master, "cuts": bd.cuts,
                              "workers": bd.workers, "pricer": bd.pricer, "worker_restarts": bd.restarts,
                              "phases_s": {k: v for k, v in bd.phases.items() if k != "rounding_gap"},
-                             "iterations": bd.iterations, "lower_usd": bd.lower,
-                             "upper_usd": bd.upper, "gap": bd.gap,
-                             "log": [{"iteration": i, "bound_usd": lo, "incumbent_usd": None if not np.isfinite(up) else up,
+                             "iterations": bd.iterations, "lower_usd": _finite(bd.lower),
+                             "upper_usd": _finite(bd.upper), "gap": _finite(bd.gap),
+                             "log": [{"iteration": i, "bound_usd": _finite(lo), "incumbent_usd": _finite(up),
                                       "seconds": round(sec, 3)} for i, lo, up, sec in bd.history]}
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t1 = time.perf_counter()
+        sub = _sub_executor(executor)
         plan.risk = risk_view(plan, lambda i, fixed_reserved=None: make_plan(
             i, backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved, risk=False,
-            shadow=False, executor=executor))
+            shadow=False, executor=sub))
         plan.timings["risk"] = time.perf_counter() - t1
     return plan
+
+
+def _sub_executor(executor):
+    """Where the risk view's sub-plans price their batches: the same Dask cluster (its workers stay up), but in
+    this process rather than a new pool of local processes for every sub-plan (their start-up cost more)."""
+    from .executors import DaskExecutor
+
+    return executor if isinstance(executor, DaskExecutor) else None
 
 
 def _fixed_plan(inp: PlanInputs, n: np.ndarray, timings: dict, risk: bool, write_model, executor,
@@ -256,9 +268,10 @@ def _fixed_plan(inp: PlanInputs, n: np.ndarray, timings: dict, risk: bool, write
     plan = plan_from_priced(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model,
                             time_limit_s)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
+        sub = _sub_executor(executor)
         plan.risk = risk_view(plan, lambda i, fixed_reserved=None: make_plan(
             i, backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved, risk=False,
-            shadow=False, executor=executor))
+            shadow=False, executor=sub))
     return plan
 
 
@@ -270,7 +283,8 @@ def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunk
     from .decompose import _row_counts
 
     upper = float(sum(r.values.sum() for r in priced))
-    bd = SimpleNamespace(n=n, status="optimal", gap=0.0, lower=upper, seconds=seconds, chunks=sum(pricer.groups),
+    bd = SimpleNamespace(n=n, fixed=True, status="optimal", gap=0.0, lower=upper, seconds=seconds,
+                         chunks=sum(pricer.groups),
                          cut_by=cut_by, iterations=1, workers=pricer.workers, pricer=pricer.name,
                          chunk_periods=chunks, keys=pricer.keys(), priced=priced, row_counts=_row_counts(pricer))
     plan = _plan_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model)
@@ -292,6 +306,11 @@ def warm_bases(warm: dict | None, chunks: list, pricer) -> list:
     return bases
 
 
+def _finite(x):
+    """``x``, or None where it is not a finite number (a bound not yet known: JSON has no infinity)."""
+    return float(x) if x is not None and np.isfinite(x) else None
+
+
 def _plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, write_model=None) -> Plan:
     """The plan of the purchases ``bd.n`` from every batch's pricing at them (:mod:`planner.recourse`): the
     whole model is built with the purchases fixed (its columns, for the plan's tables), never solved."""
@@ -300,21 +319,23 @@ def _plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wr
     from .solve import SolveResult, Status
 
     t0 = time.perf_counter()
-    if write_model is not None:
-        build_model(inp, fixed_reserved=bd.n).write(write_model)
+    if write_model is not None:  # the MILP the decomposition solved (purchases free), or the LP of fixed ones
+        build_model(inp, fixed_reserved=bd.n if getattr(bd, "fixed", False) else None).write(write_model)
     model = build_model(inp, fixed_reserved=bd.n, rows=False)  # its columns: the plan's tables are read from them
     model.rows = dict(bd.row_counts or {})  # the rows the batches solved, for the plan's statistics
     values = assemble(inp, model, bd.chunk_periods, [(k, b, r.solution) for (k, b), r in zip(bd.keys, bd.priced)],
                       bd.n)
     status = Status.optimal if bd.status == "optimal" else Status.feasible
     what = "proven" if status is Status.optimal else "not proven (time limit)"
-    result = SolveResult(status=status, values=values, objective=float(model.cost @ values), mip_gap=bd.gap,
-                         best_bound=bd.lower, seconds=bd.seconds, backend="highs", time_limit_s=limit,
+    bound = _finite(bd.lower)
+    result = SolveResult(status=status, values=values, objective=float(model.cost @ values), mip_gap=_finite(bd.gap),
+                         best_bound=bound, seconds=bd.seconds, backend="highs", time_limit_s=limit,
                          mip_gap_limit=gap,
                          message=f"Benders decomposition, {bd.chunks} cuts per iteration (one per {bd.cut_by}), "
                                  f"{bd.iterations} iterations, {bd.workers} pricing worker(s) ({bd.pricer}): every "
-                                 f"purchase plan priced on the full hourly model, bound {bd.lower:,.2f} USD, gap "
-                                 f"{what}")
+                                 f"purchase plan priced on the full hourly model, "
+                                 + (f"bound {bound:,.2f} USD, gap {what}" if bound is not None else
+                                    "no bound yet (the time limit came before the first master solve): not proven"))
     timings["build"] = model.seconds
     timings["solve"] = bd.seconds
     plan = extract_plan(inp, model, result, timings)

@@ -89,7 +89,9 @@ def _serve(inbox, outbox, parent: int) -> None:
         op = msg[0]
         try:
             if op == "build":
-                _, payload, items, cut_by = msg
+                _, payload, items, cut_by, die = msg
+                if die:  # a test's fault: this worker dies while it builds (as an out-of-memory kill would)
+                    os.kill(os.getpid(), signal.SIGKILL)
                 inp = pickle.loads(payload)
                 for i, idx in items:
                     batches[i] = build_batch(inp, idx, cut_by)
@@ -122,8 +124,11 @@ class ProcessPricer:
 
     name = "local"
 
-    def __init__(self, inp, chunks: list[np.ndarray], cut_by: str, jobs: int):
-        self.workers = max(1, min(int(jobs), len(chunks)))
+    def __init__(self, inp, chunks: list[np.ndarray], cut_by: str, jobs: int, fault_build: int | None = None):
+        from .executors import default_jobs
+
+        # more processes than cores (or batches) only add start-up and memory
+        self.workers = max(1, min(int(jobs), len(chunks), default_jobs()))
         self.chunks, self.cut_by = chunks, cut_by
         self.shares = _shares(chunks, self.workers)
         self.payload = pickle.dumps(slim(inp), protocol=pickle.HIGHEST_PROTOCOL)
@@ -131,12 +136,16 @@ class ProcessPricer:
         self.conns: list = [None] * self.workers  # (to the worker, from the worker)
         self.calls = 0
         self.fault: dict | None = None  # tests: {"call": k, "worker": w} kills worker w during price call k
+        self.fault_build = fault_build  # tests: this worker kills itself on its first build
         self.restarts = 0
         for w in range(self.workers):
             self._start(w)
         built: dict = {}
         for w in range(self.workers):
-            built.update(self._receive(w))
+            try:
+                built.update(self._receive(w))
+            except (EOFError, OSError):  # it died while building (killed, out of memory): a new one builds again
+                built.update(self._restart(w))
         self.groups = [built[i][0] for i in range(len(chunks))]
         self._keys = [(built[i][1], built[i][2]) for i in range(len(chunks))]
         self.row_counts = [built[i][3] for i in range(len(chunks))]
@@ -158,9 +167,14 @@ class ProcessPricer:
         os.close(up_w)
         self.conns[w] = (Connection(down_w, readable=False), Connection(up_r, writable=False))
         items = [(i, self.chunks[i]) for i in self.shares[w]]
-        # the inputs travel pickled (once here, once per worker)
-        self.conns[w][0].send_bytes(pickle.dumps(("build", self.payload, items, self.cut_by),
-                                                 protocol=pickle.HIGHEST_PROTOCOL))
+        # the inputs travel pickled (once here, once per worker); a worker dead already is seen by _receive (EOF)
+        die = self.fault_build == w
+        self.fault_build = None if die else self.fault_build
+        try:
+            self.conns[w][0].send_bytes(pickle.dumps(("build", self.payload, items, self.cut_by, die),
+                                                     protocol=pickle.HIGHEST_PROTOCOL))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _receive(self, w: int) -> dict:
         status, reply = pickle.loads(self.conns[w][1].recv_bytes())
@@ -170,18 +184,31 @@ class ProcessPricer:
             raise SolverError(f"a pricing worker failed: {reply}")
         return reply
 
-    def _restart(self, w: int) -> None:
-        """Replace worker ``w`` (dead) with a new one that builds the same batches."""
-        self.restarts += 1
-        try:
-            self.procs[w].kill()
-        except Exception:
-            pass
-        self.procs[w].wait(timeout=5)
-        for conn in self.conns[w]:
-            conn.close()
-        self._start(w)
-        self._receive(w)
+    def _restart(self, w: int) -> dict:
+        """Replace worker ``w`` (dead) with a new one that builds the same batches; what it built. A worker that
+        keeps dying while it builds is a SolverError after RETRIES more tries."""
+        for attempt in range(RETRIES + 1):
+            self.restarts += 1
+            try:
+                self.procs[w].kill()
+            except Exception:
+                pass
+            try:
+                self.procs[w].wait(timeout=5)
+            except Exception:
+                pass
+            for conn in self.conns[w]:
+                conn.close()
+            try:
+                self._start(w)
+                return self._receive(w)
+            except (EOFError, OSError):
+                if attempt == RETRIES:
+                    from .errors import SolverError
+
+                    raise SolverError(f"pricing worker {w} died {RETRIES + 1} times while building its batches "
+                                      "(out of memory? fewer --jobs, or a machine with more memory)") from None
+        raise AssertionError("unreachable")
 
     def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0) -> list:
         """Every batch at ``n`` from its basis, the workers' shares in parallel; a dead worker is replaced."""
@@ -203,7 +230,7 @@ class ProcessPricer:
                     continue
                 try:
                     out.update(self._receive(w))
-                except (EOFError, ConnectionResetError, OSError):
+                except (EOFError, OSError):
                     failed.append(w)
             if not failed:
                 return [out[i] for i in range(len(self.chunks))]
@@ -282,8 +309,8 @@ class DaskPricer:
 
     def _actor(self, w: int, address: str | None):
         items = [(i, self.chunks[i]) for i in self.shares[w]]
-        fut = self.client.submit(RecourseActor, self.inp, items, self.cut_by, actor=True, pure=False,
-                                 workers=[address] if address else None, allow_other_workers=True)
+        where = {"workers": [address], "allow_other_workers": True} if address else {}
+        fut = self.client.submit(RecourseActor, self.inp, items, self.cut_by, actor=True, pure=False, **where)
         return fut.result()
 
     def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0) -> list:

@@ -311,8 +311,11 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
             "spot": _periods(Zb.sum(axis=0), idx).reshape(-1),
             "on_demand_covered": _periods(Vb, idx).reshape(-1)}))  # of the on-demand GPUs, those savings plans pay
     cols = ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus"]
-    allocation = (pd.concat(frames, ignore_index=True) if frames
-                  else pd.DataFrame({c: [] for c in cols + POSITIONS}))
+    allocation = (pd.concat(frames, ignore_index=True) if frames  # nothing served: an empty table, typed
+                  else pd.DataFrame({c: pd.Series(dtype="datetime64[ns]" if c == "period" else
+                                                  (float if c in ("hours", "gpus") else
+                                                   (int if c in POSITIONS else object)))
+                                     for c in cols + POSITIONS}))
     allocation["gpu_hours"] = allocation["gpus"] * allocation["hours"]
     allocation = allocation.sort_values(["scenario", "period", "workload_class", "gpu_type", "region", "option"],
                                         kind="stable").reset_index(drop=True)
@@ -648,6 +651,25 @@ def _spot_reason(inp: PlanInputs, row) -> str:
     return "a cheaper pool or option covers this class's spot share"
 
 
+def _cheapest_per_useful_hour(inp: PlanInputs, on_demand_only: bool = False) -> np.ndarray:
+    """(K,) the cheapest USD per useful reference GPU-hour among each class's on-demand, spot and reserved
+    (effective rate) options (inf where none): a shortfall penalty below it leaves demand unmet on purpose."""
+    od, sp = inp.pools["od"].to_numpy(float), inp.pools["sp"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        costs = [np.where(inp.speed * inp.reliability > 0, od[None, :] / (inp.speed * inp.reliability), np.inf)]
+        if not on_demand_only:
+            costs.append(np.where(inp.speed * inp.goodput > 0, sp[None, :] / (inp.speed * inp.goodput), np.inf))
+        res = inp.reserved
+        if len(res) and "kind" in res and not on_demand_only:
+            terms = res[res["kind"].isin(["instance", "window"])]
+            if len(terms):
+                r = np.full(inp.P, np.inf)
+                np.minimum.at(r, terms["pool"].to_numpy(int), terms["r"].to_numpy(float))
+                costs.append(np.where(inp.q_reserved > 0, r[None, :] / inp.q_reserved, np.inf))
+    best = np.nanmin(np.where(np.isnan(np.stack(costs)), np.inf, np.stack(costs)), axis=(0, 2))
+    return best
+
+
 def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block, budgets: set | None = None) -> pd.DataFrame:
     """Unmet demand per scenario, period and class, with the constraints that stand in the way
     (``budgets``: the names of the budget rows that bind)."""
@@ -665,6 +687,8 @@ def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block, budgets: set | None = N
     from .model.constraints import block_caps
 
     od_caps, sp_caps = block_caps(inp, blocks, "on_demand"), block_caps(inp, blocks, "spot")
+    cheapest = _cheapest_per_useful_hour(inp)
+    cheapest_od = _cheapest_per_useful_hour(inp, on_demand_only=True)
     for k, b in kb:  # only the (class, block) pairs with a shortfall
         reasons = []
         allowed = np.flatnonzero(inp.speed[k] > 0)
@@ -693,9 +717,14 @@ def _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block, budgets: set | None = N
             if month is not None:
                 if f"budget_month_{month.replace('-', '_')}" in budgets:
                     reasons.append(f"budget of {month} ({inp.config.budget.month_cap(month):,.0f} USD) reached")
-        if not reasons:
+        pen = inp.penalty_by_class[k]
+        if cheapest[k] <= pen < cheapest_od[k]:  # cheaper options ran out (the causes above); on-demand is dearer
+            reasons.append(f"on-demand ({cheapest_od[k]:.4g} USD per useful GPU-hour at the cheapest) costs more "
+                           f"than the class's shortfall penalty {pen:g}")
+        if pen < cheapest[k] or not reasons:
             reasons.append(f"every allowed option costs more than the shortfall penalty {inp.penalty_by_class[k]:g} "
-                           "USD per GPU-hour")
+                           "USD per GPU-hour" + (f" (the cheapest, {cheapest[k]:.4g})" if np.isfinite(cheapest[k])
+                                                 else ""))
         cause_of[(k, b)] = "; ".join(dict.fromkeys(reasons))
     rows = []
     for s, scen in enumerate(inp.scenarios):

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from planner import load_inputs, make_plan
 from planner import forecast
-from planner.backtest import STRATEGIES, backtest, decide, percentile_fleet, recommender, run_chain, Settings
+from planner.backtest import OPTIONAL, STRATEGIES, backtest, decide, percentile_fleet, recommender, run_chain, Settings
 from planner.cli import cli
 from planner.inputs import with_demand
 from conftest import SHARED, price, write_case
@@ -217,7 +217,7 @@ def test_cli_bad_backtest_options_exit_2(tmp_path, args, message):
 def test_cli_strategy_names_match_the_module():
     from planner.cli.plan import STRATEGY_NAMES
 
-    assert STRATEGY_NAMES == STRATEGIES
+    assert STRATEGY_NAMES == STRATEGIES + OPTIONAL
 
 
 @pytest.mark.skipif(not (SHARED / "data" / "real" / "demand_alibaba_dlrm2025_hourly.csv").exists(),

@@ -178,3 +178,76 @@ def test_make_pricer_picks_by_executor(tmp_path):
         assert sorted(sum(p.shares, [])) == list(range(len(chunks)))  # every batch on exactly one worker
     finally:
         p.close()
+
+
+def test_a_worker_killed_while_building_is_replaced(tmp_path):
+    inp = _case(tmp_path, 20)
+    chunks = chunk_index(inp, "week")
+    one = solve_benders(inp, mip_gap=1e-7, chunk="week")
+    pricer = ProcessPricer(inp, chunks, cut_groups(inp), 2, fault_build=0)
+    try:
+        assert pricer.restarts == 1
+        _same(one, solve_benders(inp, mip_gap=1e-7, chunk="week", pricer=pricer))
+    finally:
+        pricer.close()
+
+
+def test_more_jobs_than_cores_start_no_more_processes(tmp_path):
+    from planner.executors import default_jobs
+
+    inp = _case(tmp_path, 21)
+    p = ProcessPricer(inp, chunk_index(inp, "week"), "block", 1000)
+    try:
+        assert p.workers == min(default_jobs(), len(chunk_index(inp, "week")))
+    finally:
+        p.close()
+
+
+def test_a_lost_dask_actor_can_be_made_again_anywhere(tmp_path):
+    from planner.recourse_workers import DaskPricer
+
+    inp = _case(tmp_path, 22)
+    chunks = chunk_index(inp, "week")
+    with DaskExecutor(jobs=2, processes=False) as ex:
+        p = DaskPricer(inp, chunks, cut_groups(inp), ex)
+        p.actors[1] = p._actor(1, None)  # what price() does for an actor lost with its worker
+        n = np.zeros(len(inp.reserved))
+        got = p.price(n, [None] * len(chunks))
+        want = LocalPricer(inp, chunks, cut_groups(inp)).price(n, [None] * len(chunks))
+        assert all(np.array_equal(a.values, b.values) for a, b in zip(got, want))
+
+
+def test_a_time_limit_before_the_first_bound_writes_a_plan_and_exits_3(tmp_path):
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    inp = _case(tmp_path, 23)
+    model = inp.config.path
+    model.write_text(model.read_text().replace("[solver]", '[solver]\nmethod = "benders"'))
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["plan", str(model), "--out", str(out), "--time-limit", "0.001", "--no-memo", "-q"])
+    assert r.exit_code == 3, r.output
+    import json
+
+    doc = json.loads((out / "plan.json").read_text())
+    assert doc["status"] == "feasible" and doc["mip_gap"] is None
+    assert "gap not known" in r.output
+
+
+def test_write_lp_of_a_decomposed_plan_is_the_milp(tmp_path):
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    inp = _case(tmp_path, 24)
+    model = inp.config.path
+    model.write_text(model.read_text().replace("[solver]", '[solver]\nmethod = "benders"'))
+    lp = tmp_path / "m.lp"
+    r = CliRunner().invoke(cli, ["plan", str(model), "--out", str(tmp_path / "o"), "--write-lp", str(lp), "--no-memo",
+                                 "-q"])
+    assert r.exit_code == 0, r.output
+    text = lp.read_text()
+    # the purchases are the MILP's free integers, not fixed at the plan's values (a fixed column is n = v)
+    assert "Generals" in text or "General" in text
+    assert not any(line.strip().startswith("n_") and " = " in line for line in text.splitlines())

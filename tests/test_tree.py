@@ -166,3 +166,44 @@ def test_the_decomposition_solves_the_tree(tmp_path):
                      risk=False, mip_gap=1e-7)
     assert "benders" in bend.stats
     assert bend.objective == pytest.approx(56_700.0, abs=1e-3)
+
+
+def test_a_tree_with_resales_solves_alike_whole_and_decomposed(tmp_path):
+    inp = _tree_case(tmp_path)
+    prices = pd.read_csv(tmp_path / "prices.csv")
+    prices["resale_haircut"] = np.where(prices["option"].eq("reserved_1y"), 0.2, np.nan)
+    prices.to_csv(tmp_path / "prices.csv", index=False)
+    inp = load_inputs(tmp_path / "model.toml")
+    assert inp.reserved_member is not None and inp.reserved["kind"].eq("exit").any()
+    mono = make_plan(inp)  # the risk view and the option's value re-solve without resales
+    bend = make_plan(replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders"))),
+                     risk=False, mip_gap=1e-7)
+    assert mono.status.value == "optimal" and "exit_value_usd" in mono.commitments
+    assert bend.objective == pytest.approx(mono.objective, rel=1e-6)
+
+
+def test_the_workbook_counts_a_branch_purchase_at_its_probability(tmp_path):
+    from openpyxl import load_workbook
+
+    from planner.pipeline import write_outputs
+
+    plan = make_plan(_tree_case(tmp_path), risk=False)
+    paths = write_outputs(plan, tmp_path / "out")
+    wb = load_workbook(paths["xlsx"], data_only=False)
+    ws = wb["Cash flow"]
+    header = [c.value for c in ws[1]]
+    rec = header.index("reserved_recurring_usd")
+    august = next(r for r in ws.iter_rows(min_row=2) if str(r[0].value).startswith("2027-08"))
+    import re
+
+    from openpyxl.utils import column_index_from_string
+
+    heads = [c.value for c in wb["Purchases"][1]]
+    cols = {heads[column_index_from_string(c) - 1] for c in re.findall(r"Purchases!\$([A-Z]+)\$", august[rec].value)}
+    assert "probability" in cols  # the up branch's fee, weighted by its probability
+    cached = load_workbook(paths["xlsx"], data_only=True)["Cash flow"]
+    month = {str(r[0].value)[:7]: r[rec].value for r in cached.iter_rows(min_row=2)}
+    want = plan.cash_schedule.set_index("month")["reserved_recurring_usd"]
+    assert month["2027-08"] == pytest.approx(float(want["2027-08"]))
+    # 10 GPUs for the year (0.5 x 744 h) + the up branch's 10 at probability 0.5
+    assert float(want["2027-08"]) == pytest.approx(10 * 0.5 * 744 + 0.5 * 10 * 0.5 * 744)

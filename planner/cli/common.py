@@ -138,7 +138,8 @@ def not_proven_reasons(labelled_plans) -> list[str]:
     for label, p in labelled_plans:
         name = f"'{label}' " if label else ""
         if not p.status.proven:
-            why.append(f"{name}status {p.status.value} (gap {p.solve.mip_gap})")
+            why.append(f"{name}status {p.status.value} (gap "
+                       f"{'not known: no bound yet' if p.solve.mip_gap is None else format(p.solve.mip_gap, '.2e')})")
         if not p.demand_met:
             why.append(f"{name}leaves {p.shortfall_gpu_hours:,.1f} GPU-hours of demand unmet")
         for m in p.slo_misses.itertuples() if p.ok else ():

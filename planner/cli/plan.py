@@ -19,7 +19,7 @@ from ..errors import InputError
 
 # planner.backtest.STRATEGIES, spelled here so that `planner --help` imports no pandas (a test keeps them equal)
 STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "spot_aware", "coverage_ladder",
-                  "all_on_demand")
+                  "all_on_demand", "tree")
 
 
 def _default_pricing(inp):
@@ -79,18 +79,18 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
         result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
                            timings={"read_validate": time.perf_counter() - t0}, shadow=True, progress=not quiet,
                            executor=pool or _default_pricing(inp))
+        if not result.status.has_plan:
+            hint = (" The model is infeasible." if result.status is Status.infeasible else
+                    f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
+            click.secho(f"Error: the solver found no plan ({result.status.value}"
+                        f"{': ' + result.solve.message if result.solve.message else ''}); nothing was written.{hint}",
+                        fg="red", err=True)
+            sys.exit(EXIT_ERROR)
+        if memo:  # the memo's re-solves where the plan's were asked to run (default: by the model's size)
+            result = with_memo(result, executor=pool, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap)
     finally:
         if pool is not None:
             pool.close()
-    if not result.status.has_plan:
-        hint = (" The model is infeasible." if result.status is Status.infeasible else
-                f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
-        click.secho(f"Error: the solver found no plan ({result.status.value}"
-                    f"{': ' + result.solve.message if result.solve.message else ''}); nothing was written.{hint}",
-                    fg="red", err=True)
-        sys.exit(EXIT_ERROR)
-    if memo:
-        result = with_memo(result, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap)
     target = out_dir or default_out_dir(inp.config)
     paths = write_outputs(result, target)
     if not quiet:

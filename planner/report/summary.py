@@ -58,6 +58,8 @@ def summary_text(plan: Plan) -> str:
                              f"branch, as what happens first becomes known, against every purchase decided now for all "
                              f"scenarios ({_usd(plan.risk.first_stage_usd)})")
     bought = plan.purchases[plan.purchases["instances"] > 0]
+    if "purchase_date" in bought:  # in the order they are made (a stable sort: pools keep their order on a date)
+        bought = bought.sort_values("purchase_date", kind="stable")
     if len(bought):
         dated = bought["purchase_date"].nunique() > 1 if "purchase_date" in bought else False
         lines.append("  reserved purchases (commitment liability over the term):")

@@ -41,7 +41,8 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         lead = max((usable - pd.Timestamp(p["purchase_date"])) / pd.Timedelta(hours=730), 0.0)
         be = _break_even_months(upfront, fee, r, lead)
         pays = "pays" if r.pays else "DOES NOT PAY"
-        rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region} (upfront due)",
+        rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region} "
+                     + ("(upfront due)" if upfront > 0 else "(no upfront: monthly fees)"),
                      value, USD0,
                      f"{int(r.instances):,} instances; upfront {_money(upfront)} due {due:%Y-%m-%d}, then "
                      f"{_money(fee)} a month to {pd.Timestamp(r.end_date):%Y-%m-%d}"

@@ -63,7 +63,7 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
         row = i + 2
         k = inp.classes.index(r["workload_class"]) if r["workload_class"] in inp.classes else None
         if k is None:  # the cost nobody used: pools without use, the liability past the horizon, extensions
-            extra = (f"+SUM({pur('liability_past_horizon_usd')})" if full_term else "") + (f"+{float(plan.cost['extension'])!r}"
+            extra = (f"+SUMPRODUCT({pur('liability_past_horizon_usd')},{pur('probability')})" if full_term else "") + (f"+{float(plan.cost['extension'])!r}"
                                                                  if "extension" in plan.cost else "")
             sp_left = spend_cost(plan) - sum(float(x.get("savings_plan_usd", 0.0)) for x in table)
             extra += f"+{sp_left!r}" if sp_left > 1e-9 else ""  # a savings plan nobody's usage drew on
@@ -103,7 +103,8 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
         resold = resold[resold["kind"].eq("exit") & resold["gpu_type"].eq(g) & resold["region"].eq(rg)]
         extra = float(resold["horizon_cost_usd"].sum()) if len(resold) else 0.0
         ws.write_formula(rows_of["cost"] - 1, u0 + q, f'=SUMPRODUCT(--EXACT({pur("gpu_type")},{c}${rows_of["gpu_type"]}),'
-                         f'--EXACT({pur("region")},{c}${rows_of["region"]}),{pur("horizon_cost_usd")}){"+" + repr(extra) if extra else ""}',
+                         f'--EXACT({pur("region")},{c}${rows_of["region"]}),{pur("horizon_cost_usd")},'
+                         f'{pur("probability")}){"+" + repr(extra) if extra else ""}',  # a branch's purchase: expected
                          s.book.fmt(USD), float(cost[q]))
         ws.write_number(rows_of["owned"] - 1, u0 + q, float(owned[q]), s.book.fmt(NUM))
         ws.write_number(rows_of["used"] - 1, u0 + q, float(used[q]), s.book.fmt(NUM))
@@ -235,18 +236,26 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     hourly = {j: float(prices["hourly_usd"].iat[price_row[_price_key(r)] - 2]) for j, r in enumerate(bought.itertuples())}
     pool_price = {q: _price_value(plan, price_row, (gt, rg, opt, None)) for q, (opt, gt, rg) in enumerate(pool_cols)}
     spend_cash = _spend_cash(plan)  # savings plans (no Prices row): their upfront and recurring cash, values
+    # a purchase that waits for information (a branch of the scenario tree) pays in its branch only: expected cash
+    w = [float(getattr(r, "probability", 1.0)) for r in bought.itertuples()]
+    tree = any(x < 1.0 for x in w)
+
+    def pw(j: int) -> str:
+        return f"*{ref('Purchases', 'probability', bought_idx[j] + 2)}" if tree else ""
     for i, m in enumerate(label):
         row = i + 2
         c = cash.iloc[i] if i < len(cash) else None
         gh_m = [float(gh.get((opt, gt, rg, m), 0.0)) for opt, gt, rg in pool_cols]
         if spelled:
-            up = [f"{ref('Purchases', 'upfront_usd', bought_idx[j] + 2)}" for j in range(len(bought)) if purchase_month[j] == m]
-            up_v = sum(float(r.upfront_total_usd) for j, r in enumerate(bought.itertuples()) if purchase_month[j] == m)
-            up += [f"-{ref('Purchases', 'gpus', bought_idx[j] + 2)}*{ref('Prices', 'residual_usd', price_row[_price_key(r)])}"
+            up = [f"{ref('Purchases', 'upfront_usd', bought_idx[j] + 2)}{pw(j)}" for j in range(len(bought))
+                  if purchase_month[j] == m]
+            up_v = sum(float(r.upfront_total_usd) * w[j] for j, r in enumerate(bought.itertuples()) if purchase_month[j] == m)
+            up += [f"-{ref('Purchases', 'gpus', bought_idx[j] + 2)}*{ref('Prices', 'residual_usd', price_row[_price_key(r)])}{pw(j)}"
                    for j, r in enumerate(bought.itertuples()) if end_month[j] == m]  # residual value back
-            up_v -= sum(float(r.residual_total_usd) for j, r in enumerate(bought.itertuples()) if end_month[j] == m)
-            rec = [f"{letter(h0 + j)}{row}*{ref('Purchases', 'gpus', bought_idx[j] + 2)}*{ref('Prices', 'hourly_usd', price_row[_price_key(r)])}" for j, r in enumerate(bought.itertuples())]
-            rec_v = sum(float(hours[j, i]) * float(r.gpus) * hourly[j] for j, r in enumerate(bought.itertuples()))
+            up_v -= sum(float(r.residual_total_usd) * w[j] for j, r in enumerate(bought.itertuples()) if end_month[j] == m)
+            rec = [f"{letter(h0 + j)}{row}*{ref('Purchases', 'gpus', bought_idx[j] + 2)}*{ref('Prices', 'hourly_usd', price_row[_price_key(r)])}{pw(j)}"
+                   for j, r in enumerate(bought.itertuples())]
+            rec_v = sum(float(hours[j, i]) * float(r.gpus) * hourly[j] * w[j] for j, r in enumerate(bought.itertuples()))
             od = [f"{letter(g0 + q)}{row}*{ref('Prices', 'hourly_usd', price_row[(gt, rg, opt, None)])}"
                   for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "on_demand"]
             od_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if opt == "on_demand")
@@ -332,6 +341,8 @@ def _spend_cash(plan: Plan) -> pd.DataFrame:
 
     rows = _spend_rows(plan)
     rows = rows[rows["quantity"].abs() > 0] if len(rows) else rows  # a resale is negative cash
+    if len(rows) and "probability" in rows:  # a branch's commitment pays in its branch only: expected cash
+        rows = rows.assign(quantity=rows["quantity"] * rows["probability"])
     if not len(rows):
         return pd.DataFrame(columns=["upfront_usd", "reserved_recurring_usd"])
     cash = cash_schedule(rows, plan.inputs.periods, pd.Series(dtype=float), pd.Series(dtype=float))
