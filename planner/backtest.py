@@ -295,6 +295,10 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
         periods = pd.date_range(pd.Timestamp(start), periods=s.horizon, freq=pd.Timedelta(hours=s.period_hours))
         cube, names, prob, dates = tree_scenarios(point, raw, periods, s.period_hours)
         inp = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned, dates=dates)
+        later = ~pd.to_datetime(inp.reserved["purchase_date"]).eq(pd.Timestamp(start)).to_numpy()
+        # later purchases are re-decided at their own cut-off: planned as fractions (an LP in them), so only
+        # today's are whole instances (a MILP of a few columns, not hundreds)
+        inp = replace(inp, reserved=inp.reserved.assign(integer=inp.reserved["integer"].to_numpy(bool) & ~later))
         bought = make_plan(inp, risk=False).purchases
         today = pd.to_datetime(bought["purchase_date"]).eq(pd.Timestamp(start)).to_numpy()
         return inp, np.where(today, bought["units"].to_numpy(float), 0.0), len(prob)

@@ -17,7 +17,7 @@ import pandas as pd
 
 TREE_BY = "quarter"
 TREE_BRANCHES = 2
-TREE_DEPTH = 3  # branch dates: 2 ** 3 = 8 scenarios
+TREE_DEPTH = 2  # branch dates: 2 ** 2 = 4 scenarios
 
 
 def level_sigma(history: np.ndarray, period_hours: float, weeks_max: int = 26) -> np.ndarray | None:

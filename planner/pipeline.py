@@ -159,7 +159,7 @@ def _with_shadow(plan: Plan, shadow: bool) -> Plan:
     return plan
 
 
-BENDERS_AUTO_CELLS = 25_000  # periods x classes x scenarios above which "auto" decomposes (measured: M, 17,472
+BENDERS_AUTO_CELLS = 15_000  # periods x classes x scenarios above which "auto" decomposes (measured: M, 17,472
 # cells, ties; L, 43,680 cells, one purchase date, is 2x faster decomposed; see benchmarks/README.md)
 
 

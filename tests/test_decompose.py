@@ -15,11 +15,10 @@ from planner.decompose import chunk_index, solve_benders
 from conftest import price, write_case
 
 
-def _case(tmp_path, seed: int, scenarios: bool = False, dated: bool = True):
+def _case(tmp_path, seed: int, scenarios: bool = False, dated: bool = True, days: int = 400):
     rng = np.random.default_rng(seed)
-    days = 400
     t = np.arange(days)
-    a = 10 + 8 * (t > rng.integers(60, 200)) + rng.uniform(0, 6, days)
+    a = 10 + 8 * (t > rng.integers(min(60, days // 3), min(200, days // 2))) + rng.uniform(0, 6, days)
     b = np.clip(20 - 0.02 * t + rng.normal(0, 3, days), 0, None)
     prices = [price("A", "r1", "on_demand", 4.0), price("A", "r1", "spot", 1.6, interruptions_per_hour=0.02,
                                                            max_gpus=float(rng.integers(3, 9))),
@@ -73,7 +72,7 @@ def test_the_benders_plan_is_the_planner_plan_with_its_gap_and_bound(tmp_path):
 
 @pytest.mark.parametrize("cut,chunk", [("day", "week"), ("week", 30), ("block", "day")])
 def test_cut_groups_and_batches_do_not_change_the_answer(tmp_path, cut, chunk):
-    inp = _case(tmp_path, 7, scenarios=True)
+    inp = _case(tmp_path, 7, scenarios=True, days=200)
     mono = make_plan(inp, mip_gap=0.0, risk=False)
     bd = solve_benders(inp, mip_gap=1e-7, cut=cut, chunk=chunk)
     assert bd.status == "optimal" and bd.cut_by == cut
