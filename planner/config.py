@@ -354,9 +354,11 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
 
     scenarios = {}
     for sname, prob in top.get("scenarios", {}).items():
-        if not _type_ok(prob, float) or not 0 <= prob <= 1:
+        if not _type_ok(prob, float) or not 0 < prob <= 1:
             bad.add(file, f"scenario probability 'scenarios.{sname}' out of range", value=prob,
-                    expected="a number between 0 and 1")
+                    expected="a number above 0 and at most 1",
+                    hint="a scenario with no probability weighs nothing in an expected cost (and its own later "
+                         "purchases would cost nothing): remove it" if _type_ok(prob, float) and prob == 0 else None)
         else:
             scenarios[sname] = float(prob)
     if scenarios and abs(sum(scenarios.values()) - 1) > 1e-6:

@@ -27,6 +27,7 @@ class Evaluation:
     hindsight: Plan
     purchases: np.ndarray  # instances per row of inputs.reserved
     plan_file: str
+    branches: list = None  # a scenario tree's branches the purchases followed: (date, branch) pairs
 
     @property
     def regret_usd(self) -> float:
@@ -49,6 +50,7 @@ class Evaluation:
             "hindsight": {"cost_usd": dict(self.hindsight.cost), "objective_usd": self.hindsight.objective,
                           "reserved_purchases": _purchases(self.hindsight)},
             "reserved_purchases": _purchases(r),
+            "branches_followed": [{"date": d, "branch": b} for d, b in (self.branches or [])],
             "horizon": {"start": r.inputs.periods[0].isoformat(), "periods": r.inputs.T,
                         "hours": r.inputs.horizon_hours},
         }
@@ -69,6 +71,9 @@ def follow_tree(tree: dict | None, forecast: PlanInputs | None, actual: PlanInpu
     over the periods before that date (mean absolute difference over the periods both have), among the
     branches of the scenarios chosen so far: what a planner re-deciding at that date would know."""
     if not tree:
+        if scenario is not None:
+            raise InputError(Problem("--scenario", "the plan has no scenario tree: every purchase is made whatever "
+                                     "happens", value=scenario, hint="leave out --scenario for this plan"))
         return set()
     dates = sorted(tree.get("purchase_dates", []), key=lambda d: d["date"])
     chosen = set(s for d in dates[:1] for b in d["branches"] for s in b["scenarios"])
@@ -108,7 +113,7 @@ def _distance(forecast: PlanInputs | None, actual: PlanInputs, scenarios: list, 
 
 
 def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs | None = None,
-                        scenario: str | None = None) -> np.ndarray:
+                        scenario: str | None = None, followed_out: list | None = None) -> np.ndarray:
     """Instances per row of ``inp.reserved`` from a plan.json (or a list of purchases).
 
     A plan over a scenario tree buys some commitments only in one branch: the branch the actual demand follows
@@ -127,7 +132,13 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs 
     index = {}  # (gpu_type, region, option) -> its first purchase row; with the date -> that date's row;
     # a capacity block by its window's start (two offers of one pool differ only there)
     res = inp.reserved
+    treed = "branch" in res  # inputs split by the same scenario tree: every row read into its own branch's row
     for i, r in enumerate(res.itertuples()):
+        if treed and getattr(r, "kind", "instance") not in ("exit", "spend"):
+            index[(r.gpu_type, r.region, r.option, pd.Timestamp(r.purchase_date).date().isoformat(), r.branch)] = i
+            if getattr(r, "kind", "instance") == "window":
+                index[(r.gpu_type, r.region, r.option, "block", pd.Timestamp(r.block_start).isoformat(), r.branch)] = i
+            continue
         if getattr(r, "kind", "instance") == "exit":  # a resale: by what it sells and when
             par = res.iloc[int(r.parent)]
             index[("exit", r.gpu_type, r.region, r.option, pd.Timestamp(par["purchase_date"]).date().isoformat(),
@@ -142,10 +153,12 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs 
             index[("spend", r.option, str(r.plan_family), pd.Timestamp(r.purchase_date).date().isoformat())] = i
     n = np.zeros(len(inp.reserved))
     problems = []
-    followed = follow_tree(data.get("tree"), forecast, inp, scenario)
+    followed = follow_tree(data.get("tree"), forecast, inp, scenario) if not treed else set()
+    if followed_out is not None:  # the branches followed, by date (what evaluation.json reports)
+        followed_out.extend(sorted(followed))
     for i, row in enumerate(rows):
         branch = row.get("branch", "all") if isinstance(row, dict) else "all"
-        if branch not in (None, "all") and (str(row.get("purchase_date"))[:10], branch) not in followed:
+        if not treed and branch not in (None, "all") and (str(row.get("purchase_date"))[:10], branch) not in followed:
             continue  # bought only in a branch the demand that came did not follow
         try:
             if row.get("kind") == "exit":
@@ -180,6 +193,8 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs 
                 key = key + (str(row["purchase_date"])[:10],)
                 if pd.Timestamp(key[3]) > inp.periods[-1]:  # planned for after the evaluated horizon: not made yet
                     continue
+            if treed:
+                key = key + (branch or "all",)
             if not all(isinstance(k, str) for k in key):
                 raise TypeError("names must be text")
             count = float(row["instances"])

@@ -35,7 +35,8 @@ def plan_figures(p) -> dict:
     stranded = float(((tr["capacity_gpu_hours"] - tr["used_gpu_hours"]) * tr["effective_usd_per_gpu_hour"]).sum()) \
         if len(tr) else 0.0
     if len(p.spend):
-        stranded += float((p.spend["committed_usd"] - p.spend["covered_at_rates_usd"]).clip(lower=0).sum())
+        left = (p.spend["committed_usd"] - p.spend["covered_at_rates_usd"]).clip(lower=0)
+        stranded += float((left * (p.spend["probability"] if "probability" in p.spend else 1.0)).sum())  # expected
     c = p.commitments
     recourse = p.cost["total"] - p.cost["reserved"]
     return {"status": p.status.value, "total_cost_usd": float(p.cost["total"]),
@@ -305,8 +306,9 @@ def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, **solve)
     if "baseline_all_on_demand_usd" in out:
         out["baseline_all_on_demand_usd"] = out["baseline_all_on_demand_usd"].fillna(float(plan.baseline_all_on_demand))
     out.insert(0, "committed_usd", out["reserved_full_term_usd"])
-    out.insert(0, "committed_usd_per_hour", [float(u[kind == "spend"].sum()) for u in units])
-    out.insert(0, "committed_gpus", [float((u * m)[holds].sum()) for u in units])
+    out.insert(0, "committed_usd_per_hour", [float((u * inp.reserved_weight)[kind == "spend"].sum()) for u in units])
+    w = inp.reserved_weight  # a scenario tree's branch purchases: expected
+    out.insert(0, "committed_gpus", [float((u * m * w)[holds].sum()) for u in units])
     out.insert(0, "factor", factors)
     out["savings_usd"] = out["baseline_all_on_demand_usd"] - out["total_cost_usd"]
     out["optimum"] = out["factor"] == 1.0

@@ -17,7 +17,7 @@ TRANCHE_COLUMNS = ["row", "gpu_type", "region", "option", "kind", "purchase_date
                    "stack_position", "instances", "gpus", "active_periods", "capacity_gpu_hours", "used_gpu_hours",
                    "avg_utilisation", "min_utilisation", "horizon_cost_usd", "full_term_usd",
                    "on_demand_value_usd", "net_savings_usd", "effective_usd_per_gpu_hour",
-                   "on_demand_usd_per_gpu_hour", "break_even_utilisation", "pays"]
+                   "on_demand_usd_per_gpu_hour", "break_even_utilisation", "pays", "branch", "probability"]
 
 
 def reserved_used_cube(plan) -> np.ndarray:
@@ -91,13 +91,14 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     Columns: ``row`` (of ``plan.purchases``), ``gpu_type``, ``region``, ``option``, ``kind``,
     ``purchase_date``, ``end_date``, ``firm``, ``stack_position`` (1 = first used in its pool after the
     inventory), ``instances``, ``gpus``, ``active_periods`` (periods of the horizon it holds GPUs in),
-    ``capacity_gpu_hours`` and ``used_gpu_hours`` (expected), ``avg_utilisation`` (used / capacity
+    ``capacity_gpu_hours`` and ``used_gpu_hours`` (expected; a branch's tranche: given its branch), ``avg_utilisation`` (used / capacity
     GPU-hours), ``min_utilisation`` (the lowest expected per-period utilisation over its active periods),
     ``horizon_cost_usd`` (amortised: effective rate x active horizon hours, as ``plan.purchases``),
     ``full_term_usd`` (its whole liability), ``on_demand_value_usd`` (its used GPU-hours at its pool's
     on-demand price), ``net_savings_usd`` (value less horizon cost), ``effective_usd_per_gpu_hour``,
     ``on_demand_usd_per_gpu_hour``, ``break_even_utilisation`` (effective / on-demand rate) and ``pays``
-    (average utilisation at or above break-even).
+    (average utilisation at or above break-even), ``branch`` and ``probability`` (of the scenario-tree branch it
+    is bought in: "all" and 1 for a purchase made whatever happens).
     """
     inp = plan.inputs
     st = stack(plan)
@@ -109,8 +110,11 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     h = inp.hours
     cap, used = st["cap"], st["used"]
     exp_used = np.einsum("s,srt->rt", inp.probability, used)
-    cap_h = cap @ h
-    used_h = exp_used @ h
+    # a tranche of a branch of the scenario tree: its GPU-hours given that branch (expected / its probability),
+    # like its cost; 1 for a purchase made whatever happens
+    w = np.maximum(inp.reserved_weight[rows], 1e-12)
+    cap_h = (cap @ h) / w
+    used_h = (exp_used @ h) / w
     active = cap > 1e-12
     util_t = np.divide(exp_used, cap, out=np.full(cap.shape, np.inf), where=active)
     od = inp.pools["od"].to_numpy(float)[pr]
@@ -142,6 +146,8 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     out["on_demand_usd_per_gpu_hour"] = od
     out["break_even_utilisation"] = np.divide(r, od, out=np.full(len(rows), np.inf), where=np.nan_to_num(od) > 0)
     out["pays"] = out["avg_utilisation"] >= out["break_even_utilisation"] - 1e-12
+    out["branch"] = pur["branch"].to_numpy()[rows] if "branch" in pur else "all"
+    out["probability"] = inp.reserved_weight[rows]
     return out[TRANCHE_COLUMNS]
 
 

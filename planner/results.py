@@ -458,7 +458,7 @@ def _spend_table(inp: PlanInputs, fam, v: np.ndarray, blocks, purchases: pd.Data
     and USD at its rates and at on-demand) and its utilisation (covered USD at its rates / USD committed)."""
     cols = ["row", "option", "plan_family", "purchase_date", "end_date", "firm", "usd_per_hour", "hours_active",
             "committed_usd", "covered_gpu_hours", "covered_at_rates_usd", "covered_at_on_demand_usd",
-            "utilisation", "savings_usd"]
+            "utilisation", "savings_usd", "branch", "probability"]
     res = inp.reserved
     if "kind" not in res or not res["kind"].eq("spend").any():
         return pd.DataFrame(columns=cols)
@@ -474,6 +474,9 @@ def _spend_table(inp: PlanInputs, fam, v: np.ndarray, blocks, purchases: pd.Data
     C = purchases["units"].to_numpy(float)
     hours = inp.active.astype(float) @ inp.hours
     committed = C * hours
+    # a branch's savings plan (the scenario tree): its usage given its branch, like its commitment
+    w = np.maximum(inp.reserved_weight, 1e-12)
+    gh, at_rates, at_od = gh / w, at_rates / w, at_od / w
     out = pd.DataFrame({"row": rows, "option": res["option"].to_numpy()[rows],
                         "plan_family": res["plan_family"].to_numpy()[rows],
                         "purchase_date": res["purchase_date"].to_numpy()[rows],
@@ -484,6 +487,8 @@ def _spend_table(inp: PlanInputs, fam, v: np.ndarray, blocks, purchases: pd.Data
     out["utilisation"] = np.divide(out["covered_at_rates_usd"], out["committed_usd"],
                                    out=np.zeros(len(out)), where=out["committed_usd"].to_numpy() > 0)
     out["savings_usd"] = out["covered_at_on_demand_usd"] - out["committed_usd"]
+    out["branch"] = res["branch"].to_numpy()[rows] if "branch" in res else "all"
+    out["probability"] = inp.reserved_weight[rows]
     return out[cols]
 
 

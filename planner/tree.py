@@ -24,13 +24,17 @@ MODES = ("tree", "first_stage")
 
 def node_labels(demand: np.ndarray, cut: np.ndarray) -> np.ndarray:
     """(len(cut), S) node of every scenario at each cut (a period position): scenarios share a node when their
-    demand (S, K, T) is equal in every period before the cut. Nodes are numbered by first scenario."""
+    demand (S, K, T) is equal (to a millionth of each class's peak) in every period before the cut.
+    Nodes are numbered by first scenario."""
     S = demand.shape[0]
     out = np.zeros((len(cut), S), dtype=np.int64)
+    # demand equal to a millionth of the class's peak is equal: float noise (a CSV's last digits) is not information
+    scale = np.maximum(np.abs(demand).max(axis=(0, 2), keepdims=True), 1.0)
+    q = np.round(demand / scale, 6)
     for i, t in enumerate(cut):
         if t <= 0 or S == 1:
             continue
-        _, first, inverse = np.unique(demand[:, :, :t].reshape(S, -1), axis=0, return_index=True,
+        _, first, inverse = np.unique(q[:, :, :t].reshape(S, -1), axis=0, return_index=True,
                                       return_inverse=True)
         rank = np.empty(len(first), dtype=np.int64)
         rank[np.argsort(first, kind="stable")] = np.arange(len(first))
@@ -51,8 +55,10 @@ def expand(reserved: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex
     S = len(scenarios)
     if S < 2 or not len(reserved):
         return reserved, active, None
+    # what is known at a purchase instant: the periods that ended before it (a purchase inside a period, a
+    # capacity block bought at 11:30, knows nothing of that period)
     when = pd.DatetimeIndex(reserved["purchase_date"]).as_unit("ns").asi8
-    cut = np.searchsorted(pd.DatetimeIndex(periods).as_unit("ns").asi8, when, side="left")
+    cut = np.clip(np.searchsorted(pd.DatetimeIndex(periods).as_unit("ns").asi8, when, side="right") - 1, 0, None)
     dates, which = np.unique(cut, return_inverse=True)
     labels = node_labels(demand, dates)  # (D, S)
     if labels.max() == 0:

@@ -172,9 +172,11 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
     # the demand that came is one history: the model's [scenarios] (its forecast's) do not apply to it
     inp = load_inputs(replace(load_model(model or default_model()), scenarios={}), demand=demand, prices=prices)
     forecast = _forecast_of(model or default_model(), prices, plan_file)
-    purchases = read_plan_purchases(plan_file, inp, forecast, scenario)
+    followed: list = []
+    purchases = read_plan_purchases(plan_file, inp, forecast, scenario, followed_out=followed)
     ev = run_evaluation(inp, purchases, functools.partial(make_plan, backend=solver, time_limit_s=time_limit),
                         plan_file=str(plan_file))
+    ev.branches = followed
     if not ev.realised.status.has_plan:
         click.secho(f"Error: the plan's purchases cannot be run on these inputs (status "
                     f"{ev.realised.status.value}: {ev.realised.solve.message}). A reserved cap (max_gpus) below "
@@ -191,6 +193,9 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
                    f"${c['on_demand']:,.0f}, spot ${c['spot']:,.0f}); shortfall {data['shortfall_gpu_hours']:,.1f} "
                    f"GPU-hours; reserved utilisation {100 * data['reserved_utilisation']:.1f} %; regret "
                    f"${data['regret_usd']:,.0f} against hindsight (${data['hindsight']['objective_usd']:,.0f})")
+        turns = [(d, b) for i, (d, b) in enumerate(followed) if b != "all" and (i == 0 or followed[i - 1][1] != b)]
+        if turns:
+            click.echo("  the plan's scenario tree, followed: " + "; ".join(f"from {d} {b}" for d, b in turns))
         click.echo(f"  wrote {paths['xlsx']} and {paths['json']}")
 
 
@@ -209,8 +214,9 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
               help="latest | weekly | trend | weekly_trend | module:function | file.py:function (docs/scenarios.md).")
 @click.option("--lookback-hours", type=Finite(min=1), default=None,
               help="Usage the recommender looks back on (default: 720, or all the history before the cut-off).")
-@click.option("--strategies", default=",".join(STRATEGY_NAMES), show_default=True,
-              help="Comma-separated strategies to run.")
+@click.option("--strategies", default=",".join(s for s in STRATEGY_NAMES if s != "tree"), show_default=True,
+              help="Comma-separated strategies to run (also: tree, a scenario tree over the term with later "
+                   "purchases allowed: a MILP per cut-off, slow on long horizons).")
 @click.option("--decide-hours", type=Finite(min=1), default=None,
               help="Cut-offs buy only in the first HOURS after the history; later windows judge what was bought "
                    "(leave the longest term after them and every term lies inside the span).")
@@ -233,8 +239,11 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
     At every cut-off each strategy sees only the demand before it and decides what
     to buy; all purchases are then fixed on the demand that came and compared with
     the hindsight optimum of the whole period (same purchase dates). Strategies:
-    stochastic (forecast-error scenarios), point, percentile_fleet, recommender,
-    all_on_demand. Strategies run in parallel (--jobs, --executor dask).
+    stochastic (forecast-error or, over a term, level scenarios), point,
+    percentile_fleet, recommender, spot_aware (the break-even rule on non-spot
+    demand), coverage_ladder (a share of the trailing minimum, quarterly),
+    all_on_demand; tree (opt-in: a scenario tree over the term, later purchases
+    allowed, today's made). Strategies run in parallel (--jobs, --executor dask).
 
     The three output files are written together at the end, or not at all. A
     forecaster of your own runs contained: what it prints goes to stderr, and

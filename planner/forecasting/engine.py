@@ -36,6 +36,9 @@ class ForecastResult:
         return "\n".join(lines) + "\n"
 
 
+TREE_MIN_HISTORY_HOURS = 72.0  # a scenario tree needs the forecast's error measured: two days to fit, one held back
+
+
 def _holdout_length(T: int, h: int, day: int) -> int:
     """Held-back tail: a fifth of the history in whole days (at least a day), no longer than the horizon."""
     tail = max(day, (T // 5) // day * day)
@@ -235,6 +238,14 @@ def forecast_demand(history, horizon_months: int = 3, *, period_hours: float | N
     else:
         branches = 2 if branches is None else branches
         tree_mod.plan_tree(_period_grid(h, start, step, period_hours)[2], tree, branches)  # before any fit
+        need = TREE_MIN_HISTORY_HOURS / step
+        if hist.values.shape[1] < need:  # the tree's spread is the forecast's own measured error: it needs a past
+            raise InputError(Problem(hist.source, f"history too short for a scenario tree: "
+                                     f"{hist.values.shape[1]} periods of {step:g} h",
+                                     expected=f"at least {int(np.ceil(need))} periods ({TREE_MIN_HISTORY_HOURS:g} h: "
+                                     "the tree's branches spread by the forecast's own error, measured on a "
+                                     "held-back tail of at least a day)",
+                                     hint="a longer history, or quantile paths (--scenarios) without --tree"))
         levels = [int(round(100 * q)) for q in tree_mod.TREE_QUANTILES]
     quantiles = [q / 100 for q in levels]
     grid = sorted(set(quantiles) | set(INTERVAL))

@@ -159,6 +159,13 @@ def check_tree_dates(config, periods: pd.DatetimeIndex, by: str) -> None:
 
     periods = pd.DatetimeIndex(periods)
     c = config.commitments
+    if c.non_anticipativity != "tree":
+        raise InputError(Problem(str(config.path or "<model>"), "--tree on a model whose every purchase is common to "
+                                 "all scenarios: the tree's branches would change nothing the plan decides",
+                                 value=f"commitments.non_anticipativity = \"{c.non_anticipativity}\"",
+                                 expected='non_anticipativity = "tree" (the default)',
+                                 hint="remove non_anticipativity from [commitments], or forecast quantile paths "
+                                      "(--scenarios) without --tree"))
     pos = branch_positions(periods, by)
     off = np.setdiff1d(pos, purchase_periods(periods, c.purchase_every, c.purchase_until))
     if not off.size:

@@ -129,7 +129,7 @@ class PlanModel:
             if not len(frame):
                 continue
             keys = [frame["c"].to_numpy()] if family == "n" else \
-                [frame[c].to_numpy() for c in frame.columns if c != "col"]
+                [frame[c].to_numpy() for c in frame.columns if c not in ("col", "rate")]  # v's rate is data
             for col, name in zip(frame["col"].tolist(), naming.names(family, *keys)):
                 names[col] = name
         for name, cols in self.user_columns.items():

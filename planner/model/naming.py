@@ -19,6 +19,7 @@ FAMILIES = {
     "u": ("unmet demand", ("class", "block")),
     "xd": ("backfill class's own reserved GPUs (above the priority peak)", ("class", "pool", "block")),
     "pk": ("priority classes' peak use of purchased reserved GPUs", ("pool",)),
+    "v": ("on-demand GPUs a savings plan pays for", ("option", "pool", "block")),
     # constraints
     "demand": ("demand with headroom", ("class", "block")),
     "spot_share": ("maximum spot share", ("class", "block")),
@@ -28,6 +29,10 @@ FAMILIES = {
     "reserved_cap": ("reserved cap", ("pool", "set")),  # one row per set of purchases active together
     "backfill_peak": ("priority classes' peak reserved use", ("pool", "block")),
     "backfill_dedicated": ("backfill classes' own reserved GPUs", ("pool", "block")),
+    "spend_usage": ("savings plans cover used on-demand GPUs only", ("pool", "block")),
+    "spend_commitment": ("a savings plan covers up to its USD per hour", ("option", "block")),
+    "discount_only_cap": ("discount-only commitments count against the on-demand cap", ("pool", "block")),
+    "exit_link": ("a commitment sells at most what it bought", ("option",)),
 }
 
 

@@ -261,7 +261,9 @@ def from_plan(plan: Plan) -> TeamDemand:
     fleet = f.assign(wt=f["scenario"].map(w).astype(float))
     rows = []
     for (g, r), df in fleet.groupby(["gpu_type", "region"], sort=True):
-        owned = df[df["scenario"] == inp.scenarios[0]]["reserved_owned"].max()
+        # reserved owned per period, expected over scenarios (a scenario tree's branches own different fleets; without
+        # one every scenario owns the same), at its peak: not one scenario's, so the order of [scenarios] is moot
+        owned = (df["reserved_owned"] * df["wt"]).groupby(df["period"]).sum().max()
         for option, cap in (("reserved", owned), ("on_demand", df["on_demand"].max()), ("spot", df["spot"].max())):
             cap = int(np.ceil(cap - 1e-6))
             if cap > 0:

@@ -130,7 +130,8 @@ class Holding:
 
 def holdings(plan: dict) -> list[Holding]:
     """Every GPU commitment the plan holds: bought (``reserved_purchases`` with GPUs, capacity blocks included,
-    resales taken off their purchase) and owned (``inventory``, vintage "owned <start>")."""
+    resales taken off their purchase; a scenario tree's branch purchase at its probability: the expected fleet)
+    and owned (``inventory``, vintage "owned <start>")."""
     out = []
     for r in plan.get("reserved_purchases") or []:
         kind = r.get("kind") or "instance"
@@ -141,6 +142,7 @@ def holdings(plan: dict) -> list[Holding]:
         if not start or not end:
             continue
         vintage = str(r.get("purchase_date"))[:10]
+        gpus *= float(r.get("probability") if r.get("probability") is not None else 1.0)  # a branch's: expected
         if kind == "exit":  # a resale: its GPUs leave their purchase's vintage from the resale date
             vintage, gpus = str((r.get("resale_of") or {}).get("purchase_date") or vintage)[:10], -gpus
         out.append(Holding(vintage, r["gpu_type"], r["region"], gpus, pd.Timestamp(start), pd.Timestamp(end),
@@ -413,7 +415,7 @@ PURCHASE_COLUMNS = (("purchase_date", "bought"), ("firm", "firm"), ("gpu_type", 
                     ("active_from", "active from"), ("end_date", "ends"),
                     ("effective_usd_per_gpu_hour", "effective $/GPU-h"), ("upfront_usd", "upfront $"),
                     ("monthly_recurring_usd", "monthly $"), ("horizon_cost_usd", "horizon cost $"),
-                    ("commitment_usd", "commitment $"))
+                    ("commitment_usd", "commitment $"), ("branch", "if (branch)"), ("probability", "probability"))
 
 
 def purchases(plan: dict) -> list[dict]:

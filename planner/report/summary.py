@@ -47,8 +47,10 @@ def summary_text(plan: Plan) -> str:
         pct = 100 * saved / base if base else 0.0
         lines.append(f"  all on-demand    {_usd(base):>16}   savings {_usd(saved)} ({pct:.1f} %)")
     if len(inp.scenarios) > 1:
-        parts = ", ".join(f"{r.scenario} ({r.probability:.0%}) {_usd(r.total)}" for r in plan.scenario_costs.itertuples())
-        lines.append(f"  scenarios: {parts}")
+        sc = plan.scenario_costs
+        parts = ", ".join(f"{r.scenario} ({r.probability:.0%}) {_usd(r.total)}" for r in sc.head(6).itertuples())
+        more = f", ... {len(sc)} scenarios in all (plan.json scenarios[])" if len(sc) > 6 else ""
+        lines.append(f"  scenarios: {parts}{more}")
         if plan.risk is not None:
             lines.append(f"  worst case {_usd(plan.risk.worst_case_usd)} ({plan.risk.worst_scenario}); "
                          f"value of the stochastic solution {_usd(plan.risk.vss_usd)}; "
@@ -72,7 +74,9 @@ def summary_text(plan: Plan) -> str:
                     (f", usable {r.active_from:%Y-%m-%d}" if r.active_from != r.purchase_date else "") + \
                     f", ends {r.end_date:%Y-%m-%d}: "
             if getattr(r, "kind", "instance") == "exit":
-                lines.append(f"    expect to sell {r.purchase_date:%Y-%m-%d}: {r.gpu_type:<12} {r.region:<16} {r.option:<12} "
+                lines.append(f"    expect to sell {r.purchase_date:%Y-%m-%d}"
+                             + ("" if branch == "all" else f" if {branch} ({r.probability:.0%})")
+                             + f": {r.gpu_type:<12} {r.region:<16} {r.option:<12} "
                              f"{r.instances:>6} instances ({-r.gpus:g} GPUs) bought earlier, on resale: saves "
                              f"{_usd(-r.commitment_usd)} of the term (fees stop, the upfront left comes back less "
                              "the haircut)")
@@ -94,7 +98,8 @@ def summary_text(plan: Plan) -> str:
             lines.append(f"    the option to resell terms is worth {_usd(plan.commitments['exit_value_usd'])} to this plan "
                          + ("(in the NPV objective; " if npv else "(")
                          + f"its cost without it: {_usd(plan.commitments['cost_without_exits_usd'])}; a resale is "
-                         "decided for every scenario alike)")
+                         + ("decided for every scenario alike)" if plan.inputs.reserved_member is None else
+                            "decided per branch, as what happens first becomes known)"))
         tree = "probability" in bought and bool((bought["probability"] < 1).any())
         lines.append(f"    total{' expected' if tree else ''} commitment "
                      f"{_usd(plan.commitments.get('reserved_full_term_usd', bought['commitment_usd'].sum()))}"
@@ -108,7 +113,8 @@ def summary_text(plan: Plan) -> str:
     sp = plan.spend
     for r in (sp[sp["usd_per_hour"] > 0].itertuples() if sp is not None and len(sp) else []):
         lines.append(f"  savings plan: {'commit now' if r.firm else 'expect to commit'} {pd.Timestamp(r.purchase_date):%Y-%m-%d} "
-                     f"to {r.option} ({r.plan_family}) ${r.usd_per_hour:,.2f}/h until {pd.Timestamp(r.end_date):%Y-%m-%d}: "
+                     + ("" if getattr(r, "branch", "all") == "all" else f"if {r.branch} ({r.probability:.0%}) ")
+                     + f"to {r.option} ({r.plan_family}) ${r.usd_per_hour:,.2f}/h until {pd.Timestamp(r.end_date):%Y-%m-%d}: "
                      f"{_usd(r.committed_usd)} in the horizon, {100 * r.utilisation:.1f} % used, it paid "
                      f"{r.covered_gpu_hours:,.0f} on-demand GPU-hours worth {_usd(r.covered_at_on_demand_usd)}")
     lines.extend(_memo_lines(plan))
@@ -159,7 +165,8 @@ def _liability_lines(plan: Plan) -> list[str]:
              f"{_usd(amortised)}, full term {_usd(full)}, of which {_usd(past)} falls after the horizon ends"]
     if full > 0 and past > 0.5 * full:
         end = plan.inputs.periods[-1] + pd.Timedelta(hours=float(plan.inputs.hours[-1]))
-        lines.append(f"  NOTE: {100 * past / full:.0f} % of the commitments signed ({_usd(past)} of {_usd(full)}) "
+        what = "signed" if plan.inputs.reserved_member is None else "planned (expected over the tree's branches)"
+        lines.append(f"  NOTE: {100 * past / full:.0f} % of the commitments {what} ({_usd(past)} of {_usd(full)}) "
                      f"is owed after the forecast ends on {end:%Y-%m-%d}: the plan assumes demand past the forecast "
                      "keeps them busy.")
     return lines

@@ -83,11 +83,12 @@ def plan_metrics(plan: Plan) -> dict:
     cost = plan.cost
     base = plan.baseline_all_on_demand
     bought = plan.purchases
-    commitment = float(bought["commitment_usd"].sum()) if len(bought) else 0.0
+    prob = bought["probability"] if "probability" in bought else 1.0  # a tree's branch purchases: expected
+    commitment = float((bought["commitment_usd"] * prob).sum()) if len(bought) else 0.0
     reserved = {}
-    for r in bought.itertuples():  # summed over purchase dates
+    for r in bought.itertuples():  # summed over purchase dates (expected over a scenario tree's branches)
         key = reserved_key(r.gpu_type, r.region, r.option)
-        reserved[key] = reserved.get(key, 0.0) + float(r.gpus)
+        reserved[key] = reserved.get(key, 0.0) + float(r.gpus) * float(getattr(r, "probability", 1.0))
 
     a = expected_gpu_hours(plan)
     by_class = a.groupby(["workload_class", "option"])["expected_gpu_hours"].sum() if len(a) else pd.Series(dtype=float)

@@ -206,12 +206,15 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
     for r in _spend_rows(plan).itertuples():  # savings plans (USD/h x hours) and resales (values: no Prices row)
         if not r.units:
             continue
-        value = float(r.commitment_usd) if full_term else float(r.horizon_cost_usd)
+        w = float(getattr(r, "probability", 1.0))  # a branch's commitment or resale: expected
+        value = (float(r.commitment_usd) if full_term else float(r.horizon_cost_usd)) * w
         exit_ = r.kind == "exit"
         s.append(["reserved", r.gpu_type if exit_ else None, r.region if exit_ else None,
                   s.text(f"{r.option} resold {pd.Timestamp(r.purchase_date).date()}" if exit_
                          else f"{r.option} ({r.plan_family})"), float(r.units),
-                  "instances sold" if exit_ else "USD per hour", float(r.hours_active), None, value])
+                  s.text(("instances sold" if exit_ else "USD per hour")
+                         + (f" (if {getattr(r, 'branch', '')}, at p = {w:g})" if w < 1.0 else "")),
+                  float(r.hours_active), None, value])
         totals["reserved"] += value
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
     expected = (a["gpus"] * a["hours"] * a["scenario"].map(prob)).groupby(

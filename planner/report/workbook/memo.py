@@ -60,8 +60,13 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         rows.append(("Sign now: nothing", 0.0, USD0, "no commitment pays on this forecast", False))
     later = tr[~tr["firm"].astype(bool)] if len(tr) else tr
     if len(later):
-        rows.append(("Planned later (decide then)", float(later["full_term_usd"].sum()), USD0,
-                     f"{len(later)} later tranches, {later['gpus'].sum():,.0f} GPUs, whole terms; dates and "
+        w = later["probability"] if "probability" in later else 1.0
+        tree = bool((np.asarray(w) < 1).any()) if "probability" in later else False
+        rows.append(("Planned later (decide then)" + (", expected" if tree else ""),
+                     float((later["full_term_usd"] * w).sum()), USD0,
+                     f"{len(later)} later tranches, {(later['gpus'] * w).sum():,.0f} GPUs"
+                     + (" expected over the scenario tree's branches (each at its probability; the Tranches sheet "
+                        "gives each branch's)" if tree else "") + ", whole terms; dates and "
                      "utilisation on the Tranches sheet; re-plan before each date", False))
     rows.extend(_cash_rows(plan, purchases))
     base = float(plan.baseline_all_on_demand)
@@ -209,7 +214,7 @@ def _write_chargeback(ws, plan: Plan) -> None:
 TRANCHE_COLUMNS = ["gpu_type", "region", "option", "purchase_date", "end_date", "firm", "stack_position",
                    "instances", "gpus", "avg_utilisation", "min_utilisation", "break_even_utilisation", "pays",
                    "used_gpu_hours", "capacity_gpu_hours", "horizon_cost_usd", "on_demand_value_usd",
-                   "net_savings_usd", "full_term_usd"]
+                   "net_savings_usd", "full_term_usd", "branch", "probability"]
 _FORMATS = {"purchase_date": DAY, "end_date": DAY, "instances": INT, "gpus": INT, "avg_utilisation": PCT,
             "min_utilisation": PCT, "break_even_utilisation": PCT, "used_gpu_hours": NUM, "capacity_gpu_hours": NUM,
             "horizon_cost_usd": USD, "on_demand_value_usd": USD, "net_savings_usd": USD, "full_term_usd": USD,
@@ -217,7 +222,7 @@ _FORMATS = {"purchase_date": DAY, "end_date": DAY, "instances": INT, "gpus": INT
             "total_cost_usd": USD0, "full_term_cost_usd": USD0, "reserved_usd": USD0, "on_demand_usd": USD0,
             "spot_usd": USD0, "reserved_utilisation": PCT, "stranded_usd": USD0, "stranded_increase_usd": USD0,
             "liability_past_horizon_usd": USD0, "shortfall_gpu_hours": NUM, "savings_usd": USD0, "npv_usd": USD0,
-            "stack_position": INT}
+            "stack_position": INT, "probability": PCT}
 
 
 def _write_tranches(ws, tr: pd.DataFrame) -> None:
@@ -227,7 +232,8 @@ def _write_tranches(ws, tr: pd.DataFrame) -> None:
         s.append([getattr(r, c) if c not in ("purchase_date", "end_date") else pd.Timestamp(getattr(r, c))
                   for c in TRANCHE_COLUMNS[:5]]
                  + ["now" if r.firm else "planned"] + [getattr(r, c) for c in TRANCHE_COLUMNS[6:12]]
-                 + ["yes" if r.pays else "no"] + [getattr(r, c) for c in TRANCHE_COLUMNS[13:]])
+                 + ["yes" if r.pays else "no"] + [getattr(r, c) for c in TRANCHE_COLUMNS[13:-2]]
+                 + [s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0))])
     s.table("Tranches")
     s.note("Marginal utilisation: in each pool the GPUs in use fill the inventory owned first, then each "
            "purchase in purchase order (the last bought is used last), so each tranche shows its own use.")

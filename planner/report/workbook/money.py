@@ -319,17 +319,19 @@ def _write_savings_plans(ws, plan: Plan) -> None:
     the usage it paid (GPU-hours; USD at its rates and at on-demand), utilisation and saving (values)."""
     cols = ["option", "plan_family", "purchase_date", "end_date", "firm", "usd_per_hour", "hours_active",
             "committed_usd", "covered_gpu_hours", "covered_at_rates_usd", "covered_at_on_demand_usd", "utilisation",
-            "savings_usd"]
+            "savings_usd", "branch", "probability"]
     s = _Sheet(ws, cols, {"purchase_date": DAY, "end_date": DAY, "usd_per_hour": RATE, "hours_active": NUM,
                           "committed_usd": USD, "covered_gpu_hours": NUM, "covered_at_rates_usd": USD,
-                          "covered_at_on_demand_usd": USD, "utilisation": PCT, "savings_usd": USD})
+                          "covered_at_on_demand_usd": USD, "utilisation": PCT, "savings_usd": USD,
+                          "probability": PCT})
     s.header({"option": 20, "plan_family": 20})
     sp = plan.spend
     for r in sp.itertuples() if sp is not None and len(sp) else []:
         s.append([r.option, s.text(str(r.plan_family)), _date(r.purchase_date), _date(r.end_date),
                   "now" if r.firm else "planned", float(r.usd_per_hour), float(r.hours_active), float(r.committed_usd),
                   float(r.covered_gpu_hours), float(r.covered_at_rates_usd), float(r.covered_at_on_demand_usd),
-                  float(r.utilisation), float(r.savings_usd)])
+                  float(r.utilisation), float(r.savings_usd), s.text(str(getattr(r, "branch", "all"))),
+                  float(getattr(r, "probability", 1.0))])
     if sp is None or not len(sp):
         s.append([s.text("no savings plan in the price sheet")] + [None] * (len(cols) - 1))
     s.table("SavingsPlans")

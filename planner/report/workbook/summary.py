@@ -104,7 +104,8 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
     bought = purchases[purchases["instances"] > 0]
     npv_col, npv_rows = _cash_npv_column(plan, purchases)
     spend_rows = _spend_rows(plan)
-    sp_sum = lambda col: float(spend_rows[col].sum()) if len(spend_rows) else 0.0  # noqa: E731 (savings plans)
+    sp_sum = lambda col: float((spend_rows[col] * (spend_rows["probability"] if "probability" in spend_rows  # noqa: E731
+                                                   else 1.0)).sum()) if len(spend_rows) else 0.0  # savings plans, resales
     prob = purchases["probability"] if "probability" in purchases else 1.0
 
     def weighted(col: str) -> float:  # a purchase that waits counts at its branch's probability (expected)
