@@ -71,6 +71,7 @@ class _NoBatches:
 
     recourse = None
     inputs = None
+    stats: dict = {}
 
 
 def build_memo(plan, inp=None, *, shocks=DEFAULT_SHOCKS, factors=None, executor=None,
@@ -87,7 +88,7 @@ def build_memo(plan, inp=None, *, shocks=DEFAULT_SHOCKS, factors=None, executor=
     seconds["tables"] = time.perf_counter() - t0
     from .memo_resolve import shared_batches
 
-    with shared_batches(plan if inp is plan.inputs else _NoBatches(), executor):  # a decomposed plan's batches, once
+    with shared_batches(plan if inp is plan.inputs else _NoBatches(), executor, solve.get("backend")):  # a decomposed plan's batches, once
         t0 = time.perf_counter()
         down = downside(plan, inp, shocks, executor=executor, **solve)
         seconds["downside"] = time.perf_counter() - t0

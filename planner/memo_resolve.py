@@ -97,6 +97,27 @@ def _run(inp, tasks: list[dict], executor, solve: dict, warm: dict | None = None
     return [dict(o.value, seconds=o.seconds) for o in outcomes]
 
 
+def batches_of(plan, backend: str | None = None) -> dict | None:
+    """The weekly batches ``plan``'s re-solves are priced in: a decomposed plan's own (with its bases), else, for
+    any model the decomposition applies to (no backfill, no discount-only commitment, no ``[budget]``: nothing
+    links the periods once the purchases are fixed), new ones, cold; None where the whole model must be re-solved
+    (or the demand is not linear in the rows: SLO-sized classes; or CBC was asked). The same LP either way: the
+    recourse separates by period (measured on the bundled example: the memo 3.2 s against 6.3 s)."""
+    inp = plan.inputs
+    if inp is None or not _linear_in_demand(inp) or (backend or inp.config.solver.backend) != "highs":
+        return None
+    if plan.recourse is not None and plan.recourse.get("chunks"):
+        return plan.recourse
+    from .decompose import applicable, chunk_index, cut_groups
+
+    b = inp.config.budget
+    if not applicable(inp) or b.max_total_usd is not None or b.monthly or plan.stats.get("extensions"):
+        return None
+    chunks = chunk_index(inp, "week")
+    return {"chunks": chunks, "cut_by": cut_groups(inp), "units": plan.purchases["units"].to_numpy(float),
+            "bases": [None] * len(chunks)}
+
+
 def _linear_in_demand(inp) -> bool:
     """True when scaling the demand scales only the demand and spot-share rows (no class sized by an SLO)."""
     return inp.requests is None or bool(np.isnan(inp.requests).all())
@@ -109,14 +130,13 @@ class shared_batches:
     """``with shared_batches(plan, executor):`` every batched re-solve of ``plan``'s inputs inside uses one
     pricer (its batches built, its workers started, once): the memo's downside and curve alike."""
 
-    def __init__(self, plan, executor=None):
-        self.plan, self.executor, self.key = plan, executor, id(plan.inputs)
+    def __init__(self, plan, executor=None, backend: str | None = None):
+        self.plan, self.executor, self.key, self.backend = plan, executor, id(plan.inputs), backend
 
     def __enter__(self):
-        warm = self.plan.recourse
-        inp = self.plan.inputs
-        if warm is not None and warm.get("chunks") and _linear_in_demand(inp):
-            _SHARED[self.key] = _open_pricer(inp, warm, self.executor)
+        warm = batches_of(self.plan, self.backend)
+        if warm is not None:
+            _SHARED[self.key] = _open_pricer(self.plan.inputs, warm, self.executor)
         return self
 
     def __exit__(self, *exc):
@@ -125,7 +145,7 @@ class shared_batches:
             pricer.close()
 
 
-BATCH_PROCESS_CELLS = 150_000  # periods x classes x scenarios above which the re-solves' batches go to processes
+BATCH_PROCESS_CELLS = 30_000  # periods x classes x scenarios above which the re-solves' batches go to processes
 
 
 def _open_pricer(inp, warm: dict, executor):
@@ -212,7 +232,8 @@ def downside(plan, inp, shocks=DEFAULT_SHOCKS, executor=None, **solve) -> pd.Dat
     if any(not 0 < s < 1 for s in shocks):
         raise ValueError(f"shocks must lie in (0, 1), got {shocks}")
     tasks = [{"demand_level": 1.0 - s, "units": units} for s in shocks]
-    rows = [dict(plan_figures(plan), seconds=0.0)] + (_run(inp, tasks, executor, _solve_kwargs(solve), plan.recourse)
+    rows = [dict(plan_figures(plan), seconds=0.0)] + (_run(inp, tasks, executor, _solve_kwargs(solve),
+                                                            batches_of(plan, solve.get("backend")))
                                                       if tasks else [])
     out = pd.DataFrame(rows)
     out.insert(0, "demand_level", [1.0] + [1.0 - s for s in shocks])
@@ -297,7 +318,7 @@ def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, **solve)
     units = [scaled_units(plan, inp, f) for f in factors]
     todo = [i for i, f in enumerate(factors) if f != 1.0]  # factor 1 is the plan itself: its own figures
     solved = _run(inp, [{"demand_level": 1.0, "units": units[i]} for i in todo], executor, _solve_kwargs(solve),
-                  plan.recourse) \
+                  batches_of(plan, solve.get("backend"))) \
         if todo else []
     rows = [dict(plan_figures(plan), seconds=0.0)] * len(factors)
     for i, r in zip(todo, solved):

@@ -25,7 +25,7 @@ STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "spo
 def _default_pricing(inp):
     """Where ``planner plan`` prices a decomposition's batches when not told: local processes on every core
     above ``BATCH_PROCESS_CELLS`` periods x classes x scenarios, else here (the processes' start-up and the
-    inputs sent to them cost more than they save on smaller horizons; measured on L)."""
+    inputs sent to them cost more than they save on smaller horizons: M is faster in one process, L on two)."""
     from ..executors import LocalExecutor
     from ..memo_resolve import BATCH_PROCESS_CELLS
 
@@ -64,7 +64,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
         planner plan big.toml --scheduler tcp://10.0.0.5:8786  # ... on a Dask cluster
 
     A long horizon is decomposed (Benders): its weekly recourse LPs are priced on --jobs local processes
-    (default: every core above 150,000 periods x classes x scenarios, else in this process) or on Dask
+    (default: every core above 30,000 periods x classes x scenarios, else in this process) or on Dask
     (--executor dask, --scheduler); the answer is the same on any.
     """
     from ..atomic import check_writable
