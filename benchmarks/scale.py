@@ -81,7 +81,8 @@ def plan_run(model: Path, jobs: int, dask: bool, memo: bool, timeout_s: float) -
         b = d.get("model_size", {}).get("benders") or {}
         out.update(status=d["status"], gap=d["mip_gap"], objective=round(d["objective_usd"], 2),
                    iterations=b.get("iterations"), workers=b.get("workers"),
-                   timings={k: round(v, 1) for k, v in d.get("timings_s", {}).items()})
+                   timings={k: round(v, 1) for k, v in d.get("timings_s", {}).items()},
+                   benders_phases={k: round(v, 1) for k, v in (b.get("phases_s") or {}).items()})
         return out
 
 

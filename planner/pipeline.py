@@ -276,8 +276,10 @@ def _fixed_plan(inp: PlanInputs, n: np.ndarray, timings: dict, risk: bool, write
 
 
 def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunks: list, cut_by: str,
-                     seconds: float, timings: dict | None = None, write_model=None, time_limit_s=None) -> Plan:
-    """The plan of the purchases ``n`` from every batch's pricing at them (``pricer``'s batches of ``chunks``)."""
+                     seconds: float, timings: dict | None = None, write_model=None, time_limit_s=None,
+                     allocation: bool = True) -> Plan:
+    """The plan of the purchases ``n`` from every batch's pricing at them (``pricer``'s batches of ``chunks``);
+    ``allocation=False``: without the per-class allocation table (:func:`planner.results.extract_plan`)."""
     from types import SimpleNamespace
 
     from .decompose import _row_counts
@@ -287,7 +289,7 @@ def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunk
                          chunks=sum(pricer.groups),
                          cut_by=cut_by, iterations=1, workers=pricer.workers, pricer=pricer.name,
                          chunk_periods=chunks, keys=pricer.keys(), priced=priced, row_counts=_row_counts(pricer))
-    plan = _plan_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model)
+    plan = _plan_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model, allocation)
     plan.solve = replace(plan.solve, message=f"purchases fixed; the recourse priced in {len(chunks)} weekly batches "
                                              f"({pricer.workers} worker(s), {pricer.name})")
     return plan
@@ -311,7 +313,8 @@ def _finite(x):
     return float(x) if x is not None and np.isfinite(x) else None
 
 
-def _plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, write_model=None) -> Plan:
+def _plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, write_model=None,
+                       allocation: bool = True) -> Plan:
     """The plan of the purchases ``bd.n`` from every batch's pricing at them (:mod:`planner.recourse`): the
     whole model is built with the purchases fixed (its columns, for the plan's tables), never solved."""
     from .duals import sums_from_codes  # noqa: F401  (the sums are added per batch below)
@@ -338,7 +341,7 @@ def _plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wr
                                     "no bound yet (the time limit came before the first master solve): not proven"))
     timings["build"] = model.seconds
     timings["solve"] = bd.seconds
-    plan = extract_plan(inp, model, result, timings)
+    plan = extract_plan(inp, model, result, timings, allocation=allocation)
     plan.timings["extract"] = time.perf_counter() - t0
     plan.dual_sums = _summed_duals(bd.priced)
     from .recourse import portable_basis

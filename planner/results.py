@@ -220,8 +220,12 @@ def baseline_all_on_demand(inp: PlanInputs) -> float:
     return float(np.sum(np.where(ref_hours > 0, ref_hours * cheapest, 0.0)))
 
 
-def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings: dict | None = None) -> Plan:
-    """The :class:`Plan` of a solved model: quantities in tidy tables, costs recomputed from the price sheet."""
+def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings: dict | None = None,
+                 allocation: bool = True) -> Plan:
+    """The :class:`Plan` of a solved model: quantities in tidy tables, costs recomputed from the price sheet.
+
+    ``allocation=False`` leaves the per-class allocation table empty (the figures of a re-solve need the fleet and
+    the costs only: the memo's; a tenth of the memory on a year of hours)."""
     K, P, T, S = inp.K, inp.P, inp.T, len(inp.scenarios)
     fam, v, blocks = model.families, result.values, model.blocks
     have = result.status in (Status.optimal, Status.feasible)
@@ -288,7 +292,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     frames, fleet_rows = [], []
     for s, scen in enumerate(inp.scenarios):
         idx = of[s]
-        for option, arr in (("reserved", Xb), ("on_demand", Yb), ("spot", Zb)):
+        for option, arr in ((("reserved", Xb), ("on_demand", Yb), ("spot", Zb)) if allocation else ()):
             sub = _periods(arr, idx)  # (K, P, T)
             k, p, t = np.nonzero(sub)
             if not len(k):
