@@ -88,7 +88,9 @@ def test_backtest_strategies_in_parallel_equal_the_serial_run(case, dask_threads
     serial = backtest_hours(case, 12, 6, 6, horizon_hours=12)
     parallel = backtest_hours(case, 12, 6, 6, horizon_hours=12, executor=LocalExecutor(2))
     remote = backtest_hours(case, 12, 6, 6, horizon_hours=12, executor=dask_threads)
-    assert len(serial.windows) == 6 * 5  # 6 windows x 5 strategies
+    from planner.backtest import STRATEGIES
+    assert len(serial.windows) == 6 * len(STRATEGIES)  # 6 windows x every default strategy
+    assert set(serial.windows["strategy"]) == set(STRATEGIES)
     for other in (parallel, remote):
         assert np.allclose(serial.windows["realised_cost_usd"], other.windows["realised_cost_usd"], rtol=1e-9)
         assert serial.windows["strategy"].tolist() == other.windows["strategy"].tolist()
