@@ -9,8 +9,8 @@ Each run is `planner plan MODEL --out TMP -q --jobs J` (or `--executor dask --jo
 worker processes) in a fresh process; the peak memory is the most the whole process tree (the planner and its
 pricing workers, or the Dask cluster) held at once, sampled from /proc every 0.2 s. Printed per run: wall
 seconds, status and proven gap (from plan.json), Benders iterations and pricing workers, the time of each stage
-(plan.json timings_s), the peak MB and the load average when it started (these machines are shared: read the
-ratios). ``--yardstick``: the same model written the plain PuLP way (benchmarks/run.py's build_plain) and solved
+(plan.json timings_s) and of each phase of the decomposition (benders_phases), the peak MB and the load average
+when it started (these machines are shared: read the ratios). ``--yardstick``: the same model written the plain PuLP way (benchmarks/run.py's build_plain) and solved
 by PuLP's HiGHS in a fresh process, one purchase date only; its wall time against the planner's is the ratio a
 user who writes the model by hand would see. ``--no-memo`` skips the purchase memo (its re-solves).
 """

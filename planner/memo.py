@@ -28,8 +28,8 @@ from .memo_tranches import coverage, tranche_utilisation
 __all__ = ["Memo", "build_memo", "tranche_utilisation", "downside", "commitment_curve", "cash_by_year",
            "cash_monthly", "cash_next_12_months", "coverage", "savings", "default_factors"]
 
-LARGE_MODEL_CELLS = 25_000  # periods x classes x scenarios above which the curve defaults to fewer points (the
-# size from which "auto" decomposes, planner.pipeline.BENDERS_AUTO_CELLS: a quarter of hours x 20 classes)
+LARGE_MODEL_CELLS = 25_000  # periods x classes x scenarios above which the curve defaults to fewer points (a
+# quarter of hours x 20 classes, the bundled ladder; the bundled quarter, 13,104 cells, keeps nine)
 SHORT_FACTORS = (0, 0.5, 1, 1.5)  # factor 1 is the plan itself (not re-solved): three LPs
 
 

@@ -6,8 +6,10 @@
   cost and NPV against the commitment level; the plan's own point is its minimum when the plan is optimal.
 - :func:`savings`: against all on-demand and against the best plan with no new commitments.
 
-Each re-solve is ``pipeline.make_plan(inputs, fixed_reserved=units)`` (the purchase columns fixed by their
-bounds: an LP in the recourse), mapped over :mod:`planner.executors` (local processes by default).
+Each re-solve is an LP in the recourse (the purchase columns fixed): priced in the plan's weekly batches
+wherever the decomposition applies (:func:`batches_of`; in this process up to ``BATCH_PROCESS_CELLS``, on
+worker processes above), else ``pipeline.make_plan(inputs, fixed_reserved=units)`` over
+:mod:`planner.executors`.
 Figures per point: ``total_cost_usd`` (the plan's accounting, horizon), ``full_term_cost_usd`` (the new
 commitments' whole liability + the recourse), ``on_demand_usd``, ``spot_usd``, ``reserved_utilisation``,
 ``stranded_usd`` (the new commitments' GPU-hours left unused x their effective rate, plus the savings
@@ -97,16 +99,18 @@ def _run(inp, tasks: list[dict], executor, solve: dict, warm: dict | None = None
     return [dict(o.value, seconds=o.seconds) for o in outcomes]
 
 
-def batches_of(plan, backend: str | None = None) -> dict | None:
-    """The weekly batches ``plan``'s re-solves are priced in: a decomposed plan's own (with its bases), else, for
-    any model the decomposition applies to (no backfill, no discount-only commitment, no ``[budget]``: nothing
-    links the periods once the purchases are fixed), new ones, cold; None where the whole model must be re-solved
-    (or the demand is not linear in the rows: SLO-sized classes; or CBC was asked). The same LP either way: the
-    recourse separates by period (measured on the bundled example: the memo 3.2 s against 6.3 s)."""
-    inp = plan.inputs
+def batches_of(plan, backend: str | None = None, inp=None) -> dict | None:
+    """The weekly batches the re-solves of ``inp`` (default: ``plan``'s own inputs) are priced in: a decomposed
+    plan's own (with its bases) when ``inp`` is its inputs, else, for any model the decomposition applies to (no
+    backfill, no discount-only commitment, no ``[budget]``: nothing links the periods once the purchases are
+    fixed), new ones, cold; None where the whole model must be re-solved (or the demand is not linear in the
+    rows: SLO-sized classes; or CBC was asked). The same LP either way: the recourse separates by period
+    (measured on the bundled example: the memo 3.6 s against 6.3 s)."""
+    own = inp is None or inp is plan.inputs
+    inp = plan.inputs if inp is None else inp
     if inp is None or not _linear_in_demand(inp) or (backend or inp.config.solver.backend) != "highs":
         return None
-    if plan.recourse is not None and plan.recourse.get("chunks"):
+    if own and plan.recourse is not None and plan.recourse.get("chunks"):
         return plan.recourse
     from .decompose import applicable, chunk_index, cut_groups
 
@@ -152,7 +156,7 @@ def _open_pricer(inp, warm: dict, executor):
     from .executors import LocalExecutor
     from .recourse_workers import make_pricer
 
-    if executor is None:  # a process pool pays for itself on large models only (measured: L is faster here)
+    if executor is None:  # a process pool pays for itself on large models only (above BATCH_PROCESS_CELLS)
         cells = inp.T * inp.K * len(inp.scenarios)
         executor = LocalExecutor() if cells > BATCH_PROCESS_CELLS else LocalExecutor(jobs=1)
     return make_pricer(inp, warm["chunks"], warm.get("cut_by", "block"), executor)
@@ -233,15 +237,26 @@ def downside(plan, inp, shocks=DEFAULT_SHOCKS, executor=None, **solve) -> pd.Dat
     if any(not 0 < s < 1 for s in shocks):
         raise ValueError(f"shocks must lie in (0, 1), got {shocks}")
     tasks = [{"demand_level": 1.0 - s, "units": units} for s in shocks]
-    rows = [dict(plan_figures(plan), seconds=0.0)] + (_run(inp, tasks, executor, _solve_kwargs(solve),
-                                                            batches_of(plan, solve.get("backend")))
-                                                      if tasks else [])
+    warm = batches_of(plan, solve.get("backend"), inp) if tasks else None
+    again = _reprice_own(plan, warm)
+    solved = _run(inp, ([{"demand_level": 1.0, "units": units}] if again else []) + tasks, executor,
+                  _solve_kwargs(solve), warm) if tasks else []
+    rows = ([] if again else [dict(plan_figures(plan), seconds=0.0)]) + solved
     out = pd.DataFrame(rows)
     out.insert(0, "demand_level", [1.0] + [1.0 - s for s in shocks])
     out.insert(0, "shock", [0.0] + shocks)
     out["full_term_increase_usd"] = out["full_term_cost_usd"] - out["full_term_cost_usd"].iat[0]
     out["stranded_increase_usd"] = out["stranded_usd"] - out["stranded_usd"].iat[0]
     return out
+
+
+def _reprice_own(plan, warm: dict | None) -> bool:
+    """True when the plan's own point must be priced again in the re-solves' batches: a plan solved whole whose
+    re-solves are batched. Costs are the same either way (one LP optimum), but where several equal-cost answers
+    exist (owned and bought GPUs idle in different pools) the figures read from the answer (utilisation,
+    stranded) follow the solve: a table's rows, and their differences to its first row, come from one solve
+    path (docs/workbook.md, "The memo's figures")."""
+    return warm is not None and not (plan.recourse is not None and plan.recourse.get("chunks"))
 
 
 def scaled_units(plan, inp, factor: float) -> np.ndarray:
@@ -300,8 +315,8 @@ def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, **solve)
     """Cost, savings and NPV against the commitment level: the plan's purchases x each factor, re-solved.
 
     Purchases are scaled by :func:`scaled_units` (whole instances, caps kept; factor 1 is the plan) and the
-    recourse re-solved with them fixed, one LP per factor, on ``executor`` (default: local processes,
-    :class:`planner.executors.LocalExecutor`). One row per factor, sorted: ``factor``, ``committed_gpus``
+    recourse re-solved with them fixed, one LP per factor (in weekly batches where the decomposition applies,
+    else on ``executor``: see the module docstring). One row per factor, sorted: ``factor``, ``committed_gpus``
     (GPUs of the new instance commitments bought, at their peak: summed over purchase rows),
     ``committed_usd_per_hour`` (savings plans), ``committed_usd`` (their whole-term liability),
     ``total_cost_usd`` (the plan's accounting), ``full_term_cost_usd``, ``on_demand_usd``, ``spot_usd``,
@@ -318,9 +333,11 @@ def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, **solve)
     holds = (res["pool"].to_numpy(int) >= 0) & (kind != "spend") & (kind != "exit")
     units = [scaled_units(plan, inp, f) for f in factors]
     todo = [i for i, f in enumerate(factors) if f != 1.0]  # factor 1 is the plan itself: its own figures
+    warm = batches_of(plan, solve.get("backend"), inp) if todo else None
+    if _reprice_own(plan, warm):  # ... or priced in the same batches as the other points (see _reprice_own)
+        todo = list(range(len(factors)))
     solved = _run(inp, [{"demand_level": 1.0, "units": units[i]} for i in todo], executor, _solve_kwargs(solve),
-                  batches_of(plan, solve.get("backend"))) \
-        if todo else []
+                  warm) if todo else []
     rows = [dict(plan_figures(plan), seconds=0.0)] * len(factors)
     for i, r in zip(todo, solved):
         rows[i] = r

@@ -45,6 +45,28 @@ def _shares(chunks: list[np.ndarray], workers: int) -> list[list[int]]:
     return [sorted(s) for s in out]
 
 
+def share_inputs(inp, chunks: list[np.ndarray], share: list[int]) -> tuple:
+    """The inputs a worker needs for the batches ``share``: ``inp`` on those batches' periods only (a three-year
+    plan's (purchase rows x periods) activity is hundreds of MB: each worker holds its own part, not all of it),
+    and its batches as (batch, its periods in the horizon, its periods in that part)."""
+    from .decompose import chunk_inputs
+
+    mine = [chunks[i] for i in share]
+    where = np.concatenate(mine) if mine else np.zeros(0, dtype=np.int64)
+    starts = np.cumsum([0] + [len(c) for c in mine])
+    items = [(i, chunks[i], np.arange(a, b)) for i, a, b in zip(share, starts[:-1], starts[1:])]
+    return chunk_inputs(inp, where), items
+
+
+def build_share(part, items: list, cut_by: str) -> dict:
+    """The batches of ``items`` (see :func:`share_inputs`) built from ``part``, each knowing its horizon periods."""
+    out = {}
+    for i, idx, where in items:
+        out[i] = build_batch(part, where, cut_by)
+        out[i].periods = np.asarray(idx)
+    return out
+
+
 class LocalPricer:
     """The batches in this process, priced one after the other."""
 
@@ -93,10 +115,11 @@ def _serve(inbox, outbox, parent: int) -> None:
                 if die:  # a test's fault: this worker dies while it builds (as an out-of-memory kill would)
                     os.kill(os.getpid(), signal.SIGKILL)
                 inp = pickle.loads(payload)
-                for i, idx in items:
-                    batches[i] = build_batch(inp, idx, cut_by)
+                del msg, payload  # the inputs' bytes are not kept while the batches are priced
+                batches.update(build_share(inp, items, cut_by))
+                del inp
                 reply = {i: (batches[i].G, batches[i].keys, batches[i].block_of, batches[i].row_counts,
-                             batches[i].shape) for i, _ in items}
+                             batches[i].shape) for i, _, _ in items}
             elif op == "price":
                 _, n, todo, solution, die, scale = msg
                 if die:  # a test's fault: this worker dies in the middle of an iteration
@@ -131,7 +154,7 @@ class ProcessPricer:
         self.workers = max(1, min(int(jobs), len(chunks), default_jobs()))
         self.chunks, self.cut_by = chunks, cut_by
         self.shares = _shares(chunks, self.workers)
-        self.payload = pickle.dumps(slim(inp), protocol=pickle.HIGHEST_PROTOCOL)
+        self.inp = slim(inp)  # each worker is sent only its own periods of it (see _payload)
         self.procs: list = [None] * self.workers
         self.conns: list = [None] * self.workers  # (to the worker, from the worker)
         self.calls = 0
@@ -166,15 +189,20 @@ class ProcessPricer:
         os.close(down_r)
         os.close(up_w)
         self.conns[w] = (Connection(down_w, readable=False), Connection(up_r, writable=False))
-        items = [(i, self.chunks[i]) for i in self.shares[w]]
-        # the inputs travel pickled (once here, once per worker); a worker dead already is seen by _receive (EOF)
+        payload, items = self._payload(w)
+        # a worker dead already is seen by _receive (EOF)
         die = self.fault_build == w
         self.fault_build = None if die else self.fault_build
         try:
-            self.conns[w][0].send_bytes(pickle.dumps(("build", self.payload, items, self.cut_by, die),
+            self.conns[w][0].send_bytes(pickle.dumps(("build", payload, items, self.cut_by, die),
                                                      protocol=pickle.HIGHEST_PROTOCOL))
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def _payload(self, w: int) -> tuple[bytes, list]:
+        """Worker ``w``'s inputs (its own periods only, see :func:`share_inputs`) pickled, and its batches."""
+        part, items = share_inputs(self.inp, self.chunks, self.shares[w])
+        return pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL), items
 
     def _receive(self, w: int) -> dict:
         status, reply = pickle.loads(self.conns[w][1].recv_bytes())
@@ -274,7 +302,7 @@ class RecourseActor:
     """A Dask actor holding some batches (built where it lives) and pricing them on request."""
 
     def __init__(self, inp, items: list, cut_by: str):
-        self.batches = {i: build_batch(inp, idx, cut_by) for i, idx in items}
+        self.batches = build_share(inp, items, cut_by)
 
     def built(self) -> dict:
         """Per batch: (cut groups, family keys, block_of)."""
@@ -296,7 +324,7 @@ class DaskPricer:
         addresses = sorted(self.client.scheduler_info().get("workers", {}))
         self.workers = max(1, min(len(addresses) or 1, len(chunks)))
         self.shares = _shares(chunks, self.workers)
-        self.inp = self.client.scatter(slim(inp), broadcast=True)
+        self.inp = slim(inp)  # each actor gets only its own periods of it (share_inputs)
         self.restarts = 0
         self.actors = [self._actor(w, addresses[w] if w < len(addresses) else None) for w in range(self.workers)]
         built: dict = {}
@@ -308,9 +336,10 @@ class DaskPricer:
         self.sizes = [built[i][4] for i in range(len(chunks))]
 
     def _actor(self, w: int, address: str | None):
-        items = [(i, self.chunks[i]) for i in self.shares[w]]
+        part, items = share_inputs(self.inp, self.chunks, self.shares[w])
         where = {"workers": [address], "allow_other_workers": True} if address else {}
-        fut = self.client.submit(RecourseActor, self.inp, items, self.cut_by, actor=True, pure=False, **where)
+        data = self.client.scatter(part, **({"workers": [address]} if address else {}))
+        fut = self.client.submit(RecourseActor, data, items, self.cut_by, actor=True, pure=False, **where)
         return fut.result()
 
     def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0) -> list:

@@ -253,13 +253,11 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     res = inp.reserved
     m_res = np.where(res["pool"].to_numpy(int) >= 0, res["m"].to_numpy(float), 0.0)  # a savings plan holds no GPU
     # reserved GPUs bought and active in each period (dated purchases: each from its date, for its term)
-    active_t = inp.active.astype(float)  # (R, T)
-    owned_bought = np.zeros((P, inp.T))
-    if len(res):
-        np.add.at(owned_bought, res["pool"].to_numpy(int), (m_res * n)[:, None] * active_t)
+    active_t = inp.active  # (R, T)
+    owned_bought = _by_pool(res["pool"].to_numpy(int), m_res * n, active_t, P)
     owned_block = np.zeros((P, B))
     if len(res) and blocks.active is not None:
-        np.add.at(owned_block, res["pool"].to_numpy(int), (m_res * n)[:, None] * blocks.active.astype(float))
+        owned_block = _by_pool(res["pool"].to_numpy(int), m_res * n, blocks.active, P)
     od, sp = inp.pools["od"].to_numpy(float), inp.pools["sp"].to_numpy(float)
     w = blocks.weight
     amortised = float(np.sum(n * reserved_cost_per_instance(inp, "amortised"))) if len(res) else 0.0
@@ -384,10 +382,17 @@ def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame) -> tu
 
 def _owned(inp: PlanInputs, gpus: np.ndarray, active_t: np.ndarray) -> np.ndarray:
     """(P, T) reserved GPUs of the purchase rows (``gpus`` each) active in each pool and period."""
-    out = np.zeros((inp.P, inp.T))
-    if len(gpus):
-        np.add.at(out, inp.reserved["pool"].to_numpy(int), gpus[:, None] * active_t)
-    return out
+    return _by_pool(inp.reserved["pool"].to_numpy(int), gpus, active_t, inp.P)
+
+
+def _by_pool(pool: np.ndarray, gpus: np.ndarray, active: np.ndarray, P: int) -> np.ndarray:
+    """(P, columns of ``active``): per pool, the sum over its purchase rows of ``gpus`` x ``active`` (R, columns);
+    rows that hold nothing (none bought, or a savings plan: pool -1) are skipped, so a three-year plan's
+    (R, T) activity is never copied or multiplied whole."""
+    keep = np.flatnonzero((np.asarray(gpus) != 0) & (pool >= 0))
+    weights = np.zeros((P, len(keep)))
+    weights[pool[keep], np.arange(len(keep))] = np.asarray(gpus, float)[keep]
+    return weights @ np.asarray(active[keep], float) if len(keep) else np.zeros((P, active.shape[1]))
 
 
 def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:

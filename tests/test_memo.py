@@ -279,3 +279,42 @@ def test_scaled_units_keep_the_reserved_cap_net_of_inventory(tmp_path):
     c = commitment_curve(plan, inp, factors=(0, 0.5, 2), executor=ONE, mip_gap=0.0)
     assert (c["status"] == "optimal").all()
     assert c.loc[c["factor"] == 2, "total_cost_usd"].iat[0] == pytest.approx(plan.cost["total"], rel=1e-9)
+
+
+def test_the_memo_of_other_inputs_honours_their_budget(tmp_path):
+    """Re-solves of inputs other than the plan's (a budget added) are not priced in batches that ignore it."""
+    import dataclasses
+
+    from planner.config import BudgetPolicy
+    from test_decompose import _case
+
+    inp = _case(tmp_path, 11, days=120)
+    plan = make_plan(inp, risk=False)
+    cap = 0.85 * plan.cost["total"]
+    capped = dataclasses.replace(inp, config=dataclasses.replace(inp.config, budget=BudgetPolicy(max_total_usd=cap)))
+    memo = build_memo(plan, capped, factors=(0, 1, 1.5))
+    for frame in (memo.downside.iloc[1:], memo.curve[memo.curve["factor"] != 1.0]):
+        solved = frame[frame["status"] == "optimal"]
+        assert (solved["total_cost_usd"] <= cap * (1 + 1e-6)).all(), solved[["total_cost_usd"]]
+
+
+def test_a_whole_plans_batched_memo_tables_come_from_one_solve_path(tmp_path):
+    """A plan solved whole whose re-solves are batched: its own row is priced in the batches too (same cost)."""
+    from test_decompose import _case
+
+    inp = _case(tmp_path, 11, days=120)
+    inp = dataclasses_replace_method(inp, "monolithic")
+    plan = make_plan(inp, risk=False)
+    memo = build_memo(plan, factors=(0, 1, 1.5))
+    own = memo.downside.iloc[0]
+    assert own["shock"] == 0.0 and own["seconds"] > 0  # priced again, not copied from the plan
+    assert own["total_cost_usd"] == pytest.approx(plan.cost["total"], rel=1e-7)
+    row = memo.curve[memo.curve["factor"] == 1.0].iloc[0]
+    assert row["total_cost_usd"] == pytest.approx(plan.cost["total"], rel=1e-7) and bool(row["optimum"])
+
+
+def dataclasses_replace_method(inp, method: str):
+    import dataclasses
+
+    return dataclasses.replace(inp, config=dataclasses.replace(
+        inp.config, solver=dataclasses.replace(inp.config.solver, method=method)))

@@ -49,11 +49,16 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
     R = active.shape[0]
     C = 0 if caps is None else caps.shape[0]
     capkey = np.zeros((0, T)) if caps is None else np.where(np.isnan(caps), -1.0, caps)  # NaN never equals itself
-    act = np.broadcast_to(active.T, (S, T, R)) if member is None else \
-        active.T[None, :, :] * np.asarray(member, float).T[:, None, :]  # (S, T, R)
+    # the purchases active in (s, t) enter the signature as a label of their distinct activity columns (exact:
+    # equal labels only for equal columns), not as R columns: a three-year plan's (R, T) activity is not copied
+    if member is None:
+        act_label = np.broadcast_to(_column_labels(R, T, lambda j: active[:, j]), (S, T))
+    else:  # a tree: row r is active in (s, t) as active[r, t] x member[r, s]
+        mem = np.asarray(member, float)
+        act_label = _column_labels(R, S * T, lambda j: active[:, j % T] * mem[:, j // T]).reshape(S, T)
     rows = np.concatenate([demand.transpose(0, 2, 1).reshape(S * T, K),
                            np.broadcast_to(inventory.T, (S, T, P)).reshape(S * T, P),
-                           np.asarray(act).reshape(S * T, R),
+                           np.asarray(act_label, float).reshape(S * T, 1),
                            np.broadcast_to(capkey.T, (S, T, C)).reshape(S * T, C)], axis=1)
     w = (probability[:, None] * hours[None, :]).reshape(S * T)
     if merge:
@@ -64,12 +69,46 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
         rank[order] = np.arange(len(order))
         inverse = rank[inverse.reshape(-1)]
         uniq = uniq[order]
+        first_pair = first[order]  # each block's first (scenario, period)
     else:
         uniq, inverse = rows, np.arange(S * T)
+        first_pair = inverse
     weight = np.bincount(inverse, weights=w, minlength=len(uniq))
     npv_weight = None if discount is None else np.bincount(
         inverse, weights=(probability[:, None] * (hours * discount)[None, :]).reshape(S * T), minlength=len(uniq))
+    # each block's activity: its first (scenario, period)'s (a block's pairs share it, by the signature)
+    s_of, t_of = np.divmod(np.asarray(first_pair, dtype=np.int64), T)
+    if member is not None:
+        block_active = active[:, t_of] * np.asarray(member, float)[:, s_of]
+    elif len(t_of) == T and np.array_equal(t_of, np.arange(T)):
+        block_active = active  # every period its own block: the activity as it is (read only), not a copy
+    else:
+        block_active = active[:, t_of]
     return Blocks(of=inverse.reshape(S, T), weight=weight, npv_weight=npv_weight,
                   demand=np.ascontiguousarray(uniq[:, :K].T), inventory=np.ascontiguousarray(uniq[:, K:K + P].T),
-                  active=np.ascontiguousarray(uniq[:, K + P:K + P + R].T),
-                  caps=None if caps is None else np.where(uniq[:, K + P + R:].T < 0, np.nan, uniq[:, K + P + R:].T))
+                  active=np.ascontiguousarray(block_active, dtype=float),
+                  caps=None if caps is None else np.where(uniq[:, K + P + 1:].T < 0, np.nan, uniq[:, K + P + 1:].T))
+
+
+def _column_labels(rows: int, cols: int, column) -> np.ndarray:
+    """(cols,) a label per column of a (rows, cols) matrix given by ``column(positions)`` (its columns at those
+    positions): equal labels exactly for equal columns, the matrix never made whole.
+
+    Candidate groups come from two random projections of the columns; every column is then compared with its
+    group's first column and, where one differs (a collision, never seen in practice), labelled apart."""
+    if cols == 0 or rows == 0:
+        return np.zeros(cols, dtype=np.int64)
+    rng = np.random.default_rng(12345)
+    weights = rng.standard_normal((2, rows))
+    step = max(1, (1 << 22) // rows)  # slices of a few MB
+    slices = [np.arange(a0, min(cols, a0 + step)) for a0 in range(0, cols, step)]
+    proj = np.concatenate([weights @ column(j) for j in slices], axis=1)  # (2, cols)
+    _, first, label = np.unique(proj.T, axis=0, return_index=True, return_inverse=True)
+    label = label.reshape(-1).astype(np.int64)
+    rep = first[label]  # each column's group representative
+    for j in slices:
+        bad = j[(column(j) != column(rep[j])).any(axis=0)]
+        if len(bad):  # a projection collision: those columns labelled by their exact contents
+            _, exact = np.unique(column(bad).T, axis=0, return_inverse=True)
+            label[bad] = label.max() + 1 + exact.reshape(-1)
+    return label

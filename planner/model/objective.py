@@ -33,7 +33,7 @@ def reserved_cost_per_instance(inp: PlanInputs, accounting: str | None = None) -
     weight = inp.reserved_weight
     if accounting == "full_term":
         return weight * m * full_term_usd_per_gpu(res)
-    hours_active = inp.active.astype(float) @ inp.hours if len(res) else np.zeros(0)
+    hours_active = np.asarray(inp.active, float) @ inp.hours if len(res) else np.zeros(0)
     return weight * m * res["r"].to_numpy(float) * hours_active
 
 
