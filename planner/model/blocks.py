@@ -106,9 +106,8 @@ def _column_labels(rows: int, cols: int, column) -> np.ndarray:
     _, first, label = np.unique(proj.T, axis=0, return_index=True, return_inverse=True)
     label = label.reshape(-1).astype(np.int64)
     rep = first[label]  # each column's group representative
-    for j in slices:
-        bad = j[(column(j) != column(rep[j])).any(axis=0)]
-        if len(bad):  # a projection collision: those columns labelled by their exact contents
-            _, exact = np.unique(column(bad).T, axis=0, return_inverse=True)
-            label[bad] = label.max() + 1 + exact.reshape(-1)
+    bad = np.concatenate([j[(column(j) != column(rep[j])).any(axis=0)] for j in slices])
+    if len(bad):  # a projection collision: those columns labelled by their exact contents, all together
+        _, exact = np.unique(column(bad).T, axis=0, return_inverse=True)
+        label[bad] = label.max() + 1 + exact.reshape(-1)
     return label

@@ -1,0 +1,63 @@
+"""Exact period blocks: (scenario, period) pairs merge exactly when their data are equal (brute-force oracle)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.model.blocks import _column_labels, make_blocks
+
+
+def _signature(demand, inventory, active, caps, member, s, t):
+    act = active[:, t] * (member[:, s] if member is not None else 1.0)
+    cap = () if caps is None else tuple(np.nan_to_num(caps[:, t], nan=-1.0))
+    return (tuple(demand[s, :, t]), tuple(inventory[:, t]), tuple(act), cap)
+
+
+def test_pairs_merge_exactly_when_their_data_are_equal():
+    rng = np.random.default_rng(7)
+    for _ in range(150):
+        S, K, T, P, R = (int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 30)),
+                         int(rng.integers(1, 3)), int(rng.integers(0, 5)))
+        demand = rng.integers(0, 2, (S, K, T)).astype(float)
+        inventory = rng.integers(0, 2, (P, T)).astype(float)
+        active = rng.choice([0.0, 0.5, 1.0], (R, T))
+        caps = np.where(rng.random((2 * P, T)) < 0.3, np.nan, rng.integers(0, 2, (2 * P, T))) \
+            if rng.random() < 0.5 else None
+        member = rng.integers(0, 2, (R, S)).astype(float) if rng.random() < 0.5 else None
+        hours, prob = rng.uniform(0.5, 2.0, T), rng.dirichlet(np.ones(S))
+        b = make_blocks(demand, inventory, hours, prob, active=active, caps=caps, member=member)
+        sig = {}
+        for s in range(S):
+            for t in range(T):
+                key = _signature(demand, inventory, active, caps, member, s, t)
+                assert sig.setdefault(key, b.of[s, t]) == b.of[s, t]  # equal data: one block
+        assert len(sig) == b.B  # different data: different blocks
+        for s in range(S):
+            for t in range(T):
+                want = active[:, t] * (member[:, s] if member is not None else 1.0)
+                assert np.array_equal(b.active[:, b.of[s, t]], want)
+        assert np.allclose(np.bincount(b.of.reshape(-1), weights=(prob[:, None] * hours).reshape(-1)), b.weight)
+
+
+def test_column_labels_equal_exactly_for_equal_columns():
+    rng = np.random.default_rng(3)
+    a = rng.choice([0.0, 1.0, 1e-12], (40, 500))
+    labels = _column_labels(40, 500, lambda j: a[:, j])
+    _, exact = np.unique(a.T, axis=0, return_inverse=True)
+    exact = exact.reshape(-1)
+    assert len(np.unique(labels)) == len(np.unique(exact))
+    assert all(len(np.unique(exact[labels == v])) == 1 for v in np.unique(labels))
+
+
+def test_a_projection_collision_is_split_by_the_columns_contents(monkeypatch):
+    """Columns whose projections collide (forced: all weights zero) still get labels by their contents."""
+    import planner.model.blocks as blocks
+
+    class Zero:
+        def standard_normal(self, shape):
+            return np.zeros(shape)
+
+    monkeypatch.setattr(blocks.np.random, "default_rng", lambda seed: Zero())
+    a = np.array([[0.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 1.0]])
+    labels = blocks._column_labels(2, 4, lambda j: a[:, j])
+    assert labels[0] == labels[2] and len({labels[0], labels[1], labels[3]}) == 3
