@@ -1,7 +1,7 @@
 """Where the decomposition's batches are priced: here, on local worker processes, or on a Dask cluster.
 
 Every pricer holds the batches of :mod:`planner.recourse` (each built once, where it is priced, from the
-inputs sent once per worker) and answers ``price(n, bases, solution)`` with one
+inputs on that worker's own periods, sent once: :func:`share_inputs`) and answers ``price(n, bases, solution)`` with one
 :class:`~planner.recourse.Priced` per batch, in batch order. The bases travel with the calls (the caller
 keeps them), so the answer does not depend on the pricer or the number of workers.
 
@@ -9,8 +9,9 @@ keeps them), so the answer does not depend on the pricer or the number of worker
 - :class:`ProcessPricer`: ``jobs`` worker processes here, each with a fixed share of the batches (balanced by
   their periods). A worker that dies (killed, out of memory) is replaced: the new one builds the same batches
   and the call is retried with the same bases, so the iteration's answer is unchanged.
-- :class:`DaskPricer`: one Dask actor per worker of a cluster (``planner.executors.DaskExecutor``), the inputs
-  scattered once; an actor lost with its worker is made again on a live worker and the call retried.
+- :class:`DaskPricer`: one Dask actor per worker of a cluster (``planner.executors.DaskExecutor``), its share
+  of the inputs scattered to it; an actor lost with its worker is made again on a live worker (its share
+  scattered again) and the call retried.
 """
 
 from __future__ import annotations
