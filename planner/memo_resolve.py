@@ -251,12 +251,12 @@ def downside(plan, inp, shocks=DEFAULT_SHOCKS, executor=None, **solve) -> pd.Dat
 
 
 def _reprice_own(plan, warm: dict | None) -> bool:
-    """True when the plan's own point must be priced again in the re-solves' batches: a plan solved whole whose
-    re-solves are batched. Costs are the same either way (one LP optimum), but where several equal-cost answers
+    """True when the plan's own point must be priced again in the re-solves' batches: re-solves batched in other
+    batches than the plan's own (a plan solved whole, or other inputs than the plan's). Costs are the same either way (one LP optimum), but where several equal-cost answers
     exist (owned and bought GPUs idle in different pools) the figures read from the answer (utilisation,
     stranded) follow the solve: a table's rows, and their differences to its first row, come from one solve
     path (docs/workbook.md, "The memo's figures")."""
-    return warm is not None and not (plan.recourse is not None and plan.recourse.get("chunks"))
+    return warm is not None and warm is not plan.recourse  # not the plan's own batches (and bases)
 
 
 def scaled_units(plan, inp, factor: float) -> np.ndarray:

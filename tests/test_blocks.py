@@ -49,15 +49,19 @@ def test_column_labels_equal_exactly_for_equal_columns():
     assert all(len(np.unique(exact[labels == v])) == 1 for v in np.unique(labels))
 
 
-def test_a_projection_collision_is_split_by_the_columns_contents(monkeypatch):
-    """Columns whose projections collide (forced: all weights zero) still get labels by their contents."""
-    import planner.model.blocks as blocks
-
-    class Zero:
-        def standard_normal(self, shape):
-            return np.zeros(shape)
-
-    monkeypatch.setattr(blocks.np.random, "default_rng", lambda seed: Zero())
+def test_a_hash_collision_is_split_by_the_columns_contents():
+    """Columns whose hashes collide (forced: every key zero) still get labels by their contents."""
     a = np.array([[0.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 1.0]])
-    labels = blocks._column_labels(2, 4, lambda j: a[:, j])
+    labels = _column_labels(2, 4, lambda j: a[:, j], keys=np.zeros((2, 2), dtype=np.uint64))
     assert labels[0] == labels[2] and len({labels[0], labels[1], labels[3]}) == 3
+
+
+def test_equal_activity_columns_are_one_block_at_scale():
+    """Thousands of monthly purchase rows over a year of hours: 12 distinct activity columns, 12 blocks, whatever
+    the BLAS threads (the labels are integer hashes; a float projection split equal columns here)."""
+    R, T = 3000, 8760
+    month = np.arange(T) // 730
+    active = (month[None, :] >= np.resize(np.arange(12), R)[:, None]).astype(float)
+    b = make_blocks(np.ones((1, 1, T)), np.zeros((1, T)), np.ones(T), np.ones(1), active=active)
+    assert b.B == 12  # the 12 distinct activity columns (a purchase each month)
+    assert np.array_equal(b.active, active[:, [730 * m for m in range(12)]])

@@ -90,24 +90,32 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
                   caps=None if caps is None else np.where(uniq[:, K + P + 1:].T < 0, np.nan, uniq[:, K + P + 1:].T))
 
 
-def _column_labels(rows: int, cols: int, column) -> np.ndarray:
+def _column_labels(rows: int, cols: int, column, keys: np.ndarray | None = None) -> np.ndarray:
     """(cols,) a label per column of a (rows, cols) matrix given by ``column(positions)`` (its columns at those
     positions): equal labels exactly for equal columns, the matrix never made whole.
 
-    Candidate groups come from two random projections of the columns; every column is then compared with its
-    group's first column and, where one differs (a collision, never seen in practice), labelled apart."""
+    Candidate groups come from two 64-bit hashes of each column's values (their bits times random odd keys,
+    summed modulo 2**64: integer arithmetic, so equal columns hash equal whatever the order of the sums, the
+    BLAS or its threads); every column is then compared with its group's first column and, where one differs
+    (a hash collision), the differing columns are labelled apart by their contents. ``keys`` (2, rows): the
+    multipliers (tests force collisions with them)."""
     if cols == 0 or rows == 0:
         return np.zeros(cols, dtype=np.int64)
-    rng = np.random.default_rng(12345)
-    weights = rng.standard_normal((2, rows))
+    if keys is None:
+        keys = np.random.default_rng(12345).integers(1, 2 ** 63, size=(2, rows), dtype=np.uint64) | np.uint64(1)
     step = max(1, (1 << 22) // rows)  # slices of a few MB
+
+    def hashes(j):
+        bits = (np.asarray(column(j), dtype=np.float64) + 0.0).view(np.uint64)  # + 0.0: -0.0 hashes as 0.0
+        return np.stack([(bits * k[:, None]).sum(axis=0, dtype=np.uint64) for k in keys])
+
     slices = [np.arange(a0, min(cols, a0 + step)) for a0 in range(0, cols, step)]
-    proj = np.concatenate([weights @ column(j) for j in slices], axis=1)  # (2, cols)
+    proj = np.concatenate([hashes(j) for j in slices], axis=1)  # (2, cols)
     _, first, label = np.unique(proj.T, axis=0, return_index=True, return_inverse=True)
     label = label.reshape(-1).astype(np.int64)
     rep = first[label]  # each column's group representative
     bad = np.concatenate([j[(column(j) != column(rep[j])).any(axis=0)] for j in slices])
-    if len(bad):  # a projection collision: those columns labelled by their exact contents, all together
+    if len(bad):  # a hash collision: those columns labelled by their exact contents, all together
         _, exact = np.unique(column(bad).T, axis=0, return_inverse=True)
         label[bad] = label.max() + 1 + exact.reshape(-1)
     return label
