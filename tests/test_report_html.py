@@ -264,7 +264,7 @@ def test_html_out_must_be_a_new_file_not_a_folder_or_the_plan(hourly, tmp_path):
     plan_json, _, _ = hourly
     before = plan_json.read_bytes()
     res = CliRunner().invoke(cli, ["report", str(plan_json), "--html", str(plan_json)])
-    assert res.exit_code == 2 and "would overwrite" in res.output
+    assert res.exit_code == 2 and "never overwrites an input" in res.output
     assert plan_json.read_bytes() == before
     res = CliRunner().invoke(cli, ["report", str(plan_json), "--html", str(tmp_path)])
     assert res.exit_code == 2, res.output

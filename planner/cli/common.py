@@ -64,7 +64,13 @@ def handle_errors(fn):
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(EXIT_OK)
-        except OSError as exc:  # the output folder cannot be written (read-only, a file, no such device...)
+        except (IsADirectoryError, NotADirectoryError, FileExistsError) as exc:  # an output path of the wrong
+            where = exc.filename or ""  # kind (a folder where a file goes, a file where a folder goes): bad input
+            click.secho(f"Error: cannot write {where}: {exc.strerror or exc}; expected the path of a new "
+                        f"{'file' if isinstance(exc, IsADirectoryError) else 'folder'} (or of a previous output)",
+                        fg="red", err=True)
+            sys.exit(EXIT_INPUT)
+        except OSError as exc:  # the output folder cannot be written (read-only, no such device...)
             where = exc.filename or ""
             click.secho(f"Error: cannot write {where}: {exc.strerror or exc}", fg="red", err=True)
             sys.exit(EXIT_ERROR)
@@ -76,6 +82,40 @@ def handle_errors(fn):
             sys.exit(EXIT_ERROR)
 
     return click.option("--debug", is_flag=True, help="Show the full traceback of internal errors.")(wrapper)
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """True when paths ``a`` and ``b`` are one file: ``os.path.samefile`` when both exist (hard links, symlinks),
+    else the same resolved path (links resolved)."""
+    import os
+
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def refuse_overwriting_inputs(outputs: dict, inputs: dict) -> None:
+    """Exit 2 (an InputError), before anything is written, when an output (option -> path) is, or would
+    overwrite, an input (name -> path), or is another output. Every command that reads files and writes
+    files calls this first."""
+    problems = []
+    outs = [(k, Path(v)) for k, v in outputs.items() if v is not None]
+    for flag, path in outs:
+        for name, src in inputs.items():
+            if src is not None and str(src) != "" and same_file(path, Path(src)):
+                problems.append(Problem(flag, f"is the same file as the input {name} ({src})", value=str(path),
+                                        expected="a new path: an output never overwrites an input"))
+    for i, (flag, path) in enumerate(outs):
+        for other, path2 in outs[i + 1:]:
+            if same_file(path, path2):
+                problems.append(Problem(flag, f"is the same file as {other}", value=str(path),
+                                        expected="two different paths"))
+    if problems:
+        raise InputError(problems)
 
 
 # ---- options, each defined once ---------------------------------------------------------------------------

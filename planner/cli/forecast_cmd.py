@@ -68,15 +68,18 @@ def forecast(model, history_file, horizon_months, out_dir, period_hours, n_scena
     from ..config import load_model
     from ..forecasting.engine import forecast_demand, forecast_periods
     from ..forecasting.history import read_history
-    from ..forecasting.output import write_forecast
+    from ..forecasting.output import FORECAST_FILES, write_forecast
     from ..forecasting.tree import check_tree_dates, option_problems
-    from .common import default_model
+    from .common import default_model, refuse_overwriting_inputs
 
     asked = click.get_current_context().get_parameter_source("n_scenarios") != click.core.ParameterSource.DEFAULT
     conflicts = option_problems(tree, branches, n_scenarios if asked else None, quantile_form)
     if conflicts:
         raise InputError(conflicts)
-    config = load_model(model or default_model())
+    model_path = model or default_model()
+    refuse_overwriting_inputs({f"--out ({name})": Path(out_dir) / name for name in FORECAST_FILES},
+                              {"--history": history_file, "MODEL": model_path})
+    config = load_model(model_path)
     hist = read_history(history_file, list(config.classes))
     if tree:  # the branch dates against MODEL's purchase dates before any fit (forecast_demand checks the size)
         check_tree_dates(config, forecast_periods(hist, horizon_months, period_hours=period_hours), tree)

@@ -49,7 +49,7 @@ def history_import(focus_file, prices, inventory_out, class_by, prom_file, label
         planner history import --prometheus gpu_requests.json --label namespace --out history.csv
     """
     from ..imports.history_write import write_history
-    from .prices_cmd import refuse_overwriting_inputs
+    from .common import refuse_overwriting_inputs
 
     if (focus_file is None) == (prom_file is None):
         raise InputError(Problem("command line", "give one of --focus or --prometheus",

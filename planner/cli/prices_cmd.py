@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -10,44 +9,34 @@ from pathlib import Path
 import click
 
 from . import cli
-from .common import Finite, handle_errors, quiet_option
+from .common import Finite, handle_errors, quiet_option, refuse_overwriting_inputs
 
 
 def _names(text: str | None) -> tuple[str, ...]:
     return tuple(t.strip() for t in (text or "").split(",") if t.strip())
 
 
-def same_file(a: Path, b: Path) -> bool:
-    """True when paths ``a`` and ``b`` are one file: ``os.path.samefile`` when both exist (hard links, symlinks),
-    else the same resolved path."""
-    a, b = Path(a), Path(b)
-    try:
-        if a.exists() and b.exists():
-            return os.path.samefile(a, b)
-    except OSError:
-        pass
-    return a.resolve() == b.resolve()
+def _fx_rates(given) -> tuple[tuple[str, float], ...]:
+    """``--fx CUR=RATE`` options -> ((CUR, rate), ...); exit 2 naming the option when one is not so."""
+    import math
 
-
-def refuse_overwriting_inputs(outputs: dict, inputs: dict) -> None:
-    """Exit 2, before anything is written, when an output (option -> path) is an input (name -> path) or
-    another output."""
     from ..errors import InputError, Problem
 
-    problems = []
-    outs = [(k, Path(v)) for k, v in outputs.items() if v is not None]
-    for flag, path in outs:
-        for name, src in inputs.items():
-            if src is not None and same_file(path, Path(src)):
-                problems.append(Problem(flag, f"is the same file as the input {name}", value=str(path),
-                                        expected="a new path: an output never overwrites an input"))
-    for i, (flag, path) in enumerate(outs):
-        for other, path2 in outs[i + 1:]:
-            if same_file(path, path2):
-                problems.append(Problem(flag, f"is the same file as {other}", value=str(path),
-                                        expected="two different paths"))
-    if problems:
-        raise InputError(problems)
+    out, bad = [], []
+    for text in given:
+        cur, _, rate = str(text).partition("=")
+        try:
+            value = float(rate)
+        except ValueError:
+            value = math.nan
+        if not cur.strip().isalpha() or len(cur.strip()) != 3 or not math.isfinite(value) or value <= 0:
+            bad.append(Problem("--fx", "is not CUR=RATE", value=text,
+                               expected="a three-letter currency code and USD per unit above 0, e.g. JPY=0.0067"))
+        else:
+            out.append((cur.strip().upper(), value))
+    if bad:
+        raise InputError(bad)
+    return tuple(out)
 
 
 @cli.group()
@@ -88,10 +77,14 @@ def prices():
 @click.option("--vm-hourly-usd-per-gpu", type=Finite(0, 1e5), default=0.0, show_default=True,
               help="gcp-skus: the VM's vCPU/RAM price per GPU-hour, added to every row (GPU SKUs price the GPU alone).")
 @click.option("--all-locations", is_flag=True, help="wide: keep Local/Wavelength zones too (default: regions only).")
+@click.option("--fx", "fx", multiple=True, metavar="CUR=RATE",
+              help="azure-retail, gcp-skus: convert prices in currency CUR at RATE USD per unit (repeatable, e.g. "
+                   "--fx EUR=1.08 --fx JPY=0.0067; stated in OUT.notes.md). Without it a non-USD price exits 2.")
 @quiet_option
 @handle_errors
 def import_cmd(fmt, files, out, regions, gpu_types, instance_types, pick, zones, interruption_rule,
-               spot_interruptions_per_hour, ri_class, payment, catalog, vm_hourly_usd_per_gpu, all_locations, quiet):
+               spot_interruptions_per_hour, ri_class, payment, catalog, vm_hourly_usd_per_gpu, all_locations, fx,
+               quiet):
     """Write a price sheet from a cloud's price catalog FILEs, every assumption in OUT.notes.md and on stderr.
 
     Example:
@@ -112,14 +105,17 @@ def import_cmd(fmt, files, out, regions, gpu_types, instance_types, pick, zones,
     if wrong or not payments:
         raise InputError([Problem("--payment", "unknown payment option", value=w, expected=", ".join(PAYMENTS))
                           for w in wrong or ["(none)"]])
-    opts = ImportOptions(regions=_names(regions), gpu_types=_names(gpu_types), instance_types=_names(instance_types),
+    opts = ImportOptions(fx=_fx_rates(fx), regions=_names(regions), gpu_types=_names(gpu_types), instance_types=_names(instance_types),
                          pick=pick, zones=zones, interruption_rule=interruption_rule,
                          spot_interruptions_per_hour=spot_interruptions_per_hour, ri_class=ri_class,
                          payments=payments, catalog=catalog, vm_hourly_usd_per_gpu=vm_hourly_usd_per_gpu,
                          all_locations=all_locations)
     result = import_prices(fmt, files, opts)
     command = "planner " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    replaced = [p for p in (Path(out), notes_path(out)) if p.is_file()]
     sheet, note = write(result, out, command)
     if not quiet:
         click.echo(summary(result), err=True)
         click.echo(f"wrote {sheet} and {note}")
+    for path in replaced:  # said even with -q: an earlier file of the user's was replaced
+        click.echo(f"note: replaced the previous {path}", err=True)

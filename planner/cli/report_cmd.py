@@ -9,6 +9,8 @@ import click
 from . import cli
 from .common import handle_errors
 
+PLAN_FILES = ("plan.json", "plan.xlsx", "allocation.csv", "fleet.csv")  # what `planner plan` publishes together
+
 
 @cli.command()
 @click.argument("plan_json", type=click.Path(path_type=Path))
@@ -27,9 +29,23 @@ def report(plan_json, html_out):
     \b
         planner report outputs/example-q1-2027/plan.json --html outputs/example-report.html
     """
+    from ..errors import InputError, PlannerError, Problem
     from ..report.html import write_html
+    from .common import refuse_overwriting_inputs
 
-    rep = write_html(plan_json, html_out)
+    # the plan's own files beside plan.json (published together by `planner plan`) are inputs too
+    refuse_overwriting_inputs({"--html": html_out}, {"PLAN_JSON": plan_json} | {
+        f"{name} beside PLAN_JSON": Path(plan_json).with_name(name) for name in PLAN_FILES})
+    try:
+        rep = write_html(plan_json, html_out)
+    except PlannerError:
+        raise
+    except (RecursionError, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as exc:
+        # a plan.json of the right top-level shape whose contents are not what `planner plan` writes
+        # (a number of 400 digits, nesting thousands deep, a string where a table's row goes): bad input
+        what = "nested too deeply" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"[:200]
+        raise InputError(Problem(str(plan_json), f"cannot be read as a plan ({what})",
+                                 expected="a plan.json written by `planner plan`")) from None
     for note in rep.notes:
         click.secho(f"Note: {note}", fg="yellow", err=True)
     click.echo(f"wrote {rep.path} ({rep.figures} figures, {rep.bytes / 1e6:.2f} MB)")

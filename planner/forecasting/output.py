@@ -8,6 +8,9 @@ from pathlib import Path
 NAMES = ("forecast.csv", "scenarios.toml", "forecast.json")
 
 
+FORECAST_FILES = ("forecast.csv", "scenarios.toml", "forecast.json")  # what write_forecast publishes together
+
+
 def write_forecast(result, out_dir, *, quantile_form: bool = False) -> dict[str, Path]:
     """Write ``result`` (a :class:`~planner.forecasting.engine.ForecastResult`) into ``out_dir`` with
     :func:`planner.atomic.publish_together`; ``quantile_form``: forecast.csv with one column per quantile

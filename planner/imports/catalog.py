@@ -58,6 +58,12 @@ class ImportOptions:
     catalog: Path | None = None
     vm_hourly_usd_per_gpu: float = 0.0
     all_locations: bool = False
+    fx: tuple[tuple[str, float], ...] = ()  # (currency, USD per unit) from --fx CUR=RATE: non-USD prices converted
+
+
+def usd_rates(opts: ImportOptions) -> dict[str, float]:
+    """Currency code -> USD per unit: USD itself and every --fx rate given."""
+    return {"USD": 1.0} | {cur.upper(): rate for cur, rate in opts.fx}
 
 
 @dataclass

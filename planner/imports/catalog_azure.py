@@ -3,7 +3,8 @@ rows. Each FILE is one page as saved; ``NextPageLink`` is not followed (save eve
 
 Rules: Virtual Machines items priced per ``1 Hour``, not Windows (``productName``), in the items' currency (USD
 expected); ``type = Consumption``: the plain meter is ``on_demand``, a ``skuName`` with ``Spot`` is ``spot``
-(``Low Priority``, Spot's retired predecessor, is left out); ``DevTestConsumption`` is left out; ``type =
+(``Low Priority``, Spot's retired predecessor, is left out); ``DevTestConsumption`` is left out; an item in another currency is converted at ``--fx CUR=RATE`` (USD per unit,
+stated in the notes) or exits 2 naming it; ``type =
 Reservation``: the price is the **total for the term** (``reservationTerm`` "1 Year" / "3 Years"), written as two
 payment options of one price: ``reserved_<n>y_all_upfront`` (upfront = the total) and ``reserved_<n>y_no_upfront``
 (monthly, hourly = total / (n x 8,760 h)), as Azure charges either at no extra cost; a Consumption item's
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import Collector, InputError, Problem
-from .catalog import ImportOptions, Notes, offers, unknown_interruptions
+from .catalog import ImportOptions, Notes, offers, unknown_interruptions, usd_rates
 from .catalog_gpus import azure_sku_table
 from .catalog_read import load_json, numbers
 
@@ -31,7 +32,8 @@ TERMS = {"1 Year": 1, "3 Years": 3}
 def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     """Every page's GPU VM items as offer rows; exit 2 on a page without ``Items`` or an item without a price."""
     bad = Collector()
-    pages = [_page(p, bad) for p in paths]
+    rates = usd_rates(opts)
+    pages = [_page(p, bad, rates) for p in paths]
     bad.raise_if_any()
     items = pd.concat(pages, ignore_index=True)
     if opts.catalog is not None:
@@ -57,17 +59,31 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
                   + (" ..." if len(unknown) > 8 else "") + ".")
     notes.add("Azure items: Linux (productName without 'Windows'), per '1 Hour'; Low Priority and DevTestConsumption "
               "items left out.")
-    if kept["currencyCode"].ne("USD").any():
-        notes.add("Some items are not in USD: prices are written as the API gave them (the planner reads USD).")
+    foreign = kept["currencyCode"].ne("USD")
+    if foreign.any():
+        for cur, n in kept.loc[foreign, "currencyCode"].value_counts().items():
+            notes.add(f"{n} items priced in {cur} converted to USD at --fx {cur}={rates[cur]:g} USD per {cur} "
+                      "(the rate given on the command line).")
+    zero = kept["price"].eq(0)
+    for _, r in kept[zero].head(10).iterrows():
+        bad.add(r["_file"], f"Items entry {r['_row']} ({r['armSkuName']}, {r['armRegionName']}, {r['type']}) has a "
+                "price of 0", row=int(r["_row"]), column="retailPrice", value=r["retailPrice"],
+                expected="a price above 0 (a free GPU VM is a data error)")
+    bad.raise_if_any()
     return offers(pd.concat([_consumption(kept, opts, notes), _reservations(kept, notes), _savings(kept, notes)],
                             ignore_index=True))
 
 
-def _page(path: Path, priced: Collector) -> pd.DataFrame:
+def _page(path: Path, priced: Collector, rates: dict) -> pd.DataFrame:
     doc = load_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("Items"), list):
         raise InputError(Problem(str(path), "not a Retail Prices API page: no 'Items' list", column="Items",
                                  expected='{"Items": [...], "NextPageLink": ...} as the API returns it'))
+    odd = [i for i, item in enumerate(doc["Items"]) if not isinstance(item, dict)]
+    if odd:
+        raise InputError([Problem(str(path), f"Items entry {i + 1} is not an object", row=i + 1,
+                                  column=f"Items[{i}]", value=str(doc["Items"][i])[:60],
+                                  expected="an item object as the API returns it") for i in odd[:10]])
     df = pd.DataFrame(doc["Items"])
     for col in ITEM_FIELDS:
         if col not in df:
@@ -90,6 +106,16 @@ def _page(path: Path, priced: Collector) -> pd.DataFrame:
     df["retailPrice"] = df["retailPrice"].astype(str)
     df["price"] = numbers(df, "retailPrice", str(path), priced, blank_ok=False, low=0,
                           expected="the item's price in its currency (>= 0)")
+    df["_file"] = str(path)
+    cur = df["currencyCode"].str.strip().str.upper().replace("", "USD")
+    df["currencyCode"] = cur
+    unknown = ~cur.isin(list(rates)) & df["unitOfMeasure"].eq("1 Hour")
+    for i in np.flatnonzero(unknown.to_numpy())[:10]:
+        priced.add(str(path), f"Items entry {i + 1} is priced in {cur.iat[i]}, not USD", row=i + 1,
+                   column="currencyCode", value=cur.iat[i],
+                   expected=f"USD, or --fx {cur.iat[i]}=RATE (USD per {cur.iat[i]}) to convert it")
+    df["fx"] = cur.map(rates).fillna(1.0)
+    df["price"] = df["price"] * df["fx"]
     return df
 
 
@@ -133,12 +159,28 @@ def _savings(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
     use = use[use["savingsPlan"].map(lambda v: isinstance(v, list) and len(v) > 0)]
     if use.empty:
         return pd.DataFrame()
-    plans = use[["gpu_type", "armRegionName", "armSkuName", "gpus_per_instance", "source", "savingsPlan"]] \
-        .explode("savingsPlan").reset_index(drop=True)
-    entry = pd.json_normalize(plans["savingsPlan"].tolist())
-    price = pd.to_numeric(entry.get("retailPrice", entry.get("unitPrice")), errors="coerce")
+    plans = use[["gpu_type", "armRegionName", "armSkuName", "gpus_per_instance", "source", "savingsPlan", "fx",
+                 "_file", "_row"]].explode("savingsPlan").reset_index(drop=True)
+    bad = Collector()
+    odd = ~plans["savingsPlan"].map(lambda e: isinstance(e, dict))
+    entry = pd.json_normalize([e if isinstance(e, dict) else {} for e in plans["savingsPlan"]])
+    for col in ("retailPrice", "unitPrice", "term"):
+        if col not in entry:
+            entry[col] = None
+    given = entry["retailPrice"].where(entry["retailPrice"].notna(), entry["unitPrice"])
+    price = pd.to_numeric(given, errors="coerce") * plans["fx"]
     years = entry["term"].map(TERMS)
-    ok = (price > 0) & years.notna()
+    ok = (price > 0) & np.isfinite(price) & years.notna() & ~odd
+    for i in np.flatnonzero(~ok.to_numpy())[:10]:
+        r = plans.iloc[i]
+        why, col, val = (("is not an object", "savingsPlan", r["savingsPlan"]) if odd.iat[i] else
+                         ("has a term other than 1 Year / 3 Years", "savingsPlan.term", entry["term"].iat[i])
+                         if pd.isna(years.iat[i]) else
+                         ("has no price above 0", "savingsPlan.retailPrice", given.iat[i]))
+        bad.add(r["_file"], f"Items entry {r['_row']} ({r['armSkuName']}, {r['armRegionName']}): a savingsPlan entry "
+                + why, row=int(r["_row"]), column=col, value=str(val)[:60],
+                expected='{"term": "1 Year" | "3 Years", "retailPrice": a price per hour above 0}')
+    bad.raise_if_any()
     notes.add("Azure savings plan for compute: each Consumption item's savingsPlan entries (term 1 Year / 3 Years, "
               "retailPrice per hour) are savings_plan_<n>y rows, one commitment over every region and size, no upfront.")
     out = _base(plans).assign(option="savings_plan_" + years.astype("Int64").astype(str) + "y", hourly_usd=price,

@@ -80,7 +80,31 @@ def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | Non
                                  expected="a CSV file with one header line")) from None
     if not parts:
         raise InputError(Problem(str(path), "the file is empty", row=1, expected="a header line and data rows"))
-    return pd.concat(parts, ignore_index=True)
+    frame = pd.concat(parts, ignore_index=True)
+    check_text(frame, str(path))
+    return frame
+
+
+CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"  # NUL and the other C0 controls but tab and line ends, DEL
+
+
+def check_text(frame: pd.DataFrame, file: str) -> None:
+    """Exit 2 naming file, row and column of the first cells (20 at most) holding a NUL or another control
+    character: they are never part of a catalog's names or numbers, and would break the sheet written."""
+    problems = []
+    for col in frame.columns:
+        if col == "_row" or not (frame[col].dtype == object or pd.api.types.is_string_dtype(frame[col])):
+            continue
+        hits = frame[col].astype(str).str.contains(CONTROL, regex=True)
+        for i in np.flatnonzero(hits.to_numpy())[: 20 - len(problems)]:
+            text = frame[col].iat[i]
+            ch = next(c for c in text if ord(c) < 32 or ord(c) == 127)
+            problems.append(Problem(file, f"control character U+{ord(ch):04X} in the text", row=int(frame["_row"].iat[i]),
+                                    column=str(col), value=repr(text)[:60], expected="printable text"))
+        if len(problems) >= 20:
+            break
+    if problems:
+        raise InputError(problems)
 
 
 def header_line(path: str | Path, skip: int = 0) -> list[str]:
@@ -146,3 +170,9 @@ def load_json(path: str | Path):
                                  expected="a JSON document as the API returns it")) from None
     except UnicodeDecodeError:
         raise InputError(Problem(str(path), "not UTF-8 text", expected="a JSON document")) from None
+    except RecursionError:
+        raise InputError(Problem(str(path), "JSON nested too deeply to be an API answer",
+                                 expected="a JSON document as the API returns it")) from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise InputError(Problem(str(path), f"not valid JSON: {exc}"[:300],
+                                 expected="a JSON document as the API returns it")) from None

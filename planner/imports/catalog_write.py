@@ -24,7 +24,9 @@ def notes_path(out: str | Path) -> Path:
 
 def sheet_text(result: ImportResult) -> str:
     """The price sheet as CSV text (blank cells for missing values, prices to 10 significant digits)."""
-    return result.prices.to_csv(index=False, float_format="%.10g", lineterminator="\n")
+    from ..csvsafe import inert_frame
+
+    return inert_frame(result.prices).to_csv(index=False, float_format="%.10g", lineterminator="\n")
 
 
 def notes_text(result: ImportResult, out: str | Path, command: str = "") -> str:

@@ -26,6 +26,7 @@ from .history_pools import gpu_family_rows, match_pools, read_sheet, unit_factor
 from .history_read import read_focus
 from .history_spread import spread_hourly
 from .history_write import HistoryResult, hourly_grid
+from .names import check_class_names
 
 
 def class_rule(text: str | None) -> tuple[str, str | None]:
@@ -89,6 +90,11 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
                                  expected="ConsumedQuantity (FOCUS 1.0-1.2) or PricingQuantity"))
     gpu_hours = (qty * factor).where(usage & ~unused & bill["gpu_type"].notna())
     gpu = gpu_hours.notna()
+    no_qty = usage & ~unused & bill["gpu_type"].notna() & qty.isna()
+    if no_qty.any():
+        notes.append(f"{int(no_qty.sum())} GPU usage rows have no quantity (NULL or empty "
+                     f"{'ConsumedQuantity' if 'ConsumedQuantity' in bill else 'PricingQuantity'}; the first: row "
+                     f"{int(bill.loc[no_qty, '_row'].iloc[0])}): skipped, not counted as usage.")
     counts = {"rows read": len(bill), "usage rows": int(usage.sum()), "compute usage rows": int(compute.sum()),
               "GPU usage rows": int(gpu.sum())}
     sized = bill["gpu_type"].notna()
@@ -115,6 +121,7 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
             tag, broken = _tag_values(bill["Tags"], key)
         else:
             tag, broken = pd.Series(np.nan, index=bill.index, dtype=object), pd.Series(False, index=bill.index)
+        check_class_names(tag.where(gpu), bill["_row"], str(path), f"Tags ({key})")
         bill["_class"] = tag.fillna("untagged")
         if (gpu & broken).any():
             first = bill.loc[gpu & broken].iloc[0]

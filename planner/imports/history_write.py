@@ -40,17 +40,19 @@ def hourly_grid(spread: pd.DataFrame) -> pd.DataFrame:
 
 def write_history(result: HistoryResult, out: str | Path, inventory_out: str | Path | None = None) -> list[Path]:
     """Write the history CSV to ``out`` (and the inventory CSV to ``inventory_out`` when given and there is a
-    commitment to write); the paths written."""
+    commitment to write), published together: both are written to temporary files first and renamed only when
+    both are complete, so a failure (an unwritable folder, a full disk) leaves neither. Text cells a spreadsheet
+    would run as formulas are made inert (:mod:`planner.csvsafe`). The paths written."""
+    import contextlib
+
+    from ..csvsafe import inert_frame
+
     out = Path(out)
-    written = []
-    with atomic.atomic_path(out) as tmp:
-        result.history.reindex(columns=HISTORY_COLUMNS).to_csv(tmp, index=False, float_format="%.6f",
-                                                               lineterminator="\n")
-    written.append(out)
+    files = [(out, result.history.reindex(columns=HISTORY_COLUMNS), "%.6f")]
     if inventory_out is not None and len(result.inventory):
-        inventory_out = Path(inventory_out)
-        with atomic.atomic_path(inventory_out) as tmp:
-            result.inventory.reindex(columns=INVENTORY_COLUMNS).to_csv(tmp, index=False, float_format="%.6g",
-                                                                       lineterminator="\n")
-        written.append(inventory_out)
-    return written
+        files.append((Path(inventory_out), result.inventory.reindex(columns=INVENTORY_COLUMNS), "%.6g"))
+    with contextlib.ExitStack() as stack:  # every temporary file made before any is renamed into place
+        temps = [stack.enter_context(atomic.atomic_path(path)) for path, _, _ in files]
+        for tmp, (_, frame, fmt) in zip(temps, files):
+            inert_frame(frame).to_csv(tmp, index=False, float_format=fmt, lineterminator="\n")
+    return [path for path, _, _ in files]

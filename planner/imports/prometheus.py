@@ -20,10 +20,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, Problem
+from ..validate import ABSURD_GPUS
 from .history_write import HistoryResult, hourly_grid
+from .names import check_class_names
 
 MIN_TS = 946_684_800.0  # 2000-01-01T00:00:00Z
-MAX_TS = 1e11  # beyond it a "timestamp" is milliseconds, not seconds
+MAX_TS = 7_258_118_400.0  # 2200-01-01T00:00:00Z: beyond it a "timestamp" is milliseconds or a typo
+UNLABELLED = "unlabelled"  # the class of series without the label (renamed when a label has this value)
 
 
 def _load(path: Path) -> dict:
@@ -40,6 +43,11 @@ def _load(path: Path) -> dict:
         doc = json.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(Problem(str(path), f"not valid JSON ({exc})", expected="a query_range JSON answer")) from None
+    except RecursionError:
+        raise InputError(Problem(str(path), "JSON nested too deeply to be a query_range answer",
+                                 expected="a query_range JSON answer")) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise InputError(Problem(str(path), f"not valid JSON ({exc})"[:300], expected="a query_range JSON answer")) from None
     if not isinstance(doc, dict):
         raise InputError(Problem(str(path), "not a Prometheus answer", column="(top level)",
                                  value=type(doc).__name__, expected='an object with "status" and "data"'))
@@ -56,6 +64,13 @@ def _load(path: Path) -> dict:
     return data
 
 
+def _safe_float(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        return float("inf") if isinstance(v, int) else float("nan")
+
+
 def _series(path: Path, i: int, s, label: str) -> pd.DataFrame:
     where = f"data.result[{i}]"
     if not isinstance(s, dict) or not isinstance(s.get("values"), list):
@@ -67,7 +82,10 @@ def _series(path: Path, i: int, s, label: str) -> pd.DataFrame:
         raise InputError(Problem(str(path), "a sample is not [unix_ts, \"value\"]", column=f"{where}.values[{bad_shape}]",
                                  value=vals[bad_shape]))
     arr = pd.DataFrame(vals, columns=["ts", "value"], dtype=object)
-    ts = pd.to_numeric(arr["ts"], errors="coerce")
+    try:
+        ts = pd.to_numeric(arr["ts"], errors="coerce")
+    except OverflowError:  # an integer too large for a float (a 400-digit "timestamp"): out of range below
+        ts = arr["ts"].map(_safe_float)
     text = arr["value"].astype(str).str.strip()
     value = pd.to_numeric(text, errors="coerce")
     nan_ok = text.str.lower().isin(["nan"])
@@ -82,9 +100,9 @@ def _series(path: Path, i: int, s, label: str) -> pd.DataFrame:
                                      hint=f"{int(bad.sum())} such samples in this series" if bad.sum() > 1 else None))
     checks = (
         (ts.notna() & ((ts < MIN_TS) | (ts > MAX_TS)), 0, "sample timestamp out of range: seconds since the epoch "
-         "expected", "a Unix time in seconds between 2000-01-01 and 5138 (not milliseconds), e.g. 1725148800"),
-        (value.notna() & ~np.isfinite(value.astype(float)), 1, "sample value is not finite",
-         'a finite number of GPUs as text, e.g. "8" ("NaN" is skipped)'),
+         "expected", "a Unix time in seconds from 2000-01-01 to before 2200-01-01 (not milliseconds), e.g. 1725148800"),
+        (value.notna() & ~(value.astype(float).abs() <= ABSURD_GPUS), 1, "sample value is not finite or is absurdly "
+         "large", f'a finite number of GPUs up to {ABSURD_GPUS:.0e} as text, e.g. "8" ("NaN" is skipped)'),
         (value.notna() & (value < 0), 1, "sample value is negative", 'GPUs requested, >= 0, e.g. "8"'),
     )
     for bad, field, message, expected in checks:
@@ -95,8 +113,14 @@ def _series(path: Path, i: int, s, label: str) -> pd.DataFrame:
                                      value=arr[col].iat[j], expected=expected,
                                      hint=f"{int(bad.sum())} such samples in this series" if bad.sum() > 1 else None))
     metric = s.get("metric") if isinstance(s.get("metric"), dict) else {}
-    cls = str(metric.get(label)) if metric.get(label) not in (None, "") else "unlabelled"
-    return pd.DataFrame({"ts": ts.to_numpy(float), "key": cls, "gpus": value.to_numpy(float)}).dropna()
+    given = metric.get(label)
+    if given is not None and not isinstance(given, str):  # Prometheus label values are strings
+        raise InputError(Problem(str(path), f"label {label!r} is not text", column=f"{where}.metric.{label}",
+                                 value=str(given)[:60], expected="a label value (a string)"))
+    cls = given if given not in (None, "") else None  # None: the series has no such label
+    frame = pd.DataFrame({"ts": ts.to_numpy(float), "key": cls, "gpus": value.to_numpy(float)}).dropna(subset=["ts", "gpus"])
+    frame["labelled"] = cls is not None
+    return frame
 
 
 def import_prometheus(path: str | Path, label: str) -> HistoryResult:
@@ -109,15 +133,29 @@ def import_prometheus(path: str | Path, label: str) -> HistoryResult:
     frames = [_series(path, i, s, label) for i, s in enumerate(result)]
     notes = [f"{path.name}: {len(result)} series; class = the value of label {label!r}; the series of one class "
              "added at each timestamp, then resampled hourly by the mean of the samples in each clock hour (UTC)."]
-    samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["ts", "key", "gpus"])
-    unlabelled = sum(1 for f in frames if len(f) and f["key"].iat[0] == "unlabelled")
+    samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["ts", "key", "gpus", "labelled"])
+    check_class_names(pd.Series([f["key"].iat[0] if len(f) else None for f in frames], dtype=object),
+                      pd.Series([f"data.result[{i}].metric.{label}" for i in range(len(frames))], dtype=object),
+                      str(path), f"metric.{label}")
+    unlabelled = sum(1 for f in frames if len(f) and not f["labelled"].iat[0])
     if unlabelled:
-        notes.append(f"{unlabelled} series have no label {label!r}: class `unlabelled`.")
+        name = UNLABELLED
+        while samples["key"].eq(name).any():  # a label whose value is literally `unlabelled` keeps its own class
+            name = "_" + name
+        samples["key"] = samples["key"].fillna(name)
+        notes.append(f"{unlabelled} series have no label {label!r}: class `{name}`"
+                     + (f" (`{UNLABELLED}` is a value of the label, a class of its own)." if name != UNLABELLED else "."))
     if not len(samples):
         notes.append(f"{path.name}: no samples: the history is empty.")
         return HistoryResult(history=hourly_grid(pd.DataFrame(columns=["period", "key", "gpus"])),
                              counts={"series": len(result), "samples": 0}, notes=notes)
     at = samples.groupby(["ts", "key"], sort=False)["gpus"].sum().reset_index()
+    over = ~(at["gpus"] <= ABSURD_GPUS)  # series that each hold a plausible number can add up to inf
+    if over.any():
+        r = at[over].iloc[0]
+        raise InputError(Problem(str(path), f"the series of class {r['key']!r} add up to {r['gpus']:.3g} GPUs at one "
+                                 "timestamp", column="data.result[*].values", value=f"ts {r['ts']:.0f}",
+                                 expected=f"at most {ABSURD_GPUS:.0e} GPUs per class at a time"))
     at["period"] = pd.to_datetime(at["ts"], unit="s").dt.floor("h")
     hourly = at.groupby(["period", "key"])["gpus"].mean().reset_index()
     full = hourly_grid(hourly)
