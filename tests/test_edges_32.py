@@ -1,0 +1,305 @@
+"""Issue 32: nothing lost, nothing silently wrong at the importers', forecast's and report's edges (each case
+failed on 6e54039: data overwritten, dates wrapped, a currency read as USD, formulas in CSVs, exit 1 for bad input)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT
+from planner.cli import cli
+
+IMP = ROOT / "tests" / "fixtures" / "imports"
+HIST = ROOT / "tests" / "fixtures" / "history"
+BILL_HEAD = ("ChargeCategory,ChargePeriodStart,ChargePeriodEnd,ConsumedQuantity,ConsumedUnit,ProviderName,RegionId,"
+             "ServiceCategory,ChargeDescription,Tags\n")
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def bill(tmp_path, *rows):
+    """A FOCUS bill of p5.48xlarge usage rows (start, end, quantity, tags) priced by the history fixture sheet."""
+    lines = [f"Usage,{s},{e},{q},Hours,AWS,us-east-1,Compute,$55.04 per On Demand Linux p5.48xlarge Instance Hour,"
+             f"\"{t}\"" for s, e, q, t in rows]
+    path = tmp_path / "bill.csv"
+    path.write_text(BILL_HEAD + "\n".join(lines) + "\n")
+    return path
+
+
+def focus(tmp_path, *rows, extra=()):
+    return run("history", "import", "--focus", bill(tmp_path, *rows), "--prices", HIST / "prices.csv",
+               "--out", tmp_path / "h.csv", *extra)
+
+
+# ---- 1, 10: an output never overwrites an input -----------------------------------------------------------------
+def test_forecast_refuses_an_out_folder_where_its_history_is_an_output_name(tmp_path):
+    history = tmp_path / "forecast.csv"
+    history.write_text("period,workload_class,gpus\n2027-01-04T00:00,a,1\n")
+    before = history.read_bytes()
+    r = run("forecast", ROOT / "models" / "example.toml", "--history", history, "--horizon-months", 1,
+            "--out", tmp_path)
+    assert r.exit_code == 2, r.output
+    assert "--history" in r.output and "never overwrites an input" in r.output
+    assert history.read_bytes() == before and not (tmp_path / "forecast.json").exists()
+
+
+def test_forecast_refuses_a_linked_history(tmp_path):
+    real = tmp_path / "h.csv"
+    real.write_text("period,workload_class,gpus\n")
+    out = tmp_path / "fc"
+    out.mkdir()
+    (out / "scenarios.toml").symlink_to(real)
+    r = run("forecast", ROOT / "models" / "example.toml", "--history", real, "--horizon-months", 1, "--out", out)
+    assert r.exit_code == 2 and "never overwrites an input" in r.output, r.output
+    assert real.read_text() == "period,workload_class,gpus\n"
+
+
+@pytest.mark.parametrize("name", ["plan.xlsx", "allocation.csv", "fleet.csv", "plan.json"])
+def test_report_never_writes_over_the_plans_own_files(example_plan, name):
+    _, paths = example_plan
+    target = paths["json"].with_name(name)
+    before = target.read_bytes()
+    r = run("report", paths["json"], "--html", target)
+    assert r.exit_code == 2, r.output
+    assert target.read_bytes() == before
+
+
+# ---- 7: malformed JSON is bad input (exit 2), never an internal error ---------------------------------------------
+def test_report_of_a_plan_json_with_odd_contents_exits_2(example_plan, tmp_path):
+    _, paths = example_plan
+    doc = json.loads(paths["json"].read_text())
+    for i, change in enumerate([{"reserved_purchases": ["a string"]}, {"cost_usd": {"total": 10 ** 400}}]):
+        bad = tmp_path / f"p{i}.json"
+        bad.write_text(json.dumps(doc | change))
+        r = run("report", bad, "--html", tmp_path / f"r{i}.html")
+        assert r.exit_code == 2 and str(bad) in r.output and "Internal error" not in r.output, r.output
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    r = run("report", deep, "--html", tmp_path / "d.html")
+    assert r.exit_code == 2 and "deep.json" in r.output, r.output
+
+
+def test_gcp_sku_entries_that_are_not_objects_or_nested_too_deep_exit_2(tmp_path):
+    doc = json.loads((IMP / "gcp_skus.json").read_text())
+    doc["skus"].insert(1, "a string")
+    path = tmp_path / "skus.json"
+    path.write_text(json.dumps(doc))
+    r = run("prices", "import", "--from", "gcp-skus", path, "--out", tmp_path / "p.csv")
+    assert r.exit_code == 2 and "SKU 2 is not a SKU object" in r.output and "skus[1]" in r.output, r.output
+    path.write_text('{"skus": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    r = run("prices", "import", "--from", "gcp-skus", path, "--out", tmp_path / "p.csv")
+    assert r.exit_code == 2 and "nested too deeply" in r.output, r.output
+    doc = json.loads((IMP / "gcp_skus.json").read_text())
+    doc["skus"][0]["pricingInfo"][-1]["pricingExpression"]["tieredRates"][0]["unitPrice"]["nanos"] = 10 ** 400
+    path.write_text(json.dumps(doc))
+    r = run("prices", "import", "--from", "gcp-skus", path, "--out", tmp_path / "p.csv")
+    assert r.exit_code == 2 and "unitPrice.nanos" in r.output, r.output
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_prometheus_timestamp_of_400_digits_and_nesting_exit_2(tmp_path):
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"ns": "a"}, "values": [[10 ** 400, "1"]]}]}}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    r = run("history", "import", "--prometheus", path, "--label", "ns", "--out", tmp_path / "h.csv")
+    assert r.exit_code == 2 and "values[0][0]" in r.output, r.output
+    path.write_text('{"data": ' * 50_000 + "1" + "}" * 50_000)
+    r = run("history", "import", "--prometheus", path, "--label", "ns", "--out", tmp_path / "h.csv")
+    assert r.exit_code == 2 and "nested too deeply" in r.output, r.output
+
+
+# ---- 2, 18: dates out of range -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("start,end,column", [
+    ("1500-01-01T00:00:00Z", "1500-01-01T01:00:00Z", "ChargePeriodStart"),
+    ("9999-01-01T00:00:00Z", "9999-01-01T01:00:00Z", "ChargePeriodStart"),
+    ("0001-01-01T00:00:00Z", "0001-01-01T01:00:00Z", "ChargePeriodStart"),
+    ("2024-09-01T00:00:00Z", "2300-01-01T00:00:00Z", "ChargePeriodEnd")])
+def test_bill_dates_outside_the_range_exit_2_naming_the_row(tmp_path, start, end, column):
+    r = focus(tmp_path, ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", 1, "{}"), (start, end, 1, "{}"))
+    assert r.exit_code == 2, r.output
+    assert f"row 3, column '{column}'" in r.output and "outside the range" in r.output
+    assert not (tmp_path / "h.csv").exists()
+
+
+def test_prometheus_samples_past_2200_exit_2(tmp_path):
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"ns": "a"}, "values": [[7_258_118_400 + 3600, "1"]]}]}}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    r = run("history", "import", "--prometheus", path, "--label", "ns", "--out", tmp_path / "h.csv")
+    assert r.exit_code == 2 and "2200-01-01" in r.output, r.output
+
+
+# ---- 12, 13: quantities ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("qty", ["inf", "1e300", "-inf"])
+def test_non_finite_or_absurd_quantities_exit_2(tmp_path, qty):
+    r = focus(tmp_path, ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", qty, "{}"))
+    assert r.exit_code == 2 and "row 2, column 'ConsumedQuantity'" in r.output, r.output
+
+
+def test_prometheus_sums_that_overflow_exit_2(tmp_path):
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"ns": "a"}, "values": [[1725148800, "9e7"]]}, {"metric": {"ns": "a"}, "values": [[1725148800, "9e7"]]}]}}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    r = run("history", "import", "--prometheus", path, "--label", "ns", "--out", tmp_path / "h.csv")
+    assert r.exit_code == 2 and "add up to" in r.output and "'a'" in r.output, r.output
+
+
+def test_usage_rows_without_a_quantity_are_counted_and_named(tmp_path):
+    r = focus(tmp_path, ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", 1, "{}"),
+              ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", "NULL", "{}"),
+              ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", "", "{}"))
+    assert r.exit_code == 0, r.output
+    assert "2 GPU usage rows have no quantity" in r.output and "the first: row 3" in r.output
+    assert pd.read_csv(tmp_path / "h.csv")["gpus"].sum() == pytest.approx(8.0)
+
+
+# ---- 4, 5, 16, 17: text ---------------------------------------------------------------------------------------------
+def test_imported_price_sheet_text_is_inert(tmp_path):
+    src = (IMP / "skypilot_aws_zones.csv").read_text().replace("us-east-1,", "=HYPERLINK(1),")
+    path = tmp_path / "c.csv"
+    path.write_text(src)
+    r = run("prices", "import", "--from", "skypilot", path, "--out", tmp_path / "p.csv")
+    assert r.exit_code == 0, r.output
+    regions = pd.read_csv(tmp_path / "p.csv")["region"]
+    assert set(regions) == {"'=HYPERLINK(1)"}
+
+
+def test_history_class_names_from_tags_are_inert(tmp_path):
+    r = focus(tmp_path, ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", 1, '{""team"": ""=1+2""}'),
+              extra=("--class-by", "tag:team"))
+    assert r.exit_code == 0, r.output
+    assert set(pd.read_csv(tmp_path / "h.csv")["workload_class"]) == {"'=1+2"}
+
+
+@pytest.mark.parametrize("value,why", [("a\\nb", "control character"), ("a\\u0000b", "control character"),
+                                       ('{\\""x\\"": 1}', "JSON object")])
+def test_class_names_the_planner_refuses_are_refused_at_import(tmp_path, value, why):
+    r = focus(tmp_path, ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", 1, '{""team"": ""' + value + '""}'),
+              extra=("--class-by", "tag:team"))
+    assert r.exit_code == 2 and why in r.output and "row 2" in r.output, r.output
+    assert not (tmp_path / "h.csv").exists()
+
+
+def test_a_label_named_unlabelled_is_not_merged_with_unlabelled_series(tmp_path):
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"ns": "unlabelled"}, "values": [[1725148800, "4"]]},
+        {"metric": {}, "values": [[1725148800, "2"]]}, {"metric": {"x": "y"}, "values": [[1725148800, "1"]]}]}}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    r = run("history", "import", "--prometheus", path, "--label", "ns", "--out", tmp_path / "h.csv")
+    assert r.exit_code == 0, r.output
+    h = pd.read_csv(tmp_path / "h.csv").set_index("workload_class")["gpus"]
+    assert h["unlabelled"] == 4 and h["_unlabelled"] == 3
+    assert "2 series have no label 'ns'" in r.output
+
+
+# ---- 3, 6, 14, 21: currencies and Azure entries ------------------------------------------------------------------------
+def _gcp(tmp_path, currency):
+    doc = json.loads((IMP / "gcp_skus.json").read_text())
+    for sku in doc["skus"]:
+        for info in sku.get("pricingInfo", []):
+            for tier in info["pricingExpression"]["tieredRates"]:
+                tier["unitPrice"]["currencyCode"] = currency
+    path = tmp_path / "skus.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_gcp_prices_in_yen_exit_2_or_convert_at_the_rate_given(tmp_path):
+    usd = run("prices", "import", "--from", "gcp-skus", IMP / "gcp_skus.json", "--out", tmp_path / "usd.csv")
+    assert usd.exit_code == 0, usd.output
+    path = _gcp(tmp_path, "JPY")
+    r = run("prices", "import", "--from", "gcp-skus", path, "--out", tmp_path / "p.csv")
+    assert r.exit_code == 2 and "JPY" in r.output and "--fx JPY=" in r.output, r.output
+    assert not (tmp_path / "p.csv").exists()
+    r = run("prices", "import", "--from", "gcp-skus", path, "--fx", "JPY=0.5", "--out", tmp_path / "p.csv")
+    assert r.exit_code == 0, r.output
+    a, b = pd.read_csv(tmp_path / "usd.csv"), pd.read_csv(tmp_path / "p.csv")
+    assert (b["hourly_usd"] / a["hourly_usd"]).round(9).eq(0.5).all()
+    assert "--fx JPY=0.5" in (tmp_path / "p.csv.notes.md").read_text()
+    bad = run("prices", "import", "--from", "gcp-skus", path, "--fx", "JPY=abc", "--out", tmp_path / "q.csv")
+    assert bad.exit_code == 2 and "--fx" in bad.output
+
+
+def test_azure_page_in_euros_exits_2_or_converts(tmp_path):
+    doc = json.loads((IMP / "azure_retail_page1.json").read_text())
+    for item in doc["Items"]:
+        item["currencyCode"] = "EUR"
+    path = tmp_path / "az.json"
+    path.write_text(json.dumps(doc))
+    r = run("prices", "import", "--from", "azure-retail", path, "--out", tmp_path / "p.csv")
+    assert r.exit_code == 2 and "EUR" in r.output and "row 1" in r.output, r.output
+    usd = run("prices", "import", "--from", "azure-retail", IMP / "azure_retail_page1.json", "--out", tmp_path / "u.csv")
+    r = run("prices", "import", "--from", "azure-retail", path, "--fx", "EUR=2", "--out", tmp_path / "p.csv")
+    assert usd.exit_code == 0 and r.exit_code == 0, r.output
+    a = pd.read_csv(tmp_path / "u.csv").set_index(["gpu_type", "region", "option"])["hourly_usd"]
+    b = pd.read_csv(tmp_path / "p.csv").set_index(["gpu_type", "region", "option"])["hourly_usd"]
+    assert (b[a > 0] / a[a > 0]).round(9).eq(2).all()
+
+
+@pytest.mark.parametrize("entry,column", [({"retailPrice": "abc", "term": "1 Year"}, "savingsPlan.retailPrice"),
+                                          ({"retailPrice": 1.0, "term": "5 Years"}, "savingsPlan.term"),
+                                          ("not an object", "savingsPlan")])
+def test_azure_savings_plan_entries_that_are_wrong_exit_2(tmp_path, entry, column):
+    doc = json.loads((IMP / "azure_retail_page1.json").read_text())
+    doc["Items"][0]["savingsPlan"] = [entry]
+    path = tmp_path / "az.json"
+    path.write_text(json.dumps(doc))
+    r = run("prices", "import", "--from", "azure-retail", path, "--out", tmp_path / "p.csv")
+    assert r.exit_code == 2 and "row 1" in r.output and column in r.output and "az.json" in r.output, r.output
+
+
+def test_a_zero_azure_price_is_named_in_the_input(tmp_path):
+    doc = json.loads((IMP / "azure_retail_page1.json").read_text())
+    doc["Items"][0]["retailPrice"] = doc["Items"][0]["unitPrice"] = 0
+    path = tmp_path / "az.json"
+    path.write_text(json.dumps(doc))
+    r = run("prices", "import", "--from", "azure-retail", path, "--out", tmp_path / "p.csv")
+    assert r.exit_code == 2 and "az.json, row 1, column 'retailPrice'" in r.output, r.output
+
+
+# ---- 8, 9, 11, 19: output paths, publishing together, the note, NUL -------------------------------------------------
+def test_output_paths_that_are_folders_exit_2(tmp_path, example_plan):
+    (tmp_path / "o" / "plan.json").mkdir(parents=True)
+    r = run("plan", ROOT / "models" / "example.toml", "--out", tmp_path / "o", "--no-memo", "-q")
+    assert r.exit_code == 2, r.output
+    (tmp_path / "p.csv").mkdir()
+    r = run("prices", "import", "--from", "skypilot", IMP / "skypilot_aws_zones.csv", "--out", tmp_path / "p.csv")
+    assert r.exit_code == 2, r.output
+    (tmp_path / "h.csv").mkdir()
+    r = focus(tmp_path, ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", 1, "{}"))
+    assert r.exit_code == 2, r.output
+
+
+def test_history_and_inventory_are_published_together_or_not_at_all(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    out = tmp_path / "hist.csv"
+    r = run("history", "import", "--focus", HIST / "bill.csv", "--prices", HIST / "prices.csv", "--out", out,
+            "--inventory", tmp_path / "afile" / "inv.csv")
+    assert r.exit_code in (1, 2) and "Internal error" not in r.output, r.output
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["afile"]  # no temporary file left
+
+
+def test_a_nul_byte_in_a_catalog_names_the_input_row_and_column(tmp_path):
+    src = (IMP / "skypilot_aws_zones.csv").read_text().replace("us-east-1,us-east-1a", "us-e\x00ast-1,us-east-1a")
+    path = tmp_path / "c.csv"
+    path.write_text(src)
+    r = run("prices", "import", "--from", "skypilot", path, "--out", tmp_path / "p.csv")
+    assert r.exit_code == 2 and f"{path}, row 2, column 'Region'" in r.output and ".tmp" not in r.output, r.output
+
+
+def test_replacing_a_previous_note_is_said(tmp_path):
+    out = tmp_path / "p.csv"
+    first = run("prices", "import", "--from", "skypilot", IMP / "skypilot_aws_zones.csv", "--out", out)
+    assert first.exit_code == 0 and "replaced" not in first.output
+    again = run("prices", "import", "--from", "skypilot", IMP / "skypilot_aws_zones.csv", "--out", out, "-q")
+    assert again.exit_code == 0 and f"replaced the previous {out}.notes.md" in again.output
