@@ -28,6 +28,12 @@ def _layout(fig: go.Figure, title: str, xtitle: str, ytitle: str, height: int = 
     return fig
 
 
+def plain(text) -> str:
+    """User text (pool, region, class, option names) as Plotly shows it literally: Plotly reads ``<b>``, ``<br>``,
+    ``&...;`` in labels as markup and ``%{...}`` in hover templates as fields, so ``& < > %`` become entities."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("%", "&#37;"))
+
+
 def _n(x: float) -> str:
     if float(x).is_integer():
         return f"{x:,.0f}"
@@ -74,7 +80,7 @@ def load_duration_figure(c: PoolCurve) -> go.Figure:
     elif c.break_even_spot_hours is not None:
         notes.append("reserved dearer than spot")
     if c.reserved_usd_per_gpu_hour is not None:
-        prices = [f"reserved {c.reserved_usd_per_gpu_hour:.3g} ({c.reserved_price_source})"]
+        prices = [f"reserved {c.reserved_usd_per_gpu_hour:.3g} ({plain(c.reserved_price_source)})"]
         if c.on_demand_usd_per_gpu_hour:
             prices.append(f"on-demand {c.on_demand_usd_per_gpu_hour:.3g}")
         if c.spot_usd_per_gpu_hour:
@@ -82,7 +88,7 @@ def load_duration_figure(c: PoolCurve) -> go.Figure:
         notes.insert(0, "USD/GPU-h: " + ", ".join(prices))
     if c.resolution == "monthly":
         notes.append("monthly means (no fleet.csv)")
-    title = f"{c.pool}: load-duration curve" + (f"<br><sub>{'; '.join(notes)}</sub>" if notes else "")
+    title = f"{plain(c.pool)}: load-duration curve" + (f"<br><sub>{'; '.join(notes)}</sub>" if notes else "")
     _layout(fig, title, f"hours of the horizon ({_n(c.horizon_hours)} h) at or above the level", "GPUs", height=400)
     fig.update_xaxes(range=[0, c.horizon_hours])
     fig.update_yaxes(range=[0, top])
@@ -120,7 +126,8 @@ def vintage_figure(v: Vintages) -> go.Figure:
     """The ladder: GPUs owned per purchase date (and inventory), stacked over the horizon."""
     fig = go.Figure()
     for i, (name, ys, pools) in enumerate(zip(v.vintages, v.gpus, v.pools)):
-        label = f"{name} (inventory)" if name.startswith("owned") else f"bought {name}"
+        label = plain(f"{name} (inventory)" if name.startswith("owned") else f"bought {name}")
+        pools = plain(pools)
         fig.add_trace(go.Scatter(x=v.when, y=ys, name=label, stackgroup="vintage", mode="lines",
                                  line={"shape": "hv", "width": 0.5, "color": PALETTE[i % len(PALETTE)]},
                                  hovertemplate="%{y:,.0f} GPUs: " + pools + "<extra>" + label + "</extra>"))
