@@ -312,6 +312,7 @@ class DaskExecutor(Executor):
             self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
                                         dashboard_address=":0", silence_logs=50)  # a lost worker is retried: no log
             self.client = Client(self.cluster)
+            self._old_sigterm = _raise_on_sigterm()  # a `kill` closes the cluster (no orphans, no leaked semaphores)
         self.workers = max(1, len(self.client.scheduler_info().get("workers", {})) or (jobs or 1))
 
     def __repr__(self) -> str:
@@ -350,10 +351,30 @@ class DaskExecutor(Executor):
             record(i, ok, value, seconds)
 
     def close(self) -> None:
-        """Close the client, and the LocalCluster when this executor started one."""
+        """Close the client, and the LocalCluster when this executor started one (SIGTERM's handler restored)."""
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+            old, self._old_sigterm = getattr(self, "_old_sigterm", None), None
+            if old is not None:
+                with contextlib.suppress(ValueError, OSError):
+                    signal.signal(signal.SIGTERM, old)
+
+
+def _raise_on_sigterm():
+    """In the main thread: SIGTERM raises :class:`Terminated` (handled as Ctrl-C: the ``finally`` that closes a
+    LocalCluster runs) until the previous handler, returned, is put back; None elsewhere."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the shutdown itself is not interrupted
+        raise Terminated(f"signal {signum}")
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):
+        return None
 
 
 def make_executor(kind: str = "local", *, jobs: int | None = None, scheduler: str | None = None,

@@ -348,9 +348,12 @@ class DaskPricer:
         out: dict = {}
         todo = list(range(self.workers))
         for attempt in range(RETRIES + 1):
-            calls = {w: self.actors[w].price(n, [(i, bases[i]) for i in self.shares[w]], solution, scale)
-                     for w in todo}
-            failed = []
+            calls, failed = {}, []
+            for w in todo:
+                try:  # an actor whose worker is known lost refuses the call itself ("Worker holding Actor was lost")
+                    calls[w] = self.actors[w].price(n, [(i, bases[i]) for i in self.shares[w]], solution, scale)
+                except Exception:
+                    failed.append(w)
             for w, fut in calls.items():
                 try:
                     out.update(fut.result())
@@ -368,7 +371,10 @@ class DaskPricer:
                 raise SolverError(f"Dask pricing actors {failed} were lost {RETRIES + 1} times in one iteration")
             for w in failed:
                 self.restarts += 1
-                self.actors[w] = self._actor(w, None)
+                try:
+                    self.actors[w] = self._actor(w, None)
+                except Exception:  # the cluster is still replacing the worker: the next attempt tries again
+                    pass
             todo = failed
         raise AssertionError("unreachable")
 

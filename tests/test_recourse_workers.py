@@ -234,3 +234,90 @@ def test_write_lp_of_a_decomposed_plan_is_the_milp(tmp_path):
     # the purchases are the MILP's free integers, not fixed at the plan's values (a fixed column is n = v)
     assert "Generals" in text or "General" in text
     assert not any(line.strip().startswith("n_") and " = " in line for line in text.splitlines())
+
+
+@pytest.mark.slow
+def test_a_dask_worker_killed_outright_is_replaced_and_the_answer_is_unchanged(tmp_path):
+    """Issue 32 item 15: SIGKILL of a worker process of the cluster; once the scheduler knows, the lost actor
+    refuses calls ("Worker holding Actor was lost"): the pricer makes it again and re-prices, exactly."""
+    import os
+    import signal
+    import time
+
+    from planner.recourse_workers import DaskPricer
+
+    inp = _case(tmp_path, 25, days=120)
+    chunks = chunk_index(inp, "week")
+    n = np.zeros(len(inp.reserved))
+    want = LocalPricer(inp, chunks, cut_groups(inp)).price(n, [None] * len(chunks))
+    with DaskExecutor(jobs=2, processes=True) as ex:
+        p = DaskPricer(inp, chunks, cut_groups(inp), ex)
+        if p.workers < 2:
+            pytest.skip("one core: a cluster of one worker")
+        pids = ex.client.run(os.getpid)
+        holder = p.actors[1]._address
+        os.kill(pids[holder], signal.SIGKILL)
+        deadline = time.time() + 30
+        while p.actors[1]._future.status in ("finished", "pending") and time.time() < deadline:
+            time.sleep(0.1)  # until the scheduler has seen the worker go
+        assert p.actors[1]._future.status not in ("finished", "pending")
+        got = p.price(n, [None] * len(chunks))
+        assert p.restarts >= 1
+        assert all(np.array_equal(a.values, b.values) for a, b in zip(got, want))
+
+
+def _descendants(pid: int) -> list[int]:
+    from pathlib import Path
+
+    kids = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="/proc")
+def test_sigterm_under_dask_closes_the_cluster_cleanly(tmp_path):
+    """Issue 32 item 22: `kill` of `planner plan --executor dask` closes its LocalCluster: exit 1, nothing written,
+    no leaked-semaphore warning, no worker left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    proc = subprocess.Popen([sys.executable, "-m", "planner", "plan", str(ROOT / "models" / "example.toml"),
+                             "--executor", "dask", "--jobs", "2", "--out", str(tmp_path / "out")],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline, workers = time.monotonic() + 90, []
+    while time.monotonic() < deadline:  # the cluster's nannies and workers are up
+        workers = _descendants(proc.pid)
+        if len(workers) >= 3 or proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, (proc.returncode, err[-2000:])
+    assert "no outputs were changed" in err and "leaked semaphore" not in err, err[-2000:]
+    assert not (tmp_path / "out" / "plan.json").exists()
+    deadline = time.monotonic() + 15
+    while any(os.path.exists(f"/proc/{p}") for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [p for p in workers if os.path.exists(f"/proc/{p}")
+            and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left
