@@ -303,3 +303,19 @@ def test_replacing_a_previous_note_is_said(tmp_path):
     assert first.exit_code == 0 and "replaced" not in first.output
     again = run("prices", "import", "--from", "skypilot", IMP / "skypilot_aws_zones.csv", "--out", out, "-q")
     assert again.exit_code == 0 and f"replaced the previous {out}.notes.md" in again.output
+
+
+# ---- also from users' own numbers ------------------------------------------------------------------------------
+def test_spot_from_a_job_level_preemption_rate_equals_the_per_instance_rate(tmp_path):
+    """A user who measured one preemption per job every 4 h (64 GPUs, 8 per instance) asks whether spot pays:
+    the same answer as --mtbi-hours 32 per instance, with the conversion printed."""
+    common = ["--job-gpus", 64, "--gpus-per-instance", 8, "--checkpoint-minutes", 3, "--restart-minutes", 10,
+              "--spot-price", 3.2, "--on-demand-price", 9.8]
+    job = run("spot", "--job-mtbi-hours", 4, *common, "--json")
+    per = run("spot", "--mtbi-hours", 32, *common, "--json")
+    assert job.exit_code == 0 and per.exit_code == 0, job.output
+    a, b = json.loads(job.output), json.loads(per.output)
+    assert a["per_instance_mtbi_hours"] == 32 and "8 instances" in a["conversion"]
+    assert {k: a[k] for k in b} == b
+    text = run("spot", "--job-mtbi-hours", 4, *common)
+    assert text.exit_code == 0 and "--mtbi-hours 32" in text.output and "spot pays against on-demand" in text.output

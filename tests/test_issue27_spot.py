@@ -127,7 +127,11 @@ def test_failure_rate_run_is_not_labelled_spot():
 
 def test_option_prices_with_failures_exit_2_naming_the_option():
     for flag in ("--spot-price", "--on-demand-price", "--reserved-price"):
+        # a job-level MTBI with an option price: the job's spot preemptions, converted per instance (issue 32)
         r = run("spot", *Q4, flag, "3")
+        assert r.exit_code == 0 and "one preemption every 6,144 h per instance" in r.output, r.output
+    for flag in ("--on-demand-price", "--reserved-price"):  # hardware failures alone: one fleet price
+        r = run("spot", "--failure-rate-per-gpu-hour", "1e-5", "--job-gpus", "16384", flag, "3")
         assert r.exit_code == 2, r.output
         assert f"{flag} compares purchase options" in r.output and "--gpu-price" in r.output, r.output
     r = run("spot", "--mtbi-hours", "4", "--gpu-price", "3")

@@ -197,6 +197,17 @@ def _run_spot(interruptions_per_hour, mtbi_hours, checkpoint_minutes, restart_mi
                                   expected="--interruptions-per-hour, --mtbi-hours or --failure-rate-per-gpu-hour "
                                            f"with --sweep {sweep} (--job-mtbi-hours sweeps checkpoint-minutes only)",
                                   hint="a job-level MTBI cannot be rescaled to other gang sizes or rates"))
+    conversion = None
+    if job_mtbi_hours is not None and any(p is not None for p in (spot_price, on_demand_price, reserved_price)):
+        # preemptions measured per job, asked about spot: a gang of k instances is stopped by a preemption of any
+        # one, so one instance is preempted k times less often than the job (independent preemptions)
+        k = math.ceil((job_gpus if job_gpus is not None else gpus_per_instance) / gpus_per_instance - 1e-9)
+        mtbi_hours, job_mtbi_hours = job_mtbi_hours * k, None
+        conversion = (f"--job-mtbi-hours {_fmt_hours(mtbi_hours / k)} over the job's {k} instance"
+                      f"{'s' if k != 1 else ''} = one preemption every {_fmt_hours(mtbi_hours)} h per instance "
+                      f"(the same as --mtbi-hours {_fmt_hours(mtbi_hours)}): a preemption of any one stops the gang")
+        if sweep is not None and not as_json:
+            click.echo(f"note: {conversion}", err=True)
     rate = interruptions_per_hour if interruptions_per_hour is not None else (
         1.0 / mtbi_hours if mtbi_hours is not None else 0.0)
     job_rate = 1.0 / job_mtbi_hours if job_mtbi_hours is not None else None
@@ -224,10 +235,14 @@ def _run_spot(interruptions_per_hour, mtbi_hours, checkpoint_minutes, restart_mi
 
     if sweep is None:
         result = one()
+        if conversion is not None:
+            result = {"per_instance_mtbi_hours": mtbi_hours, "conversion": conversion} | result
         if as_json:
             click.echo(json.dumps({k: jsonable(v) if not isinstance(v, str) else v for k, v in result.items()},
                                   indent=2))
         else:
+            if conversion is not None:
+                click.echo(f"note: {conversion}")
             click.echo(_spot_table(result, _FAILURE_LABELS if failures else _SPOT_LABELS))
         return
 
@@ -255,6 +270,10 @@ def _run_spot(interruptions_per_hour, mtbi_hours, checkpoint_minutes, restart_mi
     if xlsx_path:
         write_spot_sweep(xlsx_path, rows, cols, key)
         click.echo(f"wrote {xlsx_path}")
+
+
+def _fmt_hours(h: float) -> str:
+    return f"{h:,.6g}"
 
 
 def _check_prices(failures: bool, job_mtbi: bool, spot_price, on_demand_price, reserved_price, gpu_price) -> None:
