@@ -15,7 +15,7 @@ import pandas as pd
 
 TRANCHE_COLUMNS = ["row", "gpu_type", "region", "option", "kind", "purchase_date", "end_date", "firm",
                    "stack_position", "instances", "gpus", "active_periods", "capacity_gpu_hours", "used_gpu_hours",
-                   "avg_utilisation", "min_utilisation", "horizon_cost_usd", "full_term_usd",
+                   "avg_utilisation", "min_utilisation", "max_utilisation", "horizon_cost_usd", "full_term_usd",
                    "on_demand_value_usd", "net_savings_usd", "effective_usd_per_gpu_hour",
                    "on_demand_usd_per_gpu_hour", "break_even_utilisation", "pays", "branch", "probability"]
 
@@ -92,7 +92,8 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     ``purchase_date``, ``end_date``, ``firm``, ``stack_position`` (1 = first used in its pool after the
     inventory), ``instances``, ``gpus``, ``active_periods`` (periods of the horizon it holds GPUs in),
     ``capacity_gpu_hours`` and ``used_gpu_hours`` (expected; a branch's tranche: given its branch), ``avg_utilisation`` (used / capacity
-    GPU-hours), ``min_utilisation`` (the lowest expected per-period utilisation over its active periods),
+    GPU-hours), ``min_utilisation`` / ``max_utilisation`` (the lowest / highest expected per-period utilisation
+    over its active periods),
     ``horizon_cost_usd`` (amortised: effective rate x active horizon hours, as ``plan.purchases``),
     ``full_term_usd`` (its whole liability), ``on_demand_value_usd`` (its used GPU-hours at its pool's
     on-demand price), ``net_savings_usd`` (value less horizon cost), ``effective_usd_per_gpu_hour``,
@@ -139,6 +140,7 @@ def tranche_utilisation(plan) -> pd.DataFrame:
         "active_periods": active.sum(axis=1), "capacity_gpu_hours": cap_h, "used_gpu_hours": used_h,
         "avg_utilisation": np.divide(used_h, cap_h, out=np.zeros(len(rows)), where=cap_h > 0),
         "min_utilisation": np.where(active.any(axis=1), util_t.min(axis=1), 0.0),
+        "max_utilisation": np.where(active.any(axis=1), np.where(active, util_t, -np.inf).max(axis=1), 0.0),
         "horizon_cost_usd": cost[rows], "full_term_usd": full[rows],
         "on_demand_value_usd": used_h * np.nan_to_num(od)})
     out["net_savings_usd"] = out["on_demand_value_usd"] - out["horizon_cost_usd"]

@@ -287,7 +287,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
                   "liability_past_horizon_usd", "upfront_usd", "monthly_recurring_usd", "on_demand_usd_per_gpu_hour",
                   "min_utilisation", "avg_utilisation", "max_utilisation", "break_even_utilisation",
                   "monthly_savings_usd", "monthly_savings_pct", "break_even_months", "npv_usd", "payment_options",
-                  "branch", "probability"),
+                  "branch", "probability", "break_even_utilisation_vs_spot", "break_even_utilisation_vs_renting"),
     "Costs": ("cost_kind", "gpu_type", "region", "option", "quantity", "unit", "gpu_hours", "usd_per_gpu_hour",
               "cost_usd"),
     "Allocation": ("scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus",

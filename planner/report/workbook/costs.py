@@ -48,33 +48,57 @@ def _write_prices(ws, prices: pd.DataFrame) -> None:
 
 
 def _purchase_use(plan: Plan, purchases: pd.DataFrame) -> pd.DataFrame:
-    """Per purchase row: min / mean / max over its active periods of its pool's reserved use / GPUs owned.
+    """Per purchase row: min / mean / max over its active periods of the purchase's OWN (marginal) utilisation:
+    the pool's reserved use stacked on the inventory first, then the purchases in purchase order
+    (:mod:`planner.memo_tranches`), so the last tranche bought shows what the last GPUs bought are used, not the
+    pool's average. Expected over scenarios (a branch's purchase: given its branch)."""
+    from ...memo_tranches import tranche_utilisation
 
-    Expected over scenarios; a pool's purchases share its use in proportion to the GPUs each owns.
-    """
-    inp = plan.inputs
-    f = plan.fleet
     out = pd.DataFrame({"min": np.nan, "avg": np.nan, "max": np.nan}, index=purchases.index)
-    if f.empty or not len(purchases):
+    tr = tranche_utilisation(plan)
+    if not len(tr) or not len(purchases):
         return out
-    prob = dict(zip(inp.scenarios, inp.probability))
-    g = f.assign(used=f["reserved_used"] * f["scenario"].map(prob), owned=f["reserved_owned"]
-                 * f["scenario"].map(prob)).groupby(["gpu_type", "region", "period"])[["used", "owned"]].sum()
-    active = inp.active
-    for i, r in enumerate(purchases.itertuples()):
-        if r.instances <= 0:
-            continue
-        pool = g.loc[(r.gpu_type, r.region)] if (r.gpu_type, r.region) in g.index.droplevel(2) else None
-        if pool is None:
-            continue
-        pool = pool.reindex(inp.periods)
-        on = active[r.Index] > 0 if r.Index < len(active) else np.ones(inp.T, bool)
-        share = (pool["used"] / pool["owned"]).to_numpy()[on]
-        share = share[np.isfinite(share)]
-        if len(share):
-            hours = inp.hours[on][: len(share)]
-            out.iloc[i] = [float(share.min()), float(np.average(share, weights=hours)), float(share.max())]
+    at = pd.Series(np.arange(len(plan.purchases)), index=plan.purchases.index)
+    where = {int(r): i for i, r in enumerate(tr["row"].to_numpy(int))}
+    for i, idx in enumerate(purchases.index):
+        j = where.get(int(at.get(idx, -1)))
+        if j is not None:
+            out.iloc[i] = [float(tr["min_utilisation"].iat[j]), float(tr["avg_utilisation"].iat[j]),
+                           float(tr["max_utilisation"].iat[j])]
     return out
+
+
+def _alternative_rates(plan: Plan) -> tuple[dict, dict]:
+    """Per pool (gpu_type, region): spot's price per USEFUL GPU-hour (its price / the best goodput of a class that
+    may use spot there; absent where no class may), and what the pool's rented GPU-hours cost per useful
+    GPU-hour in this plan (on-demand and spot together: what buying nothing more would pay at the margin; the
+    on-demand price where the plan rents nothing there)."""
+    inp = plan.inputs
+    pools = inp.pools
+    g = np.asarray(inp.goodput, float)  # (K, P) the useful share of a spot GPU-hour: 0 where spot is not allowed
+    best = g.max(axis=0) if g.size else np.zeros(inp.P)
+    sp = pools["sp"].to_numpy(float)
+    spot = {(t, r): float(sp[p] / best[p]) for p, (t, r) in enumerate(zip(pools["gpu_type"], pools["region"]))
+            if best[p] > 0 and np.isfinite(sp[p]) and bool(pools["has_sp"].iat[p])}
+    rented = {}
+    f = plan.fleet
+    if not f.empty:
+        prob = dict(zip(inp.scenarios, inp.probability))
+        w = f["hours"] * f["scenario"].map(prob)
+        key = list(zip(f["gpu_type"], f["region"]))
+        od_price = dict(zip(zip(pools["gpu_type"], pools["region"]), pools["od"]))
+        sp_price = dict(zip(zip(pools["gpu_type"], pools["region"]), pools["sp"]))
+        frame = pd.DataFrame({"key": key, "od": f["on_demand"] * w, "sp": f["spot"] * w})
+        agg = frame.groupby("key")[["od", "sp"]].sum()
+        for k, r in agg.iterrows():
+            usd = r["od"] * od_price.get(k, np.nan) + r["sp"] * np.nan_to_num(sp_price.get(k, 0.0))
+            useful = r["od"] + r["sp"] * (best[list(od_price).index(k)] if k in od_price else 0.0)
+            if useful > 1e-9 and np.isfinite(usd):
+                rented[k] = float(usd / useful)
+    for k, v in zip(zip(pools["gpu_type"], pools["region"]), pools["od"]):
+        if k not in rented and np.isfinite(v):
+            rented[k] = float(v)
+    return spot, rented
 
 
 def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horizon_ref: str) -> None:
@@ -83,7 +107,10 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
 
     horizon_cost_usd = GPUs x effective rate x the horizon hours the purchase is active (amortised);
     commitment_usd = GPUs x (hourly x term x 730 + upfront - residual) (full term); savings are against
-    serving the GPU-hours it is used (mean utilisation) on demand in its pool.
+    serving the GPU-hours it is used (its own mean utilisation: the tranche stacked after the inventory and the
+    earlier purchases) on demand in its pool. Break-even utilisation against on-demand (effective / on-demand
+    rate), against spot (effective / spot's price per useful GPU-hour) and against renting (effective / what the
+    pool's rented GPU-hours cost per useful GPU-hour in this plan).
     """
     cols = list(COLUMNS["Purchases"])
     s = _Sheet(ws, cols,
@@ -93,12 +120,14 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                 "hours_active": "#,##0.##", "liability_past_horizon_usd": USD, "upfront_usd": USD,
                 "monthly_recurring_usd": USD, "on_demand_usd_per_gpu_hour": RATE, "min_utilisation": PCT,
                 "avg_utilisation": PCT, "max_utilisation": PCT, "break_even_utilisation": PCT,
-                "monthly_savings_usd": USD, "monthly_savings_pct": PCT, "break_even_months": "0.0", "npv_usd": USD})
+                "monthly_savings_usd": USD, "monthly_savings_pct": PCT, "break_even_months": "0.0", "npv_usd": USD,
+                "break_even_utilisation_vs_spot": PCT, "break_even_utilisation_vs_renting": PCT})
     s.header({"effective_usd_per_gpu_hour": 26, "pool_reserved_utilisation": 26, "liability_past_horizon_usd": 26,
               "payment_options": 60})
     alternatives = _payment_text(plan)
     util = _pool_utilisation(plan)
     use = _purchase_use(plan, purchases)
+    spot_rate, rented_rate = _alternative_rates(plan)
     L = HOURS_PER_MONTH
     for i, r in enumerate(purchases.itertuples()):
         row, pr = i + 2, price_row[_price_key(r)]
@@ -141,7 +170,9 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                   F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*{ref('Prices', 'upfront_usd', pr)}", r.upfront_total_usd),
                   F(f"=G{row}*{ref('Prices', 'hourly_usd', pr)}*{L:g}", r.monthly_recurring_usd)] + reco
                  + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(i),
-                    s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0))])
+                    s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0)),
+                    eff / spot_rate[(r.gpu_type, r.region)] if (r.gpu_type, r.region) in spot_rate else None,
+                    eff / rented_rate[(r.gpu_type, r.region)] if rented_rate.get((r.gpu_type, r.region)) else None])
     s.table("Purchases")
     if (purchases["instances"] <= 0).any():
         ws.outline_settings(True, False, True, False)  # the fold's button above the rows
