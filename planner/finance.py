@@ -142,3 +142,53 @@ def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
                         "monthly_recurring_usd": gpus * float(res["hourly_usd"].iat[j]) * HOURS_PER_MONTH,
                         "full_term_usd": gpus * float(full[j]), "npv_usd": gpus * float(npv[j])})
     return pd.DataFrame(out, columns=cols)
+
+
+def npv_of_payments(upfront: float, monthly: float, months: int, rate: float) -> float:
+    """The present value of ``upfront`` now and ``monthly`` at the start of each of ``months`` months, month m
+    discounted by ``(1 + rate) ** (-m / 12)`` (the planner's convention, :func:`month_factor`)."""
+    m = np.arange(max(int(months), 0), dtype=float)
+    return float(upfront + monthly * ((1.0 + rate) ** (-m / 12.0)).sum())
+
+
+def break_even_rate(a: tuple[float, float], b: tuple[float, float], months: int) -> float | None:
+    """The yearly cost of capital at which payment options ``a`` and ``b`` ((upfront, monthly fee) each, over
+    ``months`` months) have the same present value: above it the option paying later is cheaper. None when one
+    is cheaper at every rate from -50 % to 1,000 % (no crossing). Solved by Brent's method (scipy)."""
+    from scipy.optimize import brentq
+
+    def diff(r):
+        return npv_of_payments(*a, months, r) - npv_of_payments(*b, months, r)
+
+    lo, hi = -0.5, 10.0
+    if diff(lo) * diff(hi) > 0:
+        return None
+    return float(brentq(diff, lo, hi, xtol=1e-12, rtol=1e-12))
+
+
+def payment_break_evens(payment_options: pd.DataFrame, purchases: pd.DataFrame) -> pd.DataFrame:
+    """Per purchase with more than one payment option: the option paying most upfront and the one paying least,
+    their present values, and the cost of capital at which they cost the same (:func:`break_even_rate`).
+
+    Columns: ``purchase`` (row of ``purchases``), ``upfront_option``, ``monthly_option``, ``upfront_npv_usd``,
+    ``monthly_npv_usd``, ``break_even_rate`` (NaN: no crossing), ``chosen``."""
+    cols = ["purchase", "upfront_option", "monthly_option", "upfront_npv_usd", "monthly_npv_usd", "break_even_rate",
+            "chosen"]
+    if payment_options is None or not len(payment_options):
+        return pd.DataFrame(columns=cols)
+    out = []
+    for i, g in payment_options.groupby("purchase"):
+        if len(g) < 2:
+            continue
+        g = g.sort_values("upfront_usd")
+        lo, hi = g.iloc[0], g.iloc[-1]
+        if hi["upfront_usd"] - lo["upfront_usd"] <= 1e-9:
+            continue
+        months = int(round(float(purchases["term_months"].iat[int(i)]))) if "term_months" in purchases else 12
+        rate = break_even_rate((float(hi["upfront_usd"]), float(hi["monthly_recurring_usd"])),
+                               (float(lo["upfront_usd"]), float(lo["monthly_recurring_usd"])), months)
+        out.append({"purchase": int(i), "upfront_option": hi["option"], "monthly_option": lo["option"],
+                    "upfront_npv_usd": float(hi["npv_usd"]), "monthly_npv_usd": float(lo["npv_usd"]),
+                    "break_even_rate": np.nan if rate is None else rate,
+                    "chosen": g.loc[g["chosen"], "option"].iat[0] if g["chosen"].any() else ""})
+    return pd.DataFrame(out, columns=cols)

@@ -20,6 +20,17 @@ def _price_key(r) -> tuple:
     return (r.gpu_type, r.region, r.option, None if vf is None or pd.isna(vf) else pd.Timestamp(vf))
 
 
+def price_cells(prices: pd.DataFrame) -> pd.DataFrame:
+    """The numbers the Prices sheet holds in its input columns (NaN where a cell is blank): upfront, term and
+    residual only on commitment rows, as :func:`_write_prices` writes them."""
+    reserved = prices["option"].map(lambda o: commitments.kind_of_name(o) in commitments.COMMITMENT_KINDS)
+    num = lambda col: pd.to_numeric(prices[col], errors="coerce") if col in prices else pd.Series(np.nan, index=prices.index)  # noqa: E731
+    return pd.DataFrame({"hourly_usd": num("hourly_usd"), "upfront_usd": num("upfront_usd").where(reserved),
+                         "term_months": num("term_months").where(reserved), "max_gpus": num("max_gpus"),
+                         "interruptions_per_hour": num("interruptions_per_hour"),
+                         "residual_usd": num("residual_usd").fillna(0.0).where(reserved, 0.0)})
+
+
 def _write_prices(ws, prices: pd.DataFrame) -> None:
     s = _Sheet(ws, list(COLUMNS["Prices"]),
                {"hourly_usd": RATE, "upfront_usd": USD, "effective_usd_per_gpu_hour": RATE, "term_months": "#,##0.###",
@@ -169,7 +180,7 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                   ("now" if getattr(r, "firm", True) else "planned"), hours_cell,
                   F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*{ref('Prices', 'upfront_usd', pr)}", r.upfront_total_usd),
                   F(f"=G{row}*{ref('Prices', 'hourly_usd', pr)}*{L:g}", r.monthly_recurring_usd)] + reco
-                 + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(i),
+                 + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(r.Index),
                     s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0)),
                     eff / spot_rate[(r.gpu_type, r.region)] if (r.gpu_type, r.region) in spot_rate else None,
                     eff / rented_rate[(r.gpu_type, r.region)] if rented_rate.get((r.gpu_type, r.region)) else None])
@@ -181,14 +192,17 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
 
 
 def _payment_text(plan: Plan) -> dict:
-    """Per Purchases row bought with more than one payment option: "option $NPV; ..." (* = the one chosen)."""
+    """Per purchase bought with more than one payment option (keyed by its ``plan.purchases`` label): "option
+    $NPV; ..." (* = the one chosen)."""
     po = plan.payment_options
     if po is None or not len(po):
         return {}
     out = {}
-    for i, g in po.groupby("purchase"):
+    labels = plan.purchases.index
+    for i, g in po.groupby("purchase"):  # keyed by the purchase's label: the sheet leaves savings plans out
         if len(g) > 1:
-            out[int(i)] = "; ".join(f"{'*' if r.chosen else ''}{r.option} {_money(r.npv_usd)}" for r in g.itertuples())
+            out[labels[int(i)]] = "; ".join(f"{'*' if r.chosen else ''}{r.option} {_money(r.npv_usd)}"
+                                            for r in g.itertuples())
     return out
 
 

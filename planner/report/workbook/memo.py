@@ -9,7 +9,10 @@ import numpy as np
 import pandas as pd
 
 from ...results import Plan
-from .book import DAY, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, ref
+from ...finance import payment_break_evens
+from .book import DAY, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, ref, span
+
+PCT2 = "0.00%"
 
 MEMO_SHEETS = ("Tranches", "Downside", "Commitment curve", "Chargeback")
 
@@ -29,32 +32,51 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
     sheet_row = {idx: i + 2 for i, idx in enumerate(purchases.index)}
     rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
     firm = tr[tr["firm"].astype(bool)] if len(tr) else tr
+    pay = payment_break_evens(plan.payment_options, plan.purchases)
+    pay = pay.set_index("purchase") if len(pay) else pay
     for r in firm.itertuples():
         p = plan.purchases.loc[plan.purchases.index[int(r.row)]]
         srow = sheet_row.get(plan.purchases.index[int(r.row)])
         upfront = float(p.get("upfront_total_usd", 0.0))
         fee = float(p.get("monthly_recurring_usd", 0.0))
+        total = float(p.get("commitment_usd", r.full_term_usd))
         due = pd.Timestamp(p.get("cash_date", p["purchase_date"]) if "cash_date" in p else p["purchase_date"])
-        value = F("=" + ref("Purchases", "upfront_usd", srow), upfront) if srow else upfront  # due on signing
+        # the whole commitment signed (upfront + every fee of the term, less any residual), live over Purchases
+        value = F("=" + ref("Purchases", "commitment_usd", srow), total) if srow else total
         npv = float(p.get("npv_usd", np.nan)) if "npv_usd" in p else np.nan
         usable = pd.Timestamp(p["active_from"]) if "active_from" in p else pd.Timestamp(p["purchase_date"])
         lead = max((usable - pd.Timestamp(p["purchase_date"])) / pd.Timedelta(hours=730), 0.0)
         be = _break_even_months(upfront, fee, r, lead)
         pays = "pays" if r.pays else "DOES NOT PAY"
-        rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region} "
-                     + ("(upfront due)" if upfront > 0 else "(no upfront: monthly fees)"),
+        rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region}: the whole commitment",
                      value, USD0,
-                     f"{int(r.instances):,} instances; upfront {_money(upfront)} due {due:%Y-%m-%d}, then "
-                     f"{_money(fee)} a month to {pd.Timestamp(r.end_date):%Y-%m-%d}"
+                     f"{int(r.instances):,} instances to {pd.Timestamp(r.end_date):%Y-%m-%d} (term end); upfront "
+                     f"{_money(upfront)} due {due:%Y-%m-%d}, then {_money(fee)} a month"
                      + (f", usable from {usable:%Y-%m-%d}" if lead > 0 else "")
-                     + f"; present value of its payments {_money(npv)} at {100 * rate:.1f} %; break-even {be}; "
-                     f"this tranche used {100 * r.avg_utilisation:.0f} % on average (lowest "
-                     f"{100 * r.min_utilisation:.0f} %), break-even {100 * r.break_even_utilisation:.0f} %: {pays}",
+                     + f"; present value of its payments {_money(npv)} at {100 * rate:.1f} % (as solved); break-even "
+                     f"{be}; this tranche used {100 * r.avg_utilisation:.0f} % on average (lowest "
+                     f"{100 * r.min_utilisation:.0f} %), break-even utilisation {100 * r.break_even_utilisation:.0f} % "
+                     f"against on-demand: {pays}",
                      not r.pays))
+        if len(pay) and int(r.row) in pay.index:
+            b = pay.loc[int(r.row)]
+            cross = float(b["break_even_rate"])
+            rows.append((f"Pay {b['upfront_option']} or {b['monthly_option']} (as solved)",
+                         cross if cross == cross else _money(b["monthly_npv_usd"] - b["upfront_npv_usd"]),
+                         PCT2 if cross == cross else None,
+                         f"the cost of capital at which the two cost the same: below it paying upfront is cheaper, "
+                         f"above it paying monthly; present values at {100 * rate:.1f} %: {b['upfront_option']} "
+                         f"{_money(b['upfront_npv_usd'])}, {b['monthly_option']} {_money(b['monthly_npv_usd'])}; "
+                         f"chosen {b['chosen']}" if cross == cross else
+                         "no rate makes them cost the same: one is cheaper at any cost of capital", False))
     spend = plan.spend if plan.spend is not None and len(plan.spend) else pd.DataFrame()
     for r in (spend[(spend["usd_per_hour"] > 0) & spend["firm"].astype(bool)].itertuples() if len(spend) else []):
-        rows.append((f"Commit now: {r.option} ({r.plan_family})", float(r.usd_per_hour), RATE,
-                     f"USD per hour from {pd.Timestamp(r.purchase_date):%Y-%m-%d} to {pd.Timestamp(r.end_date):%Y-%m-%d}; "
+        p = plan.purchases.iloc[int(r.row)]
+        total = float(p.get("commitment_usd", r.usd_per_hour * float(p.get("term_months", 0.0)) * 730.0))
+        rows.append((f"Commit now: {r.option} ({r.plan_family}): the whole commitment", total, USD0,
+                     f"{r.usd_per_hour:,.2f} USD per hour from {pd.Timestamp(r.purchase_date):%Y-%m-%d} to "
+                     f"{pd.Timestamp(r.end_date):%Y-%m-%d} (term end); present value "
+                     f"{_money(float(p.get('npv_usd', np.nan)))} at {100 * rate:.1f} % (as solved); "
                      f"{100 * r.utilisation:.1f} % used (Savings plans sheet)", False))
     if not rows:
         rows.append(("Sign now: nothing", 0.0, USD0, "no commitment pays on this forecast", False))
@@ -62,8 +84,12 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
     if len(later):
         w = later["probability"] if "probability" in later else 1.0
         tree = bool((np.asarray(w) < 1).any()) if "probability" in later else False
+        last = len(purchases) + 1
+        planned = float((later["full_term_usd"] * w).sum())
         rows.append(("Planned later (decide then)" + (", expected" if tree else ""),
-                     float((later["full_term_usd"] * w).sum()), USD0,
+                     F(f'=SUMPRODUCT(({span("Purchases", "firm", 2, last)}="planned")*'
+                       f'{span("Purchases", "commitment_usd", 2, last)}*{span("Purchases", "probability", 2, last)})',
+                       planned) if last >= 2 else planned, USD0,
                      f"{len(later)} later tranches, {(later['gpus'] * w).sum():,.0f} GPUs"
                      + (" expected over the scenario tree's branches (each at its probability; the Tranches sheet "
                         "gives each branch's)" if tree else "") + ", whole terms; dates and "
@@ -74,20 +100,26 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
 
     owned = float(inventory_table(plan.inputs)["horizon_cost_usd"].sum())
     total = float(plan.cost["total"])
-    rows.append(("Saving against all on-demand", base - total, USD0,
-                 f"{100 * (base - total) / base:.1f} % of {_money(base)}; on the full bill (commitments already owned "
-                 f"included: {_money(owned)}) {_money(base - total - owned)}, "
-                 f"{100 * (base - total - owned) / base:.1f} %" if base > 0 else "", False))
+    rows.append(("Saving against all on-demand",
+                 lambda at: F(f"=B{at['all_on_demand_usd']}-B{at['total_cost_usd']}", base - total), USD0,
+                 (lambda at: F(f'=TEXT(IF(B{at["all_on_demand_usd"]}>0,(B{at["all_on_demand_usd"]}-B{at["total_cost_usd"]})'
+                               f'/B{at["all_on_demand_usd"]},0),"0.0%")&" of "&TEXT(B{at["all_on_demand_usd"]},"$#,##0")'
+                               f'&"; on the full bill (commitments already owned included: "&TEXT(B{at["already_committed_usd"]},"$#,##0")'
+                               f'&") "&TEXT(B{at["all_on_demand_usd"]}-B{at["bill_usd"]},"$#,##0")',
+                               f"{100 * (base - total) / base:.1f}% of {_money(base)}; on the full bill (commitments "
+                               f"already owned included: {_money(owned)}) {_money(base - total - owned)}"))
+                 if base > 0 else "", False))
     if m is not None and m.savings:
         sv = m.savings
         nb = float(sv["next_best_cost_usd"])
-        rows.append(("Saving against no new commitments", nb - total, USD0,
+        rows.append(("Saving against no new commitments (as solved)", nb - total, USD0,
                      f"the best plan buying nothing new (on-demand and spot, re-solved) costs {_money(nb)}: "
                      f"{100 * (nb - total) / nb:.1f} % saved; the same on the full bill (the owned commitments "
                      "are in both)" if nb > 0 else "", (nb - total) < 0))
         near = _nearest_on_curve(m.curve)
         if near is not None:
-            rows.append((f"Saving against {near['factor']:g} x these commitments", float(near["total_cost_usd"]) - total,
+            rows.append((f"Saving against {near['factor']:g} x these commitments (as solved)",
+                         float(near["total_cost_usd"]) - total,
                          USD0, f"the nearest other level on the Commitment curve ({_money(near['committed_usd'])} "
                          f"committed) costs {_money(near['total_cost_usd'])}: what the last step of commitment buys",
                          float(near["total_cost_usd"]) - total < 0))
@@ -96,13 +128,16 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         from ...memo import coverage
 
         cov = coverage(plan)
-    rows.append(("Coverage (committed GPU-hours / eligible)", float(cov.get("coverage", np.nan)), PCT,
-                 "share of the GPU-hours in pools with a commitment option served by commitments (owned, bought, "
-                 "savings plans)", False))
+    with_spot = (float(cov["covered_gpu_hours"]) / (float(cov["eligible_gpu_hours"]) + float(cov["spot_gpu_hours"]))
+                 if float(cov.get("eligible_gpu_hours", 0.0)) + float(cov.get("spot_gpu_hours", 0.0)) > 0 else np.nan)
+    rows.append(("Coverage, spot not counted (as solved)", float(cov.get("coverage", np.nan)), PCT,
+                 "committed GPU-hours (owned, bought, savings plans) / the reserved and on-demand GPU-hours of pools "
+                 f"with a commitment option; spot GPU-hours are left out. Counting spot as uncovered: "
+                 f"{100 * with_spot:.1f} %", False))
     if m is not None and m.downside is not None and len(m.downside):
         at = float(m.downside["full_term_cost_usd"].iat[0])
         for r in m.downside[m.downside["shock"] > 0].itertuples():
-            rows.append((f"If demand is {100 * r.shock:.0f} % lower", float(r.full_term_cost_usd), USD0,
+            rows.append((f"If demand is {100 * r.shock:.0f} % lower (as solved)", float(r.full_term_cost_usd), USD0,
                          f"cost over the whole terms (at the forecast {_money(at)}), purchases fixed, re-solved; "
                          f"stranded in the horizon (held, not used) "
                          f"{_money(r.stranded_usd)} (+{_money(r.stranded_increase_usd)})"
