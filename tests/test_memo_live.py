@@ -86,3 +86,18 @@ def test_after_a_price_and_rate_edit_every_summary_figure_moves_or_is_flagged(ex
     # figures that need a re-solve are labelled so (and turn red with the check cell)
     solved = [k for k in after if "(as solved)" in k]
     assert solved and all(after[k] == before[k] for k in solved)
+
+
+def test_the_terminal_gives_break_evens_where_a_reader_looks_first(tmp_path):
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    model = _case(tmp_path)
+    r = CliRunner().invoke(cli, ["plan", str(model), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    plan = solve_case(model)
+    rate = payment_break_evens(plan.payment_options, plan.purchases)["break_even_rate"].iat[0]
+    assert f"cost the same at a cost of capital of {100 * rate:.2f} %" in r.output
+    line = next(x for x in r.output.splitlines() if x.strip().startswith("sign now"))
+    assert "it pays above 50 % against on-demand" in line  # all upfront chosen: effective 2.0 / on-demand 4.0

@@ -152,6 +152,14 @@ def _payment_lines(plan: Plan) -> list[str]:
         where = "" if r.get("branch", "all") == "all" else f" if {r['branch']}"
         lines.append(f"    payment options for {r.gpu_type}/{r.region} {r['purchase_date']:%Y-%m-%d}{where}, NPV at "
                      f"{100 * rate:g} %: {parts}")
+    from ..finance import payment_break_evens
+
+    for b in payment_break_evens(po, plan.purchases).itertuples():
+        r = plan.purchases.iloc[int(b.purchase)]
+        lines.append(f"      {b.upfront_option} and {b.monthly_option} cost the same at a cost of capital of "
+                     f"{100 * b.break_even_rate:.2f} %: below it pay upfront, above it monthly"
+                     if b.break_even_rate == b.break_even_rate else
+                     f"      {b.upfront_option} or {b.monthly_option}: one is cheaper at any cost of capital")
     return lines
 
 
@@ -191,6 +199,11 @@ def _memo_lines(plan: Plan) -> list[str]:
                    f"stranded in the horizon (held, not used) {_usd(r.stranded_usd)}"
                    + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %" if r.reserved_utilisation
                       == r.reserved_utilisation else ""))
+    now = m.tranches[m.tranches["firm"].astype(bool)] if len(m.tranches) else m.tranches
+    for r in now.itertuples():  # "when should we commit": what each purchase to sign now must be used to pay
+        out.append(f"    sign now {r.gpus:g} {r.gpu_type}/{r.region} {r.option}: used {100 * r.avg_utilisation:.0f} % "
+                   f"on average (its own use, stacked after what is owned and bought before it); it pays above "
+                   f"{100 * r.break_even_utilisation:.0f} % against on-demand")
     paying = m.tranches[~m.tranches["pays"].astype(bool)] if len(m.tranches) else m.tranches
     for r in paying.itertuples():
         out.append(f"    WARNING: the tranche {r.gpus:g} {r.gpu_type}/{r.region} {r.option} bought "
