@@ -72,3 +72,64 @@ def spares(gpus, gpus_per_instance, gpu_mtbf_hours, mtbi_table, repair_hours, ta
         click.echo(f"  goodput with spares              {res.goodput_with_spares:.4f}")
         click.echo(f"  goodput without spares           {res.goodput_without_spares:.4f}  "
                    f"(the gang waits for each repair)")
+
+
+@cli.command()
+@click.argument("profile", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--requests-per-s", type=Finite(min=0), default=None, help="Override the profile's arrival rate.")
+@json_option
+@handle_errors
+def serving(profile, requests_per_s, as_json):
+    """LLM replicas sized in tokens: each size bucket on its cheapest GPU type within the SLOs.
+
+    PROFILE is a TOML file with [service] (requests_per_s, ttft_ms, tpot_ms,
+    percentile), [[buckets]] (name, share, input_tokens, output_tokens) and
+    [[gpus]] (name, price_per_gpu_hour, memory_gb, weights_gb,
+    kv_bytes_per_token, prefill_tokens_per_s, decode_t0_ms, decode_t1_ms,
+    gpus_per_replica); see docs/slo-and-pooling.md.
+
+    \b
+        planner serving data/serving/llama-70b.toml
+    """
+    import dataclasses
+    import math
+
+    from .. import serving as sv
+
+    service, gpus = sv.read_profile(profile)
+    if requests_per_s is not None:
+        service = dataclasses.replace(service, requests_per_s=requests_per_s)
+    res = sv.plan(service, gpus)
+    if as_json:
+        def rows(df):
+            return [{k: (None if isinstance(v, float) and not math.isfinite(v) else
+                         (v.item() if hasattr(v, "item") else v)) for k, v in r.items()}
+                    for r in df.to_dict("records")]
+        singles = {k: (v if math.isfinite(v) else None) for k, v in res["single_type_usd_per_hour"].items()}
+        click.echo(json.dumps({"service": res["service"], "requests_per_s": service.requests_per_s,
+                               "chosen": rows(res["chosen"]), "table": rows(res["table"]),
+                               "mix_usd_per_hour": res["mix_usd_per_hour"],
+                               "single_type_usd_per_hour": singles,
+                               "best_single_type": res["best_single_type"],
+                               "saving_vs_best_single": res["saving_vs_best_single"],
+                               "gpus_by_type": {k: int(v) for k, v in res["gpus_by_type"].items()}}, indent=2))
+        return
+    click.echo(f"  {service.name}: {service.requests_per_s:g} requests/s, TTFT p{service.percentile:g} <= "
+               f"{service.ttft_ms:g} ms, TPOT <= {service.tpot_ms:g} ms")
+    head = ("bucket", "GPU type", "batch", "TPOT ms", "slots", "replicas", "GPUs", "USD/h", "P(TTFT>SLO)")
+    click.echo("  " + "  ".join(f"{h:>11}" for h in head))
+    for r in res["table"].itertuples():
+        if not r.feasible:
+            click.echo(f"  {r.bucket:>11}  {r.gpu_type:>11}  cannot meet the SLOs (batch by memory "
+                       f"{r.batch_by_memory}, by TPOT {r.batch_by_tpot}, prefill {r.prefill_s:.2f} s)")
+            continue
+        click.echo(f"  {r.bucket:>11}  {r.gpu_type:>11}  {r.batch:>11d}  {r.tpot_ms:>11.1f}  {r.slots:>11d}  "
+                   f"{r.replicas:>11d}  {r.gpus:>11d}  {r.usd_per_hour:>11.2f}  {r.p_ttft_above_slo:>11.4f}")
+    click.echo("  cheapest type per bucket:")
+    for r in res["chosen"].itertuples():
+        what = (f"{r.gpu_type}: {r.replicas} replicas, {r.gpus} GPUs, ${r.usd_per_hour:,.2f}/h" if r.feasible
+                else "no GPU type meets the SLOs")
+        click.echo(f"    {r.bucket:<12} {what}")
+    click.echo(f"  mix ${res['mix_usd_per_hour']:,.2f}/h; one type for everything:")
+    for k, v in res["single_type_usd_per_hour"].items():
+        click.echo(f"    {k:<12} " + (f"${v:,.2f}/h" if math.isfinite(v) else "cannot serve every bucket"))
