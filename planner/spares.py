@@ -162,3 +162,30 @@ def size_spares(gpus: float, gpus_per_instance: int, repair_hours: float, target
         without_s = float(eco.goodput(lam, eco.optimal_interval(lam, c), c, r_without))
     return SparesResult(n_inst, k, float(lam), float(m), int(s),
                         {int(c_): float(p) for c_, p in zip(counts, probs)}, cost, with_s, without_s)
+
+
+def spare_gpus(demand, target: float, gpus_per_instance: float, gpu_mtbf_hours: float, repair_hours: float):
+    """Spare GPUs (whole instances) for gangs of ``demand`` GPUs (an array), 0 where demand is 0.
+
+    Per element: ``n = ceil(demand / K)`` instances, ``m = n K repair / MTBF_gpu`` instances down on
+    average, spares = K x the smallest s with ``P(Poisson(m) <= s) >= target``.
+    """
+    d = np.asarray(demand, float)
+    k = float(gpus_per_instance)
+    inst = np.ceil(np.round(d / k, 9))
+    m = inst * k * repair_hours / gpu_mtbf_hours
+    s = np.where(m > 0, poisson.ppf(target, np.where(m > 0, m, 1.0)), 0.0)
+    s = np.where((s > 0) & (poisson.cdf(s - 1, np.where(m > 0, m, 1.0)) >= target), s - 1, s)  # ppf rounding
+    return np.where(d > 0, s * k, 0.0)
+
+
+def class_spares(classes: list[str], policies: dict, demand: np.ndarray) -> np.ndarray | None:
+    """(K, ...) spare GPUs per class for ``demand`` (K, ...), from each class's ``spares_target``; None when
+    no class asks for spares. The plan adds them to the class's demand and serves them from reserved GPUs."""
+    if not any(policies[c].spares is not None for c in classes):
+        return None
+    out = np.zeros(np.shape(demand))
+    for k, c in enumerate(classes):  # a handful of classes: the work is vectorised over blocks
+        if policies[c].spares is not None:
+            out[k] = spare_gpus(demand[k], *policies[c].spares)
+    return out
