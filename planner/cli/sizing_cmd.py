@@ -38,6 +38,8 @@ def spares(gpus, gpus_per_instance, gpu_mtbf_hours, mtbi_table, repair_hours, ta
     Instances down at any time are Poisson with mean instances x repair / MTBF
     per instance (an M/G/inf queue); the spares are its --target quantile.
 
+    Example: a 16,384-GPU gang on 8-GPU instances, GPU MTBF 50,000 h, 48 h repairs:
+
     \b
         planner spares --gpus 16384 --gpus-per-instance 8 --gpu-mtbf-hours 50000 \\
             --repair-hours 48 --target 0.999 --price 2.5 \\
@@ -87,6 +89,8 @@ def serving(profile, requests_per_s, as_json):
     [[gpus]] (name, price_per_gpu_hour, memory_gb, weights_gb,
     kv_bytes_per_token, prefill_tokens_per_s, decode_t0_ms, decode_t1_ms,
     gpus_per_replica); see docs/slo-and-pooling.md.
+
+    Example:
 
     \b
         planner serving data/serving/llama-70b.toml
