@@ -218,6 +218,14 @@ def read_profile(path: Path) -> tuple[Service, list[GpuProfile]]:
     for k in doc:
         if k not in ("service", "buckets", "gpus"):
             problems.append(Problem(name, "unknown table", column=k, expected="service, buckets, gpus"))
+    shapes = (("service", dict, "a [service] table"), ("buckets", list, "[[buckets]] tables"),
+              ("gpus", list, "[[gpus]] tables"))
+    for key, kind, want in shapes:
+        v = doc.get(key, kind())
+        if not isinstance(v, kind) or (kind is list and not all(isinstance(x, dict) for x in v)):
+            problems.append(Problem(name, f"'{key}' has the wrong shape", column=key, expected=want))
+    if problems:
+        raise InputError(problems)
     svc = _check_table(name, "[service]", doc.get("service", {}), _SERVICE_KEYS, problems,
                        optional={"name", "percentile"})
     buckets = [_check_table(name, f"[[buckets]] #{i}", b, _BUCKET_KEYS, problems)

@@ -127,3 +127,10 @@ def test_cli_profile_and_json(tmp_path):
     bad.write_text(bad.read_text().replace("ttft_ms = -5", "ttft_ms = 500"))
     res = runner.invoke(cli, ["serving", str(bad)])
     assert res.exit_code == 2 and "shares do not add up" in res.output
+
+
+def test_profile_of_the_wrong_shape_exits_2(tmp_path):
+    bad = tmp_path / "shape.toml"
+    bad.write_text('service = 3\n[buckets]\nname = "a"\n')
+    res = CliRunner().invoke(cli, ["serving", str(bad)])
+    assert res.exit_code == 2 and "'service' has the wrong shape" in res.output and "buckets" in res.output
