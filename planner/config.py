@@ -69,6 +69,7 @@ class ClassPolicy:
     backfill_goodput: float | None = None  # override of the reclaim model's goodput
     team: str | None = None  # None = the class is its own team
     shortfall_penalty: float | None = None  # USD per reference GPU-hour unmet; None = the solver's (M)
+    spares: tuple[float, float, float, float] | None = None  # (target, gpus_per_instance, gpu_mtbf_h, repair_h)
 
     @property
     def phi(self) -> float:
@@ -214,6 +215,7 @@ _CLASS_KEYS = {
     "demand_unit": str, "latency_slo_ms": float, "slo_percentile": float, "service_cv": float,
     "replicas": dict, "backfill": bool, "backfill_goodput": float, "team": str,
     "shortfall_penalty": float, "shortfall_penalty_usd_per_gpu_hour": float,
+    "spares_target": float, "gpus_per_instance": float, "gpu_mtbf_hours": float, "repair_hours": float,
 }
 _REPLICA_KEYS = {"service_ms": float, "requests_per_s_per_replica": float, "gpus_per_replica": float}
 DEMAND_UNITS = ("gpus", "requests_per_s")
@@ -633,7 +635,25 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
                        description=t.get("description", ""), slo=slo,
                        backfill=bool(t.get("backfill", False)),
                        backfill_goodput=None if backfill_goodput is None else float(backfill_goodput),
-                       team=team, shortfall_penalty=penalty)
+                       team=team, shortfall_penalty=penalty, spares=_class_spares(t, where, file, bad))
+
+
+def _class_spares(t: dict, where: str, file: str, bad: Collector):
+    """``spares_target`` with ``gpu_mtbf_hours``, ``repair_hours`` and ``gpus_per_instance`` (default 8)."""
+    keys = ("spares_target", "gpus_per_instance", "gpu_mtbf_hours", "repair_hours")
+    if "spares_target" not in t:
+        for k in keys[1:]:
+            if k in t:
+                bad.add(file, f"'{where}.{k}' needs spares_target", value=t[k], expected="spares_target = 0.999")
+        return None
+    v = (float(t["spares_target"]), float(t.get("gpus_per_instance", 8)), float(t.get("gpu_mtbf_hours", "nan")),
+         float(t.get("repair_hours", "nan")))
+    ok = (0 < v[0] < 1, v[1] >= 1 and v[1].is_integer(), 0 < v[2] < math.inf, 0 <= v[3] < math.inf)
+    for k, good, want in zip(keys, ok, ("between 0 and 1 (0.999)", "a whole number >= 1", "hours > 0",
+                                        "hours >= 0")):
+        if not good:
+            bad.add(file, f"'{where}.{k}' missing or out of range", value=t.get(k), expected=want)
+    return v if all(ok) else None
 
 
 def _class_penalty(t: dict, where: str, file: str, bad: Collector) -> float | None:

@@ -27,7 +27,7 @@ def cli():
     """
 
 
-from . import fleet, forecast_cmd, history_cmd, jobs, plan, prices_cmd, report_cmd, whatif  # noqa: E402,F401  (each registers its commands on `cli`)
+from . import fleet, forecast_cmd, history_cmd, jobs, plan, prices_cmd, report_cmd, sizing_cmd, whatif  # noqa: E402,F401  (each registers its commands on `cli`)
 
 
 def main():  # console script entry point

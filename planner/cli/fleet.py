@@ -81,9 +81,12 @@ def quotas(model, plan_file, total_gpus, percentile, gamer, inflate, solver, out
 @click.option("--granularity", type=click.Choice(["month", "period"]), default="month", show_default=True,
               help="focus: usage rows per calendar month, or per period of the plan (from the fleet.csv beside "
                    "plan.json: hourly for an hourly plan; what `planner history import` reads back).")
+@click.option("--gpu-hour-budgets", "budget_slack", type=Finite(min=0, min_open=True), default=None,
+              metavar="SLACK", help="slurm: GPU-hour budgets (GrpTRESMins) at SLACK x each team's GPU-hours under "
+                                    "its quota, and budgets.csv, their replay (docs/quotas.md).")
 @handle_errors
 def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, solver, out_dir, provider,
-               billing_account, sub_account, granularity):
+               billing_account, sub_account, granularity, budget_slack=None):
     """Write the quota policy as Kueue or Volcano manifests (YAML) or Slurm sacctmgr commands,
     or a plan's projected charges as a FinOps FOCUS 1.2 CSV (MODEL is then the plan.json).
 
@@ -111,7 +114,7 @@ def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, s
         raise InputError(Problem("--out", "is a file", value=str(out_dir), expected="a folder for the manifests"))
     model = model or default_model("quotas")
     result = quota_result(model, plan_file, total_gpus, percentile, gamer, inflate, solver)
-    for path in write_export(kind, result, out_dir):
+    for path in write_export(kind, result, out_dir, budget_slack=budget_slack):
         click.echo(f"wrote {path}")
 
 

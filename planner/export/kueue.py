@@ -2,7 +2,14 @@
 WorkloadPriorityClass objects (one YAML file per kind), and the teams' Namespaces (labelled
 ``planner.io/team``, which their ClusterQueue admits). Flavors select nodes by the labels
 ``planner.io/gpu-type``, ``planner.io/region`` and ``planner.io/capacity-type``: put them on the nodes
-(or edit ``nodeLabels`` to the labels the nodes have, e.g. ``nvidia.com/gpu.product``)."""
+(or edit ``nodeLabels`` to the labels the nodes have, e.g. ``nvidia.com/gpu.product``).
+
+Cohorts form a tree (Kueue's hierarchical cohorts): the organisation's root Cohort ``gpu-fleet``, optionally
+one Cohort per organisation under it, and one Cohort per team (``team-<name>``, carrying the team's
+fair-sharing weight) holding the team's ClusterQueue. Each ClusterQueue lists its flavors in the order the
+capacity was bought: reservations and owned GPUs first, then queued capacity (DWS), then on-demand, then
+spot; Kueue tries them in that order (flavor fungibility: ``whenCanBorrow: MayStopSearch`` borrows idle
+reserved GPUs, already paid for, before paying for on-demand; ``whenCanPreempt: TryNextFlavor``)."""
 
 from __future__ import annotations
 
@@ -26,8 +33,43 @@ def _qty(x):
     return int(x) if x.is_integer() else f"{x:g}"
 
 
-def manifests(r: QuotaResult) -> dict[str, list[dict]]:
-    """The objects per file name."""
+#: the order a workload tries flavors, by purchase option (lower first); unknown options after on-demand
+OPTION_ORDER = {"owned": 0, "reserved": 0, "savings_plan": 0, "dws": 1, "flex_start": 1, "queued": 1,
+                "on_demand": 2, "spot": 3}
+
+
+def option_rank(option: str) -> int:
+    """Rank of a purchase option in a ClusterQueue's flavor list (reservations first, spot last)."""
+    o = str(option).lower()
+    if o.startswith(("reserved", "owned", "savings", "commit")):
+        return 0
+    return OPTION_ORDER.get(o, 2)
+
+
+def cohort_tree(teams: list[str], names: dict[str, str], weights, organisations: dict[str, str] | None = None):
+    """Cohort objects (root, organisations, teams) and each team's cohort name."""
+    root = {"apiVersion": API, "kind": "Cohort", "metadata": {"name": COHORT}, "spec": {}}
+    out, team_cohort, orgs = [root], {}, {}
+    prefixed = unique_names([f"team-{names[t]}" for t in teams])
+    for t in teams:
+        parent = COHORT
+        if organisations and organisations.get(t):
+            org = dns_name(f"org-{organisations[t]}")
+            if org not in orgs:
+                orgs[org] = {"apiVersion": API, "kind": "Cohort", "metadata": {"name": org},
+                             "spec": {"parentName": COHORT}}
+                out.append(orgs[org])
+            parent = org
+        name = prefixed[f"team-{names[t]}"]
+        team_cohort[t] = name
+        out.append({"apiVersion": API, "kind": "Cohort", "metadata": {"name": name, "labels": {
+            "planner.io/team": names[t]}}, "spec": {"parentName": parent,
+                                                   "fairSharing": {"weight": _qty(round(float(weights[t]), 6))}}})
+    return out, team_cohort
+
+
+def manifests(r: QuotaResult, organisations: dict[str, str] | None = None) -> dict[str, list[dict]]:
+    """The objects per file name; ``organisations`` (team -> organisation) adds a level to the cohort tree."""
     d = r.data
     if len(d.flavors) > 64:
         raise ConfigError(Problem("command line", f"the fleet has {len(d.flavors)} flavors",
@@ -44,21 +86,26 @@ def manifests(r: QuotaResult) -> dict[str, list[dict]]:
             spec["nodeTaints"] = [{"key": "planner.io/preemptible", "value": "true", "effect": "NoSchedule"}]
             spec["tolerations"] = [{"key": "planner.io/preemptible", "operator": "Exists", "effect": "NoSchedule"}]
         flavors.append({"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": fl.name}, "spec": spec})
-    cohort = [{"apiVersion": API, "kind": "Cohort", "metadata": {"name": COHORT}, "spec": {}}]
+    present = [t for t in d.teams if (r.quotas["team"] == t).any()]
+    cohort, team_cohort = cohort_tree(present, names, {t: d.weights[i] for i, t in enumerate(d.teams)},
+                                      organisations)
+    rank = {fl.name: (option_rank(fl.option), i) for i, fl in enumerate(d.flavors.itertuples())}
     queues, local, spaces = [], [], []
     for i, t in enumerate(d.teams):
         q = r.quotas[r.quotas["team"] == t]
         if not len(q):
             continue
         name = names[t]
+        q = q.iloc[sorted(range(len(q)), key=lambda j: rank.get(q["flavor"].iat[j], (2, j)))]
         resources = [{"name": row.flavor, "resources": [{
             "name": GPU, "nominalQuota": int(row.nominal_gpus), "borrowingLimit": int(row.borrowing_limit_gpus),
             "lendingLimit": int(row.lending_limit_gpus)}]} for row in q.itertuples()]
         queues.append({"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name, "labels": {
             "planner.io/team": name}}, "spec": {
-            "cohortName": COHORT,
+            "cohortName": team_cohort[t],
             "namespaceSelector": {"matchLabels": {"planner.io/team": name}},
             "queueingStrategy": "BestEffortFIFO",
+            "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
             "fairSharing": {"weight": _qty(round(float(d.weights[i]), 6))},
             "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
                            "borrowWithinCohort": {"policy": "Never"}},

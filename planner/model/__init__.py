@@ -328,6 +328,7 @@ class PlanModel:
 FAMILIES = (
     ("demand", con.define_demand_constraints),
     ("spot_share", con.define_spot_share_constraints),
+    ("spares", con.define_spares_constraints),
     ("reserved_share", con.define_reserved_share_constraints),
     ("od_cap", con.define_on_demand_cap_constraints),
     ("spot_cap", con.define_spot_cap_constraints),

@@ -12,6 +12,7 @@ import pandas as pd
 from .blocks import Blocks
 from .rows import GE as LpConstraintGE, LE as LpConstraintLE, Rows
 from ..inputs import PlanInputs
+from ..spares import class_spares
 
 
 def _row_ids(shape: tuple[int, int], a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -44,8 +45,31 @@ def define_demand_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
         cols.append(f["col"].to_numpy())
         coefs.append(q[k, p])
     rhs = (1.0 + inp.headroom[rk]) * blocks.demand[rk, rb]
+    spares = class_spares(inp.classes, inp.config.classes, blocks.demand)
+    if spares is not None:  # a class's spares are demand too (and reserved: define_spares_constraints)
+        rhs = rhs + spares[rk, rb]
     return out.add("demand", (rk, rb,), np.concatenate(rows),
                     np.concatenate(cols), np.concatenate(coefs), LpConstraintGE, rhs)
+
+
+def define_spares_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
+    """sum_p s[k,p] q[k,p] (x + xd)[k,p,b] >= S[k,b]: a class's spares (``spares_target``) are served by
+    reserved or owned GPUs, never on-demand or spot (S from :func:`planner.spares.class_spares`)."""
+    spares = class_spares(inp.classes, inp.config.classes, blocks.demand)
+    if spares is None:
+        return 0
+    x = pd.concat([fam["x"].assign(q=lambda f: inp.q_reserved[f["k"].to_numpy(), f["p"].to_numpy()]),
+                   fam["xd"].assign(q=lambda f: (inp.speed * inp.reliability)[f["k"].to_numpy(), f["p"].to_numpy()])], ignore_index=True)
+    keep = spares > 0
+    rk, rb = np.nonzero(keep)
+    if not len(rk):
+        return 0
+    rid = np.full((inp.K, blocks.B), -1, dtype=np.int64)
+    rid[rk, rb] = np.arange(len(rk))
+    k, b = x["k"].to_numpy(), x["b"].to_numpy()
+    on = rid[k, b] >= 0
+    return out.add("spares", (rk, rb), rid[k, b][on], x["col"].to_numpy()[on], x["q"].to_numpy(float)[on],
+                   LpConstraintGE, spares[rk, rb])
 
 
 def define_spot_share_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,

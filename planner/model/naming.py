@@ -23,6 +23,7 @@ FAMILIES = {
     # constraints
     "demand": ("demand with headroom", ("class", "block")),
     "spot_share": ("maximum spot share", ("class", "block")),
+    "spares": ("spare GPUs served by reserved capacity", ("class", "block")),
     "reserved_share": ("reserved GPUs shared by classes", ("pool", "block")),
     "od_cap": ("on-demand cap", ("pool", "block")),
     "spot_cap": ("spot cap", ("pool", "block")),

@@ -1,0 +1,132 @@
+"""Kueue cohort tree and flavor order, Slurm GPU-hour budgets (GrpTRESMins) and their replay by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from planner import cli as cli_mod
+from planner.export import kueue
+from planner.quotas.budgets import replay_with_budgets, reset_period
+from planner.quotas.build import TeamDemand
+from conftest import price, write_case
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMAS = ROOT.parent / "shared" / "schemas"
+
+
+def _validate(doc, kind):
+    jsonschema = pytest.importorskip("jsonschema")
+    from test_quotas import _strict
+
+    path = SCHEMAS / f"kueue.x-k8s.io_v1beta2_{kind}.json"
+    if not path.exists():
+        pytest.skip("../shared/schemas not present")
+    jsonschema.Draft4Validator(_strict(json.loads(path.read_text()))).validate(doc)
+
+
+def _two_teams(hours=4):
+    flavors = pd.DataFrame({"name": ["a-r1-reserved"], "gpu_type": ["A"], "region": ["r1"], "option": ["reserved"],
+                            "capacity_gpus": [10.0], "preemptible": [False]})
+    demand = np.zeros((2, 1, hours))
+    demand[0, 0, :] = 8.0  # team x wants 8 GPUs every hour
+    demand[1, 0, :] = 2.0  # team y wants 2
+    data = TeamDemand(["x", "y"], flavors, demand, np.ones((2, 1), bool), np.ones(hours), np.ones(2), np.zeros(2),
+                      {"x": ["cx"], "y": ["cy"]}, {"x": False, "y": False}, {"x": False, "y": False})
+    quotas = pd.DataFrame({"team": ["x", "y"], "flavor": ["a-r1-reserved"] * 2, "nominal_gpus": [5.0, 5.0],
+                           "borrowing_limit_gpus": [5.0, 5.0], "lending_limit_gpus": [5.0, 5.0]})
+    return data, quotas
+
+
+def test_budget_replay_by_hand_two_teams():
+    # Without budgets x gets 5 of its own + 3 lent by y = 8 every hour (32 GPU-hours), y gets 2 (8).
+    # With a 20 GPU-hour budget x gets 8, 8, then the 4 left, then nothing: 20, cut off in hours 3 and 4.
+    data, quotas = _two_teams()
+    r = replay_with_budgets(data, quotas, [20.0, np.inf]).set_index("team")
+    assert r.loc["x", "admitted_without_budget_gpu_hours"] == pytest.approx(32)
+    assert r.loc["x", "admitted_with_budget_gpu_hours"] == pytest.approx(20)
+    assert r.loc["x", "hours_cut_off"] == 2 and r.loc["x", "first_hour_cut_off"] == 2
+    assert r.loc["y", "admitted_with_budget_gpu_hours"] == pytest.approx(8)
+    assert r.loc["y", "hours_cut_off"] == 0
+    # a budget of 0 for y: x can borrow what y no longer runs, still capped by its borrowing limit (10 in all)
+    r = replay_with_budgets(data, quotas, [np.inf, 0.0]).set_index("team")
+    assert r.loc["y", "admitted_with_budget_gpu_hours"] == 0
+    assert r.loc["x", "admitted_with_budget_gpu_hours"] == pytest.approx(32)
+
+
+def test_reset_period_covers_the_horizon():
+    assert reset_period(24) == ("DAILY", 24.0)
+    assert reset_period(28 * 24)[0] == "MONTHLY"
+    assert reset_period(90 * 24)[0] == "QUARTERLY"
+    assert reset_period(400 * 24)[0] == "YEARLY"
+
+
+def test_kueue_cohort_tree_and_flavor_order(tmp_path):
+    prices = [price(hourly=10.0), price(option="spot", hourly=3.0, interruptions_per_hour=0.01),
+              price(option="reserved_1y", hourly=4.0, term_months=12)]
+    m = write_case(tmp_path, {"a": [4, 8, 4, 8], "b": [2, 2, 6, 6]}, prices,
+                   {"a": {"team": "x"}, "b": {"spot": True, "team": "y"}}, solver={"backend": "highs"})
+    out = tmp_path / "k"
+    r = CliRunner().invoke(cli_mod.cli, ["export", "kueue", str(m), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    docs = {name: list(yaml.safe_load_all((out / name).read_text())) for name in
+            ("cohort.yaml", "cluster-queues.yaml", "resource-flavors.yaml", "local-queues.yaml",
+             "workload-priority-classes.yaml")}
+    kinds = {"cohort.yaml": "Cohort", "cluster-queues.yaml": "ClusterQueue", "resource-flavors.yaml": "ResourceFlavor",
+             "local-queues.yaml": "LocalQueue", "workload-priority-classes.yaml": "WorkloadPriorityClass"}
+    for name, objs in docs.items():
+        for doc in objs:
+            _validate(doc, kinds[name])
+    cohorts = {c["metadata"]["name"]: c["spec"].get("parentName") for c in docs["cohort.yaml"]}
+    assert cohorts["gpu-fleet"] is None  # the organisation's root
+    assert len(cohorts) == 3 and all(parent == "gpu-fleet" for name, parent in cohorts.items() if name != "gpu-fleet")
+    capacity = {f["metadata"]["name"]: f["spec"]["nodeLabels"]["planner.io/capacity-type"]
+                for f in docs["resource-flavors.yaml"]}
+    rank = {"reserved": 0, "on-demand": 2, "spot": 3}
+    for cq in docs["cluster-queues.yaml"]:
+        assert cq["spec"]["cohortName"] == f"team-{cq['metadata']['name']}" and cq["spec"]["cohortName"] in cohorts
+        assert cq["spec"]["flavorFungibility"]["whenCanBorrow"] == "MayStopSearch"
+        order = [capacity[f["name"]] for f in cq["spec"]["resourceGroups"][0]["flavors"]]
+        assert [rank[o] for o in order] == sorted(rank[o] for o in order), order
+    assert any(len(cq["spec"]["resourceGroups"][0]["flavors"]) >= 2 for cq in docs["cluster-queues.yaml"])
+
+
+def test_cohort_tree_with_organisations():
+    objs, team_cohort = kueue.cohort_tree(["x", "y", "z"], {"x": "x", "y": "y", "z": "z"}, {"x": 1, "y": 2.5, "z": 1},
+                                          {"x": "Research", "y": "Research", "z": "Product"})
+    parent = {o["metadata"]["name"]: o["spec"].get("parentName") for o in objs}
+    assert parent == {"gpu-fleet": None, "org-research": "gpu-fleet", "org-product": "gpu-fleet",
+                      "team-x": "org-research", "team-y": "org-research", "team-z": "org-product"}
+    assert team_cohort == {"x": "team-x", "y": "team-y", "z": "team-z"}
+    for o in objs:
+        _validate(o, "Cohort")
+    assert [o["spec"]["fairSharing"]["weight"] for o in objs if o["metadata"]["name"] == "team-y"] == ["2.5"]
+
+
+def test_option_rank_is_purchase_order():
+    opts = ["spot", "on_demand", "reserved_3y", "dws", "owned"]
+    assert sorted(opts, key=kueue.option_rank) == ["reserved_3y", "owned", "dws", "on_demand", "spot"]
+
+
+@pytest.mark.slow
+def test_slurm_budgets_on_the_bundled_teams(tmp_path):
+    out = tmp_path / "s"
+    r = CliRunner().invoke(cli_mod.cli, ["export", "slurm", str(ROOT / "models" / "quotas.toml"), "--total-gpus",
+                                         "1024", "--gpu-hour-budgets", "0.8", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    b = pd.read_csv(out / "budgets.csv")
+    text = (out / "sacctmgr.sh").read_text()
+    for row in b.itertuples():
+        assert f"add qos {row.team} GrpTRES=" in text and f"GrpTRESMins=gres/gpu={row.grp_tres_mins} " in text
+        assert row.grp_tres_mins == int(np.ceil(round(row.budget_gpu_hours * 60, 6)))
+        # with 80 % of what the quota gave, each team gets at most its budget over the horizon
+        assert row.admitted_with_budget_gpu_hours <= row.horizon_budget_gpu_hours + 1e-6
+        assert row.admitted_with_budget_gpu_hours <= row.admitted_without_budget_gpu_hours + 1e-6
+    assert "PriorityDecayHalfLife=0" in (out / "slurm.conf.preemption").read_text()
+    assert (b.hours_cut_off > 0).any()
