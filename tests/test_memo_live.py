@@ -101,3 +101,33 @@ def test_the_terminal_gives_break_evens_where_a_reader_looks_first(tmp_path):
     assert f"cost the same at a cost of capital of {100 * rate:.2f} %" in r.output
     line = next(x for x in r.output.splitlines() if x.strip().startswith("sign now"))
     assert "it pays above 50 % against on-demand" in line  # all upfront chosen: effective 2.0 / on-demand 4.0
+
+
+def test_focus_list_prices_what_a_savings_plan_paid(tmp_path):
+    """Issue 35 item 7: the savings plan's Used rows carry the on-demand value of the GPU-hours it paid, so
+    ListCost - EffectiveCost of its rows is what it saved (plan.spend), and the usage rows' savings add up to the
+    plan's saving against all on-demand; columns outside FOCUS 1.2 are x_; ResourceId is filled, one per pool or
+    purchase."""
+    import json
+
+    from planner.export.focus import COLUMNS, focus_frame
+    from test_savings_plans import sp_case
+
+    plan = solve_case(sp_case(tmp_path / "c"))
+    doc = json.loads((write_outputs(plan, tmp_path / "o")["json"]).read_text())
+    for fleet in (None, "period"):
+        f = focus_frame(doc, fleet=None if fleet is None else __import__("pandas").read_csv(tmp_path / "o" / "fleet.csv"))
+        sp = f[f["CommitmentDiscountType"].eq("Savings Plan") & f["CommitmentDiscountStatus"].eq("Used")]
+        sp_row = plan.spend.iloc[0]
+        assert sp["ListCost"].sum() == pytest.approx(sp_row["covered_at_on_demand_usd"], rel=1e-9)
+        assert (sp["ListCost"] - sp["EffectiveCost"]).sum() == pytest.approx(
+            sp_row["covered_at_on_demand_usd"] - sp_row["covered_at_rates_usd"], rel=1e-9)
+        usage = f[f["ChargeCategory"].eq("Usage")]
+        assert (usage["ListCost"] - usage["EffectiveCost"]).sum() == pytest.approx(
+            doc["baselines_usd"]["all_on_demand"] - doc["cost_usd"]["total"], rel=1e-9)
+        assert (usage["ListUnitPrice"] * usage["PricingQuantity"] - usage["ListCost"]).abs().max() < 1e-6
+        assert f["ResourceId"].notna().all()
+        assert set(f.loc[f["ChargeCategory"].eq("Usage") & f["CommitmentDiscountId"].isna(), "ResourceId"]) == \
+            {"pool/A/r", "pool/B/r"}
+    assert not {"ChargeType", "InvoiceIssuer", "Provider", "Publisher", "ResourceID", "ServiceProviderName",
+                "HostProviderName"} & set(COLUMNS)

@@ -44,10 +44,11 @@ OTHER = ["ChargeFrequency", "PricingCategory", "CommitmentDiscountCategory", "Co
          "ContractedUnitPrice", "ListUnitPrice", "RegionId", "RegionName", "ResourceType", "SkuId",
          "SubAccountId", "SubAccountName", "CapacityReservationId", "CapacityReservationStatus"]
 # FOCUS 1.3's names for the provider columns (ProviderName and PublisherName stay, as 1.2 requires them)
-V13 = ["ServiceProviderName", "HostProviderName"]
-# the FOCUS 1.0 required set under its older names (additive columns are allowed): the FinOps Foundation's
-# focus-validator checks 1.0, so the same file passes it
-COMPAT = ["ChargeType", "InvoiceIssuer", "Provider", "Publisher", "ResourceID", "ResourceName", "SkuPriceId", "Tags"]
+# (outside 1.2: written as x_ custom columns, as FOCUS 1.2 requires of columns it does not define)
+V13 = ["x_ServiceProviderName", "x_HostProviderName"]
+# the FOCUS 1.0 names of 1.2's columns, outside 1.2 (x_), and 1.2's own ResourceId, ResourceName, SkuPriceId, Tags
+COMPAT = ["x_ChargeType", "x_InvoiceIssuer", "x_Provider", "x_Publisher", "x_ResourceID", "ResourceId", "ResourceName",
+          "SkuPriceId", "Tags"]
 CUSTOM = ["x_PlanName", "x_PlanRunId", "x_Source", "x_GpuType", "x_Option", "x_CommitmentDiscountStart",
           "x_CommitmentDiscountEnd"]
 COLUMNS = MANDATORY + OTHER + V13 + COMPAT + CUSTOM
@@ -92,7 +93,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
     base = {"BillingAccountId": billing_account, "BillingAccountName": billing_account, "BillingCurrency": "USD",
             "ChargeClass": None, "InvoiceIssuerName": provider, "ProviderName": provider, "PublisherName": provider,
             "ServiceCategory": "Compute", "ServiceName": "GPU compute", "SubAccountId": sub_account,
-            "ServiceProviderName": provider, "HostProviderName": provider,
+            "x_ServiceProviderName": provider, "x_HostProviderName": provider,
             "SubAccountName": sub_account, "x_PlanName": plan.get("name"), "x_PlanRunId": plan.get("run_id")}
 
     def add(month: str, start, end, **cols):
@@ -172,8 +173,8 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
         key = (u["month"], u["gpu_type"], u["region"])
         owned, used = float(u["reserved_owned_gpu_hours"]), float(u["reserved_used_gpu_hours"])
         share_used[key] = min(max(used / owned, 0.0), 1.0) if owned > 0 else 0.0
-        od_gh = float(u["on_demand_gpu_hours"])
-        od_rates[(u["gpu_type"], u["region"])] = float(u["on_demand_usd"]) / od_gh if od_gh > 0 else \
+        billed = float(u["on_demand_gpu_hours"]) - float(u.get("on_demand_covered_gpu_hours") or 0.0)
+        od_rates[(u["gpu_type"], u["region"])] = float(u["on_demand_usd"]) / billed if billed > 1e-9 else \
             od_rates.get((u["gpu_type"], u["region"]), od_price.get((u["gpu_type"], u["region"])))
 
     for c in commitments:
@@ -217,7 +218,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                         f"({c['cid']})") if c.get("spend") else (
                     f"{'Reserved' if status == 'Used' else 'Idle reserved'} {c['gpu_type']} GPU-hours in "
                     f"{c['region']} ({c['cid']})")
-                add(month, *span, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
+                add(month, *span, ChargeCategory="Usage", ChargeFrequency="Usage-Based", _spend=bool(c.get("spend")),
                     ChargeDescription=text, BilledCost=0.0,
                     EffectiveCost=gpus * c["eff"] * h * part, ListCost=list_cost, ContractedCost=list_cost,
                     ContractedUnitPrice=list_rate if status == "Used" and not c.get("spend") else 0.0,
@@ -238,14 +239,14 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                                           ("spot", sp_gh, float(u["spot_usd"]), "Dynamic")):
             if gh <= 1e-9:
                 continue
-            billed_gh = gh - covered if option == "on_demand" else gh
+            billed_gh = max(gh - covered, 0.0) if option == "on_demand" else gh
             unit = usd / billed_gh if billed_gh > 1e-9 else (od_price.get((u["gpu_type"], u["region"])) or 0.0)
             add(u["month"], start, end, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
                 ChargeDescription=f"{option.replace('_', '-')} {u['gpu_type']} GPU-hours in {u['region']}"
                 + (f" ({covered:,.1f} of them paid by a savings plan)" if option == "on_demand" and covered > 1e-9
                    else ""),
-                BilledCost=usd, EffectiveCost=usd, ListCost=gh * unit, ContractedCost=gh * unit,
-                ContractedUnitPrice=unit, ListUnitPrice=unit, PricingQuantity=gh,
+                BilledCost=usd, EffectiveCost=usd, ListCost=billed_gh * unit, ContractedCost=billed_gh * unit,
+                ContractedUnitPrice=unit, ListUnitPrice=unit, PricingQuantity=billed_gh,
                 PricingUnit="GPU-Hours", PricingCategory=category, ConsumedQuantity=gh, ConsumedUnit="GPU-Hours",
                 SkuId=f"{u['gpu_type']}/{u['region']}/{option}", x_Option=option, **pool)
     ext = float((plan.get("cost_usd") or {}).get("extension") or 0.0)
@@ -259,18 +260,49 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
         from .focus_hourly import period_rows
 
         frames.append(period_rows(plan, fleet, commitments, base, lo, hi))
-    out = pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS)
-    out["ChargeType"] = out["ChargeCategory"]
-    out["InvoiceIssuer"] = out["Provider"] = out["Publisher"] = provider
-    out["ResourceID"] = out["ResourceName"] = out["SkuId"]  # 1.0's spelling (1.2's ResourceId is conditional):
-    # one of the two only, so that case-insensitive readers (SQL) do not see a duplicate column
+    out = pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS + ["_spend"])
+    _list_price_savings_plan_usage(out, plan, {k: v for k, v in {**od_rates, **{k: v for k, v in od_price.items()
+                                                                          if v is not None}}.items() if v is not None})
+    out["x_ChargeType"] = out["ChargeCategory"]
+    out["x_InvoiceIssuer"] = out["x_Provider"] = out["x_Publisher"] = provider
+    # a stable id per pool and per purchase: the commitment's id on its rows, pool/<type>/<region> on a pool's usage
+    pool_id = "pool/" + out["x_GpuType"].fillna("") + "/" + out["RegionId"].fillna("")
+    out["ResourceId"] = out["CommitmentDiscountId"].where(out["CommitmentDiscountId"].notna(),
+                                                          pool_id.where(out["x_GpuType"].notna(), out["SkuId"]))
+    out["ResourceName"] = out["ResourceId"]
+    out["x_ResourceID"] = out["SkuId"]  # FOCUS 1.0's spelling, as the earlier files wrote it
     out["SkuPriceId"] = out["SkuId"] + "/" + out["PricingCategory"].fillna("")
     out.loc[out["CapacityReservationId"].isna(), "CapacityReservationStatus"] = None
     out["Tags"] = json.dumps({"planner_plan": plan.get("name")})
     for c in DECIMALS:
         out[c] = pd.to_numeric(out[c]).astype(float)
+    out = out.drop(columns="_spend")
     return out.sort_values(["BillingPeriodStart", "ChargeCategory", "x_GpuType", "RegionId"],
                            kind="stable").reset_index(drop=True)
+
+
+def _list_price_savings_plan_usage(out: pd.DataFrame, plan: dict, od_price: dict) -> None:
+    """The on-demand GPU-hours a savings plan paid are list-priced on the plan's Used rows, not on the on-demand
+    rows (which bill and list only what no savings plan paid): ListCost = those GPU-hours at each pool's on-demand
+    rate (plan.json monthly_usage, on_demand_covered_gpu_hours), shared between the savings plans drawn in the
+    month by their dollars drawn; ListUnitPrice = ListCost / the dollars drawn (on-demand value per USD of
+    commitment). So ListCost - EffectiveCost on a savings plan's rows is what it saved, as FinOps tools read it."""
+    value: dict[str, float] = {}
+    for u in plan.get("monthly_usage", []):
+        covered = float(u.get("on_demand_covered_gpu_hours") or 0.0)
+        rate = od_price.get((u["gpu_type"], u["region"]))
+        if covered > 1e-12 and rate is not None and math.isfinite(rate):
+            value[u["month"]] = value.get(u["month"], 0.0) + covered * rate
+    used = out["_spend"].eq(True) & out["CommitmentDiscountStatus"].eq("Used")
+    if not used.any():
+        return
+    month = out.loc[used, "BillingPeriodStart"].str[:7]
+    q = pd.to_numeric(out.loc[used, "PricingQuantity"]).astype(float)
+    share = q / q.groupby(month).transform("sum").where(lambda x: x > 0, 1.0)
+    listed = month.map(value).fillna(0.0) * share
+    out.loc[used, "ListCost"] = out.loc[used, "ContractedCost"] = listed
+    unit = (listed / q.where(q.abs() > 1e-12)).fillna(0.0)
+    out.loc[used, "ListUnitPrice"] = out.loc[used, "ContractedUnitPrice"] = unit
 
 
 def decimal_text(x: float) -> str:
