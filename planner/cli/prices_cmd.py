@@ -88,10 +88,13 @@ def prices():
 @click.option("--vm-hourly-usd-per-gpu", type=Finite(0, 1e5), default=0.0, show_default=True,
               help="gcp-skus: the VM's vCPU/RAM price per GPU-hour, added to every row (GPU SKUs price the GPU alone).")
 @click.option("--all-locations", is_flag=True, help="wide: keep Local/Wavelength zones too (default: regions only).")
+@click.option("--fx", "fx", multiple=True, metavar="CUR=RATE",
+              help="azure-retail, gcp-skus: convert prices in CUR at RATE USD per unit of CUR (repeatable), "
+                   "e.g. --fx JPY=0.0067; without it a non-USD price exits 2.")
 @quiet_option
 @handle_errors
 def import_cmd(fmt, files, out, regions, gpu_types, instance_types, pick, zones, interruption_rule,
-               spot_interruptions_per_hour, ri_class, payment, catalog, vm_hourly_usd_per_gpu, all_locations, quiet):
+               spot_interruptions_per_hour, ri_class, payment, catalog, vm_hourly_usd_per_gpu, all_locations, fx, quiet):
     """Write a price sheet from a cloud's price catalog FILEs, every assumption in OUT.notes.md and on stderr.
 
     Example:
@@ -102,11 +105,14 @@ def import_cmd(fmt, files, out, regions, gpu_types, instance_types, pick, zones,
     """
     from ..errors import InputError, Problem
     from ..imports.catalog import PAYMENTS, ImportOptions, import_prices
-    from ..imports.catalog_write import notes_path, summary, write
+    from ..imports.catalog_write import note_replaces, notes_path, summary, write
+    from ..imports.guards import parse_fx, refuse_folders
 
     inputs = {f"FILE {f}": f for f in files}
     inputs["--catalog"] = catalog
+    refuse_folders({"--out": out, "--out's note": notes_path(out)})
     refuse_overwriting_inputs({"--out": out, "--out's note": notes_path(out)}, inputs)
+    replaces_note = note_replaces(out)
     payments = _names(payment)
     wrong = [p for p in payments if p not in PAYMENTS]
     if wrong or not payments:
@@ -116,10 +122,12 @@ def import_cmd(fmt, files, out, regions, gpu_types, instance_types, pick, zones,
                          pick=pick, zones=zones, interruption_rule=interruption_rule,
                          spot_interruptions_per_hour=spot_interruptions_per_hour, ri_class=ri_class,
                          payments=payments, catalog=catalog, vm_hourly_usd_per_gpu=vm_hourly_usd_per_gpu,
-                         all_locations=all_locations)
+                         all_locations=all_locations, fx=parse_fx(fx))
     result = import_prices(fmt, files, opts)
     command = "planner " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     sheet, note = write(result, out, command)
+    if replaces_note and not quiet:
+        click.echo(f"replaced the previous note {note} (written by an earlier import)", err=True)
     if not quiet:
         click.echo(summary(result), err=True)
         click.echo(f"wrote {sheet} and {note}")

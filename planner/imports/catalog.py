@@ -58,6 +58,7 @@ class ImportOptions:
     catalog: Path | None = None
     vm_hourly_usd_per_gpu: float = 0.0
     all_locations: bool = False
+    fx: dict = field(default_factory=dict)  # currency -> USD per unit (--fx)
 
 
 @dataclass

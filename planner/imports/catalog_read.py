@@ -146,3 +146,9 @@ def load_json(path: str | Path):
                                  expected="a JSON document as the API returns it")) from None
     except UnicodeDecodeError:
         raise InputError(Problem(str(path), "not UTF-8 text", expected="a JSON document")) from None
+    except RecursionError:
+        raise InputError(Problem(str(path), "JSON nested too deeply to read",
+                                 expected="a JSON document as the API returns it (a few levels deep)")) from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise InputError(Problem(str(path), f"not readable JSON: {exc}",
+                                 expected="a JSON document as the API returns it")) from None
