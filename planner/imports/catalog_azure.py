@@ -9,6 +9,8 @@ payment options of one price: ``reserved_<n>y_all_upfront`` (upfront = the total
 (monthly, hourly = total / (n x 8,760 h)), as Azure charges either at no extra cost; a Consumption item's
 ``savingsPlan`` entries are ``savings_plan_<n>y`` rows at their ``retailPrice`` (else ``unitPrice``). The API has
 no GPU count: it comes from the built-in table (``catalog_gpus.AZURE_SKUS``) or ``--catalog`` (a SkyPilot file).
+An item in another currency than USD (``currencyCode``) is converted at ``--fx CUR=RATE``, else exits 2 naming it;
+a kept item priced 0, or a ``savingsPlan`` entry whose price or term is bad, exits 2 naming the page and item.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..errors import Collector, InputError, Problem
 from .catalog import ImportOptions, Notes, offers, unknown_interruptions
 from .catalog_gpus import azure_sku_table
 from .catalog_read import load_json, numbers
+from .guards import usd_rates
 
 ITEM_FIELDS = ["armSkuName", "armRegionName", "retailPrice", "unitPrice", "unitOfMeasure", "type", "skuName",
                "productName", "reservationTerm", "currencyCode", "serviceName", "savingsPlan"]
@@ -57,8 +60,17 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
                   + (" ..." if len(unknown) > 8 else "") + ".")
     notes.add("Azure items: Linux (productName without 'Windows'), per '1 Hour'; Low Priority and DevTestConsumption "
               "items left out.")
-    if kept["currencyCode"].ne("USD").any():
-        notes.add("Some items are not in USD: prices are written as the API gave them (the planner reads USD).")
+    zero = kept["price"].le(0)
+    if zero.any():
+        z = kept[zero]
+        raise InputError([Problem(f, f"Items entry {r} ({k}, {t}) has a price of zero", row=int(r),
+                                  column=f"Items[{int(r) - 1}].retailPrice", value=v,
+                                  expected="the item's price (> 0): the price sheet refuses a zero price")
+                          for f, r, k, t, v in z[["_file", "_row", "armSkuName", "type", "retailPrice"]]
+                          .head(20).itertuples(index=False)])
+    rate = usd_rates(kept["currencyCode"], opts.fx, kept["_file"], kept["_row"],
+                     "Items[" + (kept["_row"] - 1).astype(str) + "].currencyCode", notes, "Azure items")
+    kept = kept.assign(price=kept["price"] * rate, _fx=rate)
     return offers(pd.concat([_consumption(kept, opts, notes), _reservations(kept, notes), _savings(kept, notes)],
                             ignore_index=True))
 
@@ -68,6 +80,11 @@ def _page(path: Path, priced: Collector) -> pd.DataFrame:
     if not isinstance(doc, dict) or not isinstance(doc.get("Items"), list):
         raise InputError(Problem(str(path), "not a Retail Prices API page: no 'Items' list", column="Items",
                                  expected='{"Items": [...], "NextPageLink": ...} as the API returns it'))
+    odd = [i for i, item in enumerate(doc["Items"]) if not isinstance(item, dict)]
+    if odd:
+        raise InputError([Problem(str(path), f"Items entry {i + 1} is not an object", row=i + 1, column=f"Items[{i}]",
+                                  value=repr(doc["Items"][i])[:60], expected="an item {armSkuName, retailPrice, ...}")
+                          for i in odd[:20]])
     df = pd.DataFrame(doc["Items"])
     for col in ITEM_FIELDS:
         if col not in df:
@@ -83,6 +100,7 @@ def _page(path: Path, priced: Collector) -> pd.DataFrame:
     bad.raise_if_any()
     df["retailPrice"] = df["retailPrice"].where(df["retailPrice"].notna(), df["unitPrice"])
     df["_row"] = np.arange(1, len(df) + 1)
+    df["_file"] = str(path)
     df["source"] = path.name + ": Items entry " + df["_row"].astype(str)
     text = ["armSkuName", "armRegionName", "unitOfMeasure", "type", "skuName", "productName", "reservationTerm",
             "currencyCode", "serviceName"]
@@ -130,17 +148,46 @@ def _reservations(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
 
 def _savings(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
     use = df[df["type"].eq("Consumption") & ~df["skuName"].str.contains("Spot", regex=False)]
+    listed = use["savingsPlan"].map(lambda v: v is not None and not (isinstance(v, float) and np.isnan(v)))
+    not_list = listed & ~use["savingsPlan"].map(lambda v: isinstance(v, list))
+    if not_list.any():
+        raise InputError([Problem(f, f"Items entry {r}: savingsPlan is not a list", row=int(r),
+                                  column=f"Items[{int(r) - 1}].savingsPlan", value=repr(v)[:60],
+                                  expected='a list of {"term": "1 Year" | "3 Years", "retailPrice": ...}')
+                          for f, r, v in use.loc[not_list, ["_file", "_row", "savingsPlan"]].head(20)
+                          .itertuples(index=False)])
     use = use[use["savingsPlan"].map(lambda v: isinstance(v, list) and len(v) > 0)]
     if use.empty:
         return pd.DataFrame()
-    plans = use[["gpu_type", "armRegionName", "armSkuName", "gpus_per_instance", "source", "savingsPlan"]] \
-        .explode("savingsPlan").reset_index(drop=True)
-    entry = pd.json_normalize(plans["savingsPlan"].tolist())
-    price = pd.to_numeric(entry.get("retailPrice", entry.get("unitPrice")), errors="coerce")
-    years = entry["term"].map(TERMS)
-    ok = (price > 0) & years.notna()
+    plans = use[["gpu_type", "armRegionName", "armSkuName", "gpus_per_instance", "source", "savingsPlan", "_file",
+                 "_row", "_fx"]].explode("savingsPlan")
+    plans["_j"] = plans.groupby(level=0).cumcount()
+    plans = plans.reset_index(drop=True)
+    entry = plans["savingsPlan"]
+    is_dict = entry.map(lambda v: isinstance(v, dict))
+    field = entry.map(lambda v: v.get("retailPrice", v.get("unitPrice")) if isinstance(v, dict) else None)
+    price = pd.to_numeric(field.map(lambda v: v if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+                                    else None), errors="coerce")
+    term = entry.map(lambda v: v.get("term") if isinstance(v, dict) else None)
+    years = term.map(lambda t: TERMS.get(t) if isinstance(t, str) else None)
+    at = "Items[" + (plans["_row"] - 1).astype(str) + "].savingsPlan[" + plans["_j"].astype(str) + "]"
+    checks = (
+        (~is_dict, "", "a savingsPlan entry is not an object", entry, '{"term": "1 Year", "retailPrice": 2.5}'),
+        (is_dict & ~(price.gt(0) & np.isfinite(price)), ".retailPrice", "a savingsPlan entry's price is not a "
+         "number > 0", field, "the plan's price per hour (> 0)"),
+        (is_dict & years.isna(), ".term", "a savingsPlan entry's term is not 1 Year or 3 Years", term,
+         '"1 Year" or "3 Years"'),
+    )
+    problems = []
+    for mask, suffix, message, value, expected in checks:
+        for i in np.flatnonzero(mask.to_numpy())[:20]:
+            problems.append(Problem(plans["_file"].iat[i], f"Items entry {plans['_row'].iat[i]}: {message}",
+                                    row=int(plans["_row"].iat[i]), column=at.iat[i] + suffix,
+                                    value=repr(value.iat[i])[:60], expected=expected))
+    if problems:
+        raise InputError(problems)
     notes.add("Azure savings plan for compute: each Consumption item's savingsPlan entries (term 1 Year / 3 Years, "
               "retailPrice per hour) are savings_plan_<n>y rows, one commitment over every region and size, no upfront.")
-    out = _base(plans).assign(option="savings_plan_" + years.astype("Int64").astype(str) + "y", hourly_usd=price,
-                              basis="Retail Prices API savingsPlan " + entry["term"].astype(str))
-    return out[ok.to_numpy()]
+    return _base(plans).assign(option="savings_plan_" + years.astype("Int64").astype(str) + "y",
+                               hourly_usd=price * plans["_fx"],
+                               basis="Retail Prices API savingsPlan " + term.astype(str))
