@@ -72,6 +72,7 @@ def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | Non
             chunk["_row"] = np.arange(start, start + len(chunk))
             start += len(chunk)
             chunk = chunk[chunk.drop(columns="_row").ne("").any(axis=1)]
+            _refuse_nul(chunk, path)
             parts.append(chunk[keep(chunk)] if keep is not None else chunk)
     except GZIP_ERRORS as exc:
         raise not_gzip(path, f"damaged: {exc}") from None
@@ -81,6 +82,18 @@ def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | Non
     if not parts:
         raise InputError(Problem(str(path), "the file is empty", row=1, expected="a header line and data rows"))
     return pd.concat(parts, ignore_index=True)
+
+
+def _refuse_nul(chunk: pd.DataFrame, path: Path) -> None:
+    """Exit 2 naming file, row and column of every cell holding a NUL byte (at most 20)."""
+    problems = []
+    for col in chunk.columns.drop("_row"):
+        hit = chunk[col].str.contains("\x00", regex=False).fillna(False).to_numpy(bool)
+        problems += [Problem(str(path), "a NUL byte in the cell", row=int(r), column=col, value=v,
+                             expected="text without NUL bytes (a damaged or binary file?)")
+                     for r, v in zip(chunk.loc[hit, "_row"].head(20), chunk.loc[hit, col].head(20))]
+    if problems:
+        raise InputError(problems[:20])
 
 
 def header_line(path: str | Path, skip: int = 0) -> list[str]:

@@ -9,7 +9,8 @@ instance's GPUs (instance hours) or x 1 (GPU-hours), spread over the clock hours
 ChargePeriodEnd (``history_spread``). Classes: ``pool`` (default) one per pool, ``<gpu_type>@<region>``;
 ``tag:KEY`` the value of KEY in the row's ``Tags`` JSON (``untagged`` without it, or when the cell is not a
 JSON object: counted in the notes with the first row), GPUs of every type added as they are (no speed
-conversion). Negative quantities (corrections, credits) are netted and counted in the notes.
+conversion); a class name with a control character, or that is a JSON object, exits 2 naming its row. Usage rows
+without a quantity (NULL) are counted in the notes with their rows. Negative quantities (corrections, credits) are netted and counted in the notes.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, Problem
+from .guards import bad_class_names
 from .history_commitments import commitments
 from .history_pools import gpu_family_rows, match_pools, read_sheet, unit_factor
 from .history_read import read_focus
@@ -61,6 +63,19 @@ def _tag_values(tags: pd.Series, key: str) -> tuple[pd.Series, pd.Series]:
     return values.mask(broken), broken
 
 
+def _refuse_class_names(bill: pd.DataFrame, gpu: pd.Series, path, column: str) -> None:
+    """Exit 2 naming the first row of every class name the planner would refuse later (control characters,
+    a JSON object)."""
+    names = bill.loc[gpu, "_class"]
+    why = bad_class_names(names)
+    first = why.ne("") & ~names.duplicated()
+    if first.any():
+        raise InputError([Problem(str(path), f"the class name would hold {w}", row=int(r), column=column, value=n,
+                                  expected="a class name of printable text, not a JSON object")
+                          for r, n, w in zip(bill.loc[first[first].index, "_row"].head(20), names[first].head(20),
+                                             why[first].head(20))])
+
+
 def _lower(bill: pd.DataFrame, col: str) -> pd.Series:
     return bill[col].fillna("").str.strip().str.lower() if col in bill else pd.Series("", index=bill.index)
 
@@ -88,6 +103,12 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
         raise InputError(Problem(str(path), "no quantity column", row=1, column="ConsumedQuantity",
                                  expected="ConsumedQuantity (FOCUS 1.0-1.2) or PricingQuantity"))
     gpu_hours = (qty * factor).where(usage & ~unused & bill["gpu_type"].notna())
+    no_qty = usage & ~unused & bill["gpu_type"].notna() & qty.isna()
+    if no_qty.any():
+        qcol = "ConsumedQuantity" if "ConsumedQuantity" in bill else "PricingQuantity"
+        notes.append(f"{int(no_qty.sum())} usage rows of GPU instances have no quantity (NULL or blank {qcol}): "
+                     "skipped, not counted as usage (rows " + ", ".join(map(str, bill.loc[no_qty, "_row"].head(12)))
+                     + (" ..." if no_qty.sum() > 12 else "") + ").")
     gpu = gpu_hours.notna()
     counts = {"rows read": len(bill), "usage rows": int(usage.sum()), "compute usage rows": int(compute.sum()),
               "GPU usage rows": int(gpu.sum())}
@@ -127,6 +148,7 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
         if (mixed > 1).any():
             notes.append("classes spanning several GPU types (their GPUs added as they are, no speed conversion): "
                          + ", ".join(mixed[mixed > 1].index[:10]) + ".")
+    _refuse_class_names(bill, gpu, path, "Tags" if kind == "tag" else "RegionId")
     negative = gpu & gpu_hours.lt(0)
     if negative.any():
         notes.append(f"{int(negative.sum())} GPU usage rows have a negative quantity (corrections or credits, "

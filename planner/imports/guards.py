@@ -104,7 +104,10 @@ def publish(writers: dict) -> list[Path]:
             path = Path(path)
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic.remove_stale(path.parent, [path.name])
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{atomic._tag()}.", suffix=".tmp", dir=path.parent)
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{atomic._tag()}.", suffix=".tmp", dir=path.parent)
+            except OSError as exc:  # name the file the user asked for, not our temporary one
+                raise OSError(exc.errno, exc.strerror, str(path)) from None
             os.close(fd)
             temps[path] = Path(tmp)
             write(Path(tmp))
@@ -115,7 +118,12 @@ def publish(writers: dict) -> list[Path]:
             for path, tmp in temps.items():
                 backup = _keep_old(path)
                 backups.append((path, backup))
-                os.replace(tmp, path)
+                try:
+                    os.replace(tmp, path)
+                except OSError as exc:
+                    if backup is None:  # nothing of ours got there: nothing to undo for this one
+                        backups.pop()
+                    raise OSError(exc.errno, exc.strerror, str(path)) from None
         except BaseException:
             for path, backup in reversed(backups):
                 with contextlib.suppress(OSError):

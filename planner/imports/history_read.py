@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, Problem
+from .guards import DATE_RANGE_TEXT, MAX_QUANTITY, out_of_range
 
 # older spelling -> the name used here (the first one present wins; the current name always wins)
 RENAMES = {"ChargeType": "ChargeCategory", "Provider": "ProviderName", "UsageQuantity": "ConsumedQuantity",
@@ -60,7 +61,8 @@ def read_focus(path: str | Path, progress: bool = False) -> pd.DataFrame:
     """The FOCUS file at ``path``: the columns the import uses (plus every ``x_`` column), text with NaN for
     missing or ``NULL``, ``ChargePeriodStart``/``End`` as UTC timestamps and the quantities as floats, and
     ``_row``, the spreadsheet row of each record (header = 1). Bad files (a charge period ending before it
-    starts, too) raise InputError naming file, row, column and value. ``progress``: a bar of the rows read."""
+    starts, a date outside 1677-09-22 .. 2262-04-10, a quantity that is infinite or above 1e12, too) raise InputError
+    naming file, row, column and value. ``progress``: a bar of the rows read."""
     path = Path(path)
     if not path.is_file():
         raise InputError(Problem(str(path), "FOCUS file not found", expected="a FOCUS CSV, CSV.gz or Parquet file"))
@@ -87,7 +89,11 @@ def read_focus(path: str | Path, progress: bool = False) -> pd.DataFrame:
         problems += [Problem(str(path), "not a date and time", row=int(r), column=c, value=v,
                              expected="ISO 8601, e.g. 2024-09-01T00:00:00Z")
                      for r, v in zip(out.loc[bad, "_row"].head(20), out.loc[bad, c].head(20))]
-        out[c] = parsed.dt.tz_convert(None)
+        far = out_of_range(parsed)
+        problems += [Problem(str(path), "a date outside the range the planner can hold", row=int(r), column=c, value=v,
+                             expected=DATE_RANGE_TEXT)
+                     for r, v in zip(out.loc[far, "_row"].head(20), out.loc[far, c].head(20))]
+        out[c] = parsed.dt.tz_convert(None).where(~far)
     backwards = out["ChargePeriodEnd"] < out["ChargePeriodStart"]
     problems += [Problem(str(path), "ChargePeriodEnd is before ChargePeriodStart", row=int(r), column="ChargePeriodEnd",
                          value=str(v), expected=f"a time at or after ChargePeriodStart ({b})")
@@ -100,6 +106,10 @@ def read_focus(path: str | Path, progress: bool = False) -> pd.DataFrame:
         bad = parsed.isna() & out[c].notna()
         problems += [Problem(str(path), "not a number", row=int(r), column=c, value=v, expected="a decimal number")
                      for r, v in zip(out.loc[bad, "_row"].head(20), out.loc[bad, c].head(20))]
+        huge = parsed.notna() & ~(parsed.abs() <= MAX_QUANTITY)
+        problems += [Problem(str(path), "not a finite quantity a bill can hold", row=int(r), column=c, value=v,
+                             expected=f"a finite number, at most {MAX_QUANTITY:.0e} in size")
+                     for r, v in zip(out.loc[huge, "_row"].head(20), out.loc[huge, c].head(20))]
         out[c] = parsed.astype(float)
     if problems:
         raise InputError(problems)

@@ -1,5 +1,5 @@
 """The imported history as the planner's long-form demand file (``period, workload_class, gpus``), and the
-commitments found as an inventory file; each written whole or not at all."""
+commitments found as an inventory file; published together or not at all."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic
+from ..csvsafe import inert_frame
+from .guards import publish
 
 HISTORY_COLUMNS = ["period", "workload_class", "gpus"]
 INVENTORY_COLUMNS = ["gpu_type", "region", "option", "gpus", "start", "end"]
@@ -40,17 +41,11 @@ def hourly_grid(spread: pd.DataFrame) -> pd.DataFrame:
 
 def write_history(result: HistoryResult, out: str | Path, inventory_out: str | Path | None = None) -> list[Path]:
     """Write the history CSV to ``out`` (and the inventory CSV to ``inventory_out`` when given and there is a
-    commitment to write); the paths written."""
-    out = Path(out)
-    written = []
-    with atomic.atomic_path(out) as tmp:
-        result.history.reindex(columns=HISTORY_COLUMNS).to_csv(tmp, index=False, float_format="%.6f",
-                                                               lineterminator="\n")
-    written.append(out)
+    commitment to write), published together or not at all, text cells inert (planner.csvsafe); the paths
+    written."""
+    writers = {Path(out): lambda tmp: inert_frame(result.history.reindex(columns=HISTORY_COLUMNS)).to_csv(
+        tmp, index=False, float_format="%.6f", lineterminator="\n")}
     if inventory_out is not None and len(result.inventory):
-        inventory_out = Path(inventory_out)
-        with atomic.atomic_path(inventory_out) as tmp:
-            result.inventory.reindex(columns=INVENTORY_COLUMNS).to_csv(tmp, index=False, float_format="%.6g",
-                                                                       lineterminator="\n")
-        written.append(inventory_out)
-    return written
+        writers[Path(inventory_out)] = lambda tmp: inert_frame(result.inventory.reindex(columns=INVENTORY_COLUMNS)) \
+            .to_csv(tmp, index=False, float_format="%.6g", lineterminator="\n")
+    return publish(writers)
