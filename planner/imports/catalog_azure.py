@@ -146,6 +146,11 @@ def _reservations(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
     return pd.concat([up, monthly], ignore_index=True)
 
 
+def _plain(v):
+    """A JSON value as it goes into an error: text and numbers as they are, anything else as short text."""
+    return v if isinstance(v, (str, int, float)) else repr(v)[:60]
+
+
 def _savings(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
     use = df[df["type"].eq("Consumption") & ~df["skuName"].str.contains("Spot", regex=False)]
     listed = use["savingsPlan"].map(lambda v: v is not None and not (isinstance(v, float) and np.isnan(v)))
@@ -183,7 +188,7 @@ def _savings(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
         for i in np.flatnonzero(mask.to_numpy())[:20]:
             problems.append(Problem(plans["_file"].iat[i], f"Items entry {plans['_row'].iat[i]}: {message}",
                                     row=int(plans["_row"].iat[i]), column=at.iat[i] + suffix,
-                                    value=repr(value.iat[i])[:60], expected=expected))
+                                    value=_plain(value.iat[i]), expected=expected))
     if problems:
         raise InputError(problems)
     notes.add("Azure savings plan for compute: each Consumption item's savingsPlan entries (term 1 Year / 3 Years, "

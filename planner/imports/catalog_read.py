@@ -67,13 +67,14 @@ def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | Non
                              usecols=(lambda c: c in usecols) if usecols else None, chunksize=chunksize or 10**9,
                              encoding="utf-8-sig")
         parts, start = [], skip + 2
-        for chunk in reader:
-            chunk.columns = [str(c).strip() for c in chunk.columns]
-            chunk["_row"] = np.arange(start, start + len(chunk))
-            start += len(chunk)
-            chunk = chunk[chunk.drop(columns="_row").ne("").any(axis=1)]
-            _refuse_nul(chunk, path)
-            parts.append(chunk[keep(chunk)] if keep is not None else chunk)
+        with reader:
+            for chunk in reader:
+                chunk.columns = [str(c).strip() for c in chunk.columns]
+                chunk["_row"] = np.arange(start, start + len(chunk))
+                start += len(chunk)
+                chunk = chunk[chunk.drop(columns="_row").ne("").any(axis=1)]
+                _refuse_nul(chunk, path)
+                parts.append(chunk[keep(chunk)] if keep is not None else chunk)
     except GZIP_ERRORS as exc:
         raise not_gzip(path, f"damaged: {exc}") from None
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:

@@ -57,7 +57,7 @@ def bad_class_names(names: pd.Series) -> pd.Series:
 
 def refuse_folders(paths: dict) -> None:
     """Exit 2 naming every output (option -> path) that is an existing folder, before anything is written."""
-    problems = [Problem(flag, "is a folder, not a file", value=str(p),
+    problems = [Problem(str(p), f"{flag} is a folder, not a file",
                         expected="the path of a file to write (e.g. one inside that folder)")
                 for flag, p in paths.items() if p is not None and Path(p).is_dir()]
     if problems:
