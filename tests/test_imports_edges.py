@@ -352,3 +352,16 @@ def test_history_output_through_a_link_to_an_input_exits_2(tmp_path):
     res = history_import("--prometheus", src, "--label", "namespace", "--out", link)
     refused(res, "same file as the input")
     assert src.read_bytes() == before
+
+
+def test_gcp_skus_left_out_are_counted_by_reason(tmp_path):
+    doc = gcp_doc()
+    doc["skus"].append({**gcp_doc()["skus"][0], "skuId": "CCCC", "category": {"resourceGroup": "GPU",
+                                                                            "usageType": "Commit5Yr"}})
+    doc["skus"].append({**gcp_doc()["skus"][0], "skuId": "DDDD", "serviceRegions": []})
+    src = tmp_path / "g.json"
+    src.write_text(json.dumps(doc))
+    res = prices_import("gcp-skus", src, out=tmp_path / "p.csv")
+    assert res.exit_code == 0, res.output
+    assert "1 GPU SKUs of a usageType other than OnDemand" in res.stderr and "Commit5Yr 1" in res.stderr
+    assert "1 GPU SKUs name no serviceRegions" in res.stderr and "sku 3 (DDDD)" in res.stderr

@@ -36,6 +36,15 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     if unknown.any():
         notes.add(f"{int(unknown.sum())} GPU SKUs name no GPU the planner knows and were left out: "
                   + "; ".join(skus.loc[unknown, "description"].head(4)) + ".")
+    other = gpu & name.notna() & ~skus["usageType"].isin(list(USAGE))
+    if other.any():
+        kinds = skus.loc[other, "usageType"].replace("", "(none)").value_counts()
+        notes.add(f"{int(other.sum())} GPU SKUs of a usageType other than {', '.join(USAGE)} were left out: "
+                  + ", ".join(f"{k} {v}" for k, v in kinds.items()) + ".")
+    nowhere = gpu & name.notna() & skus["usageType"].isin(list(USAGE)) & skus["serviceRegions"].map(len).eq(0)
+    if nowhere.any():
+        notes.add(f"{int(nowhere.sum())} GPU SKUs name no serviceRegions and were left out: "
+                  + "; ".join(skus.loc[nowhere, "source"].head(4)) + ".")
     use = skus[gpu & name.notna() & skus["usageType"].isin(list(USAGE))].assign(gpu_type=name)
     rate = usd_rates(use["currency"], opts.fx, use["_file"], use["_row"],
                      use["_row"].map(lambda r: f"skus[{r - 1}].{UNIT_PATH}.currencyCode"), notes, "GCP GPU SKUs")
