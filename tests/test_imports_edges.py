@@ -365,3 +365,10 @@ def test_gcp_skus_left_out_are_counted_by_reason(tmp_path):
     assert res.exit_code == 0, res.output
     assert "1 GPU SKUs of a usageType other than OnDemand" in res.stderr and "Commit5Yr 1" in res.stderr
     assert "1 GPU SKUs name no serviceRegions" in res.stderr and "sku 3 (DDDD)" in res.stderr
+
+
+def test_commitment_term_dates_outside_the_range_exit_2(tmp_path):
+    src = bill(tmp_path, x_CommitmentDiscountEnd={2: "2400-01-01T00:00:00Z"})
+    res, out = focus(tmp_path, src, "--inventory", tmp_path / "inv.csv")
+    refused(res, "b.csv, row 4, column 'x_CommitmentDiscountEnd'", "2400-01-01")
+    assert not out.exists() and not (tmp_path / "inv.csv").exists()

@@ -167,5 +167,5 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
     covered = gpu_hours.where(~unused, bill.get("PricingQuantity", np.nan) * pricing_f)
     covered = covered.where(usage & bill["gpu_type"].notna())
     bill["_cid"] = bill.get("CommitmentDiscountId")
-    inventory = commitments(bill, covered, notes)
+    inventory = commitments(bill, covered, notes, str(path))
     return HistoryResult(history=hourly_grid(spread), inventory=inventory, counts=counts, notes=notes)
