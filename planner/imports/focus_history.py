@@ -1,16 +1,16 @@
-"""FOCUS cost-and-usage rows -> hourly GPU demand per class (the long-form demand file), and the commitments in
-the bill -> an inventory.
+"""FOCUS cost-and-usage rows -> hourly GPU demand per class (the long-form demand file), and the commitments in the
+bill -> an inventory.
 
-Rows kept as GPU usage: ``ChargeCategory`` Usage, not the unused part of a commitment
-(``CommitmentDiscountStatus`` Unused), a pool found for them (``history_pools``), and a quantity in hours:
-``ConsumedQuantity``/``ConsumedUnit`` (FOCUS 1.0-1.2; 1.0-preview ``UsageQuantity``/``UsageUnit``), or
-``PricingQuantity``/``PricingUnit`` in a file without ConsumedQuantity. GPU-hours = the quantity x the
-instance's GPUs (instance hours) or x 1 (GPU-hours), spread over the clock hours of ChargePeriodStart ..
-ChargePeriodEnd (``history_spread``). Classes: ``pool`` (default) one per pool, ``<gpu_type>@<region>``;
-``tag:KEY`` the value of KEY in the row's ``Tags`` JSON (``untagged`` without it, or when the cell is not a
-JSON object: counted in the notes with the first row), GPUs of every type added as they are (no speed
-conversion); a class name with a control character, or that is a JSON object, exits 2 naming its row. Usage rows
-without a quantity (NULL) are counted in the notes with their rows. Negative quantities (corrections, credits) are netted and counted in the notes.
+Rows kept as GPU usage: ``ChargeCategory`` Usage, not the unused part of a commitment (``CommitmentDiscountStatus``
+Unused), a pool found for them (``history_pools``), and a quantity in hours: ``ConsumedQuantity``/``ConsumedUnit``
+(FOCUS 1.0-1.2; 1.0-preview ``UsageQuantity``/``UsageUnit``), or ``PricingQuantity``/``PricingUnit`` in a file
+without ConsumedQuantity. GPU-hours = the quantity x the instance's GPUs (instance hours) or x 1 (GPU-hours), spread
+over the clock hours of ChargePeriodStart .. ChargePeriodEnd (``history_spread``). Classes: ``pool`` (default) one
+per pool, ``<gpu_type>@<region>``; ``tag:KEY`` the value of KEY in the row's ``Tags`` JSON (``untagged`` without it,
+or when the cell is not a JSON object: counted in the notes with the first row), GPUs of every type added as they
+are (no speed conversion); a class name with a control character, or that is a JSON object, exits 2 naming its row.
+Usage rows without a quantity (NULL) are counted in the notes with their rows. Negative quantities (corrections,
+credits) are netted and counted in the notes.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """A Prometheus ``/api/v1/query_range`` result of a GPU-requests metric -> hourly demand per class.
 
-The file is the API's JSON answer: ``{"status": "success", "data": {"resultType": "matrix", "result":
-[{"metric": {...}, "values": [[unix_ts, "value"], ...]}, ...]}}``. A class is the value of ``--label`` in each
-series' metric (``unlabelled`` where the series has none; ``unlabelled-2`` ... when a label's value is already
-``unlabelled``); a value that is not text, has a control character or is a JSON object exits 2 naming its path.
-At each timestamp the series of one class are added (e.g. one series per pod); the hourly demand is the **mean** of those sums over the samples in the clock hour
-(UTC), so a 1-minute step averages 60 samples. ``NaN`` samples (Prometheus writes ``"NaN"``) are skipped;
-anything else that is not a number, ``+Inf`` / ``-Inf``, a negative value, a timestamp not in seconds since
-the epoch (before 2000 or above 1e11: milliseconds) or after 2262-04-10 (where the planner's hourly tables end),
-a value above 1e9 GPUs (or series of one class adding up to more), a status other than ``success`` or a result type other
-than ``matrix`` exits 2 naming the file and the sample (``data.result[i].values[j]``).
+The file is the API's JSON answer: ``{"status": "success", "data": {"resultType": "matrix", "result": [{"metric":
+{...}, "values": [[unix_ts, "value"], ...]}, ...]}}``. A class is the value of ``--label`` in each series' metric
+(``unlabelled`` where the series has none; ``unlabelled-2`` ... when a label's value is already ``unlabelled``); a
+value that is not text, has a control character or is a JSON object exits 2 naming its path. At each timestamp the
+series of one class are added (e.g. one series per pod); the hourly demand is the **mean** of those sums over the
+samples in the clock hour (UTC), so a 1-minute step averages 60 samples. ``NaN`` samples (Prometheus writes
+``"NaN"``) are skipped; anything else that is not a number, ``+Inf`` / ``-Inf``, a negative value, a timestamp not
+in seconds since the epoch (before 2000 or above 1e11: milliseconds) or after 2262-04-10 (where the planner's hourly
+tables end), a value above 1e9 GPUs (or series of one class adding up to more), a status other than ``success`` or a
+result type other than ``matrix`` exits 2 naming the file and the sample (``data.result[i].values[j]``).
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ def _series(path: Path, i: int, s, label: str) -> pd.DataFrame:
     checks = (
         (ts.notna() & ((ts < MIN_TS) | (ts > MAX_MS)), 0, "sample timestamp out of range: seconds since the epoch "
          "expected", "a Unix time in seconds between 2000-01-01 and 2262-04-10 (not milliseconds), e.g. 1725148800"),
-        (ts.notna() & (ts > MAX_TS) & (ts <= MAX_MS), 0, "sample timestamp after 2262-04-10, outside the range the planner can hold",
+        (ts.notna() & (ts > MAX_TS) & (ts <= MAX_MS), 0,
+         "sample timestamp after 2262-04-10, outside the range the planner can hold",
          "a Unix time in seconds between 2000-01-01 and 2262-04-10, e.g. 1725148800"),
         (value.notna() & ~np.isfinite(value.astype(float)), 1, "sample value is not finite",
          'a finite number of GPUs as text, e.g. "8" ("NaN" is skipped)'),
@@ -149,7 +150,8 @@ def import_prometheus(path: str | Path, label: str) -> HistoryResult:
     notes = [f"{path.name}: {len(result)} series; class = the value of label {label!r}; the series of one class "
              "added at each timestamp, then resampled hourly by the mean of the samples in each clock hour (UTC)."]
     samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["ts", "key", "gpus", "series"])
-    no_label = [s for s in result if not (isinstance(s.get("metric"), dict) and s["metric"].get(label) not in (None, ""))]
+    no_label = [s for s in result
+                if not (isinstance(s.get("metric"), dict) and s["metric"].get(label) not in (None, ""))]
     if no_label:
         taken = set(samples["key"].dropna())
         name = next(n for n in ("unlabelled", *(f"unlabelled-{k}" for k in range(2, len(taken) + 3)))
