@@ -157,7 +157,7 @@ def _savings(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
     not_list = listed & ~use["savingsPlan"].map(lambda v: isinstance(v, list))
     if not_list.any():
         raise InputError([Problem(f, f"Items entry {r}: savingsPlan is not a list", row=int(r),
-                                  column=f"Items[{int(r) - 1}].savingsPlan", value=repr(v)[:60],
+                                  column=f"Items[{int(r) - 1}].savingsPlan", value=_plain(v),
                                   expected='a list of {"term": "1 Year" | "3 Years", "retailPrice": ...}')
                           for f, r, v in use.loc[not_list, ["_file", "_row", "savingsPlan"]].head(20)
                           .itertuples(index=False)])

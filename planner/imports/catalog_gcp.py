@@ -73,7 +73,9 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
 UNIT_PATH = "pricingInfo[-1].pricingExpression.tieredRates[0].unitPrice"
 
 
-def _short(value) -> str:
+def _short(value):
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return value
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
