@@ -113,7 +113,7 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
     counts = {"rows read": len(bill), "usage rows": int(usage.sum()), "compute usage rows": int(compute.sum()),
               "GPU usage rows": int(gpu.sum())}
     sized = bill["gpu_type"].notna()
-    lost_units = usage & ~unused & sized & factor.isna()
+    lost_units = usage & ~unused & sized & factor.isna() & qty.notna()  # no quantity at all: counted above
     if lost_units.any():
         notes.append(f"{int(lost_units.sum())} usage rows of GPU instances with a quantity not in hours "
                      f"({', '.join(sorted(bill.loc[lost_units, 'ConsumedUnit'].dropna().unique())[:5])}): skipped.")
