@@ -82,8 +82,8 @@ def note_replaces(out: str | Path) -> bool:
         with open(note, encoding="utf-8", errors="replace") as f:
             ours = f.read(len(NOTE_HEAD)) == NOTE_HEAD
     if not ours:
-        raise InputError(Problem("--out's note", "is not a provenance note of `planner prices import`, so it is not "
-                                 "replaced", value=str(note),
+        raise InputError(Problem(str(note), "--out's note is there but is not a provenance note of `planner prices "
+                                 "import`, so it is not replaced",
                                  expected="no file there, or one this command wrote (it starts with "
                                           f"'{NOTE_HEAD.strip()}'): move it, or give --out another name"))
     return True
