@@ -372,3 +372,13 @@ def test_commitment_term_dates_outside_the_range_exit_2(tmp_path):
     res, out = focus(tmp_path, src, "--inventory", tmp_path / "inv.csv")
     refused(res, "b.csv, row 4, column 'x_CommitmentDiscountEnd'", "2400-01-01")
     assert not out.exists() and not (tmp_path / "inv.csv").exists()
+
+
+def test_azure_items_left_out_are_counted_by_reason(tmp_path):
+    src = azure_page(tmp_path, azure_item(), azure_item(productName="Virtual Machines ND Series Windows"),
+                     azure_item(type="DevTestConsumption"), azure_item(unitOfMeasure="1 GB/Month", armRegionName="x"),
+                     azure_item(skuName="ND96asr v4 Low Priority"))
+    res = prices_import("azure-retail", src, out=tmp_path / "p.csv")
+    assert res.exit_code == 0, res.output
+    assert ("Items left out, by reason: not per '1 Hour' 1, Windows 1, Low Priority 1, type not Consumption or "
+            "Reservation (DevTest...) 1.") in res.stderr

@@ -60,6 +60,20 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
                   + (" ..." if len(unknown) > 8 else "") + ".")
     notes.add("Azure items: Linux (productName without 'Windows'), per '1 Hour'; Low Priority and DevTestConsumption "
               "items left out.")
+    reasons = {"not per '1 Hour'": ~items["unitOfMeasure"].eq("1 Hour"),
+               "Windows": items["productName"].str.contains("Windows", regex=False),
+               "not Virtual Machines": ~items["serviceName"].isin(["Virtual Machines", ""]),
+               "Low Priority": low, "type not Consumption or Reservation (DevTest...)":
+               ~items["type"].isin(["Consumption", "Reservation"])}
+    taken = pd.Series(False, index=items.index)
+    counted = []
+    for why, mask in reasons.items():  # each item counted once, under its first reason
+        n = int((mask & ~taken & ~dup).sum())
+        taken |= mask
+        if n:
+            counted.append(f"{why} {n}")
+    if counted:
+        notes.add("Items left out, by reason: " + ", ".join(counted) + ".")
     zero = kept["price"].le(0)
     if zero.any():
         z = kept[zero]
