@@ -49,6 +49,7 @@ def history_import(focus_file, prices, inventory_out, class_by, prom_file, label
         planner history import --prometheus gpu_requests.json --label namespace --out history.csv
     """
     from ..imports.history_write import write_history
+    from ..imports.guards import refuse_folders
     from .common import refuse_overwriting_inputs
 
     if (focus_file is None) == (prom_file is None):
@@ -56,6 +57,7 @@ def history_import(focus_file, prices, inventory_out, class_by, prom_file, label
                                  expected="--focus FILE --prices SHEET, or --prometheus FILE --label LABEL"))
     if out.suffix.lower() != ".csv":
         raise InputError(Problem("--out", "the history is one CSV file", value=str(out), expected="a path ending in .csv"))
+    refuse_folders({"--out": out, "--inventory": inventory_out})
     refuse_overwriting_inputs({"--out": out, "--inventory": inventory_out},
                               {"--focus": focus_file, "--prices": prices, "--prometheus": prom_file,
                                "--prices' note": None if prices is None else Path(str(prices) + ".notes.md")})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -14,29 +15,6 @@ from .common import Finite, handle_errors, quiet_option, refuse_overwriting_inpu
 
 def _names(text: str | None) -> tuple[str, ...]:
     return tuple(t.strip() for t in (text or "").split(",") if t.strip())
-
-
-def _fx_rates(given) -> tuple[tuple[str, float], ...]:
-    """``--fx CUR=RATE`` options -> ((CUR, rate), ...); exit 2 naming the option when one is not so."""
-    import math
-
-    from ..errors import InputError, Problem
-
-    out, bad = [], []
-    for text in given:
-        cur, _, rate = str(text).partition("=")
-        try:
-            value = float(rate)
-        except ValueError:
-            value = math.nan
-        if not cur.strip().isalpha() or len(cur.strip()) != 3 or not math.isfinite(value) or value <= 0:
-            bad.append(Problem("--fx", "is not CUR=RATE", value=text,
-                               expected="a three-letter currency code and USD per unit above 0, e.g. JPY=0.0067"))
-        else:
-            out.append((cur.strip().upper(), value))
-    if bad:
-        raise InputError(bad)
-    return tuple(out)
 
 
 @cli.group()
@@ -78,13 +56,12 @@ def prices():
               help="gcp-skus: the VM's vCPU/RAM price per GPU-hour, added to every row (GPU SKUs price the GPU alone).")
 @click.option("--all-locations", is_flag=True, help="wide: keep Local/Wavelength zones too (default: regions only).")
 @click.option("--fx", "fx", multiple=True, metavar="CUR=RATE",
-              help="azure-retail, gcp-skus: convert prices in currency CUR at RATE USD per unit (repeatable, e.g. "
-                   "--fx EUR=1.08 --fx JPY=0.0067; stated in OUT.notes.md). Without it a non-USD price exits 2.")
+              help="azure-retail, gcp-skus: convert prices in CUR at RATE USD per unit of CUR (repeatable), "
+                   "e.g. --fx JPY=0.0067; without it a non-USD price exits 2.")
 @quiet_option
 @handle_errors
 def import_cmd(fmt, files, out, regions, gpu_types, instance_types, pick, zones, interruption_rule,
-               spot_interruptions_per_hour, ri_class, payment, catalog, vm_hourly_usd_per_gpu, all_locations, fx,
-               quiet):
+               spot_interruptions_per_hour, ri_class, payment, catalog, vm_hourly_usd_per_gpu, all_locations, fx, quiet):
     """Write a price sheet from a cloud's price catalog FILEs, every assumption in OUT.notes.md and on stderr.
 
     Example:
@@ -95,27 +72,29 @@ def import_cmd(fmt, files, out, regions, gpu_types, instance_types, pick, zones,
     """
     from ..errors import InputError, Problem
     from ..imports.catalog import PAYMENTS, ImportOptions, import_prices
-    from ..imports.catalog_write import notes_path, summary, write
+    from ..imports.catalog_write import note_replaces, notes_path, summary, write
+    from ..imports.guards import parse_fx, refuse_folders
 
     inputs = {f"FILE {f}": f for f in files}
     inputs["--catalog"] = catalog
+    refuse_folders({"--out": out, "--out's note": notes_path(out)})
     refuse_overwriting_inputs({"--out": out, "--out's note": notes_path(out)}, inputs)
+    replaces_note = note_replaces(out)
     payments = _names(payment)
     wrong = [p for p in payments if p not in PAYMENTS]
     if wrong or not payments:
         raise InputError([Problem("--payment", "unknown payment option", value=w, expected=", ".join(PAYMENTS))
                           for w in wrong or ["(none)"]])
-    opts = ImportOptions(fx=_fx_rates(fx), regions=_names(regions), gpu_types=_names(gpu_types), instance_types=_names(instance_types),
+    opts = ImportOptions(regions=_names(regions), gpu_types=_names(gpu_types), instance_types=_names(instance_types),
                          pick=pick, zones=zones, interruption_rule=interruption_rule,
                          spot_interruptions_per_hour=spot_interruptions_per_hour, ri_class=ri_class,
                          payments=payments, catalog=catalog, vm_hourly_usd_per_gpu=vm_hourly_usd_per_gpu,
-                         all_locations=all_locations)
+                         all_locations=all_locations, fx=parse_fx(fx))
     result = import_prices(fmt, files, opts)
     command = "planner " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    replaced = [p for p in (Path(out), notes_path(out)) if p.is_file()]
     sheet, note = write(result, out, command)
+    if replaces_note and not quiet:
+        click.echo(f"replaced the previous note {note} (written by an earlier import)", err=True)
     if not quiet:
         click.echo(summary(result), err=True)
         click.echo(f"wrote {sheet} and {note}")
-    for path in replaced:  # said even with -q: an earlier file of the user's was replaced
-        click.echo(f"note: replaced the previous {path}", err=True)

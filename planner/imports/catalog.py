@@ -58,12 +58,7 @@ class ImportOptions:
     catalog: Path | None = None
     vm_hourly_usd_per_gpu: float = 0.0
     all_locations: bool = False
-    fx: tuple[tuple[str, float], ...] = ()  # (currency, USD per unit) from --fx CUR=RATE: non-USD prices converted
-
-
-def usd_rates(opts: ImportOptions) -> dict[str, float]:
-    """Currency code -> USD per unit: USD itself and every --fx rate given."""
-    return {"USD": 1.0} | {cur.upper(): rate for cur, rate in opts.fx}
+    fx: dict = field(default_factory=dict)  # currency -> USD per unit (--fx)
 
 
 @dataclass
@@ -150,6 +145,7 @@ def finish(raw: pd.DataFrame, opts: ImportOptions, notes: Notes, files: list[str
     instance type per pool, per GPU."""
     df = offers(raw)
     df = df[df["gpu_type"].ne("") & df["region"].ne("") & df["hourly_usd"].notna()]
+    _refuse_control_characters(df)
     if df.empty:
         raise InputError(Problem(", ".join(files), "no GPU prices found in the files",
                                  expected="rows of GPU instances with an on-demand price"))
@@ -176,6 +172,21 @@ def finish(raw: pd.DataFrame, opts: ImportOptions, notes: Notes, files: list[str
     provenance = sheet[["gpu_type", "region", "option", "instance_type", "gpus_per_instance", "source", "basis"]]
     every["in_sheet"] = every["instance_type"].isin(set(provenance["instance_type"]))
     return _sheet_columns(sheet), provenance, every
+
+
+def _refuse_control_characters(df: pd.DataFrame) -> None:
+    """Exit 2 naming the source row of every region, GPU or instance name with a control character (a newline,
+    NUL, tab ...): the sheet would carry it to every output."""
+    from .guards import CONTROL
+
+    problems = []
+    for col in ("region", "gpu_type", "instance_type", "plan_family"):
+        hit = (df[col].str.contains(CONTROL, regex=True) & ~df.duplicated(["source", col])).to_numpy(bool)
+        problems += [Problem(src, f"a control character in the {col}", column=col, value=v,
+                             expected="printable text") for src, v in zip(df.loc[hit, "source"].head(10),
+                                                                          df.loc[hit, col].head(10))]
+    if problems:
+        raise InputError(problems)
 
 
 def instance_sizes(df: pd.DataFrame) -> pd.DataFrame:

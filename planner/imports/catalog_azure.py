@@ -3,13 +3,14 @@ rows. Each FILE is one page as saved; ``NextPageLink`` is not followed (save eve
 
 Rules: Virtual Machines items priced per ``1 Hour``, not Windows (``productName``), in the items' currency (USD
 expected); ``type = Consumption``: the plain meter is ``on_demand``, a ``skuName`` with ``Spot`` is ``spot``
-(``Low Priority``, Spot's retired predecessor, is left out); ``DevTestConsumption`` is left out; an item in another currency is converted at ``--fx CUR=RATE`` (USD per unit,
-stated in the notes) or exits 2 naming it; ``type =
+(``Low Priority``, Spot's retired predecessor, is left out); ``DevTestConsumption`` is left out; ``type =
 Reservation``: the price is the **total for the term** (``reservationTerm`` "1 Year" / "3 Years"), written as two
 payment options of one price: ``reserved_<n>y_all_upfront`` (upfront = the total) and ``reserved_<n>y_no_upfront``
 (monthly, hourly = total / (n x 8,760 h)), as Azure charges either at no extra cost; a Consumption item's
 ``savingsPlan`` entries are ``savings_plan_<n>y`` rows at their ``retailPrice`` (else ``unitPrice``). The API has
 no GPU count: it comes from the built-in table (``catalog_gpus.AZURE_SKUS``) or ``--catalog`` (a SkyPilot file).
+An item in another currency than USD (``currencyCode``) is converted at ``--fx CUR=RATE``, else exits 2 naming it;
+a kept item priced 0, or a ``savingsPlan`` entry whose price or term is bad, exits 2 naming the page and item.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import Collector, InputError, Problem
-from .catalog import ImportOptions, Notes, offers, unknown_interruptions, usd_rates
+from .catalog import ImportOptions, Notes, offers, unknown_interruptions
 from .catalog_gpus import azure_sku_table
 from .catalog_read import load_json, numbers
+from .guards import usd_rates
 
 ITEM_FIELDS = ["armSkuName", "armRegionName", "retailPrice", "unitPrice", "unitOfMeasure", "type", "skuName",
                "productName", "reservationTerm", "currencyCode", "serviceName", "savingsPlan"]
@@ -32,8 +34,7 @@ TERMS = {"1 Year": 1, "3 Years": 3}
 def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     """Every page's GPU VM items as offer rows; exit 2 on a page without ``Items`` or an item without a price."""
     bad = Collector()
-    rates = usd_rates(opts)
-    pages = [_page(p, bad, rates) for p in paths]
+    pages = [_page(p, bad) for p in paths]
     bad.raise_if_any()
     items = pd.concat(pages, ignore_index=True)
     if opts.catalog is not None:
@@ -59,31 +60,45 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
                   + (" ..." if len(unknown) > 8 else "") + ".")
     notes.add("Azure items: Linux (productName without 'Windows'), per '1 Hour'; Low Priority and DevTestConsumption "
               "items left out.")
-    foreign = kept["currencyCode"].ne("USD")
-    if foreign.any():
-        for cur, n in kept.loc[foreign, "currencyCode"].value_counts().items():
-            notes.add(f"{n} items priced in {cur} converted to USD at --fx {cur}={rates[cur]:g} USD per {cur} "
-                      "(the rate given on the command line).")
-    zero = kept["price"].eq(0)
-    for _, r in kept[zero].head(10).iterrows():
-        bad.add(r["_file"], f"Items entry {r['_row']} ({r['armSkuName']}, {r['armRegionName']}, {r['type']}) has a "
-                "price of 0", row=int(r["_row"]), column="retailPrice", value=r["retailPrice"],
-                expected="a price above 0 (a free GPU VM is a data error)")
-    bad.raise_if_any()
+    reasons = {"not per '1 Hour'": ~items["unitOfMeasure"].eq("1 Hour"),
+               "Windows": items["productName"].str.contains("Windows", regex=False),
+               "not Virtual Machines": ~items["serviceName"].isin(["Virtual Machines", ""]),
+               "Low Priority": low, "type not Consumption or Reservation (DevTest...)":
+               ~items["type"].isin(["Consumption", "Reservation"])}
+    taken = pd.Series(False, index=items.index)
+    counted = []
+    for why, mask in reasons.items():  # each item counted once, under its first reason
+        n = int((mask & ~taken & ~dup).sum())
+        taken |= mask
+        if n:
+            counted.append(f"{why} {n}")
+    if counted:
+        notes.add("Items left out, by reason: " + ", ".join(counted) + ".")
+    zero = kept["price"].le(0)
+    if zero.any():
+        z = kept[zero]
+        raise InputError([Problem(f, f"Items entry {r} ({k}, {t}) has a price of zero", row=int(r),
+                                  column=f"Items[{int(r) - 1}].retailPrice", value=v,
+                                  expected="the item's price (> 0): the price sheet refuses a zero price")
+                          for f, r, k, t, v in z[["_file", "_row", "armSkuName", "type", "retailPrice"]]
+                          .head(20).itertuples(index=False)])
+    rate = usd_rates(kept["currencyCode"], opts.fx, kept["_file"], kept["_row"],
+                     "Items[" + (kept["_row"] - 1).astype(str) + "].currencyCode", notes, "Azure items")
+    kept = kept.assign(price=kept["price"] * rate, _fx=rate)
     return offers(pd.concat([_consumption(kept, opts, notes), _reservations(kept, notes), _savings(kept, notes)],
                             ignore_index=True))
 
 
-def _page(path: Path, priced: Collector, rates: dict) -> pd.DataFrame:
+def _page(path: Path, priced: Collector) -> pd.DataFrame:
     doc = load_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("Items"), list):
         raise InputError(Problem(str(path), "not a Retail Prices API page: no 'Items' list", column="Items",
                                  expected='{"Items": [...], "NextPageLink": ...} as the API returns it'))
     odd = [i for i, item in enumerate(doc["Items"]) if not isinstance(item, dict)]
     if odd:
-        raise InputError([Problem(str(path), f"Items entry {i + 1} is not an object", row=i + 1,
-                                  column=f"Items[{i}]", value=str(doc["Items"][i])[:60],
-                                  expected="an item object as the API returns it") for i in odd[:10]])
+        raise InputError([Problem(str(path), f"Items entry {i + 1} is not an object", row=i + 1, column=f"Items[{i}]",
+                                  value=repr(doc["Items"][i])[:60], expected="an item {armSkuName, retailPrice, ...}")
+                          for i in odd[:20]])
     df = pd.DataFrame(doc["Items"])
     for col in ITEM_FIELDS:
         if col not in df:
@@ -99,6 +114,7 @@ def _page(path: Path, priced: Collector, rates: dict) -> pd.DataFrame:
     bad.raise_if_any()
     df["retailPrice"] = df["retailPrice"].where(df["retailPrice"].notna(), df["unitPrice"])
     df["_row"] = np.arange(1, len(df) + 1)
+    df["_file"] = str(path)
     df["source"] = path.name + ": Items entry " + df["_row"].astype(str)
     text = ["armSkuName", "armRegionName", "unitOfMeasure", "type", "skuName", "productName", "reservationTerm",
             "currencyCode", "serviceName"]
@@ -106,16 +122,6 @@ def _page(path: Path, priced: Collector, rates: dict) -> pd.DataFrame:
     df["retailPrice"] = df["retailPrice"].astype(str)
     df["price"] = numbers(df, "retailPrice", str(path), priced, blank_ok=False, low=0,
                           expected="the item's price in its currency (>= 0)")
-    df["_file"] = str(path)
-    cur = df["currencyCode"].str.strip().str.upper().replace("", "USD")
-    df["currencyCode"] = cur
-    unknown = ~cur.isin(list(rates)) & df["unitOfMeasure"].eq("1 Hour")
-    for i in np.flatnonzero(unknown.to_numpy())[:10]:
-        priced.add(str(path), f"Items entry {i + 1} is priced in {cur.iat[i]}, not USD", row=i + 1,
-                   column="currencyCode", value=cur.iat[i],
-                   expected=f"USD, or --fx {cur.iat[i]}=RATE (USD per {cur.iat[i]}) to convert it")
-    df["fx"] = cur.map(rates).fillna(1.0)
-    df["price"] = df["price"] * df["fx"]
     return df
 
 
@@ -154,35 +160,53 @@ def _reservations(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
     return pd.concat([up, monthly], ignore_index=True)
 
 
+def _plain(v):
+    """A JSON value as it goes into an error: text and numbers as they are, anything else as short text."""
+    return v if isinstance(v, (str, int, float)) else repr(v)[:60]
+
+
 def _savings(df: pd.DataFrame, notes: Notes) -> pd.DataFrame:
     use = df[df["type"].eq("Consumption") & ~df["skuName"].str.contains("Spot", regex=False)]
+    listed = use["savingsPlan"].map(lambda v: v is not None and not (isinstance(v, float) and np.isnan(v)))
+    not_list = listed & ~use["savingsPlan"].map(lambda v: isinstance(v, list))
+    if not_list.any():
+        raise InputError([Problem(f, f"Items entry {r}: savingsPlan is not a list", row=int(r),
+                                  column=f"Items[{int(r) - 1}].savingsPlan", value=_plain(v),
+                                  expected='a list of {"term": "1 Year" | "3 Years", "retailPrice": ...}')
+                          for f, r, v in use.loc[not_list, ["_file", "_row", "savingsPlan"]].head(20)
+                          .itertuples(index=False)])
     use = use[use["savingsPlan"].map(lambda v: isinstance(v, list) and len(v) > 0)]
     if use.empty:
         return pd.DataFrame()
-    plans = use[["gpu_type", "armRegionName", "armSkuName", "gpus_per_instance", "source", "savingsPlan", "fx",
-                 "_file", "_row"]].explode("savingsPlan").reset_index(drop=True)
-    bad = Collector()
-    odd = ~plans["savingsPlan"].map(lambda e: isinstance(e, dict))
-    entry = pd.json_normalize([e if isinstance(e, dict) else {} for e in plans["savingsPlan"]])
-    for col in ("retailPrice", "unitPrice", "term"):
-        if col not in entry:
-            entry[col] = None
-    given = entry["retailPrice"].where(entry["retailPrice"].notna(), entry["unitPrice"])
-    price = pd.to_numeric(given, errors="coerce") * plans["fx"]
-    years = entry["term"].map(TERMS)
-    ok = (price > 0) & np.isfinite(price) & years.notna() & ~odd
-    for i in np.flatnonzero(~ok.to_numpy())[:10]:
-        r = plans.iloc[i]
-        why, col, val = (("is not an object", "savingsPlan", r["savingsPlan"]) if odd.iat[i] else
-                         ("has a term other than 1 Year / 3 Years", "savingsPlan.term", entry["term"].iat[i])
-                         if pd.isna(years.iat[i]) else
-                         ("has no price above 0", "savingsPlan.retailPrice", given.iat[i]))
-        bad.add(r["_file"], f"Items entry {r['_row']} ({r['armSkuName']}, {r['armRegionName']}): a savingsPlan entry "
-                + why, row=int(r["_row"]), column=col, value=str(val)[:60],
-                expected='{"term": "1 Year" | "3 Years", "retailPrice": a price per hour above 0}')
-    bad.raise_if_any()
+    plans = use[["gpu_type", "armRegionName", "armSkuName", "gpus_per_instance", "source", "savingsPlan", "_file",
+                 "_row", "_fx"]].explode("savingsPlan")
+    plans["_j"] = plans.groupby(level=0).cumcount()
+    plans = plans.reset_index(drop=True)
+    entry = plans["savingsPlan"]
+    is_dict = entry.map(lambda v: isinstance(v, dict))
+    field = entry.map(lambda v: v.get("retailPrice", v.get("unitPrice")) if isinstance(v, dict) else None)
+    price = pd.to_numeric(field.map(lambda v: v if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+                                    else None), errors="coerce")
+    term = entry.map(lambda v: v.get("term") if isinstance(v, dict) else None)
+    years = term.map(lambda t: TERMS.get(t) if isinstance(t, str) else None)
+    at = "Items[" + (plans["_row"] - 1).astype(str) + "].savingsPlan[" + plans["_j"].astype(str) + "]"
+    checks = (
+        (~is_dict, "", "a savingsPlan entry is not an object", entry, '{"term": "1 Year", "retailPrice": 2.5}'),
+        (is_dict & ~(price.gt(0) & np.isfinite(price)), ".retailPrice", "a savingsPlan entry's price is not a "
+         "number > 0", field, "the plan's price per hour (> 0)"),
+        (is_dict & years.isna(), ".term", "a savingsPlan entry's term is not 1 Year or 3 Years", term,
+         '"1 Year" or "3 Years"'),
+    )
+    problems = []
+    for mask, suffix, message, value, expected in checks:
+        for i in np.flatnonzero(mask.to_numpy())[:20]:
+            problems.append(Problem(plans["_file"].iat[i], f"Items entry {plans['_row'].iat[i]}: {message}",
+                                    row=int(plans["_row"].iat[i]), column=at.iat[i] + suffix,
+                                    value=_plain(value.iat[i]), expected=expected))
+    if problems:
+        raise InputError(problems)
     notes.add("Azure savings plan for compute: each Consumption item's savingsPlan entries (term 1 Year / 3 Years, "
               "retailPrice per hour) are savings_plan_<n>y rows, one commitment over every region and size, no upfront.")
-    out = _base(plans).assign(option="savings_plan_" + years.astype("Int64").astype(str) + "y", hourly_usd=price,
-                              basis="Retail Prices API savingsPlan " + entry["term"].astype(str))
-    return out[ok.to_numpy()]
+    return _base(plans).assign(option="savings_plan_" + years.astype("Int64").astype(str) + "y",
+                               hourly_usd=price * plans["_fx"],
+                               basis="Retail Prices API savingsPlan " + term.astype(str))

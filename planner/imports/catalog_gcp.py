@@ -6,7 +6,9 @@ GPU SKUs (``resourceGroup = GPU``) price one GPU-hour, the GPU alone: the VM's v
 unless ``--vm-hourly-usd-per-gpu`` gives them (added to every row as given); ``gpus_per_instance`` is 1.
 ``usageType``: OnDemand -> ``on_demand``, Preemptible -> ``spot``, Commit1Yr / Commit3Yr -> ``reserved_1y`` /
 ``reserved_3y`` (committed use discounts: ``guarantees_capacity = false``). The price is the last
-``pricingInfo`` entry's first tier (``units + nanos / 1e9``); one row per region of ``serviceRegions``.
+``pricingInfo`` entry's first tier (``units + nanos / 1e9``); one row per region of ``serviceRegions``. A price
+in another currency than USD (``unitPrice.currencyCode``) is converted at the rate ``--fx CUR=RATE`` gives, else
+exits 2 naming the SKU; a SKU that is not an object, or fields of the wrong shape, exit 2 naming their JSON path.
 """
 
 from __future__ import annotations
@@ -17,23 +19,36 @@ import numpy as np
 import pandas as pd
 
 from ..errors import Collector, InputError, Problem
-from .catalog import ImportOptions, Notes, offers, unknown_interruptions, usd_rates
+from .catalog import ImportOptions, Notes, offers, unknown_interruptions
 from .catalog_gpus import gcp_gpu_names
 from .catalog_read import load_json
+from .guards import usd_rates
 
 USAGE = {"OnDemand": "on_demand", "Preemptible": "spot", "Commit1Yr": "reserved_1y", "Commit3Yr": "reserved_3y"}
 
 
 def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     """Every file's GPU SKUs as offer rows; exit 2 on a file without ``skus`` or a GPU SKU without a price."""
-    skus = pd.concat([_skus(p, opts, notes) for p in paths], ignore_index=True)
+    skus = pd.concat([_skus(p) for p in paths], ignore_index=True)
     gpu = skus["resourceGroup"].eq("GPU")
     name = gcp_gpu_names(skus["description"])
     unknown = gpu & name.isna()
     if unknown.any():
         notes.add(f"{int(unknown.sum())} GPU SKUs name no GPU the planner knows and were left out: "
                   + "; ".join(skus.loc[unknown, "description"].head(4)) + ".")
+    other = gpu & name.notna() & ~skus["usageType"].isin(list(USAGE))
+    if other.any():
+        kinds = skus.loc[other, "usageType"].replace("", "(none)").value_counts()
+        notes.add(f"{int(other.sum())} GPU SKUs of a usageType other than {', '.join(USAGE)} were left out: "
+                  + ", ".join(f"{k} {v}" for k, v in kinds.items()) + ".")
+    nowhere = gpu & name.notna() & skus["usageType"].isin(list(USAGE)) & skus["serviceRegions"].map(len).eq(0)
+    if nowhere.any():
+        notes.add(f"{int(nowhere.sum())} GPU SKUs name no serviceRegions and were left out: "
+                  + "; ".join(skus.loc[nowhere, "source"].head(4)) + ".")
     use = skus[gpu & name.notna() & skus["usageType"].isin(list(USAGE))].assign(gpu_type=name)
+    rate = usd_rates(use["currency"], opts.fx, use["_file"], use["_row"],
+                     use["_row"].map(lambda r: f"skus[{r - 1}].{UNIT_PATH}.currencyCode"), notes, "GCP GPU SKUs")
+    use = use.assign(price=use["price"] * rate)
     notes.add("GCP GPU SKUs price the GPU alone, per GPU-hour (gpus_per_instance 1): the VM's vCPU and RAM are "
               + (f"added as --vm-hourly-usd-per-gpu {opts.vm_hourly_usd_per_gpu:g} USD per GPU-hour to every row "
                  "(undiscounted on spot and commitments: an assumption)." if opts.vm_hourly_usd_per_gpu
@@ -55,83 +70,103 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     return offers(out)
 
 
-def _skus(path: Path, opts: ImportOptions, notes: Notes) -> pd.DataFrame:
+UNIT_PATH = "pricingInfo[-1].pricingExpression.tieredRates[0].unitPrice"
+
+
+def _short(value):
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return value
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _skus(path: Path) -> pd.DataFrame:
     doc = load_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("skus"), list):
         raise InputError(Problem(str(path), "not a Cloud Billing Catalog SKU list: no 'skus' list", column="skus",
                                  expected='{"skus": [...]} as services.skus.list returns it'))
     raw = doc["skus"]
     bad = Collector()
-    for i, sku in enumerate(raw):
-        if not isinstance(sku, dict) or not isinstance(sku.get("category", {}), dict):
-            bad.add(str(path), f"SKU {i + 1} is not a SKU object", row=i + 1, column=f"skus[{i}]",
-                    value=str(sku)[:60], expected='{"skuId", "description", "category": {...}, "pricingInfo": [...]}')
-    bad.raise_if_any()
-    cat = pd.json_normalize([s.get("category") or {} for s in raw])
-    for col in ("resourceGroup", "usageType"):
-        if col not in cat:
-            cat[col] = ""
-    rates = usd_rates(opts)
-    price = np.full(len(raw), np.nan)
-    converted: dict[str, int] = {}
+    rows = []
     for i, sku in enumerate(raw):  # one price per SKU, nested three lists deep: not a column operation
-        if cat["resourceGroup"].iat[i] != "GPU":
-            continue
-        try:
-            value = _sku_price(path, i, sku, bad, rates)
-        except (TypeError, AttributeError, KeyError, IndexError):  # a shape the API does not write
-            bad.add(str(path), f"SKU {i + 1} ({str(sku.get('skuId', '?'))[:40]}): pricingInfo is not as the API "
-                    "writes it", row=i + 1, column=f"skus[{i}].pricingInfo",
-                    value=str(sku.get("pricingInfo"))[:60],
-                    expected="pricingInfo[].pricingExpression.tieredRates[].unitPrice {currencyCode, units, nanos}")
-            continue
-        if value is not None:
-            price[i], cur = value
-            if cur != "USD":
-                converted[cur] = converted.get(cur, 0) + 1
+        row = _sku(path, i, sku, bad)
+        if row is not None:
+            rows.append(row)
     bad.raise_if_any()
-    for cur, n in converted.items():
-        notes.add(f"{n} GPU SKU prices in {cur} converted to USD at --fx {cur}={rates[cur]:g} USD per {cur} "
-                  "(the rate given on the command line).")
-    return pd.DataFrame({"description": [str(s.get("description", "")) for s in raw],
-                         "resourceGroup": cat["resourceGroup"].fillna("").astype(str),
-                         "usageType": cat["usageType"].fillna("").astype(str),
-                         "serviceRegions": [s.get("serviceRegions") if isinstance(s.get("serviceRegions"), list)
-                                            else [] for s in raw], "price": price,
-                         "source": [f"{path.name}: sku {i + 1} ({s.get('skuId', '?')})" for i, s in enumerate(raw)]})
+    cols = ["description", "resourceGroup", "usageType", "serviceRegions", "price", "currency", "source", "_row",
+            "_file"]
+    return pd.DataFrame(rows, columns=cols)
 
 
-def _sku_price(path: Path, i: int, sku: dict, bad: Collector, rates: dict) -> tuple[float, str] | None:
-    """The USD price of GPU SKU ``i`` and its currency, or None with the problem added to ``bad``."""
-    info = sku.get("pricingInfo")
+def _sku(path: Path, i: int, sku, bad: Collector):
+    """One SKU as a row (None when it is not an object: reported to ``bad`` with its JSON path)."""
+    where, file, sid = f"skus[{i}]", str(path), "?"
+    if not isinstance(sku, dict):
+        bad.add(file, f"SKU {i + 1} is not an object", row=i + 1, column=where, value=_short(sku),
+                expected='{"skuId": ..., "category": {...}, "serviceRegions": [...], "pricingInfo": [...]}')
+        return None
+    sid = str(sku.get("skuId", "?"))
+    cat = sku.get("category") if sku.get("category") is not None else {}
+    regions = sku.get("serviceRegions") if sku.get("serviceRegions") is not None else []
+    if not isinstance(cat, dict):
+        bad.add(file, f"SKU {i + 1} ({sid}): category is not an object", row=i + 1, column=f"{where}.category",
+                value=_short(cat), expected='{"resourceGroup": ..., "usageType": ...}')
+        return None
+    if not isinstance(regions, list) or not all(isinstance(r, str) for r in regions):
+        bad.add(file, f"SKU {i + 1} ({sid}): serviceRegions is not a list of region names", row=i + 1,
+                column=f"{where}.serviceRegions", value=_short(regions), expected='e.g. ["us-central1"]')
+        return None
+    group, usage = cat.get("resourceGroup"), cat.get("usageType")
+    group = group if isinstance(group, str) else ""
+    usage = usage if isinstance(usage, str) else ""
+    desc = sku.get("description", "")
+    price, currency = np.nan, "USD"
+    if group == "GPU":
+        price, currency = _price(file, i, sid, sku.get("pricingInfo"), bad)
+    return {"description": desc if isinstance(desc, str) else str(desc), "resourceGroup": group, "usageType": usage,
+            "serviceRegions": regions, "price": price, "currency": currency,
+            "source": f"{path.name}: sku {i + 1} ({sid})", "_row": i + 1, "_file": file}
+
+
+def _price(file: str, i: int, sid: str, info, bad: Collector) -> tuple[float, str]:
+    """(price, currency) of a GPU SKU's last pricingInfo entry, first tier; NaN with the problem reported."""
+    where = f"skus[{i}]"
     if not info:
-        bad.add(str(path), f"SKU {i + 1} ({sku.get('skuId', '?')}) has no pricingInfo", row=i + 1,
-                column="pricingInfo", expected="pricingInfo[].pricingExpression.tieredRates[].unitPrice")
-        return None
-    expr = (info[-1] or {}).get("pricingExpression", {})
-    tiers = expr.get("tieredRates") or []
-    unit = (tiers[0] or {}).get("unitPrice") if tiers else None
-    if not unit or expr.get("usageUnit", "h") != "h":
-        bad.add(str(path), f"SKU {i + 1} ({sku.get('skuId', '?')}) has no hourly unitPrice", row=i + 1,
-                column="pricingInfo", value=expr.get("usageUnit"),
-                expected="usageUnit 'h' and tieredRates[0].unitPrice {units, nanos}")
-        return None
+        bad.add(file, f"SKU {i + 1} ({sid}) has no pricingInfo", row=i + 1, column="pricingInfo",
+                expected="pricingInfo[].pricingExpression.tieredRates[].unitPrice")
+        return np.nan, "USD"
+    last = info[-1] if isinstance(info, list) else None
+    expr = last.get("pricingExpression") if isinstance(last, dict) else None
+    tiers = expr.get("tieredRates") if isinstance(expr, dict) else None
+    first = tiers[0] if isinstance(tiers, list) and tiers else None
+    unit = first.get("unitPrice") if isinstance(first, dict) else None
+    if not isinstance(unit, dict) or not isinstance(expr, dict) or expr.get("usageUnit", "h") != "h":
+        bad.add(file, f"SKU {i + 1} ({sid}) has no hourly unitPrice", row=i + 1, column=f"{where}.pricingInfo",
+                value=_short(expr.get("usageUnit") if isinstance(expr, dict) else info),
+                expected="a list whose last entry has pricingExpression {usageUnit 'h', "
+                         "tieredRates[0].unitPrice {units, nanos}}")
+        return np.nan, "USD"
     parts = {}
     for fld in ("units", "nanos"):
         raw_value = unit.get(fld)
         try:
-            parts[fld] = float(raw_value or 0)
+            parts[fld] = float(raw_value or 0) if not isinstance(raw_value, (bool, dict, list)) else np.nan
         except (TypeError, ValueError, OverflowError):
             parts[fld] = np.nan
         if not np.isfinite(parts[fld]) or parts[fld] < 0:
-            bad.add(str(path), f"SKU {i + 1} ({sku.get('skuId', '?')}): unitPrice.{fld} is not a number",
-                    row=i + 1, column=f"pricingInfo[-1].pricingExpression.tieredRates[0].unitPrice.{fld}",
-                    value=str(raw_value)[:60], expected="a whole number >= 0 (as text or a number), e.g. \"2\" or 933908000")
-            return None
-    cur = str(unit.get("currencyCode") or "USD").strip().upper()
-    if cur not in rates:
-        bad.add(str(path), f"SKU {i + 1} ({sku.get('skuId', '?')}) is priced in {cur}, not USD", row=i + 1,
-                column="pricingInfo[-1].pricingExpression.tieredRates[0].unitPrice.currencyCode", value=cur,
-                expected=f"USD, or --fx {cur}=RATE (USD per {cur}) to convert it")
-        return None
-    return (parts["units"] + parts["nanos"] / 1e9) * rates[cur], cur
+            bad.add(file, f"SKU {i + 1} ({sid}): unitPrice.{fld} is not a number", row=i + 1,
+                    column=f"pricingInfo[-1].pricingExpression.tieredRates[0].unitPrice.{fld}",
+                    value=_short(raw_value), expected="a whole number >= 0 (as text or a number), e.g. \"2\" or 933908000")
+            return np.nan, "USD"
+    price = parts["units"] + parts["nanos"] / 1e9
+    if not price > 0:
+        bad.add(file, f"SKU {i + 1} ({sid}): a price of zero", row=i + 1, column=f"{where}.{UNIT_PATH}",
+                value=f"units {unit.get('units')!r}, nanos {unit.get('nanos')!r}",
+                expected="the GPU's price per hour (> 0)")
+        return np.nan, "USD"
+    currency = unit.get("currencyCode", "USD")
+    if not isinstance(currency, str):
+        bad.add(file, f"SKU {i + 1} ({sid}): currencyCode is not text", row=i + 1,
+                column=f"{where}.{UNIT_PATH}.currencyCode", value=_short(currency), expected='e.g. "USD"')
+        return np.nan, "USD"
+    return price, currency

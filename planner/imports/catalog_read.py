@@ -67,12 +67,14 @@ def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | Non
                              usecols=(lambda c: c in usecols) if usecols else None, chunksize=chunksize or 10**9,
                              encoding="utf-8-sig")
         parts, start = [], skip + 2
-        for chunk in reader:
-            chunk.columns = [str(c).strip() for c in chunk.columns]
-            chunk["_row"] = np.arange(start, start + len(chunk))
-            start += len(chunk)
-            chunk = chunk[chunk.drop(columns="_row").ne("").any(axis=1)]
-            parts.append(chunk[keep(chunk)] if keep is not None else chunk)
+        with reader:
+            for chunk in reader:
+                chunk.columns = [str(c).strip() for c in chunk.columns]
+                chunk["_row"] = np.arange(start, start + len(chunk))
+                start += len(chunk)
+                chunk = chunk[chunk.drop(columns="_row").ne("").any(axis=1)]
+                _refuse_nul(chunk, path)
+                parts.append(chunk[keep(chunk)] if keep is not None else chunk)
     except GZIP_ERRORS as exc:
         raise not_gzip(path, f"damaged: {exc}") from None
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
@@ -80,31 +82,19 @@ def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | Non
                                  expected="a CSV file with one header line")) from None
     if not parts:
         raise InputError(Problem(str(path), "the file is empty", row=1, expected="a header line and data rows"))
-    frame = pd.concat(parts, ignore_index=True)
-    check_text(frame, str(path))
-    return frame
+    return pd.concat(parts, ignore_index=True)
 
 
-CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"  # NUL and the other C0 controls but tab and line ends, DEL
-
-
-def check_text(frame: pd.DataFrame, file: str) -> None:
-    """Exit 2 naming file, row and column of the first cells (20 at most) holding a NUL or another control
-    character: they are never part of a catalog's names or numbers, and would break the sheet written."""
+def _refuse_nul(chunk: pd.DataFrame, path: Path) -> None:
+    """Exit 2 naming file, row and column of every cell holding a NUL byte (at most 20)."""
     problems = []
-    for col in frame.columns:
-        if col == "_row" or not (frame[col].dtype == object or pd.api.types.is_string_dtype(frame[col])):
-            continue
-        hits = frame[col].astype(str).str.contains(CONTROL, regex=True)
-        for i in np.flatnonzero(hits.to_numpy())[: 20 - len(problems)]:
-            text = frame[col].iat[i]
-            ch = next(c for c in text if ord(c) < 32 or ord(c) == 127)
-            problems.append(Problem(file, f"control character U+{ord(ch):04X} in the text", row=int(frame["_row"].iat[i]),
-                                    column=str(col), value=repr(text)[:60], expected="printable text"))
-        if len(problems) >= 20:
-            break
+    for col in chunk.columns.drop("_row"):
+        hit = chunk[col].str.contains("\x00", regex=False).fillna(False).to_numpy(bool)
+        problems += [Problem(str(path), "a NUL byte in the cell", row=int(r), column=col, value=v,
+                             expected="text without NUL bytes (a damaged or binary file?)")
+                     for r, v in zip(chunk.loc[hit, "_row"].head(20), chunk.loc[hit, col].head(20))]
     if problems:
-        raise InputError(problems)
+        raise InputError(problems[:20])
 
 
 def header_line(path: str | Path, skip: int = 0) -> list[str]:
@@ -171,8 +161,8 @@ def load_json(path: str | Path):
     except UnicodeDecodeError:
         raise InputError(Problem(str(path), "not UTF-8 text", expected="a JSON document")) from None
     except RecursionError:
-        raise InputError(Problem(str(path), "JSON nested too deeply to be an API answer",
-                                 expected="a JSON document as the API returns it")) from None
+        raise InputError(Problem(str(path), "JSON nested too deeply to read",
+                                 expected="a JSON document as the API returns it (a few levels deep)")) from None
     except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-        raise InputError(Problem(str(path), f"not valid JSON: {exc}"[:300],
+        raise InputError(Problem(str(path), f"not readable JSON: {exc}",
                                  expected="a JSON document as the API returns it")) from None

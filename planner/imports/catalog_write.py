@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic
+from ..csvsafe import inert_frame
 from ..errors import Collector, InputError, Problem
 from ..io import read_table
 from ..validate import validate_prices
 from .catalog import ImportResult
+from .guards import publish
+
+NOTE_HEAD = "# Provenance of "
 
 SIZES_HEADING = "## GPUs of every instance type read"
 
@@ -24,8 +27,6 @@ def notes_path(out: str | Path) -> Path:
 
 def sheet_text(result: ImportResult) -> str:
     """The price sheet as CSV text (blank cells for missing values, prices to 10 significant digits)."""
-    from ..csvsafe import inert_frame
-
     return inert_frame(result.prices).to_csv(index=False, float_format="%.10g", lineterminator="\n")
 
 
@@ -56,8 +57,13 @@ def notes_text(result: ImportResult, out: str | Path, command: str = "") -> str:
 
 def check(path: Path, shown_as: str) -> None:
     """Run the planner's price-sheet validation on ``path``; exit 2 (naming ``shown_as``) if it fails."""
+    import dataclasses
+
     bad = Collector()
-    raw = read_table(path, "price sheet")
+    try:
+        raw = read_table(path, "price sheet")
+    except InputError as exc:  # name the sheet the user asked for, never our temporary file
+        raise InputError([dataclasses.replace(p, file=shown_as) for p in exc.problems]) from None
     validate_prices(raw, bad)
     if bad:
         raise InputError([Problem(shown_as, "the imported sheet fails the planner's validation: " + p.message,
@@ -65,14 +71,35 @@ def check(path: Path, shown_as: str) -> None:
                           for p in bad.problems])
 
 
+def note_replaces(out: str | Path) -> bool:
+    """True when ``<out>.notes.md`` exists and is a note this command wrote (it will be replaced: say so);
+    exit 2 when something else is there (a folder, a link, or a file that is not such a note: the user's)."""
+    note = notes_path(out)
+    if not note.exists() and not note.is_symlink():
+        return False
+    ours = note.is_file() and not note.is_symlink()
+    if ours:
+        with open(note, encoding="utf-8", errors="replace") as f:
+            ours = f.read(len(NOTE_HEAD)) == NOTE_HEAD
+    if not ours:
+        raise InputError(Problem(str(note), "--out's note is there but is not a provenance note of `planner prices "
+                                 "import`, so it is not replaced",
+                                 expected="no file there, or one this command wrote (it starts with "
+                                          f"'{NOTE_HEAD.strip()}'): move it, or give --out another name"))
+    return True
+
+
 def write(result: ImportResult, out: str | Path, command: str = "") -> tuple[Path, Path]:
-    """Write the sheet to ``out`` and its note beside it, each whole or not at all, the sheet validated first."""
+    """Write the sheet to ``out`` and its note beside it, published together or not at all, the sheet validated
+    first."""
     out = Path(out)
     note = notes_path(out)
-    with atomic.atomic_path(out) as tmp:
-        Path(tmp).write_text(sheet_text(result), encoding="utf-8")
-        check(Path(tmp), str(out))
-        atomic.write_text(note, notes_text(result, out, command))
+
+    def sheet(tmp: Path) -> None:
+        tmp.write_text(sheet_text(result), encoding="utf-8")
+        check(tmp, str(out))
+
+    publish({out: sheet, note: lambda tmp: tmp.write_text(notes_text(result, out, command), encoding="utf-8")})
     return out, note
 
 

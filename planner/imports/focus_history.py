@@ -1,15 +1,16 @@
-"""FOCUS cost-and-usage rows -> hourly GPU demand per class (the long-form demand file), and the commitments in
-the bill -> an inventory.
+"""FOCUS cost-and-usage rows -> hourly GPU demand per class (the long-form demand file), and the commitments in the
+bill -> an inventory.
 
-Rows kept as GPU usage: ``ChargeCategory`` Usage, not the unused part of a commitment
-(``CommitmentDiscountStatus`` Unused), a pool found for them (``history_pools``), and a quantity in hours:
-``ConsumedQuantity``/``ConsumedUnit`` (FOCUS 1.0-1.2; 1.0-preview ``UsageQuantity``/``UsageUnit``), or
-``PricingQuantity``/``PricingUnit`` in a file without ConsumedQuantity. GPU-hours = the quantity x the
-instance's GPUs (instance hours) or x 1 (GPU-hours), spread over the clock hours of ChargePeriodStart ..
-ChargePeriodEnd (``history_spread``). Classes: ``pool`` (default) one per pool, ``<gpu_type>@<region>``;
-``tag:KEY`` the value of KEY in the row's ``Tags`` JSON (``untagged`` without it, or when the cell is not a
-JSON object: counted in the notes with the first row), GPUs of every type added as they are (no speed
-conversion). Negative quantities (corrections, credits) are netted and counted in the notes.
+Rows kept as GPU usage: ``ChargeCategory`` Usage, not the unused part of a commitment (``CommitmentDiscountStatus``
+Unused), a pool found for them (``history_pools``), and a quantity in hours: ``ConsumedQuantity``/``ConsumedUnit``
+(FOCUS 1.0-1.2; 1.0-preview ``UsageQuantity``/``UsageUnit``), or ``PricingQuantity``/``PricingUnit`` in a file
+without ConsumedQuantity. GPU-hours = the quantity x the instance's GPUs (instance hours) or x 1 (GPU-hours), spread
+over the clock hours of ChargePeriodStart .. ChargePeriodEnd (``history_spread``). Classes: ``pool`` (default) one
+per pool, ``<gpu_type>@<region>``; ``tag:KEY`` the value of KEY in the row's ``Tags`` JSON (``untagged`` without it,
+or when the cell is not a JSON object: counted in the notes with the first row), GPUs of every type added as they
+are (no speed conversion); a class name with a control character, or that is a JSON object, exits 2 naming its row.
+Usage rows without a quantity (NULL) are counted in the notes with their rows. Negative quantities (corrections,
+credits) are netted and counted in the notes.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, Problem
+from .guards import bad_class_names
 from .history_commitments import commitments
 from .history_pools import gpu_family_rows, match_pools, read_sheet, unit_factor
 from .history_read import read_focus
 from .history_spread import spread_hourly
 from .history_write import HistoryResult, hourly_grid
-from .names import check_class_names
 
 
 def class_rule(text: str | None) -> tuple[str, str | None]:
@@ -62,6 +63,19 @@ def _tag_values(tags: pd.Series, key: str) -> tuple[pd.Series, pd.Series]:
     return values.mask(broken), broken
 
 
+def _refuse_class_names(bill: pd.DataFrame, gpu: pd.Series, path, column: str) -> None:
+    """Exit 2 naming the first row of every class name the planner would refuse later (control characters,
+    a JSON object)."""
+    names = bill.loc[gpu, "_class"]
+    why = bad_class_names(names)
+    first = why.ne("") & ~names.duplicated()
+    if first.any():
+        raise InputError([Problem(str(path), f"the class name would hold {w}", row=int(r), column=column, value=n,
+                                  expected="a class name of printable text, not a JSON object")
+                          for r, n, w in zip(bill.loc[first[first].index, "_row"].head(20), names[first].head(20),
+                                             why[first].head(20))])
+
+
 def _lower(bill: pd.DataFrame, col: str) -> pd.Series:
     return bill[col].fillna("").str.strip().str.lower() if col in bill else pd.Series("", index=bill.index)
 
@@ -89,16 +103,17 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
         raise InputError(Problem(str(path), "no quantity column", row=1, column="ConsumedQuantity",
                                  expected="ConsumedQuantity (FOCUS 1.0-1.2) or PricingQuantity"))
     gpu_hours = (qty * factor).where(usage & ~unused & bill["gpu_type"].notna())
-    gpu = gpu_hours.notna()
     no_qty = usage & ~unused & bill["gpu_type"].notna() & qty.isna()
     if no_qty.any():
-        notes.append(f"{int(no_qty.sum())} GPU usage rows have no quantity (NULL or empty "
-                     f"{'ConsumedQuantity' if 'ConsumedQuantity' in bill else 'PricingQuantity'}; the first: row "
-                     f"{int(bill.loc[no_qty, '_row'].iloc[0])}): skipped, not counted as usage.")
+        qcol = "ConsumedQuantity" if "ConsumedQuantity" in bill else "PricingQuantity"
+        notes.append(f"{int(no_qty.sum())} usage rows of GPU instances have no quantity (NULL or blank {qcol}): "
+                     "skipped, not counted as usage (rows " + ", ".join(map(str, bill.loc[no_qty, "_row"].head(12)))
+                     + (" ..." if no_qty.sum() > 12 else "") + ").")
+    gpu = gpu_hours.notna()
     counts = {"rows read": len(bill), "usage rows": int(usage.sum()), "compute usage rows": int(compute.sum()),
               "GPU usage rows": int(gpu.sum())}
     sized = bill["gpu_type"].notna()
-    lost_units = usage & ~unused & sized & factor.isna()
+    lost_units = usage & ~unused & sized & factor.isna() & qty.notna()  # no quantity at all: counted above
     if lost_units.any():
         notes.append(f"{int(lost_units.sum())} usage rows of GPU instances with a quantity not in hours "
                      f"({', '.join(sorted(bill.loc[lost_units, 'ConsumedUnit'].dropna().unique())[:5])}): skipped.")
@@ -121,7 +136,6 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
             tag, broken = _tag_values(bill["Tags"], key)
         else:
             tag, broken = pd.Series(np.nan, index=bill.index, dtype=object), pd.Series(False, index=bill.index)
-        check_class_names(tag.where(gpu), bill["_row"], str(path), f"Tags ({key})")
         bill["_class"] = tag.fillna("untagged")
         if (gpu & broken).any():
             first = bill.loc[gpu & broken].iloc[0]
@@ -134,6 +148,7 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
         if (mixed > 1).any():
             notes.append("classes spanning several GPU types (their GPUs added as they are, no speed conversion): "
                          + ", ".join(mixed[mixed > 1].index[:10]) + ".")
+    _refuse_class_names(bill, gpu, path, "Tags" if kind == "tag" else "RegionId")
     negative = gpu & gpu_hours.lt(0)
     if negative.any():
         notes.append(f"{int(negative.sum())} GPU usage rows have a negative quantity (corrections or credits, "
@@ -152,5 +167,5 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
     covered = gpu_hours.where(~unused, bill.get("PricingQuantity", np.nan) * pricing_f)
     covered = covered.where(usage & bill["gpu_type"].notna())
     bill["_cid"] = bill.get("CommitmentDiscountId")
-    inventory = commitments(bill, covered, notes)
+    inventory = commitments(bill, covered, notes, str(path))
     return HistoryResult(history=hourly_grid(spread), inventory=inventory, counts=counts, notes=notes)

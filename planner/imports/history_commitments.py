@@ -13,13 +13,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError, Problem
+from .guards import DATE_RANGE_TEXT, out_of_range
 from .history_spread import spread_hourly
 from .history_write import INVENTORY_COLUMNS
 
 
-def commitments(bill: pd.DataFrame, gpu_hours: pd.Series, notes: list[str]) -> pd.DataFrame:
+def commitments(bill: pd.DataFrame, gpu_hours: pd.Series, notes: list[str], file: str = "bill") -> pd.DataFrame:
     """Inventory rows of the usage-based commitments of ``bill`` (usage rows with their pool matched) whose
-    covered GPU-hours per row are ``gpu_hours`` (NaN where not GPU usage)."""
+    covered GPU-hours per row are ``gpu_hours`` (NaN where not GPU usage); a term date outside the planner's range
+    exits 2 naming ``file`` and the row."""
     cid = bill.get("CommitmentDiscountId", pd.Series(np.nan, index=bill.index, dtype=object))
     category = bill.get("CommitmentDiscountCategory", pd.Series(np.nan, index=bill.index, dtype=object)).fillna("").str.lower()
     ctype = bill.get("CommitmentDiscountType", pd.Series(np.nan, index=bill.index, dtype=object)).fillna("").str.lower()
@@ -47,7 +50,13 @@ def commitments(bill: pd.DataFrame, gpu_hours: pd.Series, notes: list[str]) -> p
     given = False
     for col, name in (("x_CommitmentDiscountStart", "start"), ("x_CommitmentDiscountEnd", "end")):
         if col in rows:
-            told = pd.to_datetime(rows[col], utc=True, errors="coerce").dt.tz_convert(None).groupby(rows["_cid"]).first()
+            parsed = pd.to_datetime(rows[col], utc=True, errors="coerce", format="mixed")
+            far = out_of_range(parsed)
+            if far.any():
+                raise InputError([Problem(file, "a date outside the range the planner can hold", row=int(r), column=col,
+                                          value=v, expected=DATE_RANGE_TEXT)
+                                  for r, v in zip(rows.loc[far, "_row"].head(20), rows.loc[far, col].head(20))])
+            told = parsed.dt.tz_convert(None).groupby(rows["_cid"]).first()
             first[name] = told.where(told.notna(), first[name])
             given = given or bool(told.notna().any())
     first["gpus"] = gpus.reindex(first.index).round(6)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, Problem
+from .guards import DATE_RANGE_TEXT, MAX_QUANTITY, out_of_range
 
 # older spelling -> the name used here (the first one present wins; the current name always wins)
 RENAMES = {"ChargeType": "ChargeCategory", "Provider": "ProviderName", "UsageQuantity": "ConsumedQuantity",
@@ -25,10 +26,6 @@ USED = ["ChargeCategory", "ChargeClass", "ServiceCategory", "ResourceType", "Sku
         "CommitmentDiscountCategory", "CommitmentDiscountStatus", "CommitmentDiscountUnit", "CapacityReservationId",
         "Tags", *REQUIRED, *NUMBERS]
 NULLS = ("", "NULL", "null", "None", "NaN", "nan")
-# dates a bill or a metric can hold: before 1970 or from 2200 on a date is a typo or a wrapped value (pandas
-# cannot hold most of them in nanoseconds, and a charge period of centuries would be spread over millions of hours)
-FIRST_DATE, END_DATE = pd.Timestamp("1970-01-01"), pd.Timestamp("2200-01-01")
-MAX_QUANTITY = 1e12  # hours or GPU-hours in one bill row: above it a quantity is an overflow, not usage
 CHUNK_ROWS = 500_000  # rows read at once (the progress bar counts them)
 
 
@@ -64,7 +61,8 @@ def read_focus(path: str | Path, progress: bool = False) -> pd.DataFrame:
     """The FOCUS file at ``path``: the columns the import uses (plus every ``x_`` column), text with NaN for
     missing or ``NULL``, ``ChargePeriodStart``/``End`` as UTC timestamps and the quantities as floats, and
     ``_row``, the spreadsheet row of each record (header = 1). Bad files (a charge period ending before it
-    starts, too) raise InputError naming file, row, column and value. ``progress``: a bar of the rows read."""
+    starts, a date outside 1970-01-01 .. 2200-01-01, a quantity that is infinite or above 1e12, too) raise InputError
+    naming file, row, column and value. ``progress``: a bar of the rows read."""
     path = Path(path)
     if not path.is_file():
         raise InputError(Problem(str(path), "FOCUS file not found", expected="a FOCUS CSV, CSV.gz or Parquet file"))
@@ -91,12 +89,11 @@ def read_focus(path: str | Path, progress: bool = False) -> pd.DataFrame:
         problems += [Problem(str(path), "not a date and time", row=int(r), column=c, value=v,
                              expected="ISO 8601, e.g. 2024-09-01T00:00:00Z")
                      for r, v in zip(out.loc[bad, "_row"].head(20), out.loc[bad, c].head(20))]
-        out[c] = parsed.dt.tz_convert(None)
-        far = out[c].notna() & ((out[c] < FIRST_DATE) | (out[c] >= END_DATE))
-        problems += [Problem(str(path), "date outside the range a bill can hold", row=int(r), column=c, value=str(v),
-                             expected=f"a date from {FIRST_DATE.date()} to before {END_DATE.date()}")
-                     for r, v in zip(out.loc[far, "_row"].head(20), raw.loc[far.to_numpy(), c].head(20))]
-        out.loc[far, c] = pd.NaT
+        far = out_of_range(parsed)
+        problems += [Problem(str(path), "a date outside the range the planner can hold", row=int(r), column=c, value=v,
+                             expected=DATE_RANGE_TEXT)
+                     for r, v in zip(out.loc[far, "_row"].head(20), out.loc[far, c].head(20))]
+        out[c] = parsed.dt.tz_convert(None).where(~far)
     backwards = out["ChargePeriodEnd"] < out["ChargePeriodStart"]
     problems += [Problem(str(path), "ChargePeriodEnd is before ChargePeriodStart", row=int(r), column="ChargePeriodEnd",
                          value=str(v), expected=f"a time at or after ChargePeriodStart ({b})")
@@ -109,11 +106,11 @@ def read_focus(path: str | Path, progress: bool = False) -> pd.DataFrame:
         bad = parsed.isna() & out[c].notna()
         problems += [Problem(str(path), "not a number", row=int(r), column=c, value=v, expected="a decimal number")
                      for r, v in zip(out.loc[bad, "_row"].head(20), out.loc[bad, c].head(20))]
+        huge = parsed.notna() & ~(parsed.abs() <= MAX_QUANTITY)
+        problems += [Problem(str(path), "not a finite quantity a bill can hold", row=int(r), column=c, value=v,
+                             expected=f"a finite number, at most {MAX_QUANTITY:.0e} in size")
+                     for r, v in zip(out.loc[huge, "_row"].head(20), out.loc[huge, c].head(20))]
         out[c] = parsed.astype(float)
-        huge = out[c].notna() & ~(out[c].abs() <= MAX_QUANTITY)  # inf, 1e300
-        problems += [Problem(str(path), "quantity is not finite or is absurdly large", row=int(r), column=c, value=v,
-                             expected=f"a finite quantity of at most {MAX_QUANTITY:.0e}")
-                     for r, v in zip(out.loc[huge, "_row"].head(20), raw.loc[huge.to_numpy(), c].head(20))]
     if problems:
         raise InputError(problems)
     return out

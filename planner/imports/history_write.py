@@ -1,5 +1,5 @@
 """The imported history as the planner's long-form demand file (``period, workload_class, gpus``), and the
-commitments found as an inventory file; each written whole or not at all."""
+commitments found as an inventory file; published together or not at all."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic
+from ..csvsafe import inert_frame
+from .guards import publish
 
 HISTORY_COLUMNS = ["period", "workload_class", "gpus"]
 INVENTORY_COLUMNS = ["gpu_type", "region", "option", "gpus", "start", "end"]
@@ -40,19 +41,11 @@ def hourly_grid(spread: pd.DataFrame) -> pd.DataFrame:
 
 def write_history(result: HistoryResult, out: str | Path, inventory_out: str | Path | None = None) -> list[Path]:
     """Write the history CSV to ``out`` (and the inventory CSV to ``inventory_out`` when given and there is a
-    commitment to write), published together: both are written to temporary files first and renamed only when
-    both are complete, so a failure (an unwritable folder, a full disk) leaves neither. Text cells a spreadsheet
-    would run as formulas are made inert (:mod:`planner.csvsafe`). The paths written."""
-    import contextlib
-
-    from ..csvsafe import inert_frame
-
-    out = Path(out)
-    files = [(out, result.history.reindex(columns=HISTORY_COLUMNS), "%.6f")]
+    commitment to write), published together or not at all, text cells inert (planner.csvsafe); the paths
+    written."""
+    writers = {Path(out): lambda tmp: inert_frame(result.history.reindex(columns=HISTORY_COLUMNS)).to_csv(
+        tmp, index=False, float_format="%.6f", lineterminator="\n")}
     if inventory_out is not None and len(result.inventory):
-        files.append((Path(inventory_out), result.inventory.reindex(columns=INVENTORY_COLUMNS), "%.6g"))
-    with contextlib.ExitStack() as stack:  # every temporary file made before any is renamed into place
-        temps = [stack.enter_context(atomic.atomic_path(path)) for path, _, _ in files]
-        for tmp, (_, frame, fmt) in zip(temps, files):
-            inert_frame(frame).to_csv(tmp, index=False, float_format=fmt, lineterminator="\n")
-    return [path for path, _, _ in files]
+        writers[Path(inventory_out)] = lambda tmp: inert_frame(result.inventory.reindex(columns=INVENTORY_COLUMNS)) \
+            .to_csv(tmp, index=False, float_format="%.6g", lineterminator="\n")
+    return publish(writers)

@@ -1,13 +1,15 @@
 """A Prometheus ``/api/v1/query_range`` result of a GPU-requests metric -> hourly demand per class.
 
-The file is the API's JSON answer: ``{"status": "success", "data": {"resultType": "matrix", "result":
-[{"metric": {...}, "values": [[unix_ts, "value"], ...]}, ...]}}``. A class is the value of ``--label`` in each
-series' metric (``unlabelled`` where the series has none). At each timestamp the series of one class are added
-(e.g. one series per pod); the hourly demand is the **mean** of those sums over the samples in the clock hour
-(UTC), so a 1-minute step averages 60 samples. ``NaN`` samples (Prometheus writes ``"NaN"``) are skipped;
-anything else that is not a number, ``+Inf`` / ``-Inf``, a negative value, a timestamp not in seconds since
-the epoch (before 2000 or above 1e11: milliseconds), a status other than ``success`` or a result type other
-than ``matrix`` exits 2 naming the file and the sample (``data.result[i].values[j]``).
+The file is the API's JSON answer: ``{"status": "success", "data": {"resultType": "matrix", "result": [{"metric":
+{...}, "values": [[unix_ts, "value"], ...]}, ...]}}``. A class is the value of ``--label`` in each series' metric
+(``unlabelled`` where the series has none; ``unlabelled-2`` ... when a label's value is already ``unlabelled``); a
+value that is not text, has a control character or is a JSON object exits 2 naming its path. At each timestamp the
+series of one class are added (e.g. one series per pod); the hourly demand is the **mean** of those sums over the
+samples in the clock hour (UTC), so a 1-minute step averages 60 samples. ``NaN`` samples (Prometheus writes
+``"NaN"``) are skipped; anything else that is not a number, ``+Inf`` / ``-Inf``, a negative value, a timestamp not
+in seconds since the epoch (before 2000 or above 1e11: milliseconds) or after 2200-01-01 (where the planner's hourly
+tables end), a value above 1e9 GPUs (or series of one class adding up to more), a status other than ``success`` or a
+result type other than ``matrix`` exits 2 naming the file and the sample (``data.result[i].values[j]``).
 """
 
 from __future__ import annotations
@@ -20,13 +22,12 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, Problem
-from ..validate import ABSURD_GPUS
+from .guards import DATE_MAX, MAX_GPUS, bad_class_names
 from .history_write import HistoryResult, hourly_grid
-from .names import check_class_names
 
 MIN_TS = 946_684_800.0  # 2000-01-01T00:00:00Z
-MAX_TS = 7_258_118_400.0  # 2200-01-01T00:00:00Z: beyond it a "timestamp" is milliseconds or a typo
-UNLABELLED = "unlabelled"  # the class of series without the label (renamed when a label has this value)
+MAX_MS = 1e11  # beyond it a "timestamp" is milliseconds, not seconds
+MAX_TS = (DATE_MAX - pd.Timestamp(0)).total_seconds()  # 2200-01-01: later is a typo or milliseconds
 
 
 def _load(path: Path) -> dict:
@@ -41,13 +42,11 @@ def _load(path: Path) -> dict:
         raise not_gzip(path, f"damaged: {exc}") from None
     try:
         doc = json.loads(raw.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(str(path), f"not valid JSON ({exc})", expected="a query_range JSON answer")) from None
     except RecursionError:
-        raise InputError(Problem(str(path), "JSON nested too deeply to be a query_range answer",
-                                 expected="a query_range JSON answer")) from None
-    except ValueError as exc:  # an integer of more than 4,300 digits
-        raise InputError(Problem(str(path), f"not valid JSON ({exc})"[:300], expected="a query_range JSON answer")) from None
+        raise InputError(Problem(str(path), "JSON nested too deeply to read",
+                                 expected="a query_range JSON answer (a few levels deep)")) from None
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, or an integer of more than 4,300 digits
+        raise InputError(Problem(str(path), f"not valid JSON ({exc})", expected="a query_range JSON answer")) from None
     if not isinstance(doc, dict):
         raise InputError(Problem(str(path), "not a Prometheus answer", column="(top level)",
                                  value=type(doc).__name__, expected='an object with "status" and "data"'))
@@ -64,13 +63,6 @@ def _load(path: Path) -> dict:
     return data
 
 
-def _safe_float(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError, OverflowError):
-        return float("inf") if isinstance(v, int) else float("nan")
-
-
 def _series(path: Path, i: int, s, label: str) -> pd.DataFrame:
     where = f"data.result[{i}]"
     if not isinstance(s, dict) or not isinstance(s.get("values"), list):
@@ -82,12 +74,9 @@ def _series(path: Path, i: int, s, label: str) -> pd.DataFrame:
         raise InputError(Problem(str(path), "a sample is not [unix_ts, \"value\"]", column=f"{where}.values[{bad_shape}]",
                                  value=vals[bad_shape]))
     arr = pd.DataFrame(vals, columns=["ts", "value"], dtype=object)
-    try:
-        ts = pd.to_numeric(arr["ts"], errors="coerce")
-    except OverflowError:  # an integer too large for a float (a 400-digit "timestamp"): out of range below
-        ts = arr["ts"].map(_safe_float)
-    text = arr["value"].astype(str).str.strip()
-    value = pd.to_numeric(text, errors="coerce")
+    ts = _numbers(arr["ts"])
+    text = arr["value"].map(lambda v: v if isinstance(v, str) else repr(v)).str.strip()
+    value = _numbers(text)
     nan_ok = text.str.lower().isin(["nan"])
     for col, parsed, ok, field in (("ts", ts, pd.Series(False, index=arr.index), 0),
                                    ("value", value, nan_ok, 1)):
@@ -99,10 +88,15 @@ def _series(path: Path, i: int, s, label: str) -> pd.DataFrame:
                                      expected="a Unix time in seconds" if field == 0 else 'a number as text, e.g. "8"',
                                      hint=f"{int(bad.sum())} such samples in this series" if bad.sum() > 1 else None))
     checks = (
-        (ts.notna() & ((ts < MIN_TS) | (ts > MAX_TS)), 0, "sample timestamp out of range: seconds since the epoch "
-         "expected", "a Unix time in seconds from 2000-01-01 to before 2200-01-01 (not milliseconds), e.g. 1725148800"),
-        (value.notna() & ~(value.astype(float).abs() <= ABSURD_GPUS), 1, "sample value is not finite or is absurdly "
-         "large", f'a finite number of GPUs up to {ABSURD_GPUS:.0e} as text, e.g. "8" ("NaN" is skipped)'),
+        (ts.notna() & ((ts < MIN_TS) | (ts > MAX_MS)), 0, "sample timestamp out of range: seconds since the epoch "
+         "expected", "a Unix time in seconds between 2000-01-01 and 2200-01-01 (not milliseconds), e.g. 1725148800"),
+        (ts.notna() & (ts > MAX_TS) & (ts <= MAX_MS), 0,
+         "sample timestamp after 2200-01-01, outside the range the planner can hold",
+         "a Unix time in seconds between 2000-01-01 and 2200-01-01, e.g. 1725148800"),
+        (value.notna() & ~np.isfinite(value.astype(float)), 1, "sample value is not finite",
+         'a finite number of GPUs as text, e.g. "8" ("NaN" is skipped)'),
+        (value.notna() & (value > MAX_GPUS), 1, "sample value is more GPUs than any fleet holds",
+         f'GPUs requested, at most {MAX_GPUS:.0e}, e.g. "8"'),
         (value.notna() & (value < 0), 1, "sample value is negative", 'GPUs requested, >= 0, e.g. "8"'),
     )
     for bad, field, message, expected in checks:
@@ -113,14 +107,36 @@ def _series(path: Path, i: int, s, label: str) -> pd.DataFrame:
                                      value=arr[col].iat[j], expected=expected,
                                      hint=f"{int(bad.sum())} such samples in this series" if bad.sum() > 1 else None))
     metric = s.get("metric") if isinstance(s.get("metric"), dict) else {}
-    given = metric.get(label)
-    if given is not None and not isinstance(given, str):  # Prometheus label values are strings
-        raise InputError(Problem(str(path), f"label {label!r} is not text", column=f"{where}.metric.{label}",
-                                 value=str(given)[:60], expected="a label value (a string)"))
-    cls = given if given not in (None, "") else None  # None: the series has no such label
-    frame = pd.DataFrame({"ts": ts.to_numpy(float), "key": cls, "gpus": value.to_numpy(float)}).dropna(subset=["ts", "gpus"])
-    frame["labelled"] = cls is not None
-    return frame
+    raw = metric.get(label)
+    if raw is not None and not isinstance(raw, str):
+        raise InputError(Problem(str(path), "a label value is not text", column=f"{where}.metric.{label}",
+                                 value=repr(raw)[:60], expected="the label's value as text, as Prometheus writes it"))
+    if raw not in (None, ""):
+        why = bad_class_names(pd.Series([raw])).iat[0]
+        if why:
+            raise InputError(Problem(str(path), f"the class name (label {label!r}) would hold {why}",
+                                     column=f"{where}.metric.{label}", value=raw,
+                                     expected="a class name of printable text, not a JSON object"))
+    frame = pd.DataFrame({"ts": ts.to_numpy(float), "key": raw if raw not in (None, "") else None,
+                          "gpus": value.to_numpy(float), "series": i})
+    return frame.dropna(subset=["ts", "gpus"])
+
+
+def _numbers(col: pd.Series) -> pd.Series:
+    """Each cell as a float (NaN where not a number; inf where a whole number is too large for a float)."""
+    try:
+        return pd.to_numeric(col, errors="coerce").astype(float)
+    except (OverflowError, ValueError):  # e.g. a 400-digit integer: one cell at a time
+        def one(v):
+            if isinstance(v, bool):
+                return np.nan
+            try:
+                return float(v)
+            except OverflowError:
+                return np.inf
+            except (TypeError, ValueError):
+                return np.nan
+        return col.map(one).astype(float)
 
 
 def import_prometheus(path: str | Path, label: str) -> HistoryResult:
@@ -133,29 +149,29 @@ def import_prometheus(path: str | Path, label: str) -> HistoryResult:
     frames = [_series(path, i, s, label) for i, s in enumerate(result)]
     notes = [f"{path.name}: {len(result)} series; class = the value of label {label!r}; the series of one class "
              "added at each timestamp, then resampled hourly by the mean of the samples in each clock hour (UTC)."]
-    samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["ts", "key", "gpus", "labelled"])
-    check_class_names(pd.Series([f["key"].iat[0] if len(f) else None for f in frames], dtype=object),
-                      pd.Series([f"data.result[{i}].metric.{label}" for i in range(len(frames))], dtype=object),
-                      str(path), f"metric.{label}")
-    unlabelled = sum(1 for f in frames if len(f) and not f["labelled"].iat[0])
-    if unlabelled:
-        name = UNLABELLED
-        while samples["key"].eq(name).any():  # a label whose value is literally `unlabelled` keeps its own class
-            name = "_" + name
+    samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["ts", "key", "gpus", "series"])
+    no_label = [s for s in result
+                if not (isinstance(s.get("metric"), dict) and s["metric"].get(label) not in (None, ""))]
+    if no_label:
+        taken = set(samples["key"].dropna())
+        name = next(n for n in ("unlabelled", *(f"unlabelled-{k}" for k in range(2, len(taken) + 3)))
+                    if n not in taken)
         samples["key"] = samples["key"].fillna(name)
-        notes.append(f"{unlabelled} series have no label {label!r}: class `{name}`"
-                     + (f" (`{UNLABELLED}` is a value of the label, a class of its own)." if name != UNLABELLED else "."))
+        notes.append(f"{len(no_label)} series have no label {label!r}: class `{name}`"
+                     + (" (a label's value is `unlabelled`, so these take another name)." if name != "unlabelled"
+                        else "."))
     if not len(samples):
         notes.append(f"{path.name}: no samples: the history is empty.")
         return HistoryResult(history=hourly_grid(pd.DataFrame(columns=["period", "key", "gpus"])),
                              counts={"series": len(result), "samples": 0}, notes=notes)
     at = samples.groupby(["ts", "key"], sort=False)["gpus"].sum().reset_index()
-    over = ~(at["gpus"] <= ABSURD_GPUS)  # series that each hold a plausible number can add up to inf
+    over = ~(at["gpus"] <= MAX_GPUS)
     if over.any():
-        r = at[over].iloc[0]
-        raise InputError(Problem(str(path), f"the series of class {r['key']!r} add up to {r['gpus']:.3g} GPUs at one "
-                                 "timestamp", column="data.result[*].values", value=f"ts {r['ts']:.0f}",
-                                 expected=f"at most {ABSURD_GPUS:.0e} GPUs per class at a time"))
+        j = int(np.flatnonzero(over.to_numpy())[0])
+        raise InputError(Problem(str(path), f"the series of class {at['key'].iat[j]!r} add up to more GPUs than any "
+                                 "fleet holds", column="data.result", value=f"{at['gpus'].iat[j]:.6g} at ts "
+                                 f"{at['ts'].iat[j]:.0f}", expected=f"at most {MAX_GPUS:.0e} GPUs at one time",
+                                 hint=f"{int(over.sum())} such class-timestamps" if over.sum() > 1 else None))
     at["period"] = pd.to_datetime(at["ts"], unit="s").dt.floor("h")
     hourly = at.groupby(["period", "key"])["gpus"].mean().reset_index()
     full = hourly_grid(hourly)
