@@ -31,6 +31,9 @@ def atomic_path(path: str | Path):
     if path.is_dir():
         raise IsADirectoryError(21, "is a folder, not a file: give the path of a file (one inside it, say)",
                                 str(path))
+    if path.exists() and not path.is_file():  # /dev/null, a FIFO: a rename would replace the device itself
+        raise IsADirectoryError(21, "is not a regular file (a device, a FIFO or a socket): it would be replaced",
+                                str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path.parent, [path.name])
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_tag()}.", suffix=".tmp", dir=path.parent)

@@ -216,3 +216,57 @@ def test_spot_from_a_job_level_preemption_rate_equals_the_per_instance_rate(tmp_
     assert {k: a[k] for k in b} == b
     text = run("spot", "--job-mtbi-hours", 4, *common)
     assert text.exit_code == 0 and "--mtbi-hours 32" in text.output and "spot pays against on-demand" in text.output
+
+
+# ---- found by the hostile review of the fixes ---------------------------------------------------------------------
+def test_an_output_that_is_a_fifo_is_refused_not_replaced(tmp_path):
+    import os
+    import stat
+
+    fifo = tmp_path / "p.csv"
+    os.mkfifo(fifo)
+    r = run("prices", "import", "--from", "skypilot", IMP / "skypilot_aws_zones.csv", "--out", fifo)
+    assert r.exit_code == 2 and "not a regular file" in r.output, r.output
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and not (tmp_path / "p.csv.notes.md").exists()
+    r = focus(tmp_path, ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", 1, "{}"), extra=())
+    hist = tmp_path / "h.fifo.csv"
+    os.mkfifo(hist)
+    r = run("history", "import", "--focus", HIST / "bill.csv", "--prices", HIST / "prices.csv", "--out", hist)
+    assert r.exit_code == 2 and stat.S_ISFIFO(hist.stat().st_mode), r.output
+
+
+@pytest.mark.parametrize("fx", ["EUR=1e300", "JPY=1e-300", "USD=2"])
+def test_implausible_or_base_currency_rates_exit_2_naming_fx(tmp_path, fx):
+    r = run("prices", "import", "--from", "azure-retail", IMP / "azure_retail_page1.json", "--fx", fx,
+            "--out", tmp_path / "p.csv")
+    assert r.exit_code == 2 and "--fx" in r.output and "p.csv, row" not in r.output, r.output
+
+
+def test_tags_nested_thousands_deep_are_not_a_crash(tmp_path):
+    deep = "{" + '""team"": ' + "[" * 5000 + "]" * 5000 + "}"
+    r = focus(tmp_path, ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", 1, deep), extra=("--class-by", "tag:team"))
+    assert r.exit_code in (0, 2) and "Internal error" not in r.output, r.output
+
+
+def test_class_names_that_differ_only_in_case_or_spaces_exit_2(tmp_path):
+    r = focus(tmp_path, ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", 1, '{""team"": ""LLM""}'),
+              ("2024-09-01T00:00:00Z", "2024-09-01T01:00:00Z", 1, '{""team"": ""llm ""}'),
+              extra=("--class-by", "tag:team"))
+    assert r.exit_code == 2 and "differ only in case or spaces" in r.output and "row 3" in r.output, r.output
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"ns": "x"}, "values": [[1725148800, "1"]]}, {"metric": {"ns": " X"}, "values": [[1725148800, "1"]]}]}}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    r = run("history", "import", "--prometheus", path, "--label", "ns", "--out", tmp_path / "h2.csv")
+    assert r.exit_code == 2 and "data.result[1].metric.ns" in r.output, r.output
+
+
+def test_report_through_a_linked_plan_json_never_writes_the_plans_files(example_plan, tmp_path):
+    _, paths = example_plan
+    link_dir = tmp_path / "other"
+    link_dir.mkdir()
+    (link_dir / "plan.json").symlink_to(paths["json"])
+    fleet = paths["json"].with_name("fleet.csv")
+    before = fleet.read_bytes()
+    r = run("report", link_dir / "plan.json", "--html", fleet)
+    assert r.exit_code == 2 and fleet.read_bytes() == before, r.output

@@ -34,8 +34,11 @@ def report(plan_json, html_out):
     from .common import refuse_overwriting_inputs
 
     # the plan's own files beside plan.json (published together by `planner plan`) are inputs too
+    # beside the plan.json a link points at, too (links resolved): the files `planner plan` wrote with it
+    beside = {Path(plan_json).with_name(name) for name in PLAN_FILES} | \
+        {Path(plan_json).resolve().with_name(name) for name in PLAN_FILES}
     refuse_overwriting_inputs({"--html": html_out}, {"PLAN_JSON": plan_json} | {
-        f"{name} beside PLAN_JSON": Path(plan_json).with_name(name) for name in PLAN_FILES})
+        f"{p.name} beside PLAN_JSON ({p.parent})": p for p in sorted(beside)})
     try:
         rep = write_html(plan_json, html_out)
     except PlannerError:

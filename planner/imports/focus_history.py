@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, Problem
-from .guards import bad_class_names
+from .guards import bad_class_names, same_but_case
 from .history_commitments import commitments
 from .history_pools import gpu_family_rows, match_pools, read_sheet, unit_factor
 from .history_read import read_focus
@@ -50,7 +50,7 @@ def _tag_values(tags: pd.Series, key: str) -> tuple[pd.Series, pd.Series]:
     def one(text):
         try:
             doc = json.loads(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):  # nested thousands deep: not a tag a bill writes
             return BROKEN
         if not isinstance(doc, dict):
             return BROKEN
@@ -69,6 +69,13 @@ def _refuse_class_names(bill: pd.DataFrame, gpu: pd.Series, path, column: str) -
     names = bill.loc[gpu, "_class"]
     why = bad_class_names(names)
     first = why.ne("") & ~names.duplicated()
+    clash = same_but_case(names)
+    if clash:  # the planner refuses classes that differ only in case or spaces: name both rows
+        raise InputError([Problem(str(path), f"class names {a!r} and {b!r} differ only in case or spaces",
+                                  row=int(bill.loc[names[names.eq(b)].index[0], "_row"]), column=column, value=b,
+                                  expected=f"one spelling (the planner reads them as one class; {a!r} first on row "
+                                           f"{int(bill.loc[names[names.eq(a)].index[0], '_row'])})")
+                          for a, b in clash[:20]])
     if first.any():
         raise InputError([Problem(str(path), f"the class name would hold {w}", row=int(r), column=column, value=n,
                                   expected="a class name of printable text, not a JSON object")

@@ -56,11 +56,22 @@ def bad_class_names(names: pd.Series) -> pd.Series:
     return why
 
 
+def same_but_case(names: pd.Series) -> list[tuple[str, str]]:
+    """Pairs (first seen, other) of distinct class names that differ only in case or spaces, which the model
+    file cannot tell apart (planner.config refuses them): ``LLM`` and ``llm``, ``llm `` and ``llm``."""
+    uniq = pd.Series(pd.unique(names.dropna().astype(str)), dtype=object)
+    folded = uniq.str.strip().str.casefold()  # as planner.config folds class names
+    first = uniq.groupby(folded).transform("first")
+    return [(a, b) for a, b in zip(first, uniq) if a != b]
+
+
 def refuse_folders(paths: dict) -> None:
-    """Exit 2 naming every output (option -> path) that is an existing folder, before anything is written."""
-    problems = [Problem(str(p), f"{flag} is a folder, not a file",
+    """Exit 2 naming every output (option -> path) that exists and is not a regular file (a folder, a device such
+    as /dev/null, a FIFO), before anything is written: a rename would replace it."""
+    problems = [Problem(str(p), f"{flag} is a folder, not a file" if Path(p).is_dir() else
+                        f"{flag} is not a regular file (a device, a FIFO or a socket): it would be replaced",
                         expected="the path of a file to write (e.g. one inside that folder)")
-                for flag, p in paths.items() if p is not None and Path(p).is_dir()]
+                for flag, p in paths.items() if p is not None and Path(p).exists() and not Path(p).is_file()]
     if problems:
         raise InputError(problems)
 
@@ -81,6 +92,10 @@ def parse_fx(values) -> dict[str, float]:
                                      expected="CUR=RATE, RATE the USD one unit of CUR is worth (> 0), "
                                               "e.g. --fx JPY=0.0067 or --fx EUR=1.08"))
         cur = m.group(1).upper()
+        if not 1e-6 <= rate <= 1e6:  # no currency is worth a millionth of a cent or a million dollars
+            raise InputError(Problem("--fx", "the rate is implausible", value=text,
+                                     expected="USD per unit of the currency, between 1e-6 and 1e6 "
+                                              "(e.g. JPY=0.0067, EUR=1.08)"))
         if cur == "USD" and rate != 1:
             raise InputError(Problem("--fx", "USD is the sheet's currency: its rate is 1", value=text,
                                      expected="a rate for another currency"))

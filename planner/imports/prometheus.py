@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, Problem
-from .guards import DATE_MAX, MAX_GPUS, bad_class_names
+from .guards import DATE_MAX, MAX_GPUS, bad_class_names, same_but_case
 from .history_write import HistoryResult, hourly_grid
 
 MIN_TS = 946_684_800.0  # 2000-01-01T00:00:00Z
@@ -150,6 +150,13 @@ def import_prometheus(path: str | Path, label: str) -> HistoryResult:
     notes = [f"{path.name}: {len(result)} series; class = the value of label {label!r}; the series of one class "
              "added at each timestamp, then resampled hourly by the mean of the samples in each clock hour (UTC)."]
     samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["ts", "key", "gpus", "series"])
+    clash = same_but_case(samples["key"])
+    if clash:  # the planner refuses classes that differ only in case or spaces
+        first = samples.drop_duplicates("key").set_index("key")["series"]
+        raise InputError([Problem(str(path), f"class names {a!r} and {b!r} (label {label!r}) differ only in case or "
+                                  "spaces", column=f"data.result[{int(first[b])}].metric.{label}", value=b,
+                                  expected=f"one spelling (as data.result[{int(first[a])}] has it): the planner reads "
+                                           "them as one class") for a, b in clash[:20]])
     no_label = [s for s in result
                 if not (isinstance(s.get("metric"), dict) and s["metric"].get(label) not in (None, ""))]
     if no_label:
