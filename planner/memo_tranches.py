@@ -17,7 +17,9 @@ TRANCHE_COLUMNS = ["row", "gpu_type", "region", "option", "kind", "purchase_date
                    "stack_position", "instances", "gpus", "active_periods", "capacity_gpu_hours", "used_gpu_hours",
                    "avg_utilisation", "min_utilisation", "horizon_cost_usd", "full_term_usd",
                    "on_demand_value_usd", "net_savings_usd", "effective_usd_per_gpu_hour",
-                   "on_demand_usd_per_gpu_hour", "break_even_utilisation", "pays", "branch", "probability"]
+                   "on_demand_usd_per_gpu_hour", "break_even_utilisation", "pays", "branch", "probability",
+                   "max_utilisation", "spot_usd_per_useful_gpu_hour", "break_even_vs_spot",
+                   "break_even_vs_nothing"]
 
 
 def reserved_used_cube(plan) -> np.ndarray:
@@ -98,7 +100,10 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     on-demand price), ``net_savings_usd`` (value less horizon cost), ``effective_usd_per_gpu_hour``,
     ``on_demand_usd_per_gpu_hour``, ``break_even_utilisation`` (effective / on-demand rate) and ``pays``
     (average utilisation at or above break-even), ``branch`` and ``probability`` (of the scenario-tree branch it
-    is bought in: "all" and 1 for a purchase made whatever happens).
+    is bought in: "all" and 1 for a purchase made whatever happens), ``max_utilisation``,
+    ``spot_usd_per_useful_gpu_hour`` (spot's hourly price / the best goodput of a class on the pool; NaN without
+    spot), ``break_even_vs_spot`` (effective / that) and ``break_even_vs_nothing`` (effective / the cheaper of
+    on-demand and spot: what buying nothing pays for the same hours).
     """
     inp = plan.inputs
     st = stack(plan)
@@ -148,6 +153,17 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     out["pays"] = out["avg_utilisation"] >= out["break_even_utilisation"] - 1e-12
     out["branch"] = pur["branch"].to_numpy()[rows] if "branch" in pur else "all"
     out["probability"] = inp.reserved_weight[rows]
+    out["max_utilisation"] = np.where(active.any(axis=1), np.where(active, util_t, -np.inf).max(axis=1), 0.0)
+    # spot's price per useful GPU-hour: its hourly price over the best goodput of any class on the pool (the
+    # cheapest spot can be, so the break-even against it is the highest: conservative)
+    g = np.asarray(inp.goodput, float).max(axis=0)[pr] if np.size(inp.goodput) else np.zeros(len(rows))
+    sp = inp.pools["sp"].to_numpy(float)[pr]
+    spot = np.divide(sp, g, out=np.full(len(rows), np.nan), where=(g > 0) & np.isfinite(sp))
+    out["spot_usd_per_useful_gpu_hour"] = spot
+    out["break_even_vs_spot"] = np.divide(r, spot, out=np.full(len(rows), np.nan), where=np.nan_to_num(spot) > 0)
+    # buying nothing serves the same hours at the cheaper of on-demand and spot
+    alt = np.fmin(np.where(np.nan_to_num(od) > 0, od, np.nan), spot)
+    out["break_even_vs_nothing"] = np.divide(r, alt, out=np.full(len(rows), np.inf), where=np.nan_to_num(alt) > 0)
     return out[TRANCHE_COLUMNS]
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 from ...results import Plan
 from ...units import HOURS_PER_MONTH, usd as _money
 from ... import commitments
-from .book import DAY, COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
+from .book import DAY, COLUMNS, cell, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
 
 
 def _price_key(r) -> tuple:
@@ -93,12 +93,15 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                 "hours_active": "#,##0.##", "liability_past_horizon_usd": USD, "upfront_usd": USD,
                 "monthly_recurring_usd": USD, "on_demand_usd_per_gpu_hour": RATE, "min_utilisation": PCT,
                 "avg_utilisation": PCT, "max_utilisation": PCT, "break_even_utilisation": PCT,
-                "monthly_savings_usd": USD, "monthly_savings_pct": PCT, "break_even_months": "0.0", "npv_usd": USD})
+                "monthly_savings_usd": USD, "monthly_savings_pct": PCT, "break_even_months": "0.0", "npv_usd": USD,
+                "spot_usd_per_useful_gpu_hour": RATE, "break_even_vs_spot": PCT, "break_even_vs_nothing": PCT})
     s.header({"effective_usd_per_gpu_hour": 26, "pool_reserved_utilisation": 26, "liability_past_horizon_usd": 26,
               "payment_options": 60})
     alternatives = _payment_text(plan)
     util = _pool_utilisation(plan)
     use = _purchase_use(plan, purchases)
+    tranche = _tranche_figures(plan)
+    spot_row = lambda r: price_row.get((r.gpu_type, r.region, "spot", None))  # noqa: E731
     L = HOURS_PER_MONTH
     for i, r in enumerate(purchases.itertuples()):
         row, pr = i + 2, price_row[_price_key(r)]
@@ -110,7 +113,21 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
             ws.set_row(row - 1, None, None, {"level": 1, "hidden": True})
         od = _price_value(plan, price_row, (r.gpu_type, r.region, "on_demand", None)) if od_row else None
         eff, gpus = float(r.effective_usd_per_gpu_hour), float(r.gpus)
-        u_min, u_avg, u_max = use.iloc[i] if bought else (np.nan, np.nan, np.nan)
+        pos = plan.purchases.index.get_loc(r.Index)  # the tranche's own (marginal) use, as the Tranches sheet
+        t = tranche.get(pos)
+        u_min, u_avg, u_max = (t["min_utilisation"], t["avg_utilisation"], t["max_utilisation"]) if t is not None \
+            else (use.iloc[i] if bought else (np.nan, np.nan, np.nan))
+        spot_cells = [None, None, None]
+        if t is not None and np.isfinite(t["spot_usd_per_useful_gpu_hour"]) and spot_row(r):
+            sr, useful = spot_row(r), float(t["spot_usd_per_useful_gpu_hour"])
+            g = float(_price_value(plan, price_row, (r.gpu_type, r.region, "spot", None))) / useful
+            x = cell(cols, "spot_usd_per_useful_gpu_hour", row)
+            spot_cells = [F(f"={ref('Prices', 'hourly_usd', sr)}/{g!r}", useful),
+                          F(f'=IF({x}>0,H{row}/{x},"")', eff / useful),
+                          F(f"=H{row}/MIN({x},T{row})" if od_row else f"=H{row}/{x}",
+                            float(t["break_even_vs_nothing"]))]
+        elif t is not None and od_row:
+            spot_cells = [None, None, F(f"=IF(T{row}>0,H{row}/T{row},0)", eff / od if od else 0.0)]
         reco = [None] * 8
         if od_row:
             reco = [F(f"={ref('Prices', 'hourly_usd', od_row)}", od), u_min if bought else None, u_avg if bought else None,
@@ -140,8 +157,8 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                   ("now" if getattr(r, "firm", True) else "planned"), hours_cell,
                   F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*{ref('Prices', 'upfront_usd', pr)}", r.upfront_total_usd),
                   F(f"=G{row}*{ref('Prices', 'hourly_usd', pr)}*{L:g}", r.monthly_recurring_usd)] + reco
-                 + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(i),
-                    s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0))])
+                 + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(r.Index),
+                    s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0))] + spot_cells)
     s.table("Purchases")
     if (purchases["instances"] <= 0).any():
         ws.outline_settings(True, False, True, False)  # the fold's button above the rows
@@ -149,15 +166,26 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                "click + in the margin to show them)")
 
 
+def _tranche_figures(plan: Plan) -> dict:
+    """Per position in ``plan.purchases``: the tranche's own figures (the Tranches sheet's, marginal use)."""
+    from .memo import _tranches
+
+    tr = _tranches(plan)
+    if tr is None or not len(tr) or "max_utilisation" not in tr:
+        return {}
+    return {int(r["row"]): r for r in tr.to_dict(orient="records")}
+
+
 def _payment_text(plan: Plan) -> dict:
-    """Per Purchases row bought with more than one payment option: "option $NPV; ..." (* = the one chosen)."""
+    """Per Purchases row bought with more than one payment option, keyed by its ``plan.purchases`` index label
+    (the sheet leaves savings plans out, so its row positions differ): "option $NPV; ..." (* = the one chosen)."""
     po = plan.payment_options
     if po is None or not len(po):
         return {}
     out = {}
     for i, g in po.groupby("purchase"):
         if len(g) > 1:
-            out[int(i)] = "; ".join(f"{'*' if r.chosen else ''}{r.option} {_money(r.npv_usd)}" for r in g.itertuples())
+            out[plan.purchases.index[int(i)]] = "; ".join(f"{'*' if r.chosen else ''}{r.option} {_money(r.npv_usd)}" for r in g.itertuples())
     return out
 
 
