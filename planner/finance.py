@@ -107,12 +107,14 @@ def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
     of its pool, kind, term and purchase date (rows that differ only in upfront / hourly / residual).
 
     Columns: ``purchase`` (row of ``purchases``), ``option``, ``chosen``, ``upfront_usd``,
-    ``monthly_recurring_usd``, ``full_term_usd`` (undiscounted), ``npv_usd``.
+    ``monthly_recurring_usd``, ``full_term_usd`` (undiscounted), ``npv_usd``, ``reserved_row`` (the option's
+    row of ``inp.reserved``).
     """
     from .ladder import full_term_usd_per_gpu
 
     res = inp.reserved
-    cols = ["purchase", "option", "chosen", "upfront_usd", "monthly_recurring_usd", "full_term_usd", "npv_usd"]
+    cols = ["purchase", "option", "chosen", "upfront_usd", "monthly_recurring_usd", "full_term_usd", "npv_usd",
+            "reserved_row"]
     qty = purchases["quantity"] if "quantity" in purchases else purchases["gpus"]  # GPUs, or USD/h (savings plan)
     bought = np.flatnonzero(qty.to_numpy(float) > 0)
     if not len(bought) or not len(res):
@@ -140,5 +142,49 @@ def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
             out.append({"purchase": int(i), "option": res["option"].iat[j], "chosen": bool(j == i),
                         "upfront_usd": gpus * float(res["upfront_usd"].iat[j]),
                         "monthly_recurring_usd": gpus * float(res["hourly_usd"].iat[j]) * HOURS_PER_MONTH,
-                        "full_term_usd": gpus * float(full[j]), "npv_usd": gpus * float(npv[j])})
+                        "full_term_usd": gpus * float(full[j]), "npv_usd": gpus * float(npv[j]),
+                        "reserved_row": int(j)})
+    return pd.DataFrame(out, columns=cols)
+
+
+def break_even_rate(rows: pd.DataFrame, origin, lo: float = -0.99, hi: float = 100.0) -> float:
+    """The annual cost of capital at which the first row of ``rows`` (the most upfront) and the second (the
+    least) cost the same today: the internal rate of return of the difference of their cash flows, found by
+    Brent's method on the difference of their NPVs (:func:`purchase_npv_per_gpu`). Below it the upfront option
+    is cheaper, above it the other. NaN when the difference does not change sign in ``[lo, hi]`` (one option is
+    cheaper at every rate)."""
+    from scipy.optimize import brentq
+
+    def gap(rate: float) -> float:
+        v = purchase_npv_per_gpu(rows, origin, rate)
+        return float(v[0] - v[1])
+
+    a, b = gap(lo), gap(hi)
+    if not (np.isfinite(a) and np.isfinite(b)) or a * b > 0:
+        return float("nan")
+    return float(brentq(gap, lo, hi, xtol=1e-12, rtol=1e-12, maxiter=200))
+
+
+def payment_break_even(inp, po: pd.DataFrame) -> pd.DataFrame:
+    """Per purchase with payment options of different upfronts: the most-upfront and the least-upfront option,
+    the NPV of each at the model's rate, and :func:`break_even_rate` between them (the rate at which they cost
+    the same). Columns: ``purchase``, ``upfront_option``, ``other_option``, ``upfront_npv_usd``,
+    ``other_npv_usd``, ``break_even_rate``, ``rate`` (the model's), ``cheaper`` (the option cheaper at it)."""
+    cols = ["purchase", "upfront_option", "other_option", "upfront_npv_usd", "other_npv_usd", "break_even_rate",
+            "rate", "cheaper"]
+    if po is None or not len(po) or "reserved_row" not in po:
+        return pd.DataFrame(columns=cols)
+    res = inp.reserved
+    rate = float(inp.config.finance.discount_rate)
+    out = []
+    for i, g in po.groupby("purchase"):
+        g = g.sort_values(["upfront_usd", "option"], kind="stable")
+        most, least = g.iloc[-1], g.iloc[0]
+        if len(g) < 2 or most["upfront_usd"] <= least["upfront_usd"] + 1e-9:
+            continue
+        rows = res.iloc[[int(most["reserved_row"]), int(least["reserved_row"])]]
+        out.append({"purchase": int(i), "upfront_option": most["option"], "other_option": least["option"],
+                    "upfront_npv_usd": float(most["npv_usd"]), "other_npv_usd": float(least["npv_usd"]),
+                    "break_even_rate": break_even_rate(rows, inp.discount_origin), "rate": rate,
+                    "cheaper": most["option"] if most["npv_usd"] <= least["npv_usd"] else least["option"]})
     return pd.DataFrame(out, columns=cols)

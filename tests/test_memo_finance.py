@@ -44,3 +44,74 @@ def test_purchases_show_each_tranches_own_use_against_a_hand_stack(tiny_book):
     # no spot in this pool: buying nothing rents on demand, so its break-even is the on-demand one
     assert list(p["break_even_vs_nothing"]) == pytest.approx([0.2, 0.2])
     assert p["break_even_vs_spot"].isna().all()
+
+
+def payment_case(folder, rate: float = 0.05):
+    """Pool A: on-demand 2.00/h, a 1-year term at 1.00/h with no upfront or 8,000 all upfront (the hand case of
+    tests/test_payment_options.py); pool B: a savings plan (listed first, so the plan's savings-plan row comes
+    before the reserved ones and the Purchases sheet, which leaves it out, is shifted against plan.purchases)."""
+    from conftest import price, write_case
+
+    prices = [dict(gpu_type="B", region="r1", option="savings_plan_1y", hourly_usd=0.8),
+              price("A", "r1", "on_demand", 2.0), price("B", "r1", "on_demand", 1.0),
+              price("A", "r1", "reserved_1y_no_upfront", 1.0, term_months=12),
+              price("A", "r1", "reserved_1y_all_upfront", 0.0, upfront_usd=8000.0, term_months=12)]
+    m = write_case(folder, {"a": [10.0] * 24, "b": [5.0] * 24}, prices,
+                   {"a": {"gpu_types": {"A": 1.0}}, "b": {"gpu_types": {"B": 1.0}}},
+                   extra_top=f"[finance]\ndiscount_rate = {rate}\n")
+    pd.DataFrame(prices).to_csv(folder / "prices.csv", index=False)
+    return m
+
+
+@pytest.fixture(scope="module")
+def payment_book(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("payment")
+    plan = make_plan(load_inputs(payment_case(folder)), mip_gap=0.0)
+    return plan, write_outputs(plan, folder / "out")
+
+
+def test_the_payment_options_sit_on_their_purchase_row_with_a_savings_plan_before_it(payment_book):
+    plan, paths = payment_book
+    kinds = list(plan.purchases["kind"])
+    assert kinds.index("spend") < kinds.index("instance")  # the shift that put the comparison a row low
+    p = sheet(paths["xlsx"], "Purchases")
+    texted = p[p["payment_options"].notna()]
+    assert len(texted) == 1
+    row = texted.iloc[0]
+    assert row["instances"] == 10 and row["option"] == "reserved_1y_all_upfront"
+    assert "*reserved_1y_all_upfront" in row["payment_options"] and "reserved_1y_no_upfront" in row["payment_options"]
+
+
+def test_the_break_even_rate_of_the_payment_options_is_the_hand_irr(payment_book, tmp_path):
+    from test_payment_options import implied_rate
+
+    from planner.finance import payment_break_even
+
+    plan, paths = payment_book
+    be = payment_break_even(plan.inputs, plan.payment_options)
+    assert len(be) == 1
+    hand = implied_rate()  # bisection on the month-by-month hand NPV of 1.00/h against 8,000 now
+    assert be["break_even_rate"].iat[0] == pytest.approx(hand, abs=1e-9)
+    assert be["upfront_option"].iat[0] == "reserved_1y_all_upfront" and be["cheaper"].iat[0] == be["upfront_option"].iat[0]
+    s = sheet(paths["xlsx"], "Summary").set_index("item")
+    label = "Payment options: A r1 reserved_1y_all_upfront or reserved_1y_no_upfront"
+    assert s.loc[label, "value"] == pytest.approx(hand, abs=1e-9)
+    assert "As solved at 5.0%" in s.loc[label, "note"]
+    # the terminal prints it too
+    from planner.report.summary import summary_text
+
+    assert f"cost the same at {100 * hand:.2f} %" in summary_text(plan)
+
+
+def test_sign_now_lines_carry_the_whole_commitment(payment_book):
+    plan, paths = payment_book
+    s = sheet(paths["xlsx"], "Summary").set_index("item")
+    sign = [i for i in s.index if str(i).startswith("Sign now:")]
+    assert len(sign) == 1
+    assert s.loc[sign[0], "value"] == pytest.approx(10 * 8000.0)  # all upfront: the whole commitment
+    assert "upfront $80,000" in s.loc[sign[0], "note"] and "term end" in s.loc[sign[0], "note"]
+    commit = [i for i in s.index if str(i).startswith("Commit now:")]
+    assert len(commit) == 1
+    sp = plan.spend[plan.spend["usd_per_hour"] > 0].iloc[0]
+    hours = 12 * 730.0  # a 1-year savings plan: 8,760 h
+    assert s.loc[commit[0], "value"] == pytest.approx(sp["usd_per_hour"] * hours)

@@ -55,12 +55,13 @@ def test_the_purchase_liability_reads_price_term_upfront_and_residual(example_pl
     assert heads == {"hourly_usd", "term_months", "upfront_usd", "residual_usd"}
 
 
-def test_the_memo_reads_the_upfront_and_the_cash_live(example_plan):
+def test_the_memo_reads_the_commitment_and_the_cash_live(example_plan):
+    # issue 35 item 2: a sign-now line's value is the whole commitment (not the upfront, $0 on a no-upfront term)
     wb = load_workbook(example_plan[1]["xlsx"])
     rows = {r[0].value: r[1].value for r in wb["Summary"].iter_rows(min_row=2) if isinstance(r[0].value, str)}
     sign = [v for k, v in rows.items() if k.startswith("Sign now:")]
     assert sign and all(CROSS.findall(v) for v in sign)
-    assert {wb["Purchases"][f"{c}1"].value for v in sign for _q, _p, c, _r in CROSS.findall(v)} == {"upfront_usd"}
+    assert {wb["Purchases"][f"{c}1"].value for v in sign for _q, _p, c, _r in CROSS.findall(v)} == {"commitment_usd"}
     cash = rows["Cash out in the next 12 months"]
     (_q, _p, c, r), = CROSS.findall(cash)
     assert wb["Cash by year"][f"{c}1"].value == "total_with_owned_usd" and wb["Cash by year"][f"A{r}"].value == \

@@ -143,6 +143,9 @@ def _payment_lines(plan: Plan) -> list[str]:
     if po is None or not len(po):
         return []
     rate = plan.finance.get("discount_rate", 0.0)
+    from ..finance import payment_break_even
+
+    be = payment_break_even(plan.inputs, po).set_index("purchase") if "reserved_row" in po else None
     lines = []
     for i, g in po.groupby("purchase"):
         if len(g) < 2:
@@ -152,6 +155,13 @@ def _payment_lines(plan: Plan) -> list[str]:
         where = "" if r.get("branch", "all") == "all" else f" if {r['branch']}"
         lines.append(f"    payment options for {r.gpu_type}/{r.region} {r['purchase_date']:%Y-%m-%d}{where}, NPV at "
                      f"{100 * rate:g} %: {parts}")
+        if be is not None and int(i) in be.index:
+            b = be.loc[int(i)]
+            irr = float(b["break_even_rate"])
+            lines.append(f"      {b['upfront_option']} and {b['other_option']} cost the same at {100 * irr:.2f} % a year"
+                         " (the cost of capital where paying upfront stops paying): "
+                         + (f"below it pay upfront, above it monthly; at {100 * rate:g} % {b['cheaper']} is cheaper"
+                            if irr == irr else f"{b['cheaper']} is cheaper at every rate"))
     return lines
 
 
@@ -191,6 +201,13 @@ def _memo_lines(plan: Plan) -> list[str]:
                    f"stranded in the horizon (held, not used) {_usd(r.stranded_usd)}"
                    + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %" if r.reserved_utilisation
                       == r.reserved_utilisation else ""))
+    now = m.tranches[m.tranches["firm"].astype(bool)] if len(m.tranches) else m.tranches
+    for r in now.itertuples():  # when should we commit: each purchase to sign now against its own use
+        vs = getattr(r, "break_even_vs_nothing", float("nan"))
+        out.append(f"    sign now {r.gpus:g} {r.gpu_type}/{r.region} {r.option}: used {100 * r.avg_utilisation:.0f} % "
+                   f"(its own, marginal use), break-even utilisation {100 * r.break_even_utilisation:.0f} % against "
+                   "on-demand" + (f", {100 * vs:.0f} % against buying nothing" if vs == vs and vs != float("inf")
+                                  else "") + (": pays" if r.pays else ": DOES NOT PAY"))
     paying = m.tranches[~m.tranches["pays"].astype(bool)] if len(m.tranches) else m.tranches
     for r in paying.itertuples():
         out.append(f"    WARNING: the tranche {r.gpus:g} {r.gpu_type}/{r.region} {r.option} bought "

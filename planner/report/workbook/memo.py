@@ -34,28 +34,41 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         srow = sheet_row.get(plan.purchases.index[int(r.row)])
         upfront = float(p.get("upfront_total_usd", 0.0))
         fee = float(p.get("monthly_recurring_usd", 0.0))
+        commit = float(p.get("commitment_usd", r.full_term_usd))
         due = pd.Timestamp(p.get("cash_date", p["purchase_date"]) if "cash_date" in p else p["purchase_date"])
-        value = F("=" + ref("Purchases", "upfront_usd", srow), upfront) if srow else upfront  # due on signing
+        # the whole commitment (every payment over the term), live over Purchases (and so over Prices)
+        value = F("=" + ref("Purchases", "commitment_usd", srow), commit) if srow else commit
         npv = float(p.get("npv_usd", np.nan)) if "npv_usd" in p else np.nan
         usable = pd.Timestamp(p["active_from"]) if "active_from" in p else pd.Timestamp(p["purchase_date"])
         lead = max((usable - pd.Timestamp(p["purchase_date"])) / pd.Timedelta(hours=730), 0.0)
         be = _break_even_months(upfront, fee, r, lead)
         pays = "pays" if r.pays else "DOES NOT PAY"
-        rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region} "
-                     + ("(upfront due)" if upfront > 0 else "(no upfront: monthly fees)"),
+        vs_nothing = getattr(r, "break_even_vs_nothing", np.nan)
+        rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region}: whole commitment",
                      value, USD0,
-                     f"{int(r.instances):,} instances; upfront {_money(upfront)} due {due:%Y-%m-%d}, then "
-                     f"{_money(fee)} a month to {pd.Timestamp(r.end_date):%Y-%m-%d}"
-                     + (f", usable from {usable:%Y-%m-%d}" if lead > 0 else "")
-                     + f"; present value of its payments {_money(npv)} at {100 * rate:.1f} %; break-even {be}; "
-                     f"this tranche used {100 * r.avg_utilisation:.0f} % on average (lowest "
-                     f"{100 * r.min_utilisation:.0f} %), break-even {100 * r.break_even_utilisation:.0f} %: {pays}",
+                     _live_rate_note(
+                         f"{int(r.instances):,} instances; whole commitment {_money(commit)} (every payment over the "
+                         f"term; as solved: NPV {_money(npv)} at ", rate,
+                         f"): upfront {_money(upfront)} due {due:%Y-%m-%d}, then {_money(fee)} a month to "
+                         f"{pd.Timestamp(r.end_date):%Y-%m-%d} (term end)"
+                         + (f", usable from {usable:%Y-%m-%d}" if lead > 0 else "")
+                         + f"; break-even {be}; this tranche used {100 * r.avg_utilisation:.0f} % on average (lowest "
+                         f"{100 * r.min_utilisation:.0f} %), break-even utilisation {100 * r.break_even_utilisation:.0f} % "
+                         "against on-demand"
+                         + (f", {100 * vs_nothing:.0f} % against buying nothing (on-demand or spot)"
+                            if vs_nothing == vs_nothing and np.isfinite(vs_nothing) else "") + f": {pays}"),
                      not r.pays))
     spend = plan.spend if plan.spend is not None and len(plan.spend) else pd.DataFrame()
     for r in (spend[(spend["usd_per_hour"] > 0) & spend["firm"].astype(bool)].itertuples() if len(spend) else []):
-        rows.append((f"Commit now: {r.option} ({r.plan_family})", float(r.usd_per_hour), RATE,
-                     f"USD per hour from {pd.Timestamp(r.purchase_date):%Y-%m-%d} to {pd.Timestamp(r.end_date):%Y-%m-%d}; "
-                     f"{100 * r.utilisation:.1f} % used (Savings plans sheet)", False))
+        p = plan.purchases.iloc[int(r.row)]
+        total = float(p.get("commitment_usd", r.usd_per_hour * r.hours_active))
+        hours = total / float(r.usd_per_hour) if r.usd_per_hour > 0 else 0.0
+        rows.append((f"Commit now: {r.option} ({r.plan_family}): whole commitment", total, USD0,
+                     f"${float(r.usd_per_hour):,.2f}/h x {hours:,.0f} h of the term = {_money(total)}, "
+                     f"from {pd.Timestamp(r.purchase_date):%Y-%m-%d} to {pd.Timestamp(r.end_date):%Y-%m-%d} (term end), "
+                     f"no upfront, {_money(float(r.usd_per_hour) * 730)} a month; {100 * r.utilisation:.1f} % used "
+                     "(Savings plans sheet)", False))
+    rows.extend(_payment_rows(plan))
     if not rows:
         rows.append(("Sign now: nothing", 0.0, USD0, "no commitment pays on this forecast", False))
     later = tr[~tr["firm"].astype(bool)] if len(tr) else tr
@@ -109,6 +122,42 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                          + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %"
                             if r.reserved_utilisation == r.reserved_utilisation else "") + ": Downside", r.stranded_increase_usd > 0.05 * max(base, 1)))
     return rows
+
+
+def _rate_text(rate: float) -> str:
+    return f"{100 * rate:.1f}%"
+
+
+def _live_rate_note(before: str, rate: float, after: str):
+    """A note quoting the discount rate: a text formula over the Summary's ``discount_rate`` cell (edit the rate
+    and the note follows), cached with today's text."""
+    q = lambda t: t.replace('"', '""')  # noqa: E731
+    return F(f'="{q(before)}"&TEXT(discount_rate,"0.0%")&"{q(after)}"', before + _rate_text(rate) + after)
+
+
+def _payment_rows(plan: Plan) -> list[tuple]:
+    """Per purchase to sign now with payment options of different upfronts: the rate at which the most-upfront
+    and the least-upfront option cost the same (the IRR of their difference), against the model's rate."""
+    from ...finance import payment_break_even
+
+    po = plan.payment_options
+    if po is None or not len(po):
+        return []
+    be = payment_break_even(plan.inputs, po)
+    out = []
+    for r in be.itertuples():
+        p = plan.purchases.iloc[int(r.purchase)]
+        if not bool(p.get("firm", True)):
+            continue
+        irr = float(r.break_even_rate)
+        out.append((f"Payment options: {p['gpu_type']} {p['region']} {r.upfront_option} or {r.other_option}",
+                    irr if irr == irr else "n/a", PCT,
+                    _live_rate_note(
+                        f"the cost of capital at which they cost the same (the IRR of the difference of their cash "
+                        f"flows): below it pay upfront, above it pay monthly. As solved at ", float(r.rate),
+                        f": NPV {r.upfront_option} {_money(r.upfront_npv_usd)}, {r.other_option} "
+                        f"{_money(r.other_npv_usd)}: {r.cheaper} is cheaper (Purchases, payment_options)"), False))
+    return out
 
 
 def _break_even_months(upfront: float, fee: float, r, lead: float = 0.0) -> str:

@@ -91,7 +91,8 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         if lines > 1:
             ws.set_row(s.rows - 1, 15 * lines)
     for label, value, fmt, note, red in memo:  # the purchase memo first: what to sign, cash, savings, downside
-        put([s.cell(label, None, RED if red else None) if red else label, s.cell(value, fmt), s.text(note)])
+        put([s.cell(label, None, RED if red else None) if red else label, s.cell(value, fmt),
+             note if isinstance(note, F) else s.text(note)])  # a note quoting the rate is a live text formula
     inp = plan.inputs
     costs = lambda name: span("Costs", name, 2, cost_rows)  # noqa: E731
     last_p = max(len(purchases) + 1, 2)
