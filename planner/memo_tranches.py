@@ -217,9 +217,12 @@ def coverage(plan) -> dict:
     owned = float(np.einsum("s,spt,t->", w, st["owned_used"] * eligible_pool[None, :, None], h))
     eligible = reserved + od
     covered = reserved + sp_cov
-    return {"eligible_gpu_hours": eligible, "covered_gpu_hours": covered, "owned_gpu_hours": owned,
+    spot = float(np.sum(f["spot"].to_numpy(float) * gh))
+    spot_el = float(np.sum(f["spot"].to_numpy(float) * gh * el))  # spot GPU-hours in the eligible pools
+    return {"coverage_with_spot": covered / (eligible + spot_el) if eligible + spot_el > 0 else float("nan"),
+            "eligible_spot_gpu_hours": spot_el,"eligible_gpu_hours": eligible, "covered_gpu_hours": covered, "owned_gpu_hours": owned,
             "bought_gpu_hours": reserved - owned, "savings_plan_gpu_hours": sp_cov,
             "on_demand_uncovered_gpu_hours": od - sp_cov,
-            "spot_gpu_hours": float(np.sum(f["spot"].to_numpy(float) * gh)),
+            "spot_gpu_hours": spot,
             "coverage": covered / eligible if eligible > 0 else float("nan"),
             "eligible_pools": [str(n) for n in inp.pools["name"].to_numpy()[eligible_pool]]}

@@ -115,3 +115,29 @@ def test_sign_now_lines_carry_the_whole_commitment(payment_book):
     sp = plan.spend[plan.spend["usd_per_hour"] > 0].iloc[0]
     hours = 12 * 730.0  # a 1-year savings plan: 8,760 h
     assert s.loc[commit[0], "value"] == pytest.approx(sp["usd_per_hour"] * hours)
+
+
+def test_cash_charts_category_axis_is_a_date_axis_formatted_as_months(tiny_book):
+    import re
+    import zipfile
+
+    _plan, paths = tiny_book
+    with zipfile.ZipFile(paths["xlsx"]) as z:
+        charts = [z.read(n).decode() for n in z.namelist() if n.startswith("xl/charts/chart")]
+    cash = [c for c in charts if "'Cash flow'" in c]
+    assert len(cash) >= 1
+    for c in cash:  # LibreOffice showed serials (46388...) on a text category axis
+        date_ax = re.search(r"<c:dateAx>.*?</c:dateAx>", c, re.S)
+        assert date_ax and 'formatCode="mmm yyyy"' in date_ax.group(0) and "<c:catAx>" not in c
+
+
+def test_coverage_states_both_figures_spot_counted_or_not(tiny_book):
+    plan, paths = tiny_book
+    from planner.memo import coverage
+
+    cov = coverage(plan)
+    assert cov["eligible_spot_gpu_hours"] == 0 and cov["coverage_with_spot"] == pytest.approx(cov["coverage"])
+    s = sheet(paths["xlsx"], "Summary")
+    items = [str(i) for i in s["item"]]
+    assert any(i.startswith("Coverage, spot not counted") for i in items)
+    assert any(i.startswith("Coverage, spot counted") for i in items)

@@ -188,7 +188,10 @@ def _memo_lines(plan: Plan) -> list[str]:
     if m is None:
         return []
     out = [f"  memo: cash out in the next 12 months {_usd(m.cash_next_12_months_usd)} (commitments already owned "
-           f"included); coverage {100 * float(m.coverage.get('coverage', 0.0)):.1f} % of commitment-eligible GPU-hours"]
+           f"included); coverage {100 * float(m.coverage.get('coverage', 0.0)):.1f} % of commitment-eligible GPU-hours"
+           + (f" (spot not counted; {100 * float(m.coverage['coverage_with_spot']):.1f} % with spot)"
+              if m.coverage.get("coverage_with_spot") == m.coverage.get("coverage_with_spot") and "coverage_with_spot"
+              in m.coverage else "")]
     if m.savings:
         nb = float(m.savings["next_best_cost_usd"])
         out.append(f"    buying nothing new (on-demand and spot, re-solved) costs {_usd(nb)}: this plan saves "

@@ -109,9 +109,16 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         from ...memo import coverage
 
         cov = coverage(plan)
-    rows.append(("Coverage (committed GPU-hours / eligible)", float(cov.get("coverage", np.nan)), PCT,
-                 "share of the GPU-hours in pools with a commitment option served by commitments (owned, bought, "
-                 "savings plans)", False))
+    with_spot = float(cov.get("coverage_with_spot", np.nan))
+    rows.append(("Coverage, spot not counted (committed GPU-hours / reserved + on-demand)",
+                 float(cov.get("coverage", np.nan)), PCT,
+                 "share of the reserved and on-demand GPU-hours in pools with a commitment option served by "
+                 "commitments (owned, bought, savings plans); spot GPU-hours left out"
+                 + (f"; counting spot in the denominator: {100 * with_spot:.1f} %" if with_spot == with_spot else ""),
+                 False))
+    if with_spot == with_spot:
+        rows.append(("Coverage, spot counted (committed GPU-hours / reserved + on-demand + spot)", with_spot, PCT,
+                     "the same committed GPU-hours over every GPU-hour of those pools, spot included", False))
     if m is not None and m.downside is not None and len(m.downside):
         at = float(m.downside["full_term_cost_usd"].iat[0])
         for r in m.downside[m.downside["shock"] > 0].itertuples():
