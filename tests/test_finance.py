@@ -271,7 +271,7 @@ def test_focus_file_passes_the_finops_validator_where_it_is_installed(tmp_path):
     paths = write_outputs(plan, tmp_path / "out")
     from planner.export.focus import write_focus
 
-    out, _ = write_focus(paths["json"], tmp_path / "focus.csv")
+    out, _ = write_focus(paths["json"], tmp_path / "focus.csv", focus10_names=True)  # the 1.0 names it checks
     site = Path(tool).resolve().parent.parent / "lib"
     cwd = next(site.glob("python3*/site-packages"), Path.cwd())  # it reads its currency list by a relative path
     run = subprocess.run([tool, "--data-file", str(out), "--column-namespace", "x"], cwd=cwd, capture_output=True,

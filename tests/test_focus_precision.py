@@ -25,7 +25,7 @@ def check_rows(path):
     usage = f["ChargeCategory"].eq("Usage")
     assert f.loc[cr & usage, "CapacityReservationStatus"].isin(["Used", "Unused"]).all()
     assert f.loc[~cr, "CapacityReservationStatus"].isna().all()
-    assert (f["ServiceProviderName"] == f["ProviderName"]).all() and f["HostProviderName"].notna().all()
+    assert (f["x_ServiceProviderName"] == f["ProviderName"]).all() and f["x_HostProviderName"].notna().all()
     return f, checked
 
 

@@ -141,3 +141,31 @@ def test_coverage_states_both_figures_spot_counted_or_not(tiny_book):
     items = [str(i) for i in s["item"]]
     assert any(i.startswith("Coverage, spot not counted") for i in items)
     assert any(i.startswith("Coverage, spot counted") for i in items)
+
+
+def test_focus_list_prices_savings_plan_usage_and_names_every_resource(payment_book, tmp_path):
+    from planner.export.focus import MANDATORY, OTHER, write_focus
+
+    plan, paths = payment_book
+    out, _ = write_focus(paths["json"], tmp_path / "focus.csv")
+    f = pd.read_csv(out)
+    sp = plan.spend[plan.spend["usd_per_hour"] > 0].iloc[0]
+    assert sp["savings_usd"] > 0
+    usage = f[(f["CommitmentDiscountCategory"] == "Spend") & (f["ChargeCategory"] == "Usage")]
+    used = usage[usage["CommitmentDiscountStatus"] == "Used"]
+    # FinOps tools read savings as ListCost - EffectiveCost: +what the plan saved, not -the commitment (ListCost 0)
+    assert (used["ListCost"] > 0).all()
+    assert used["ListCost"].sum() == pytest.approx(sp["covered_at_on_demand_usd"], rel=1e-9)
+    assert (usage["ListCost"] - usage["EffectiveCost"]).sum() == pytest.approx(sp["savings_usd"], rel=1e-9, abs=1e-6)
+    # B's on-demand is 1.00 and the plan's rate 0.80: each dollar drawn lists at 1.25
+    assert used["ListUnitPrice"].to_numpy() == pytest.approx(1.0 / 0.8)
+    focus12 = set(MANDATORY) | set(OTHER)
+    assert all(c in focus12 or c.startswith("x_") for c in f.columns)
+    assert {"x_ChargeType", "x_ServiceProviderName", "x_ResourceID"} <= set(f.columns)
+    assert f["ResourceId"].notna().all()
+    a_usage = f[(f["x_GpuType"] == "A") & f["CommitmentDiscountId"].isna()]
+    assert set(a_usage["ResourceId"]) <= {"pool/A/r1"}
+    bought = f[f["x_Option"] == "reserved_1y_all_upfront"]
+    assert bought["ResourceId"].nunique() == 1 and bought["ResourceId"].iat[0] == bought["CommitmentDiscountId"].iat[0]
+    old, _ = write_focus(paths["json"], tmp_path / "focus10.csv", focus10_names=True)
+    assert {"ChargeType", "ResourceID", "ServiceProviderName"} <= set(pd.read_csv(old).columns)

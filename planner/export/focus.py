@@ -12,15 +12,18 @@ One row per charge of the horizon, per calendar month (the billing period) and p
 
 Totals: sum(EffectiveCost) is the bill of the horizon under amortised accounting (plan.json
 ``bill_usd.total_usd``); sum(BilledCost) is the cash invoiced in the horizon. ListCost prices the
-reserved GPU-hours used at the on-demand rate (what they would have cost without the commitment) and
-everything else at its own rate; ContractedCost = ContractedUnitPrice x
+reserved GPU-hours used at the on-demand rate (what they would have cost without the commitment), the
+dollars a savings plan drew at the on-demand value of the usage they paid (ListUnitPrice: on-demand USD per
+USD drawn), and everything else at its own rate; ContractedCost = ContractedUnitPrice x
 PricingQuantity with the sheet's price as the contracted unit price (on every row, to the cent: decimals are
 written with up to 12 places, ``decimal_text``). Custom columns start with ``x_``.
 
 Column versions: the 1.2 set; ``CommitmentDiscountQuantity``/``Unit`` and ``CapacityReservationId``/``Status``
 (FOCUS 1.1, unchanged in 1.2 and 1.3: a reserved commitment is a capacity reservation unless plan.json says
 ``guarantees_capacity`` false); ``ServiceProviderName``/``HostProviderName`` (FOCUS 1.3, beside 1.2's
-``ProviderName``/``PublisherName``); the 1.0 names (``COMPAT``); ``x_CommitmentDiscountStart``/``End`` (the
+``ProviderName``/``PublisherName``, prefixed ``x_`` as every column outside 1.2 is); the 1.0 names (``COMPAT``,
+prefixed too unless ``focus10_names``); ``ResourceId`` (the commitment's id on its rows, ``pool/GPU/region`` on a
+pool's usage rows); ``x_CommitmentDiscountStart``/``End`` (the
 term, which FOCUS up to 1.3 has no cost-and-usage column for). With ``granularity="period"`` the usage rows are
 per period of the plan (``focus_hourly``).
 """
@@ -42,12 +45,13 @@ OTHER = ["ChargeFrequency", "PricingCategory", "CommitmentDiscountCategory", "Co
          "CommitmentDiscountName", "CommitmentDiscountQuantity", "CommitmentDiscountStatus",
          "CommitmentDiscountType", "CommitmentDiscountUnit", "ConsumedQuantity", "ConsumedUnit",
          "ContractedUnitPrice", "ListUnitPrice", "RegionId", "RegionName", "ResourceType", "SkuId",
-         "SubAccountId", "SubAccountName", "CapacityReservationId", "CapacityReservationStatus"]
-# FOCUS 1.3's names for the provider columns (ProviderName and PublisherName stay, as 1.2 requires them)
-V13 = ["ServiceProviderName", "HostProviderName"]
-# the FOCUS 1.0 required set under its older names (additive columns are allowed): the FinOps Foundation's
-# focus-validator checks 1.0, so the same file passes it
-COMPAT = ["ChargeType", "InvoiceIssuer", "Provider", "Publisher", "ResourceID", "ResourceName", "SkuPriceId", "Tags"]
+         "SubAccountId", "SubAccountName", "CapacityReservationId", "CapacityReservationStatus", "ResourceId",
+         "ResourceName", "SkuPriceId", "Tags"]
+# the columns outside FOCUS 1.2 carry the x_ prefix of custom columns (issue 35): FOCUS 1.3's names for the
+# provider columns (ProviderName and PublisherName stay, as 1.2 requires them) and the FOCUS 1.0 names of the
+# FinOps Foundation's focus-validator (which checks 1.0); ``focus10_names=True`` writes those unprefixed
+V13 = ["x_ServiceProviderName", "x_HostProviderName"]
+COMPAT = ["x_ChargeType", "x_InvoiceIssuer", "x_Provider", "x_Publisher", "x_ResourceID"]
 CUSTOM = ["x_PlanName", "x_PlanRunId", "x_Source", "x_GpuType", "x_Option", "x_CommitmentDiscountStart",
           "x_CommitmentDiscountEnd"]
 COLUMNS = MANDATORY + OTHER + V13 + COMPAT + CUSTOM
@@ -81,9 +85,11 @@ def _hours_by_month(a: pd.Timestamp, b: pd.Timestamp, lo: pd.Timestamp, hi: pd.T
 
 
 def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str = "planned",
-                sub_account: str | None = None, fleet: pd.DataFrame | None = None) -> pd.DataFrame:
+                sub_account: str | None = None, fleet: pd.DataFrame | None = None,
+                focus10_names: bool = False) -> pd.DataFrame:
     """The FOCUS rows of a plan.json (a dict): see the module docstring. With ``fleet`` (the plan's fleet.csv),
-    the usage rows of pools and of reserved commitments are per period of the plan instead of per month."""
+    the usage rows of pools and of reserved commitments are per period of the plan instead of per month.
+    ``focus10_names``: the columns outside FOCUS 1.2 without their ``x_`` prefix (for FOCUS 1.0 validators)."""
     horizon = plan["horizon"]
     lo = pd.Timestamp(horizon["start"])
     lo = lo.tz_convert(None) if lo.tzinfo else lo
@@ -92,7 +98,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
     base = {"BillingAccountId": billing_account, "BillingAccountName": billing_account, "BillingCurrency": "USD",
             "ChargeClass": None, "InvoiceIssuerName": provider, "ProviderName": provider, "PublisherName": provider,
             "ServiceCategory": "Compute", "ServiceName": "GPU compute", "SubAccountId": sub_account,
-            "ServiceProviderName": provider, "HostProviderName": provider,
+            "x_ServiceProviderName": provider, "x_HostProviderName": provider,
             "SubAccountName": sub_account, "x_PlanName": plan.get("name"), "x_PlanRunId": plan.get("run_id")}
 
     def add(month: str, start, end, **cols):
@@ -103,6 +109,12 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
     commitments = []  # one per commitment active in the horizon: this plan's purchases, then the inventory
     spend_use = {(c["option"], c["family"], c["purchase_date"]): float(c.get("utilisation") or 0.0)
                  for c in plan.get("spend_commitments", [])}
+    # on-demand USD per USD a savings plan drew: the on-demand value of the usage it paid over its value at the
+    # plan's rates (each drawn dollar lists at this: ListCost - EffectiveCost is what the plan saved)
+    spend_markup = {(c["option"], c["family"], c["purchase_date"]):
+                    float(c.get("covered_at_on_demand_usd") or 0.0) / float(c["covered_at_rates_usd"])
+                    if float(c.get("covered_at_rates_usd") or 0.0) > 0 else 0.0
+                    for c in plan.get("spend_commitments", [])}
     for p in plan.get("reserved_purchases", []):
         spend = p.get("kind") == "spend"
         if not (p.get("usd_per_hour") if spend else p.get("instances")):
@@ -129,7 +141,9 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             "source": "new purchase",  # a capacity block is paid in the month its window starts (cash_date)
             "capacity": p.get("guarantees_capacity", True) is not False,
             "spend_share": spend_use.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10]))
-            if spend else None})
+            if spend else None,
+            "spend_markup": spend_markup.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10]),
+                                             0.0) if spend else None})
     for i, r in enumerate(plan.get("inventory", [])):
         if not r.get("priced"):
             continue
@@ -213,6 +227,8 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                     continue
                 list_cost = q * list_rate if (status == "Used" and list_rate is not None and not c.get("spend")) \
                     else 0.0
+                if c.get("spend") and status == "Used":  # what the usage it paid lists at on demand
+                    list_cost = q * c["spend_markup"]
                 text = (f"Savings plan {c['option']} ({c['family']}) {'drawn' if status == 'Used' else 'unused'} "
                         f"({c['cid']})") if c.get("spend") else (
                     f"{'Reserved' if status == 'Used' else 'Idle reserved'} {c['gpu_type']} GPU-hours in "
@@ -221,7 +237,8 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                     ChargeDescription=text, BilledCost=0.0,
                     EffectiveCost=gpus * c["eff"] * h * part, ListCost=list_cost, ContractedCost=list_cost,
                     ContractedUnitPrice=list_rate if status == "Used" and not c.get("spend") else 0.0,
-                    ListUnitPrice=list_rate if status == "Used" and not c.get("spend") else 0.0, PricingQuantity=q,
+                    ListUnitPrice=(list_rate if not c.get("spend") else c["spend_markup"]) if status == "Used"
+                    else 0.0, PricingQuantity=q,
                     PricingUnit=unit_of(c), PricingCategory="Committed", CommitmentDiscountStatus=status,
                     ConsumedQuantity=q if status == "Used" else None,
                     ConsumedUnit=unit_of(c) if status == "Used" else None, **kind(c, CommitmentDiscountQuantity=q),
@@ -260,17 +277,24 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
 
         frames.append(period_rows(plan, fleet, commitments, base, lo, hi))
     out = pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS)
-    out["ChargeType"] = out["ChargeCategory"]
-    out["InvoiceIssuer"] = out["Provider"] = out["Publisher"] = provider
-    out["ResourceID"] = out["ResourceName"] = out["SkuId"]  # 1.0's spelling (1.2's ResourceId is conditional):
-    # one of the two only, so that case-insensitive readers (SQL) do not see a duplicate column
+    out["x_ChargeType"] = out["ChargeCategory"]
+    out["x_InvoiceIssuer"] = out["x_Provider"] = out["x_Publisher"] = provider
+    # a stable id per purchase (its commitment id) and per pool (its usage rows); the extension row its SKU
+    pool_id = "pool/" + out["x_GpuType"].astype(object) + "/" + out["RegionId"].astype(object)
+    out["ResourceId"] = out["CommitmentDiscountId"].where(out["CommitmentDiscountId"].notna(),
+                                                          pool_id.where(out["x_GpuType"].notna(), out["SkuId"]))
+    out["ResourceName"] = out["ResourceId"]
+    out["x_ResourceID"] = out["ResourceId"]  # 1.0's spelling
     out["SkuPriceId"] = out["SkuId"] + "/" + out["PricingCategory"].fillna("")
     out.loc[out["CapacityReservationId"].isna(), "CapacityReservationStatus"] = None
     out["Tags"] = json.dumps({"planner_plan": plan.get("name")})
     for c in DECIMALS:
         out[c] = pd.to_numeric(out[c]).astype(float)
-    return out.sort_values(["BillingPeriodStart", "ChargeCategory", "x_GpuType", "RegionId"],
-                           kind="stable").reset_index(drop=True)
+    out = out.sort_values(["BillingPeriodStart", "ChargeCategory", "x_GpuType", "RegionId"],
+                          kind="stable").reset_index(drop=True)
+    if focus10_names:  # 1.0's ResourceID and 1.2's ResourceId: one only, or case-insensitive readers see two
+        out = out.drop(columns=["ResourceId"]).rename(columns={c: c[2:] for c in V13 + COMPAT})
+    return out
 
 
 def decimal_text(x: float) -> str:
