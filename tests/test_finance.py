@@ -219,7 +219,8 @@ def test_formulas_carry_their_values_for_readers_without_a_calculation_engine(ex
     assert sum(costs) == pytest.approx(data["cost_usd"]["total"], rel=1e-9)
     buys = [r for r in summary.itertuples() if str(r.item).startswith("Sign now:")]  # the memo opens the sheet
     assert len(buys) == sum(1 for p in data["reserved_purchases"] if p["instances"] and p["firm"]) > 0
-    assert str(summary["item"].iloc[0]).startswith("Sign now:")
+    assert str(summary["item"].iloc[0]).startswith("Check:")  # the check cell (issue 35), then what to sign
+    assert str(summary["item"].iloc[1]).startswith("Sign now:")
 
 
 def test_print_setup_fits_the_width_and_repeats_the_header(example_plan):

@@ -94,7 +94,7 @@ def test_the_break_even_rate_of_the_payment_options_is_the_hand_irr(payment_book
     assert be["break_even_rate"].iat[0] == pytest.approx(hand, abs=1e-9)
     assert be["upfront_option"].iat[0] == "reserved_1y_all_upfront" and be["cheaper"].iat[0] == be["upfront_option"].iat[0]
     s = sheet(paths["xlsx"], "Summary").set_index("item")
-    label = "Payment options: A r1 reserved_1y_all_upfront or reserved_1y_no_upfront"
+    label = "Payment options: A r1 reserved_1y_all_upfront or reserved_1y_no_upfront (as solved)"
     assert s.loc[label, "value"] == pytest.approx(hand, abs=1e-9)
     assert "As solved at 5.0%" in s.loc[label, "note"]
     # the terminal prints it too
@@ -169,3 +169,57 @@ def test_focus_list_prices_savings_plan_usage_and_names_every_resource(payment_b
     assert bought["ResourceId"].nunique() == 1 and bought["ResourceId"].iat[0] == bought["CommitmentDiscountId"].iat[0]
     old, _ = write_focus(paths["json"], tmp_path / "focus10.csv", focus10_names=True)
     assert {"ChargeType", "ResourceID", "ServiceProviderName"} <= set(pd.read_csv(old).columns)
+
+
+def _summary_rows(path) -> dict:
+    ws = load_workbook(path, data_only=True)["Summary"]
+    return {r[0].value: (r[1].value, r[2].value) for r in ws.iter_rows(min_row=2) if isinstance(r[0].value, str)}
+
+
+def test_after_a_price_and_rate_edit_every_memo_figure_moves_by_hand_or_is_flagged(payment_book, tmp_path):
+    from test_workbook import needs_lo, recalc  # noqa: F401  (skips below without LibreOffice)
+    from test_workbook import soffice
+
+    if soffice() is None:
+        pytest.skip("LibreOffice (soffice) not installed")
+    from planner.report.workbook.memo import CHECK_EDITED, CHECK_OK
+
+    plan, paths = payment_book
+    before = _summary_rows(recalc(paths["xlsx"], tmp_path / "lo1"))
+    check = "Check: prices and discount rate as solved"
+    assert before[check][0] == CHECK_OK  # LibreOffice's checksum is the one stored
+    wb = load_workbook(paths["xlsx"])
+    prices = wb["Prices"]
+    head = [c.value for c in prices[1]]
+    for row in prices.iter_rows(min_row=2):
+        if row[head.index("option")].value == "reserved_1y_all_upfront":
+            row[head.index("upfront_usd")].value = 9000.0  # was 8,000
+    (_, cell), = list(wb.defined_names["discount_rate"].destinations)
+    wb["Summary"][cell.replace("$", "")].value = 0.09
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    after = _summary_rows(recalc(edited, tmp_path / "lo2"))
+    assert after[check][0] == CHECK_EDITED
+    sign = next(k for k in after if k.startswith("Sign now:"))
+    assert after[sign][0] == pytest.approx(10 * 9000.0)  # the whole commitment, by hand
+    assert "at 9.0%" in after[sign][1] and "at 5.0%" in before[sign][1]  # the note quotes the edited rate
+    # live: the amortised reserved cost rises by 10 GPUs x 1,000 / 8,760 h x 24 h, the baseline is unchanged
+    moved = after["Saving against all on-demand"][0] - before["Saving against all on-demand"][0]
+    assert moved == pytest.approx(-10 * 1000.0 / 8760.0 * 24, rel=1e-9)
+    # every other figure is a formula (it follows the edit) or a figure of the solve marked (as solved), whose
+    # item and value turn red with the check cell
+    rules = load_workbook(paths["xlsx"])["Summary"].conditional_formatting
+    flagged = {str(cf.sqref) for cf in rules if any(CHECK_EDITED in (r.formula[0] if r.formula else "")
+                                                     for r in cf.rules)}
+    assert "B2" in flagged
+    ws = load_workbook(paths["xlsx"])["Summary"]
+    checked = 0
+    for row in ws.iter_rows(min_row=3):
+        label, value = row[0].value, row[1].value
+        if label == "Solver status":
+            break  # the solver's and the inputs' facts follow
+        if not isinstance(value, (int, float)) or label.startswith("Discount rate"):
+            continue  # formulas (str "=...") are live; the rate is the input itself
+        assert "(as solved)" in label and f"A{row[0].row}:B{row[0].row}" in flagged, label
+        checked += 1
+    assert checked >= 5

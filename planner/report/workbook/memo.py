@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ... import commitments
 from ...results import Plan
 from .book import DAY, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, ref
 
@@ -24,7 +25,7 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
     """(label, value, format, note, red) rows of the memo, in reading order. ``purchases`` are the Purchases
     sheet's rows (their positions give the row a live cell refers to)."""
     m = plan.memo
-    rows: list[tuple] = []
+    rows: list[tuple] = [check_row(plan)]
     tr = _tranches(plan)
     sheet_row = {idx: i + 2 for i, idx in enumerate(purchases.index)}
     rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
@@ -63,8 +64,12 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         p = plan.purchases.iloc[int(r.row)]
         total = float(p.get("commitment_usd", r.usd_per_hour * r.hours_active))
         hours = total / float(r.usd_per_hour) if r.usd_per_hour > 0 else 0.0
+        prices = plan.inputs.tables.prices
+        at = np.flatnonzero((prices["option"] == r.option).to_numpy())
+        if len(at):  # live: the USD per hour decided x the term on the Prices sheet (730 h a month)
+            total = F(f"={float(r.usd_per_hour)!r}*{ref('Prices', 'term_months', int(at[0]) + 2)}*730", total)
         rows.append((f"Commit now: {r.option} ({r.plan_family}): whole commitment", total, USD0,
-                     f"${float(r.usd_per_hour):,.2f}/h x {hours:,.0f} h of the term = {_money(total)}, "
+                     f"${float(r.usd_per_hour):,.2f}/h x {hours:,.0f} h of the term = {_money(float(getattr(total, 'value', total)))}, "
                      f"from {pd.Timestamp(r.purchase_date):%Y-%m-%d} to {pd.Timestamp(r.end_date):%Y-%m-%d} (term end), "
                      f"no upfront, {_money(float(r.usd_per_hour) * 730)} a month; {100 * r.utilisation:.1f} % used "
                      "(Savings plans sheet)", False))
@@ -87,48 +92,93 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
 
     owned = float(inventory_table(plan.inputs)["horizon_cost_usd"].sum())
     total = float(plan.cost["total"])
-    rows.append(("Saving against all on-demand", base - total, USD0,
+    rows.append(("Saving against all on-demand", F("=all_on_demand_usd-total_cost_usd", base - total), USD0,
                  f"{100 * (base - total) / base:.1f} % of {_money(base)}; on the full bill (commitments already owned "
                  f"included: {_money(owned)}) {_money(base - total - owned)}, "
                  f"{100 * (base - total - owned) / base:.1f} %" if base > 0 else "", False))
     if m is not None and m.savings:
         sv = m.savings
         nb = float(sv["next_best_cost_usd"])
-        rows.append(("Saving against no new commitments", nb - total, USD0,
+        rows.append(("Saving against no new commitments (as solved)", nb - total, USD0,
                      f"the best plan buying nothing new (on-demand and spot, re-solved) costs {_money(nb)}: "
                      f"{100 * (nb - total) / nb:.1f} % saved; the same on the full bill (the owned commitments "
-                     "are in both)" if nb > 0 else "", (nb - total) < 0))
+                     "are in both). " + AS_SOLVED if nb > 0 else AS_SOLVED, (nb - total) < 0, True))
         near = _nearest_on_curve(m.curve)
         if near is not None:
-            rows.append((f"Saving against {near['factor']:g} x these commitments", float(near["total_cost_usd"]) - total,
+            rows.append((f"Saving against {near['factor']:g} x these commitments (as solved)", float(near["total_cost_usd"]) - total,
                          USD0, f"the nearest other level on the Commitment curve ({_money(near['committed_usd'])} "
-                         f"committed) costs {_money(near['total_cost_usd'])}: what the last step of commitment buys",
-                         float(near["total_cost_usd"]) - total < 0))
+                         f"committed) costs {_money(near['total_cost_usd'])}: what the last step of commitment buys. "
+                         + AS_SOLVED, float(near["total_cost_usd"]) - total < 0, True))
     cov = m.coverage if m is not None else None
     if cov is None:
         from ...memo import coverage
 
         cov = coverage(plan)
     with_spot = float(cov.get("coverage_with_spot", np.nan))
-    rows.append(("Coverage, spot not counted (committed GPU-hours / reserved + on-demand)",
+    rows.append(("Coverage, spot not counted (committed GPU-hours / reserved + on-demand) (as solved)",
                  float(cov.get("coverage", np.nan)), PCT,
                  "share of the reserved and on-demand GPU-hours in pools with a commitment option served by "
                  "commitments (owned, bought, savings plans); spot GPU-hours left out"
-                 + (f"; counting spot in the denominator: {100 * with_spot:.1f} %" if with_spot == with_spot else ""),
-                 False))
+                 + (f"; counting spot in the denominator: {100 * with_spot:.1f} %" if with_spot == with_spot else "")
+                 + ". " + AS_SOLVED, False, True))
     if with_spot == with_spot:
-        rows.append(("Coverage, spot counted (committed GPU-hours / reserved + on-demand + spot)", with_spot, PCT,
-                     "the same committed GPU-hours over every GPU-hour of those pools, spot included", False))
+        rows.append(("Coverage, spot counted (committed GPU-hours / reserved + on-demand + spot) (as solved)",
+                     with_spot, PCT,
+                     "the same committed GPU-hours over every GPU-hour of those pools, spot included. " + AS_SOLVED,
+                     False, True))
     if m is not None and m.downside is not None and len(m.downside):
         at = float(m.downside["full_term_cost_usd"].iat[0])
         for r in m.downside[m.downside["shock"] > 0].itertuples():
-            rows.append((f"If demand is {100 * r.shock:.0f} % lower", float(r.full_term_cost_usd), USD0,
+            rows.append((f"If demand is {100 * r.shock:.0f} % lower (as solved)", float(r.full_term_cost_usd), USD0,
                          f"cost over the whole terms (at the forecast {_money(at)}), purchases fixed, re-solved; "
                          f"stranded in the horizon (held, not used) "
                          f"{_money(r.stranded_usd)} (+{_money(r.stranded_increase_usd)})"
                          + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %"
-                            if r.reserved_utilisation == r.reserved_utilisation else "") + ": Downside", r.stranded_increase_usd > 0.05 * max(base, 1)))
+                            if r.reserved_utilisation == r.reserved_utilisation else "") + ": Downside. " + AS_SOLVED,
+                         r.stranded_increase_usd > 0.05 * max(base, 1), True))
     return rows
+
+
+CHECK_OK = "as solved"
+CHECK_EDITED = "EDITED since solved: re-plan"
+AS_SOLVED = ("As solved: a re-solve's figure, not a formula; the check row at the top turns red once a price or "
+             "the discount rate is edited.")
+
+
+def check_terms(prices: pd.DataFrame, rate: float) -> tuple[str, float]:
+    """The check formula's live checksum over the Prices cells the figures depend on (hourly, upfront, residual,
+    term, each weighted by its row and a column weight so edits do not cancel) and the discount rate, and its
+    value today (the Prices sheet's cells as written: blanks are 0)."""
+    from .book import span
+
+    n = max(len(prices) + 1, 2)
+    parts, value = [], 0.0
+    rows = np.arange(2, len(prices) + 2, dtype=float)
+    reserved = prices["option"].map(lambda o: commitments.kind_of_name(o) in commitments.COMMITMENT_KINDS) \
+        .to_numpy(bool) if len(prices) else np.zeros(0, bool)
+    for col, weight in (("hourly_usd", 1.0), ("upfront_usd", 2.0), ("residual_usd", 3.0), ("term_months", 5.0)):
+        rng = span("Prices", col, 2, n)
+        parts.append(f"{weight:g}*SUMPRODUCT({rng},ROW({rng}))")
+        v = pd.to_numeric(prices[col], errors="coerce").fillna(0.0).to_numpy(float) if col in prices \
+            else np.zeros(len(prices))
+        if col != "hourly_usd":
+            v = np.where(reserved, v, 0.0)  # the Prices sheet leaves them blank on other rows
+        value += weight * float(v @ rows)
+    return "+".join(parts) + "+1000000*discount_rate", value + 1e6 * rate
+
+
+def check_row(plan: Plan) -> tuple:
+    """The memo's first row: "as solved" while the Prices cells and the discount rate are those the plan was solved
+    with, red "EDITED since solved: re-plan" once any is edited (a live checksum against the one stored)."""
+    rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
+    formula, stored = check_terms(plan.inputs.tables.prices, rate)
+    cell = F(f'=IF(ABS({formula}-{stored!r})>1E-9*MAX(1,ABS({stored!r})),"{CHECK_EDITED}","{CHECK_OK}")', CHECK_OK)
+    return ("Check: prices and discount rate as solved", cell, None,
+            "Live figures below are formulas and follow any edit. Rows marked (as solved) come from re-solves of the "
+            "model (next-best plan, downside, commitment curve, payment break-even) and coverage from the solve: "
+            "this cell compares a checksum of the Prices sheet (hourly, upfront, residual, term) and the discount "
+            f"rate with the one stored when the plan was solved ({stored!r}); it and every (as solved) row turn red "
+            "once they differ: re-run planner plan for true figures.", False)
 
 
 def _rate_text(rate: float) -> str:
@@ -157,13 +207,15 @@ def _payment_rows(plan: Plan) -> list[tuple]:
         if not bool(p.get("firm", True)):
             continue
         irr = float(r.break_even_rate)
-        out.append((f"Payment options: {p['gpu_type']} {p['region']} {r.upfront_option} or {r.other_option}",
+        out.append((f"Payment options: {p['gpu_type']} {p['region']} {r.upfront_option} or {r.other_option} "
+                    "(as solved)",
                     irr if irr == irr else "n/a", PCT,
                     _live_rate_note(
                         f"the cost of capital at which they cost the same (the IRR of the difference of their cash "
                         f"flows): below it pay upfront, above it pay monthly. As solved at ", float(r.rate),
                         f": NPV {r.upfront_option} {_money(r.upfront_npv_usd)}, {r.other_option} "
-                        f"{_money(r.other_npv_usd)}: {r.cheaper} is cheaper (Purchases, payment_options)"), False))
+                        f"{_money(r.other_npv_usd)}: {r.cheaper} is cheaper (Purchases, payment_options). "
+                        + AS_SOLVED), False, True))
     return out
 
 

@@ -34,12 +34,12 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("amortised_usd", "Reserved cost amortised over the horizon", "Purchases sheet, horizon_cost_usd"),
         ("liability_past_horizon_usd", "Liability falling after the horizon ends",
          _liability_note(plan)),
-        ("reserved_utilisation", "Reserved utilisation", "reserved GPU-hours used / owned"),
-        ("shortfall_gpu_hours", "Shortfall (GPU-hours not met)", "0 when every class's demand is met; "
+        ("reserved_utilisation", "Reserved utilisation (as solved)", "reserved GPU-hours used / owned"),
+        ("shortfall_gpu_hours", "Shortfall (GPU-hours not met) (as solved)", "0 when every class's demand is met; "
          "Shortfall sheet: which class, when, why"),
-        ("worst_case_usd", "Worst-case scenario cost", "Scenarios sheet"),
-        ("vss_usd", "Value of the stochastic solution", "expected saving over planning on the mean forecast"),
-        ("evpi_usd", "Value of perfect information", "what a perfect forecast would save"),
+        ("worst_case_usd", "Worst-case scenario cost (as solved)", "Scenarios sheet"),
+        ("vss_usd", "Value of the stochastic solution (as solved)", "expected saving over planning on the mean forecast"),
+        ("evpi_usd", "Value of perfect information (as solved)", "what a perfect forecast would save"),
         ("discount_rate", "Discount rate (a year)", "[finance] discount_rate; editable: the Cash flow sheet "
          "discounts month m (0 = the first) by (1 + rate)^(-m/12)"),
         ("npv_usd", "NPV of the cash, to the last term's end", "Cash flow sheet, discounted_usd (plan.json npv_usd)"),
@@ -90,9 +90,12 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         lines = max(_lines(values[0], widths["item"]), _lines(values[2], widths["note"]))
         if lines > 1:
             ws.set_row(s.rows - 1, 15 * lines)
-    for label, value, fmt, note, red in memo:  # the purchase memo first: what to sign, cash, savings, downside
+    stale = []
+    for label, value, fmt, note, red, *solved in memo:  # the purchase memo first: what to sign, cash, savings, downside
         put([s.cell(label, None, RED if red else None) if red else label, s.cell(value, fmt),
              note if isinstance(note, F) else s.text(note)])  # a note quoting the rate is a live text formula
+        if solved and solved[0]:
+            stale.append(s.rows - 1)
     inp = plan.inputs
     costs = lambda name: span("Costs", name, 2, cost_rows)  # noqa: E731
     last_p = max(len(purchases) + 1, 2)
@@ -157,6 +160,9 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         font = RED if key == "shortfall_gpu_hours" and short > 1e-6 else None
         cell = s.cell(value, fmt, font) if not isinstance(value, str) or isinstance(value, F) else s.text(value)
         put([label, cell, note])
+        if label.endswith("(as solved)"):  # a figure of the solve, not a formula: red with the check cell
+            stale.append(s.rows - 1)
+    _check_formats(ws, stale)
     for r in plan.purchases[plan.purchases["kind"].eq("exit") & (plan.purchases["instances"] > 0)].itertuples() \
             if "kind" in plan.purchases else []:  # resales planned: what to sell, when
         put(["Sell later (planned)", s.cell(float(-r.gpus), INT),
@@ -176,6 +182,17 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
     put(["Written (UTC)", s.text(prov["created_utc"]), s.text(f"run id {plan.run_id}")])
     s.table("Summary")
     _summary_charts(ws, plan, row_of, s.rows + 1)
+
+
+def _check_formats(ws, stale: list[int]) -> None:
+    """Red fill on the memo's check cell (B2) and on every (as solved) row's item and value once it says edited."""
+    from .memo import CHECK_EDITED
+
+    red = ws.planner_book.wb.add_format({"bg_color": "#FFC7CE", "font_color": "#9C0006", "bold": True})
+    when = {"type": "formula", "criteria": f'=$B$2="{CHECK_EDITED}"', "format": red}
+    ws.conditional_format(1, 1, 1, 1, when)
+    for r in stale:
+        ws.conditional_format(r, 0, r, 1, when)
 
 
 def _summary_charts(ws, plan: Plan, row_of: dict, first_free: int) -> None:
