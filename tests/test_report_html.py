@@ -139,7 +139,7 @@ def test_the_header_and_the_purchases_table_show_the_plan(hourly):
     page = out.read_text(encoding="utf-8")
     assert f"${plan['cost_usd']['total']:,.0f}" in page
     assert f"${plan['savings_usd']:,.0f}" in page and plan["status"] in page
-    table = re.search(r"<table id='purchases'>(.*?)</table>", page, re.S).group(1)
+    table = re.search(r"<table class='fit' id='purchases'>(.*?)</table>", page, re.S).group(1)
     bought = [r for r in plan["reserved_purchases"] if r["instances"] > 0]
     assert bought and table.count("<tr>") == 1 + len(bought)             # header + the rows that buy
     for r in bought:
