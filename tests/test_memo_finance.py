@@ -11,7 +11,8 @@ from openpyxl import load_workbook
 from planner import load_inputs, make_plan
 from planner.pipeline import write_outputs
 
-from test_memo import H, two_tranches
+from test_memo import H, two_tranches  # noqa: F401
+from test_workbook import needs_lo, recalc
 
 
 @pytest.fixture(scope="module")
@@ -176,12 +177,8 @@ def _summary_rows(path) -> dict:
     return {r[0].value: (r[1].value, r[2].value) for r in ws.iter_rows(min_row=2) if isinstance(r[0].value, str)}
 
 
+@needs_lo
 def test_after_a_price_and_rate_edit_every_memo_figure_moves_by_hand_or_is_flagged(payment_book, tmp_path):
-    from test_workbook import needs_lo, recalc  # noqa: F401  (skips below without LibreOffice)
-    from test_workbook import soffice
-
-    if soffice() is None:
-        pytest.skip("LibreOffice (soffice) not installed")
     from planner.report.workbook.memo import CHECK_EDITED, CHECK_OK
 
     plan, paths = payment_book
