@@ -107,12 +107,14 @@ def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
     of its pool, kind, term and purchase date (rows that differ only in upfront / hourly / residual).
 
     Columns: ``purchase`` (row of ``purchases``), ``option``, ``chosen``, ``upfront_usd``,
-    ``monthly_recurring_usd``, ``full_term_usd`` (undiscounted), ``npv_usd``.
+    ``monthly_recurring_usd``, ``full_term_usd`` (undiscounted), ``npv_usd``, ``reserved_row`` (the option's
+    row of ``inp.reserved``).
     """
     from .ladder import full_term_usd_per_gpu
 
     res = inp.reserved
-    cols = ["purchase", "option", "chosen", "upfront_usd", "monthly_recurring_usd", "full_term_usd", "npv_usd"]
+    cols = ["purchase", "option", "chosen", "upfront_usd", "monthly_recurring_usd", "full_term_usd", "npv_usd",
+            "reserved_row"]
     qty = purchases["quantity"] if "quantity" in purchases else purchases["gpus"]  # GPUs, or USD/h (savings plan)
     bought = np.flatnonzero(qty.to_numpy(float) > 0)
     if not len(bought) or not len(res):
@@ -140,55 +142,49 @@ def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
             out.append({"purchase": int(i), "option": res["option"].iat[j], "chosen": bool(j == i),
                         "upfront_usd": gpus * float(res["upfront_usd"].iat[j]),
                         "monthly_recurring_usd": gpus * float(res["hourly_usd"].iat[j]) * HOURS_PER_MONTH,
-                        "full_term_usd": gpus * float(full[j]), "npv_usd": gpus * float(npv[j])})
+                        "full_term_usd": gpus * float(full[j]), "npv_usd": gpus * float(npv[j]),
+                        "reserved_row": int(j)})
     return pd.DataFrame(out, columns=cols)
 
 
-def npv_of_payments(upfront: float, monthly: float, months: int, rate: float) -> float:
-    """The present value of ``upfront`` now and ``monthly`` at the start of each of ``months`` months, month m
-    discounted by ``(1 + rate) ** (-m / 12)`` (the planner's convention, :func:`month_factor`)."""
-    m = np.arange(max(int(months), 0), dtype=float)
-    return float(upfront + monthly * ((1.0 + rate) ** (-m / 12.0)).sum())
-
-
-def break_even_rate(a: tuple[float, float], b: tuple[float, float], months: int) -> float | None:
-    """The yearly cost of capital at which payment options ``a`` and ``b`` ((upfront, monthly fee) each, over
-    ``months`` months) have the same present value: above it the option paying later is cheaper. None when one
-    is cheaper at every rate from -50 % to 1,000 % (no crossing). Solved by Brent's method (scipy)."""
+def break_even_rate(rows: pd.DataFrame, origin, lo: float = -0.99, hi: float = 100.0) -> float:
+    """The annual cost of capital at which the first row of ``rows`` (the most upfront) and the second (the
+    least) cost the same today: the internal rate of return of the difference of their cash flows, found by
+    Brent's method on the difference of their NPVs (:func:`purchase_npv_per_gpu`). Below it the upfront option
+    is cheaper, above it the other. NaN when the difference does not change sign in ``[lo, hi]`` (one option is
+    cheaper at every rate)."""
     from scipy.optimize import brentq
 
-    def diff(r):
-        return npv_of_payments(*a, months, r) - npv_of_payments(*b, months, r)
+    def gap(rate: float) -> float:
+        v = purchase_npv_per_gpu(rows, origin, rate)
+        return float(v[0] - v[1])
 
-    lo, hi = -0.5, 10.0
-    if diff(lo) * diff(hi) > 0:
-        return None
-    return float(brentq(diff, lo, hi, xtol=1e-12, rtol=1e-12))
+    a, b = gap(lo), gap(hi)
+    if not (np.isfinite(a) and np.isfinite(b)) or a * b > 0:
+        return float("nan")
+    return float(brentq(gap, lo, hi, xtol=1e-12, rtol=1e-12, maxiter=200))
 
 
-def payment_break_evens(payment_options: pd.DataFrame, purchases: pd.DataFrame) -> pd.DataFrame:
-    """Per purchase with more than one payment option: the option paying most upfront and the one paying least,
-    their present values, and the cost of capital at which they cost the same (:func:`break_even_rate`).
-
-    Columns: ``purchase`` (row of ``purchases``), ``upfront_option``, ``monthly_option``, ``upfront_npv_usd``,
-    ``monthly_npv_usd``, ``break_even_rate`` (NaN: no crossing), ``chosen``."""
-    cols = ["purchase", "upfront_option", "monthly_option", "upfront_npv_usd", "monthly_npv_usd", "break_even_rate",
-            "chosen"]
-    if payment_options is None or not len(payment_options):
+def payment_break_even(inp, po: pd.DataFrame) -> pd.DataFrame:
+    """Per purchase with payment options of different upfronts: the most-upfront and the least-upfront option,
+    the NPV of each at the model's rate, and :func:`break_even_rate` between them (the rate at which they cost
+    the same). Columns: ``purchase``, ``upfront_option``, ``other_option``, ``upfront_npv_usd``,
+    ``other_npv_usd``, ``break_even_rate``, ``rate`` (the model's), ``cheaper`` (the option cheaper at it)."""
+    cols = ["purchase", "upfront_option", "other_option", "upfront_npv_usd", "other_npv_usd", "break_even_rate",
+            "rate", "cheaper"]
+    if po is None or not len(po) or "reserved_row" not in po:
         return pd.DataFrame(columns=cols)
+    res = inp.reserved
+    rate = float(inp.config.finance.discount_rate)
     out = []
-    for i, g in payment_options.groupby("purchase"):
-        if len(g) < 2:
+    for i, g in po.groupby("purchase"):
+        g = g.sort_values(["upfront_usd", "option"], kind="stable")
+        most, least = g.iloc[-1], g.iloc[0]
+        if len(g) < 2 or most["upfront_usd"] <= least["upfront_usd"] + 1e-9:
             continue
-        g = g.sort_values("upfront_usd")
-        lo, hi = g.iloc[0], g.iloc[-1]
-        if hi["upfront_usd"] - lo["upfront_usd"] <= 1e-9:
-            continue
-        months = int(round(float(purchases["term_months"].iat[int(i)]))) if "term_months" in purchases else 12
-        rate = break_even_rate((float(hi["upfront_usd"]), float(hi["monthly_recurring_usd"])),
-                               (float(lo["upfront_usd"]), float(lo["monthly_recurring_usd"])), months)
-        out.append({"purchase": int(i), "upfront_option": hi["option"], "monthly_option": lo["option"],
-                    "upfront_npv_usd": float(hi["npv_usd"]), "monthly_npv_usd": float(lo["npv_usd"]),
-                    "break_even_rate": np.nan if rate is None else rate,
-                    "chosen": g.loc[g["chosen"], "option"].iat[0] if g["chosen"].any() else ""})
+        rows = res.iloc[[int(most["reserved_row"]), int(least["reserved_row"])]]
+        out.append({"purchase": int(i), "upfront_option": most["option"], "other_option": least["option"],
+                    "upfront_npv_usd": float(most["npv_usd"]), "other_npv_usd": float(least["npv_usd"]),
+                    "break_even_rate": break_even_rate(rows, inp.discount_origin), "rate": rate,
+                    "cheaper": most["option"] if most["npv_usd"] <= least["npv_usd"] else least["option"]})
     return pd.DataFrame(out, columns=cols)

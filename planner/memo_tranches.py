@@ -15,9 +15,11 @@ import pandas as pd
 
 TRANCHE_COLUMNS = ["row", "gpu_type", "region", "option", "kind", "purchase_date", "end_date", "firm",
                    "stack_position", "instances", "gpus", "active_periods", "capacity_gpu_hours", "used_gpu_hours",
-                   "avg_utilisation", "min_utilisation", "max_utilisation", "horizon_cost_usd", "full_term_usd",
+                   "avg_utilisation", "min_utilisation", "horizon_cost_usd", "full_term_usd",
                    "on_demand_value_usd", "net_savings_usd", "effective_usd_per_gpu_hour",
-                   "on_demand_usd_per_gpu_hour", "break_even_utilisation", "pays", "branch", "probability"]
+                   "on_demand_usd_per_gpu_hour", "break_even_utilisation", "pays", "branch", "probability",
+                   "max_utilisation", "spot_usd_per_useful_gpu_hour", "break_even_vs_spot",
+                   "break_even_vs_nothing"]
 
 
 def reserved_used_cube(plan) -> np.ndarray:
@@ -92,14 +94,16 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     ``purchase_date``, ``end_date``, ``firm``, ``stack_position`` (1 = first used in its pool after the
     inventory), ``instances``, ``gpus``, ``active_periods`` (periods of the horizon it holds GPUs in),
     ``capacity_gpu_hours`` and ``used_gpu_hours`` (expected; a branch's tranche: given its branch), ``avg_utilisation`` (used / capacity
-    GPU-hours), ``min_utilisation`` / ``max_utilisation`` (the lowest / highest expected per-period utilisation
-    over its active periods),
+    GPU-hours), ``min_utilisation`` (the lowest expected per-period utilisation over its active periods),
     ``horizon_cost_usd`` (amortised: effective rate x active horizon hours, as ``plan.purchases``),
     ``full_term_usd`` (its whole liability), ``on_demand_value_usd`` (its used GPU-hours at its pool's
     on-demand price), ``net_savings_usd`` (value less horizon cost), ``effective_usd_per_gpu_hour``,
     ``on_demand_usd_per_gpu_hour``, ``break_even_utilisation`` (effective / on-demand rate) and ``pays``
     (average utilisation at or above break-even), ``branch`` and ``probability`` (of the scenario-tree branch it
-    is bought in: "all" and 1 for a purchase made whatever happens).
+    is bought in: "all" and 1 for a purchase made whatever happens), ``max_utilisation``,
+    ``spot_usd_per_useful_gpu_hour`` (spot's hourly price / the best goodput of a class on the pool; NaN without
+    spot), ``break_even_vs_spot`` (effective / that) and ``break_even_vs_nothing`` (effective / the cheaper of
+    on-demand and spot: what buying nothing pays for the same hours).
     """
     inp = plan.inputs
     st = stack(plan)
@@ -140,7 +144,6 @@ def tranche_utilisation(plan) -> pd.DataFrame:
         "active_periods": active.sum(axis=1), "capacity_gpu_hours": cap_h, "used_gpu_hours": used_h,
         "avg_utilisation": np.divide(used_h, cap_h, out=np.zeros(len(rows)), where=cap_h > 0),
         "min_utilisation": np.where(active.any(axis=1), util_t.min(axis=1), 0.0),
-        "max_utilisation": np.where(active.any(axis=1), np.where(active, util_t, -np.inf).max(axis=1), 0.0),
         "horizon_cost_usd": cost[rows], "full_term_usd": full[rows],
         "on_demand_value_usd": used_h * np.nan_to_num(od)})
     out["net_savings_usd"] = out["on_demand_value_usd"] - out["horizon_cost_usd"]
@@ -150,6 +153,17 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     out["pays"] = out["avg_utilisation"] >= out["break_even_utilisation"] - 1e-12
     out["branch"] = pur["branch"].to_numpy()[rows] if "branch" in pur else "all"
     out["probability"] = inp.reserved_weight[rows]
+    out["max_utilisation"] = np.where(active.any(axis=1), np.where(active, util_t, -np.inf).max(axis=1), 0.0)
+    # spot's price per useful GPU-hour: its hourly price over the best goodput of any class on the pool (the
+    # cheapest spot can be, so the break-even against it is the highest: conservative)
+    g = np.asarray(inp.goodput, float).max(axis=0)[pr] if np.size(inp.goodput) else np.zeros(len(rows))
+    sp = inp.pools["sp"].to_numpy(float)[pr]
+    spot = np.divide(sp, g, out=np.full(len(rows), np.nan), where=(g > 0) & np.isfinite(sp))
+    out["spot_usd_per_useful_gpu_hour"] = spot
+    out["break_even_vs_spot"] = np.divide(r, spot, out=np.full(len(rows), np.nan), where=np.nan_to_num(spot) > 0)
+    # buying nothing serves the same hours at the cheaper of on-demand and spot
+    alt = np.fmin(np.where(np.nan_to_num(od) > 0, od, np.nan), spot)
+    out["break_even_vs_nothing"] = np.divide(r, alt, out=np.full(len(rows), np.inf), where=np.nan_to_num(alt) > 0)
     return out[TRANCHE_COLUMNS]
 
 
@@ -203,9 +217,12 @@ def coverage(plan) -> dict:
     owned = float(np.einsum("s,spt,t->", w, st["owned_used"] * eligible_pool[None, :, None], h))
     eligible = reserved + od
     covered = reserved + sp_cov
-    return {"eligible_gpu_hours": eligible, "covered_gpu_hours": covered, "owned_gpu_hours": owned,
+    spot = float(np.sum(f["spot"].to_numpy(float) * gh))
+    spot_el = float(np.sum(f["spot"].to_numpy(float) * gh * el))  # spot GPU-hours in the eligible pools
+    return {"coverage_with_spot": covered / (eligible + spot_el) if eligible + spot_el > 0 else float("nan"),
+            "eligible_spot_gpu_hours": spot_el,"eligible_gpu_hours": eligible, "covered_gpu_hours": covered, "owned_gpu_hours": owned,
             "bought_gpu_hours": reserved - owned, "savings_plan_gpu_hours": sp_cov,
             "on_demand_uncovered_gpu_hours": od - sp_cov,
-            "spot_gpu_hours": float(np.sum(f["spot"].to_numpy(float) * gh)),
+            "spot_gpu_hours": spot,
             "coverage": covered / eligible if eligible > 0 else float("nan"),
             "eligible_pools": [str(n) for n in inp.pools["name"].to_numpy()[eligible_pool]]}

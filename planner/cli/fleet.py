@@ -81,12 +81,11 @@ def quotas(model, plan_file, total_gpus, percentile, gamer, inflate, solver, out
 @click.option("--granularity", type=click.Choice(["month", "period"]), default="month", show_default=True,
               help="focus: usage rows per calendar month, or per period of the plan (from the fleet.csv beside "
                    "plan.json: hourly for an hourly plan; what `planner history import` reads back).")
-@click.option("--gpu-hour-budgets", "budget_slack", type=Finite(min=0, min_open=True), default=None,
-              metavar="SLACK", help="slurm: GPU-hour budgets (GrpTRESMins) at SLACK x each team's GPU-hours under "
-                                    "its quota, and budgets.csv, their replay (docs/quotas.md).")
+@click.option("--focus10-names", is_flag=True, help="focus: the columns outside FOCUS 1.2 under their FOCUS 1.0/1.3 "
+              "names (ChargeType, ResourceID, ServiceProviderName, ...) instead of x_-prefixed, for 1.0 validators.")
 @handle_errors
 def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, solver, out_dir, provider,
-               billing_account, sub_account, granularity, budget_slack=None):
+               billing_account, sub_account, granularity, focus10_names):
     """Write the quota policy as Kueue or Volcano manifests (YAML) or Slurm sacctmgr commands,
     or a plan's projected charges as a FinOps FOCUS 1.2 CSV (MODEL is then the plan.json).
 
@@ -104,7 +103,8 @@ def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, s
             raise InputError(Problem("PLAN_JSON", "the FOCUS export reads a plan.json",
                                      expected="planner export focus PATH/plan.json --out FILE.csv"))
         path, rows = write_focus(model, out_dir, granularity=granularity, provider=provider,
-                                 billing_account=billing_account, sub_account=sub_account)
+                                 billing_account=billing_account, sub_account=sub_account,
+                                 focus10_names=focus10_names)
         click.echo(f"wrote {path} ({rows} FOCUS 1.2 rows)")
         return
     from ..export import write_export

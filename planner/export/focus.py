@@ -12,15 +12,18 @@ One row per charge of the horizon, per calendar month (the billing period) and p
 
 Totals: sum(EffectiveCost) is the bill of the horizon under amortised accounting (plan.json
 ``bill_usd.total_usd``); sum(BilledCost) is the cash invoiced in the horizon. ListCost prices the
-reserved GPU-hours used at the on-demand rate (what they would have cost without the commitment) and
-everything else at its own rate; ContractedCost = ContractedUnitPrice x
+reserved GPU-hours used at the on-demand rate (what they would have cost without the commitment), the
+dollars a savings plan drew at the on-demand value of the usage they paid (ListUnitPrice: on-demand USD per
+USD drawn), and everything else at its own rate; ContractedCost = ContractedUnitPrice x
 PricingQuantity with the sheet's price as the contracted unit price (on every row, to the cent: decimals are
 written with up to 12 places, ``decimal_text``). Custom columns start with ``x_``.
 
 Column versions: the 1.2 set; ``CommitmentDiscountQuantity``/``Unit`` and ``CapacityReservationId``/``Status``
 (FOCUS 1.1, unchanged in 1.2 and 1.3: a reserved commitment is a capacity reservation unless plan.json says
 ``guarantees_capacity`` false); ``ServiceProviderName``/``HostProviderName`` (FOCUS 1.3, beside 1.2's
-``ProviderName``/``PublisherName``); the 1.0 names (``COMPAT``); ``x_CommitmentDiscountStart``/``End`` (the
+``ProviderName``/``PublisherName``, prefixed ``x_`` as every column outside 1.2 is); the 1.0 names (``COMPAT``,
+prefixed too unless ``focus10_names``); ``ResourceId`` (the commitment's id on its rows, ``pool/GPU/region`` on a
+pool's usage rows); ``x_CommitmentDiscountStart``/``End`` (the
 term, which FOCUS up to 1.3 has no cost-and-usage column for). With ``granularity="period"`` the usage rows are
 per period of the plan (``focus_hourly``).
 """
@@ -42,13 +45,13 @@ OTHER = ["ChargeFrequency", "PricingCategory", "CommitmentDiscountCategory", "Co
          "CommitmentDiscountName", "CommitmentDiscountQuantity", "CommitmentDiscountStatus",
          "CommitmentDiscountType", "CommitmentDiscountUnit", "ConsumedQuantity", "ConsumedUnit",
          "ContractedUnitPrice", "ListUnitPrice", "RegionId", "RegionName", "ResourceType", "SkuId",
-         "SubAccountId", "SubAccountName", "CapacityReservationId", "CapacityReservationStatus"]
-# FOCUS 1.3's names for the provider columns (ProviderName and PublisherName stay, as 1.2 requires them)
-# (outside 1.2: written as x_ custom columns, as FOCUS 1.2 requires of columns it does not define)
+         "SubAccountId", "SubAccountName", "CapacityReservationId", "CapacityReservationStatus", "ResourceId",
+         "ResourceName", "SkuPriceId", "Tags"]
+# the columns outside FOCUS 1.2 carry the x_ prefix of custom columns (issue 35): FOCUS 1.3's names for the
+# provider columns (ProviderName and PublisherName stay, as 1.2 requires them) and the FOCUS 1.0 names of the
+# FinOps Foundation's focus-validator (which checks 1.0); ``focus10_names=True`` writes those unprefixed
 V13 = ["x_ServiceProviderName", "x_HostProviderName"]
-# the FOCUS 1.0 names of 1.2's columns, outside 1.2 (x_), and 1.2's own ResourceId, ResourceName, SkuPriceId, Tags
-COMPAT = ["x_ChargeType", "x_InvoiceIssuer", "x_Provider", "x_Publisher", "x_ResourceID", "ResourceId", "ResourceName",
-          "SkuPriceId", "Tags"]
+COMPAT = ["x_ChargeType", "x_InvoiceIssuer", "x_Provider", "x_Publisher", "x_ResourceID"]
 CUSTOM = ["x_PlanName", "x_PlanRunId", "x_Source", "x_GpuType", "x_Option", "x_CommitmentDiscountStart",
           "x_CommitmentDiscountEnd"]
 COLUMNS = MANDATORY + OTHER + V13 + COMPAT + CUSTOM
@@ -82,9 +85,11 @@ def _hours_by_month(a: pd.Timestamp, b: pd.Timestamp, lo: pd.Timestamp, hi: pd.T
 
 
 def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str = "planned",
-                sub_account: str | None = None, fleet: pd.DataFrame | None = None) -> pd.DataFrame:
+                sub_account: str | None = None, fleet: pd.DataFrame | None = None,
+                focus10_names: bool = False) -> pd.DataFrame:
     """The FOCUS rows of a plan.json (a dict): see the module docstring. With ``fleet`` (the plan's fleet.csv),
-    the usage rows of pools and of reserved commitments are per period of the plan instead of per month."""
+    the usage rows of pools and of reserved commitments are per period of the plan instead of per month.
+    ``focus10_names``: the columns outside FOCUS 1.2 without their ``x_`` prefix (for FOCUS 1.0 validators)."""
     horizon = plan["horizon"]
     lo = pd.Timestamp(horizon["start"])
     lo = lo.tz_convert(None) if lo.tzinfo else lo
@@ -104,6 +109,12 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
     commitments = []  # one per commitment active in the horizon: this plan's purchases, then the inventory
     spend_use = {(c["option"], c["family"], c["purchase_date"]): float(c.get("utilisation") or 0.0)
                  for c in plan.get("spend_commitments", [])}
+    # on-demand USD per USD a savings plan drew: the on-demand value of the usage it paid over its value at the
+    # plan's rates (each drawn dollar lists at this: ListCost - EffectiveCost is what the plan saved)
+    spend_markup = {(c["option"], c["family"], c["purchase_date"]):
+                    float(c.get("covered_at_on_demand_usd") or 0.0) / float(c["covered_at_rates_usd"])
+                    if float(c.get("covered_at_rates_usd") or 0.0) > 0 else 0.0
+                    for c in plan.get("spend_commitments", [])}
     for p in plan.get("reserved_purchases", []):
         spend = p.get("kind") == "spend"
         if not (p.get("usd_per_hour") if spend else p.get("instances")):
@@ -130,7 +141,9 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             "source": "new purchase",  # a capacity block is paid in the month its window starts (cash_date)
             "capacity": p.get("guarantees_capacity", True) is not False,
             "spend_share": spend_use.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10]))
-            if spend else None})
+            if spend else None,
+            "spend_markup": spend_markup.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10]),
+                                             0.0) if spend else None})
     for i, r in enumerate(plan.get("inventory", [])):
         if not r.get("priced"):
             continue
@@ -173,8 +186,8 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
         key = (u["month"], u["gpu_type"], u["region"])
         owned, used = float(u["reserved_owned_gpu_hours"]), float(u["reserved_used_gpu_hours"])
         share_used[key] = min(max(used / owned, 0.0), 1.0) if owned > 0 else 0.0
-        billed = float(u["on_demand_gpu_hours"]) - float(u.get("on_demand_covered_gpu_hours") or 0.0)
-        od_rates[(u["gpu_type"], u["region"])] = float(u["on_demand_usd"]) / billed if billed > 1e-9 else \
+        od_gh = float(u["on_demand_gpu_hours"])
+        od_rates[(u["gpu_type"], u["region"])] = float(u["on_demand_usd"]) / od_gh if od_gh > 0 else \
             od_rates.get((u["gpu_type"], u["region"]), od_price.get((u["gpu_type"], u["region"])))
 
     for c in commitments:
@@ -214,15 +227,18 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                     continue
                 list_cost = q * list_rate if (status == "Used" and list_rate is not None and not c.get("spend")) \
                     else 0.0
+                if c.get("spend") and status == "Used":  # what the usage it paid lists at on demand
+                    list_cost = q * c["spend_markup"]
                 text = (f"Savings plan {c['option']} ({c['family']}) {'drawn' if status == 'Used' else 'unused'} "
                         f"({c['cid']})") if c.get("spend") else (
                     f"{'Reserved' if status == 'Used' else 'Idle reserved'} {c['gpu_type']} GPU-hours in "
                     f"{c['region']} ({c['cid']})")
-                add(month, *span, ChargeCategory="Usage", ChargeFrequency="Usage-Based", _spend=bool(c.get("spend")),
+                add(month, *span, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
                     ChargeDescription=text, BilledCost=0.0,
                     EffectiveCost=gpus * c["eff"] * h * part, ListCost=list_cost, ContractedCost=list_cost,
                     ContractedUnitPrice=list_rate if status == "Used" and not c.get("spend") else 0.0,
-                    ListUnitPrice=list_rate if status == "Used" and not c.get("spend") else 0.0, PricingQuantity=q,
+                    ListUnitPrice=(list_rate if not c.get("spend") else c["spend_markup"]) if status == "Used"
+                    else 0.0, PricingQuantity=q,
                     PricingUnit=unit_of(c), PricingCategory="Committed", CommitmentDiscountStatus=status,
                     ConsumedQuantity=q if status == "Used" else None,
                     ConsumedUnit=unit_of(c) if status == "Used" else None, **kind(c, CommitmentDiscountQuantity=q),
@@ -239,14 +255,14 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                                           ("spot", sp_gh, float(u["spot_usd"]), "Dynamic")):
             if gh <= 1e-9:
                 continue
-            billed_gh = max(gh - covered, 0.0) if option == "on_demand" else gh
+            billed_gh = gh - covered if option == "on_demand" else gh
             unit = usd / billed_gh if billed_gh > 1e-9 else (od_price.get((u["gpu_type"], u["region"])) or 0.0)
             add(u["month"], start, end, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
                 ChargeDescription=f"{option.replace('_', '-')} {u['gpu_type']} GPU-hours in {u['region']}"
                 + (f" ({covered:,.1f} of them paid by a savings plan)" if option == "on_demand" and covered > 1e-9
                    else ""),
-                BilledCost=usd, EffectiveCost=usd, ListCost=billed_gh * unit, ContractedCost=billed_gh * unit,
-                ContractedUnitPrice=unit, ListUnitPrice=unit, PricingQuantity=billed_gh,
+                BilledCost=usd, EffectiveCost=usd, ListCost=gh * unit, ContractedCost=gh * unit,
+                ContractedUnitPrice=unit, ListUnitPrice=unit, PricingQuantity=gh,
                 PricingUnit="GPU-Hours", PricingCategory=category, ConsumedQuantity=gh, ConsumedUnit="GPU-Hours",
                 SkuId=f"{u['gpu_type']}/{u['region']}/{option}", x_Option=option, **pool)
     ext = float((plan.get("cost_usd") or {}).get("extension") or 0.0)
@@ -260,49 +276,25 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
         from .focus_hourly import period_rows
 
         frames.append(period_rows(plan, fleet, commitments, base, lo, hi))
-    out = pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS + ["_spend"])
-    _list_price_savings_plan_usage(out, plan, {k: v for k, v in {**od_rates, **{k: v for k, v in od_price.items()
-                                                                          if v is not None}}.items() if v is not None})
+    out = pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS)
     out["x_ChargeType"] = out["ChargeCategory"]
     out["x_InvoiceIssuer"] = out["x_Provider"] = out["x_Publisher"] = provider
-    # a stable id per pool and per purchase: the commitment's id on its rows, pool/<type>/<region> on a pool's usage
-    pool_id = "pool/" + out["x_GpuType"].fillna("") + "/" + out["RegionId"].fillna("")
+    # a stable id per purchase (its commitment id) and per pool (its usage rows); the extension row its SKU
+    pool_id = "pool/" + out["x_GpuType"].astype(object) + "/" + out["RegionId"].astype(object)
     out["ResourceId"] = out["CommitmentDiscountId"].where(out["CommitmentDiscountId"].notna(),
                                                           pool_id.where(out["x_GpuType"].notna(), out["SkuId"]))
     out["ResourceName"] = out["ResourceId"]
-    out["x_ResourceID"] = out["SkuId"]  # FOCUS 1.0's spelling, as the earlier files wrote it
+    out["x_ResourceID"] = out["ResourceId"]  # 1.0's spelling
     out["SkuPriceId"] = out["SkuId"] + "/" + out["PricingCategory"].fillna("")
     out.loc[out["CapacityReservationId"].isna(), "CapacityReservationStatus"] = None
     out["Tags"] = json.dumps({"planner_plan": plan.get("name")})
     for c in DECIMALS:
         out[c] = pd.to_numeric(out[c]).astype(float)
-    out = out.drop(columns="_spend")
-    return out.sort_values(["BillingPeriodStart", "ChargeCategory", "x_GpuType", "RegionId"],
-                           kind="stable").reset_index(drop=True)
-
-
-def _list_price_savings_plan_usage(out: pd.DataFrame, plan: dict, od_price: dict) -> None:
-    """The on-demand GPU-hours a savings plan paid are list-priced on the plan's Used rows, not on the on-demand
-    rows (which bill and list only what no savings plan paid): ListCost = those GPU-hours at each pool's on-demand
-    rate (plan.json monthly_usage, on_demand_covered_gpu_hours), shared between the savings plans drawn in the
-    month by their dollars drawn; ListUnitPrice = ListCost / the dollars drawn (on-demand value per USD of
-    commitment). So ListCost - EffectiveCost on a savings plan's rows is what it saved, as FinOps tools read it."""
-    value: dict[str, float] = {}
-    for u in plan.get("monthly_usage", []):
-        covered = float(u.get("on_demand_covered_gpu_hours") or 0.0)
-        rate = od_price.get((u["gpu_type"], u["region"]))
-        if covered > 1e-12 and rate is not None and math.isfinite(rate):
-            value[u["month"]] = value.get(u["month"], 0.0) + covered * rate
-    used = out["_spend"].eq(True) & out["CommitmentDiscountStatus"].eq("Used")
-    if not used.any():
-        return
-    month = out.loc[used, "BillingPeriodStart"].str[:7]
-    q = pd.to_numeric(out.loc[used, "PricingQuantity"]).astype(float)
-    share = q / q.groupby(month).transform("sum").where(lambda x: x > 0, 1.0)
-    listed = month.map(value).fillna(0.0) * share
-    out.loc[used, "ListCost"] = out.loc[used, "ContractedCost"] = listed
-    unit = (listed / q.where(q.abs() > 1e-12)).fillna(0.0)
-    out.loc[used, "ListUnitPrice"] = out.loc[used, "ContractedUnitPrice"] = unit
+    out = out.sort_values(["BillingPeriodStart", "ChargeCategory", "x_GpuType", "RegionId"],
+                          kind="stable").reset_index(drop=True)
+    if focus10_names:  # 1.0's ResourceID and 1.2's ResourceId: one only, or case-insensitive readers see two
+        out = out.drop(columns=["ResourceId"]).rename(columns={c: c[2:] for c in V13 + COMPAT})
+    return out
 
 
 def decimal_text(x: float) -> str:

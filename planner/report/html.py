@@ -27,8 +27,11 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 6px;border-bot
 .ok{color:#1e7e34} .bad{color:#b02a37} .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(620px,1fr));gap:8px}
 .plot{min-height:380px} table{border-collapse:collapse;font-size:12px;width:100%}
 th,td{border-bottom:1px solid #e5e5e5;padding:4px 6px;text-align:right;white-space:nowrap}
-th{background:#f6f6f6;position:sticky;top:0} td.t,th.t{text-align:left} .note{color:#666;font-size:12px}
-p.help{font-size:13px;color:#444;max-width:1000px}
+th{background:#f6f6f6;position:sticky;top:0;white-space:normal;vertical-align:bottom} td.t,th.t{text-align:left}
+.note{color:#666;font-size:12px} p.help{font-size:13px;color:#444;max-width:1000px} td.bad{color:#b02a37;font-weight:bold}
+table.fit{table-layout:auto;width:100%;font-size:11px} table.fit td,table.fit th{white-space:normal;padding:3px 4px}
+table.fit td.t,table.fit th{overflow-wrap:anywhere}
+@media print{body{max-width:none;margin:0} table{font-size:8pt} div{overflow:visible!important} .plot{break-inside:avoid}}
 """
 
 DRAW = """
@@ -120,6 +123,74 @@ def _cell(key: str, v) -> str:
     return f"<td class='t'>{html.escape(str(v))}</td>"
 
 
+def _table(tid: str, cols: list[tuple], rows: list[dict], red=None) -> str:
+    """A table of ``rows`` (dicts) in ``cols`` ((key, title, kind): kind "t" text, "usd", "pct", "rate", "n")."""
+    def cell(kind, v, bad=False):
+        cls = " class='bad'" if bad else ""
+        if v is None or (isinstance(v, float) and v != v):
+            return "<td></td>"
+        if kind == "t":
+            return f"<td class='t{' bad' if bad else ''}'>{html.escape(str(v))}</td>"
+        if kind == "usd":
+            return f"<td{cls}>{_money(float(v))}</td>"
+        if kind == "pct":
+            return f"<td{cls}>{100 * float(v):.1f} %</td>"
+        if kind == "rate":
+            return f"<td{cls}>{float(v):.4f}</td>"
+        return f"<td{cls}>{float(v):,.0f}</td>"
+    head = "".join(f"<th class='t'>{html.escape(t)}</th>" if k == "t" else f"<th>{html.escape(t)}</th>"
+                   for _c, t, k in cols)
+    body = "".join("<tr>" + "".join(cell(k, r.get(c), bool(red and red(r))) for c, t, k in cols) + "</tr>"
+                   for r in rows)
+    return f"<table class='fit' id='{tid}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _memo_section(plan: dict) -> str:
+    """The purchase memo: what to sign now (the whole commitment, NPV, upfront, fee, term end, own use and
+    break-evens), NPV and payment options, cash by year, the downside and each tranche's utilisation."""
+    m = data.memo(plan)
+    out = ["<h2>The purchase memo</h2>"]
+    if m["sign_now"]:
+        out.append("<h3>Sign now</h3>" + _table("memo-sign", [
+            ("what", "purchase", "t"), ("commitment_usd", "whole commitment", "usd"), ("npv_usd", "NPV", "usd"),
+            ("upfront_usd", "upfront", "usd"), ("monthly_recurring_usd", "monthly fee", "usd"),
+            ("end_date", "term end", "t"), ("avg_utilisation", "its own use", "pct"),
+            ("break_even_utilisation", "break-even vs on-demand", "pct"),
+            ("break_even_vs_nothing", "break-even vs buying nothing", "pct"), ("verdict", "", "t")],
+            m["sign_now"], red=lambda r: r.get("verdict") != "pays"))
+    else:
+        out.append("<p class='note'>Nothing to sign now.</p>")
+    out.append(f"<p class='help'>NPV of the plan's cash to the last term's end: <b>{_money(m['npv_usd'])}</b> at "
+               f"{100 * m['rate']:.1f} % a year.</p>")
+    if m["payments"]:
+        out.append("<h3>Payment options</h3>" + _table("memo-payments", [
+            ("pool", "pool", "t"), ("upfront_option", "upfront option", "t"), ("upfront_npv_usd", "its NPV", "usd"),
+            ("other_option", "other option", "t"), ("other_npv_usd", "its NPV", "usd"), ("cheaper", "cheaper", "t"),
+            ("break_even_rate", "cost the same at (a year)", "pct")], m["payments"]))
+        out.append("<p class='note'>Below the break-even cost of capital paying upfront is cheaper, above it paying "
+                   "monthly (the IRR of the difference of their cash flows).</p>")
+    if m["cash_by_year"]:
+        out.append("<h3>Cash by year</h3>" + _table("memo-cash", [
+            ("label", "year", "t"), ("months", "months", "n"), ("upfront_usd", "upfront", "usd"),
+            ("reserved_recurring_usd", "recurring", "usd"), ("on_demand_usd", "on-demand", "usd"),
+            ("spot_usd", "spot", "usd"), ("owned_fees_usd", "owned fees", "usd"),
+            ("total_with_owned_usd", "total", "usd")], m["cash_by_year"]))
+    if m["downside"]:
+        out.append("<h3>Downside: demand lower, purchases fixed, re-solved</h3>" + _table("memo-downside", [
+            ("shock", "demand lower by", "pct"), ("full_term_cost_usd", "cost over the whole terms", "usd"),
+            ("reserved_utilisation", "reserved utilisation", "pct"), ("stranded_usd", "stranded (held, not used)", "usd"),
+            ("stranded_increase_usd", "stranded increase", "usd")], m["downside"]))
+    if m["tranches"]:
+        out.append("<h3>Each tranche's own (marginal) utilisation</h3>" + _table("memo-tranches", [
+            ("purchase_date", "bought", "t"), ("firm_text", "firm", "t"), ("gpu_type", "GPU type", "t"),
+            ("region", "region", "t"), ("option", "option", "t"), ("gpus", "GPUs", "n"),
+            ("stack_position", "stack position", "n"), ("avg_utilisation", "average use", "pct"),
+            ("min_utilisation", "lowest", "pct"), ("break_even_utilisation", "break-even", "pct"),
+            ("net_savings_usd", "net savings (horizon)", "usd")], m["tranches"],
+            red=lambda r: not r.get("pays", True)))
+    return "\n".join(out)
+
+
 def _purchases_table(rows: list[dict]) -> str:
     if not rows:
         return "<p class='note'>Nothing is bought: every row of reserved_purchases has 0 instances.</p>"
@@ -127,7 +198,7 @@ def _purchases_table(rows: list[dict]) -> str:
                                                                   "option", "active_from", "end_date")
                    else f"<th>{html.escape(t)}</th>" for k, t in data.PURCHASE_COLUMNS)
     body = "".join("<tr>" + "".join(_cell(k, r.get(k)) for k, _ in data.PURCHASE_COLUMNS) + "</tr>" for r in rows)
-    return (f"<div style='overflow-x:auto'><table id='purchases'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+    return (f"<div style='overflow-x:auto'><table class='fit' id='purchases'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
             "</table></div>")
 
 
@@ -175,6 +246,7 @@ def render_html(plan_path: str | Path) -> tuple[str, int, list[str]]:
     parts.append(_figure_block(figs.cash_figure(data.cash(plan)), n))
     n += 1
     parts.append("<h2>Purchases</h2>" + _purchases_table(data.purchases(plan)))
+    parts.insert(0, _memo_section(plan))
     blocks.extend(parts)
     title = html.escape(f"{plan.get('name') or 'plan'}: plan report")
     page = ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"

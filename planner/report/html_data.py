@@ -426,6 +426,54 @@ def purchases(plan: dict) -> list[dict]:
                                        str(r.get("option"))))
 
 
+def memo(plan: dict) -> dict:
+    """The memo's tables from plan.json: ``sign_now`` (each purchase to sign now: its whole commitment, NPV,
+    upfront, monthly fee, term end, own use and break-evens, and savings plans to commit to), ``payments`` (the
+    payment options' break-even rates), ``cash_by_year`` (calendar years), ``downside``, ``tranches``, ``npv_usd``
+    and ``rate``."""
+    def day(v):
+        return str(v)[:10] if v else None
+
+    bought = {(r.get("gpu_type"), r.get("region"), r.get("option"), day(r.get("purchase_date"))): r
+              for r in plan.get("reserved_purchases") or []}
+    sign = []
+    tranches = []
+    for t in plan.get("tranches") or []:
+        p = bought.get((t.get("gpu_type"), t.get("region"), t.get("option"), day(t.get("purchase_date")))) or {}
+        tranches.append({**t, "purchase_date": day(t.get("purchase_date")),
+                         "firm_text": "now" if t.get("firm") else "planned"})
+        if not t.get("firm"):
+            continue
+        sign.append({"what": f"{t.get('gpus', 0):,.0f} {t.get('gpu_type')} {t.get('option')} in {t.get('region')}",
+                     "commitment_usd": p.get("commitment_usd", t.get("full_term_usd")), "npv_usd": p.get("npv_usd"),
+                     "upfront_usd": p.get("upfront_usd"), "monthly_recurring_usd": p.get("monthly_recurring_usd"),
+                     "end_date": day(t.get("end_date")), "avg_utilisation": t.get("avg_utilisation"),
+                     "break_even_utilisation": t.get("break_even_utilisation"),
+                     "break_even_vs_nothing": t.get("break_even_vs_nothing"),
+                     "verdict": "pays" if t.get("pays") else "does not pay"})
+    for c in plan.get("spend_commitments") or []:
+        if not c.get("firm") or not float(c.get("usd_per_hour") or 0):
+            continue
+        term = next((float(r.get("commitment_usd") or 0) for r in plan.get("reserved_purchases") or []
+                     if r.get("kind") == "spend" and r.get("option") == c.get("option")
+                     and day(r.get("purchase_date")) == day(c.get("purchase_date"))), None)
+        sign.append({"what": f"savings plan {c.get('option')} ({c.get('family')}) ${float(c['usd_per_hour']):,.2f}/h",
+                     "commitment_usd": term, "upfront_usd": 0.0,
+                     "monthly_recurring_usd": float(c["usd_per_hour"]) * 730.0, "end_date": day(c.get("end_date")),
+                     "avg_utilisation": c.get("utilisation"), "verdict": "pays" if float(c.get("savings_usd") or 0) >= 0
+                     else "does not pay"})
+    rows = plan.get("reserved_purchases") or []
+    payments = []
+    for b in plan.get("payment_break_even") or []:
+        i = int(b.get("purchase", -1))
+        p = rows[i] if 0 <= i < len(rows) else {}
+        payments.append({**b, "pool": f"{p.get('gpu_type')} {p.get('region')} {day(p.get('purchase_date'))}"})
+    years = [r for r in plan.get("cash_by_year") or [] if r.get("basis") == "calendar"]
+    fin = plan.get("finance") or {}
+    return {"sign_now": sign, "payments": payments, "cash_by_year": years, "downside": plan.get("downside") or [],
+            "tranches": tranches, "npv_usd": plan.get("npv_usd"), "rate": float(fin.get("discount_rate") or 0.0)}
+
+
 def header(plan: dict) -> dict:
     """The figures for the page's header: name, status, costs, savings, bill, horizon, run."""
     cost = plan.get("cost_usd") or {}

@@ -6,6 +6,8 @@ where the x values are evenly spaced, ``x0``/``dx`` instead of an x array: the p
 
 from __future__ import annotations
 
+import html
+
 import plotly.graph_objects as go
 
 from .html_data import Cash, FleetMix, PoolCurve, Vintages
@@ -28,10 +30,10 @@ def _layout(fig: go.Figure, title: str, xtitle: str, ytitle: str, height: int = 
     return fig
 
 
-def plain(text) -> str:
-    """User text (pool, region, class, option names) as Plotly shows it literally: Plotly reads ``<b>``, ``<br>``,
-    ``&...;`` in labels as markup and ``%{...}`` in hover templates as fields, so ``& < > %`` become entities."""
-    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("%", "&#37;"))
+def _t(text) -> str:
+    """A name from the inputs (pool, region, class, option) as plotly text: its markup (``<b>``, ``<br>``, ``&``)
+    escaped as entities, which plotly shows as the characters; ``%{`` kept out of hover templates' reach."""
+    return html.escape(str(text), quote=False).replace("%{", "%&#123;")
 
 
 def _n(x: float) -> str:
@@ -80,7 +82,7 @@ def load_duration_figure(c: PoolCurve) -> go.Figure:
     elif c.break_even_spot_hours is not None:
         notes.append("reserved dearer than spot")
     if c.reserved_usd_per_gpu_hour is not None:
-        prices = [f"reserved {c.reserved_usd_per_gpu_hour:.3g} ({plain(c.reserved_price_source)})"]
+        prices = [f"reserved {c.reserved_usd_per_gpu_hour:.3g} ({_t(c.reserved_price_source)})"]
         if c.on_demand_usd_per_gpu_hour:
             prices.append(f"on-demand {c.on_demand_usd_per_gpu_hour:.3g}")
         if c.spot_usd_per_gpu_hour:
@@ -88,7 +90,7 @@ def load_duration_figure(c: PoolCurve) -> go.Figure:
         notes.insert(0, "USD/GPU-h: " + ", ".join(prices))
     if c.resolution == "monthly":
         notes.append("monthly means (no fleet.csv)")
-    title = f"{plain(c.pool)}: load-duration curve" + (f"<br><sub>{'; '.join(notes)}</sub>" if notes else "")
+    title = f"{_t(c.pool)}: load-duration curve" + (f"<br><sub>{'; '.join(notes)}</sub>" if notes else "")
     _layout(fig, title, f"hours of the horizon ({_n(c.horizon_hours)} h) at or above the level", "GPUs", height=400)
     fig.update_xaxes(range=[0, c.horizon_hours])
     fig.update_yaxes(range=[0, top])
@@ -126,11 +128,10 @@ def vintage_figure(v: Vintages) -> go.Figure:
     """The ladder: GPUs owned per purchase date (and inventory), stacked over the horizon."""
     fig = go.Figure()
     for i, (name, ys, pools) in enumerate(zip(v.vintages, v.gpus, v.pools)):
-        label = plain(f"{name} (inventory)" if name.startswith("owned") else f"bought {name}")
-        pools = plain(pools)
+        label = _t(f"{name} (inventory)" if name.startswith("owned") else f"bought {name}")
         fig.add_trace(go.Scatter(x=v.when, y=ys, name=label, stackgroup="vintage", mode="lines",
                                  line={"shape": "hv", "width": 0.5, "color": PALETTE[i % len(PALETTE)]},
-                                 hovertemplate="%{y:,.0f} GPUs: " + pools + "<extra>" + label + "</extra>"))
+                                 hovertemplate="%{y:,.0f} GPUs: " + _t(pools) + "<extra>" + label + "</extra>"))
     return _layout(fig, "GPUs owned by vintage (purchase date)", "", "GPUs", height=420)
 
 

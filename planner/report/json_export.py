@@ -189,6 +189,7 @@ def plan_to_dict(plan: Plan) -> dict:
         "finance": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.finance.items()},
         "payment_options": _records(plan.payment_options) if plan.payment_options is not None
         and len(plan.payment_options) else [],
+        "payment_break_even": _payment_break_even(plan),
         "cash_schedule": _records(plan.cash_schedule) if len(plan.cash_schedule) else [],
         "baselines_usd": {"all_on_demand": _num(plan.baseline_all_on_demand)},
         "bill_usd": {k: _num(v) for k, v in bill(plan).items()},
@@ -311,6 +312,17 @@ def _resale_of(purchases: pd.DataFrame, r) -> dict:
         return {}
     return {"gpu_type": res["gpu_type"], "region": res["region"], "option": res["option"],
             "purchase_date": pd.Timestamp(res["purchase_date"]).date().isoformat()}
+
+
+def _payment_break_even(plan: Plan) -> list:
+    """Per purchase with payment options of different upfronts: the rate at which the most-upfront and the
+    least-upfront option cost the same (``planner.finance.payment_break_even``)."""
+    po = plan.payment_options
+    if po is None or not len(po) or not plan.status.has_plan:
+        return []
+    from ..finance import payment_break_even
+
+    return _records(payment_break_even(plan.inputs, po))
 
 
 def _memo(plan: Plan) -> dict:

@@ -143,6 +143,9 @@ def _payment_lines(plan: Plan) -> list[str]:
     if po is None or not len(po):
         return []
     rate = plan.finance.get("discount_rate", 0.0)
+    from ..finance import payment_break_even
+
+    be = payment_break_even(plan.inputs, po).set_index("purchase") if "reserved_row" in po else None
     lines = []
     for i, g in po.groupby("purchase"):
         if len(g) < 2:
@@ -152,14 +155,13 @@ def _payment_lines(plan: Plan) -> list[str]:
         where = "" if r.get("branch", "all") == "all" else f" if {r['branch']}"
         lines.append(f"    payment options for {r.gpu_type}/{r.region} {r['purchase_date']:%Y-%m-%d}{where}, NPV at "
                      f"{100 * rate:g} %: {parts}")
-    from ..finance import payment_break_evens
-
-    for b in payment_break_evens(po, plan.purchases).itertuples():
-        r = plan.purchases.iloc[int(b.purchase)]
-        lines.append(f"      {b.upfront_option} and {b.monthly_option} cost the same at a cost of capital of "
-                     f"{100 * b.break_even_rate:.2f} %: below it pay upfront, above it monthly"
-                     if b.break_even_rate == b.break_even_rate else
-                     f"      {b.upfront_option} or {b.monthly_option}: one is cheaper at any cost of capital")
+        if be is not None and int(i) in be.index:
+            b = be.loc[int(i)]
+            irr = float(b["break_even_rate"])
+            lines.append(f"      {b['upfront_option']} and {b['other_option']} cost the same at {100 * irr:.2f} % a year"
+                         " (the cost of capital where paying upfront stops paying): "
+                         + (f"below it pay upfront, above it monthly; at {100 * rate:g} % {b['cheaper']} is cheaper"
+                            if irr == irr else f"{b['cheaper']} is cheaper at every rate"))
     return lines
 
 
@@ -186,7 +188,10 @@ def _memo_lines(plan: Plan) -> list[str]:
     if m is None:
         return []
     out = [f"  memo: cash out in the next 12 months {_usd(m.cash_next_12_months_usd)} (commitments already owned "
-           f"included); coverage {100 * float(m.coverage.get('coverage', 0.0)):.1f} % of commitment-eligible GPU-hours"]
+           f"included); coverage {100 * float(m.coverage.get('coverage', 0.0)):.1f} % of commitment-eligible GPU-hours"
+           + (f" (spot not counted; {100 * float(m.coverage['coverage_with_spot']):.1f} % with spot)"
+              if m.coverage.get("coverage_with_spot") == m.coverage.get("coverage_with_spot") and "coverage_with_spot"
+              in m.coverage else "")]
     if m.savings:
         nb = float(m.savings["next_best_cost_usd"])
         out.append(f"    buying nothing new (on-demand and spot, re-solved) costs {_usd(nb)}: this plan saves "
@@ -200,10 +205,12 @@ def _memo_lines(plan: Plan) -> list[str]:
                    + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %" if r.reserved_utilisation
                       == r.reserved_utilisation else ""))
     now = m.tranches[m.tranches["firm"].astype(bool)] if len(m.tranches) else m.tranches
-    for r in now.itertuples():  # "when should we commit": what each purchase to sign now must be used to pay
+    for r in now.itertuples():  # when should we commit: each purchase to sign now against its own use
+        vs = getattr(r, "break_even_vs_nothing", float("nan"))
         out.append(f"    sign now {r.gpus:g} {r.gpu_type}/{r.region} {r.option}: used {100 * r.avg_utilisation:.0f} % "
-                   f"on average (its own use, stacked after what is owned and bought before it); it pays above "
-                   f"{100 * r.break_even_utilisation:.0f} % against on-demand")
+                   f"(its own, marginal use), break-even utilisation {100 * r.break_even_utilisation:.0f} % against "
+                   "on-demand" + (f", {100 * vs:.0f} % against buying nothing" if vs == vs and vs != float("inf")
+                                  else "") + (": pays" if r.pays else ": DOES NOT PAY"))
     paying = m.tranches[~m.tranches["pays"].astype(bool)] if len(m.tranches) else m.tranches
     for r in paying.itertuples():
         out.append(f"    WARNING: the tranche {r.gpus:g} {r.gpu_type}/{r.region} {r.option} bought "

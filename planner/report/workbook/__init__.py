@@ -22,7 +22,7 @@ from .detail import _write_assumptions, _write_backfill, _write_latency, _write_
 from .money import _write_cash_flow, _write_inventory, _write_savings_plans, _write_showback, _write_showback_by_month
 from .periods import FLEET_CHART_POINTS, MAX_SHEET_ROWS, _period_grain, _write_allocation, _write_demand, _write_fleet, coarsen_allocation
 from .memo import memo_rows, write_memo_sheets
-from .summary import _summary_layout, _write_summary, layout_rows
+from .summary import _summary_layout, _write_summary
 
 
 def write_workbook(plan: Plan, path) -> None:
@@ -43,7 +43,7 @@ def write_workbook(plan: Plan, path) -> None:
     inventory = inventory_table(inp)
     summary_rows = _summary_layout(plan)
     memo = memo_rows(plan, purchases)
-    name_row = layout_rows(summary_rows, memo)
+    name_row = {key: i + 2 + len(memo) for i, (key, *_rest) in enumerate(summary_rows)}
     horizon_ref = ref("Summary", "value", name_row["horizon_hours"])
 
     _write_prices(ws["Prices"], prices)
@@ -52,7 +52,7 @@ def write_workbook(plan: Plan, path) -> None:
     cost_rows, cost_values = _write_costs(ws["Costs"], plan, purchases, price_row, alloc)
     base_rows, baseline = _write_baseline(ws["Baseline"], plan, price_row)
     _write_summary(ws["Summary"], plan, summary_rows, cost_rows, purchases, inventory,
-                   cost_values=cost_values, baseline=(base_rows, baseline), memo=memo, prices=prices)
+                   cost_values=cost_values, baseline=(base_rows, baseline), memo=memo)
     _write_spot(ws["Spot economics"], plan)
     _write_demand(ws["Demand"], plan, grain_code)
     fleet_code = grain_code or ("D" if inp.T > FLEET_CHART_POINTS and float(np.max(inp.hours)) < 24 else None)

@@ -67,6 +67,11 @@ UNITS = {  # header notes: what a column holds, with its unit
     "branch": "the scenarios this purchase is made in: all, or one branch of the tree (a purchase that waits for "
               "what is known at its date)",
     "probability": "of its branch: the Costs sheet counts the purchase at this share (expected cost)",
+    "spot_usd_per_useful_gpu_hour": "USD per useful GPU-hour on spot in this pool: the spot price (Prices) / the "
+                                    "best goodput of a class on the pool",
+    "break_even_vs_spot": "utilisation below which serving the hours it serves on spot would cost less",
+    "break_even_vs_nothing": "utilisation below which buying nothing (the cheaper of on-demand and spot for the "
+                             "same hours) would cost less",
     "block_start": "capacity blocks: the window's first hour (UTC)", "block_days": "capacity blocks: days in the window",
     "provider": "capacity blocks: the provider whose rules were checked (aws, gcp)",
     "discount_factor": "(1 + discount_rate)^(-m/12), m = months from the first", "discounted_usd": "total_usd x factor",
@@ -287,7 +292,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
                   "liability_past_horizon_usd", "upfront_usd", "monthly_recurring_usd", "on_demand_usd_per_gpu_hour",
                   "min_utilisation", "avg_utilisation", "max_utilisation", "break_even_utilisation",
                   "monthly_savings_usd", "monthly_savings_pct", "break_even_months", "npv_usd", "payment_options",
-                  "branch", "probability", "break_even_utilisation_vs_spot", "break_even_utilisation_vs_renting"),
+                  "branch", "probability", "spot_usd_per_useful_gpu_hour", "break_even_vs_spot",
+                  "break_even_vs_nothing"),
     "Costs": ("cost_kind", "gpu_type", "region", "option", "quantity", "unit", "gpu_hours", "usd_per_gpu_hour",
               "cost_usd"),
     "Allocation": ("scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus",

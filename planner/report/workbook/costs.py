@@ -9,7 +9,7 @@ import pandas as pd
 from ...results import Plan
 from ...units import HOURS_PER_MONTH, usd as _money
 from ... import commitments
-from .book import DAY, COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
+from .book import DAY, COLUMNS, cell, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
 
 
 def _price_key(r) -> tuple:
@@ -18,17 +18,6 @@ def _price_key(r) -> tuple:
     if vf is None or pd.isna(vf):  # a capacity block's offer is told apart by its window's start
         vf = getattr(r, "block_start", None)
     return (r.gpu_type, r.region, r.option, None if vf is None or pd.isna(vf) else pd.Timestamp(vf))
-
-
-def price_cells(prices: pd.DataFrame) -> pd.DataFrame:
-    """The numbers the Prices sheet holds in its input columns (NaN where a cell is blank): upfront, term and
-    residual only on commitment rows, as :func:`_write_prices` writes them."""
-    reserved = prices["option"].map(lambda o: commitments.kind_of_name(o) in commitments.COMMITMENT_KINDS)
-    num = lambda col: pd.to_numeric(prices[col], errors="coerce") if col in prices else pd.Series(np.nan, index=prices.index)  # noqa: E731
-    return pd.DataFrame({"hourly_usd": num("hourly_usd"), "upfront_usd": num("upfront_usd").where(reserved),
-                         "term_months": num("term_months").where(reserved), "max_gpus": num("max_gpus"),
-                         "interruptions_per_hour": num("interruptions_per_hour"),
-                         "residual_usd": num("residual_usd").fillna(0.0).where(reserved, 0.0)})
 
 
 def _write_prices(ws, prices: pd.DataFrame) -> None:
@@ -59,57 +48,33 @@ def _write_prices(ws, prices: pd.DataFrame) -> None:
 
 
 def _purchase_use(plan: Plan, purchases: pd.DataFrame) -> pd.DataFrame:
-    """Per purchase row: min / mean / max over its active periods of the purchase's OWN (marginal) utilisation:
-    the pool's reserved use stacked on the inventory first, then the purchases in purchase order
-    (:mod:`planner.memo_tranches`), so the last tranche bought shows what the last GPUs bought are used, not the
-    pool's average. Expected over scenarios (a branch's purchase: given its branch)."""
-    from ...memo_tranches import tranche_utilisation
+    """Per purchase row: min / mean / max over its active periods of its pool's reserved use / GPUs owned.
 
-    out = pd.DataFrame({"min": np.nan, "avg": np.nan, "max": np.nan}, index=purchases.index)
-    tr = tranche_utilisation(plan)
-    if not len(tr) or not len(purchases):
-        return out
-    at = pd.Series(np.arange(len(plan.purchases)), index=plan.purchases.index)
-    where = {int(r): i for i, r in enumerate(tr["row"].to_numpy(int))}
-    for i, idx in enumerate(purchases.index):
-        j = where.get(int(at.get(idx, -1)))
-        if j is not None:
-            out.iloc[i] = [float(tr["min_utilisation"].iat[j]), float(tr["avg_utilisation"].iat[j]),
-                           float(tr["max_utilisation"].iat[j])]
-    return out
-
-
-def _alternative_rates(plan: Plan) -> tuple[dict, dict]:
-    """Per pool (gpu_type, region): spot's price per USEFUL GPU-hour (its price / the best goodput of a class that
-    may use spot there; absent where no class may), and what the pool's rented GPU-hours cost per useful
-    GPU-hour in this plan (on-demand and spot together: what buying nothing more would pay at the margin; the
-    on-demand price where the plan rents nothing there)."""
+    Expected over scenarios; a pool's purchases share its use in proportion to the GPUs each owns.
+    """
     inp = plan.inputs
-    pools = inp.pools
-    g = np.asarray(inp.goodput, float)  # (K, P) the useful share of a spot GPU-hour: 0 where spot is not allowed
-    best = g.max(axis=0) if g.size else np.zeros(inp.P)
-    sp = pools["sp"].to_numpy(float)
-    spot = {(t, r): float(sp[p] / best[p]) for p, (t, r) in enumerate(zip(pools["gpu_type"], pools["region"]))
-            if best[p] > 0 and np.isfinite(sp[p]) and bool(pools["has_sp"].iat[p])}
-    rented = {}
     f = plan.fleet
-    if not f.empty:
-        prob = dict(zip(inp.scenarios, inp.probability))
-        w = f["hours"] * f["scenario"].map(prob)
-        key = list(zip(f["gpu_type"], f["region"]))
-        od_price = dict(zip(zip(pools["gpu_type"], pools["region"]), pools["od"]))
-        sp_price = dict(zip(zip(pools["gpu_type"], pools["region"]), pools["sp"]))
-        frame = pd.DataFrame({"key": key, "od": f["on_demand"] * w, "sp": f["spot"] * w})
-        agg = frame.groupby("key")[["od", "sp"]].sum()
-        for k, r in agg.iterrows():
-            usd = r["od"] * od_price.get(k, np.nan) + r["sp"] * np.nan_to_num(sp_price.get(k, 0.0))
-            useful = r["od"] + r["sp"] * (best[list(od_price).index(k)] if k in od_price else 0.0)
-            if useful > 1e-9 and np.isfinite(usd):
-                rented[k] = float(usd / useful)
-    for k, v in zip(zip(pools["gpu_type"], pools["region"]), pools["od"]):
-        if k not in rented and np.isfinite(v):
-            rented[k] = float(v)
-    return spot, rented
+    out = pd.DataFrame({"min": np.nan, "avg": np.nan, "max": np.nan}, index=purchases.index)
+    if f.empty or not len(purchases):
+        return out
+    prob = dict(zip(inp.scenarios, inp.probability))
+    g = f.assign(used=f["reserved_used"] * f["scenario"].map(prob), owned=f["reserved_owned"]
+                 * f["scenario"].map(prob)).groupby(["gpu_type", "region", "period"])[["used", "owned"]].sum()
+    active = inp.active
+    for i, r in enumerate(purchases.itertuples()):
+        if r.instances <= 0:
+            continue
+        pool = g.loc[(r.gpu_type, r.region)] if (r.gpu_type, r.region) in g.index.droplevel(2) else None
+        if pool is None:
+            continue
+        pool = pool.reindex(inp.periods)
+        on = active[r.Index] > 0 if r.Index < len(active) else np.ones(inp.T, bool)
+        share = (pool["used"] / pool["owned"]).to_numpy()[on]
+        share = share[np.isfinite(share)]
+        if len(share):
+            hours = inp.hours[on][: len(share)]
+            out.iloc[i] = [float(share.min()), float(np.average(share, weights=hours)), float(share.max())]
+    return out
 
 
 def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, horizon_ref: str) -> None:
@@ -118,10 +83,7 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
 
     horizon_cost_usd = GPUs x effective rate x the horizon hours the purchase is active (amortised);
     commitment_usd = GPUs x (hourly x term x 730 + upfront - residual) (full term); savings are against
-    serving the GPU-hours it is used (its own mean utilisation: the tranche stacked after the inventory and the
-    earlier purchases) on demand in its pool. Break-even utilisation against on-demand (effective / on-demand
-    rate), against spot (effective / spot's price per useful GPU-hour) and against renting (effective / what the
-    pool's rented GPU-hours cost per useful GPU-hour in this plan).
+    serving the GPU-hours it is used (mean utilisation) on demand in its pool.
     """
     cols = list(COLUMNS["Purchases"])
     s = _Sheet(ws, cols,
@@ -132,13 +94,14 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                 "monthly_recurring_usd": USD, "on_demand_usd_per_gpu_hour": RATE, "min_utilisation": PCT,
                 "avg_utilisation": PCT, "max_utilisation": PCT, "break_even_utilisation": PCT,
                 "monthly_savings_usd": USD, "monthly_savings_pct": PCT, "break_even_months": "0.0", "npv_usd": USD,
-                "break_even_utilisation_vs_spot": PCT, "break_even_utilisation_vs_renting": PCT})
+                "spot_usd_per_useful_gpu_hour": RATE, "break_even_vs_spot": PCT, "break_even_vs_nothing": PCT})
     s.header({"effective_usd_per_gpu_hour": 26, "pool_reserved_utilisation": 26, "liability_past_horizon_usd": 26,
               "payment_options": 60})
     alternatives = _payment_text(plan)
     util = _pool_utilisation(plan)
     use = _purchase_use(plan, purchases)
-    spot_rate, rented_rate = _alternative_rates(plan)
+    tranche = _tranche_figures(plan)
+    spot_row = lambda r: price_row.get((r.gpu_type, r.region, "spot", None))  # noqa: E731
     L = HOURS_PER_MONTH
     for i, r in enumerate(purchases.itertuples()):
         row, pr = i + 2, price_row[_price_key(r)]
@@ -150,7 +113,21 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
             ws.set_row(row - 1, None, None, {"level": 1, "hidden": True})
         od = _price_value(plan, price_row, (r.gpu_type, r.region, "on_demand", None)) if od_row else None
         eff, gpus = float(r.effective_usd_per_gpu_hour), float(r.gpus)
-        u_min, u_avg, u_max = use.iloc[i] if bought else (np.nan, np.nan, np.nan)
+        pos = plan.purchases.index.get_loc(r.Index)  # the tranche's own (marginal) use, as the Tranches sheet
+        t = tranche.get(pos)
+        u_min, u_avg, u_max = (t["min_utilisation"], t["avg_utilisation"], t["max_utilisation"]) if t is not None \
+            else (use.iloc[i] if bought else (np.nan, np.nan, np.nan))
+        spot_cells = [None, None, None]
+        if t is not None and np.isfinite(t["spot_usd_per_useful_gpu_hour"]) and spot_row(r):
+            sr, useful = spot_row(r), float(t["spot_usd_per_useful_gpu_hour"])
+            g = float(_price_value(plan, price_row, (r.gpu_type, r.region, "spot", None))) / useful
+            x = cell(cols, "spot_usd_per_useful_gpu_hour", row)
+            spot_cells = [F(f"={ref('Prices', 'hourly_usd', sr)}/{g!r}", useful),
+                          F(f'=IF({x}>0,H{row}/{x},"")', eff / useful),
+                          F(f"=H{row}/MIN({x},T{row})" if od_row else f"=H{row}/{x}",
+                            float(t["break_even_vs_nothing"]))]
+        elif t is not None and od_row:
+            spot_cells = [None, None, F(f"=IF(T{row}>0,H{row}/T{row},0)", eff / od if od else 0.0)]
         reco = [None] * 8
         if od_row:
             reco = [F(f"={ref('Prices', 'hourly_usd', od_row)}", od), u_min if bought else None, u_avg if bought else None,
@@ -181,9 +158,7 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                   F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*{ref('Prices', 'upfront_usd', pr)}", r.upfront_total_usd),
                   F(f"=G{row}*{ref('Prices', 'hourly_usd', pr)}*{L:g}", r.monthly_recurring_usd)] + reco
                  + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(r.Index),
-                    s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0)),
-                    eff / spot_rate[(r.gpu_type, r.region)] if (r.gpu_type, r.region) in spot_rate else None,
-                    eff / rented_rate[(r.gpu_type, r.region)] if rented_rate.get((r.gpu_type, r.region)) else None])
+                    s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0))] + spot_cells)
     s.table("Purchases")
     if (purchases["instances"] <= 0).any():
         ws.outline_settings(True, False, True, False)  # the fold's button above the rows
@@ -191,18 +166,26 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                "click + in the margin to show them)")
 
 
+def _tranche_figures(plan: Plan) -> dict:
+    """Per position in ``plan.purchases``: the tranche's own figures (the Tranches sheet's, marginal use)."""
+    from .memo import _tranches
+
+    tr = _tranches(plan)
+    if tr is None or not len(tr) or "max_utilisation" not in tr:
+        return {}
+    return {int(r["row"]): r for r in tr.to_dict(orient="records")}
+
+
 def _payment_text(plan: Plan) -> dict:
-    """Per purchase bought with more than one payment option (keyed by its ``plan.purchases`` label): "option
-    $NPV; ..." (* = the one chosen)."""
+    """Per Purchases row bought with more than one payment option, keyed by its ``plan.purchases`` index label
+    (the sheet leaves savings plans out, so its row positions differ): "option $NPV; ..." (* = the one chosen)."""
     po = plan.payment_options
     if po is None or not len(po):
         return {}
     out = {}
-    labels = plan.purchases.index
-    for i, g in po.groupby("purchase"):  # keyed by the purchase's label: the sheet leaves savings plans out
+    for i, g in po.groupby("purchase"):
         if len(g) > 1:
-            out[labels[int(i)]] = "; ".join(f"{'*' if r.chosen else ''}{r.option} {_money(r.npv_usd)}"
-                                            for r in g.itertuples())
+            out[plan.purchases.index[int(i)]] = "; ".join(f"{'*' if r.chosen else ''}{r.option} {_money(r.npv_usd)}" for r in g.itertuples())
     return out
 
 

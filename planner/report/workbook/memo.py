@@ -8,11 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ... import commitments
 from ...results import Plan
-from ...finance import payment_break_evens
-from .book import DAY, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, ref, span
-
-PCT2 = "0.00%"
+from .book import DAY, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, ref
 
 MEMO_SHEETS = ("Tranches", "Downside", "Commitment curve", "Chargeback")
 
@@ -27,69 +25,63 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
     """(label, value, format, note, red) rows of the memo, in reading order. ``purchases`` are the Purchases
     sheet's rows (their positions give the row a live cell refers to)."""
     m = plan.memo
-    rows: list[tuple] = []
+    rows: list[tuple] = [check_row(plan)]
     tr = _tranches(plan)
     sheet_row = {idx: i + 2 for i, idx in enumerate(purchases.index)}
     rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
     firm = tr[tr["firm"].astype(bool)] if len(tr) else tr
-    pay = payment_break_evens(plan.payment_options, plan.purchases)
-    pay = pay.set_index("purchase") if len(pay) else pay
     for r in firm.itertuples():
         p = plan.purchases.loc[plan.purchases.index[int(r.row)]]
         srow = sheet_row.get(plan.purchases.index[int(r.row)])
         upfront = float(p.get("upfront_total_usd", 0.0))
         fee = float(p.get("monthly_recurring_usd", 0.0))
-        total = float(p.get("commitment_usd", r.full_term_usd))
+        commit = float(p.get("commitment_usd", r.full_term_usd))
         due = pd.Timestamp(p.get("cash_date", p["purchase_date"]) if "cash_date" in p else p["purchase_date"])
-        # the whole commitment signed (upfront + every fee of the term, less any residual), live over Purchases
-        value = F("=" + ref("Purchases", "commitment_usd", srow), total) if srow else total
+        # the whole commitment (every payment over the term), live over Purchases (and so over Prices)
+        value = F("=" + ref("Purchases", "commitment_usd", srow), commit) if srow else commit
         npv = float(p.get("npv_usd", np.nan)) if "npv_usd" in p else np.nan
         usable = pd.Timestamp(p["active_from"]) if "active_from" in p else pd.Timestamp(p["purchase_date"])
         lead = max((usable - pd.Timestamp(p["purchase_date"])) / pd.Timedelta(hours=730), 0.0)
         be = _break_even_months(upfront, fee, r, lead)
         pays = "pays" if r.pays else "DOES NOT PAY"
-        rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region}: the whole commitment",
+        vs_nothing = getattr(r, "break_even_vs_nothing", np.nan)
+        rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region}: whole commitment",
                      value, USD0,
-                     f"{int(r.instances):,} instances to {pd.Timestamp(r.end_date):%Y-%m-%d} (term end); upfront "
-                     f"{_money(upfront)} due {due:%Y-%m-%d}, then {_money(fee)} a month"
-                     + (f", usable from {usable:%Y-%m-%d}" if lead > 0 else "")
-                     + f"; present value of its payments {_money(npv)} at {100 * rate:.1f} % (as solved); break-even "
-                     f"{be}; this tranche used {100 * r.avg_utilisation:.0f} % on average (lowest "
-                     f"{100 * r.min_utilisation:.0f} %), break-even utilisation {100 * r.break_even_utilisation:.0f} % "
-                     f"against on-demand: {pays}",
+                     _live_rate_note(
+                         f"{int(r.instances):,} instances; whole commitment {_money(commit)} (every payment over the "
+                         f"term; as solved: NPV {_money(npv)} at ", rate,
+                         f"): upfront {_money(upfront)} due {due:%Y-%m-%d}, then {_money(fee)} a month to "
+                         f"{pd.Timestamp(r.end_date):%Y-%m-%d} (term end)"
+                         + (f", usable from {usable:%Y-%m-%d}" if lead > 0 else "")
+                         + f"; break-even {be}; this tranche used {100 * r.avg_utilisation:.0f} % on average (lowest "
+                         f"{100 * r.min_utilisation:.0f} %), break-even utilisation {100 * r.break_even_utilisation:.0f} % "
+                         "against on-demand"
+                         + (f", {100 * vs_nothing:.0f} % against buying nothing (on-demand or spot)"
+                            if vs_nothing == vs_nothing and np.isfinite(vs_nothing) else "") + f": {pays}"),
                      not r.pays))
-        if len(pay) and int(r.row) in pay.index:
-            b = pay.loc[int(r.row)]
-            cross = float(b["break_even_rate"])
-            rows.append((f"Pay {b['upfront_option']} or {b['monthly_option']} (as solved)",
-                         cross if cross == cross else _money(b["monthly_npv_usd"] - b["upfront_npv_usd"]),
-                         PCT2 if cross == cross else None,
-                         f"the cost of capital at which the two cost the same: below it paying upfront is cheaper, "
-                         f"above it paying monthly; present values at {100 * rate:.1f} %: {b['upfront_option']} "
-                         f"{_money(b['upfront_npv_usd'])}, {b['monthly_option']} {_money(b['monthly_npv_usd'])}; "
-                         f"chosen {b['chosen']}" if cross == cross else
-                         "no rate makes them cost the same: one is cheaper at any cost of capital", False))
     spend = plan.spend if plan.spend is not None and len(plan.spend) else pd.DataFrame()
     for r in (spend[(spend["usd_per_hour"] > 0) & spend["firm"].astype(bool)].itertuples() if len(spend) else []):
         p = plan.purchases.iloc[int(r.row)]
-        total = float(p.get("commitment_usd", r.usd_per_hour * float(p.get("term_months", 0.0)) * 730.0))
-        rows.append((f"Commit now: {r.option} ({r.plan_family}): the whole commitment", total, USD0,
-                     f"{r.usd_per_hour:,.2f} USD per hour from {pd.Timestamp(r.purchase_date):%Y-%m-%d} to "
-                     f"{pd.Timestamp(r.end_date):%Y-%m-%d} (term end); present value "
-                     f"{_money(float(p.get('npv_usd', np.nan)))} at {100 * rate:.1f} % (as solved); "
-                     f"{100 * r.utilisation:.1f} % used (Savings plans sheet)", False))
+        total = float(p.get("commitment_usd", r.usd_per_hour * r.hours_active))
+        hours = total / float(r.usd_per_hour) if r.usd_per_hour > 0 else 0.0
+        prices = plan.inputs.tables.prices
+        at = np.flatnonzero((prices["option"] == r.option).to_numpy())
+        if len(at):  # live: the USD per hour decided x the term on the Prices sheet (730 h a month)
+            total = F(f"={float(r.usd_per_hour)!r}*{ref('Prices', 'term_months', int(at[0]) + 2)}*730", total)
+        rows.append((f"Commit now: {r.option} ({r.plan_family}): whole commitment", total, USD0,
+                     f"${float(r.usd_per_hour):,.2f}/h x {hours:,.0f} h of the term = {_money(float(getattr(total, 'value', total)))}, "
+                     f"from {pd.Timestamp(r.purchase_date):%Y-%m-%d} to {pd.Timestamp(r.end_date):%Y-%m-%d} (term end), "
+                     f"no upfront, {_money(float(r.usd_per_hour) * 730)} a month; {100 * r.utilisation:.1f} % used "
+                     "(Savings plans sheet)", False))
+    rows.extend(_payment_rows(plan))
     if not rows:
         rows.append(("Sign now: nothing", 0.0, USD0, "no commitment pays on this forecast", False))
     later = tr[~tr["firm"].astype(bool)] if len(tr) else tr
     if len(later):
         w = later["probability"] if "probability" in later else 1.0
         tree = bool((np.asarray(w) < 1).any()) if "probability" in later else False
-        last = len(purchases) + 1
-        planned = float((later["full_term_usd"] * w).sum())
         rows.append(("Planned later (decide then)" + (", expected" if tree else ""),
-                     F(f'=SUMPRODUCT(({span("Purchases", "firm", 2, last)}="planned")*'
-                       f'{span("Purchases", "commitment_usd", 2, last)}*{span("Purchases", "probability", 2, last)})',
-                       planned) if last >= 2 else planned, USD0,
+                     float((later["full_term_usd"] * w).sum()), USD0,
                      f"{len(later)} later tranches, {(later['gpus'] * w).sum():,.0f} GPUs"
                      + (" expected over the scenario tree's branches (each at its probability; the Tranches sheet "
                         "gives each branch's)" if tree else "") + ", whole terms; dates and "
@@ -100,40 +92,40 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
 
     owned = float(inventory_table(plan.inputs)["horizon_cost_usd"].sum())
     total = float(plan.cost["total"])
-    rows.append(("Saving against all on-demand",
-                 lambda at: F(f"=B{at['all_on_demand_usd']}-B{at['total_cost_usd']}", base - total), USD0,
-                 (lambda at: F(f'=TEXT(IF(B{at["all_on_demand_usd"]}>0,(B{at["all_on_demand_usd"]}-B{at["total_cost_usd"]})'
-                               f'/B{at["all_on_demand_usd"]},0),"0.0%")&" of "&TEXT(B{at["all_on_demand_usd"]},"$#,##0")'
-                               f'&"; on the full bill (commitments already owned included: "&TEXT(B{at["already_committed_usd"]},"$#,##0")'
-                               f'&") "&TEXT(B{at["all_on_demand_usd"]}-B{at["bill_usd"]},"$#,##0")',
-                               f"{100 * (base - total) / base:.1f}% of {_money(base)}; on the full bill (commitments "
-                               f"already owned included: {_money(owned)}) {_money(base - total - owned)}"))
-                 if base > 0 else "", False))
+    rows.append(("Saving against all on-demand", F("=all_on_demand_usd-total_cost_usd", base - total), USD0,
+                 f"{100 * (base - total) / base:.1f} % of {_money(base)}; on the full bill (commitments already owned "
+                 f"included: {_money(owned)}) {_money(base - total - owned)}, "
+                 f"{100 * (base - total - owned) / base:.1f} %" if base > 0 else "", False))
     if m is not None and m.savings:
         sv = m.savings
         nb = float(sv["next_best_cost_usd"])
         rows.append(("Saving against no new commitments (as solved)", nb - total, USD0,
                      f"the best plan buying nothing new (on-demand and spot, re-solved) costs {_money(nb)}: "
                      f"{100 * (nb - total) / nb:.1f} % saved; the same on the full bill (the owned commitments "
-                     "are in both)" if nb > 0 else "", (nb - total) < 0))
+                     "are in both). " + AS_SOLVED if nb > 0 else AS_SOLVED, (nb - total) < 0, True))
         near = _nearest_on_curve(m.curve)
         if near is not None:
-            rows.append((f"Saving against {near['factor']:g} x these commitments (as solved)",
-                         float(near["total_cost_usd"]) - total,
+            rows.append((f"Saving against {near['factor']:g} x these commitments (as solved)", float(near["total_cost_usd"]) - total,
                          USD0, f"the nearest other level on the Commitment curve ({_money(near['committed_usd'])} "
-                         f"committed) costs {_money(near['total_cost_usd'])}: what the last step of commitment buys",
-                         float(near["total_cost_usd"]) - total < 0))
+                         f"committed) costs {_money(near['total_cost_usd'])}: what the last step of commitment buys. "
+                         + AS_SOLVED, float(near["total_cost_usd"]) - total < 0, True))
     cov = m.coverage if m is not None else None
     if cov is None:
         from ...memo import coverage
 
         cov = coverage(plan)
-    with_spot = (float(cov["covered_gpu_hours"]) / (float(cov["eligible_gpu_hours"]) + float(cov["spot_gpu_hours"]))
-                 if float(cov.get("eligible_gpu_hours", 0.0)) + float(cov.get("spot_gpu_hours", 0.0)) > 0 else np.nan)
-    rows.append(("Coverage, spot not counted (as solved)", float(cov.get("coverage", np.nan)), PCT,
-                 "committed GPU-hours (owned, bought, savings plans) / the reserved and on-demand GPU-hours of pools "
-                 f"with a commitment option; spot GPU-hours are left out. Counting spot as uncovered: "
-                 f"{100 * with_spot:.1f} %", False))
+    with_spot = float(cov.get("coverage_with_spot", np.nan))
+    rows.append(("Coverage, spot not counted (committed GPU-hours / reserved + on-demand) (as solved)",
+                 float(cov.get("coverage", np.nan)), PCT,
+                 "share of the reserved and on-demand GPU-hours in pools with a commitment option served by "
+                 "commitments (owned, bought, savings plans); spot GPU-hours left out"
+                 + (f"; counting spot in the denominator: {100 * with_spot:.1f} %" if with_spot == with_spot else "")
+                 + ". " + AS_SOLVED, False, True))
+    if with_spot == with_spot:
+        rows.append(("Coverage, spot counted (committed GPU-hours / reserved + on-demand + spot) (as solved)",
+                     with_spot, PCT,
+                     "the same committed GPU-hours over every GPU-hour of those pools, spot included. " + AS_SOLVED,
+                     False, True))
     if m is not None and m.downside is not None and len(m.downside):
         at = float(m.downside["full_term_cost_usd"].iat[0])
         for r in m.downside[m.downside["shock"] > 0].itertuples():
@@ -142,8 +134,89 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                          f"stranded in the horizon (held, not used) "
                          f"{_money(r.stranded_usd)} (+{_money(r.stranded_increase_usd)})"
                          + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %"
-                            if r.reserved_utilisation == r.reserved_utilisation else "") + ": Downside", r.stranded_increase_usd > 0.05 * max(base, 1)))
+                            if r.reserved_utilisation == r.reserved_utilisation else "") + ": Downside. " + AS_SOLVED,
+                         r.stranded_increase_usd > 0.05 * max(base, 1), True))
     return rows
+
+
+CHECK_OK = "as solved"
+CHECK_EDITED = "EDITED since solved: re-plan"
+AS_SOLVED = ("As solved: a re-solve's figure, not a formula; the check row at the top turns red once a price or "
+             "the discount rate is edited.")
+
+
+def check_terms(prices: pd.DataFrame, rate: float) -> tuple[str, float]:
+    """The check formula's live checksum over the Prices cells the figures depend on (hourly, upfront, residual,
+    term, each weighted by its row and a column weight so edits do not cancel) and the discount rate, and its
+    value today (the Prices sheet's cells as written: blanks are 0)."""
+    from .book import span
+
+    n = max(len(prices) + 1, 2)
+    parts, value = [], 0.0
+    rows = np.arange(2, len(prices) + 2, dtype=float)
+    reserved = prices["option"].map(lambda o: commitments.kind_of_name(o) in commitments.COMMITMENT_KINDS) \
+        .to_numpy(bool) if len(prices) else np.zeros(0, bool)
+    for col, weight in (("hourly_usd", 1.0), ("upfront_usd", 2.0), ("residual_usd", 3.0), ("term_months", 5.0)):
+        rng = span("Prices", col, 2, n)
+        parts.append(f"{weight:g}*SUMPRODUCT({rng},ROW({rng}))")
+        v = pd.to_numeric(prices[col], errors="coerce").fillna(0.0).to_numpy(float) if col in prices \
+            else np.zeros(len(prices))
+        if col != "hourly_usd":
+            v = np.where(reserved, v, 0.0)  # the Prices sheet leaves them blank on other rows
+        value += weight * float(v @ rows)
+    return "+".join(parts) + "+1000000*discount_rate", value + 1e6 * rate
+
+
+def check_row(plan: Plan) -> tuple:
+    """The memo's first row: "as solved" while the Prices cells and the discount rate are those the plan was solved
+    with, red "EDITED since solved: re-plan" once any is edited (a live checksum against the one stored)."""
+    rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
+    formula, stored = check_terms(plan.inputs.tables.prices, rate)
+    cell = F(f'=IF(ABS({formula}-{stored!r})>1E-9*MAX(1,ABS({stored!r})),"{CHECK_EDITED}","{CHECK_OK}")', CHECK_OK)
+    return ("Check: prices and discount rate as solved", cell, None,
+            "Live figures below are formulas and follow any edit. Rows marked (as solved) come from re-solves of the "
+            "model (next-best plan, downside, commitment curve, payment break-even) and coverage from the solve: "
+            "this cell compares a checksum of the Prices sheet (hourly, upfront, residual, term) and the discount "
+            f"rate with the one stored when the plan was solved ({stored!r}); it and every (as solved) row turn red "
+            "once they differ: re-run planner plan for true figures.", False)
+
+
+def _rate_text(rate: float) -> str:
+    return f"{100 * rate:.1f}%"
+
+
+def _live_rate_note(before: str, rate: float, after: str):
+    """A note quoting the discount rate: a text formula over the Summary's ``discount_rate`` cell (edit the rate
+    and the note follows), cached with today's text."""
+    q = lambda t: t.replace('"', '""')  # noqa: E731
+    return F(f'="{q(before)}"&TEXT(discount_rate,"0.0%")&"{q(after)}"', before + _rate_text(rate) + after)
+
+
+def _payment_rows(plan: Plan) -> list[tuple]:
+    """Per purchase to sign now with payment options of different upfronts: the rate at which the most-upfront
+    and the least-upfront option cost the same (the IRR of their difference), against the model's rate."""
+    from ...finance import payment_break_even
+
+    po = plan.payment_options
+    if po is None or not len(po):
+        return []
+    be = payment_break_even(plan.inputs, po)
+    out = []
+    for r in be.itertuples():
+        p = plan.purchases.iloc[int(r.purchase)]
+        if not bool(p.get("firm", True)):
+            continue
+        irr = float(r.break_even_rate)
+        out.append((f"Payment options: {p['gpu_type']} {p['region']} {r.upfront_option} or {r.other_option} "
+                    "(as solved)",
+                    irr if irr == irr else "n/a", PCT,
+                    _live_rate_note(
+                        f"the cost of capital at which they cost the same (the IRR of the difference of their cash "
+                        f"flows): below it pay upfront, above it pay monthly. As solved at ", float(r.rate),
+                        f": NPV {r.upfront_option} {_money(r.upfront_npv_usd)}, {r.other_option} "
+                        f"{_money(r.other_npv_usd)}: {r.cheaper} is cheaper (Purchases, payment_options). "
+                        + AS_SOLVED), False, True))
+    return out
 
 
 def _break_even_months(upfront: float, fee: float, r, lead: float = 0.0) -> str:

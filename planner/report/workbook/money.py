@@ -13,6 +13,9 @@ from .book import MONTH, DAY, COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, 
 from .costs import _covered_gpu_hours, _price_key, _price_value, _spend_rows
 
 
+MONTH_AXIS = {"name": "month", "date_axis": True, "num_format": "mmm yyyy", "num_font": {"rotation": -45},
+              "major_unit": 3, "major_unit_type": "months", "base_unit": "months"}
+
 def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> None:
     """Cost and GPU-hours per class and team (planner.showback: reserved by use, idle pro rata to use), live.
 
@@ -298,7 +301,7 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     chart.set_title({"name": "Cash out per month (USD)"})
     negative = bool((plan.cash_schedule.select_dtypes("number") < 0).any().any()) if len(plan.cash_schedule) else False
     chart.set_y_axis({"name": "USD", "num_format": USD0} | ({} if negative else {"min": 0}))  # credits go below 0
-    chart.set_x_axis({"name": "month"})
+    chart.set_x_axis(MONTH_AXIS)  # dates, not serials (46388...)
     chart.set_size({"width": 900, "height": 380})
     ws.insert_chart(f"{letter(l0 + len(bought) + 3)}2", chart)
     if len(bought):
@@ -309,7 +312,7 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
                                "values": ["Cash flow", 1, col, n, col]})
         ladder.set_title({"name": "Reserved GPUs owned, by purchase (the ladder)"})
         ladder.set_y_axis({"min": 0, "name": "GPUs", "num_format": INT})
-        ladder.set_x_axis({"name": "month"})
+        ladder.set_x_axis(MONTH_AXIS)
         ladder.set_size({"width": 900, "height": 380})
         ws.insert_chart(f"{letter(l0 + len(bought) + 3)}24", ladder)
 

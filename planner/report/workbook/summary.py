@@ -34,12 +34,12 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("amortised_usd", "Reserved cost amortised over the horizon", "Purchases sheet, horizon_cost_usd"),
         ("liability_past_horizon_usd", "Liability falling after the horizon ends",
          _liability_note(plan)),
-        ("reserved_utilisation", "Reserved utilisation", "reserved GPU-hours used / owned"),
-        ("shortfall_gpu_hours", "Shortfall (GPU-hours not met)", "0 when every class's demand is met; "
+        ("reserved_utilisation", "Reserved utilisation (as solved)", "reserved GPU-hours used / owned"),
+        ("shortfall_gpu_hours", "Shortfall (GPU-hours not met) (as solved)", "0 when every class's demand is met; "
          "Shortfall sheet: which class, when, why"),
-        ("worst_case_usd", "Worst-case scenario cost", "Scenarios sheet"),
-        ("vss_usd", "Value of the stochastic solution", "expected saving over planning on the mean forecast"),
-        ("evpi_usd", "Value of perfect information", "what a perfect forecast would save"),
+        ("worst_case_usd", "Worst-case scenario cost (as solved)", "Scenarios sheet"),
+        ("vss_usd", "Value of the stochastic solution (as solved)", "expected saving over planning on the mean forecast"),
+        ("evpi_usd", "Value of perfect information (as solved)", "what a perfect forecast would save"),
         ("discount_rate", "Discount rate (a year)", "[finance] discount_rate; editable: the Cash flow sheet "
          "discounts month m (0 = the first) by (1 + rate)^(-m/12)"),
         ("npv_usd", "NPV of the cash, to the last term's end", "Cash flow sheet, discounted_usd (plan.json npv_usd)"),
@@ -77,50 +77,8 @@ def _liability_note(plan: Plan) -> str:
     return "Cash flow sheet: when each dollar is paid"
 
 
-MEMO_FIRST_ROW = 3  # row 2 is the check of the inputs against those solved; the memo follows
-
-
-def layout_rows(layout: list[tuple], memo: list) -> dict:
-    """The Summary row of each named layout item: after the check row and the memo."""
-    return {key: i + MEMO_FIRST_ROW + len(memo) for i, (key, *_r) in enumerate(layout)}
-
-
-#: the Prices columns whose edit makes the re-solved figures stale (with the discount rate)
-FINGERPRINT_COLUMNS = ("hourly_usd", "upfront_usd", "term_months", "max_gpus", "interruptions_per_hour",
-                       "residual_usd")
-
-
-def _fingerprint(prices: pd.DataFrame) -> float:
-    """sum over the FINGERPRINT_COLUMNS of value x sheet row, as the Prices sheet holds them (blank = 0)."""
-    import numpy as np
-
-    from .costs import price_cells
-
-    cells = price_cells(prices)
-    rows = np.arange(2, len(cells) + 2, dtype=float)
-    return float(sum((np.nan_to_num(cells[c].to_numpy(float)) * rows).sum() for c in FINGERPRINT_COLUMNS))
-
-
-def _check_row(plan: Plan, prices: pd.DataFrame, rate_row: int) -> tuple:
-    """The row that says whether the inputs the re-solved figures depend on were edited since the solve."""
-    n = max(len(prices) + 1, 2)
-    live = "+".join(f"SUMPRODUCT({span('Prices', c, 2, n)},ROW({span('Prices', c, 2, n)}))"
-                    for c in FINGERPRINT_COLUMNS)
-    rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
-    stored = _fingerprint(prices)
-    formula = (f'=IF(AND(ABS(({live})-({stored!r}))<=1E-9*MAX(1,ABS({stored!r})),'
-               f'ABS(B{rate_row}-({rate!r}))<=1E-12),"as solved","EDITED")')
-    return ("Inputs since the solve", F(formula, "as solved"), None,
-            "compares the Prices sheet (prices, terms, caps, residuals) and the discount rate with their values "
-            "when the plan was solved. Every figure below is a live formula over the sheets, except those marked "
-            "(as solved): re-solves of the model (downside, buying nothing, the commitment curve, coverage, present "
-            "values quoted in notes), which turn red with this cell when an input is EDITED: run planner plan "
-            "again for them.")
-
-
 def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchases: pd.DataFrame,
-                   inventory: pd.DataFrame, cost_values: dict, baseline: tuple[int, float], memo: list,
-                   prices: pd.DataFrame | None = None) -> None:
+                   inventory: pd.DataFrame, cost_values: dict, baseline: tuple[int, float], memo: list) -> None:
     s = _Sheet(ws, ["item", "value", "note"], wrap=("item", "note"))
     widths = {"item": 40, "value": 16, "note": 62}
     s.header(widths)
@@ -132,26 +90,16 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         lines = max(_lines(values[0], widths["item"]), _lines(values[2], widths["note"]))
         if lines > 1:
             ws.set_row(s.rows - 1, 15 * lines)
-    row_of = layout_rows(layout, memo)
-    check = _check_row(plan, prices if prices is not None else plan.inputs.tables.prices.reset_index(drop=True),
-                       row_of["discount_rate"])
-    put([check[0], s.cell(check[1]), s.text(check[3])])
-    solved_rows = []
-    for label, value, fmt, note, red in memo:  # the purchase memo first: what to sign, cash, savings, downside
-        value = value(row_of) if callable(value) else value
-        note = note(row_of) if callable(note) else note
-        if "(as solved)" in label:
-            solved_rows.append(s.rows + 1)
-        put([s.cell(label, None, RED if red else None) if red else label,
-             s.cell(value, fmt) if isinstance(value, F) or not isinstance(value, str) else s.text(value),
-             s.cell(note) if isinstance(note, F) else s.text(note)])
-    stale = ws.planner_book.wb.add_format({"bg_color": "#FFC7CE", "font_color": "#9C0006", "bold": True})
-    ws.conditional_format(1, 1, 1, 1, {"type": "cell", "criteria": "==", "value": '"EDITED"', "format": stale})
-    for r in solved_rows:  # the re-solved figures turn red with the check cell
-        ws.conditional_format(r - 1, 1, r - 1, 1, {"type": "formula", "criteria": '=$B$2="EDITED"', "format": stale})
+    stale = []
+    for label, value, fmt, note, red, *solved in memo:  # the purchase memo first: what to sign, cash, savings, downside
+        put([s.cell(label, None, RED if red else None) if red else label, s.cell(value, fmt),
+             note if isinstance(note, F) else s.text(note)])  # a note quoting the rate is a live text formula
+        if solved and solved[0]:
+            stale.append(s.rows - 1)
     inp = plan.inputs
     costs = lambda name: span("Costs", name, 2, cost_rows)  # noqa: E731
     last_p = max(len(purchases) + 1, 2)
+    row_of = {key: i + 2 + len(memo) for i, (key, *_r) in enumerate(layout)}
     short = plan.shortfall_gpu_hours
     total = sum(cost_values.values())
     committed = float(inventory["horizon_cost_usd"].sum()) if len(inventory) else 0.0
@@ -212,6 +160,9 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         font = RED if key == "shortfall_gpu_hours" and short > 1e-6 else None
         cell = s.cell(value, fmt, font) if not isinstance(value, str) or isinstance(value, F) else s.text(value)
         put([label, cell, note])
+        if label.endswith("(as solved)"):  # a figure of the solve, not a formula: red with the check cell
+            stale.append(s.rows - 1)
+    _check_formats(ws, stale)
     for r in plan.purchases[plan.purchases["kind"].eq("exit") & (plan.purchases["instances"] > 0)].itertuples() \
             if "kind" in plan.purchases else []:  # resales planned: what to sell, when
         put(["Sell later (planned)", s.cell(float(-r.gpus), INT),
@@ -231,6 +182,17 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
     put(["Written (UTC)", s.text(prov["created_utc"]), s.text(f"run id {plan.run_id}")])
     s.table("Summary")
     _summary_charts(ws, plan, row_of, s.rows + 1)
+
+
+def _check_formats(ws, stale: list[int]) -> None:
+    """Red fill on the memo's check cell (B2) and on every (as solved) row's item and value once it says edited."""
+    from .memo import CHECK_EDITED
+
+    red = ws.planner_book.wb.add_format({"bg_color": "#FFC7CE", "font_color": "#9C0006", "bold": True})
+    when = {"type": "formula", "criteria": f'=$B$2="{CHECK_EDITED}"', "format": red}
+    ws.conditional_format(1, 1, 1, 1, when)
+    for r in stale:
+        ws.conditional_format(r, 0, r, 1, when)
 
 
 def _summary_charts(ws, plan: Plan, row_of: dict, first_free: int) -> None:
