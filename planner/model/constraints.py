@@ -12,6 +12,8 @@ import pandas as pd
 from .blocks import Blocks
 from .rows import GE as LpConstraintGE, LE as LpConstraintLE, Rows
 from ..inputs import PlanInputs
+from .. import commitments
+from .. import supply
 
 
 def _row_ids(shape: tuple[int, int], a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -95,7 +97,8 @@ def block_caps(inp: PlanInputs, blocks: Blocks, option: str) -> np.ndarray:
     if blocks.caps is None:
         col = {"on_demand": "cap_od", "spot": "cap_sp"}[option]
         return np.broadcast_to(inp.pools[col].to_numpy(float)[:, None], (inp.P, blocks.B))
-    return blocks.caps[:inp.P] if option == "on_demand" else blocks.caps[inp.P:]
+    i = supply.get(option).availability_index  # blocks.caps stacks the rented kinds' caps in that order
+    return blocks.caps[i * inp.P:(i + 1) * inp.P]
 
 
 def _cap_rows(out: Rows, inp, blocks, frame, cap, family) -> int:
@@ -131,7 +134,7 @@ def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
     cap = inp.pools["cap_res"].to_numpy(float)
     pool = inp.reserved["pool"].to_numpy(int)
     m = inp.reserved["m"].to_numpy(float)
-    term = inp.reserved["kind"].eq("instance").to_numpy() if "kind" in inp.reserved else np.ones(len(pool), bool)
+    term = commitments.is_term_row(inp.reserved)
     keys, members, coefs, rhs = [], [], [], []
     for p in np.unique(pool[term & ~np.isnan(cap[pool])]):  # capped pools only; vectorised over periods
         mine = np.flatnonzero((pool == p) & term)  # capacity blocks are capped per offer (max_units), not here
@@ -273,10 +276,10 @@ def exit_links(inp: PlanInputs) -> list[tuple[int, np.ndarray]]:
     bought, so there is one link per distinct set of the resales a scenario of the parent's node may make.
     """
     res = inp.reserved
-    if "parent" not in res or not res["kind"].eq("exit").any():
+    if "parent" not in res or not commitments.is_exit(res).any():
         return []
     par = res["parent"].to_numpy(int)
-    ex = np.flatnonzero(res["kind"].eq("exit").to_numpy())
+    ex = np.flatnonzero(commitments.is_exit(res))
     if inp.reserved_member is None:
         return [(int(c), ex[par[ex] == c]) for c in np.unique(par[ex])]
     member = inp.reserved_member

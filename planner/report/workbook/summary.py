@@ -11,6 +11,7 @@ from ... import commitments
 from .book import ref, span, DATE, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, _date, _plus
 from .costs import _spend_rows
 from .money import _cash_npv_column
+from ... import supply
 
 
 def _summary_layout(plan: Plan) -> list[tuple]:
@@ -156,7 +157,7 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         font = RED if key == "shortfall_gpu_hours" and short > 1e-6 else None
         cell = s.cell(value, fmt, font) if not isinstance(value, str) or isinstance(value, F) else s.text(value)
         put([label, cell, note])
-    for r in plan.purchases[plan.purchases["kind"].eq("exit") & (plan.purchases["instances"] > 0)].itertuples() \
+    for r in plan.purchases[supply.mask(plan.purchases["kind"], dated_by="resale") & (plan.purchases["instances"] > 0)].itertuples() \
             if "kind" in plan.purchases else []:  # resales planned: what to sell, when
         put(["Sell later (planned)", s.cell(float(-r.gpus), INT),
                   s.text(f"GPUs: {int(r.instances):,} instances of {r.gpu_type} {r.option} in {r.region}, on "
