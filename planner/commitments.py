@@ -73,7 +73,7 @@ def option_names_expected() -> str:
 # ---- the commitments table: one row per (commitment option, purchase date) ------------------------------
 OPTION_COLUMNS = ["pool", "gpu_type", "region", "option", "kind", "hourly_usd", "upfront_usd", "term_months", "r",
                   "m", "lead_time_months", "residual_usd", "valid_from", "block_start", "block_days", "provider",
-                  "max_gpus", "row", "plan_family", "guarantees_capacity", "resale_haircut"]
+                  "max_gpus", "row", "plan_family", "guarantees_capacity", "resale_haircut", "site", "kw_per_gpu"]
 AWS_BLOCK_AHEAD = pd.Timedelta(weeks=8)  # an AWS Capacity Block starts at most 8 weeks after it is bought
 
 
@@ -87,7 +87,8 @@ def option_rows(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
     res["pool"] = [pool_of[(g, r)] for g, r in zip(res.gpu_type, res.region)]
     for col, default in (("lead_time_months", 0.0), ("residual_usd", 0.0), ("valid_from", pd.NaT),
                          ("block_start", pd.NaT), ("block_days", np.nan), ("provider", ""), ("row", 0),
-                         ("plan_family", ""), ("guarantees_capacity", True), ("resale_haircut", np.nan)):
+                         ("plan_family", ""), ("guarantees_capacity", True), ("resale_haircut", np.nan),
+                         ("site", ""), ("kw_per_gpu", 0.0)):
         if col not in res:
             res[col] = default
     res["kind"] = kind_of(res["option"])
@@ -226,7 +227,8 @@ def spend_commitments(rates: pd.DataFrame) -> pd.DataFrame:
         "upfront_usd": first["upfront_usd"].to_numpy(float), "term_months": first["term_months"], "r": 1.0,
         "m": 1.0, "lead_time_months": 0.0, "residual_usd": 0.0, "valid_from": pd.NaT, "block_start": pd.NaT,
         "block_days": np.nan, "provider": "", "max_gpus": np.nan, "row": first["row"],
-        "plan_family": first["plan_family"], "guarantees_capacity": True, "resale_haircut": np.nan})
+        "plan_family": first["plan_family"], "guarantees_capacity": True, "resale_haircut": np.nan,
+        "site": "", "kw_per_gpu": 0.0})
     return out[cols]
 
 

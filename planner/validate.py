@@ -277,6 +277,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
             "resale_haircut on a row with a residual value", d.get("resale_haircut"),
             expected="one exit per row: a resale (resale_haircut) or a residual value at the end, not both")
     out["resale_haircut"] = haircut.where(is_res)
+    _site_columns(raw, bad, out, is_res)
     _capacity_blocks(raw, bad, out, is_block, hourly)
     _spend_rows(raw, bad, out, is_spend)
     text = d.get("guarantees_capacity", pd.Series("", index=d.index)).astype(str).str.strip().str.lower()
@@ -318,6 +319,20 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     _spelling(bad, raw, out, "region")
     _spelling(bad, raw, out, "gpu_type")
     return out
+
+
+def _site_columns(raw: RawTable, bad: Collector, out: pd.DataFrame, is_res: pd.Series) -> None:
+    """``site`` and ``kw_per_gpu``: the site an owned GPU draws power at, and how much (reserved rows only)."""
+    d = raw.data
+    site = d.get("site", pd.Series("", index=d.index)).astype(str).str.strip()
+    kw = numbers(raw, "kw_per_gpu", bad, blank_ok=True, low=0, low_open=True, high=100,
+                 expected="kW per GPU > 0 (e.g. 1.4 for an H100 with its share of the server)")
+    _report(bad, raw, ~is_res & (site.ne("") | kw.notna()), "site", "site or kw_per_gpu on a row that is not "
+            "reserved", d.get("site", d.get("kw_per_gpu")), expected="blank except on reserved rows (owned hardware)")
+    _report(bad, raw, is_res & site.ne("") & kw.isna(), "kw_per_gpu", "reserved row with a site but no "
+            "kw_per_gpu", d.get("kw_per_gpu"), expected="the power one GPU draws at the site, in kW (> 0)")
+    out["site"] = site.where(is_res, "")
+    out["kw_per_gpu"] = kw.where(is_res & site.ne("")).fillna(0.0)
 
 
 # capacity blocks: what each provider sells (docs/commitments.md, "Capacity blocks")

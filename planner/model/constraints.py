@@ -154,18 +154,6 @@ def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
     return keys, members, coefs, rhs
 
 
-def define_reserved_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_{c active} m_p n[p,c] <= Ucap^res_p - E[p,t] for every period (reserved GPUs bought plus owned),
-    one row per set of :func:`reserved_cap_sets`."""
-    keys, members, coefs, rhs = reserved_cap_sets(inp)
-    if not rhs:
-        return 0
-    col = fam["n"]["col"].to_numpy()  # n[c] is purchase row c
-    rows = [np.full(len(on), r) for r, on in enumerate(members)]
-    return out.add("reserved_cap", (np.asarray(keys), np.arange(len(keys))), np.concatenate(rows),
-                   col[np.concatenate(members)], np.concatenate(coefs), LpConstraintLE, np.asarray(rhs))
-
-
 def define_backfill_peak_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
     """sum_{k without backfill} x[k,p,b] - pk[p] <= E[p,b]: pk is the priority classes' peak use of
     purchased reserved GPUs (what they use beyond the inventory owned in that block)."""
@@ -291,14 +279,20 @@ def exit_links(inp: PlanInputs) -> list[tuple[int, np.ndarray]]:
     return out
 
 
-def define_exit_link_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_d n[exit of c at d] - n[c] <= 0: a commitment sells at most the instances bought."""
-    links = exit_links(inp)
-    if not links:
-        return 0
-    col = fam["n"]["col"].to_numpy()
-    rows = [np.full(len(e) + 1, i) for i, (_c, e) in enumerate(links)]
-    cols = [col[np.r_[e, c]] for c, e in links]
-    coefs = [np.r_[np.ones(len(e)), -1.0] for _c, e in links]
-    return out.add("exit_link", (np.array([c for c, _e in links]),), np.concatenate(rows), np.concatenate(cols),
-                   np.concatenate(coefs), LpConstraintLE, np.zeros(len(links)))
+def first_stage_family(name: str):
+    """The ``define_*`` of first-stage family ``name``: its rows of :data:`planner.model.stages.FIRST_STAGE`
+    over the purchase columns ``n`` (the Benders masters add the very same rows)."""
+    from .stages import FIRST_STAGE
+
+    def define(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
+        f = FIRST_STAGE[name](inp)
+        if not len(f):
+            return 0
+        col = fam["n"]["col"].to_numpy()  # n[c] is purchase row c
+        rows = np.concatenate([np.full(len(on), r) for r, on in enumerate(f.members)])
+        return out.add(name, f.keys, rows, col[np.concatenate(f.members)], np.concatenate(f.coefs), LpConstraintLE,
+                       f.rhs)
+
+    define.__name__ = f"define_{name}_constraints"
+    define.__doc__ = f"First-stage family {name!r}: rows over the purchases only (planner.model.stages)."
+    return define

@@ -11,6 +11,7 @@ import pandas as pd
 from .. import __version__
 from ..results import Plan
 from .. import supply
+from ..model.sites import site_power_used
 
 
 def _tree(plan) -> dict | None:
@@ -186,6 +187,8 @@ def plan_to_dict(plan: Plan) -> dict:
             for r in purchases.itertuples()],  # every reserved option and purchase date, bought (instances > 0) or not
         "commitments": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.commitments.items()},
         "spend_commitments": _spend(plan),
+        **({"sites": site_power_used(inp, plan.purchases["units"].to_numpy(float))}  # [sites]: MW at each peak
+           if getattr(inp.config, "sites", None) else {}),
         "npv_usd": _num(plan.finance.get("npv_usd")) if plan.finance else None,
         "finance": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.finance.items()},
         "payment_options": _records(plan.payment_options) if plan.payment_options is not None
