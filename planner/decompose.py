@@ -190,7 +190,6 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
     t0 = time.perf_counter()
     phases = {"build": 0.0, "aggregate": 0.0, "pricing": 0.0, "master": 0.0}
-    R = len(inp.reserved)
     whole = unit_integer(inp)  # instances are whole; savings plans' USD per hour are continuous
     ubound = unit_bounds(inp)
 
@@ -205,7 +204,6 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
     cost = first_stage_cost(inp)  # cost, or NPV under [finance] objective = "npv" (the batches discount alike)
     cut_by = cut_groups(inp, cut)
-    n0 = np.zeros(R)
     chunks = chunk_index(inp, chunk)
     own = pricer is None
     if own:
