@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from . import backtest_rules as rules
+from . import commitments
 from . import backtest_slo as slo
 from . import backtest_stats as stats
 from . import backtest_term as term
@@ -166,7 +167,7 @@ def _cheapest_rows(inp: PlanInputs) -> dict[int, list[int]]:
 
 def _terms(res: pd.DataFrame) -> np.ndarray:
     """Rows of the commitments table that are term commitments (the rule-based strategies buy only these)."""
-    return res["kind"].eq("instance").to_numpy() if "kind" in res else np.ones(len(res), dtype=bool)
+    return commitments.is_term_row(res)
 
 
 def _fleet_series(inp: PlanInputs, demand: np.ndarray, row: int, classes: list[int]) -> np.ndarray:
@@ -784,11 +785,11 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
                                  "bought at one cut-off they would not count against the on-demand cap at the next)",
                                  column="guarantees_capacity", value="false",
                                  hint="backtest with those rows as ordinary reservations, or without them"))
-    if opts is not None and "kind" in opts and opts["kind"].eq("spend").any():
+    if opts is not None and "kind" in opts and commitments.is_spend(opts).any():
         raise InputError(Problem(str(history.config.prices or "price sheet"),
                                  "backtests do not carry savings plans yet (a dollar commitment bought at one cut-off "
                                  "is not yet inventory at the next)", column="option",
-                                 value=", ".join(sorted(set(opts.loc[opts["kind"].eq("spend"), "option"]))),
+                                 value=", ".join(sorted(set(opts.loc[commitments.is_spend(opts), "option"]))),
                                  hint="backtest with a price sheet without the savings_plan_* rows"))
     horizon = horizon_hours or train_hours
     if horizon > 3 * 8760:

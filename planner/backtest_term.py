@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .ladder import full_term_usd_per_gpu
+from . import commitments
 
 
 def liability_usd(purchases: pd.DataFrame) -> np.ndarray:
@@ -31,7 +32,7 @@ def liability_usd(purchases: pd.DataFrame) -> np.ndarray:
     if not len(purchases):
         return np.zeros(0)
     gpus = purchases["gpus"].to_numpy(float)
-    term = purchases["kind"].eq("instance").to_numpy() if "kind" in purchases else np.ones(len(purchases), bool)
+    term = commitments.is_term_row(purchases)
     full = np.where(term, full_term_usd_per_gpu(purchases.fillna({"term_months": 0.0, "upfront_usd": 0.0,
                                                                   "residual_usd": 0.0})), 0.0)
     whole_block = purchases["effective_usd_per_gpu_hour"].to_numpy(float) * purchases["hours_active"].to_numpy(float)

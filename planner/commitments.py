@@ -18,51 +18,20 @@ Code asks this module, never the option's spelling: ``kind_of(options)``, ``is_c
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
+from . import supply
 from .frames import concat_rows
 
 
-@dataclass(frozen=True)
-class OptionKind:
-    """One kind of purchase option: how its names are spelled and what buying it means."""
-
-    name: str
-    pattern: str  # regular expression over the normalised option name
-    commitment: bool  # bought ahead, paid whether used or not
-    adds_capacity: bool  # its instances hold reserved GPUs of their pool
-    unit: str  # what one unit of the first-stage decision is ("instance" or "" for rented options)
-    example: str
-
-
-KINDS: tuple[OptionKind, ...] = (
-    OptionKind("on_demand", r"on_demand", False, False, "", "on_demand"),
-    OptionKind("spot", r"spot", False, False, "", "spot"),
-    OptionKind("instance", r"reserved(_[\w.]+)?", True, True, "instance", "reserved_1y"),
-    OptionKind("window", r"capacity_block(_[\w.]+)?", True, True, "instance", "capacity_block"),
-    OptionKind("spend", r"savings_plan(_[\w.]+)?", True, False, "usd_per_hour", "savings_plan_1y"),
-)
-_BY_NAME = {k.name: k for k in KINDS}
-_PATTERNS = [(k.name, re.compile(rf"^{k.pattern}$")) for k in KINDS]
-COMMITMENT_KINDS = tuple(k.name for k in KINDS if k.commitment)
-CAPACITY_KINDS = tuple(k.name for k in KINDS if k.adds_capacity)
-
-
-def kind(name: str) -> OptionKind:
-    """The :class:`OptionKind` called ``name`` (KeyError for an unknown kind)."""
-    return _BY_NAME[name]
-
-
-def kind_of_name(option: str) -> str | None:
-    """The kind of one (normalised) option name, or None when no kind spells it so."""
-    for name, rx in _PATTERNS:
-        if rx.match(str(option)):
-            return name
-    return None
+# the kinds and what they do live in the supply registry (planner/supply.py); these names stay for callers
+OptionKind = supply.Supply
+KINDS: tuple[supply.Supply, ...] = tuple(s for s in supply.SUPPLIES if s.pattern)
+COMMITMENT_KINDS = supply.names(stage="first")
+CAPACITY_KINDS = supply.names(adds_capacity=True)
+kind = supply.get
+kind_of_name = supply.kind_of_name
 
 
 def kind_of(options: pd.Series) -> pd.Series:
@@ -72,24 +41,28 @@ def kind_of(options: pd.Series) -> pd.Series:
     return options.map(lookup)
 
 
+def _has(options: pd.Series, **behaviour) -> pd.Series:
+    return pd.Series(supply.option_mask(options, **behaviour), index=options.index)
+
+
 def is_commitment(options: pd.Series) -> pd.Series:
     """True where the option is bought ahead and paid whether used or not (reserved, capacity blocks)."""
-    return kind_of(options).isin(COMMITMENT_KINDS)
+    return _has(options, stage="first")
 
 
 def adds_capacity(options: pd.Series) -> pd.Series:
     """True where the option's whole instances hold reserved GPUs of their pool (instance and window kinds)."""
-    return kind_of(options).isin(CAPACITY_KINDS)
+    return _has(options, adds_capacity=True)
 
 
 def is_window(options: pd.Series) -> pd.Series:
     """True where the option is a calendar window (capacity block)."""
-    return kind_of(options).eq("window")
+    return _has(options, dated_by="window")
 
 
 def is_term(options: pd.Series) -> pd.Series:
     """True where the option is a term commitment of whole instances (``reserved_*``)."""
-    return kind_of(options).eq("instance")
+    return _has(options, dated_by="term", unit="instance")
 
 
 def option_names_expected() -> str:
@@ -100,7 +73,7 @@ def option_names_expected() -> str:
 # ---- the commitments table: one row per (commitment option, purchase date) ------------------------------
 OPTION_COLUMNS = ["pool", "gpu_type", "region", "option", "kind", "hourly_usd", "upfront_usd", "term_months", "r",
                   "m", "lead_time_months", "residual_usd", "valid_from", "block_start", "block_days", "provider",
-                  "max_gpus", "row", "plan_family", "guarantees_capacity", "resale_haircut"]
+                  "max_gpus", "row", "plan_family", "guarantees_capacity", "resale_haircut", "site", "kw_per_gpu"]
 AWS_BLOCK_AHEAD = pd.Timedelta(weeks=8)  # an AWS Capacity Block starts at most 8 weeks after it is bought
 
 
@@ -114,7 +87,8 @@ def option_rows(prices: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
     res["pool"] = [pool_of[(g, r)] for g, r in zip(res.gpu_type, res.region)]
     for col, default in (("lead_time_months", 0.0), ("residual_usd", 0.0), ("valid_from", pd.NaT),
                          ("block_start", pd.NaT), ("block_days", np.nan), ("provider", ""), ("row", 0),
-                         ("plan_family", ""), ("guarantees_capacity", True), ("resale_haircut", np.nan)):
+                         ("plan_family", ""), ("guarantees_capacity", True), ("resale_haircut", np.nan),
+                         ("site", ""), ("kw_per_gpu", 0.0)):
         if col not in res:
             res[col] = default
     res["kind"] = kind_of(res["option"])
@@ -137,8 +111,8 @@ def purchase_table(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.n
     """
     from . import ladder
 
-    win = options["kind"].eq("window").to_numpy()
-    spend = options["kind"].eq("spend").to_numpy()
+    win = supply.table_mask(options, dated_by="window")
+    spend = supply.table_mask(options, unit="usd_per_hour")
     terms = concat_rows([options[~win & ~spend], spend_commitments(options[spend])], ignore_index=True)
     rows, active = ladder.purchase_rows(terms, periods, hours, dates)
     rows["cash_date"] = rows["purchase_date"]
@@ -196,7 +170,7 @@ def exit_rows(rows: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex,
     when = periods[np.asarray(dates)]
     out, acts = [], []
     hrs = np.asarray(hours, float)
-    for c in np.flatnonzero(rows["resale_haircut"].notna().to_numpy() & rows["kind"].eq("instance").to_numpy()):
+    for c in np.flatnonzero(rows["resale_haircut"].notna().to_numpy() & supply.table_mask(rows, resellable=True)):
         r = rows.iloc[c]
         L = float(r["term_months"]) * 730.0
         for j, d in enumerate(when):
@@ -210,7 +184,7 @@ def exit_rows(rows: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex,
                 continue
             h, u = float(r["resale_haircut"]), float(r["upfront_usd"])
             e = r.copy()
-            e["kind"], e["parent"], e["m"] = "exit", int(c), -float(r["m"])
+            e["kind"], e["parent"], e["m"] = supply.names(dated_by="resale")[0], int(c), -float(r["m"])
             e["purchase_date"], e["cash_date"], e["active_from"], e["date_index"] = d, d, d, j
             e["firm"] = False
             e["term_months"] = rem / 730.0
@@ -228,9 +202,9 @@ def exit_rows(rows: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex,
 
 def _typed(rows: pd.DataFrame) -> pd.DataFrame:
     if "kind" in rows:
-        rows["kind"] = rows["kind"].fillna("instance")
+        rows["kind"] = rows["kind"].fillna(supply.DEFAULT)
     # instances (term commitments and blocks alike) are bought whole; a spend commitment is USD per hour
-    rows["integer"] = ~rows["kind"].eq("spend") if "kind" in rows else True
+    rows["integer"] = supply.table_mask(rows, unit="instance") if "kind" in rows else True
     return rows
 
 
@@ -253,7 +227,8 @@ def spend_commitments(rates: pd.DataFrame) -> pd.DataFrame:
         "upfront_usd": first["upfront_usd"].to_numpy(float), "term_months": first["term_months"], "r": 1.0,
         "m": 1.0, "lead_time_months": 0.0, "residual_usd": 0.0, "valid_from": pd.NaT, "block_start": pd.NaT,
         "block_days": np.nan, "provider": "", "max_gpus": np.nan, "row": first["row"],
-        "plan_family": first["plan_family"], "guarantees_capacity": True, "resale_haircut": np.nan})
+        "plan_family": first["plan_family"], "guarantees_capacity": True, "resale_haircut": np.nan,
+        "site": "", "kw_per_gpu": 0.0})
     return out[cols]
 
 
@@ -261,10 +236,10 @@ def spend_rates(table: pd.DataFrame, options: pd.DataFrame | None) -> pd.DataFra
     """Per spend commitment row ``c`` of the commitments table and eligible pool: its discounted ``rate`` (USD
     per GPU-hour). Empty without savings plans."""
     cols = ["c", "pool", "rate"]
-    if options is None or not len(table) or "kind" not in table or not table["kind"].eq("spend").any():
+    if options is None or not len(table) or "kind" not in table or not is_spend(table).any():
         return pd.DataFrame(columns=cols)
-    rows = options[options["kind"].eq("spend")]
-    c = table[table["kind"].eq("spend")][["option", "plan_family"]].reset_index().rename(columns={"index": "c"})
+    rows = options[is_spend(options)]
+    c = table[is_spend(table)][["option", "plan_family"]].reset_index().rename(columns={"index": "c"})
     m = c.merge(rows[["option", "plan_family", "pool", "hourly_usd"]], on=["option", "plan_family"])
     return m.rename(columns={"hourly_usd": "rate"})[cols].sort_values(["c", "pool"]).reset_index(drop=True)
 
@@ -298,13 +273,13 @@ def without_exits(inp):
     from dataclasses import replace
 
     res = inp.reserved
-    if "kind" not in res or not res["kind"].eq("exit").any():
+    if not is_exit(res).any():
         return inp
-    keep = ~res["kind"].eq("exit").to_numpy()
+    keep = ~is_exit(res)
     table = res[keep].reset_index(drop=True)
     source = inp.reserved_source
     if source is not None:  # a scenario tree: its rows before the split lose their resales too
-        src_keep = ~source[0]["kind"].eq("exit").to_numpy()
+        src_keep = ~is_exit(source[0])
         if "origin" in table:  # the split rows' positions in the source, renumbered without its resales
             renumber = np.cumsum(src_keep) - 1
             table["origin"] = renumber[table["origin"].to_numpy(int)]
@@ -317,4 +292,30 @@ def without_exits(inp):
 def has_exits(inp) -> bool:
     """True when the commitments table offers resales."""
     res = inp.reserved
-    return "kind" in res and bool(res["kind"].eq("exit").any())
+    return bool(is_exit(res).any())
+
+
+# ---- accessors over a commitments table's rows (a table without ``kind`` holds term instances) ----------
+def is_spend(table: pd.DataFrame) -> np.ndarray:
+    """True on spend commitments (savings plans: USD per hour, no instance)."""
+    return supply.table_mask(table, unit="usd_per_hour")
+
+
+def is_exit(table: pd.DataFrame) -> np.ndarray:
+    """True on resale rows (a sale of a term row)."""
+    return supply.table_mask(table, dated_by="resale")
+
+
+def is_window_row(table: pd.DataFrame) -> np.ndarray:
+    """True on calendar windows (capacity blocks)."""
+    return supply.table_mask(table, dated_by="window")
+
+
+def is_term_row(table: pd.DataFrame) -> np.ndarray:
+    """True on term commitments of whole instances (reserved rows; a table without ``kind`` holds only these)."""
+    return supply.table_mask(table, dated_by="term", unit="instance")
+
+
+def holds_gpus(table: pd.DataFrame) -> np.ndarray:
+    """True on rows whose instances hold reserved GPUs of their pool (terms and windows, not spend nor exit)."""
+    return supply.table_mask(table, adds_capacity=True)

@@ -178,6 +178,7 @@ class ModelConfig:
     budget: BudgetPolicy = field(default_factory=BudgetPolicy)
     finance: FinancePolicy = field(default_factory=FinancePolicy)
     availability: Path | None = None  # per-period caps on on-demand and spot GPUs (optional CSV)
+    sites: dict[str, float] = field(default_factory=dict)  # [sites.<name>] max_mw: power cap of owned GPUs
 
     def team_of(self, cls: str) -> str:
         """The team that owns class ``cls`` (the class itself when it names none)."""
@@ -194,8 +195,9 @@ class ModelConfig:
 _TOP_KEYS = {
     "name": str, "demand": str, "prices": str, "inventory": str, "availability": str, "description": str,
     "solver": dict, "classes": dict, "scenarios": dict, "failure_rate_per_gpu_hour": float,
-    "teams": dict, "commitments": dict, "budget": dict, "finance": dict,
+    "teams": dict, "commitments": dict, "budget": dict, "finance": dict, "sites": dict,
 }
+_SITE_KEYS = {"max_mw": float, "description": str}
 _FINANCE_KEYS = {"discount_rate": float, "objective": str, "fiscal_year_start": int}
 FINANCE_OBJECTIVES = ("cost", "npv")
 MAX_DISCOUNT_RATE = 0.5
@@ -375,6 +377,7 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
                                                  file, bad), file, bad)
     budget = _parse_budget(_check_keys(top.get("budget", {}), _BUDGET_KEYS, "budget.", file, bad), file, bad)
     finance = _parse_finance(_check_keys(top.get("finance", {}), _FINANCE_KEYS, "finance.", file, bad), file, bad)
+    sites = _parse_sites(top.get("sites", {}), file, bad)
     bad.raise_if_any(ConfigError)
 
     def resolve(key):
@@ -385,7 +388,24 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
                        inventory=resolve("inventory"), availability=resolve("availability"),
                        solver=solver, classes=classes,
                        scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure, teams=teams,
-                       commitments=commitments, budget=budget, finance=finance)
+                       commitments=commitments, budget=budget, finance=finance, sites=sites)
+
+
+def _parse_sites(table: dict, file: str, bad: Collector) -> dict[str, float]:
+    """``[sites.<name>] max_mw``: the most power (MW) the owned GPUs of a site may draw in any period."""
+    out = {}
+    for name, t in table.items():
+        if not isinstance(t, dict):
+            bad.add(file, f"'sites.{name}' is not a table", value=t, expected="[sites.<name>] with max_mw = ...")
+            continue
+        t = _check_keys(t, _SITE_KEYS, f"sites.{name}.", file, bad)
+        mw = t.get("max_mw")
+        if not _type_ok(mw, float) or not 0 <= float(mw) <= 10_000:
+            bad.add(file, f"'sites.{name}.max_mw' missing or out of range", value=mw,
+                    expected="the site's power for GPUs in MW, 0 to 10000 (e.g. 12.5)")
+            continue
+        out[str(name)] = float(mw)
+    return out
 
 
 def _parse_finance(table: dict, file: str, bad: Collector) -> FinancePolicy:

@@ -36,7 +36,7 @@ import numpy as np
 
 from .inputs import PlanInputs
 from .model import build_model, unit_bounds, unit_integer
-from .model.constraints import exit_links, reserved_cap_sets
+from .model import stages
 from .model.objective import first_stage_cost
 
 REL_TOL = 1e-9  # floating-point noise between the master's bound and the priced plan, relative
@@ -78,13 +78,25 @@ class BendersResult:
 
 
 def applicable(inp: PlanInputs) -> bool:
-    """True when the decomposition is exact for ``inp``: purchases to decide and no backfill classes."""
-    backfill = any(inp.config.classes[c].backfill for c in inp.classes)
-    res = inp.reserved
-    # a discount-only commitment (guarantees_capacity = false) links its purchases to every period's on-demand
-    # cap: the decomposition's master does not carry those rows, so such models are solved whole
-    discount_only = "guarantees_capacity" in res and not res["guarantees_capacity"].astype(bool).all()
-    return len(res) > 0 and not backfill and not discount_only
+    """True when the decomposition is exact for ``inp``: purchases to decide and no linking constraint family
+    (:func:`planner.model.stages.linking`: a budget, backfill classes, discount-only commitments)."""
+    return len(inp.reserved) > 0 and not stages.linking(inp)
+
+
+def add_first_stage_rows(master, inp: PlanInputs, inf: float) -> dict:
+    """Add every first-stage family's rows (:data:`planner.model.stages.FIRST_STAGE`) to a HiGHS master whose
+    first columns are the purchases ``n``; returns them by family (for :func:`first_stage_feasible`)."""
+    fams = stages.first_stage_rows(inp)
+    for f in fams.values():
+        for cols, coefs, rhs in zip(f.members, f.coefs, f.rhs):
+            master.addRow(-inf, float(rhs), len(cols), np.asarray(cols, np.int32), np.asarray(coefs, float))
+    return fams
+
+
+def first_stage_feasible(fams: dict, x: np.ndarray) -> bool:
+    """Whether purchases ``x`` satisfy every first-stage family's rows."""
+    return all(coefs @ x[cols] <= rhs + 1e-6 * max(1.0, abs(rhs))
+               for f in fams.values() for cols, coefs, rhs in zip(f.members, f.coefs, f.rhs))
 
 
 def chunk_index(inp: PlanInputs, chunk: str | int = "month") -> list[np.ndarray]:
@@ -178,7 +190,6 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
     t0 = time.perf_counter()
     phases = {"build": 0.0, "aggregate": 0.0, "pricing": 0.0, "master": 0.0}
-    R = len(inp.reserved)
     whole = unit_integer(inp)  # instances are whole; savings plans' USD per hour are continuous
     ubound = unit_bounds(inp)
 
@@ -193,7 +204,6 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
     cost = first_stage_cost(inp)  # cost, or NPV under [finance] objective = "npv" (the batches discount alike)
     cut_by = cut_groups(inp, cut)
-    n0 = np.zeros(R)
     chunks = chunk_index(inp, chunk)
     own = pricer is None
     if own:
@@ -225,21 +235,14 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     upper = np.r_[np.where(np.isfinite(ubound), ubound, inf), np.full(G, inf)]
     master.addVars(R + G, lower, upper)
     master.changeColsCost(R + G, np.arange(R + G, dtype=np.int32), np.r_[cost, np.ones(G)])
-    for _pool, cols, coefs, rhs in zip(*reserved_cap_sets(inp)):
-        master.addRow(-inf, float(rhs), len(cols), cols.astype(np.int32), coefs.astype(float))
-    for c, exits in exit_links(inp):  # a commitment sells at most what it bought
-        idx = np.r_[exits, c].astype(np.int32)
-        master.addRow(-inf, 0.0, len(idx), idx, np.r_[np.ones(len(exits)), -1.0])
+    own_rows = add_first_stage_rows(master, inp, inf)  # the first-stage families' own rows (reserved caps, exit links...)
     fixed_rows = master.getNumRow()
     ages = np.zeros(0, dtype=np.int64)  # per cut row: consecutive master solves it was slack
     cut_lo = np.zeros(0)  # and its right-hand side
-    caps = [(cols.astype(int), coefs.astype(float), float(rhs)) for _p, cols, coefs, rhs in zip(*reserved_cap_sets(inp))]
-    links = exit_links(inp)
 
     def feasible(x):
-        """Whether purchases ``x`` satisfy the master's own rows (reserved caps, exit links)."""
-        ok = all(coefs @ x[cols] <= rhs + 1e-6 * max(1.0, abs(rhs)) for cols, coefs, rhs in caps)
-        return ok and all(x[exits].sum() <= x[c] + 1e-9 for c, exits in links)
+        """Whether purchases ``x`` satisfy the master's own rows (every first-stage family)."""
+        return first_stage_feasible(own_rows, x)
 
     def price(n):
         """Q(n) = sum_g Q_g(n), each group's value, and the cuts (COO) at n; adds them to the master."""

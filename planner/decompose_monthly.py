@@ -10,10 +10,9 @@ import time
 
 import numpy as np
 
-from .decompose import ABS_TOL, REL_TOL, BendersResult, chunk_index, chunk_inputs  # noqa: F401
+from .decompose import ABS_TOL, REL_TOL, BendersResult, add_first_stage_rows, chunk_index, chunk_inputs  # noqa: F401
 from .inputs import PlanInputs
 from .model import build_model, unit_bounds, unit_integer
-from .model.constraints import exit_links, reserved_cap_sets
 from .model.objective import first_stage_cost
 
 
@@ -70,11 +69,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     upper = np.r_[np.where(np.isfinite(unit_bounds(inp)), unit_bounds(inp), inf), np.full(J, inf)]
     master.addVars(R + J, lower, upper)
     master.changeColsCost(R + J, np.arange(R + J, dtype=np.int32), np.r_[cost, np.ones(J)])
-    for _pool, cols, coefs, rhs in zip(*reserved_cap_sets(inp)):
-        master.addRow(-inf, float(rhs), len(cols), cols.astype(np.int32), coefs.astype(float))
-    for c, exits in exit_links(inp):  # a commitment sells at most what it bought
-        idx = np.r_[exits, c].astype(np.int32)
-        master.addRow(-inf, 0.0, len(idx), idx, np.r_[np.ones(len(exits)), -1.0])
+    add_first_stage_rows(master, inp, inf)  # every first-stage family's rows (reserved caps, exit links, sites)
     best_n, best_upper, bound = None, np.inf, -np.inf
     history = []
     priced: set = set()

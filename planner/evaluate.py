@@ -18,6 +18,7 @@ import pandas as pd
 from .errors import InputError, Problem
 from .inputs import PlanInputs
 from .results import Plan
+from . import supply
 
 
 @dataclass
@@ -134,12 +135,12 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs 
     res = inp.reserved
     treed = "branch" in res  # inputs split by the same scenario tree: every row read into its own branch's row
     for i, r in enumerate(res.itertuples()):
-        if treed and getattr(r, "kind", "instance") not in ("exit", "spend"):
+        if treed and supply.is_(getattr(r, "kind", None), adds_capacity=True):
             index[(r.gpu_type, r.region, r.option, pd.Timestamp(r.purchase_date).date().isoformat(), r.branch)] = i
-            if getattr(r, "kind", "instance") == "window":
+            if supply.is_(getattr(r, "kind", None), dated_by="window"):
                 index[(r.gpu_type, r.region, r.option, "block", pd.Timestamp(r.block_start).isoformat(), r.branch)] = i
             continue
-        if getattr(r, "kind", "instance") == "exit":  # a resale: by what it sells and when
+        if supply.is_(getattr(r, "kind", None), dated_by="resale"):  # a resale: by what it sells and when
             par = res.iloc[int(r.parent)]
             index[("exit", r.gpu_type, r.region, r.option, pd.Timestamp(par["purchase_date"]).date().isoformat(),
                    pd.Timestamp(r.purchase_date).date().isoformat())] = i
@@ -147,9 +148,9 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs 
         index.setdefault((r.gpu_type, r.region, r.option), i)
         if hasattr(r, "purchase_date"):
             index[(r.gpu_type, r.region, r.option, pd.Timestamp(r.purchase_date).date().isoformat())] = i
-        if getattr(r, "kind", "instance") == "window":
+        if supply.is_(getattr(r, "kind", None), dated_by="window"):
             index[(r.gpu_type, r.region, r.option, "block", pd.Timestamp(r.block_start).isoformat())] = i
-        if getattr(r, "kind", "instance") == "spend":  # a savings plan: by its family and date, in USD per hour
+        if supply.is_(getattr(r, "kind", None), unit="usd_per_hour"):  # a savings plan: by its family and date, in USD per hour
             index[("spend", r.option, str(r.plan_family), pd.Timestamp(r.purchase_date).date().isoformat())] = i
     n = np.zeros(len(inp.reserved))
     problems = []
@@ -161,7 +162,7 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs 
         if not treed and branch not in (None, "all") and (str(row.get("purchase_date"))[:10], branch) not in followed:
             continue  # bought only in a branch the demand that came did not follow
         try:
-            if row.get("kind") == "exit":
+            if row.get("kind") and supply.is_(row.get("kind"), dated_by="resale"):
                 of = row.get("resale_of") or {}
                 key = ("exit", row["gpu_type"], row["region"], row["option"], str(of.get("purchase_date"))[:10],
                        str(row["purchase_date"])[:10])
@@ -173,7 +174,7 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs 
                                             value="/".join(key[1:]), hint="evaluate with the price sheet, horizon "
                                             "and [commitments] the plan used"))
                 continue
-            if row.get("kind") == "spend":
+            if row.get("kind") and supply.is_(row.get("kind"), unit="usd_per_hour"):
                 key = ("spend", row["option"], str(row.get("plan_family")), str(row["purchase_date"])[:10])
                 usd = float(row.get("usd_per_hour") or 0.0)
                 if not math.isfinite(usd) or usd < 0:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .units import HOURS_PER_MONTH
+from . import supply
 
 
 def month_factor(months, origin, rate: float) -> np.ndarray:
@@ -135,7 +136,7 @@ def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
         same = (key["pool"] == key["pool"].iat[i]) & (key["kind"] == key["kind"].iat[i]) & \
             (key["term"] == key["term"].iat[i]) & (key["date"] == key["date"].iat[i]) & \
             (key["node"] == key["node"].iat[i])
-        if kind.iat[i] == "window":
+        if supply.is_(kind.iat[i], dated_by="window"):
             same &= key["start"] == key["start"].iat[i]
         gpus = float(qty.iat[i])
         for j in np.flatnonzero(same.to_numpy()):

@@ -17,6 +17,7 @@ from .backfill import backfill_table
 from .config import ModelConfig
 from . import ladder
 from .validate import QUANTILE, Tables, availability_caps, owned_gpus
+from . import supply
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class PlanInputs:
         sheet = np.broadcast_to(self.pools[col].to_numpy(float)[:, None], (self.P, self.T))
         if self.availability is None:
             return np.array(sheet)
-        return np.fmin(sheet, self.availability[0 if option == "on_demand" else 1])
+        return np.fmin(sheet, self.availability[supply.get(option).availability_index])
 
     @property
     def penalty_by_class(self) -> np.ndarray:
@@ -157,7 +158,7 @@ def _pools(prices: pd.DataFrame) -> pd.DataFrame:
         rows = prices[prices["option"] == option].set_index(["gpu_type", "region"])[col]
         return rows.reindex(idx).to_numpy(dtype=float)
 
-    sized = prices[~commitments.kind_of(prices["option"]).eq("spend")]  # a savings plan row has no instance
+    sized = prices[~commitments.kind_of(prices["option"]).isin(supply.names(unit="usd_per_hour"))]  # a savings plan row has no instance
     pools["m"] = sized.groupby(["gpu_type", "region"])["gpus_per_instance"].first().reindex(idx).to_numpy()
     pools["od"] = pick("on_demand", "hourly_usd")
     pools["sp"] = pick("spot", "hourly_usd")
@@ -453,7 +454,7 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
     for table in (reserved, options, None if source is None else source[0]):
         if table is not None:
             # a savings plan's unit (1 USD/h) is not a price: its rates per GPU-hour (option rows) scale instead
-            unit = table["kind"].eq("spend").to_numpy() if "kind" in table else np.zeros(len(table), bool)
+            unit = commitments.is_spend(table)
             rate_row = unit & (table["pool"].to_numpy() >= 0)
             for col in ("hourly_usd", "upfront_usd", "residual_usd", "r"):
                 factor = np.where(unit, np.where(rate_row & (col == "hourly_usd"), reserved_price, 1.0), reserved_price)
@@ -471,7 +472,8 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
         speed = _apply_slo_speeds(inp.speed, inp.classes, inp.pools, slo_speed)
     prices = inp.tables.prices.copy()
     kinds = commitments.kind_of(prices["option"])
-    factor = np.select([kinds.eq("on_demand"), kinds.eq("spot"), kinds.isin(commitments.COMMITMENT_KINDS)],
+    factor = np.select([kinds.isin(supply.names(rented=True, preemptible=False)),
+                        kinds.isin(supply.names(rented=True, preemptible=True)), kinds.isin(commitments.COMMITMENT_KINDS)],
                        [on_demand_price, spot_price, reserved_price], 1.0)
     prices["hourly_usd"] = prices["hourly_usd"] * factor
     prices["upfront_usd"] = prices["upfront_usd"] * np.where(kinds.isin(commitments.COMMITMENT_KINDS),

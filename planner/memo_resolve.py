@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from . import supply
 
 DEFAULT_SHOCKS = (0.2, 0.3)
 DEFAULT_FACTORS = (0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2)
@@ -168,10 +169,8 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
     bases, the demand scaled in the batches' rows (:func:`planner.recourse.price`), then the plan read from it."""
     import time
 
-    from .executors import LocalExecutor
     from .inputs import scale_inputs
     from .pipeline import plan_from_priced, warm_bases
-    from .recourse_workers import make_pricer
 
     chunks = warm["chunks"]
     cut_by = warm.get("cut_by", "block")
@@ -274,8 +273,8 @@ def scaled_units(plan, inp, factor: float) -> np.ndarray:
         x = np.minimum(x, res["max_units"].to_numpy(float))
     x = _within_pool_caps(inp, x, whole)
     kind = res["kind"].to_numpy() if "kind" in res else np.full(len(x), "instance")
-    if "parent" in res and (kind == "exit").any():  # resales of a term: cumulatively at most its instances
-        ex = np.flatnonzero(kind == "exit")
+    if "parent" in res and supply.mask(kind, dated_by="resale").any():  # resales of a term: cumulatively at most its instances
+        ex = np.flatnonzero(supply.mask(kind, dated_by="resale"))
         par = res["parent"].to_numpy(int)[ex]
         frame = pd.DataFrame({"ex": ex, "par": par, "x": x[ex]})
         before = frame.groupby("par")["x"].cumsum() - frame["x"]
@@ -330,7 +329,7 @@ def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, **solve)
     res = inp.reserved
     kind = res["kind"].to_numpy() if "kind" in res else np.full(len(res), "instance")
     m = res["m"].to_numpy(float)
-    holds = (res["pool"].to_numpy(int) >= 0) & (kind != "spend") & (kind != "exit")
+    holds = (res["pool"].to_numpy(int) >= 0) & supply.mask(kind, adds_capacity=True)
     units = [scaled_units(plan, inp, f) for f in factors]
     todo = [i for i, f in enumerate(factors) if f != 1.0]  # factor 1 is the plan itself: its own figures
     warm = batches_of(plan, solve.get("backend"), inp) if todo else None
@@ -345,7 +344,7 @@ def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, **solve)
     if "baseline_all_on_demand_usd" in out:
         out["baseline_all_on_demand_usd"] = out["baseline_all_on_demand_usd"].fillna(float(plan.baseline_all_on_demand))
     out.insert(0, "committed_usd", out["reserved_full_term_usd"])
-    out.insert(0, "committed_usd_per_hour", [float((u * inp.reserved_weight)[kind == "spend"].sum()) for u in units])
+    out.insert(0, "committed_usd_per_hour", [float((u * inp.reserved_weight)[supply.mask(kind, unit="usd_per_hour")].sum()) for u in units])
     w = inp.reserved_weight  # a scenario tree's branch purchases: expected
     out.insert(0, "committed_gpus", [float((u * m * w)[holds].sum()) for u in units])
     out.insert(0, "factor", factors)

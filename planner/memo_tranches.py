@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from . import supply
 
 TRANCHE_COLUMNS = ["row", "gpu_type", "region", "option", "kind", "purchase_date", "end_date", "firm",
                    "stack_position", "instances", "gpus", "active_periods", "capacity_gpu_hours", "used_gpu_hours",
@@ -60,13 +61,13 @@ def stack(plan) -> dict:
     kind = res["kind"].to_numpy() if "kind" in res else np.full(len(res), "instance")
     pool = res["pool"].to_numpy(int)
     m = res["m"].to_numpy(float)
-    holds = (units > 0) & (pool >= 0) & (kind != "spend") & (kind != "exit")
+    holds = (units > 0) & (pool >= 0) & supply.mask(kind, adds_capacity=True)
     rows = np.flatnonzero(holds)
     if not len(rows):
         return empty
     gpus_t = (units * m)[:, None] * inp.active  # (R, T): exits carry a negative m
-    if "parent" in res and (kind == "exit").any():
-        ex = np.flatnonzero((kind == "exit") & (units > 0))
+    if "parent" in res and supply.mask(kind, dated_by="resale").any():
+        ex = np.flatnonzero(supply.mask(kind, dated_by="resale") & (units > 0))
         np.add.at(gpus_t, res["parent"].to_numpy(int)[ex], gpus_t[ex])
     order = np.lexsort((rows, res["r"].to_numpy(float)[rows], pd.to_datetime(res["purchase_date"]).to_numpy()[rows],
                         pool[rows]))
@@ -128,7 +129,7 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     full = pur["commitment_usd"].to_numpy(float).copy()
     kind = inp.reserved["kind"].to_numpy() if "kind" in inp.reserved else np.full(len(pur), "instance")
     if "parent" in inp.reserved:  # a resale's cost (negative: money back) is its parent's
-        ex = np.flatnonzero((kind == "exit") & (pur["units"].to_numpy(float) > 0))
+        ex = np.flatnonzero(supply.mask(kind, dated_by="resale") & (pur["units"].to_numpy(float) > 0))
         par = inp.reserved["parent"].to_numpy(int)[ex]
         np.add.at(cost, par, cost[ex])
         np.add.at(full, par, full[ex])

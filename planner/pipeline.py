@@ -172,9 +172,8 @@ def _use_benders(inp: PlanInputs, backend: str) -> bool:
     from .decompose import applicable
 
     method = inp.config.solver.method
-    b = inp.config.budget
-    if method == "monolithic" or not applicable(inp) or b.max_total_usd is not None or b.monthly:
-        return False  # a budget couples the months the decomposition solves apart
+    if method == "monolithic" or not applicable(inp):
+        return False  # a linking family (a budget, backfill, discount-only commitments) ties the periods
     if method == "benders":
         return backend == "highs"  # the decomposition keeps its chunk LPs in HiGHS; --solver cbc solves monolithic
     return backend == "highs" and inp.T * inp.K * len(inp.scenarios) > BENDERS_AUTO_CELLS
@@ -183,23 +182,22 @@ def _use_benders(inp: PlanInputs, backend: str) -> bool:
 def _monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
     """Why a model file that asks for ``method = "benders"`` is solved as one model (None otherwise);
     ``free`` is False when an extension is added (the decomposition cannot see its rows)."""
-    from .decompose import applicable
+    from .model.stages import linking
 
     if inp.config.solver.method != "benders":
         return None
-    b = inp.config.budget
+    links = dict(linking(inp))  # the linking families present, and why each stops the decomposition
     if not free:
         why = "the model is extended (extend=), and the decomposition cannot see the added rows"
     elif backend != "highs":
         why = f"--solver {backend}: the decomposition runs on HiGHS only"
-    elif b.max_total_usd is not None or b.monthly:
-        why = "a [budget] couples the months the decomposition solves apart"
+    elif "budget" in links:
+        why = links["budget"]
     elif not len(inp.reserved):
         why = ("there is nothing to buy ahead (no reserved, capacity-block or savings-plan rows in the price sheet): "
                "the model is one LP, solved whole")
-    elif not applicable(inp):
-        why = ("the decomposition does not apply to this model: backfill classes or discount-only commitments "
-               "(guarantees_capacity = false) link the periods (see docs/commitments.md)")
+    elif links:
+        why = "the decomposition does not apply to this model: " + next(iter(links.values()))
     else:
         return None
     return f'method = "benders" was asked, but the model was solved whole (monolithic): {why}'

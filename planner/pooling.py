@@ -21,6 +21,7 @@ from . import economics
 from .errors import ConfigError, Problem
 from .inputs import PlanInputs, select_classes
 from .results import Plan
+from . import supply
 
 
 @dataclass
@@ -117,7 +118,7 @@ def _gang(inp: PlanInputs, pool: int, job_gpus: float) -> float:
 
 def _metrics(plans: list[Plan], backfill: list[str]) -> dict:
     """The comparison's figures for one arrangement (one plan, or the sum of the separate ones)."""
-    cost = {k: sum(p.cost[k] for p in plans) for k in ("reserved", "on_demand", "spot", "total")}
+    cost = {k: sum(p.cost[k] for p in plans) for k in (*supply.BUCKETS, "total")}
     hours = plans[0].inputs.horizon_hours
     days = hours / 24.0
     reserved_gpus = sum(float(p.purchases["gpus"].sum()) for p in plans)
@@ -189,7 +190,7 @@ def _training_hours(plan: Plan, backfill: list[str]) -> tuple[float, float]:
     w = a["scenario"].map(_scenario_weights(plan)).to_numpy(float)
     k, p = a["_k"].to_numpy(), a["_p"].to_numpy()
     ref = a["gpu_hours"].to_numpy(float) * w * inp.speed[k, p]
-    factor = np.where(a["option"].to_numpy() == "spot", inp.goodput[k, p], inp.reliability[k, p])
+    factor = np.where(supply.mask(a["option"], preemptible=True), inp.goodput[k, p], inp.reliability[k, p])
     used, useful = float(ref.sum()), float((ref * factor).sum())
     if len(plan.backfill):
         b = plan.backfill

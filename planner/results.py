@@ -17,9 +17,10 @@ from .model import PlanModel
 from .solve import SolveResult, Status
 from .model.objective import reserved_cost_per_instance
 from .units import HOURS_PER_MONTH, commitment_usd
+from . import commitments, supply
 
 EPS = 1e-7
-OPTIONS = ("reserved", "on_demand", "spot")
+OPTIONS = supply.BUCKETS  # the cost buckets: ("reserved", "on_demand", "spot")
 
 
 POSITIONS = ["_k", "_p", "_t"]  # class, pool and period positions kept beside the allocation for vector maths
@@ -410,7 +411,7 @@ def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
             "hours_active", "valid_from", "cash_date", "block_start", "block_days", "provider", "plan_family", "parent"]
     purchases = res[[c for c in cols if c in res]].copy()
     purchases = purchases.rename(columns={"r": "effective_usd_per_gpu_hour", "m": "gpus_per_instance"})
-    spend = purchases["kind"].eq("spend").to_numpy() if "kind" in purchases else np.zeros(len(purchases), bool)
+    spend = commitments.is_spend(purchases)
     purchases["branch"] = res["branch"].to_numpy() if "branch" in res else "all"  # the scenarios it is bought in
     purchases["probability"] = inp.reserved_weight  # theirs: 1 for a purchase made whatever happens
     purchases["units"] = n  # the first-stage decision: instances, or USD per hour for a savings plan
@@ -469,9 +470,9 @@ def _spend_table(inp: PlanInputs, fam, v: np.ndarray, blocks, purchases: pd.Data
             "committed_usd", "covered_gpu_hours", "covered_at_rates_usd", "covered_at_on_demand_usd",
             "utilisation", "savings_usd", "branch", "probability"]
     res = inp.reserved
-    if "kind" not in res or not res["kind"].eq("spend").any():
+    if not commitments.is_spend(res).any():
         return pd.DataFrame(columns=cols)
-    rows = np.flatnonzero(res["kind"].eq("spend").to_numpy())
+    rows = np.flatnonzero(commitments.is_spend(res))
     f = fam["v"]
     x = np.clip(v[f["col"].to_numpy()], 0.0, None) if len(f) else np.zeros(0)
     c, p, b = (f[k].to_numpy(int) for k in ("c", "p", "b")) if len(f) else (np.zeros(0, int),) * 3
@@ -675,7 +676,7 @@ def _cheapest_per_useful_hour(inp: PlanInputs, on_demand_only: bool = False) -> 
             costs.append(np.where(inp.speed * inp.goodput > 0, sp[None, :] / (inp.speed * inp.goodput), np.inf))
         res = inp.reserved
         if len(res) and "kind" in res and not on_demand_only:
-            terms = res[res["kind"].isin(["instance", "window"])]
+            terms = res[commitments.holds_gpus(res)]
             if len(terms):
                 r = np.full(inp.P, np.inf)
                 np.minimum.at(r, terms["pool"].to_numpy(int), terms["r"].to_numpy(float))

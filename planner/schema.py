@@ -70,6 +70,10 @@ PRICES = (
     Column("provider", "str", False, "", "none",
            "capacity_block only: `aws` or `gcp` turns on that provider's rules for blocks (durations, start "
            "times, instance limit); blank accepts any whole number of days"),
+    Column("site", "str", False, "", "none",
+           "reserved only: the site (a `[sites.<name>]` of the model file) whose power the purchased GPUs draw"),
+    Column("kw_per_gpu", "float", False, "kW per GPU", "",
+           "reserved only, with `site` (required there): power one GPU draws, its share of the server included"),
 )
 
 INVENTORY = (

@@ -22,6 +22,13 @@ import numpy as np
 import pandas as pd
 
 from .results import Plan
+from . import commitments, supply
+
+
+def _rented_price(option: pd.Series, od: np.ndarray, sp: np.ndarray) -> np.ndarray:
+    """Per allocation row: the rented kind's price (on-demand or spot; 0 for reserved GPUs)."""
+    rented = supply.mask(option, rented=True)
+    return np.where(rented & supply.mask(option, preemptible=True), sp, np.where(rented, od, 0.0))
 
 
 def _pool_cost_and_owned(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
@@ -30,7 +37,7 @@ def _pool_cost_and_owned(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
     w = dict(zip(inp.scenarios, inp.probability))
     pur = plan.purchases
     if "kind" in pur:
-        pur = pur[~pur["kind"].eq("spend")]  # a savings plan holds no pool's GPUs: see savings_plan_credit
+        pur = pur[~commitments.is_spend(pur)]  # a savings plan holds no pool's GPUs: see savings_plan_credit
     pool_of = {(g, r): p for p, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
     cost_p = np.zeros(inp.P)
     weight = pur["probability"].to_numpy(float) if "probability" in pur else 1.0  # a branch's: expected
@@ -55,7 +62,7 @@ def savings_plan_credit(plan: Plan) -> pd.DataFrame:
     cols = ["_k", "c", "month", "credit_usd", "at_rates_usd"]
     if cov is None or not len(cov):
         return pd.DataFrame(columns=cols)
-    od = a[a["option"] == "on_demand"]
+    od = a[supply.mask(a["option"], covered_by_spend=True)]
     key = ["scenario", "period", "gpu_type", "region"]
     total = od.groupby(key)["gpus"].sum().rename("pool_gpus").reset_index()
     m = cov.merge(od[key + ["_k", "gpus"]].rename(columns={"gpus": "class_gpus"}), on=key).merge(total, on=key)
@@ -73,7 +80,7 @@ def _commitment_charges(plan: Plan, credit: pd.DataFrame, by_month: bool) -> tup
     """Each savings-plan commitment's cost (total, or per month) charged to classes by their usage at its rates:
     (rows ``_k``, [``month``,] ``usd``), and what no class drew on (per month or "")."""
     pur = plan.purchases
-    spend = np.flatnonzero(pur["kind"].eq("spend").to_numpy()) if "kind" in pur else np.zeros(0, int)
+    spend = np.flatnonzero(commitments.is_spend(pur)) if "kind" in pur else np.zeros(0, int)
     if not len(spend):
         return pd.DataFrame(columns=["_k", "month", "usd"]), {}
     full = plan.inputs.config.commitments.accounting == "full_term"
@@ -105,9 +112,9 @@ def _commitment_charges(plan: Plan, credit: pd.DataFrame, by_month: bool) -> tup
 def spend_cost(plan: Plan, by_month: bool = False):
     """The savings plans' cost: in total under the model's accounting, or per month (amortised: USD/h x hours)."""
     pur = plan.purchases
-    if "kind" not in pur or not pur["kind"].eq("spend").any():
+    if "kind" not in pur or not commitments.is_spend(pur).any():
         return pd.Series(dtype=float) if by_month else 0.0
-    spend = pur["kind"].eq("spend").to_numpy()
+    spend = commitments.is_spend(pur)
     if not by_month:
         full = plan.inputs.config.commitments.accounting == "full_term"
         prob = pur["probability"] if "probability" in pur else 1.0
@@ -124,7 +131,7 @@ def reserved_use(plan: Plan) -> dict:
     inp = plan.inputs
     w = dict(zip(inp.scenarios, inp.probability))
     a = plan.allocation_positions
-    sel = a[a["option"] == "reserved"]
+    sel = a[supply.mask(a["option"], stage="first")]
     use = np.zeros((inp.K, inp.P))
     np.add.at(use, (sel["_k"].to_numpy(int), sel["_p"].to_numpy(int)),
               (sel["gpu_hours"] * sel["scenario"].map(w).astype(float)).to_numpy(float))
@@ -163,7 +170,7 @@ def owned_charges(plan: Plan) -> pd.DataFrame:
     months = np.asarray(inp.periods.strftime("%Y-%m"))
     unused = np.einsum("s,pt,spt->t", pi, cost, 1.0 - used_share)
     a = plan.allocation_positions
-    a = a[a["option"] == "reserved"]
+    a = a[supply.mask(a["option"], stage="first")]
     s_ = pd.Index(inp.scenarios).get_indexer(a["scenario"])
     p_, t_ = a["_p"].to_numpy(int), a["_t"].to_numpy(int)
     tot = U[s_, p_, t_]
@@ -188,12 +195,11 @@ def by_class(plan: Plan, owned: bool = False) -> pd.DataFrame:
     a = plan.allocation_positions.assign(wt=plan.allocation_positions["scenario"].map(w).astype(float))
     a["wgh"] = a["gpu_hours"] * a["wt"]
     od, sp = inp.pools["od"].to_numpy(float), inp.pools["sp"].to_numpy(float)
-    price = np.where(a["option"] == "on_demand", np.nan_to_num(od)[a["_p"]],
-                     np.where(a["option"] == "spot", np.nan_to_num(sp)[a["_p"]], 0.0))
+    price = _rented_price(a["option"], np.nan_to_num(od)[a["_p"]], np.nan_to_num(sp)[a["_p"]])
     a["usd"] = a["wgh"] * price
     K, P = inp.K, inp.P
-    gh = {o: np.zeros(K) for o in ("reserved", "on_demand", "spot")}
-    usd = {o: np.zeros(K) for o in ("on_demand", "spot")}
+    gh = {o: np.zeros(K) for o in supply.BUCKETS}
+    usd = {o: np.zeros(K) for o in supply.RENTED}
     res_use = np.zeros((K, P))
     for o in gh:
         sel = a[a["option"] == o]
@@ -271,15 +277,14 @@ def by_month(plan: Plan, owned: bool = False) -> pd.DataFrame:
     od, sp = np.nan_to_num(inp.pools["od"].to_numpy(float)), np.nan_to_num(inp.pools["sp"].to_numpy(float))
     p = a["_p"].to_numpy(int)
     frame = pd.DataFrame({"month": month, "k": a["_k"].to_numpy(int), "p": p, "option": a["option"], "gh": wgh,
-                          "usd": wgh * np.where(a["option"] == "on_demand", od[p],
-                                                np.where(a["option"] == "spot", sp[p], 0.0))})
+                          "usd": wgh * _rented_price(a["option"], od[p], sp[p])})
     cols = ["month", "team", "workload_class", "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
             "savings_plan_usd", "total_usd"]
     if not len(frame):
         return pd.DataFrame(columns=cols)
-    paid = frame[frame["option"] != "reserved"].pivot_table(index=["month", "k"], columns="option", values="usd",
+    paid = frame[~supply.mask(frame["option"], stage="first")].pivot_table(index=["month", "k"], columns="option", values="usd",
                                                             aggfunc="sum", fill_value=0.0)
-    use = frame[frame["option"] == "reserved"].groupby(["month", "p", "k"])["gh"].sum()
+    use = frame[supply.mask(frame["option"], stage="first")].groupby(["month", "p", "k"])["gh"].sum()
     # the month's reserved cost and GPU-hours owned per pool
     per_month = inp.periods.strftime("%Y-%m")
     res = inp.reserved

@@ -63,7 +63,7 @@ def expand(reserved: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex
     labels = node_labels(demand, dates)  # (D, S)
     if labels.max() == 0:
         return reserved, active, None
-    rows, member, origin, node = [], [], [], []
+    member, origin, node = [], [], []
     for c in range(len(reserved)):
         lab = labels[which[c]]
         for g in range(int(lab.max()) + 1):

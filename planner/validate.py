@@ -17,6 +17,7 @@ from .config import ModelConfig
 from .errors import Collector, InputError
 from .io import RawTable
 from .units import commitment_usd, effective_rate
+from . import supply
 
 MAX_ROWS_PER_CHECK = 10
 ABSURD_GPUS = 1e8
@@ -183,9 +184,13 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     _report(bad, raw, ~known, "option", "unknown purchase option", d["option"],
             expected=commitments.option_names_expected())
     out["option"] = option
-    is_res, is_spot, is_od = kinds.eq("instance"), kinds.eq("spot"), kinds.eq("on_demand")
-    is_block = kinds.eq("window")
-    is_spend = kinds.eq("spend")
+    def has(**behaviour) -> pd.Series:  # rows whose (known) kind does this, per the supply registry
+        return kinds.isin(supply.names(**behaviour))
+
+    is_res, is_spot, is_od = has(dated_by="term", unit="instance"), has(preemptible=True), \
+        has(rented=True, preemptible=False)
+    is_block = has(dated_by="window")
+    is_spend = has(unit="usd_per_hour")
     has_term = is_res | is_spend  # a term from the name or term_months
 
     hourly = numbers(raw, "hourly_usd", bad, blank_ok=False, high=ABSURD_USD_PER_HOUR,
@@ -217,7 +222,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     term = term.where(~absurd)
     no_term = has_term & known & term.isna() & (d.get("term_months", pd.Series("", index=d.index)) == "")
     for name in pd.unique(d["option"][no_term]):  # one message per option name, naming it
-        what = "savings plan" if commitments.kind_of_name(normalise_option(pd.Series([name]))[0]) == "spend" \
+        what = "savings plan" if supply.is_(normalise_option(pd.Series([name]))[0], unit="usd_per_hour") \
             else "reserved"
         _report(bad, raw, no_term & d["option"].eq(name), "term_months",
                 f"{what} row without a term (option '{name}')", pd.Series("", index=d.index),
@@ -272,6 +277,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
             "resale_haircut on a row with a residual value", d.get("resale_haircut"),
             expected="one exit per row: a resale (resale_haircut) or a residual value at the end, not both")
     out["resale_haircut"] = haircut.where(is_res)
+    _site_columns(raw, bad, out, is_res)
     _capacity_blocks(raw, bad, out, is_block, hourly)
     _spend_rows(raw, bad, out, is_spend)
     text = d.get("guarantees_capacity", pd.Series("", index=d.index)).astype(str).str.strip().str.lower()
@@ -304,7 +310,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
                 row=int(rows["row"].iloc[1]), column="gpus_per_instance",
                 value=", ".join(f"{v:g}" for v in rows["gpus_per_instance"].unique()),
                 expected="one instance size per gpu_type and region")
-    has_od = by_pool["option"].apply(lambda s: bool((s == "on_demand").any()))
+    has_od = by_pool["option"].apply(lambda s: bool(s.isin(supply.names(covered_by_spend=True)).any()))
     for (gt, rg) in has_od[~has_od].index:
         rows = out[(out.gpu_type == gt) & (out.region == rg)]
         bad.add(raw.file, f"pool {gt}/{rg} has no on_demand row", row=int(rows["row"].iloc[0]),
@@ -313,6 +319,20 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     _spelling(bad, raw, out, "region")
     _spelling(bad, raw, out, "gpu_type")
     return out
+
+
+def _site_columns(raw: RawTable, bad: Collector, out: pd.DataFrame, is_res: pd.Series) -> None:
+    """``site`` and ``kw_per_gpu``: the site an owned GPU draws power at, and how much (reserved rows only)."""
+    d = raw.data
+    site = d.get("site", pd.Series("", index=d.index)).astype(str).str.strip()
+    kw = numbers(raw, "kw_per_gpu", bad, blank_ok=True, low=0, low_open=True, high=100,
+                 expected="kW per GPU > 0 (e.g. 1.4 for an H100 with its share of the server)")
+    _report(bad, raw, ~is_res & (site.ne("") | kw.notna()), "site", "site or kw_per_gpu on a row that is not "
+            "reserved", d.get("site", d.get("kw_per_gpu")), expected="blank except on reserved rows (owned hardware)")
+    _report(bad, raw, is_res & site.ne("") & kw.isna(), "kw_per_gpu", "reserved row with a site but no "
+            "kw_per_gpu", d.get("kw_per_gpu"), expected="the power one GPU draws at the site, in kW (> 0)")
+    out["site"] = site.where(is_res, "")
+    out["kw_per_gpu"] = kw.where(is_res & site.ne("")).fillna(0.0)
 
 
 # capacity blocks: what each provider sells (docs/commitments.md, "Capacity blocks")
@@ -398,7 +418,7 @@ def _spend_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, is_spend: pd.S
     _report(bad, raw, is_spend & (out["upfront_usd"] > hours + 1e-9), "upfront_usd",
             "savings plan upfront above the whole term's commitment", d.get("upfront_usd"),
             expected="USD per USD/h committed, at most term_months x 730 (all upfront)")
-    od = out[out["option"] == "on_demand"].drop_duplicates(["gpu_type", "region"]).set_index(["gpu_type", "region"])
+    od = out[out["option"].isin(supply.names(covered_by_spend=True))].drop_duplicates(["gpu_type", "region"]).set_index(["gpu_type", "region"])
     od_rate = pd.Series([od["hourly_usd"].get((g, r), np.nan) for g, r in zip(out["gpu_type"], out["region"])],
                         index=out.index)
     _report(bad, raw, is_spend & od_rate.isna(), "gpu_type", "savings plan row for a pool without an on_demand row",
@@ -666,7 +686,7 @@ def validate_inventory(raw: RawTable, prices: pd.DataFrame, bad: Collector) -> p
 
 # ---------------------------------------------------------------------------- availability
 
-AVAILABILITY_OPTIONS = ("on_demand", "spot")
+AVAILABILITY_OPTIONS = supply.names(cap_source="sheet+availability")
 
 
 def validate_availability(raw: RawTable, prices: pd.DataFrame, bad: Collector) -> pd.DataFrame | None:
@@ -712,7 +732,8 @@ def availability_caps(availability: pd.DataFrame | None, pools: list[tuple[str, 
     inside = (t >= 0) & (when < end[np.clip(t, 0, None)])
     pool_of = {k: i for i, k in enumerate(pools)}
     p = np.array([pool_of.get(k, -1) for k in zip(availability["gpu_type"], availability["region"])], dtype=int)
-    o = np.where(availability["option"].to_numpy() == "spot", 1, 0)
+    o = availability["option"].map(
+        lambda k: supply.get(k).availability_index if k in AVAILABILITY_OPTIONS else 0).to_numpy(int)
     keep = inside & (p >= 0)
     np.fmin.at(out, (o[keep], p[keep], t[keep]), availability["max_gpus"].to_numpy(float)[keep])
     return out

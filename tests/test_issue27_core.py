@@ -189,8 +189,6 @@ def test_highs_from_threads_leaves_stdout_working(tmp_path):
 
 
 def test_quiet_stdout_nests_and_restores_fd1(tmp_path):
-    from planner.solve import quiet_stdout
-
     script = ("import os\nfrom planner.solve import quiet_stdout\n"
               "with quiet_stdout():\n    with quiet_stdout():\n        os.write(1, b'hidden')\n"
               "    os.write(1, b'hidden2')\nos.write(1, b'shown')\n")

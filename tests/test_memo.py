@@ -17,7 +17,7 @@ from planner.memo import (Memo, build_memo, cash_by_year, cash_monthly, cash_nex
                           coverage, default_factors, downside, savings, tranche_utilisation)
 from planner.memo_resolve import scaled_units
 
-from conftest import ROOT, price, write_case
+from conftest import price, write_case
 
 H = 24.0  # daily periods
 JAN = [12, 8, 12, 8, 12, 8, 12]  # 2027-01-25 .. 31

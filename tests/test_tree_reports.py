@@ -114,7 +114,7 @@ def test_a_scenario_of_probability_zero_is_refused(tmp_path):
 
 
 def test_cbc_and_lp_files_name_the_savings_plan_columns(tmp_path):
-    inp = _tree_case(tmp_path, mode="first_stage")
+    _tree_case(tmp_path, mode="first_stage")
     _with_rows(tmp_path, [dict(gpu_type="A", region="r1", option="savings_plan_1y", hourly_usd=0.7)])
     lp = tmp_path / "m.lp"
     r = CliRunner().invoke(cli, ["plan", str(tmp_path / "model.toml"), "--out", str(tmp_path / "o"), "--no-memo",

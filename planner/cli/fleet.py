@@ -81,11 +81,14 @@ def quotas(model, plan_file, total_gpus, percentile, gamer, inflate, solver, out
 @click.option("--granularity", type=click.Choice(["month", "period"]), default="month", show_default=True,
               help="focus: usage rows per calendar month, or per period of the plan (from the fleet.csv beside "
                    "plan.json: hourly for an hourly plan; what `planner history import` reads back).")
+@click.option("--gpu-hour-budgets", "budget_slack", type=Finite(min=0, min_open=True), default=None,
+              metavar="SLACK", help="slurm: GPU-hour budgets (GrpTRESMins) at SLACK x each team's GPU-hours under "
+                                    "its quota, and budgets.csv, their replay (docs/quotas.md).")
 @click.option("--focus10-names", is_flag=True, help="focus: the columns outside FOCUS 1.2 under their FOCUS 1.0/1.3 "
               "names (ChargeType, ResourceID, ServiceProviderName, ...) instead of x_-prefixed, for 1.0 validators.")
 @handle_errors
 def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, solver, out_dir, provider,
-               billing_account, sub_account, granularity, focus10_names):
+               billing_account, sub_account, granularity, focus10_names, budget_slack=None):
     """Write the quota policy as Kueue or Volcano manifests (YAML) or Slurm sacctmgr commands,
     or a plan's projected charges as a FinOps FOCUS 1.2 CSV (MODEL is then the plan.json).
 

@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from .. import supply
 
 # the FOCUS 1.2 mandatory columns, then the conditional/recommended ones this file fills, then ours
 MANDATORY = ["BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
@@ -116,7 +117,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                     if float(c.get("covered_at_rates_usd") or 0.0) > 0 else 0.0
                     for c in plan.get("spend_commitments", [])}
     for p in plan.get("reserved_purchases", []):
-        spend = p.get("kind") == "spend"
+        spend = bool(p.get("kind")) and supply.is_(p.get("kind"), unit="usd_per_hour")
         if not (p.get("usd_per_hour") if spend else p.get("instances")):
             continue
         # a savings plan's quantity is its USD per hour committed (it covers on-demand usage, held by no pool)
@@ -255,11 +256,11 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                                           ("spot", sp_gh, float(u["spot_usd"]), "Dynamic")):
             if gh <= 1e-9:
                 continue
-            billed_gh = gh - covered if option == "on_demand" else gh
+            billed_gh = gh - covered if supply.is_(option, covered_by_spend=True) else gh
             unit = usd / billed_gh if billed_gh > 1e-9 else (od_price.get((u["gpu_type"], u["region"])) or 0.0)
             add(u["month"], start, end, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
                 ChargeDescription=f"{option.replace('_', '-')} {u['gpu_type']} GPU-hours in {u['region']}"
-                + (f" ({covered:,.1f} of them paid by a savings plan)" if option == "on_demand" and covered > 1e-9
+                + (f" ({covered:,.1f} of them paid by a savings plan)" if supply.is_(option, covered_by_spend=True) and covered > 1e-9
                    else ""),
                 BilledCost=usd, EffectiveCost=usd, ListCost=gh * unit, ContractedCost=gh * unit,
                 ContractedUnitPrice=unit, ListUnitPrice=unit, PricingQuantity=gh,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from .. import supply
 
 HOUR = pd.Timedelta(hours=1)
 
@@ -70,8 +71,8 @@ def pool_rows(plan: dict, g: pd.DataFrame, base: dict) -> pd.DataFrame:
     parts = []
     for option, category, rate in (("on_demand", "Standard", od), ("spot", "Dynamic", sp)):
         gh = g[option] * g["hours"]
-        billed = (g["on_demand"] - g["on_demand_covered"]) * g["hours"] if option == "on_demand" else gh
-        fallback = listed if option == "on_demand" else {}
+        billed = (g["on_demand"] - g["on_demand_covered"]) * g["hours"] if supply.is_(option, covered_by_spend=True) else gh
+        fallback = listed if supply.is_(option, covered_by_spend=True) else {}
         unit = pd.Series([rate.get(k, fallback.get(k, 0.0)) for k in key], index=g.index, dtype=float)
         keep = gh > 1e-9
         if not keep.any():

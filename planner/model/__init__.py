@@ -332,13 +332,14 @@ FAMILIES = (
     ("reserved_share", con.define_reserved_share_constraints),
     ("od_cap", con.define_on_demand_cap_constraints),
     ("spot_cap", con.define_spot_cap_constraints),
-    ("reserved_cap", con.define_reserved_cap_constraints),
+    ("reserved_cap", con.first_stage_family("reserved_cap")),
     ("backfill_peak", con.define_backfill_peak_constraints),
     ("backfill_dedicated", con.define_backfill_dedicated_constraints),
     ("spend_usage", con.define_spend_usage_constraints),
     ("spend_commitment", con.define_spend_commitment_constraints),
     ("discount_only_cap", con.define_discount_only_constraints),
-    ("exit_link", con.define_exit_link_constraints),
+    ("exit_link", con.first_stage_family("exit_link")),
+    ("site_power", con.first_stage_family("site_power")),
 )
 
 

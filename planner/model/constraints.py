@@ -12,6 +12,8 @@ import pandas as pd
 from .blocks import Blocks
 from .rows import GE as LpConstraintGE, LE as LpConstraintLE, Rows
 from ..inputs import PlanInputs
+from .. import commitments
+from .. import supply
 from ..spares import class_spares
 
 
@@ -119,7 +121,8 @@ def block_caps(inp: PlanInputs, blocks: Blocks, option: str) -> np.ndarray:
     if blocks.caps is None:
         col = {"on_demand": "cap_od", "spot": "cap_sp"}[option]
         return np.broadcast_to(inp.pools[col].to_numpy(float)[:, None], (inp.P, blocks.B))
-    return blocks.caps[:inp.P] if option == "on_demand" else blocks.caps[inp.P:]
+    i = supply.get(option).availability_index  # blocks.caps stacks the rented kinds' caps in that order
+    return blocks.caps[i * inp.P:(i + 1) * inp.P]
 
 
 def _cap_rows(out: Rows, inp, blocks, frame, cap, family) -> int:
@@ -155,7 +158,7 @@ def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
     cap = inp.pools["cap_res"].to_numpy(float)
     pool = inp.reserved["pool"].to_numpy(int)
     m = inp.reserved["m"].to_numpy(float)
-    term = inp.reserved["kind"].eq("instance").to_numpy() if "kind" in inp.reserved else np.ones(len(pool), bool)
+    term = commitments.is_term_row(inp.reserved)
     keys, members, coefs, rhs = [], [], [], []
     for p in np.unique(pool[term & ~np.isnan(cap[pool])]):  # capped pools only; vectorised over periods
         mine = np.flatnonzero((pool == p) & term)  # capacity blocks are capped per offer (max_units), not here
@@ -173,18 +176,6 @@ def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
                 coefs.append(m[mine[pat]])
                 rhs.append(cap[p] - owned[j])
     return keys, members, coefs, rhs
-
-
-def define_reserved_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_{c active} m_p n[p,c] <= Ucap^res_p - E[p,t] for every period (reserved GPUs bought plus owned),
-    one row per set of :func:`reserved_cap_sets`."""
-    keys, members, coefs, rhs = reserved_cap_sets(inp)
-    if not rhs:
-        return 0
-    col = fam["n"]["col"].to_numpy()  # n[c] is purchase row c
-    rows = [np.full(len(on), r) for r, on in enumerate(members)]
-    return out.add("reserved_cap", (np.asarray(keys), np.arange(len(keys))), np.concatenate(rows),
-                   col[np.concatenate(members)], np.concatenate(coefs), LpConstraintLE, np.asarray(rhs))
 
 
 def define_backfill_peak_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
@@ -297,10 +288,10 @@ def exit_links(inp: PlanInputs) -> list[tuple[int, np.ndarray]]:
     bought, so there is one link per distinct set of the resales a scenario of the parent's node may make.
     """
     res = inp.reserved
-    if "parent" not in res or not res["kind"].eq("exit").any():
+    if "parent" not in res or not commitments.is_exit(res).any():
         return []
     par = res["parent"].to_numpy(int)
-    ex = np.flatnonzero(res["kind"].eq("exit").to_numpy())
+    ex = np.flatnonzero(commitments.is_exit(res))
     if inp.reserved_member is None:
         return [(int(c), ex[par[ex] == c]) for c in np.unique(par[ex])]
     member = inp.reserved_member
@@ -312,14 +303,20 @@ def exit_links(inp: PlanInputs) -> list[tuple[int, np.ndarray]]:
     return out
 
 
-def define_exit_link_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_d n[exit of c at d] - n[c] <= 0: a commitment sells at most the instances bought."""
-    links = exit_links(inp)
-    if not links:
-        return 0
-    col = fam["n"]["col"].to_numpy()
-    rows = [np.full(len(e) + 1, i) for i, (_c, e) in enumerate(links)]
-    cols = [col[np.r_[e, c]] for c, e in links]
-    coefs = [np.r_[np.ones(len(e)), -1.0] for _c, e in links]
-    return out.add("exit_link", (np.array([c for c, _e in links]),), np.concatenate(rows), np.concatenate(cols),
-                   np.concatenate(coefs), LpConstraintLE, np.zeros(len(links)))
+def first_stage_family(name: str):
+    """The ``define_*`` of first-stage family ``name``: its rows of :data:`planner.model.stages.FIRST_STAGE`
+    over the purchase columns ``n`` (the Benders masters add the very same rows)."""
+    from .stages import FIRST_STAGE
+
+    def define(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
+        f = FIRST_STAGE[name](inp)
+        if not len(f):
+            return 0
+        col = fam["n"]["col"].to_numpy()  # n[c] is purchase row c
+        rows = np.concatenate([np.full(len(on), r) for r, on in enumerate(f.members)])
+        return out.add(name, f.keys, rows, col[np.concatenate(f.members)], np.concatenate(f.coefs), LpConstraintLE,
+                       f.rhs)
+
+    define.__name__ = f"define_{name}_constraints"
+    define.__doc__ = f"First-stage family {name!r}: rows over the purchases only (planner.model.stages)."
+    return define

@@ -34,6 +34,7 @@ FAMILIES = {
     "spend_commitment": ("a savings plan covers up to its USD per hour", ("option", "block")),
     "discount_only_cap": ("discount-only commitments count against the on-demand cap", ("pool", "block")),
     "exit_link": ("a commitment sells at most what it bought", ("option",)),
+    "site_power": ("power the owned GPUs of a site draw", ("site", "set")),  # one row per set active together
 }
 
 

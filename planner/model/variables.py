@@ -29,6 +29,7 @@ import pandas as pd
 
 from .blocks import Blocks
 from ..inputs import PlanInputs
+from .. import supply
 
 
 def undominated(cost: np.ndarray, capped: np.ndarray) -> np.ndarray:
@@ -72,8 +73,8 @@ def define_variables(inp: PlanInputs, blocks: Blocks, dominance: bool = True
     if dominance:
         # a pool capped in any period (price sheet or availability file) is capped for dominance
         capped = {o: ~np.isnan(inp.cap_series(o)).all(axis=1) if inp.availability is not None
-                  else ~np.isnan(pools["cap_od" if o == "on_demand" else "cap_sp"].to_numpy(float))
-                  for o in ("on_demand", "spot")}
+                  else ~np.isnan(pools[{"on_demand": "cap_od", "spot": "cap_sp"}[o]].to_numpy(float))
+                  for o in supply.RENTED}
         use_od = undominated(od_cost, capped["on_demand"])
         use_sp = undominated(sp_cost, capped["spot"])
         if len(rates):  # a savings plan can make a pool's on-demand the cheapest: keep every eligible pool's

@@ -11,6 +11,7 @@ import pandas as pd
 from ..errors import ConfigError, Problem
 from ..inputs import PlanInputs
 from ..results import Plan
+from .. import supply
 
 
 @dataclass
@@ -268,7 +269,7 @@ def from_plan(plan: Plan) -> TeamDemand:
             cap = int(np.ceil(cap - 1e-6))
             if cap > 0:
                 rows.append({"name": dns_name(f"{g}-{r}-{option.replace('_', '-')}"), "gpu_type": g, "region": r,
-                             "option": option, "capacity_gpus": cap, "preemptible": option == "spot"})
+                             "option": option, "capacity_gpus": cap, "preemptible": supply.is_(option, preemptible=True)})
     flavors = pd.DataFrame(rows, columns=["name", "gpu_type", "region", "option", "capacity_gpus", "preemptible"])
     T, K, F = inp.T, len(inp.classes), len(flavors)
     alloc = np.zeros((K, F, T))  # each class's plan allocation per flavor and hour, expected
@@ -289,7 +290,7 @@ def from_plan(plan: Plan) -> TeamDemand:
         for t in teams:
             ks = [inp.classes.index(c) for c in classes_of[t]]
             ok = inp.speed[ks, p] > 0
-            if fl.option == "spot":
+            if supply.is_(fl.option, preemptible=True):
                 ok &= inp.goodput[ks, p] > 0
             eligible[team_idx[t], j] = bool(ok.any()) or dem[team_idx[t], j].max() > 0
     return TeamDemand(teams, flavors, dem, eligible, inp.hours, weights, floors, classes_of, pre, lat)

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, Problem
+from .. import supply
 
 REQUIRED_KEYS = ("status", "horizon", "cost_usd", "reserved_purchases", "cash_schedule")
 EXPECTED = "a plan.json written by `planner plan` (a JSON object with " + ", ".join(REQUIRED_KEYS) + ")"
@@ -143,7 +144,7 @@ def holdings(plan: dict) -> list[Holding]:
             continue
         vintage = str(r.get("purchase_date"))[:10]
         gpus *= float(r.get("probability") if r.get("probability") is not None else 1.0)  # a branch's: expected
-        if kind == "exit":  # a resale: its GPUs leave their purchase's vintage from the resale date
+        if kind and supply.is_(kind, dated_by="resale"):  # a resale: its GPUs leave their purchase's vintage from the resale date
             vintage, gpus = str((r.get("resale_of") or {}).get("purchase_date") or vintage)[:10], -gpus
         out.append(Holding(vintage, r["gpu_type"], r["region"], gpus, pd.Timestamp(start), pd.Timestamp(end),
                            r.get("effective_usd_per_gpu_hour")))
@@ -271,7 +272,7 @@ def _reserved_price(plan: dict, hold: list[Holding], pool: tuple) -> tuple[float
             w = sum(h.gpus for h in rows)
             return sum(h.gpus * h.usd_per_gpu_hour for h in rows) / w, source
     offered = [float(r["effective_usd_per_gpu_hour"]) for r in plan.get("reserved_purchases") or []
-               if (r.get("gpu_type"), r.get("region")) == pool and (r.get("kind") or "instance") == "instance"
+               if (r.get("gpu_type"), r.get("region")) == pool and supply.is_(r.get("kind") or None, dated_by="term", unit="instance")
                and _finite(r.get("effective_usd_per_gpu_hour"))]
     return (min(offered), "offered, not bought") if offered else (None, None)
 

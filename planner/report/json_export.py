@@ -10,6 +10,8 @@ import pandas as pd
 
 from .. import __version__
 from ..results import Plan
+from .. import supply
+from ..model.sites import site_power_used
 
 
 def _tree(plan) -> dict | None:
@@ -179,12 +181,14 @@ def plan_to_dict(plan: Plan) -> dict:
              "kind": getattr(r, "kind", "instance"), "npv_usd": _num(getattr(r, "npv_usd", None)),
              "branch": getattr(r, "branch", "all"), "probability": _num(getattr(r, "probability", 1.0)),
              **({"usd_per_hour": _num(r.units), "plan_family": r.plan_family}
-                if getattr(r, "kind", "instance") == "spend" else {}),
-             **({"resale_of": _resale_of(purchases, r)} if getattr(r, "kind", "instance") == "exit" else {}),
+                if supply.is_(getattr(r, "kind", None), unit="usd_per_hour") else {}),
+             **({"resale_of": _resale_of(purchases, r)} if supply.is_(getattr(r, "kind", None), dated_by="resale") else {}),
              **_block_fields(r, dated)}
             for r in purchases.itertuples()],  # every reserved option and purchase date, bought (instances > 0) or not
         "commitments": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.commitments.items()},
         "spend_commitments": _spend(plan),
+        **({"sites": site_power_used(inp, plan.purchases["units"].to_numpy(float))}  # [sites]: MW at each peak
+           if getattr(inp.config, "sites", None) else {}),
         "npv_usd": _num(plan.finance.get("npv_usd")) if plan.finance else None,
         "finance": {k: (_num(v) if not isinstance(v, str) else v) for k, v in plan.finance.items()},
         "payment_options": _records(plan.payment_options) if plan.payment_options is not None
@@ -223,7 +227,7 @@ def plan_to_dict(plan: Plan) -> dict:
         "shortfall": by_class,
         "spot_economics": _records(spot),
         "scenarios": [{"name": r["scenario"], "probability": _num(r["probability"]),
-                       "cost_usd": {k: _num(r[k]) for k in ("reserved", "on_demand", "spot", "total")},
+                       "cost_usd": {k: _num(r[k]) for k in (*supply.BUCKETS, "total")},
                        "shortfall_gpu_hours": _num(r["shortfall_gpu_hours"])}
                       for r in plan.scenario_costs.to_dict("records")],
         "cost_by_class_usd": _showback(plan)[0],
@@ -285,7 +289,7 @@ def plan_json(plan: Plan) -> str:
 
 def _block_fields(r, dated: bool) -> dict:
     """A capacity block's window and the date its price is paid (kind "window"); nothing for other kinds."""
-    if getattr(r, "kind", "instance") != "window":
+    if not supply.is_(getattr(r, "kind", None), dated_by="window"):
         return {}
     return {"block_start": pd.Timestamp(r.block_start).isoformat(), "block_days": _num(r.block_days),
             "cash_date": pd.Timestamp(r.cash_date).isoformat(), "provider": r.provider or None}

@@ -6,6 +6,7 @@ import pandas as pd
 
 from ..results import Plan
 from ..units import usd as _usd
+from .. import supply
 
 
 def summary_text(plan: Plan) -> str:
@@ -73,7 +74,7 @@ def summary_text(plan: Plan) -> str:
                     ("" if branch == "all" else f" if {branch} ({r.probability:.0%})") + \
                     (f", usable {r.active_from:%Y-%m-%d}" if r.active_from != r.purchase_date else "") + \
                     f", ends {r.end_date:%Y-%m-%d}: "
-            if getattr(r, "kind", "instance") == "exit":
+            if supply.is_(getattr(r, "kind", None), dated_by="resale"):
                 lines.append(f"    expect to sell {r.purchase_date:%Y-%m-%d}"
                              + ("" if branch == "all" else f" if {branch} ({r.probability:.0%})")
                              + f": {r.gpu_type:<12} {r.region:<16} {r.option:<12} "
@@ -81,7 +82,7 @@ def summary_text(plan: Plan) -> str:
                              f"{_usd(-r.commitment_usd)} of the term (fees stop, the upfront left comes back less "
                              "the haircut)")
                 continue
-            if getattr(r, "kind", "instance") == "window":
+            if supply.is_(getattr(r, "kind", None), dated_by="window"):
                 lines.append(f"    {when}{r.gpu_type:<12} {r.region:<16} {r.option:<12} {r.instances:>6} instances "
                              f"({r.gpus:g} GPUs)  {_usd(r.commitment_usd)} (capacity block {r.block_days:g} days "
                              f"from {pd.Timestamp(r.block_start):%Y-%m-%d %H:%M}, prepaid in "

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..results import Plan
+from .. import supply
 
 SPOT_EPS = 1e-3  # GPU-hours: below this a class's spot use counts as none (solver noise)
 RESERVED_EPS = 1e-9
@@ -68,7 +69,7 @@ def spend(plan: Plan) -> pd.DataFrame:
         price[(p.gpu_type, p.region, "on_demand")] = 0.0 if np.isnan(p.od) else float(p.od)
         price[(p.gpu_type, p.region, "spot")] = 0.0 if np.isnan(p.sp) else float(p.sp)
     a = expected_gpu_hours(plan)
-    a = a[a["option"] != "reserved"]
+    a = a[~supply.mask(a["option"], stage="first")]
     if len(a):
         g = a.groupby(["option", "gpu_type", "region"], sort=True)["expected_gpu_hours"].sum()
         for (opt, gt, rg), hours in g.items():

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name
-from ... import commitments
 
 
 USD = '"$"#,##0.00'

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
-import datetime as dt
 import numpy as np
 import pandas as pd
 from ...results import Plan
 from ...units import HOURS_PER_MONTH, usd as _money
 from ... import commitments
 from .book import DAY, COLUMNS, cell, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
+from ... import supply
 
 
 def _price_key(r) -> tuple:
@@ -132,7 +132,7 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
         if od_row:
             reco = [F(f"={ref('Prices', 'hourly_usd', od_row)}", od), u_min if bought else None, u_avg if bought else None,
                     u_max if bought else None, F(f"=IF(T{row}>0,H{row}/T{row},0)", eff / od if od else 0.0)]
-            if bought and np.isfinite(u_avg) and getattr(r, "kind", "instance") == "window":
+            if bought and np.isfinite(u_avg) and supply.is_(getattr(r, "kind", None), dated_by="window"):
                 reco += [None, None, None]  # a block is paid once for its window: no monthly saving or break-even
             elif bought and np.isfinite(u_avg):
                 saving = (u_avg * od - eff) * gpus * L
@@ -236,7 +236,7 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
             continue
         w = float(getattr(r, "probability", 1.0))  # a branch's commitment or resale: expected
         value = (float(r.commitment_usd) if full_term else float(r.horizon_cost_usd)) * w
-        exit_ = r.kind == "exit"
+        exit_ = supply.is_(r.kind, dated_by="resale")
         s.append(["reserved", r.gpu_type if exit_ else None, r.region if exit_ else None,
                   s.text(f"{r.option} resold {pd.Timestamp(r.purchase_date).date()}" if exit_
                          else f"{r.option} ({r.plan_family})"), float(r.units),
@@ -247,7 +247,7 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
     expected = (a["gpus"] * a["hours"] * a["scenario"].map(prob)).groupby(
         [a["gpu_type"], a["region"], a["option"]]).sum() if len(a) else pd.Series(dtype=float)
-    for option in ("on_demand", "spot"):
+    for option in supply.RENTED:
         for (gt, rg, opt, _vf), pr in price_row.items():
             if opt != option:
                 continue

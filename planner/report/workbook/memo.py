@@ -10,7 +10,7 @@ import pandas as pd
 
 from ... import commitments
 from ...results import Plan
-from .book import DAY, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, ref
+from .book import DAY, F, INT, NUM, PCT, RED, USD, USD0, _Sheet, ref
 
 MEMO_SHEETS = ("Tranches", "Downside", "Commitment curve", "Chargeback")
 
@@ -211,8 +211,8 @@ def _payment_rows(plan: Plan) -> list[tuple]:
                     "(as solved)",
                     irr if irr == irr else "n/a", PCT,
                     _live_rate_note(
-                        f"the cost of capital at which they cost the same (the IRR of the difference of their cash "
-                        f"flows): below it pay upfront, above it pay monthly. As solved at ", float(r.rate),
+                        "the cost of capital at which they cost the same (the IRR of the difference of their cash "
+                        "flows): below it pay upfront, above it pay monthly. As solved at ", float(r.rate),
                         f": NPV {r.upfront_option} {_money(r.upfront_npv_usd)}, {r.other_option} "
                         f"{_money(r.other_npv_usd)}: {r.cheaper} is cheaper (Purchases, payment_options). "
                         + AS_SOLVED), False, True))

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
-import datetime as dt
 import numpy as np
 import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
 from ...results import Plan
-from ... import commitments
-from .book import MONTH, DAY, COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
+from .book import MONTH, DAY, COLUMNS, ref, span, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
 from .costs import _covered_gpu_hours, _price_key, _price_value, _spend_rows
+from ... import supply
 
 
 MONTH_AXIS = {"name": "month", "date_axis": True, "num_format": "mmm yyyy", "num_font": {"rotation": -45},
@@ -103,7 +102,7 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
         ws.write_string(rows_of["gpu_type"] - 1, u0 + q, str(g))
         ws.write_string(rows_of["region"] - 1, u0 + q, str(rg))
         resold = _spend_rows(plan)  # resales of this pool's terms (no Purchases row): their saving, a value
-        resold = resold[resold["kind"].eq("exit") & resold["gpu_type"].eq(g) & resold["region"].eq(rg)]
+        resold = resold[supply.mask(resold["kind"], dated_by="resale") & resold["gpu_type"].eq(g) & resold["region"].eq(rg)]
         extra = float(resold["horizon_cost_usd"].sum()) if len(resold) else 0.0
         ws.write_formula(rows_of["cost"] - 1, u0 + q, f'=SUMPRODUCT(--EXACT({pur("gpu_type")},{c}${rows_of["gpu_type"]}),'
                          f'--EXACT({pur("region")},{c}${rows_of["region"]}),{pur("horizon_cost_usd")},'
@@ -177,7 +176,7 @@ def _cash_layout(plan: Plan, purchases: pd.DataFrame):
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
     gh = pd.DataFrame({"month": a["period"].dt.strftime("%Y-%m"), "gpu_type": a["gpu_type"], "region": a["region"],
                        "option": a["option"], "gh": a["gpu_hours"] * a["scenario"].map(prob)})
-    gh = gh[gh["option"].isin(["on_demand", "spot"])].groupby(["option", "gpu_type", "region", "month"])["gh"].sum()
+    gh = gh[gh["option"].isin(supply.RENTED)].groupby(["option", "gpu_type", "region", "month"])["gh"].sum()
     for (gt, rg, m), c in _covered_gpu_hours(plan, by_month=True).items():  # what savings plans paid is not billed
         gh[("on_demand", gt, rg, m)] = gh.get(("on_demand", gt, rg, m), 0.0) - float(c)
     pool_cols = [(opt, gt, rg) for opt, gt, rg in sorted({k[:3] for k in gh.index})]
@@ -194,7 +193,7 @@ def _cash_npv_column(plan: Plan, purchases: pd.DataFrame) -> tuple[str, int]:
 
 def _purchase_label(r) -> str:
     """A purchase in a column header: option, date (a block: its window's start) and pool."""
-    when = pd.Timestamp(r.block_start) if getattr(r, "kind", "instance") == "window" else pd.Timestamp(r.purchase_date)
+    when = pd.Timestamp(r.block_start) if supply.is_(getattr(r, "kind", None), dated_by="window") else pd.Timestamp(r.purchase_date)
     return f"{r.option} {when:%Y-%m-%d}{' ' + format(when, '%H:%M') if when.hour or when.minute else ''} " \
            f"{r.gpu_type}/{r.region}"
 
@@ -260,11 +259,11 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
                    for j, r in enumerate(bought.itertuples())]
             rec_v = sum(float(hours[j, i]) * float(r.gpus) * hourly[j] * w[j] for j, r in enumerate(bought.itertuples()))
             od = [f"{letter(g0 + q)}{row}*{ref('Prices', 'hourly_usd', price_row[(gt, rg, opt, None)])}"
-                  for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "on_demand"]
-            od_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if opt == "on_demand")
+                  for q, (opt, gt, rg) in enumerate(pool_cols) if supply.is_(opt, preemptible=False)]
+            od_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if supply.is_(opt, preemptible=False))
             sp = [f"{letter(g0 + q)}{row}*{ref('Prices', 'hourly_usd', price_row[(gt, rg, opt, None)])}"
-                  for q, (opt, gt, rg) in enumerate(pool_cols) if opt == "spot"]
-            sp_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if opt == "spot")
+                  for q, (opt, gt, rg) in enumerate(pool_cols) if supply.is_(opt, preemptible=True)]
+            sp_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if supply.is_(opt, preemptible=True))
             if m in spend_cash.index:
                 su, sr = (float(x) for x in spend_cash.loc[m, ["upfront_usd", "reserved_recurring_usd"]])
                 if su:
@@ -368,7 +367,6 @@ def _write_cash_by_year(wb, plan: Plan, months: pd.PeriodIndex, names: list[str]
     col = {k: xl_col_to_name(names.index(k)) for k in kinds}
     mc = xl_col_to_name(names.index("month"))
     month_col = f"'Cash flow'!${mc}$2:${mc}${last}"
-    first = months[0].to_timestamp()
 
     def block(label: str, lo: pd.Timestamp, hi: pd.Timestamp) -> None:
         inside = (months.to_timestamp() >= lo) & (months.to_timestamp() < hi)

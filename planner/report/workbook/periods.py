@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import pandas as pd
 from ...results import Plan
-from .book import COLUMNS, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, _Sheet, _date
+from .book import COLUMNS, ref, DATE, F, INT, NUM, PCT, RATE, USD, _Sheet, _date
 from .costs import _price_value
+from ... import supply
 
 
 MAX_SHEET_ROWS = 20_000  # past this the Allocation sheet is summed to days, then weeks, then months (allocation.csv has every period)
@@ -62,14 +62,14 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
                 "expected_gpu_hours": NUM, "usd_per_gpu_hour": RATE, "expected_cost_usd": USD})
     s.header({"period": 18, "workload_class": 20})
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
-    prices = {k: _price_value(plan, price_row, k) for k in price_row if k[2] in ("on_demand", "spot")}
+    prices = {k: _price_value(plan, price_row, k) for k in price_row if k[2] in supply.RENTED}
     cols = [a[c].tolist() for c in ("scenario", "period", "hours", "workload_class", "gpu_type", "region",
                                     "option", "gpus")]
     for i, (scen, per, hrs, cls, gt, rg, opt, gpus) in enumerate(zip(*cols)):
         row = i + 2
         gh = gpus * hrs
         ex = gh * prob[scen]
-        if opt == "reserved":
+        if supply.is_(opt, stage="first"):
             price, pv = 0, 0.0
         else:
             key = (gt, rg, opt, None)

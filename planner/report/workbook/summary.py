@@ -7,10 +7,10 @@ from ... import __version__
 from ...bill import inventory_table
 from ...results import Plan
 from ..provenance import provenance
-from ... import commitments
-from .book import ref, span, DATE, F, INT, NUM, PCT, RATE, RED, USD, USD0, _Sheet, _date, _plus
+from .book import span, DATE, F, INT, NUM, PCT, RATE, RED, USD0, _Sheet, _date, _plus
 from .costs import _spend_rows
 from .money import _cash_npv_column
+from ... import supply
 
 
 def _summary_layout(plan: Plan) -> list[tuple]:
@@ -105,7 +105,6 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
     committed = float(inventory["horizon_cost_usd"].sum()) if len(inventory) else 0.0
     base_rows, base = baseline
     savings = base - total
-    bought = purchases[purchases["instances"] > 0]
     npv_col, npv_rows = _cash_npv_column(plan, purchases)
     spend_rows = _spend_rows(plan)
     sp_sum = lambda col: float((spend_rows[col] * (spend_rows["probability"] if "probability" in spend_rows  # noqa: E731
@@ -163,7 +162,7 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         if label.endswith("(as solved)"):  # a figure of the solve, not a formula: red with the check cell
             stale.append(s.rows - 1)
     _check_formats(ws, stale)
-    for r in plan.purchases[plan.purchases["kind"].eq("exit") & (plan.purchases["instances"] > 0)].itertuples() \
+    for r in plan.purchases[supply.mask(plan.purchases["kind"], dated_by="resale") & (plan.purchases["instances"] > 0)].itertuples() \
             if "kind" in plan.purchases else []:  # resales planned: what to sell, when
         put(["Sell later (planned)", s.cell(float(-r.gpus), INT),
                   s.text(f"GPUs: {int(r.instances):,} instances of {r.gpu_type} {r.option} in {r.region}, on "

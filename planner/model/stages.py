@@ -1,0 +1,99 @@
+"""Which stage each constraint family belongs to, decided once.
+
+- ``FIRST``: rows over the purchases ``n`` only. The monolithic model and the Benders masters
+  (:mod:`planner.decompose`, :mod:`planner.decompose_monthly`) both add them from :func:`first_stage_rows`,
+  so a first-stage family holds under decomposition by construction.
+- ``PERIOD``: rows of one period (block) each, given the purchases: the batches' recourse LPs.
+- ``LINKING``: rows that tie periods together other than through ``n`` (a budget over the horizon, the
+  backfill peak, discount-only commitments against every period's on-demand cap). The decomposition is exact
+  exactly when no linking family is present: :func:`linking` (the one place that decides it).
+
+A new first-stage family is one function ``inp -> FirstStageRows`` in ``FIRST_STAGE``; a new linking family
+is one entry of ``LINKING_FAMILIES`` saying when it is present and why it stops the decomposition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FIRST, PERIOD, LINKING = "first_stage", "per_period", "linking"
+
+
+@dataclass(frozen=True)
+class FirstStageRows:
+    """Rows ``sum_i coefs[r][i] * n[members[r][i]] <= rhs[r]`` over the purchase rows; ``keys`` label them
+    (a tuple of arrays, one per key of the family's row names)."""
+
+    keys: tuple
+    members: list
+    coefs: list
+    rhs: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rhs)
+
+
+def _reserved_cap(inp) -> FirstStageRows:
+    from .constraints import reserved_cap_sets
+
+    keys, members, coefs, rhs = reserved_cap_sets(inp)
+    return FirstStageRows((np.asarray(keys, dtype=int), np.arange(len(keys))), list(members),
+                          [np.asarray(c, float) for c in coefs], np.asarray(rhs, float))
+
+
+def _exit_link(inp) -> FirstStageRows:
+    from .constraints import exit_links
+
+    links = exit_links(inp)
+    return FirstStageRows((np.array([c for c, _e in links], dtype=int),), [np.r_[e, c].astype(int) for c, e in links],
+                          [np.r_[np.ones(len(e)), -1.0] for _c, e in links], np.zeros(len(links)))
+
+
+def _site_power(inp) -> FirstStageRows:
+    from .sites import site_power_rows
+
+    return site_power_rows(inp)
+
+
+FIRST_STAGE = {"reserved_cap": _reserved_cap, "exit_link": _exit_link, "site_power": _site_power}
+
+
+def first_stage_rows(inp) -> dict[str, FirstStageRows]:
+    """Every first-stage family's rows for ``inp`` (empty families included)."""
+    return {name: rows(inp) for name, rows in FIRST_STAGE.items()}
+
+
+def _backfill(inp) -> bool:
+    return any(inp.config.classes[c].backfill for c in inp.classes)
+
+
+def _discount_only(inp) -> bool:
+    res = inp.reserved
+    return "guarantees_capacity" in res and not res["guarantees_capacity"].astype(bool).all()
+
+
+def _budget(inp) -> bool:
+    b = inp.config.budget
+    return b.max_total_usd is not None or bool(b.monthly)
+
+
+# (family, present in inp?, why it stops the decomposition)
+LINKING_FAMILIES = (
+    ("budget", _budget, "a [budget] couples the months the decomposition solves apart"),
+    ("backfill_peak", _backfill, "backfill classes or discount-only commitments (guarantees_capacity = false) "
+                                 "link the periods (see docs/commitments.md)"),
+    ("discount_only_cap", _discount_only, "backfill classes or discount-only commitments (guarantees_capacity = "
+                                          "false) link the periods (see docs/commitments.md)"),
+)
+
+
+def linking(inp) -> list[tuple[str, str]]:
+    """(family, why) for every linking family present in ``inp``: the decomposition is exact when empty."""
+    return [(name, why) for name, present, why in LINKING_FAMILIES if present(inp)]
+
+
+STAGE = {"demand": PERIOD, "spot_share": PERIOD, "spares": PERIOD, "reserved_share": PERIOD, "od_cap": PERIOD, "spot_cap": PERIOD,
+         "backfill_dedicated": PERIOD, "spend_usage": PERIOD, "spend_commitment": PERIOD,
+         **{name: FIRST for name in FIRST_STAGE}, **{name: LINKING for name, _p, _w in LINKING_FAMILIES}}
