@@ -184,3 +184,55 @@ def fmt(v) -> str:
     if isinstance(v, float) and v.is_integer() and abs(v) < 1e9:
         return f"{int(v)}"
     return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """True when paths ``a`` and ``b`` are one file: ``os.path.samefile`` when both exist (hard links, symlinks),
+    else the same real path (links resolved)."""
+    import os
+
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return Path(os.path.realpath(a)) == Path(os.path.realpath(b))
+
+
+def config_inputs(config) -> dict:
+    """The input files a model reads (name -> path): the model file and the tables it names."""
+    return {"MODEL": config.path, "demand": config.demand, "prices": config.prices,
+            "inventory": config.inventory, "availability": config.availability}
+
+
+def refuse_overwrite(outputs: dict, inputs: dict) -> None:
+    """Exit 2, before anything is written, when an output (name -> path) is, or would overwrite, an input
+    (name -> path); names both."""
+    problems = []
+    for out_name, out in outputs.items():
+        if out is None:
+            continue
+        for in_name, src in inputs.items():
+            if src is not None and same_file(Path(out), Path(src)):
+                problems.append(Problem(out_name, f"would overwrite the input {in_name} ({src})", value=str(out),
+                                        expected="another output path: an output never overwrites an input"))
+    if problems:
+        raise InputError(problems)
+
+
+def refuse_overwrite_in(out_dir, names, inputs: dict, flag: str = "--out") -> None:
+    """``refuse_overwrite`` for the files ``names`` a command writes into ``out_dir``."""
+    refuse_overwrite({f"{flag} {Path(out_dir) / n}": Path(out_dir) / n for n in names}, inputs)
+
+
+def check_outputs(out_dir, names=()) -> None:
+    """``atomic.check_writable`` with a folder where an output file should be (or a file where the output
+    folder should be) as bad input: exit 2 naming it, before anything is written."""
+    from ..atomic import check_writable
+
+    try:
+        check_writable(out_dir, names)
+    except (IsADirectoryError, NotADirectoryError) as exc:
+        raise InputError(Problem(str(exc.filename), exc.strerror or str(exc), value=str(exc.filename),
+                                 expected="a path the planner can write its file at")) from None

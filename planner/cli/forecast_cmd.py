@@ -77,6 +77,10 @@ def forecast(model, history_file, horizon_months, out_dir, period_hours, n_scena
     if conflicts:
         raise InputError(conflicts)
     config = load_model(model or default_model())
+    from .common import refuse_overwrite_in
+
+    refuse_overwrite_in(out_dir, ("forecast.csv", "scenarios.toml", "forecast.json"),  # before reading or fitting
+                        {"--history": history_file, "MODEL": config.path})
     hist = read_history(history_file, list(config.classes))
     if tree:  # the branch dates against MODEL's purchase dates before any fit (forecast_demand checks the size)
         check_tree_dates(config, forecast_periods(hist, horizon_months, period_hours=period_hours), tree)

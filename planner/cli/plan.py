@@ -67,13 +67,17 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     (default: every core above 30,000 periods x classes x scenarios, else in this process) or on Dask
     (--executor dask, --scheduler); the answer is the same on any.
     """
-    from ..atomic import check_writable
     from ..pipeline import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs
+    from .common import check_outputs, config_inputs, refuse_overwrite, refuse_overwrite_in
     from ..solve import Status
 
     t0 = time.perf_counter()
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
-    check_writable(out_dir or default_out_dir(inp.config), OUTPUTS)  # before the solve
+    target = out_dir or default_out_dir(inp.config)
+    check_outputs(target, OUTPUTS)  # before the solve: a folder where a file goes is bad input (exit 2)
+    refuse_overwrite_in(target, OUTPUTS, config_inputs(inp.config))
+    if write_lp:
+        refuse_overwrite({"--write-lp": write_lp}, config_inputs(inp.config))
     pool = executor_from(executor, scheduler, jobs) if (executor == "dask" or scheduler or jobs) else None
     try:
         result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
@@ -91,7 +95,6 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     finally:
         if pool is not None:
             pool.close()
-    target = out_dir or default_out_dir(inp.config)
     paths = write_outputs(result, target)
     if not quiet:
         click.echo(result.summary())

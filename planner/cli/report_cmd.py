@@ -27,9 +27,42 @@ def report(plan_json, html_out):
     \b
         planner report outputs/example-q1-2027/plan.json --html outputs/example-report.html
     """
+    from ..pipeline import OUTPUTS
     from ..report.html import write_html
+    from .common import refuse_overwrite
 
-    rep = write_html(plan_json, html_out)
+    siblings = {n: Path(plan_json).with_name(n) for n in OUTPUTS}  # the plan's own files beside it
+    refuse_overwrite({"--html": html_out}, {"PLAN_JSON": plan_json, **siblings})
+    _check_json(plan_json)
+    try:
+        rep = write_html(plan_json, html_out)
+    except (RecursionError, OverflowError) as exc:  # numbers or nesting past what a plan.json holds
+        raise _malformed(plan_json, f"{type(exc).__name__}: {exc}") from None
     for note in rep.notes:
         click.secho(f"Note: {note}", fg="yellow", err=True)
     click.echo(f"wrote {rep.path} ({rep.figures} figures, {rep.bytes / 1e6:.2f} MB)")
+
+
+def _malformed(path, why):
+    from ..errors import InputError, Problem
+
+    return InputError(Problem(str(path), f"is not a plan.json the planner can read ({why})",
+                              expected="the plan.json `planner plan` wrote"))
+
+
+def _check_json(path) -> None:
+    """Exit 2 naming the file when PLAN_JSON is not JSON a plan could be (nested past Python's limit, say)."""
+    import json
+
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return  # write_html names a missing or unreadable file itself
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise _malformed(path, "nested too deeply") from None
+    except ValueError:
+        return  # write_html reports the line and column
+    if not isinstance(doc, dict):
+        raise _malformed(path, f"its top level is a {type(doc).__name__}, not an object")

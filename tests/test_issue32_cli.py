@@ -1,0 +1,93 @@
+"""Issue 32, CLI edges: an output never overwrites an input; a folder where an output file goes, or a
+malformed plan.json, is bad input (exit 2, nothing written)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from planner.cli import cli
+from planner.cli import forecast_cmd, report_cmd  # noqa: F401  (register the commands)
+
+from conftest import price, write_case
+from test_forecasting import model_for, synth, to_long
+
+
+def _tiny(tmp_path):
+    return write_case(tmp_path / "m", {"c": [1.0, 2.0, 1.0]}, [price()], {"c": {}})
+
+
+def test_forecast_refuses_out_holding_its_history(tmp_path):
+    m = model_for(tmp_path, ["c0"])
+    work = tmp_path / "w"
+    work.mkdir()
+    to_long(synth(K=1, T=400)).to_csv(work / "forecast.csv", index=False)
+    before = (work / "forecast.csv").read_bytes()
+    r = CliRunner().invoke(cli, ["forecast", str(m), "--history", str(work / "forecast.csv"), "--horizon-months",
+                                 "1", "--method", "latest", "--out", str(work)])
+    assert r.exit_code == 2, r.output
+    assert "would overwrite the input --history" in r.output and "forecast.csv" in r.output
+    assert (work / "forecast.csv").read_bytes() == before
+    assert sorted(p.name for p in work.iterdir()) == ["forecast.csv"]
+
+
+def test_forecast_refuses_out_through_a_link(tmp_path):
+    m = model_for(tmp_path, ["c0"])
+    to_long(synth(K=1, T=400)).to_csv(tmp_path / "forecast.csv", index=False)
+    os.symlink(tmp_path, tmp_path / "link")
+    r = CliRunner().invoke(cli, ["forecast", str(m), "--history", str(tmp_path / "forecast.csv"),
+                                 "--horizon-months", "1", "--method", "latest", "--out", str(tmp_path / "link")])
+    assert r.exit_code == 2 and "would overwrite the input --history" in r.output, r.output
+
+
+def test_plan_refuses_out_whose_plan_json_is_a_folder(tmp_path):
+    m = _tiny(tmp_path)
+    out = tmp_path / "out"
+    (out / "plan.json").mkdir(parents=True)
+    r = CliRunner().invoke(cli, ["plan", str(m), "--out", str(out), "-q"])
+    assert r.exit_code == 2, r.output
+    assert "plan.json" in r.output and "folder" in r.output
+    assert sorted(p.name for p in out.iterdir()) == ["plan.json"] and not any((out / "plan.json").iterdir())
+
+
+def test_plan_refuses_out_holding_its_own_demand(tmp_path):
+    folder = tmp_path / "m"
+    m = write_case(folder, {"c": [1.0, 2.0]}, [price()], {"c": {}})
+    (folder / "demand.csv").rename(folder / "fleet.csv")
+    m.write_text(m.read_text().replace('"demand.csv"', '"fleet.csv"'))
+    before = (folder / "fleet.csv").read_bytes()
+    r = CliRunner().invoke(cli, ["plan", str(m), "--out", str(folder), "-q"])
+    assert r.exit_code == 2, r.output
+    assert "would overwrite the input demand" in r.output
+    assert (folder / "fleet.csv").read_bytes() == before and not (folder / "plan.json").exists()
+
+
+def _plan(tmp_path):
+    m = _tiny(tmp_path)
+    out = tmp_path / "plan"
+    r = CliRunner().invoke(cli, ["plan", str(m), "--out", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_report_html_refuses_the_plans_own_files(tmp_path):
+    out = _plan(tmp_path)
+    for name in ("plan.xlsx", "allocation.csv", "plan.json", "fleet.csv"):
+        before = (out / name).read_bytes()
+        r = CliRunner().invoke(cli, ["report", str(out / "plan.json"), "--html", str(out / name)])
+        assert r.exit_code == 2, (name, r.output)
+        assert "would overwrite the input" in r.output and name in r.output
+        assert (out / name).read_bytes() == before
+
+
+def test_report_deeply_nested_or_non_object_json_exits_2(tmp_path):
+    deep = tmp_path / "plan.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    r = CliRunner().invoke(cli, ["report", str(deep), "--html", str(tmp_path / "r.html")])
+    assert r.exit_code == 2 and "nested too deeply" in r.output and str(deep) in r.output, r.output
+    deep.write_text('"just a string"')
+    r = CliRunner().invoke(cli, ["report", str(deep), "--html", str(tmp_path / "r.html")])
+    assert r.exit_code == 2 and "not an object" in r.output, r.output
+    assert not (tmp_path / "r.html").exists()
