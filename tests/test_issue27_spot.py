@@ -127,7 +127,7 @@ def test_failure_rate_run_is_not_labelled_spot():
 
 def test_option_prices_with_failures_exit_2_naming_the_option():
     for flag in ("--spot-price", "--on-demand-price", "--reserved-price"):
-        r = run("spot", *Q4, flag, "3")
+        r = run("spot", *Q4, "--gpu-price", "3", flag, "3")  # without --gpu-price, Q4 is a spot job (issue 32)
         assert r.exit_code == 2, r.output
         assert f"{flag} compares purchase options" in r.output and "--gpu-price" in r.output, r.output
     r = run("spot", "--mtbi-hours", "4", "--gpu-price", "3")

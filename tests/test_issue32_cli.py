@@ -91,3 +91,17 @@ def test_report_deeply_nested_or_non_object_json_exits_2(tmp_path):
     r = CliRunner().invoke(cli, ["report", str(deep), "--html", str(tmp_path / "r.html")])
     assert r.exit_code == 2 and "not an object" in r.output, r.output
     assert not (tmp_path / "r.html").exists()
+
+
+def test_spot_accepts_a_job_level_preemption_rate_as_the_per_instance_one():
+    args = ["--job-gpus", "64", "--gpus-per-instance", "8", "--checkpoint-minutes", "3", "--restart-minutes", "10",
+            "--spot-price", "3.2", "--on-demand-price", "9.8", "--json"]
+    import json
+
+    job = CliRunner().invoke(cli, ["spot", "--job-mtbi-hours", "4", *args])
+    assert job.exit_code == 0, job.output + job.stderr
+    assert "4 x 8 = 32 h" in job.stderr and "--mtbi-hours 32" in job.stderr
+    inst = CliRunner().invoke(cli, ["spot", "--mtbi-hours", "32", *args])
+    a, b = json.loads(job.stdout), json.loads(inst.stdout)
+    assert a == b
+    assert abs(a["job_interruptions_per_hour"] - 0.25) < 1e-12  # 8 instances x 1/32 h = the measured 1/4 h

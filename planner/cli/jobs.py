@@ -192,6 +192,20 @@ def _run_spot(interruptions_per_hour, mtbi_hours, checkpoint_minutes, restart_mi
         raise ConfigError(Problem("command line", "no interruption rate given",
                                   expected="--interruptions-per-hour, --mtbi-hours or --job-mtbi-hours",
                                   hint="e.g. --mtbi-hours 4 for a preemption every four hours"))
+    if job_mtbi_hours is not None and gpu_price is None and any(
+            x is not None for x in (spot_price, on_demand_price, reserved_price)):
+        # option prices: the job-level rate is of spot preemptions; a gang of j instances stops at any one
+        # instance's preemption (lam = j r), so one instance's MTBI is the job's times j
+        j = int(eco.instances_spanned(job_gpus if job_gpus is not None else gpus_per_instance, gpus_per_instance))
+        if failure_rate_per_gpu_hour:
+            raise ConfigError(Problem("command line", "--failure-rate-per-gpu-hour with a measured --job-mtbi-hours "
+                                      "of spot preemptions would count the failures twice",
+                                      value=failure_rate_per_gpu_hour, expected="one of the two"))
+        mtbi_hours, job_mtbi_hours = job_mtbi_hours * j, None
+        click.echo(f"note: --job-mtbi-hours {fmt_num(mtbi_hours / j)} with option prices is read as spot "
+                   f"preemptions of the whole job: the job spans {j} instance(s), any one's preemption stops it, "
+                   f"so one instance's MTBI is {fmt_num(mtbi_hours / j)} x {j} = {fmt_num(mtbi_hours)} h "
+                   f"(--mtbi-hours {fmt_num(mtbi_hours)})", err=True)
     if job_mtbi_hours is not None and sweep in ("interruptions", "job-gpus"):
         raise ConfigError(Problem("command line", f"--sweep {sweep} needs a per-instance rate",
                                   expected="--interruptions-per-hour, --mtbi-hours or --failure-rate-per-gpu-hour "
@@ -255,6 +269,11 @@ def _run_spot(interruptions_per_hour, mtbi_hours, checkpoint_minutes, restart_mi
     if xlsx_path:
         write_spot_sweep(xlsx_path, rows, cols, key)
         click.echo(f"wrote {xlsx_path}")
+
+
+def fmt_num(x: float) -> str:
+    """A number as typed: the shortest form that reads back as the same double."""
+    return f"{x:.12g}"
 
 
 def _check_prices(failures: bool, job_mtbi: bool, spot_price, on_demand_price, reserved_price, gpu_price) -> None:
