@@ -105,3 +105,22 @@ def test_spot_accepts_a_job_level_preemption_rate_as_the_per_instance_one():
     a, b = json.loads(job.stdout), json.loads(inst.stdout)
     assert a == b
     assert abs(a["job_interruptions_per_hour"] - 0.25) < 1e-12  # 8 instances x 1/32 h = the measured 1/4 h
+
+
+def test_term_end_is_the_exclusive_instant_365_days_on(tmp_path):
+    """A 12-month term bought 2028-01-01 (a leap year) is 8,760 h = AWS's 31,536,000 s: it expires
+    2028-12-31T00:00; terminal and plan.json say that instant (docs/formulation.md, hours and calendar terms)."""
+    import json
+
+    import pandas as pd
+
+    m = write_case(tmp_path / "m", {"c": [4.0] * 3},
+                   [price(hourly=2.0), price(option="reserved_1y", hourly=1.0, term_months=12)], {"c": {}},
+                   start="2028-01-01T00:00")
+    out = tmp_path / "o"
+    r = CliRunner().invoke(cli, ["plan", str(m), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "ends 2028-12-31 00:00:" in r.output, r.output
+    rp = json.loads((out / "plan.json").read_text())["reserved_purchases"]
+    assert rp and pd.Timestamp(rp[0]["end_date"]) == pd.Timestamp("2028-12-31T00:00")
+    assert (pd.Timestamp(rp[0]["end_date"]) - pd.Timestamp(rp[0]["purchase_date"])).total_seconds() == 31_536_000
