@@ -124,3 +124,30 @@ def test_term_end_is_the_exclusive_instant_365_days_on(tmp_path):
     rp = json.loads((out / "plan.json").read_text())["reserved_purchases"]
     assert rp and pd.Timestamp(rp[0]["end_date"]) == pd.Timestamp("2028-12-31T00:00")
     assert (pd.Timestamp(rp[0]["end_date"]) - pd.Timestamp(rp[0]["purchase_date"])).total_seconds() == 31_536_000
+
+
+def test_quota_overflow_lands_on_one_flavor_as_docs_quotas_md_says():
+    import numpy as np
+
+    from planner.quotas.build import split_demand
+
+    d = split_demand(np.array([[200.0, 200.0]]), np.array([[1.0, 1.0]]), np.array([100.0, 50.0]))
+    assert np.allclose(d[0, :, 0], [150.0, 50.0], atol=1e-4)  # the 50 over lands on the larger flavor only
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "quotas.md").read_text()
+    assert "`H100=100,A100=50`" in doc and "150 H100 and 50 A100" in doc
+
+
+def test_inputs_md_unknown_column_example_lists_what_the_tool_lists(tmp_path):
+    import re
+    import shutil
+
+    root = Path(__file__).resolve().parent.parent
+    shutil.copytree(root / "data" / "example", tmp_path / "col")
+    p = tmp_path / "col" / "prices.csv"
+    lines = p.read_text().split("\n", 1)
+    p.write_text(lines[0].replace("max_gpus", "max_gpu") + "\n" + lines[1])
+    r = CliRunner().invoke(cli, ["validate", str(root / "models" / "example.toml"), "--prices", str(p)])
+    pat = r"column 'max_gpu': unknown column in the price sheet; expected one of ([^.]*)\."
+    tool = re.search(pat, r.output).group(1)
+    doc = re.search(pat, (root / "docs" / "inputs.md").read_text()).group(1)
+    assert doc == tool
