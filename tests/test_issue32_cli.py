@@ -151,3 +151,25 @@ def test_inputs_md_unknown_column_example_lists_what_the_tool_lists(tmp_path):
     tool = re.search(pat, r.output).group(1)
     doc = re.search(pat, (root / "docs" / "inputs.md").read_text()).group(1)
     assert doc == tool
+
+
+def test_export_focus_refuses_to_overwrite_its_plan(tmp_path):
+    out = _plan(tmp_path)
+    for name in ("plan.json", "fleet.csv"):
+        before = (out / name).read_bytes()
+        r = CliRunner().invoke(cli, ["export", "focus", str(out / "plan.json"), "--out", str(out / name)])
+        assert r.exit_code == 2 and "would overwrite the input" in r.output, r.output
+        assert (out / name).read_bytes() == before
+
+
+def test_sweep_refuses_an_out_whose_sweep_csv_is_its_demand(tmp_path):
+    from planner.cli import whatif  # noqa: F401
+
+    folder = tmp_path / "m"
+    m = write_case(folder, {"c": [1.0, 2.0]}, [price()], {"c": {}})
+    (folder / "demand.csv").rename(folder / "sweep.csv")
+    m.write_text(m.read_text().replace('"demand.csv"', '"sweep.csv"'))
+    before = (folder / "sweep.csv").read_bytes()
+    r = CliRunner().invoke(cli, ["sweep", str(m), "--demand-level", "1,1.1", "--out", str(folder), "-q"])
+    assert r.exit_code == 2 and "would overwrite the input demand" in r.output, r.output
+    assert (folder / "sweep.csv").read_bytes() == before

@@ -174,6 +174,10 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
 
     # the demand that came is one history: the model's [scenarios] (its forecast's) do not apply to it
     inp = load_inputs(replace(load_model(model or default_model()), scenarios={}), demand=demand, prices=prices)
+    from .common import config_inputs, refuse_overwrite_in
+
+    refuse_overwrite_in(out_dir or default_out_dir(inp.config, "-evaluate"), ("evaluation.json", "evaluation.xlsx"),
+                        {**config_inputs(inp.config), "--plan": plan_file})
     forecast = _forecast_of(model or default_model(), prices, plan_file)
     followed: list = []
     purchases = read_plan_purchases(plan_file, inp, forecast, scenario, followed_out=followed)
@@ -283,6 +287,10 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
     inp = load_inputs(model or default_model(), demand=history)
     check_writable(out_dir or default_out_dir(inp.config, "-backtest"),  # before the run, not after
                    ("backtest.csv", "backtest_monthly.csv", "backtest.json"))
+    from .common import config_inputs, refuse_overwrite_in
+
+    refuse_overwrite_in(out_dir or default_out_dir(inp.config, "-backtest"),
+                        ("backtest.csv", "backtest_monthly.csv", "backtest.json"), config_inputs(inp.config))
     with executor_from(executor, scheduler, jobs) as ex:
         result = backtest_hours(inp, train_hours, test_hours, step_hours, horizon_hours=horizon_hours,
                                 backend=solver, executor=ex, progress=not quiet and not as_json,
