@@ -344,32 +344,50 @@ class DaskPricer:
         return fut.result()
 
     def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0) -> list:
-        """Every batch at ``n`` from its basis; an actor lost with its worker is made again and retried."""
+        """Every batch at ``n`` from its basis; an actor lost with its worker is made again and retried.
+
+        A lost actor fails when called (``RuntimeError: Worker holding Actor was lost``, raised as the call is
+        made once the scheduler knows) or when its answer is awaited: either way its share is priced again on
+        a new actor, with the same bases, so the iteration's answer is unchanged."""
+        from .errors import SolverError
+
         out: dict = {}
         todo = list(range(self.workers))
         for attempt in range(RETRIES + 1):
-            calls = {w: self.actors[w].price(n, [(i, bases[i]) for i in self.shares[w]], solution, scale)
-                     for w in todo}
-            failed = []
+            calls, failed = {}, []
+            for w in todo:
+                try:
+                    calls[w] = self.actors[w].price(n, [(i, bases[i]) for i in self.shares[w]], solution, scale)
+                except Exception:  # the actor's worker is known lost: no call can be made
+                    failed.append(w)
             for w, fut in calls.items():
                 try:
                     out.update(fut.result())
                 except Exception as exc:
-                    from .errors import SolverError
-
                     if isinstance(exc, SolverError):
                         raise
                     failed.append(w)
             if not failed:
                 return [out[i] for i in range(len(self.chunks))]
             if attempt == RETRIES:
-                from .errors import SolverError
-
                 raise SolverError(f"Dask pricing actors {failed} were lost {RETRIES + 1} times in one iteration")
             for w in failed:
                 self.restarts += 1
-                self.actors[w] = self._actor(w, None)
+                self.actors[w] = self._remake(w)
             todo = failed
+        raise AssertionError("unreachable")
+
+    def _remake(self, w: int):
+        """A new actor for share ``w`` on a live worker (the scheduler may take a moment to drop a dead one)."""
+        import time
+
+        for attempt in range(RETRIES + 1):
+            try:
+                return self._actor(w, None)
+            except Exception:
+                if attempt == RETRIES:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
         raise AssertionError("unreachable")
 
     def keys(self) -> list[tuple]:

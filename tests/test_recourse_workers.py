@@ -234,3 +234,43 @@ def test_write_lp_of_a_decomposed_plan_is_the_milp(tmp_path):
     # the purchases are the MILP's free integers, not fixed at the plan's values (a fixed column is n = v)
     assert "Generals" in text or "General" in text
     assert not any(line.strip().startswith("n_") and " = " in line for line in text.splitlines())
+
+
+def _kill_and_wait(ex, pricer, victim: int) -> None:
+    """SIGKILL the worker process holding actor ``victim`` and wait until the scheduler knows it is lost."""
+    import os
+    import signal
+    import time
+
+    pids = ex.client.run(os.getpid)
+    os.kill(pids[pricer.actors[victim]._address], signal.SIGKILL)
+    t0 = time.time()
+    while pricer.actors[victim]._future.status == "finished" and time.time() - t0 < 30:
+        time.sleep(0.05)
+    assert pricer.actors[victim]._future.status != "finished"
+
+
+@pytest.mark.slow
+def test_a_dask_worker_killed_mid_solve_is_replaced_and_the_answer_is_unchanged(tmp_path):
+    """Issue 32 item 15: a SIGKILLed Dask worker made the next pricing call raise 'Worker holding Actor was
+    lost' (exit 1); now its actor is made again on a live worker and the iteration re-priced, as locally."""
+    from planner.recourse_workers import DaskPricer
+
+    inp = _case(tmp_path, 12, days=200)
+    chunks = chunk_index(inp, "week")
+    one = solve_benders(inp, mip_gap=1e-7, chunk="week")
+    with DaskExecutor(jobs=2, processes=True) as ex:
+        pricer = DaskPricer(inp, chunks, cut_groups(inp), ex)
+        calls = {"n": 0}
+        price = pricer.price
+
+        def killing_price(*a, **k):  # the worker dies between the second and third pricing calls
+            calls["n"] += 1
+            if calls["n"] == 3:
+                _kill_and_wait(ex, pricer, 1)
+            return price(*a, **k)
+
+        pricer.price = killing_price
+        hit = solve_benders(inp, mip_gap=1e-7, chunk="week", pricer=pricer)
+        assert calls["n"] >= 3 and pricer.restarts == 1
+    _same(one, hit)
