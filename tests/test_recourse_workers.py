@@ -274,3 +274,28 @@ def test_a_dask_worker_killed_mid_solve_is_replaced_and_the_answer_is_unchanged(
         hit = solve_benders(inp, mip_gap=1e-7, chunk="week", pricer=pricer)
         assert calls["n"] >= 3 and pricer.restarts == 1
     _same(one, hit)
+
+
+@pytest.mark.slow
+def test_sigterm_under_dask_closes_the_cluster_cleanly(tmp_path):
+    """Issue 32 item 22: SIGTERM during `plan --executor dask` killed the process with the LocalCluster up
+    (exit 143, 'leaked semaphore objects'); now the cluster is closed first and nothing is written."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parent.parent / "models" / "ladder.toml"
+    proc = subprocess.Popen([sys.executable, "-m", "planner", "plan", str(model), "--executor", "dask", "--jobs",
+                             "2", "--out", str(tmp_path / "out"), "-q"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(15)  # the cluster is up and pricing (the plan takes well over a minute)
+    if proc.poll() is not None:
+        pytest.skip("the plan finished before the signal")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "Interrupted: no outputs were changed." in err
+    assert "leaked semaphore" not in err and "Traceback" not in err, err
+    assert not (tmp_path / "out" / "plan.json").exists()

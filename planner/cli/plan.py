@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -67,6 +68,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     (default: every core above 30,000 periods x classes x scenarios, else in this process) or on Dask
     (--executor dask, --scheduler); the answer is the same on any.
     """
+    from ..executors import _sigterm_raises
     from ..pipeline import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs
     from .common import check_outputs, config_inputs, refuse_overwrite, refuse_overwrite_in
     from ..solve import Status
@@ -79,19 +81,21 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     if write_lp:
         refuse_overwrite({"--write-lp": write_lp}, config_inputs(inp.config))
     pool = executor_from(executor, scheduler, jobs) if (executor == "dask" or scheduler or jobs) else None
+    stop = _sigterm_raises() if pool is not None else contextlib.nullcontext()
     try:
-        result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
-                           timings={"read_validate": time.perf_counter() - t0}, shadow=True, progress=not quiet,
-                           executor=pool or _default_pricing(inp))
-        if not result.status.has_plan:
-            hint = (" The model is infeasible." if result.status is Status.infeasible else
-                    f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
-            click.secho(f"Error: the solver found no plan ({result.status.value}"
-                        f"{': ' + result.solve.message if result.solve.message else ''}); nothing was written.{hint}",
-                        fg="red", err=True)
-            sys.exit(EXIT_ERROR)
-        if memo:  # the memo's re-solves where the plan's were asked to run (default: by the model's size)
-            result = with_memo(result, executor=pool, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap)
+        with stop:  # SIGTERM raises here, so the finally below closes the workers or the Dask cluster cleanly
+            result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
+                               timings={"read_validate": time.perf_counter() - t0}, shadow=True, progress=not quiet,
+                               executor=pool or _default_pricing(inp))
+            if not result.status.has_plan:
+                hint = (" The model is infeasible." if result.status is Status.infeasible else
+                        f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
+                click.secho(f"Error: the solver found no plan ({result.status.value}"
+                            f"{': ' + result.solve.message if result.solve.message else ''}); nothing was written.{hint}",
+                            fg="red", err=True)
+                sys.exit(EXIT_ERROR)
+            if memo:  # the memo's re-solves where the plan's were asked to run (default: by the model's size)
+                result = with_memo(result, executor=pool, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap)
     finally:
         if pool is not None:
             pool.close()
