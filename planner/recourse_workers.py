@@ -344,7 +344,13 @@ class DaskPricer:
         return fut.result()
 
     def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0) -> list:
-        """Every batch at ``n`` from its basis; an actor lost with its worker is made again and retried."""
+        """Every batch at ``n`` from its basis; an actor lost with its worker is made again and retried.
+
+        A lost actor fails when called (``RuntimeError: Worker holding Actor was lost``, raised as the call is
+        made once the scheduler knows) or when its answer is awaited: either way its share is priced again on
+        a new actor, with the same bases, so the iteration's answer is unchanged."""
+        from .errors import SolverError
+
         out: dict = {}
         todo = list(range(self.workers))
         for attempt in range(RETRIES + 1):
@@ -358,24 +364,33 @@ class DaskPricer:
                 try:
                     out.update(fut.result())
                 except Exception as exc:
-                    from .errors import SolverError
-
                     if isinstance(exc, SolverError):
                         raise
                     failed.append(w)
             if not failed:
                 return [out[i] for i in range(len(self.chunks))]
             if attempt == RETRIES:
-                from .errors import SolverError
-
                 raise SolverError(f"Dask pricing actors {failed} were lost {RETRIES + 1} times in one iteration")
             for w in failed:
                 self.restarts += 1
                 try:
-                    self.actors[w] = self._actor(w, None)
+                    self.actors[w] = self._remake(w)
                 except Exception:  # the cluster is still replacing the worker: the next attempt tries again
                     pass
             todo = failed
+        raise AssertionError("unreachable")
+
+    def _remake(self, w: int):
+        """A new actor for share ``w`` on a live worker (the scheduler may take a moment to drop a dead one)."""
+        import time
+
+        for attempt in range(RETRIES + 1):
+            try:
+                return self._actor(w, None)
+            except Exception:
+                if attempt == RETRIES:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
         raise AssertionError("unreachable")
 
     def keys(self) -> list[tuple]:

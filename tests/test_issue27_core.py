@@ -58,7 +58,7 @@ def test_a_folder_named_like_an_output_is_refused_and_kept(tmp_path, entry):
     (out / entry).mkdir(parents=True)
     (out / entry / "precious.txt").write_text("keep")
     r = _run_plan(_tiny(tmp_path), out)
-    assert r.exit_code == 1
+    assert r.exit_code == 2  # bad input (issue 32 item 8; was 1)
     assert "is a folder or a link, not a previous output" in r.output
     assert (out / entry / "precious.txt").read_text() == "keep"
     assert not any(p.name.startswith("plan.") and p.is_file() for p in out.iterdir())
@@ -71,7 +71,7 @@ def test_a_link_named_like_an_output_is_refused_and_its_target_kept(tmp_path):
     target.write_text("mine")
     (out / "plan.json").symlink_to(target)
     r = _run_plan(_tiny(tmp_path), out)
-    assert r.exit_code == 1
+    assert r.exit_code == 2  # bad input, nothing written (issue 32 item 8; was 1)
     assert target.read_text() == "mine" and (out / "plan.json").is_symlink()
 
 

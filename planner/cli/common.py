@@ -224,3 +224,29 @@ def fmt(v) -> str:
     if isinstance(v, float) and v.is_integer() and abs(v) < 1e9:
         return f"{int(v)}"
     return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def config_inputs(config) -> dict:
+    """The input files a model reads (name -> path): the model file and the tables it names."""
+    return {"MODEL": config.path, "demand": config.demand, "prices": config.prices,
+            "inventory": config.inventory, "availability": config.availability}
+
+
+refuse_overwrite = refuse_overwriting_inputs  # the one check, under the name the command modules use
+
+
+def refuse_overwrite_in(out_dir, names, inputs: dict, flag: str = "--out") -> None:
+    """``refuse_overwrite`` for the files ``names`` a command writes into ``out_dir``."""
+    refuse_overwrite({f"{flag} {Path(out_dir) / n}": Path(out_dir) / n for n in names}, inputs)
+
+
+def check_outputs(out_dir, names=()) -> None:
+    """``atomic.check_writable`` with a folder where an output file should be (or a file where the output
+    folder should be) as bad input: exit 2 naming it, before anything is written."""
+    from ..atomic import check_writable
+
+    try:
+        check_writable(out_dir, names)
+    except (IsADirectoryError, NotADirectoryError) as exc:
+        raise InputError(Problem(str(exc.filename), exc.strerror or str(exc), value=str(exc.filename),
+                                 expected="a path the planner can write its file at")) from None

@@ -56,11 +56,15 @@ def quotas(model, plan_file, total_gpus, percentile, gamer, inflate, solver, out
     from ..quotas.run import quota_result
     from ..report.quotas_report import quotas_dict, quotas_text, write_quotas
 
-    model = model or default_model("quotas")
-    result = quota_result(model, plan_file, total_gpus, percentile, gamer, inflate, solver)
     from ..config import load_model
+    from .common import config_inputs, refuse_overwrite_in
 
-    paths = write_quotas(result, out_dir or default_out_dir(load_model(model), "-quotas"))
+    model = model or default_model("quotas")
+    config = load_model(model)
+    target = out_dir or default_out_dir(config, "-quotas")
+    refuse_overwrite_in(target, ("quotas.json", "quotas.xlsx"), {**config_inputs(config), "--plan": plan_file})
+    result = quota_result(model, plan_file, total_gpus, percentile, gamer, inflate, solver)
+    paths = write_quotas(result, target)
     if as_json:
         echo_json(quotas_dict(result))
     else:
@@ -105,6 +109,10 @@ def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, s
         if model is None:
             raise InputError(Problem("PLAN_JSON", "the FOCUS export reads a plan.json",
                                      expected="planner export focus PATH/plan.json --out FILE.csv"))
+        from .common import refuse_overwrite
+
+        refuse_overwrite({"--out": out_dir}, {"PLAN_JSON": model, **{n: Path(model).with_name(n) for n in
+                                                                     ("fleet.csv", "plan.xlsx", "allocation.csv")}})
         path, rows = write_focus(model, out_dir, granularity=granularity, provider=provider,
                                  billing_account=billing_account, sub_account=sub_account,
                                  focus10_names=focus10_names)

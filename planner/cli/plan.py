@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -67,31 +68,37 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     (default: every core above 30,000 periods x classes x scenarios, else in this process) or on Dask
     (--executor dask, --scheduler); the answer is the same on any.
     """
-    from ..atomic import check_writable
+    from ..executors import _sigterm_raises
     from ..pipeline import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs
+    from .common import check_outputs, config_inputs, refuse_overwrite, refuse_overwrite_in
     from ..solve import Status
 
     t0 = time.perf_counter()
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
-    check_writable(out_dir or default_out_dir(inp.config), OUTPUTS)  # before the solve
+    target = out_dir or default_out_dir(inp.config)
+    check_outputs(target, OUTPUTS)  # before the solve: a folder where a file goes is bad input (exit 2)
+    refuse_overwrite_in(target, OUTPUTS, config_inputs(inp.config))
+    if write_lp:
+        refuse_overwrite({"--write-lp": write_lp}, config_inputs(inp.config))
     pool = executor_from(executor, scheduler, jobs) if (executor == "dask" or scheduler or jobs) else None
+    stop = _sigterm_raises() if pool is not None else contextlib.nullcontext()
     try:
-        result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
-                           timings={"read_validate": time.perf_counter() - t0}, shadow=True, progress=not quiet,
-                           executor=pool or _default_pricing(inp))
-        if not result.status.has_plan:
-            hint = (" The model is infeasible." if result.status is Status.infeasible else
-                    f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
-            click.secho(f"Error: the solver found no plan ({result.status.value}"
-                        f"{': ' + result.solve.message if result.solve.message else ''}); nothing was written.{hint}",
-                        fg="red", err=True)
-            sys.exit(EXIT_ERROR)
-        if memo:  # the memo's re-solves where the plan's were asked to run (default: by the model's size)
-            result = with_memo(result, executor=pool, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap)
+        with stop:  # SIGTERM raises here, so the finally below closes the workers or the Dask cluster cleanly
+            result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
+                               timings={"read_validate": time.perf_counter() - t0}, shadow=True, progress=not quiet,
+                               executor=pool or _default_pricing(inp))
+            if not result.status.has_plan:
+                hint = (" The model is infeasible." if result.status is Status.infeasible else
+                        f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
+                click.secho(f"Error: the solver found no plan ({result.status.value}"
+                            f"{': ' + result.solve.message if result.solve.message else ''}); nothing was written.{hint}",
+                            fg="red", err=True)
+                sys.exit(EXIT_ERROR)
+            if memo:  # the memo's re-solves where the plan's were asked to run (default: by the model's size)
+                result = with_memo(result, executor=pool, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap)
     finally:
         if pool is not None:
             pool.close()
-    target = out_dir or default_out_dir(inp.config)
     paths = write_outputs(result, target)
     if not quiet:
         click.echo(result.summary())
@@ -171,6 +178,10 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
 
     # the demand that came is one history: the model's [scenarios] (its forecast's) do not apply to it
     inp = load_inputs(replace(load_model(model or default_model()), scenarios={}), demand=demand, prices=prices)
+    from .common import config_inputs, refuse_overwrite_in
+
+    refuse_overwrite_in(out_dir or default_out_dir(inp.config, "-evaluate"), ("evaluation.json", "evaluation.xlsx"),
+                        {**config_inputs(inp.config), "--plan": plan_file})
     forecast = _forecast_of(model or default_model(), prices, plan_file)
     followed: list = []
     purchases = read_plan_purchases(plan_file, inp, forecast, scenario, followed_out=followed)
@@ -280,6 +291,10 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
     inp = load_inputs(model or default_model(), demand=history)
     check_writable(out_dir or default_out_dir(inp.config, "-backtest"),  # before the run, not after
                    ("backtest.csv", "backtest_monthly.csv", "backtest.json"))
+    from .common import config_inputs, refuse_overwrite_in
+
+    refuse_overwrite_in(out_dir or default_out_dir(inp.config, "-backtest"),
+                        ("backtest.csv", "backtest_monthly.csv", "backtest.json"), config_inputs(inp.config))
     with executor_from(executor, scheduler, jobs) as ex:
         result = backtest_hours(inp, train_hours, test_hours, step_hours, horizon_hours=horizon_hours,
                                 backend=solver, executor=ex, progress=not quiet and not as_json,

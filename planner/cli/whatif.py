@@ -60,6 +60,11 @@ def compare(model, prices_list, demand_list, model_list, labels, with_base, out_
                                     list(demand_list), list(labels), with_base)
     inputs = cmp.load_variants(variants)
     target = out_dir or default_out_dir(inputs[0].config, "-compare")
+    from .common import config_inputs, refuse_overwrite_in
+
+    for i, inp_i in enumerate(inputs):  # before any solve: no output may overwrite a variant's input
+        refuse_overwrite_in(target, ("comparison.json", "comparison.xlsx"),
+                            {f"{k} ({variants[i].label})": v for k, v in config_inputs(inp_i.config).items()})
     if not quiet:
         click.echo(f"Comparing {len(variants)} scenarios (base '{variants[0].label}'):", err=True)
         for v in variants:
@@ -134,6 +139,10 @@ def sweep(model, spot_price, on_demand_price, reserved_price, interruptions, dem
     t0 = time.perf_counter()
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
     read_s = time.perf_counter() - t0
+    from .common import config_inputs, refuse_overwrite_in
+
+    refuse_overwrite_in(Path(out_dir or default_out_dir(inp.config, "-sweep")), ("sweep.csv", "sweep.json", "sweep.xlsx"),
+                        config_inputs(inp.config))
     with executor_from(executor, scheduler, jobs) as ex:
         if not quiet:
             click.echo(f"Sweeping '{inp.config.name}': {n_points} points "

@@ -73,7 +73,7 @@ def summary_text(plan: Plan) -> str:
                 when = f"{'buy now' if r.firm else 'expect to buy'} {r.purchase_date:%Y-%m-%d}" + \
                     ("" if branch == "all" else f" if {branch} ({r.probability:.0%})") + \
                     (f", usable {r.active_from:%Y-%m-%d}" if r.active_from != r.purchase_date else "") + \
-                    f", ends {r.end_date:%Y-%m-%d}: "
+                    f", ends {r.end_date:%Y-%m-%d %H:%M}: "
             if supply.is_(getattr(r, "kind", None), dated_by="resale"):
                 lines.append(f"    expect to sell {r.purchase_date:%Y-%m-%d}"
                              + ("" if branch == "all" else f" if {branch} ({r.probability:.0%})")
