@@ -327,4 +327,4 @@ def test_an_unwritable_output_folder_is_a_clean_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     r = CliRunner().invoke(cli_mod.cli, ["quotas", str(MODEL), "--total-gpus", "1024", "--out", str(blocker / "sub")])
-    assert r.exit_code == 1 and "Error: cannot write" in r.output and "Internal error" not in r.output
+    assert r.exit_code == 2 and "Error: cannot write" in r.output and "Internal error" not in r.output
