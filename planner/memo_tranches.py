@@ -104,7 +104,9 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     is bought in: "all" and 1 for a purchase made whatever happens), ``max_utilisation``,
     ``spot_usd_per_useful_gpu_hour`` (spot's hourly price / the best goodput of a class on the pool; NaN without
     spot), ``break_even_vs_spot`` (effective / that) and ``break_even_vs_nothing`` (effective / the cheaper of
-    on-demand and spot: what buying nothing pays for the same hours).
+    on-demand and spot: what buying nothing would pay for the same hours IF all the work on them may run on spot;
+    an upper bound, as classes with ``spot = false`` can only rent on demand: the verdict ``pays`` is against
+    on-demand).
     """
     inp = plan.inputs
     st = stack(plan)

@@ -210,7 +210,7 @@ def _memo_lines(plan: Plan) -> list[str]:
         vs = getattr(r, "break_even_vs_nothing", float("nan"))
         out.append(f"    sign now {r.gpus:g} {r.gpu_type}/{r.region} {r.option}: used {100 * r.avg_utilisation:.0f} % "
                    f"(its own, marginal use), break-even utilisation {100 * r.break_even_utilisation:.0f} % against "
-                   "on-demand" + (f", {100 * vs:.0f} % against buying nothing" if vs == vs and vs != float("inf")
+                   "on-demand" + (f", {100 * vs:.0f} % if all its work could run on spot instead" if vs == vs and vs != float("inf")
                                   else "") + (": pays" if r.pays else ": DOES NOT PAY"))
     paying = m.tranches[~m.tranches["pays"].astype(bool)] if len(m.tranches) else m.tranches
     for r in paying.itertuples():

@@ -56,7 +56,7 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                          + f"; break-even {be}; this tranche used {100 * r.avg_utilisation:.0f} % on average (lowest "
                          f"{100 * r.min_utilisation:.0f} %), break-even utilisation {100 * r.break_even_utilisation:.0f} % "
                          "against on-demand"
-                         + (f", {100 * vs_nothing:.0f} % against buying nothing (on-demand or spot)"
+                         + (f", {100 * vs_nothing:.0f} % if all its work could run on spot instead (the cheaper of on-demand and spot)"
                             if vs_nothing == vs_nothing and np.isfinite(vs_nothing) else "") + f": {pays}"),
                      not r.pays))
     spend = plan.spend if plan.spend is not None and len(plan.spend) else pd.DataFrame()
