@@ -3,7 +3,6 @@ malformed plan.json, is bad input (exit 2, nothing written)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -12,7 +11,6 @@ from planner.cli import cli
 from planner.cli import forecast_cmd, report_cmd  # noqa: F401  (register the commands)
 
 from conftest import price, write_case
-from test_forecasting import model_for, synth, to_long
 
 
 def _tiny(tmp_path):
