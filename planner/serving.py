@@ -100,6 +100,9 @@ def slots_for_wait(lam, service_s, budget_s, tail):
     return out
 
 
+PREFILL_MAX_UTILISATION = 0.8  # a replica's prefill engine is kept below this load (it queues past it)
+
+
 def size_buckets(service: Service, gpus: list[GpuProfile]) -> pd.DataFrame:
     """One row per (bucket, GPU type): batch, slots, replicas, GPUs, USD/h, TTFT tail, feasibility."""
     bk = pd.DataFrame([b.__dict__ for b in service.buckets]).rename(columns={"name": "bucket"})
@@ -122,8 +125,15 @@ def size_buckets(service: Service, gpus: list[GpuProfile]) -> pd.DataFrame:
     slots = np.zeros(len(df), dtype=np.int64)
     f = df.feasible.to_numpy()
     slots[f] = slots_for_wait(df.requests_per_s[f], df.service_s[f], budget[f], tail)
-    df["slots"] = slots
-    df["replicas"] = np.where(f, np.ceil(slots / np.maximum(df.batch, 1)), 0).astype(np.int64)
+    # a replica prefills at prefill_tokens_per_s in all (one engine its batch shares, not one per slot): its
+    # prefill load lambda x input tokens / rate stays at or below PREFILL_MAX_UTILISATION, else the queue for
+    # prefill grows without bound whatever the slots
+    prefill_load = df.requests_per_s * df.input_tokens / df.prefill_tokens_per_s
+    by_prefill = np.where(f, np.ceil(prefill_load / PREFILL_MAX_UTILISATION - 1e-9), 0)
+    replicas = np.where(f, np.maximum(np.ceil(slots / np.maximum(df.batch, 1)), by_prefill), 0).astype(np.int64)
+    df["replicas"] = replicas
+    df["slots"] = slots  # the slots the TTFT tail needs (the replicas hold at least these; the tail is bounded on them)
+    df["prefill_utilisation"] = np.where(replicas > 0, prefill_load / np.maximum(replicas, 1), 0.0)
     df["gpus"] = df.replicas * df.gpus_per_replica
     df["usd_per_hour"] = np.where(f, df.gpus * df.price_per_gpu_hour, np.inf)
     a = df.requests_per_s * df.service_s
@@ -135,7 +145,7 @@ def size_buckets(service: Service, gpus: list[GpuProfile]) -> pd.DataFrame:
     df["utilisation"] = np.where(df.replicas > 0, a / np.maximum(df.replicas * df.batch, 1), 0.0)
     return df[["bucket", "gpu_type", "share", "input_tokens", "output_tokens", "requests_per_s", "batch_by_memory",
                "batch_by_tpot", "batch", "tpot_ms", "prefill_s", "service_s", "slots", "replicas", "gpus",
-               "usd_per_hour", "p_ttft_above_slo", "utilisation", "feasible"]]
+               "usd_per_hour", "p_ttft_above_slo", "utilisation", "prefill_utilisation", "feasible"]]
 
 
 def choose(table: pd.DataFrame) -> pd.DataFrame:

@@ -134,3 +134,15 @@ def test_profile_of_the_wrong_shape_exits_2(tmp_path):
     bad.write_text('service = 3\n[buckets]\nname = "a"\n')
     res = CliRunner().invoke(cli, ["serving", str(bad)])
     assert res.exit_code == 2 and "'service' has the wrong shape" in res.output and "buckets" in res.output
+
+
+def test_the_replicas_keep_up_with_the_prefill_load():
+    """Review of issue 36: a replica prefills at prefill_tokens_per_s in all (its batch shares the engine), so the
+    sized replicas hold lambda x input tokens below 80 % of their prefill capacity, whatever the slots allow."""
+    gpu = sv.GpuProfile("g", 2.0, 80, 20, 1e6, 1_000, 20, 0.1)  # a slow prefill engine: 1,000 tokens/s
+    svc = sv.Service("s", requests_per_s=2.0, ttft_ms=10_000, tpot_ms=60,
+                     buckets=(sv.Bucket("long", 1.0, 4_000, 10),))
+    t = sv.size_buckets(svc, [gpu]).iloc[0]
+    need = 2.0 * 4_000 / 1_000  # 8 replicas' worth of prefill at 100 %
+    assert t.replicas >= math.ceil(need / 0.8) == 10
+    assert t.prefill_utilisation == pytest.approx(need / t.replicas) and t.prefill_utilisation <= 0.8
