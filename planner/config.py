@@ -668,9 +668,10 @@ def _class_spares(t: dict, where: str, file: str, bad: Collector):
         return None
     v = (float(t["spares_target"]), float(t.get("gpus_per_instance", 8)), float(t.get("gpu_mtbf_hours", "nan")),
          float(t.get("repair_hours", "nan")))
-    ok = (0 < v[0] < 1, v[1] >= 1 and v[1].is_integer(), 0 < v[2] < math.inf, 0 <= v[3] < math.inf)
-    for k, good, want in zip(keys, ok, ("between 0 and 1 (0.999)", "a whole number >= 1", "hours > 0",
-                                        "hours >= 0")):
+    ok = (0 < v[0] < 1, 1 <= v[1] <= 1024 and v[1].is_integer(), 1 <= v[2] <= 1e9, 0 <= v[3] <= 8760)
+    for k, good, want in zip(keys, ok, ("between 0 and 1 (0.999)", "a whole number from 1 to 1,024",
+                                        "hours from 1 to 1e9 (a GPU's mean time between failures)",
+                                        "hours from 0 to 8,760 (a year)")):
         if not good:
             bad.add(file, f"'{where}.{k}' missing or out of range", value=t.get(k), expected=want)
     return v if all(ok) else None

@@ -41,3 +41,22 @@ def test_spares_keys_are_checked(tmp_path):
     r = CliRunner().invoke(cli_mod.cli, ["plan", str(m), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2
     assert "spares_target" in r.output and "gpu_mtbf_hours" in r.output
+
+
+def test_spares_need_a_class_in_one_pool(tmp_path):
+    """Review of issue 36: spares are whole instances of the pool the gang runs on: a class allowed in two regions
+    cannot say where they go (it bought them in the cheaper region, where no failed instance can be swapped)."""
+    prices = [price(region="r1", hourly=10.0), price(region="r2", hourly=100.0),
+              price(region="r2", option="reserved_1y", hourly=4.0)]
+    m = write_case(tmp_path, {"train": [16, 0, 0, 0]}, prices, {"train": dict(SPARES)})
+    r = CliRunner().invoke(cli_mod.cli, ["plan", str(m), "--out", str(tmp_path / "o"), "--no-memo"])
+    assert r.exit_code == 2 and "spares_target" in r.output and "2 pools" in r.output, r.output
+
+
+def test_spares_are_instances_of_the_pools_own_gpus(tmp_path):
+    """A type twice as fast: 16 reference GPUs are 8 of its GPUs, one instance; m = 8 x 50 / 800 = 0.5 and
+    Poisson(0.5): cdf(2) = 0.986 < 0.99 <= cdf(3) = 0.998: 3 spare instances, 24 GPUs, all reserved."""
+    prices = [price(gpu_type="B", hourly=10.0), price(gpu_type="B", option="reserved_1y", hourly=5.0)]
+    m = write_case(tmp_path, {"train": [16, 16, 16, 16]}, prices, {"train": dict(SPARES, gpu_types={"B": 2.0})})
+    plan = solve_case(m)
+    assert int(plan.purchases["gpus"].sum()) == 8 + 24  # the gang's 8 GPUs and its 24 spares

@@ -85,7 +85,7 @@ def quotas(model, plan_file, total_gpus, percentile, gamer, inflate, solver, out
 @click.option("--granularity", type=click.Choice(["month", "period"]), default="month", show_default=True,
               help="focus: usage rows per calendar month, or per period of the plan (from the fleet.csv beside "
                    "plan.json: hourly for an hourly plan; what `planner history import` reads back).")
-@click.option("--gpu-hour-budgets", "budget_slack", type=Finite(min=0, min_open=True), default=None,
+@click.option("--gpu-hour-budgets", "budget_slack", type=Finite(min=0, max=1000, min_open=True), default=None,
               metavar="SLACK", help="slurm: GPU-hour budgets (GrpTRESMins) at SLACK x each team's GPU-hours under "
                                     "its quota, and budgets.csv, their replay (docs/quotas.md).")
 @click.option("--focus10-names", is_flag=True, help="focus: the columns outside FOCUS 1.2 under their FOCUS 1.0/1.3 "

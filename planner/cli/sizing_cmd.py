@@ -14,14 +14,14 @@ from .common import Finite, handle_errors, json_option
 
 
 @cli.command()
-@click.option("--gpus", type=Finite(min=0, min_open=True), required=True, help="GPUs the gang job spans.")
-@click.option("--gpus-per-instance", type=click.IntRange(min=1), required=True)
-@click.option("--gpu-mtbf-hours", type=Finite(min=0, min_open=True), default=None,
+@click.option("--gpus", type=Finite(min=1, max=1e8), required=True, help="GPUs the gang job spans.")
+@click.option("--gpus-per-instance", type=click.IntRange(min=1, max=1024), required=True)
+@click.option("--gpu-mtbf-hours", type=Finite(min=1, max=1e9), default=None,
               help="Mean time between failures of one GPU, hours (an instance of K GPUs fails K x as often).")
 @click.option("--mtbi-table", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="CSV of job MTBI by job size (columns gpus, mtbi_hours), interpolated log-log "
                    "(instead of --gpu-mtbf-hours).")
-@click.option("--repair-hours", type=Finite(min=0), required=True, help="Hours a failed instance is out.")
+@click.option("--repair-hours", type=Finite(min=0, max=8760), required=True, help="Hours a failed instance is out.")
 @click.option("--target", type=Finite(0, 1, min_open=True, max_open=True), required=True,
               help="Probability that the gang is whole (at most the spares are down).")
 @click.option("--price", type=Finite(min=0), default=None, help="USD per GPU-hour of the spares.")

@@ -47,17 +47,41 @@ def define_demand_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
         cols.append(f["col"].to_numpy())
         coefs.append(q[k, p])
     rhs = (1.0 + inp.headroom[rk]) * blocks.demand[rk, rb]
-    spares = class_spares(inp.classes, inp.config.classes, blocks.demand)
+    spares = _spares(inp, blocks)
     if spares is not None:  # a class's spares are demand too (and reserved: define_spares_constraints)
         rhs = rhs + spares[rk, rb]
     return out.add("demand", (rk, rb,), np.concatenate(rows),
                     np.concatenate(cols), np.concatenate(coefs), LpConstraintGE, rhs)
 
 
+def _spares(inp: PlanInputs, blocks: Blocks) -> np.ndarray | None:
+    """(K, B) spare GPUs per class and block in reference GPUs, or None. Spares are whole instances of the pool
+    the gang runs on, so a class asking for them runs in one pool (one GPU type, one region; else ConfigError,
+    exit 2); they are sized on its demand in that pool's own GPUs (demand / speed) and counted back in reference
+    GPUs (x speed), so a faster or slower type gets the instances its gang needs."""
+    from ..errors import ConfigError, Problem
+
+    asks = [k for k, c in enumerate(inp.classes) if inp.config.classes[c].spares is not None]
+    if not asks:
+        return None
+    speed = np.ones(inp.K)
+    for k in asks:
+        pools = np.flatnonzero(inp.speed[k] > 0)
+        if len(pools) != 1:
+            raise ConfigError(Problem(str(inp.config.path), f"class '{inp.classes[k]}' asks for spares "
+                                      f"(spares_target) but may run in {len(pools)} pools",
+                                      expected="spares_target on a class with one GPU type and one region (gpu_types "
+                                               "and regions of one entry each): spares are whole instances of the pool "
+                                               "the gang runs on"))
+        speed[k] = inp.speed[k, pools[0]]
+    physical = class_spares(inp.classes, inp.config.classes, blocks.demand / speed[:, None])
+    return physical * speed[:, None]
+
+
 def define_spares_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
     """sum_p s[k,p] q[k,p] (x + xd)[k,p,b] >= S[k,b]: a class's spares (``spares_target``) are served by
     reserved or owned GPUs, never on-demand or spot (S from :func:`planner.spares.class_spares`)."""
-    spares = class_spares(inp.classes, inp.config.classes, blocks.demand)
+    spares = _spares(inp, blocks)
     if spares is None:
         return 0
     x = pd.concat([fam["x"].assign(q=lambda f: inp.q_reserved[f["k"].to_numpy(), f["p"].to_numpy()]),
