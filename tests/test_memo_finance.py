@@ -199,7 +199,8 @@ def test_after_a_price_and_rate_edit_every_memo_figure_moves_by_hand_or_is_flagg
     assert after[check][0] == CHECK_EDITED
     sign = next(k for k in after if k.startswith("Sign now:"))
     assert after[sign][0] == pytest.approx(10 * 9000.0)  # the whole commitment, by hand
-    assert "at 9.0%" in after[sign][1] and "at 5.0%" in before[sign][1]  # the note quotes the edited rate
+    # the note's NPV is the solve's, so it quotes the rate it was solved at, and the row turns red (below)
+    assert "at 5.0% as solved" in after[sign][1] and "at 5.0% as solved" in before[sign][1]
     # live: the amortised reserved cost rises by 10 GPUs x 1,000 / 8,760 h x 24 h, the baseline is unchanged
     moved = after["Saving against all on-demand"][0] - before["Saving against all on-demand"][0]
     assert moved == pytest.approx(-10 * 1000.0 / 8760.0 * 24, rel=1e-9)
@@ -210,6 +211,8 @@ def test_after_a_price_and_rate_edit_every_memo_figure_moves_by_hand_or_is_flagg
                                                      for r in cf.rules)}
     assert "B2" in flagged
     ws = load_workbook(paths["xlsx"])["Summary"]
+    sign_row = next(r[0].row for r in ws.iter_rows(min_row=3) if str(r[0].value).startswith("Sign now:"))
+    assert f"A{sign_row}:B{sign_row}" in flagged  # a live value beside a note as solved: red once edited
     checked = 0
     for row in ws.iter_rows(min_row=3):
         label, value = row[0].value, row[1].value
@@ -220,3 +223,36 @@ def test_after_a_price_and_rate_edit_every_memo_figure_moves_by_hand_or_is_flagg
         assert "(as solved)" in label and f"A{row[0].row}:B{row[0].row}" in flagged, label
         checked += 1
     assert checked >= 5
+
+
+def test_focus_savings_add_up_with_a_savings_plan_and_reserved_instances(tmp_path):
+    """Review of issue 35: with a savings plan beside reserved instances, the usage rows' ListCost - EffectiveCost
+    is the plan's saving against all on-demand (the hours a savings plan paid listed once, on its rows; reserved
+    usage listed at the on-demand rate, not at a rate diluted by the hours the plan paid); price x quantity = cost."""
+    import json
+
+    import pandas as pd
+
+    from conftest import price, solve_case, write_case
+    from planner.export.focus import focus_frame
+    from planner.pipeline import write_outputs
+
+    n = 48
+    prices = [price(gpu_type="A", region="r", hourly=2.0), price(gpu_type="B", region="r", hourly=1.0),
+              price(gpu_type="A", region="r", option="reserved_1y", hourly=0.9, upfront_usd=0.0, term_months=12),
+              dict(gpu_type="A", region="r", option="savings_plan_1y", hourly_usd=1.2),
+              dict(gpu_type="B", region="r", option="savings_plan_1y", hourly_usd=0.8)]
+    folder = tmp_path / "c"
+    model = write_case(folder, {"a": [10.0 + (i % 5) for i in range(n)], "b": [4.0 + (i % 3) for i in range(n)]},
+                       prices, {"a": {"gpu_types": {"A": 1.0}}, "b": {"gpu_types": {"B": 1.0}}})
+    pd.DataFrame(prices).to_csv(folder / "prices.csv", index=False)
+    plan = solve_case(model)
+    assert len(plan.spend) and (plan.purchases["instances"] > 0).any()  # both kinds are bought
+    doc = json.loads(write_outputs(plan, tmp_path / "o")["json"].read_text())
+    f = focus_frame(doc)
+    usage = f[f["ChargeCategory"].eq("Usage")]
+    assert (usage["ListCost"] - usage["EffectiveCost"]).sum() == pytest.approx(
+        doc["baselines_usd"]["all_on_demand"] - doc["cost_usd"]["total"], rel=1e-9)
+    assert (f["ListUnitPrice"] * f["PricingQuantity"] - f["ListCost"]).abs().max() < 1e-6
+    reserved_used = usage[usage["CommitmentDiscountType"].eq("Reserved capacity") & usage["CommitmentDiscountStatus"].eq("Used")]
+    assert len(reserved_used) and (reserved_used["ListUnitPrice"] - 2.0).abs().max() < 1e-9  # on-demand rate

@@ -58,3 +58,18 @@ def test_chromium_fits_the_purchases_table_in_the_page(page, tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert 'data-fit="true"' in dom.stdout
     assert 'data-memo="3"' in dom.stdout  # the header and two lines to sign
+
+
+def test_the_memo_cash_by_year_carries_the_owned_fees_and_the_total(example_plan):
+    """Review of issue 35: the HTML memo's cash by year read keys plan.json does not write (empty columns)."""
+    import json
+
+    from planner.report.html import render_html
+
+    _, paths = example_plan
+    doc = json.loads(paths["json"].read_text())
+    page, _, _ = render_html(paths["json"])
+    first = doc["cash_by_year"][0]
+    assert first["owned_recurring_usd"] > 0
+    for key in ("owned_recurring_usd", "total_usd"):
+        assert f"${first[key]:,.0f}" in page

@@ -187,8 +187,9 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
         key = (u["month"], u["gpu_type"], u["region"])
         owned, used = float(u["reserved_owned_gpu_hours"]), float(u["reserved_used_gpu_hours"])
         share_used[key] = min(max(used / owned, 0.0), 1.0) if owned > 0 else 0.0
-        od_gh = float(u["on_demand_gpu_hours"])
-        od_rates[(u["gpu_type"], u["region"])] = float(u["on_demand_usd"]) / od_gh if od_gh > 0 else \
+        # the on-demand rate per BILLED GPU-hour: the hours a savings plan paid are not in on_demand_usd
+        billed = float(u["on_demand_gpu_hours"]) - float(u.get("on_demand_covered_gpu_hours") or 0.0)
+        od_rates[(u["gpu_type"], u["region"])] = float(u["on_demand_usd"]) / billed if billed > 1e-9 else \
             od_rates.get((u["gpu_type"], u["region"]), od_price.get((u["gpu_type"], u["region"])))
 
     for c in commitments:
@@ -256,14 +257,16 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                                           ("spot", sp_gh, float(u["spot_usd"]), "Dynamic")):
             if gh <= 1e-9:
                 continue
-            billed_gh = gh - covered if supply.is_(option, covered_by_spend=True) else gh
-            unit = usd / billed_gh if billed_gh > 1e-9 else (od_price.get((u["gpu_type"], u["region"])) or 0.0)
+            billed_gh = max(gh - covered, 0.0) if supply.is_(option, covered_by_spend=True) else gh
+            unit = usd / billed_gh if billed_gh > 1e-9 else (od_rates.get((u["gpu_type"], u["region"]))
+                                                             or od_price.get((u["gpu_type"], u["region"])) or 0.0)
             add(u["month"], start, end, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
                 ChargeDescription=f"{option.replace('_', '-')} {u['gpu_type']} GPU-hours in {u['region']}"
                 + (f" ({covered:,.1f} of them paid by a savings plan)" if supply.is_(option, covered_by_spend=True) and covered > 1e-9
                    else ""),
-                BilledCost=usd, EffectiveCost=usd, ListCost=gh * unit, ContractedCost=gh * unit,
-                ContractedUnitPrice=unit, ListUnitPrice=unit, PricingQuantity=gh,
+                # listed and priced: the hours no savings plan paid (those it paid are listed on its Used rows)
+                BilledCost=usd, EffectiveCost=usd, ListCost=billed_gh * unit, ContractedCost=billed_gh * unit,
+                ContractedUnitPrice=unit, ListUnitPrice=unit, PricingQuantity=billed_gh,
                 PricingUnit="GPU-Hours", PricingCategory=category, ConsumedQuantity=gh, ConsumedUnit="GPU-Hours",
                 SkuId=f"{u['gpu_type']}/{u['region']}/{option}", x_Option=option, **pool)
     ext = float((plan.get("cost_usd") or {}).get("extension") or 0.0)

@@ -71,7 +71,8 @@ def pool_rows(plan: dict, g: pd.DataFrame, base: dict) -> pd.DataFrame:
     parts = []
     for option, category, rate in (("on_demand", "Standard", od), ("spot", "Dynamic", sp)):
         gh = g[option] * g["hours"]
-        billed = (g["on_demand"] - g["on_demand_covered"]) * g["hours"] if supply.is_(option, covered_by_spend=True) else gh
+        billed = ((g["on_demand"] - g["on_demand_covered"]) * g["hours"]).clip(lower=0.0) \
+            if supply.is_(option, covered_by_spend=True) else gh
         fallback = listed if supply.is_(option, covered_by_spend=True) else {}
         unit = pd.Series([rate.get(k, fallback.get(k, 0.0)) for k in key], index=g.index, dtype=float)
         keep = gh > 1e-9
@@ -81,9 +82,9 @@ def pool_rows(plan: dict, g: pd.DataFrame, base: dict) -> pd.DataFrame:
         usd = (billed * unit)[keep]
         text = option.replace("_", "-") + " " + r["gpu_type"] + " GPU-hours in " + r["region"]
         parts.append(_frame(base, r["period"], r["end"], ChargeCategory="Usage", ChargeFrequency="Usage-Based",
-                            ChargeDescription=text, BilledCost=usd, EffectiveCost=usd, ListCost=gh[keep] * unit[keep],
-                            ContractedCost=gh[keep] * unit[keep], ContractedUnitPrice=unit[keep],
-                            ListUnitPrice=unit[keep], PricingQuantity=gh[keep], PricingUnit="GPU-Hours",
+                            ChargeDescription=text, BilledCost=usd, EffectiveCost=usd, ListCost=billed[keep] * unit[keep],
+                            ContractedCost=billed[keep] * unit[keep], ContractedUnitPrice=unit[keep],
+                            ListUnitPrice=unit[keep], PricingQuantity=billed[keep], PricingUnit="GPU-Hours",
                             PricingCategory=category, ConsumedQuantity=gh[keep], ConsumedUnit="GPU-Hours",
                             SkuId=r["gpu_type"] + "/" + r["region"] + "/" + option, x_Option=option,
                             RegionId=r["region"], RegionName=r["region"], x_GpuType=r["gpu_type"], ResourceType="GPU",

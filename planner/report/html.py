@@ -156,7 +156,7 @@ def _memo_section(plan: dict) -> str:
             ("upfront_usd", "upfront", "usd"), ("monthly_recurring_usd", "monthly fee", "usd"),
             ("end_date", "term end", "t"), ("avg_utilisation", "its own use", "pct"),
             ("break_even_utilisation", "break-even vs on-demand", "pct"),
-            ("break_even_vs_nothing", "break-even vs buying nothing", "pct"), ("verdict", "", "t")],
+            ("break_even_vs_nothing", "break-even if all its work could run on spot", "pct"), ("verdict", "", "t")],
             m["sign_now"], red=lambda r: r.get("verdict") != "pays"))
     else:
         out.append("<p class='note'>Nothing to sign now.</p>")
@@ -173,8 +173,8 @@ def _memo_section(plan: dict) -> str:
         out.append("<h3>Cash by year</h3>" + _table("memo-cash", [
             ("label", "year", "t"), ("months", "months", "n"), ("upfront_usd", "upfront", "usd"),
             ("reserved_recurring_usd", "recurring", "usd"), ("on_demand_usd", "on-demand", "usd"),
-            ("spot_usd", "spot", "usd"), ("owned_fees_usd", "owned fees", "usd"),
-            ("total_with_owned_usd", "total", "usd")], m["cash_by_year"]))
+            ("spot_usd", "spot", "usd"), ("owned_recurring_usd", "owned fees", "usd"),
+            ("total_usd", "total (owned fees included)", "usd")], m["cash_by_year"]))
     if m["downside"]:
         out.append("<h3>Downside: demand lower, purchases fixed, re-solved</h3>" + _table("memo-downside", [
             ("shock", "demand lower by", "pct"), ("full_term_cost_usd", "cost over the whole terms", "usd"),

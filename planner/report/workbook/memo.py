@@ -47,7 +47,7 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         vs_nothing = getattr(r, "break_even_vs_nothing", np.nan)
         rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region}: whole commitment",
                      value, USD0,
-                     _live_rate_note(
+                     _solved_note(
                          f"{int(r.instances):,} instances; whole commitment {_money(commit)} (every payment over the "
                          f"term; as solved: NPV {_money(npv)} at ", rate,
                          f"): upfront {_money(upfront)} due {due:%Y-%m-%d}, then {_money(fee)} a month to "
@@ -58,7 +58,7 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                          "against on-demand"
                          + (f", {100 * vs_nothing:.0f} % if all its work could run on spot instead (the cheaper of on-demand and spot)"
                             if vs_nothing == vs_nothing and np.isfinite(vs_nothing) else "") + f": {pays}"),
-                     not r.pays))
+                     not r.pays, True))  # the value is live; its note is as solved: red with the check cell
     spend = plan.spend if plan.spend is not None and len(plan.spend) else pd.DataFrame()
     for r in (spend[(spend["usd_per_hour"] > 0) & spend["firm"].astype(bool)].itertuples() if len(spend) else []):
         p = plan.purchases.iloc[int(r.row)]
@@ -80,12 +80,12 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
     if len(later):
         w = later["probability"] if "probability" in later else 1.0
         tree = bool((np.asarray(w) < 1).any()) if "probability" in later else False
-        rows.append(("Planned later (decide then)" + (", expected" if tree else ""),
+        rows.append(("Planned later (decide then)" + (", expected" if tree else "") + " (as solved)",
                      float((later["full_term_usd"] * w).sum()), USD0,
                      f"{len(later)} later tranches, {(later['gpus'] * w).sum():,.0f} GPUs"
                      + (" expected over the scenario tree's branches (each at its probability; the Tranches sheet "
                         "gives each branch's)" if tree else "") + ", whole terms; dates and "
-                     "utilisation on the Tranches sheet; re-plan before each date", False))
+                     "utilisation on the Tranches sheet; re-plan before each date", False, True))
     rows.extend(_cash_rows(plan, purchases))
     base = float(plan.baseline_all_on_demand)
     from ...bill import inventory_table
@@ -156,12 +156,14 @@ def check_terms(prices: pd.DataFrame, rate: float) -> tuple[str, float]:
     rows = np.arange(2, len(prices) + 2, dtype=float)
     reserved = prices["option"].map(lambda o: commitments.kind_of_name(o) in commitments.COMMITMENT_KINDS) \
         .to_numpy(bool) if len(prices) else np.zeros(0, bool)
-    for col, weight in (("hourly_usd", 1.0), ("upfront_usd", 2.0), ("residual_usd", 3.0), ("term_months", 5.0)):
+    for col, weight in (("hourly_usd", 1.0), ("upfront_usd", 2.0), ("residual_usd", 3.0), ("term_months", 5.0),
+                        ("gpus_per_instance", 7.0), ("max_gpus", 11.0), ("interruptions_per_hour", 13.0),
+                        ("lead_time_months", 17.0)):
         rng = span("Prices", col, 2, n)
         parts.append(f"{weight:g}*SUMPRODUCT({rng},ROW({rng}))")
         v = pd.to_numeric(prices[col], errors="coerce").fillna(0.0).to_numpy(float) if col in prices \
             else np.zeros(len(prices))
-        if col != "hourly_usd":
+        if col in ("upfront_usd", "residual_usd", "term_months", "lead_time_months"):
             v = np.where(reserved, v, 0.0)  # the Prices sheet leaves them blank on other rows
         value += weight * float(v @ rows)
     return "+".join(parts) + "+1000000*discount_rate", value + 1e6 * rate
@@ -176,7 +178,8 @@ def check_row(plan: Plan) -> tuple:
     return ("Check: prices and discount rate as solved", cell, None,
             "Live figures below are formulas and follow any edit. Rows marked (as solved) come from re-solves of the "
             "model (next-best plan, downside, commitment curve, payment break-even) and coverage from the solve: "
-            "this cell compares a checksum of the Prices sheet (hourly, upfront, residual, term) and the discount "
+            "this cell compares a checksum of the Prices sheet (hourly, upfront, residual, term, GPUs per instance, "
+            "caps, interruption rates, lead times) and the discount "
             f"rate with the one stored when the plan was solved ({stored!r}); it and every (as solved) row turn red "
             "once they differ: re-run planner plan for true figures.", False)
 
@@ -190,6 +193,12 @@ def _live_rate_note(before: str, rate: float, after: str):
     and the note follows), cached with today's text."""
     q = lambda t: t.replace('"', '""')  # noqa: E731
     return F(f'="{q(before)}"&TEXT(discount_rate,"0.0%")&"{q(after)}"', before + _rate_text(rate) + after)
+
+
+def _solved_note(before: str, rate: float, after: str) -> str:
+    """A note quoting figures as solved and the discount rate they were solved at (not the live rate: the NPVs and
+    the verdict beside it do not move with an edit; the row turns red with the check cell instead)."""
+    return before + _rate_text(rate) + " as solved" + after
 
 
 def _payment_rows(plan: Plan) -> list[tuple]:
@@ -210,7 +219,7 @@ def _payment_rows(plan: Plan) -> list[tuple]:
         out.append((f"Payment options: {p['gpu_type']} {p['region']} {r.upfront_option} or {r.other_option} "
                     "(as solved)",
                     irr if irr == irr else "n/a", PCT,
-                    _live_rate_note(
+                    _solved_note(
                         "the cost of capital at which they cost the same (the IRR of the difference of their cash "
                         "flows): below it pay upfront, above it pay monthly. As solved at ", float(r.rate),
                         f": NPV {r.upfront_option} {_money(r.upfront_npv_usd)}, {r.other_option} "
@@ -265,7 +274,8 @@ def _cash_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                     "included (Cash by year)", False))
     if len(fiscal) > 4:
         rest = sum(values[b[1]] for b in fiscal[4:])
-        out.append(("Cash out, later years", rest, USD0, f"{len(fiscal) - 4} more years (Cash by year)", False))
+        out.append(("Cash out, later years (as solved)", rest, USD0, f"{len(fiscal) - 4} more years (Cash by year)",
+                    False, True))
     return out
 
 
