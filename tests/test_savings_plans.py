@@ -275,7 +275,10 @@ def test_focus_names_a_savings_plan_as_a_spend_commitment(tmp_path):
     assert set(sp["CommitmentDiscountCategory"]) == {"Spend"} and set(sp["CommitmentDiscountType"]) == {"Savings Plan"}
     assert set(sp["PricingUnit"]) == {"USD"}
     od = f[f["x_Option"] == "on_demand"].set_index("x_GpuType")
-    assert od.loc["A", "ListCost"] == pytest.approx(sum(A) * OD["A"])  # every on-demand GPU-hour at list
+    # the on-demand GPU-hours no savings plan paid at list on the pool's rows; those it paid on its Used rows
+    sp_used = sp[sp["CommitmentDiscountStatus"] == "Used"]
+    assert od["ListCost"].sum() + sp_used["ListCost"].sum() == pytest.approx(sum(A) * OD["A"] + sum(B) * OD["B"])
+    assert od["ConsumedQuantity"].sum() == pytest.approx(sum(A) + sum(B))  # every on-demand GPU-hour consumed
     assert od["BilledCost"].sum() == pytest.approx(plan.cost["on_demand"])
 
 
