@@ -15,7 +15,6 @@ from planner import cli as cli_mod
 from planner.export import kueue
 from planner.quotas.budgets import replay_with_budgets, reset_period
 from planner.quotas.build import TeamDemand
-from conftest import price, write_case
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT.parent / "shared" / "schemas"
@@ -68,13 +67,9 @@ def test_reset_period_covers_the_horizon():
 
 
 def test_kueue_cohort_tree_and_flavor_order(tmp_path):
-    prices = [price(hourly=10.0), price(option="spot", hourly=3.0, interruptions_per_hour=0.01),
-              price(option="reserved_1y", hourly=4.0, term_months=12)]
-    m = write_case(tmp_path, {"a": [4, 8, 4, 8], "b": [2, 2, 6, 6]}, prices,
-                   {"a": {"team": "x"}, "b": {"spot": True, "team": "y"}}, solver={"backend": "highs"})
-    out = tmp_path / "k"
-    r = CliRunner().invoke(cli_mod.cli, ["export", "kueue", str(m), "--out", str(out)])
-    assert r.exit_code == 0, r.output
+    from test_quotas import kueue_of_two_teams
+
+    out = kueue_of_two_teams(tmp_path)
     docs = {name: list(yaml.safe_load_all((out / name).read_text())) for name in
             ("cohort.yaml", "cluster-queues.yaml", "resource-flavors.yaml", "local-queues.yaml",
              "workload-priority-classes.yaml")}

@@ -195,7 +195,9 @@ def test_slurm_commands_match_the_golden_files(tmp_path):
         assert (out / name).read_text() == golden.read_text(), f"{name} differs from {golden}"
 
 
-def test_kueue_export_of_a_planned_fleet_has_a_flavor_per_option(tmp_path):
+def kueue_of_two_teams(tmp_path):
+    """Team x (on-demand or reserved) and team y (spot allowed) on one pool, exported as Kueue manifests: the
+    output folder."""
     prices = [price(hourly=10.0), price(option="spot", hourly=3.0, interruptions_per_hour=0.01),
               price(option="reserved_1y", hourly=4.0, term_months=12)]
     m = write_case(tmp_path, {"a": [4, 8, 4, 8], "b": [2, 2, 6, 6]}, prices,
@@ -203,6 +205,11 @@ def test_kueue_export_of_a_planned_fleet_has_a_flavor_per_option(tmp_path):
     out = tmp_path / "k"
     r = CliRunner().invoke(cli_mod.cli, ["export", "kueue", str(m), "--out", str(out)])
     assert r.exit_code == 0, r.output
+    return out
+
+
+def test_kueue_export_of_a_planned_fleet_has_a_flavor_per_option(tmp_path):
+    out = kueue_of_two_teams(tmp_path)
     flavors = list(yaml.safe_load_all((out / "resource-flavors.yaml").read_text()))
     spot = [f for f in flavors if f["spec"]["nodeLabels"]["planner.io/capacity-type"] == "spot"]
     for f in spot:  # preemptible capacity is tainted

@@ -70,24 +70,26 @@ def _solve(model: Path, out: Path) -> Path:
         return out / "plan.json"
 
 
-@pytest.fixture(scope="module")
-def hourly(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hourly")
-    plan_json = _solve(_hourly_case(root / "case"), root / "plan")
+def solved_and_reported(model: Path, root: Path) -> tuple[Path, Path, str]:
+    """``model`` solved into root/plan and drawn by ``planner report`` into root/report.html: (plan.json, the
+    page, the command's output)."""
+    plan_json = _solve(model, root / "plan")
     out = root / "report.html"
     res = CliRunner().invoke(cli, ["report", str(plan_json), "--html", str(out)])
     assert res.exit_code == 0, res.output
     return plan_json, out, res.output
+
+
+@pytest.fixture(scope="module")
+def hourly(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hourly")
+    return solved_and_reported(_hourly_case(root / "case"), root)
 
 
 @pytest.fixture(scope="module")
 def ladder(tmp_path_factory):
     root = tmp_path_factory.mktemp("ladder")
-    plan_json = _solve(_ladder_case(root / "case"), root / "plan")
-    out = root / "report.html"
-    res = CliRunner().invoke(cli, ["report", str(plan_json), "--html", str(out)])
-    assert res.exit_code == 0, res.output
-    return plan_json, out, res.output
+    return solved_and_reported(_ladder_case(root / "case"), root)
 
 
 def _figures(page: str) -> list[dict]:

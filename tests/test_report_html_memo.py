@@ -7,22 +7,16 @@ from __future__ import annotations
 import re
 
 import pytest
-from click.testing import CliRunner
 
-from planner.cli import cli
 from test_memo_finance import payment_case
 from test_payment_options import implied_rate
-from test_report_html import CHROMIUM, _chromium, _solve
+from test_report_html import CHROMIUM, _chromium, solved_and_reported
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     root = tmp_path_factory.mktemp("html_memo")
-    plan_json = _solve(payment_case(root / "case"), root / "plan")
-    out = root / "report.html"
-    res = CliRunner().invoke(cli, ["report", str(plan_json), "--html", str(out)])
-    assert res.exit_code == 0, res.output
-    return out
+    return solved_and_reported(payment_case(root / "case"), root)[1]
 
 
 def _table(text: str, tid: str) -> list[list[str]]:
