@@ -232,12 +232,9 @@ def config_inputs(config) -> dict:
             "inventory": config.inventory, "availability": config.availability}
 
 
-refuse_overwrite = refuse_overwriting_inputs  # the one check, under the name the command modules use
-
-
 def refuse_overwrite_in(out_dir, names, inputs: dict, flag: str = "--out") -> None:
-    """``refuse_overwrite`` for the files ``names`` a command writes into ``out_dir``."""
-    refuse_overwrite({f"{flag} {Path(out_dir) / n}": Path(out_dir) / n for n in names}, inputs)
+    """``refuse_overwriting_inputs`` for the files ``names`` a command writes into ``out_dir``."""
+    refuse_overwriting_inputs({f"{flag} {Path(out_dir) / n}": Path(out_dir) / n for n in names}, inputs)
 
 
 def check_outputs(out_dir, names=()) -> None:

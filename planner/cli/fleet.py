@@ -109,9 +109,9 @@ def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, s
         if model is None:
             raise InputError(Problem("PLAN_JSON", "the FOCUS export reads a plan.json",
                                      expected="planner export focus PATH/plan.json --out FILE.csv"))
-        from .common import refuse_overwrite
+        from .common import refuse_overwriting_inputs
 
-        refuse_overwrite({"--out": out_dir}, {"PLAN_JSON": model, **{n: Path(model).with_name(n) for n in
+        refuse_overwriting_inputs({"--out": out_dir}, {"PLAN_JSON": model, **{n: Path(model).with_name(n) for n in
                                                                      ("fleet.csv", "plan.xlsx", "allocation.csv")}})
         path, rows = write_focus(model, out_dir, granularity=granularity, provider=provider,
                                  billing_account=billing_account, sub_account=sub_account,

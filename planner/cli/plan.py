@@ -70,7 +70,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     """
     from ..executors import _sigterm_raises
     from ..pipeline import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs
-    from .common import check_outputs, config_inputs, refuse_overwrite, refuse_overwrite_in
+    from .common import check_outputs, config_inputs, refuse_overwriting_inputs, refuse_overwrite_in
     from ..solve import Status
 
     t0 = time.perf_counter()
@@ -79,7 +79,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     check_outputs(target, OUTPUTS)  # before the solve: a folder where a file goes is bad input (exit 2)
     refuse_overwrite_in(target, OUTPUTS, config_inputs(inp.config))
     if write_lp:
-        refuse_overwrite({"--write-lp": write_lp}, config_inputs(inp.config))
+        refuse_overwriting_inputs({"--write-lp": write_lp}, config_inputs(inp.config))
     pool = executor_from(executor, scheduler, jobs) if (executor == "dask" or scheduler or jobs) else None
     stop = _sigterm_raises() if pool is not None else contextlib.nullcontext()
     try:
