@@ -27,7 +27,7 @@ Cases (one per run: ``--case NAME``; the machine has 2 shared cores, so run them
   last 3-year terms for that; the strategies do not. A longer decision period dilutes that edge.)
 
 Real cases: 168 h history, a cut-off every day, horizon 168 h. Prints the Markdown table of
-:func:`planner.backtest_report.markdown` with the command, the commit and ``uptime``, and appends it to
+:func:`planner.backtest.report.markdown` with the command, the commit and ``uptime``, and appends it to
 ``--markdown FILE``.
 
     python benchmarks/backtest_baselines.py --case openb_aws [--forecaster weekly] [--strategies ...] [--jobs 2]
@@ -208,9 +208,9 @@ def main() -> int:
         print(f"skipped: {REAL} not found")
         return 0
     from planner import load_inputs
-    from planner.backtest import STRATEGIES, backtest_hours
-    from planner.backtest_report import markdown
-    from planner.executors import LocalExecutor
+    from planner.backtest.run import STRATEGIES, backtest_hours
+    from planner.backtest.report import markdown
+    from planner.core.executors import LocalExecutor
 
     strategies = tuple(args.strategies.split(",")) if args.strategies else STRATEGIES
     load_before = os.getloadavg()

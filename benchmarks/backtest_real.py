@@ -102,8 +102,8 @@ def main() -> int:
         print(f"skipped: {REAL} not found")
         return 0
     from planner import load_inputs
-    from planner.backtest import backtest_hours
-    from planner.executors import LocalExecutor
+    from planner.backtest.run import backtest_hours
+    from planner.core.executors import LocalExecutor
 
     md = []
     for name in args.traces.split(","):

@@ -24,7 +24,7 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=600.0)
     ap.add_argument("--chunk", default="week", help="batches of the pricing LPs: month, week, day or N periods")
     args = ap.parse_args()
-    from planner.pipeline import load_inputs
+    from planner.pipeline.run import load_inputs
 
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     t0 = time.perf_counter()
@@ -36,17 +36,17 @@ def main() -> None:
         out = {"how": how}
         if how == "mono":
             from planner.model import build_model
-            from planner.solve import solve
+            from planner.solve.monolithic import solve
 
             r = solve(build_model(inp), "highs", args.time_limit, 1e-4, None)
             out.update(status=r.status.value, objective=r.objective, gap=r.mip_gap)
         else:
             if how == "old":
-                from planner.decompose_monthly import solve_benders
+                from planner.solve.decompose_monthly import solve_benders
 
                 kw = {}
             else:
-                from planner.decompose import solve_benders
+                from planner.solve.decompose import solve_benders
 
                 kw = {"chunk": int(args.chunk) if args.chunk.isdigit() else args.chunk}
             bd = solve_benders(inp, mip_gap=1e-4, time_limit_s=args.time_limit, **kw)

@@ -42,7 +42,7 @@ def helios_model(folder: Path) -> tuple[Path, int, pd.Series]:
 
 def run() -> dict:
     from planner.quotas.replay import measure
-    from planner.quotas.run import quota_result
+    from planner.api import quota_result
 
     with tempfile.TemporaryDirectory() as tmp:
         model, capacity, vc_quotas = helios_model(Path(tmp))

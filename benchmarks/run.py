@@ -69,7 +69,7 @@ def _progress(path: str | None, **info) -> None:
         Path(path).write_text(json.dumps(info))
 
 
-from planner.solve import quiet_stdout as _quiet_stdout  # noqa: E402  (HiGHS prints a banner)
+from planner.solve.monolithic import quiet_stdout as _quiet_stdout  # noqa: E402  (HiGHS prints a banner)
 
 
 @contextlib.contextmanager
@@ -173,9 +173,9 @@ def worker_planner(model_path: str, backend: str, time_limit: float | None, prog
     seen = caught.__enter__()
     warnings.simplefilter("always")
     from planner.model import build_model
-    from planner.pipeline import load_inputs, write_outputs
-    from planner.results import extract_plan
-    from planner.solve import solve
+    from planner.pipeline.run import load_inputs, write_outputs
+    from planner.results.plan import extract_plan
+    from planner.solve.monolithic import solve
 
     prof = _Profiler(profile)
     out: dict = {"seconds": {}, "rss_after_mb": {}}
@@ -340,7 +340,7 @@ def solve_plain(prob, backend: str, time_limit: float | None, gap: float, thread
         with _quiet_stdout():
             prob.solve(solver)
     else:
-        from planner.solve import cbc_path
+        from planner.solve.monolithic import cbc_path
 
         solver = pulp.COIN_CMD(path=cbc_path(), msg=False, timeLimit=time_limit, gapRel=gap, threads=threads)
         cwd = os.getcwd()
@@ -359,7 +359,7 @@ def worker_yardstick(model_path: str, backend: str, time_limit: float | None, pr
     import warnings
 
     warnings.simplefilter("error", DeprecationWarning)
-    from planner.pipeline import load_inputs
+    from planner.pipeline.run import load_inputs
 
     inp = load_inputs(model_path)  # shared with the planner, not timed
     s = inp.config.solver

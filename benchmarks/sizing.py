@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
-from planner import serving as sv
-from planner.spares import size_spares
+from planner.sizing import serving as sv
+from planner.sizing.spares import size_spares
 
 
 def main() -> None:

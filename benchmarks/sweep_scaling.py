@@ -46,7 +46,7 @@ def main() -> None:
     if args.skip_sweep:
         return
 
-    from planner.executors import DaskExecutor, LocalExecutor
+    from planner.core.executors import DaskExecutor, LocalExecutor
     from planner.whatif.sweep import SweepSpec, run_sweep
 
     inp = planner.load_inputs(args.model)

@@ -40,7 +40,7 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["example", "ladder"])
     ap.add_argument("--repeat", type=int, default=1, help="workbook writes per model (the median is printed)")
     args = ap.parse_args()
-    from planner.pipeline import load_inputs, make_plan, with_memo
+    from planner.pipeline.run import load_inputs, make_plan, with_memo
     from planner.report.workbook import write_workbook
 
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} on {os.cpu_count()} cores")

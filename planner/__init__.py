@@ -1,9 +1,11 @@
 """planner: the GPU fleet mix (reserved / on-demand / spot) that meets demand at least cost.
 
-The data flows one way: read (``io``) -> validate (``validate``) -> inputs
-(``inputs``) -> build model (``model``) -> solve (``solve``) -> plan
-(``results``) -> report (``report``). ``pipeline`` strings them together and
-``api`` is the notebook's way in:
+Packages by layer, data flowing one way (an import-linter contract in pyproject.toml keeps it so): ``core``
+(errors, atomic writes) and ``sizing`` (closed forms) at the bottom; ``inputs`` (read, validate, the model file,
+the supply registry, the commitments, the arrays) -> ``model`` (constraint families by stage) -> ``solve``
+(HiGHS/CBC, the decomposition) -> ``results`` (the plan) -> ``memo`` -> ``report`` / ``export``; ``pipeline``
+strings them together; ``backtest``, ``whatif``, ``imports`` and ``forecasting`` use it; ``api`` is the
+notebook's way in and ``cli`` the command line's:
 
     import planner
     p = planner.plan("models/example.toml")      # or planner.plan(planner.inputs_from_frames(...))
@@ -17,12 +19,12 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "plan": "api", "inputs_from_frames": "api",
-    "load_inputs": "pipeline", "make_plan": "pipeline", "run": "pipeline", "write_outputs": "pipeline",
-    "Plan": "results", "PlanInputs": "inputs", "PlanModel": "model", "build_model": "model",
-    "Status": "solve", "SolveResult": "solve",
-    "PlannerError": "errors", "InputError": "errors", "ConfigError": "errors", "SolverError": "errors",
-    "Problem": "errors", "ModelConfig": "config", "load_model": "config",
-    "forecast_demand": "forecasting", "ForecastResult": "forecasting",
+    "load_inputs": "pipeline.run", "make_plan": "pipeline.run", "run": "pipeline.run", "write_outputs": "pipeline.run",
+    "Plan": "results.plan", "PlanInputs": "inputs.arrays", "PlanModel": "model", "build_model": "model",
+    "Status": "solve.monolithic", "SolveResult": "solve.monolithic",
+    "PlannerError": "core.errors", "InputError": "core.errors", "ConfigError": "core.errors",
+    "SolverError": "core.errors", "Problem": "core.errors", "ModelConfig": "inputs.config",
+    "load_model": "inputs.config", "forecast_demand": "forecasting", "ForecastResult": "forecasting",
 }
 
 __all__ = ["__version__", *_EXPORTS]

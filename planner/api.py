@@ -17,11 +17,12 @@ from typing import Callable
 
 import pandas as pd
 
-from . import io, validate
-from .config import ModelConfig, load_model, parse_model
-from .inputs import PlanInputs, build_inputs
-from .pipeline import load_inputs, make_plan
-from .results import Plan
+from planner.inputs import io
+from planner.inputs import validate
+from planner.inputs.config import ModelConfig, load_model, parse_model
+from planner.inputs.arrays import PlanInputs, build_inputs
+from planner.pipeline.run import load_inputs, make_plan
+from planner.results.plan import Plan
 
 
 def inputs_from_frames(demand: pd.DataFrame, prices: pd.DataFrame, classes: dict, *,
@@ -35,7 +36,7 @@ def inputs_from_frames(demand: pd.DataFrame, prices: pd.DataFrame, classes: dict
     ``gpu_type, region, option, hourly_usd, ...``. Timestamps may be pandas datetimes or ISO text.
     ``classes`` maps each class to its ``[classes.<name>]`` table as a dict (``{"chat": {"spot": False,
     "headroom": 0.15, "gpu_types": {"H100": 1.0}}}``); ``solver``, ``scenarios`` and ``teams`` are the
-    model file's tables of those names. Raises :class:`~planner.errors.InputError` (every problem at once).
+    model file's tables of those names. Raises :class:`~planner.core.errors.InputError` (every problem at once).
     """
     raw = {"name": name, "demand": "<demand DataFrame>", "prices": "<prices DataFrame>",
            "classes": _plain(classes), "solver": _plain(dict(solver or {})),
@@ -70,8 +71,8 @@ def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | 
          shadow_prices: bool | None = None) -> Plan:
     """Solve one plan and return it (nothing is written unless you ask: ``plan.to_excel(...)``).
 
-    ``source`` is a model file, a parsed :class:`~planner.config.ModelConfig` or inputs already built
-    (:func:`inputs_from_frames`, :func:`~planner.pipeline.load_inputs`). ``demand``/``prices`` replace the
+    ``source`` is a model file, a parsed :class:`~planner.inputs.config.ModelConfig` or inputs already built
+    (:func:`inputs_from_frames`, :func:`~planner.pipeline.run.load_inputs`). ``demand``/``prices`` replace the
     model file's (like ``--demand``/``--prices``). ``backend`` ("highs" or "cbc"), ``time_limit_s`` and
     ``mip_gap`` override its ``[solver]``. ``extend(model)`` adds your own rows and columns to the
     :class:`~planner.model.PlanModel` before it is solved (see docs/api.md); ``write_model`` writes the
@@ -89,7 +90,7 @@ def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | 
     result = make_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, risk=risk,
                        extend=extend, write_model=write_model, shadow=shadow_prices)
     if not result.ok:  # as the CLI: no plan, no plan object that looks like one
-        from .errors import SolverError
+        from planner.core.errors import SolverError
 
         raise SolverError(f"the solver found no plan ({result.status.value}"
                           + (f": {result.solve.message}" if result.solve.message else "") + ")"
@@ -101,8 +102,8 @@ def _check_overrides(backend, time_limit_s, mip_gap) -> None:
     """The CLI's checks on --solver, --time-limit and --mip-gap, for keyword arguments."""
     import math
 
-    from .config import BACKENDS
-    from .errors import ConfigError, Problem
+    from planner.inputs.config import BACKENDS
+    from planner.core.errors import ConfigError, Problem
 
     bad = []
     if backend is not None and str(backend).lower() not in BACKENDS:
@@ -114,3 +115,43 @@ def _check_overrides(backend, time_limit_s, mip_gap) -> None:
         bad.append(Problem("plan()", "mip_gap out of range", value=mip_gap, expected="0 <= mip_gap < 1"))
     if bad:
         raise ConfigError(bad)
+
+
+def quota_result(model, plan_file=None, total_gpus=None, percentile=50.0, gamer=None, inflate=1.5, solver=None):
+    """The QuotaResult for ``model``: on a fixed fleet ``total_gpus`` (N, or per GPU type and region:
+    :mod:`planner.quotas.totals`), on a plan.json's purchases, or on a fresh plan."""
+    from planner.core.errors import ConfigError, Problem
+    from planner.quotas.build import from_plan, from_total
+    from planner.quotas.run import analyse
+
+    inp = load_inputs(model)
+    if plan_file is not None and total_gpus is not None:
+        raise ConfigError(Problem("command line", "give --plan or --total-gpus, not both"))
+    if gamer is not None and gamer not in inp.config.teams:
+        raise ConfigError(Problem("command line", "--gamer is not a team of the model", value=gamer,
+                                  expected="one of " + ", ".join(inp.config.teams)))
+    if total_gpus is not None:
+        data = from_total(inp, total_gpus)
+    else:
+        fixed = None
+        if plan_file is not None:
+            from planner.whatif.evaluate import read_plan_purchases
+
+            fixed = read_plan_purchases(plan_file, inp)
+        plan = make_plan(inp, backend=solver, fixed_reserved=fixed, risk=False)
+        if not plan.status.has_plan:
+            raise ConfigError(Problem(str(plan_file or model), "no plan to take the fleet from",
+                                      value=plan.status.value, hint="use --total-gpus N (or TYPE=N,... per GPU type)"))
+        data = from_plan(plan)
+    if not len(data.flavors):
+        raise ConfigError(Problem(str(model), "the fleet has no GPUs to share",
+                                  hint="use --total-gpus N (or TYPE=N,... per GPU type)"))
+    guaranteed = int(data.flavors.loc[~data.flavors["preemptible"].astype(bool), "capacity_gpus"].sum())
+    if data.floors.sum() > guaranteed:
+        raise ConfigError(Problem(str(model), "the teams' guaranteed_gpus add up to more than the fleet",
+                                  value=f"{data.floors.sum():g} GPUs guaranteed",
+                                  expected=f"at most {guaranteed:,} (the GPUs that are not preemptible)",
+                                  hint="lower [teams.<name>] guaranteed_gpus or share more GPUs"))
+    result = analyse(data, percentile=percentile, gamer=gamer, inflate=inflate)
+    result.model = str(model)
+    return result

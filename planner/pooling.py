@@ -4,7 +4,7 @@
   planned alone, and the ``backfill`` classes (training) alone on a fleet of their own, where nobody
   reclaims their reserved GPUs. Commitments already owned go to the priority pool. Cost = the sum.
 - **pooled**: one plan of every class; the backfill classes use reserved GPUs at the backfill goodput
-  (:mod:`planner.backfill`): the priority classes take GPUs back when their requirement rises.
+  (:mod:`planner.sizing.backfill`): the priority classes take GPUs back when their requirement rises.
 
 Both plans meet the priority classes' requirement in every period, so their latency is the same; the
 comparison is the cost, the GPUs bought, and what training gets and loses.
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import economics
-from .errors import ConfigError, Problem
-from .inputs import PlanInputs, select_classes
-from .results import Plan
-from . import supply
+from planner.sizing import economics
+from planner.core.errors import ConfigError, Problem
+from planner.inputs.arrays import PlanInputs, select_classes
+from planner.results.plan import Plan
+from planner.inputs import supply
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from planner import load_inputs, make_plan
-from planner.solve import available_backends
+from planner.solve.monolithic import available_backends
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -80,7 +80,7 @@ def price(gpu_type="A", region="r1", option="on_demand", hourly=1.0, **extra):
 @pytest.fixture(scope="session")
 def example_plan(tmp_path_factory):
     """The bundled example, planned once per session (HiGHS, the default), outputs written."""
-    from planner.pipeline import write_outputs
+    from planner.pipeline.run import write_outputs
 
     plan = make_plan(load_inputs(ROOT / "models" / "example.toml"))
     out = tmp_path_factory.mktemp("example")

@@ -13,7 +13,7 @@ import pytest
 
 import planner
 from planner.model import build_model
-from planner.solve import solve
+from planner.solve.monolithic import solve
 
 from conftest import ROOT, price, solve_case, write_case
 
@@ -90,7 +90,7 @@ def test_an_extension_row_is_solved_by_both_backends(tmp_path):
         model.add_constraint("cap_reserved", dict(zip(n["col"], np.ones(len(n)))), "<=", 3)
 
     results = {}
-    for backend in planner.solve.available_backends():
+    for backend in planner.solve.monolithic.available_backends():
         free = planner.plan(inp, backend=backend, mip_gap=0.0)
         capped = planner.plan(inp, backend=backend, mip_gap=0.0, extend=cap)
         assert free.cost["total"] == pytest.approx(expected_free)
@@ -107,7 +107,7 @@ def test_extension_columns_carry_cost_and_the_derived_pulp_problem_is_a_copy(tmp
     model = build_model(inp, merge_periods=False, dominance=False)
     prob, _ = model.to_pulp()
     prob += pulp.lpSum(prob.variables()) <= -1  # edits to the derived problem are never solved
-    backends = planner.solve.available_backends()
+    backends = planner.solve.monolithic.available_backends()
     for b in backends:
         assert solve(model, b, mip_gap=0.0).objective == pytest.approx(80.0)
     cols = model.add_columns("outside", n=4, cost=1.0, upper=5.0)
@@ -136,7 +136,7 @@ def test_written_mps_solves_back_to_the_same_optimum(tmp_path):
     p = planner.plan(inp, backend="highs", mip_gap=0.0, write_model=path,
                      extend=lambda m: m.add_constraint("cap", {0: 1.0}, "<=", 3))
     _, prob = pulp.LpProblem.fromMPS(str(path))
-    prob.solve(pulp.COIN_CMD(path=planner.solve.cbc_path(), msg=False))
+    prob.solve(pulp.COIN_CMD(path=planner.solve.monolithic.cbc_path(), msg=False))
     assert pulp.value(prob.objective) == pytest.approx(p.solve.objective, rel=1e-9)
     lp = tmp_path / "model.lp"
     planner.plan(inp, write_model=lp, extend=lambda m: m.add_constraint("cap", {0: 1.0}, "<=", 3))
@@ -174,7 +174,7 @@ def test_extension_inputs_are_checked_and_duplicates_are_summed(tmp_path):
             bad()
     # 2 n <= 1 written as two triples on the same column: summed, so no instance can be bought
     model.add_rows("dup", [0, 0], [n, n], [1.0, 1.0], "<=", [1])
-    for b in planner.solve.available_backends():
+    for b in planner.solve.monolithic.available_backends():
         r = solve(model, b, mip_gap=0.0)
         assert r.values[n] == 0 and r.objective == pytest.approx(10 * 4.0 * 4)
 

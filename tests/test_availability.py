@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from conftest import price, solve_case, write_case
 from planner.cli import cli as main
-from planner.pipeline import load_inputs, make_plan
+from planner.pipeline.run import load_inputs, make_plan
 
 
 def _availability(folder, rows):

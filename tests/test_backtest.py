@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from planner import load_inputs, make_plan
-from planner import forecast
-from planner.backtest import OPTIONAL, STRATEGIES, backtest, decide, percentile_fleet, recommender, run_chain, Settings
+from planner.forecasting import point as forecast
+from planner.backtest.run import OPTIONAL, STRATEGIES, backtest, decide, percentile_fleet, recommender, run_chain, Settings
 from planner.cli import cli
-from planner.inputs import with_demand
+from planner.inputs.arrays import with_demand
 from conftest import SHARED, price, write_case
 
 HIGHS = functools.partial(make_plan, backend="highs")
@@ -267,9 +267,9 @@ def test_baselines_respect_the_reserved_cap_and_count_what_is_on_order(tmp_path)
 def test_a_plan_the_solver_did_not_find_stops_the_backtest():
     from types import SimpleNamespace
 
-    from planner.backtest import _checked
-    from planner.errors import SolverError
-    from planner.solve import Status
+    from planner.backtest.run import _checked
+    from planner.core.errors import SolverError
+    from planner.solve.monolithic import Status
 
     failed = SimpleNamespace(status=Status.infeasible, solve=SimpleNamespace(message="no"))
     with pytest.raises(SolverError, match="found no plan"):

@@ -13,12 +13,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from planner import forecast, load_inputs, make_plan
-from planner import backtest_rules as rules
-from planner import backtest_stats as stats
-from planner.backtest import STRATEGIES, Settings, backtest, decide, run_chain
+from planner import load_inputs, make_plan
+from planner.forecasting import point as forecast
+from planner.backtest import rules
+from planner.backtest import stats
+from planner.backtest.run import STRATEGIES, Settings, backtest, decide, run_chain
 from planner.cli import cli
-from planner.inputs import with_demand
+from planner.inputs.arrays import with_demand
 from conftest import ROOT, price, write_case
 
 HIGHS = functools.partial(make_plan, backend="highs")
@@ -332,7 +333,7 @@ def _slo_case(tmp_path, requests, types=("A", "B")):
 
 
 def test_requests_per_second_classes_are_sized_from_the_forecast_at_each_cut_off(tmp_path):
-    from planner.queueing import replicas_for_slo
+    from planner.sizing.queueing import replicas_for_slo
 
     # 4 req/s for two days, then 40; one GPU type; the latest day forecast, flat: reserve its replicas whole
     inp = _slo_case(tmp_path, [4.0] * 48 + [40.0] * 48, types=("A",))

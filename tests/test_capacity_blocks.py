@@ -14,9 +14,10 @@ import pytest
 from click.testing import CliRunner
 from openpyxl import load_workbook
 
-from planner import commitments, load_inputs, make_plan
+from planner import load_inputs, make_plan
+from planner.inputs import commitments
 from planner.cli import cli
-from planner.pipeline import write_outputs
+from planner.pipeline.run import write_outputs
 from conftest import price, solve_case, write_case
 from test_workbook import cached_matches_recomputed, needs_lo
 
@@ -114,7 +115,7 @@ def test_an_aws_block_more_than_eight_weeks_out_is_bought_later(tmp_path):
 
 
 def commitments_limit():
-    from planner.validate import AWS_BLOCK_MAX_INSTANCES
+    from planner.inputs.validate import AWS_BLOCK_MAX_INSTANCES
 
     return AWS_BLOCK_MAX_INSTANCES
 
@@ -156,7 +157,7 @@ def test_block_columns_on_other_rows_exit_2(tmp_path):
 
 
 def test_aws_durations_follow_the_contract():
-    from planner.validate import aws_block_days_ok
+    from planner.inputs.validate import aws_block_days_ok
 
     days = pd.Series(range(1, 200))
     ok = set(days[aws_block_days_ok(days)])

@@ -59,7 +59,7 @@ def test_plan_exit_2_on_bad_input_writes_nothing(runner, tmp_path):
 
 
 def test_plan_exit_1_when_the_solver_is_missing(runner, tmp_path, monkeypatch):
-    from planner import solve
+    from planner.solve import monolithic as solve
 
     m = write_case(tmp_path, {"c": [5, 6]}, [price(hourly=1.0)], {"c": {}})
     monkeypatch.setattr(solve, "cbc_path", lambda: None)

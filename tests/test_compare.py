@@ -12,7 +12,7 @@ from openpyxl import load_workbook
 
 from planner import load_inputs, make_plan
 from planner.cli import cli
-from planner.errors import ConfigError
+from planner.core.errors import ConfigError
 from planner.whatif import diff_prices
 from planner.whatif.compare import resolve_variants
 from planner.whatif.pricediff import diff_price_files, read_price_sheet

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from planner import load_inputs, make_plan
-from planner.decompose import chunk_index, solve_benders
+from planner.solve.decompose import chunk_index, solve_benders
 from conftest import price, write_case
 
 
@@ -80,7 +80,7 @@ def test_cut_groups_and_batches_do_not_change_the_answer(tmp_path, cut, chunk):
 
 
 def test_the_aggregate_warm_start_is_not_used_as_a_bound(tmp_path, monkeypatch):
-    import planner.decompose as dec
+    import planner.solve.decompose as dec
 
     inp = _case(tmp_path, 8)
     mono = make_plan(inp, mip_gap=0.0, risk=False)

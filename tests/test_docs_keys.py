@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from planner import config, schema
+from planner.inputs import config
+from planner.inputs import schema
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "inputs.md").read_text(encoding="utf-8")
 
@@ -19,7 +20,7 @@ KEY_TABLES = {"top level": config._TOP_KEYS, "[solver]": config._SOLVER_KEYS, "[
 @pytest.mark.parametrize("table", list(KEY_TABLES))
 def test_every_accepted_key_is_documented(table):
     missing = [k for k in KEY_TABLES[table] if f"`{k}`" not in DOC and f"`[{k}" not in DOC]
-    assert not missing, f"{table} keys accepted by planner/config.py but not in docs/inputs.md: {missing}"
+    assert not missing, f"{table} keys accepted by planner/inputs/config.py but not in docs/inputs.md: {missing}"
 
 
 @pytest.mark.parametrize("name", ["DEMAND", "PRICES", "INVENTORY"])

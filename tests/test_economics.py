@@ -1,11 +1,11 @@
-"""Tests for planner.economics (spot goodput under exponential preemptions, Daly 2006)."""
+"""Tests for planner.sizing.economics (spot goodput under exponential preemptions, Daly 2006)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from planner import economics as ec
+from planner.sizing import economics as ec
 
 MIN = 1.0 / 60.0  # one minute in hours
 C5 = 5 * MIN

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from planner import load_inputs
-from planner.backtest import backtest_hours
+from planner.backtest.run import backtest_hours
 from planner.cli import cli
-from planner.executors import DaskExecutor, LocalExecutor, make_executor
+from planner.core.executors import DaskExecutor, LocalExecutor, make_executor
 from planner.whatif.sweep import SweepSpec, run_sweep
 from conftest import price, write_case
 
@@ -88,7 +88,7 @@ def test_backtest_strategies_in_parallel_equal_the_serial_run(case, dask_threads
     serial = backtest_hours(case, 12, 6, 6, horizon_hours=12)
     parallel = backtest_hours(case, 12, 6, 6, horizon_hours=12, executor=LocalExecutor(2))
     remote = backtest_hours(case, 12, 6, 6, horizon_hours=12, executor=dask_threads)
-    from planner.backtest import STRATEGIES
+    from planner.backtest.run import STRATEGIES
     assert len(serial.windows) == 6 * len(STRATEGIES)  # 6 windows x every default strategy
     assert set(serial.windows["strategy"]) == set(STRATEGIES)
     for other in (parallel, remote):
@@ -121,7 +121,7 @@ def test_make_executor_refuses_unknown_kinds():
 
 @pytest.mark.parametrize("highs_ran", [False, True])  # fork, or spawn (once HiGHS has run here)
 def test_a_dead_worker_fails_only_its_task_and_the_others_go_on(monkeypatch, highs_ran):
-    from planner import solve
+    from planner.solve import monolithic as solve
 
     monkeypatch.setattr(solve, "HIGHS_RAN", highs_ran)
     out = LocalExecutor(2).map(_die_on_3, [1, 2, 3, 4, 5, 6], progress=False)
@@ -130,7 +130,7 @@ def test_a_dead_worker_fails_only_its_task_and_the_others_go_on(monkeypatch, hig
 
 
 def test_an_unreachable_scheduler_is_an_input_error():
-    from planner.errors import ConfigError
+    from planner.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="--scheduler"):
         make_executor("dask", scheduler="notanaddress")

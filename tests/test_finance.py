@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from openpyxl import load_workbook
 
-from planner.pipeline import write_outputs
+from planner.pipeline.run import write_outputs
 from conftest import price, solve_case, write_case
 from test_workbook import cached_matches_recomputed, named_values, needs_lo, recalc
 
@@ -283,7 +283,7 @@ def test_focus_file_passes_the_finops_validator_where_it_is_installed(tmp_path):
 def test_chargeback_per_class_and_month_adds_up_to_the_total(tmp_path):
     import pandas as pd
 
-    from planner.showback import by_class, by_month
+    from planner.report.showback import by_class, by_month
 
     m = write_case(tmp_path, {"a": [4.0] * 30 + [8.0] * 30, "b": [2.0] * 60},
                    [price(hourly=2.0), price(option="reserved_1y", hourly=1.0, term_months=12)],
@@ -372,7 +372,7 @@ def test_budget_month_outside_the_horizon_exits_2(tmp_path):
 
 def test_inventory_that_ended_before_the_horizon_did_not_expire_in_it(tmp_path):
     from planner import load_inputs
-    from planner.bill import inventory_table
+    from planner.results.bill import inventory_table
 
     inventory = [{"gpu_type": "A", "region": "r1", "option": "reserved_1y", "gpus": 10,
                   "start": "2025-01-01T00:00", "end": "2026-01-01T00:00"}]

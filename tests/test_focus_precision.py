@@ -46,7 +46,7 @@ def ladder_case(tmp_path):
 
 
 def test_every_row_of_a_ladder_with_blocks_prices_to_the_cent(tmp_path):
-    from planner.pipeline import write_outputs
+    from planner.pipeline.run import write_outputs
 
     paths = write_outputs(solve_case(ladder_case(tmp_path)), tmp_path / "out")
     for g in ("month", "period"):

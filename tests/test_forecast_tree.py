@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from conftest import price, write_case
 from planner.cli import cli
-from planner.config import load_model
-from planner.errors import InputError
+from planner.inputs.config import load_model
+from planner.core.errors import InputError
 from planner.forecasting import check_tree_dates, forecast_demand, forecast_periods
 from planner.forecasting import tree as tree_mod
 
@@ -138,7 +138,7 @@ def test_the_leaves_spread_at_the_last_period_matches_the_80_percent_interval():
 
 
 def test_scenarios_round_trip_through_scenarios_toml_and_the_planner_reads_the_demand(tmp_path):
-    from planner.pipeline import load_inputs
+    from planner.pipeline.run import load_inputs
 
     m = model(tmp_path)
     to_long(history(seed=3)).to_csv(tmp_path / "h.csv", index=False)

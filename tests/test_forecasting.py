@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import price, write_case
-from planner import forecast as fc_mod
+from planner.forecasting import point as fc_mod
 from planner.cli import cli
 from planner.cli import forecast_cmd  # noqa: F401  (registers `forecast` until planner/cli/__init__ imports it)
-from planner.errors import InputError
+from planner.core.errors import InputError
 from planner.forecasting.models import library_available
 
 needs_statsforecast = pytest.mark.skipif(not library_available(),

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from planner import cli as cli_mod
-from planner.config import load_model
-from planner.pipeline import default_out_dir
+from planner.inputs.config import load_model
+from planner.pipeline.run import default_out_dir
 from conftest import price, write_case
 
 
@@ -151,7 +151,7 @@ def test_xlsx_reads_the_active_sheet_not_a_hidden_first_one(tmp_path):
     wb.active = 1
     wb.save(tmp_path / "demand.xlsx")
     m.write_text(m.read_text().replace('demand = "demand.csv"', 'demand = "demand.xlsx"'))
-    from planner.pipeline import load_inputs
+    from planner.pipeline.run import load_inputs
 
     assert load_inputs(m).demand[0, 0].tolist() == [1.0, 2.0]  # the current data, not the hidden first sheet
 
@@ -166,7 +166,7 @@ def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
     import tempfile
     import time
 
-    from planner import solve
+    from planner.solve import monolithic as solve
 
     root = Path(__file__).resolve().parent.parent
     proc = subprocess.Popen([sys.executable, "-m", "planner", "plan", str(root / "models" / "example.toml"),

@@ -103,7 +103,7 @@ def test_bad_focus_files_exit_2_naming_file_row_and_column(tmp_path):
 
 # ---- the planner's own export imports back to the plan's usage -------------------------------------------------
 def _small_plan(tmp_path):
-    from planner.pipeline import write_outputs
+    from planner.pipeline.run import write_outputs
 
     hours = 24 * 40  # crosses a month end
     a = [10.0 + 6.0 * ((t // 7) % 3) for t in range(hours)]
@@ -285,7 +285,7 @@ def test_unsized_rows_note_says_how_to_size_them(tmp_path):
 
 
 def test_history_import_bars_and_quiet(tmp_path, monkeypatch):
-    import planner.progress as progress
+    import planner.core.progress as progress
 
     made = []
     real = progress.bar
@@ -311,7 +311,7 @@ def test_progress_bar_has_a_width_when_the_terminal_reports_0_columns(monkeypatc
     import os
     import shutil
 
-    import planner.progress as progress
+    import planner.core.progress as progress
 
     monkeypatch.setattr(progress, "shown", lambda enabled=True: bool(enabled))
     monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((0, 0)))

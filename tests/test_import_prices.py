@@ -8,9 +8,9 @@ from click.testing import CliRunner
 
 from conftest import ROOT, SHARED
 from planner.cli import cli
-from planner.errors import Collector
-from planner.io import read_table
-from planner.validate import validate_prices
+from planner.core.errors import Collector
+from planner.inputs.io import read_table
+from planner.inputs.validate import validate_prices
 
 FIX = ROOT / "tests" / "fixtures" / "imports"
 REAL = SHARED / "data" / "real"

@@ -18,8 +18,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from planner import forecast, load_inputs, make_plan
-from planner.backtest import backtest
+from planner import load_inputs, make_plan
+from planner.forecasting import point as forecast
+from planner.backtest.run import backtest
 from planner.cli import cli
 from conftest import ROOT, price, write_case
 

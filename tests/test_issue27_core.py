@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 import planner
-from planner import queueing
-from planner.atomic import publish_together
+from planner.sizing import queueing
+from planner.core.atomic import publish_together
 from planner.cli import cli
 from conftest import ROOT, price, solve_case, write_case
 
@@ -95,7 +95,7 @@ def test_an_output_folder_that_is_a_link_is_written_through_not_replaced(tmp_pat
 
 
 def test_stale_temporary_folders_holding_user_files_are_left(tmp_path):
-    from planner.atomic import _host
+    from planner.core.atomic import _host
 
     stale = tmp_path / f".out.new-{_host()}-999999-abcdefgh"  # a dead pid, our naming
     (stale / "sub").mkdir(parents=True)
@@ -140,7 +140,7 @@ def test_an_output_folder_holding_the_working_directory_is_not_swapped(tmp_path,
 
 # ---- 3 and 8: threads ----------------------------------------------------------------------------------
 def test_cbc_from_threads_does_not_change_the_working_directory(tmp_path):
-    if "cbc" not in planner.solve.available_backends():
+    if "cbc" not in planner.solve.monolithic.available_backends():
         pytest.skip("CBC not installed")
     inp = planner.load_inputs(write_case(tmp_path / "m", {"c": [5, 6, 7]},
                                          [price(hourly=2.0), price(option="reserved_1y", hourly=1.0)], {"c": {}}))
@@ -189,7 +189,7 @@ def test_highs_from_threads_leaves_stdout_working(tmp_path):
 
 
 def test_quiet_stdout_nests_and_restores_fd1(tmp_path):
-    script = ("import os\nfrom planner.solve import quiet_stdout\n"
+    script = ("import os\nfrom planner.solve.monolithic import quiet_stdout\n"
               "with quiet_stdout():\n    with quiet_stdout():\n        os.write(1, b'hidden')\n"
               "    os.write(1, b'hidden2')\nos.write(1, b'shown')\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=ROOT, timeout=60)
@@ -253,7 +253,7 @@ def test_latency_is_queued_on_the_gpu_type_the_plan_uses(tmp_path):
 def test_mixed_types_latency_is_the_mixture_of_split_queues():
     from types import SimpleNamespace
 
-    from planner.results import _mixed_latency
+    from planner.results.plan import _mixed_latency
 
     spec = SimpleNamespace(latency_slo_ms=800.0, percentile=99.0, service_cv=1.0)
     lam = np.array([30.0])
@@ -283,7 +283,7 @@ def test_to_excel_on_a_folder_names_it(tmp_path):
 
 # ---- benders asked, cbc used -------------------------------------------------------------------------
 def test_benders_with_cbc_says_it_solved_whole(tmp_path):
-    if "cbc" not in planner.solve.available_backends():
+    if "cbc" not in planner.solve.monolithic.available_backends():
         pytest.skip("CBC not installed")
     m = write_case(tmp_path / "m", {"c": [5, 6]}, [price(hourly=2.0), price(option="reserved_1y", hourly=1.0)],
                    {"c": {}}, solver={"method": "benders"})

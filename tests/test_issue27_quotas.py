@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from openpyxl import load_workbook
 
 from planner import cli as cli_mod
-from planner.errors import ConfigError
-from planner.pipeline import load_inputs, make_plan
+from planner.core.errors import ConfigError
+from planner.pipeline.run import load_inputs, make_plan
 from planner.quotas.build import from_plan, from_total, integer_weights
 from planner.quotas.run import analyse
 from conftest import price, write_case
@@ -182,7 +182,7 @@ def test_exports_carry_a_flavor_per_gpu_type_and_validate(tmp_path):
     r = run("export", "kueue", m, "--total-gpus", spec, "--out", tmp_path / "k")
     assert r.exit_code == 0, r.output
     flavors = list(yaml.safe_load_all((tmp_path / "k" / "resource-flavors.yaml").read_text()))
-    assert {f["metadata"]["name"]: f["spec"]["nodeLabels"]["planner.io/gpu-type"] for f in flavors} == {
+    assert {f["metadata"]["name"]: f["spec"]["nodeLabels"]["planner.inputs.io/gpu-type"] for f in flavors} == {
         "h100-shared": "H100", "a100-shared": "A100"}
     for f in flavors:
         _validate(f, "kueue.x-k8s.io_v1beta2_ResourceFlavor.json")
@@ -199,7 +199,7 @@ def test_exports_carry_a_flavor_per_gpu_type_and_validate(tmp_path):
     by_type = {"H100": 0, "A100": 0}
     for q in queues:
         _validate(q, "scheduling.volcano.sh_v1beta1_Queue.json")
-        gpu = q["metadata"]["labels"]["planner.io/gpu-type"]
+        gpu = q["metadata"]["labels"]["planner.inputs.io/gpu-type"]
         assert q["spec"]["affinity"]["nodeGroupAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == [
             gpu.lower()]
         by_type[gpu] += q["spec"]["deserved"][GPU]

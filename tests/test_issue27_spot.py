@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from openpyxl import load_workbook
 from scipy.optimize import brentq
 
-from planner import economics as eco
+from planner.sizing import economics as eco
 from planner.cli import cli
 
 MIN = 1 / 60

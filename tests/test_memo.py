@@ -1,4 +1,4 @@
-"""The finance analytics of the CFO purchase memo (issue 25): planner.memo and its modules."""
+"""The finance analytics of the CFO purchase memo (issue 25): planner.memo.build and its modules."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from click.testing import CliRunner
 
 from planner import load_inputs, make_plan
 from planner.cli import cli
-from planner.executors import LocalExecutor
-from planner.inputs import scale_inputs
-from planner.memo import (Memo, build_memo, cash_by_year, cash_monthly, cash_next_12_months, commitment_curve,
+from planner.core.executors import LocalExecutor
+from planner.inputs.arrays import scale_inputs
+from planner.memo.build import (Memo, build_memo, cash_by_year, cash_monthly, cash_next_12_months, commitment_curve,
                           coverage, default_factors, downside, savings, tranche_utilisation)
-from planner.memo_resolve import scaled_units
+from planner.memo.resolve import scaled_units
 
 from conftest import price, write_case
 
@@ -89,7 +89,7 @@ def test_coverage_by_hand(tiny):
 
 def test_downside_equals_a_hand_re_solve_and_stranding_grows(tiny):
     inp, plan = tiny
-    d = downside(plan, inp, shocks=(0.2, 0.3), executor=ONE, mip_gap=0.0)
+    d = downside(plan, inp, make_plan=make_plan, shocks=(0.2, 0.3), executor=ONE, mip_gap=0.0)
     assert list(d["shock"]) == [0.0, 0.2, 0.3]
     units = plan.purchases["units"].to_numpy(float)
     for shock in (0.2, 0.3):
@@ -113,7 +113,7 @@ def test_downside_equals_a_hand_re_solve_and_stranding_grows(tiny):
 def test_downside_by_hand_at_30_percent(tiny):
     # 0.7 x demand: Jan 8.4/5.6, Feb 16.8/11.2/14: tranche 1 holds min(8, d - 4), tranche 2 max(0, d - 12)
     inp, plan = tiny
-    d = downside(plan, inp, shocks=(0.3,), executor=ONE, mip_gap=0.0).iloc[1]
+    d = downside(plan, inp, make_plan=make_plan, shocks=(0.3,), executor=ONE, mip_gap=0.0).iloc[1]
     dem = 0.7 * np.array(JAN + FEB, float)
     t1 = np.clip(dem - 4, 0, 8)
     t2 = np.clip(dem[7:] - 12, 0, 8)
@@ -125,7 +125,7 @@ def test_downside_by_hand_at_30_percent(tiny):
 
 def test_commitment_curve_passes_through_the_plan_and_is_lowest_there(tiny):
     inp, plan = tiny
-    c = commitment_curve(plan, inp, factors=(0, 0.5, 1, 1.5, 2, 3), executor=ONE, mip_gap=0.0)
+    c = commitment_curve(plan, inp, make_plan=make_plan, factors=(0, 0.5, 1, 1.5, 2, 3), executor=ONE, mip_gap=0.0)
     assert list(c["factor"]) == [0, 0.5, 1, 1.5, 2, 3]
     me = c[c["optimum"]].iloc[0]
     assert me["factor"] == 1 and c["optimum"].sum() == 1
@@ -145,8 +145,8 @@ def test_commitment_curve_passes_through_the_plan_and_is_lowest_there(tiny):
 
 def test_commitment_curve_on_local_processes_matches_in_process(tiny):
     inp, plan = tiny
-    here = commitment_curve(plan, inp, factors=(0, 2), executor=ONE, mip_gap=0.0)
-    there = commitment_curve(plan, inp, factors=(0, 2), executor=LocalExecutor(2), mip_gap=0.0)
+    here = commitment_curve(plan, inp, make_plan=make_plan, factors=(0, 2), executor=ONE, mip_gap=0.0)
+    there = commitment_curve(plan, inp, make_plan=make_plan, factors=(0, 2), executor=LocalExecutor(2), mip_gap=0.0)
     assert np.allclose(here["total_cost_usd"], there["total_cost_usd"], rtol=1e-9)
 
 
@@ -162,13 +162,13 @@ def test_scaled_units_round_whole_instances_and_keep_caps(tmp_path):
     assert scaled_units(plan, inp, 0.5).sum() == 2  # 1.5 -> 2, half up
     assert scaled_units(plan, inp, 0.1).sum() == 0
     assert scaled_units(plan, inp, 2.0).sum() == 3  # 6 instances = 48 GPUs > the 24 the sheet allows
-    c = commitment_curve(plan, inp, factors=(0, 2), executor=ONE, mip_gap=0.0)
+    c = commitment_curve(plan, inp, make_plan=make_plan, factors=(0, 2), executor=ONE, mip_gap=0.0)
     assert (c["status"] == "optimal").all() and c["committed_gpus"].max() == 24
 
 
 def test_savings_against_on_demand_and_the_next_best_plan_by_hand(tiny):
     inp, plan = tiny
-    s = savings(plan, inp, mip_gap=0.0)
+    s = savings(plan, inp, make_plan=make_plan, mip_gap=0.0)
     demand_h = (sum(JAN) + sum(FEB)) * H
     next_best = (demand_h - 4 * 14 * H) * 10  # the 4 owned GPUs serve, the rest on-demand
     mine = plan.cost["total"]
@@ -227,7 +227,7 @@ def test_bad_fiscal_year_start_exits_2(tmp_path, text, message):
 
 def test_memo_to_dict_is_json(tiny):
     inp, plan = tiny
-    memo = build_memo(plan, inp, shocks=(0.2,), factors=(0, 1), executor=ONE, mip_gap=0.0)
+    memo = build_memo(plan, inp, make_plan=make_plan, shocks=(0.2,), factors=(0, 1), executor=ONE, mip_gap=0.0)
     assert isinstance(memo, Memo)
     doc = json.loads(json.dumps(memo.to_dict(), allow_nan=False))
     assert len(doc["tranches"]) == 2 and doc["tranches"][0]["purchase_date"].startswith("2027-01-25")
@@ -276,7 +276,7 @@ def test_scaled_units_keep_the_reserved_cap_net_of_inventory(tmp_path):
     plan = make_plan(inp, mip_gap=0.0)
     assert plan.purchases["instances"].sum() == 2
     assert scaled_units(plan, inp, 2.0).sum() == 2 and scaled_units(plan, inp, 0.5).sum() == 1
-    c = commitment_curve(plan, inp, factors=(0, 0.5, 2), executor=ONE, mip_gap=0.0)
+    c = commitment_curve(plan, inp, make_plan=make_plan, factors=(0, 0.5, 2), executor=ONE, mip_gap=0.0)
     assert (c["status"] == "optimal").all()
     assert c.loc[c["factor"] == 2, "total_cost_usd"].iat[0] == pytest.approx(plan.cost["total"], rel=1e-9)
 
@@ -285,14 +285,14 @@ def test_the_memo_of_other_inputs_honours_their_budget(tmp_path):
     """Re-solves of inputs other than the plan's (a budget added) are not priced in batches that ignore it."""
     import dataclasses
 
-    from planner.config import BudgetPolicy
+    from planner.inputs.config import BudgetPolicy
     from test_decompose import _case
 
     inp = _case(tmp_path, 11, days=120)
     plan = make_plan(inp, risk=False)
     cap = 0.85 * plan.cost["total"]
     capped = dataclasses.replace(inp, config=dataclasses.replace(inp.config, budget=BudgetPolicy(max_total_usd=cap)))
-    memo = build_memo(plan, capped, factors=(0, 1, 1.5))
+    memo = build_memo(plan, capped, make_plan=make_plan, factors=(0, 1, 1.5))
     for frame in (memo.downside.iloc[1:], memo.curve[memo.curve["factor"] != 1.0]):
         solved = frame[frame["status"] == "optimal"]
         assert (solved["total_cost_usd"] <= cap * (1 + 1e-6)).all(), solved[["total_cost_usd"]]
@@ -305,7 +305,7 @@ def test_a_whole_plans_batched_memo_tables_come_from_one_solve_path(tmp_path):
     inp = _case(tmp_path, 11, days=120)
     inp = dataclasses_replace_method(inp, "monolithic")
     plan = make_plan(inp, risk=False)
-    memo = build_memo(plan, factors=(0, 1, 1.5))
+    memo = build_memo(plan, make_plan=make_plan, factors=(0, 1, 1.5))
     own = memo.downside.iloc[0]
     assert own["shock"] == 0.0 and own["seconds"] > 0  # priced again, not copied from the plan
     assert own["total_cost_usd"] == pytest.approx(plan.cost["total"], rel=1e-7)

@@ -9,7 +9,7 @@ import pytest
 from openpyxl import load_workbook
 
 from planner import load_inputs, make_plan
-from planner.pipeline import write_outputs
+from planner.pipeline.run import write_outputs
 
 from test_memo import H, two_tranches  # noqa: F401
 from test_workbook import needs_lo, recalc
@@ -86,7 +86,7 @@ def test_the_payment_options_sit_on_their_purchase_row_with_a_savings_plan_befor
 def test_the_break_even_rate_of_the_payment_options_is_the_hand_irr(payment_book, tmp_path):
     from test_payment_options import implied_rate
 
-    from planner.finance import payment_break_even
+    from planner.inputs.finance import payment_break_even
 
     plan, paths = payment_book
     be = payment_break_even(plan.inputs, plan.payment_options)
@@ -134,7 +134,7 @@ def test_cash_charts_category_axis_is_a_date_axis_formatted_as_months(tiny_book)
 
 def test_coverage_states_both_figures_spot_counted_or_not(tiny_book):
     plan, paths = tiny_book
-    from planner.memo import coverage
+    from planner.memo.build import coverage
 
     cov = coverage(plan)
     assert cov["eligible_spot_gpu_hours"] == 0 and cov["coverage_with_spot"] == pytest.approx(cov["coverage"])
@@ -235,7 +235,7 @@ def test_focus_savings_add_up_with_a_savings_plan_and_reserved_instances(tmp_pat
 
     from conftest import price, solve_case, write_case
     from planner.export.focus import focus_frame
-    from planner.pipeline import write_outputs
+    from planner.pipeline.run import write_outputs
 
     n = 48
     prices = [price(gpu_type="A", region="r", hourly=2.0), price(gpu_type="B", region="r", hourly=1.0),

@@ -127,7 +127,7 @@ def test_every_speed_up_gives_the_plain_optimum(tmp_path, seed):
     """Dominance, period merging and the direct HiGHS path against the plain PuLP model (CBC)."""
     from planner import load_inputs
     from planner.model import build_model
-    from planner.solve import solve
+    from planner.solve.monolithic import solve
 
     inp = load_inputs(random_case(tmp_path, seed))
     plain = build_model(inp, merge_periods=False, dominance=False)

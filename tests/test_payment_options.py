@@ -1,6 +1,6 @@
 """Payment options and the cost of capital (issue 24): [finance] discount_rate and objective = "npv".
 
-Oracles are written here independently of planner.finance: a calendar walk of the month-by-month cash
+Oracles are written here independently of planner.inputs.finance: a calendar walk of the month-by-month cash
 of a 1-year term, its discounting by (1 + r) ** (-m / 12), and the rate at which all upfront stops
 paying found by bisection.
 """
@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from planner import load_inputs, make_plan
 from planner.cli import cli
-from planner.pipeline import write_outputs
+from planner.pipeline.run import write_outputs
 from conftest import price, solve_case, write_case
 from test_workbook import named_values, needs_lo, recalc
 

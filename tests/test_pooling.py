@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from planner import cli as cli_mod
-from planner import queueing
-from planner.backfill import job_reclaim_rate, rises_and_idle
-from planner.pipeline import load_inputs, make_plan
+from planner.sizing import queueing
+from planner.sizing.backfill import job_reclaim_rate, rises_and_idle
+from planner.pipeline.run import load_inputs, make_plan
 from planner.pooling import compare_pooling
 from planner.report import plan_json
 from conftest import price, write_case
@@ -201,7 +201,7 @@ def test_cbc_solves_backfill_models_like_highs():
 
 @pytest.mark.slow
 def test_windows_and_what_ifs_of_slo_models_keep_the_slo():
-    from planner.inputs import scale_inputs, slice_periods
+    from planner.inputs.arrays import scale_inputs, slice_periods
 
     inp = load_inputs(POOLING)
     week = slice_periods(inp, np.arange(168, 336))

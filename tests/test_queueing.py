@@ -1,4 +1,4 @@
-"""Latency-SLO sizing (planner.queueing): closed forms, an independent oracle, simulation, monotonicity."""
+"""Latency-SLO sizing (planner.sizing.queueing): closed forms, an independent oracle, simulation, monotonicity."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from planner import queueing as q
+from planner.sizing import queueing as q
 
 
 def _erlang_c_factorial(c, a):

@@ -81,7 +81,7 @@ def test_kueue_cohort_tree_and_flavor_order(tmp_path):
     cohorts = {c["metadata"]["name"]: c["spec"].get("parentName") for c in docs["cohort.yaml"]}
     assert cohorts["gpu-fleet"] is None  # the organisation's root
     assert len(cohorts) == 3 and all(parent == "gpu-fleet" for name, parent in cohorts.items() if name != "gpu-fleet")
-    capacity = {f["metadata"]["name"]: f["spec"]["nodeLabels"]["planner.io/capacity-type"]
+    capacity = {f["metadata"]["name"]: f["spec"]["nodeLabels"]["planner.inputs.io/capacity-type"]
                 for f in docs["resource-flavors.yaml"]}
     rank = {"reserved": 0, "on-demand": 2, "spot": 3}
     for cq in docs["cluster-queues.yaml"]:

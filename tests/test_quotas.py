@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from planner import cli as cli_mod
-from planner.pipeline import load_inputs
+from planner.pipeline.run import load_inputs
 from planner.quotas.build import from_total
 from planner.quotas.policy import flavor_quotas, waterfill
 from planner.quotas.replay import admitted, jain_index, measure
@@ -211,7 +211,7 @@ def kueue_of_two_teams(tmp_path):
 def test_kueue_export_of_a_planned_fleet_has_a_flavor_per_option(tmp_path):
     out = kueue_of_two_teams(tmp_path)
     flavors = list(yaml.safe_load_all((out / "resource-flavors.yaml").read_text()))
-    spot = [f for f in flavors if f["spec"]["nodeLabels"]["planner.io/capacity-type"] == "spot"]
+    spot = [f for f in flavors if f["spec"]["nodeLabels"]["planner.inputs.io/capacity-type"] == "spot"]
     for f in spot:  # preemptible capacity is tainted
         assert f["spec"]["nodeTaints"][0]["effect"] == "NoSchedule"
         _validate(f, "kueue.x-k8s.io_v1beta2_ResourceFlavor.json")
@@ -260,7 +260,7 @@ def test_the_strict_validator_rejects_what_the_api_server_would():
 
 @pytest.mark.slow
 def test_showback_adds_up_to_the_total_by_class_and_team(example_plan):
-    from planner.showback import by_class, by_team
+    from planner.report.showback import by_class, by_team
 
     plan = example_plan[0] if isinstance(example_plan, tuple) else example_plan
     c = by_class(plan)
@@ -318,7 +318,7 @@ def test_a_guarantee_above_the_peak_is_not_locked_idle():
 
 @pytest.mark.slow
 def test_hours_are_counted_once_per_team_across_flavors():
-    from planner.pipeline import make_plan
+    from planner.pipeline.run import make_plan
     from planner.quotas.build import from_plan
 
     plan = make_plan(load_inputs(ROOT / "models" / "example.toml"), backend="highs", risk=False)

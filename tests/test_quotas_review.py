@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from planner import cli as cli_mod
-from planner.errors import ConfigError
-from planner.pipeline import load_inputs
+from planner.core.errors import ConfigError
+from planner.pipeline.run import load_inputs
 from planner.quotas.build import from_total, integer_weights, split_demand
 from conftest import price, write_case
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from planner import make_plan
-from planner.decompose import chunk_index, cut_groups, solve_benders
-from planner.executors import DaskExecutor, LocalExecutor
-from planner.inputs import scale_inputs
-from planner.recourse import build_batch, price
-from planner.recourse_workers import LocalPricer, ProcessPricer, make_pricer
+from planner.solve.decompose import chunk_index, cut_groups, solve_benders
+from planner.core.executors import DaskExecutor, LocalExecutor
+from planner.inputs.arrays import scale_inputs
+from planner.solve.recourse import build_batch, price
+from planner.solve.workers import LocalPricer, ProcessPricer, make_pricer
 from test_decompose import _case
 
 
@@ -153,7 +153,7 @@ def test_pricing_a_scaled_demand_is_pricing_the_scaled_inputs(tmp_path):
 
 
 def test_a_decomposed_plans_memo_equals_the_whole_models(tmp_path):
-    from planner.memo_resolve import commitment_curve, downside
+    from planner.memo.resolve import commitment_curve, downside
 
     inp = _case(tmp_path, 18, days=200)
     whole = make_plan(replace(inp, config=replace(inp.config, solver=replace(inp.config.solver,
@@ -171,7 +171,7 @@ def test_a_decomposed_plans_memo_equals_the_whole_models(tmp_path):
 
 
 def test_a_worker_killed_while_building_is_replaced(tmp_path):
-    from planner.executors import default_jobs
+    from planner.core.executors import default_jobs
 
     inp = _case(tmp_path, 20, days=150)
     chunks = chunk_index(inp, "week")
@@ -187,7 +187,7 @@ def test_a_worker_killed_while_building_is_replaced(tmp_path):
 
 
 def test_a_lost_dask_actor_can_be_made_again_anywhere(tmp_path):
-    from planner.recourse_workers import DaskPricer
+    from planner.solve.workers import DaskPricer
 
     inp = _case(tmp_path, 22, days=120)
     chunks = chunk_index(inp, "week")
@@ -244,7 +244,7 @@ def test_a_dask_worker_killed_outright_is_replaced_and_the_answer_is_unchanged(t
     import signal
     import time
 
-    from planner.recourse_workers import DaskPricer
+    from planner.solve.workers import DaskPricer
 
     inp = _case(tmp_path, 25, days=120)
     chunks = chunk_index(inp, "week")

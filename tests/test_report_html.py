@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from planner import load_inputs, make_plan
 from planner.cli import cli
-from planner.pipeline import period_csv
+from planner.pipeline.run import period_csv
 from planner.report import plan_json as plan_text
 from conftest import price, write_case
 
@@ -61,7 +61,7 @@ def _ladder_case(folder: Path) -> Path:
 def _solve(model: Path, out: Path) -> Path:
     import warnings
 
-    with warnings.catch_warnings():  # pandas FutureWarnings of the solve (planner.commitments, ladder): not the report's
+    with warnings.catch_warnings():  # pandas FutureWarnings of the solve (planner.inputs.commitments, ladder): not the report's
         warnings.simplefilter("ignore", FutureWarning)
         plan = make_plan(load_inputs(model), mip_gap=0.0)
         out.mkdir(parents=True)                      # what `planner plan` publishes, less the workbook

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from planner import load_inputs, make_plan
 from planner.cli import cli
-from planner.pipeline import write_outputs
+from planner.pipeline.run import write_outputs
 from conftest import price, solve_case, write_case
 from test_workbook import needs_lo, recalc
 
@@ -239,7 +239,7 @@ def test_a_savings_plan_for_a_pool_without_on_demand_exits_2(tmp_path):
 
 
 def test_each_commitment_is_charged_to_the_classes_it_covered_at_its_rates(tmp_path):
-    from planner.showback import by_class
+    from planner.report.showback import by_class
 
     plan = solve_case(sp_case(tmp_path))
     b = by_class(plan).set_index("workload_class")
@@ -254,7 +254,7 @@ def test_each_commitment_is_charged_to_the_classes_it_covered_at_its_rates(tmp_p
 
 
 def test_two_families_are_charged_to_their_own_classes(tmp_path):
-    from planner.showback import by_class
+    from planner.report.showback import by_class
 
     rows = [dict(gpu_type="A", region="r", option="savings_plan_1y", hourly_usd=1.5, plan_family="fa"),
             dict(gpu_type="B", region="r", option="savings_plan_1y", hourly_usd=0.8, plan_family="fb")]

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from planner import load_inputs, make_plan
 from planner.cli import cli
-from planner.pipeline import write_outputs
+from planner.pipeline.run import write_outputs
 from conftest import price, write_case
 
 

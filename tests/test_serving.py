@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from planner import serving as sv
+from planner.sizing import serving as sv
 from planner.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _erlang_c_by_sum(c: int, a: float) -> float:
-    """Erlang C from its textbook sum (an independent formula from planner.queueing's)."""
+    """Erlang C from its textbook sum (an independent formula from planner.sizing.queueing's)."""
     top = a ** c / math.factorial(c) * c / (c - a)
     return top / (sum(a ** k / math.factorial(k) for k in range(c)) + top)
 

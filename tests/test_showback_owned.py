@@ -1,12 +1,12 @@
-"""Chargeback of the commitments already owned (issue 25, item 4): planner.showback with ``owned=True``."""
+"""Chargeback of the commitments already owned (issue 25, item 4): planner.report.showback with ``owned=True``."""
 
 from __future__ import annotations
 
 import pytest
 
 from planner import load_inputs, make_plan
-from planner.bill import bill
-from planner.showback import UNUSED, by_class, by_month, by_team, owned_charges
+from planner.results.bill import bill
+from planner.report.showback import UNUSED, by_class, by_month, by_team, owned_charges
 
 from conftest import price, write_case
 

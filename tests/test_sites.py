@@ -77,7 +77,7 @@ def test_a_site_without_kw_per_gpu_is_exit_2(tmp_path):
 
 def test_every_first_stage_family_is_a_model_family_and_reaches_the_master(tmp_path):
     import highspy
-    from planner.decompose import add_first_stage_rows
+    from planner.solve.decompose import add_first_stage_rows
 
     assert {n for n, s in stages.STAGE.items() if s == stages.FIRST} == set(stages.FIRST_STAGE)
     assert set(stages.FIRST_STAGE) <= {n for n, _d in FAMILIES}

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from planner.cli import cli
-from planner.spares import job_mtbi_from_table, size_spares, spare_quantile
+from planner.sizing.spares import job_mtbi_from_table, size_spares, spare_quantile
 
 
 def _hand_cdf(k: int, m: float) -> float:

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from planner import cli as cli_mod
-from planner.spares import spare_gpus
+from planner.sizing.spares import spare_gpus
 from conftest import price, solve_case, write_case
 
 SPARES = {"spares_target": 0.99, "gpus_per_instance": 8, "gpu_mtbf_hours": 800, "repair_hours": 50}

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from openpyxl import load_workbook
 
-from planner import economics as eco
+from planner.sizing import economics as eco
 from planner.cli import cli
 from conftest import price, solve_case, write_case
 

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner import commitments, supply
+from planner.inputs import commitments
+from planner.inputs import supply
 
 
 def test_examples_spell_their_kind_and_buckets_name_a_supply():

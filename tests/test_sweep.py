@@ -12,8 +12,8 @@ from openpyxl import load_workbook
 
 from planner import load_inputs, make_plan
 from planner.cli import cli
-from planner.errors import ConfigError
-from planner.inputs import scale_inputs
+from planner.core.errors import ConfigError
+from planner.inputs.arrays import scale_inputs
 from planner.whatif.sweep import SweepSpec, parse_values, run_sweep
 from conftest import ROOT, price, write_case
 

@@ -28,7 +28,7 @@ import pytest
 
 from conftest import price
 from planner import load_inputs, make_plan
-from planner.inputs import first_stage
+from planner.inputs.arrays import first_stage
 
 AUGUST_ON_HOURS = 153 * 24  # August 1 to December 31
 
@@ -185,7 +185,7 @@ def test_a_tree_with_resales_solves_alike_whole_and_decomposed(tmp_path):
 def test_the_workbook_counts_a_branch_purchase_at_its_probability(tmp_path):
     from openpyxl import load_workbook
 
-    from planner.pipeline import write_outputs
+    from planner.pipeline.run import write_outputs
 
     plan = make_plan(_tree_case(tmp_path), risk=False)
     paths = write_outputs(plan, tmp_path / "out")

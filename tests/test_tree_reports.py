@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from planner import load_inputs, make_plan
 from planner.cli import cli
-from planner.pipeline import write_outputs
-from planner.tree import expand
+from planner.pipeline.run import write_outputs
+from planner.inputs.tree import expand
 from test_tree import _tree_case
 
 
@@ -74,7 +74,7 @@ def test_a_branch_savings_plan_is_judged_in_its_branch(rich):
     for r in sp.itertuples():  # used in its own branch: never more than committed, never diluted by the others
         assert 0 <= r.utilisation <= 1 + 1e-9
     tr = plan.memo.tranches if plan.memo is not None else None
-    from planner.memo_tranches import tranche_utilisation
+    from planner.memo.tranches import tranche_utilisation
 
     tr = tranche_utilisation(plan)
     branch = tr[tr["probability"] < 1]

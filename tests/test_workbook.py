@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from planner.pipeline import write_outputs
+from planner.pipeline.run import write_outputs
 from planner.report.workbook.book import NAMES
 from conftest import price, soffice, solve_case, write_case
 

@@ -8,26 +8,11 @@ One module per family of commands (``plan``, ``whatif``, ``jobs``, ``fleet``); w
 
 from __future__ import annotations
 
-import click
-
-from .. import __version__
-from .common import EXIT_ERROR, EXIT_INPUT, EXIT_NOT_MET, EXIT_OK  # noqa: F401  (re-exported for scripts)
+from planner.cli.common import EXIT_ERROR, EXIT_INPUT, EXIT_NOT_MET, EXIT_OK  # noqa: F401  (re-exported for scripts)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="planner")
-def cli():
-    """GPU capacity planner: the cheapest reserved / on-demand / spot mix that meets demand.
-
-    Example:
-
-    \b
-        planner plan                      # the bundled example
-        planner plan models/q1.toml --solver cbc
-    """
-
-
-from . import fleet, forecast_cmd, history_cmd, jobs, plan, prices_cmd, report_cmd, sizing_cmd, whatif  # noqa: E402,F401  (each registers its commands on `cli`)
+from planner.cli.group import cli  # noqa: F401  (the group; each module below registers its commands on it)
+from planner.cli import fleet, forecast_cmd, history_cmd, jobs, plan, prices_cmd, report_cmd, sizing_cmd, whatif  # noqa: E402,F401  (each registers its commands on `cli`)
 
 
 def main():  # console script entry point

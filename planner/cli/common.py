@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import ConfigError, InputError, PlannerError, Problem
+from planner.core.errors import ConfigError, InputError, PlannerError, Problem
 
 MODELS = Path(__file__).resolve().parent.parent.parent / "models"
 EXAMPLE_MODEL = MODELS / "example.toml"
@@ -165,8 +165,8 @@ def scale_options(fn):
 
 
 def executor_from(executor: str, scheduler: str | None, jobs: int | None):
-    """The :class:`~planner.executors.Executor` the options ask for."""
-    from ..executors import make_executor
+    """The :class:`~planner.core.executors.Executor` the options ask for."""
+    from planner.core.executors import make_executor
 
     return make_executor("dask" if scheduler else executor, jobs=jobs, scheduler=scheduler)
 
@@ -240,7 +240,7 @@ def refuse_overwrite_in(out_dir, names, inputs: dict, flag: str = "--out") -> No
 def check_outputs(out_dir, names=()) -> None:
     """``atomic.check_writable`` with a folder where an output file should be (or a file where the output
     folder should be) as bad input: exit 2 naming it, before anything is written."""
-    from ..atomic import check_writable
+    from planner.core.atomic import check_writable
 
     try:
         check_writable(out_dir, names)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from . import cli
-from ..errors import InputError, Problem
-from .common import (default_model, echo_json, EXIT_ERROR, EXIT_NOT_MET, EXIT_OK, Finite, handle_errors,
+from planner.cli.group import cli
+from planner.core.errors import InputError, Problem
+from planner.cli.common import (default_model, echo_json, EXIT_ERROR, EXIT_NOT_MET, EXIT_OK, Finite, handle_errors,
                      json_option, model_argument, out_option, solve_options, solver_option)
 
 
@@ -52,12 +52,12 @@ def quotas(model, plan_file, total_gpus, percentile, gamer, inflate, solver, out
         planner quotas MODEL --total-gpus H100=1024,A100=512
         planner quotas models/example.toml --plan outputs/example-q1-2027/plan.json --json
     """
-    from ..pipeline import default_out_dir
-    from ..quotas.run import quota_result
-    from ..report.quotas_report import quotas_dict, quotas_text, write_quotas
+    from planner.pipeline.run import default_out_dir
+    from planner.api import quota_result
+    from planner.report.quotas_report import quotas_dict, quotas_text, write_quotas
 
-    from ..config import load_model
-    from .common import config_inputs, refuse_overwrite_in
+    from planner.inputs.config import load_model
+    from planner.cli.common import config_inputs, refuse_overwrite_in
 
     model = model or default_model("quotas")
     config = load_model(model)
@@ -104,12 +104,12 @@ def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, s
         planner export focus outputs/example-q1-2027/plan.json --out outputs/focus.csv
     """
     if kind == "focus":
-        from ..export.focus import write_focus
+        from planner.export.focus import write_focus
 
         if model is None:
             raise InputError(Problem("PLAN_JSON", "the FOCUS export reads a plan.json",
                                      expected="planner export focus PATH/plan.json --out FILE.csv"))
-        from .common import refuse_overwriting_inputs
+        from planner.cli.common import refuse_overwriting_inputs
 
         refuse_overwriting_inputs({"--out": out_dir}, {"PLAN_JSON": model, **{n: Path(model).with_name(n) for n in
                                                                      ("fleet.csv", "plan.xlsx", "allocation.csv")}})
@@ -118,8 +118,8 @@ def export_cmd(kind, model, plan_file, total_gpus, percentile, gamer, inflate, s
                                  focus10_names=focus10_names)
         click.echo(f"wrote {path} ({rows} FOCUS 1.2 rows)")
         return
-    from ..export import write_export
-    from ..quotas.run import quota_result
+    from planner.export import write_export
+    from planner.api import quota_result
 
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(Problem("--out", "is a file", value=str(out_dir), expected="a folder for the manifests"))
@@ -147,9 +147,9 @@ def pooling(model, out_dir, solver, time_limit, mip_gap, as_json):
     \b
         planner pooling models/pooling.toml --out outputs/pooling
     """
-    from ..pipeline import default_out_dir, load_inputs, make_plan
-    from ..pooling import compare_pooling
-    from ..report.pooling_report import pooling_dict, pooling_text, write_pooling
+    from planner.pipeline.run import default_out_dir, load_inputs, make_plan
+    from planner.pooling import compare_pooling
+    from planner.report.pooling_report import pooling_dict, pooling_text, write_pooling
 
     if model is None:
         model = default_model("pooling")

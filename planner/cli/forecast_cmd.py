@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from . import cli
-from ..errors import InputError, Problem
-from .common import Finite, handle_errors, model_argument
+from planner.cli.group import cli
+from planner.core.errors import InputError, Problem
+from planner.cli.common import Finite, handle_errors, model_argument
 
 
 def _seasonality(text):
@@ -65,12 +65,12 @@ def forecast(model, history_file, horizon_months, out_dir, period_hours, n_scena
     """
     import time
 
-    from ..config import load_model
-    from ..forecasting.engine import forecast_demand, forecast_periods
-    from ..forecasting.history import read_history
-    from ..forecasting.output import FORECAST_FILES, write_forecast
-    from ..forecasting.tree import check_tree_dates, option_problems
-    from .common import default_model, refuse_overwriting_inputs
+    from planner.inputs.config import load_model
+    from planner.forecasting.engine import forecast_demand, forecast_periods
+    from planner.forecasting.history import read_history
+    from planner.forecasting.output import FORECAST_FILES, write_forecast
+    from planner.forecasting.tree import check_tree_dates, option_problems
+    from planner.cli.common import default_model, refuse_overwriting_inputs
 
     asked = click.get_current_context().get_parameter_source("n_scenarios") != click.core.ParameterSource.DEFAULT
     conflicts = option_problems(tree, branches, n_scenarios if asked else None, quantile_form)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from . import cli
-from ..errors import InputError, Problem
-from .common import handle_errors, quiet_option
+from planner.cli.group import cli
+from planner.core.errors import InputError, Problem
+from planner.cli.common import handle_errors, quiet_option
 
 
 @cli.group()
@@ -48,9 +48,9 @@ def history_import(focus_file, prices, inventory_out, class_by, prom_file, label
         planner history import --focus billing.parquet --prices prices.csv --class-by tag:team --out history.csv
         planner history import --prometheus gpu_requests.json --label namespace --out history.csv
     """
-    from ..imports.history_write import write_history
-    from ..imports.guards import refuse_folders
-    from .common import refuse_overwriting_inputs
+    from planner.imports.history_write import write_history
+    from planner.imports.guards import refuse_folders
+    from planner.cli.common import refuse_overwriting_inputs
 
     if (focus_file is None) == (prom_file is None):
         raise InputError(Problem("command line", "give one of --focus or --prometheus",
@@ -62,14 +62,14 @@ def history_import(focus_file, prices, inventory_out, class_by, prom_file, label
                               {"--focus": focus_file, "--prices": prices, "--prometheus": prom_file,
                                "--prices' note": None if prices is None else Path(str(prices) + ".notes.md")})
     if focus_file is not None:
-        from ..imports.focus_history import import_focus
+        from planner.imports.focus_history import import_focus
 
         if prices is None:
             raise InputError(Problem("command line", "--prices is required with --focus",
                                      expected="the price sheet whose pools (gpu_type, region) the usage is of"))
         result = import_focus(focus_file, prices, class_by, progress=not quiet)
     else:
-        from ..imports.prometheus import import_prometheus
+        from planner.imports.prometheus import import_prometheus
 
         if inventory_out is not None:
             raise InputError(Problem("command line", "--inventory needs --focus (metrics show no commitments)"))

@@ -9,14 +9,14 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .. import economics as eco
-from .. import queueing
-from ..errors import ConfigError, Problem
-from ..report.json_export import jsonable
-from ..report.spot_report import write_spot_sweep
-from ..units import usd
-from . import cli
-from .common import (Finite, fmt, handle_errors, json_option, number_list)
+from planner.sizing import economics as eco
+from planner.sizing import queueing
+from planner.core.errors import ConfigError, Problem
+from planner.report.json_export import jsonable
+from planner.report.spot_report import write_spot_sweep
+from planner.core.units import usd
+from planner.cli.group import cli
+from planner.cli.common import (Finite, fmt, handle_errors, json_option, number_list)
 
 
 @cli.command()

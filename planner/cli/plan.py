@@ -11,14 +11,14 @@ from pathlib import Path
 
 import click
 
-from . import cli
-from .common import (default_model, demand_option, echo_json, executor_from, EXIT_ERROR, EXIT_NOT_MET,
+from planner.cli.group import cli
+from planner.cli.common import (default_model, demand_option, echo_json, executor_from, EXIT_ERROR, EXIT_NOT_MET,
                      exit_not_proven, Finite, handle_errors, json_option, model_argument, not_proven_reasons,
                      out_option, prices_option, quiet_option, scale_options, solve_options, solver_option,
                      time_limit_option)
-from ..errors import InputError
+from planner.core.errors import InputError
 
-# planner.backtest.STRATEGIES, spelled here so that `planner --help` imports no pandas (a test keeps them equal)
+# planner.backtest.run.STRATEGIES, spelled here so that `planner --help` imports no pandas (a test keeps them equal)
 STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "spot_aware", "coverage_ladder",
                   "all_on_demand", "tree")
 
@@ -27,8 +27,8 @@ def _default_pricing(inp):
     """Where ``planner plan`` prices a decomposition's batches when not told: local processes on every core
     above ``BATCH_PROCESS_CELLS`` periods x classes x scenarios, else here (the processes' start-up and the
     inputs sent to them cost more than they save on smaller horizons: M is faster in one process, L on two)."""
-    from ..executors import LocalExecutor
-    from ..memo_resolve import BATCH_PROCESS_CELLS
+    from planner.core.executors import LocalExecutor
+    from planner.memo.resolve import BATCH_PROCESS_CELLS
 
     return LocalExecutor() if inp.T * inp.K * len(inp.scenarios) > BATCH_PROCESS_CELLS else None
 
@@ -68,10 +68,10 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     (default: every core above 30,000 periods x classes x scenarios, else in this process) or on Dask
     (--executor dask, --scheduler); the answer is the same on any.
     """
-    from ..executors import _sigterm_raises
-    from ..pipeline import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs
-    from .common import check_outputs, config_inputs, refuse_overwriting_inputs, refuse_overwrite_in
-    from ..solve import Status
+    from planner.core.executors import sigterm_raises
+    from planner.pipeline.run import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs
+    from planner.cli.common import check_outputs, config_inputs, refuse_overwriting_inputs, refuse_overwrite_in
+    from planner.solve.monolithic import Status
 
     t0 = time.perf_counter()
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
@@ -81,7 +81,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     if write_lp:
         refuse_overwriting_inputs({"--write-lp": write_lp}, config_inputs(inp.config))
     pool = executor_from(executor, scheduler, jobs) if (executor == "dask" or scheduler or jobs) else None
-    stop = _sigterm_raises() if pool is not None else contextlib.nullcontext()
+    stop = sigterm_raises() if pool is not None else contextlib.nullcontext()
     try:
         with stop:  # SIGTERM raises here, so the finally below closes the workers or the Dask cluster cleanly
             result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
@@ -122,7 +122,7 @@ def validate(model, prices, demand):
     \b
         planner validate models/example.toml
     """
-    from ..pipeline import load_inputs
+    from planner.pipeline.run import load_inputs
 
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
     click.echo(f"OK: '{inp.config.name}': {inp.T} periods ({inp.horizon_hours:g} h) x {inp.K} classes x "
@@ -138,7 +138,7 @@ def _forecast_of(model, prices, plan_file):
         return None  # read_plan_purchases reports the file
     if not tree:
         return None
-    from ..pipeline import load_inputs
+    from planner.pipeline.run import load_inputs
 
     return load_inputs(model, prices=prices)
 
@@ -169,16 +169,16 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
         planner evaluate models/example.toml --plan outputs/example-q1-2027/plan.json \\
             --demand data/actual_q1.csv --json
     """
-    from ..evaluate import evaluate as run_evaluation, read_plan_purchases, write_evaluation
-    from ..pipeline import default_out_dir, load_inputs, make_plan
+    from planner.whatif.evaluate import evaluate as run_evaluation, read_plan_purchases, write_evaluation
+    from planner.pipeline.run import default_out_dir, load_inputs, make_plan
 
     from dataclasses import replace
 
-    from ..config import load_model
+    from planner.inputs.config import load_model
 
     # the demand that came is one history: the model's [scenarios] (its forecast's) do not apply to it
     inp = load_inputs(replace(load_model(model or default_model()), scenarios={}), demand=demand, prices=prices)
-    from .common import config_inputs, refuse_overwrite_in
+    from planner.cli.common import config_inputs, refuse_overwrite_in
 
     refuse_overwrite_in(out_dir or default_out_dir(inp.config, "-evaluate"), ("evaluation.json", "evaluation.xlsx"),
                         {**config_inputs(inp.config), "--plan": plan_file})
@@ -266,11 +266,11 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
     \b
         planner backtest models/example.toml --train-hours 168 --test-hours 24 --json
     """
-    from ..atomic import check_writable
-    from ..backtest import backtest_hours, write_backtest
-    from ..errors import Problem
-    from ..forecast import resolve
-    from ..pipeline import default_out_dir, load_inputs
+    from planner.core.atomic import check_writable
+    from planner.backtest.run import backtest_hours, write_backtest
+    from planner.core.errors import Problem
+    from planner.forecasting.point import resolve
+    from planner.pipeline.run import default_out_dir, load_inputs
 
     chosen = tuple(s.strip() for s in strategies.split(",") if s.strip())
     bad = [s for s in chosen if s not in STRATEGY_NAMES]
@@ -291,7 +291,7 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
     inp = load_inputs(model or default_model(), demand=history)
     check_writable(out_dir or default_out_dir(inp.config, "-backtest"),  # before the run, not after
                    ("backtest.csv", "backtest_monthly.csv", "backtest.json"))
-    from .common import config_inputs, refuse_overwrite_in
+    from planner.cli.common import config_inputs, refuse_overwrite_in
 
     refuse_overwrite_in(out_dir or default_out_dir(inp.config, "-backtest"),
                         ("backtest.csv", "backtest_monthly.csv", "backtest.json"), config_inputs(inp.config))
@@ -315,7 +315,7 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
         click.echo(f"Whole period ({result.windows['test_start'].min()[:16]} to "
                    f"{result.windows['test_end'].max()[:16]}), hindsight optimum "
                    f"${result.hindsight_total_usd:,.0f} ({result.hindsight_status}):")
-        from ..backtest_report import strategy_table
+        from planner.backtest.report import strategy_table
 
         click.echo(strategy_table(result))
         for note in result.notes:

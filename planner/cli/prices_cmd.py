@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from . import cli
-from .common import Finite, handle_errors, quiet_option, refuse_overwriting_inputs
+from planner.cli.group import cli
+from planner.cli.common import Finite, handle_errors, quiet_option, refuse_overwriting_inputs
 
 
 def _names(text: str | None) -> tuple[str, ...]:
@@ -69,10 +69,10 @@ def import_cmd(fmt, files, out, regions, gpu_types, instance_types, pick, zones,
         planner prices import --from wide ../shared/data/real/prices_gcp.csv --regions us-central1 --out prices.csv
         planner prices import --from skypilot vms.csv --gpu-types H100-80GB,A100-80GB --out prices.csv
     """
-    from ..errors import InputError, Problem
-    from ..imports.catalog import PAYMENTS, ImportOptions, import_prices
-    from ..imports.catalog_write import note_replaces, notes_path, summary, write
-    from ..imports.guards import parse_fx, refuse_folders
+    from planner.core.errors import InputError, Problem
+    from planner.imports.catalog import PAYMENTS, ImportOptions, import_prices
+    from planner.imports.catalog_write import note_replaces, notes_path, summary, write
+    from planner.imports.guards import parse_fx, refuse_folders
 
     inputs = {f"FILE {f}": f for f in files}
     inputs["--catalog"] = catalog

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from . import cli
-from .common import handle_errors
+from planner.cli.group import cli
+from planner.cli.common import handle_errors
 
 PLAN_FILES = ("plan.json", "plan.xlsx", "allocation.csv", "fleet.csv")  # what `planner plan` publishes together
 
@@ -29,9 +29,9 @@ def report(plan_json, html_out):
     \b
         planner report outputs/example-q1-2027/plan.json --html outputs/example-report.html
     """
-    from ..errors import InputError, PlannerError, Problem
-    from ..report.html import write_html
-    from .common import refuse_overwriting_inputs
+    from planner.core.errors import InputError, PlannerError, Problem
+    from planner.report.html import write_html
+    from planner.cli.common import refuse_overwriting_inputs
 
     # the plan's own files beside plan.json (published together by `planner plan`) are inputs too
     # beside the plan.json a link points at, too (links resolved): the files `planner plan` wrote with it

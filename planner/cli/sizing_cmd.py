@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from .. import spares as sp
-from ..errors import ConfigError, Problem
-from . import cli
-from .common import Finite, handle_errors, json_option
+from planner.sizing import spares as sp
+from planner.core.errors import ConfigError, Problem
+from planner.cli.group import cli
+from planner.cli.common import Finite, handle_errors, json_option
 
 
 @cli.command()
@@ -98,7 +98,7 @@ def serving(profile, requests_per_s, as_json):
     import dataclasses
     import math
 
-    from .. import serving as sv
+    from planner.sizing import serving as sv
 
     service, gpus = sv.read_profile(profile)
     if requests_per_s is not None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from . import cli
-from .common import (default_model, demand_option, executor_from, EXIT_ERROR, exit_not_proven, handle_errors,
+from planner.cli.group import cli
+from planner.cli.common import (default_model, demand_option, executor_from, EXIT_ERROR, exit_not_proven, handle_errors,
                      model_argument, not_proven_reasons, out_option, prices_option, quiet_option, scale_options,
                      solve_options)
 
@@ -52,15 +52,15 @@ def compare(model, prices_list, demand_list, model_list, labels, with_base, out_
         planner compare models/example.toml --prices data/example/prices.csv \\
             --prices offer.csv --label today --label offer --out outputs/offer
     """
-    from ..pipeline import default_out_dir
-    from ..whatif import compare as cmp
+    from planner.pipeline.run import default_out_dir
+    from planner.whatif import compare as cmp
 
     t0 = time.perf_counter()
     variants = cmp.resolve_variants(model or default_model(), list(model_list), list(prices_list),
                                     list(demand_list), list(labels), with_base)
     inputs = cmp.load_variants(variants)
     target = out_dir or default_out_dir(inputs[0].config, "-compare")
-    from .common import config_inputs, refuse_overwrite_in
+    from planner.cli.common import config_inputs, refuse_overwrite_in
 
     for i, inp_i in enumerate(inputs):  # before any solve: no output may overwrite a variant's input
         refuse_overwrite_in(target, ("comparison.json", "comparison.xlsx"),
@@ -127,9 +127,9 @@ def sweep(model, spot_price, on_demand_price, reserved_price, interruptions, dem
     \b
         planner sweep models/example.toml --spot-price 0.5:2:16 --interruptions 0.5,1,2,4 --jobs 2
     """
-    from ..pipeline import default_out_dir, load_inputs
-    from ..whatif import sweep as sw
-    from ..whatif.report import write_sweep_outputs
+    from planner.pipeline.run import default_out_dir, load_inputs
+    from planner.whatif import sweep as sw
+    from planner.whatif.report import write_sweep_outputs
 
     spec = sw.SweepSpec.from_options(dict(spot_price=spot_price, on_demand_price=on_demand_price,
                                           reserved_price=reserved_price, interruptions=interruptions,
@@ -139,7 +139,7 @@ def sweep(model, spot_price, on_demand_price, reserved_price, interruptions, dem
     t0 = time.perf_counter()
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
     read_s = time.perf_counter() - t0
-    from .common import config_inputs, refuse_overwrite_in
+    from planner.cli.common import config_inputs, refuse_overwrite_in
 
     refuse_overwrite_in(Path(out_dir or default_out_dir(inp.config, "-sweep")), ("sweep.csv", "sweep.json", "sweep.xlsx"),
                         config_inputs(inp.config))

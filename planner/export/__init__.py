@@ -10,14 +10,14 @@ def write_export(kind: str, result, out_dir: Path, budget_slack: float | None = 
     and ``budgets.csv``, their replay (:mod:`planner.quotas.budgets`)."""
     import yaml
 
-    from ..atomic import atomic_path
-    from . import kueue, slurm, volcano
+    from planner.core.atomic import atomic_path
+    from planner.export import kueue, slurm, volcano
 
     out_dir = Path(out_dir)
     if kind == "slurm":
         budgets = None
         if budget_slack is not None:
-            from ..quotas.budgets import budget_table
+            from planner.quotas.budgets import budget_table
 
             budgets = budget_table(result, budget_slack)
         texts = slurm.files(result, budgets)

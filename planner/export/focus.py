@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from .. import supply
+from planner.inputs import supply
 
 # the FOCUS 1.2 mandatory columns, then the conditional/recommended ones this file fills, then ours
 MANDATORY = ["BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
@@ -277,7 +277,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             PricingUnit="Plan", PricingCategory="Standard", SkuId="extension", x_Source="plan")
     frames = [pd.DataFrame(rows)]
     if fleet is not None:
-        from .focus_hourly import period_rows
+        from planner.export.focus_hourly import period_rows
 
         frames.append(period_rows(plan, fleet, commitments, base, lo, hi))
     out = pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS)
@@ -312,7 +312,7 @@ def read_fleet(plan_file) -> pd.DataFrame:
     spot); InputError when it is missing."""
     from pathlib import Path
 
-    from ..errors import InputError, Problem
+    from planner.core.errors import InputError, Problem
 
     path = Path(plan_file).with_name("fleet.csv")
     if not path.is_file():
@@ -328,8 +328,8 @@ def write_focus(plan_file, out, granularity: str = "month", **options) -> tuple:
     import json
     from pathlib import Path
 
-    from ..atomic import atomic_path
-    from ..errors import InputError, Problem
+    from planner.core.atomic import atomic_path
+    from planner.core.errors import InputError, Problem
 
     plan_file, out = Path(plan_file), Path(out)
     if out.is_dir() or out.suffix.lower() != ".csv":
@@ -355,7 +355,7 @@ def write_focus(plan_file, out, granularity: str = "month", **options) -> tuple:
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise InputError(Problem(str(plan_file), f"malformed plan.json ({type(exc).__name__}: {exc})",
                                  expected="a plan.json written by `planner plan`, unedited")) from None
-    from ..csvsafe import inert_frame
+    from planner.core.csvsafe import inert_frame
 
     with atomic_path(out) as tmp:  # text a spreadsheet would run as a formula gets a leading apostrophe
         inert_frame(frame).to_csv(tmp, index=False, float_format=decimal_text)

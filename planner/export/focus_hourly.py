@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from .. import supply
+from planner.inputs import supply
 
 HOUR = pd.Timedelta(hours=1)
 

@@ -1,7 +1,7 @@
 """Kueue ``v1beta2`` manifests for a quota policy: ResourceFlavor, Cohort, ClusterQueue, LocalQueue and
 WorkloadPriorityClass objects (one YAML file per kind), and the teams' Namespaces (labelled
-``planner.io/team``, which their ClusterQueue admits). Flavors select nodes by the labels
-``planner.io/gpu-type``, ``planner.io/region`` and ``planner.io/capacity-type``: put them on the nodes
+``planner.inputs.io/team``, which their ClusterQueue admits). Flavors select nodes by the labels
+``planner.inputs.io/gpu-type``, ``planner.inputs.io/region`` and ``planner.inputs.io/capacity-type``: put them on the nodes
 (or edit ``nodeLabels`` to the labels the nodes have, e.g. ``nvidia.com/gpu.product``).
 
 Cohorts form a tree (Kueue's hierarchical cohorts): the organisation's root Cohort ``gpu-fleet``, optionally
@@ -13,9 +13,10 @@ reserved GPUs, already paid for, before paying for on-demand; ``whenCanPreempt: 
 
 from __future__ import annotations
 
-from ..errors import ConfigError, Problem
-from ..quotas.build import dns_name, label_value, unique_names
-from ..quotas.run import QuotaResult
+from planner.core.errors import ConfigError, Problem
+from planner.quotas.build import dns_name, label_value, unique_names
+from planner.quotas.run import QuotaResult
+from planner.quotas.policy import OPTION_ORDER, option_rank  # noqa: F401  (re-exported)
 
 API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -31,19 +32,6 @@ def _qty(x):
     """A quantity as the schema accepts it: an integer, or a decimal string."""
     x = float(x)
     return int(x) if x.is_integer() else f"{x:g}"
-
-
-#: the order a workload tries flavors, by purchase option (lower first); unknown options after on-demand
-OPTION_ORDER = {"owned": 0, "reserved": 0, "savings_plan": 0, "dws": 1, "flex_start": 1, "queued": 1,
-                "on_demand": 2, "spot": 3}
-
-
-def option_rank(option: str) -> int:
-    """Rank of a purchase option in a ClusterQueue's flavor list (reservations first, spot last)."""
-    o = str(option).lower()
-    if o.startswith(("reserved", "owned", "savings", "commit")):
-        return 0
-    return OPTION_ORDER.get(o, 2)
 
 
 def cohort_tree(teams: list[str], names: dict[str, str], weights, organisations: dict[str, str] | None = None):
@@ -63,7 +51,7 @@ def cohort_tree(teams: list[str], names: dict[str, str], weights, organisations:
         name = prefixed[f"team-{names[t]}"]
         team_cohort[t] = name
         out.append({"apiVersion": API, "kind": "Cohort", "metadata": {"name": name, "labels": {
-            "planner.io/team": names[t]}}, "spec": {"parentName": parent,
+            "planner.inputs.io/team": names[t]}}, "spec": {"parentName": parent,
                                                    "fairSharing": {"weight": _qty(round(float(weights[t]), 6))}}})
     return out, team_cohort
 
@@ -78,13 +66,13 @@ def manifests(r: QuotaResult, organisations: dict[str, str] | None = None) -> di
     names = unique_names(d.teams)
     flavors = []
     for fl in d.flavors.itertuples():
-        spec = {"nodeLabels": {"planner.io/gpu-type": label_value(fl.gpu_type) or "gpu",
-                               "planner.io/capacity-type": str(fl.option).replace("_", "-")}}
+        spec = {"nodeLabels": {"planner.inputs.io/gpu-type": label_value(fl.gpu_type) or "gpu",
+                               "planner.inputs.io/capacity-type": str(fl.option).replace("_", "-")}}
         if fl.region != "any" and label_value(fl.region):
-            spec["nodeLabels"]["planner.io/region"] = label_value(fl.region)
+            spec["nodeLabels"]["planner.inputs.io/region"] = label_value(fl.region)
         if fl.preemptible:
-            spec["nodeTaints"] = [{"key": "planner.io/preemptible", "value": "true", "effect": "NoSchedule"}]
-            spec["tolerations"] = [{"key": "planner.io/preemptible", "operator": "Exists", "effect": "NoSchedule"}]
+            spec["nodeTaints"] = [{"key": "planner.inputs.io/preemptible", "value": "true", "effect": "NoSchedule"}]
+            spec["tolerations"] = [{"key": "planner.inputs.io/preemptible", "operator": "Exists", "effect": "NoSchedule"}]
         flavors.append({"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": fl.name}, "spec": spec})
     present = [t for t in d.teams if (r.quotas["team"] == t).any()]
     cohort, team_cohort = cohort_tree(present, names, {t: d.weights[i] for i, t in enumerate(d.teams)},
@@ -101,9 +89,9 @@ def manifests(r: QuotaResult, organisations: dict[str, str] | None = None) -> di
             "name": GPU, "nominalQuota": int(row.nominal_gpus), "borrowingLimit": int(row.borrowing_limit_gpus),
             "lendingLimit": int(row.lending_limit_gpus)}]} for row in q.itertuples()]
         queues.append({"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name, "labels": {
-            "planner.io/team": name}}, "spec": {
+            "planner.inputs.io/team": name}}, "spec": {
             "cohortName": team_cohort[t],
-            "namespaceSelector": {"matchLabels": {"planner.io/team": name}},
+            "namespaceSelector": {"matchLabels": {"planner.inputs.io/team": name}},
             "queueingStrategy": "BestEffortFIFO",
             "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
             "fairSharing": {"weight": _qty(round(float(d.weights[i]), 6))},
@@ -114,7 +102,7 @@ def manifests(r: QuotaResult, organisations: dict[str, str] | None = None) -> di
                       "metadata": {"name": dns_name(f"{name[:56]}-queue"), "namespace": name},
                       "spec": {"clusterQueue": name}})
         spaces.append({"apiVersion": "v1", "kind": "Namespace",
-                       "metadata": {"name": name, "labels": {"planner.io/team": name}}})
+                       "metadata": {"name": name, "labels": {"planner.inputs.io/team": name}}})
     prio = [{"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": n}, "value": v,
              "description": text} for n, v, text in PRIORITIES]
     return {"namespaces.yaml": spaces, "resource-flavors.yaml": flavors, "cohort.yaml": cohort,

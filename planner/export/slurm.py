@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..quotas.build import integer_weights, unique_names
-from ..quotas.run import QuotaResult
+from planner.quotas.build import integer_weights, unique_names
+from planner.quotas.run import QuotaResult
 
 # Fairshare is stored as a uint32 whose 0x7FFFFFFF means "parent"; the siblings' shares add up in a uint32
 FAIRSHARE_MAX = 2**31 - 2

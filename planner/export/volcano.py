@@ -3,8 +3,8 @@ GPU type when the fleet has several types)."""
 
 from __future__ import annotations
 
-from ..quotas.build import integer_weights, label_value, unique_names
-from ..quotas.run import QuotaResult
+from planner.quotas.build import integer_weights, label_value, unique_names
+from planner.quotas.run import QuotaResult
 
 GPU = "nvidia.com/gpu"
 WEIGHT_MAX = 65535  # the Queue CRD: spec.weight is an int32 in 1..65535
@@ -27,7 +27,7 @@ def manifests(r: QuotaResult) -> dict[str, list[dict]]:
     reclaimable: what a queue holds above its deserved share (borrowed) can be taken back.
 
     All GPU types are the one resource ``nvidia.com/gpu``, so a fleet of several types gets one Queue per
-    team and type (``<team>-<type>``, labelled ``planner.io/team`` and ``planner.io/gpu-type``), pinned to
+    team and type (``<team>-<type>``, labelled ``planner.inputs.io/team`` and ``planner.inputs.io/gpu-type``), pinned to
     the type's nodes by ``affinity.nodeGroupAffinity`` (node group = the type's DNS name: label the nodes
     ``volcano.sh/nodegroup-name=<it>``): a team's H100 and A100 GPUs are never added together."""
     d = r.data
@@ -51,7 +51,7 @@ def manifests(r: QuotaResult) -> dict[str, list[dict]]:
             spec["affinity"] = {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [groups[gpu]]}}
             out.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
                         "metadata": {"name": pairs[f"{names[t]}\x00{groups[gpu]}"],
-                                     "labels": {"planner.io/team": names[t],
-                                                "planner.io/gpu-type": label_value(gpu) or groups[gpu]}},
+                                     "labels": {"planner.inputs.io/team": names[t],
+                                                "planner.inputs.io/gpu-type": label_value(gpu) or groups[gpu]}},
                         "spec": spec})
     return {"queues.yaml": out}

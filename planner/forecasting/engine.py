@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, Problem
-from . import metrics, models, seasons as seasons_mod, tree as tree_mod
-from .scenarios import scenario_levels, scenario_weights
+from planner.core.errors import InputError, Problem
+from planner.forecasting import metrics, models, seasons as seasons_mod, tree as tree_mod
+from planner.forecasting.scenarios import scenario_levels, scenario_weights
 
 INTERVAL = (0.1, 0.9)  # the 80 % interval, scored as coverage_80 whatever the scenarios
 
@@ -75,7 +75,7 @@ def _fit_one(args):
 
 
 def _map(tasks, jobs):
-    from ..executors import fork_context
+    from planner.core.executors import fork_context
 
     jobs = min(jobs or os.cpu_count() or 1, len(tasks))
     ctx = fork_context() if jobs > 1 else None
@@ -88,10 +88,10 @@ def _map(tasks, jobs):
 def fit_classes(values: np.ndarray, horizon: int, step_hours: float, method: str, quantiles, *,
                 scored=None, seasonality=None, classes=None, jobs=None, source: str = "history", holdout: bool = True):
     """Fit every class of ``values`` (K, T): (paths (K, Q, horizon) checked and clipped at 0, per-class info,
-    notes, {"hold": held-back periods, "seasons": seasonalities fitted, in hours}). A NaN, infinite or absurd forecast (above planner.forecast.bound of the class's history) is an
+    notes, {"hold": held-back periods, "seasons": seasonalities fitted, in hours}). A NaN, infinite or absurd forecast (above planner.forecasting.point.bound of the class's history) is an
     InputError naming the method and the class. ``scored``: the quantiles the held-back pinball loss is
     averaged over (default ``quantiles``)."""
-    from ..forecast import bound
+    from planner.forecasting.hand import bound
 
     values = np.asarray(values, float)
     K, T = values.shape
@@ -175,7 +175,7 @@ def _horizon(hist, horizon_months, period_hours) -> tuple[pd.Timestamp, pd.Times
 
 
 def _history(history, classes):
-    from .history import History, history_from_frame
+    from planner.forecasting.history import History, history_from_frame
 
     return history if isinstance(history, History) else history_from_frame(history, classes)
 
@@ -219,7 +219,7 @@ def forecast_demand(history, horizon_months: int = 3, *, period_hours: float | N
     per node at each branch date (:mod:`planner.forecasting.tree`; ``result.tree`` holds its arrays; check the
     dates against a model with :func:`~planner.forecasting.tree.check_tree_dates`). ``period_hours``:
     aggregate to periods of that many hours (mean GPUs, with an ``hours`` column). Every problem is an
-    :class:`~planner.errors.InputError`.
+    :class:`~planner.core.errors.InputError`.
     """
     fallback = None
     if method is None:

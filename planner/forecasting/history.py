@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from ..errors import Collector, InputError, Problem
+from planner.core.errors import Collector, InputError, Problem
 
 
 @dataclass(frozen=True)
@@ -32,14 +32,14 @@ class History:
 def read_history(path: str | Path, classes=None) -> History:
     """Read a history file (long or wide demand form, .csv or .xlsx); ``classes`` (names) restricts and checks
     the classes it may hold (the model file's), default: every class in the file."""
-    from ..io import read_table
+    from planner.inputs.io import read_table
 
     return _checked(read_table(path, "history"), classes)
 
 
 def history_from_frame(frame: pd.DataFrame, classes=None) -> History:
     """:func:`read_history` for a DataFrame in memory (messages name ``<history DataFrame>`` and its rows)."""
-    from ..io import table_from_frame
+    from planner.inputs.io import table_from_frame
 
     return _checked(table_from_frame(frame, "history"), classes)
 
@@ -52,7 +52,7 @@ def _class_names(raw) -> list:
 
 
 def _checked(raw, classes) -> History:
-    from ..validate import validate_demand
+    from planner.inputs.validate import validate_demand
 
     bad = Collector()
     names = list(classes) if classes is not None else _class_names(raw)

@@ -10,7 +10,7 @@ Library methods (statsforecast, fitted on numpy arrays, one class at a time):
   ARIMA of period 24 or 168 on hourly data takes minutes per class: 250 s measured on 8 weeks).
 - ``autoets``: AutoETS (``ZZZ``) with the daily season in its state, on the last 28 days of history.
 
-Hand-written (planner.forecast's ``weekly``, ``latest``, ``trend``): their point forecast, with Gaussian
+Hand-written (planner.forecasting.point's ``weekly``, ``latest``, ``trend``): their point forecast, with Gaussian
 intervals from the seasonal naive's own in-sample errors, widening with the square root of the cycles ahead.
 """
 
@@ -97,9 +97,9 @@ def _mstl(y: np.ndarray, h: int, seasons: list[int], trend, quantiles, step_hour
 
 
 def _hand(method: str, y: np.ndarray, h: int, quantiles, step_hours: float) -> np.ndarray:
-    from .. import forecast as fc
+    from planner.forecasting import hand
 
-    point = getattr(fc, method)(y[None, :], int(h), float(step_hours))[0]
+    point = getattr(hand, method)(y[None, :], int(h), float(step_hours))[0]
     day, week = int(round(24 / step_hours)), int(round(168 / step_hours))
     m = week if method == "weekly" and len(y) >= 2 * week else max(1, min(day, len(y) - 1))
     errors = y[m:] - y[:-m] if len(y) > m else np.zeros(1)
@@ -121,22 +121,3 @@ def quantile_paths(method: str, y: np.ndarray, h: int, seasons: list[int], quant
     if method in HAND_METHODS:
         return _hand(method, y, h, quantiles, step_hours)
     raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
-
-
-def point_forecaster(method: str):
-    """A planner.forecast forecaster ``f(history (K, t), horizon, period_hours) -> (K, horizon)`` that forecasts
-    with ``method`` (the median path; seasonalities the history is too short for are dropped; ``auto`` picks
-    per class by held-out pinball loss). Registered in planner.forecast.FORECASTERS for ``--forecaster``."""
-
-    def forecaster(history, horizon, period_hours=1.0):
-        """The ``method`` median forecast of every class of ``history``."""
-        from .engine import fit_classes
-
-        history = np.asarray(history, float)
-        paths, _, _, _ = fit_classes(history, int(horizon), float(period_hours), method, [0.5], jobs=1,
-                                      holdout=method == "auto")
-        return paths[:, 0, :]
-
-    forecaster.__name__ = method
-    forecaster.__qualname__ = method
-    return forecaster

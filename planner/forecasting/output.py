@@ -13,15 +13,15 @@ FORECAST_FILES = ("forecast.csv", "scenarios.toml", "forecast.json")  # what wri
 
 def write_forecast(result, out_dir, *, quantile_form: bool = False) -> dict[str, Path]:
     """Write ``result`` (a :class:`~planner.forecasting.engine.ForecastResult`) into ``out_dir`` with
-    :func:`planner.atomic.publish_together`; ``quantile_form``: forecast.csv with one column per quantile
+    :func:`planner.core.atomic.publish_together`; ``quantile_form``: forecast.csv with one column per quantile
     (period, workload_class, p10, p50, p90[, hours]) instead of gpus + scenario (not for a scenario tree: its
     leaves are not quantiles, an InputError). forecast.json carries the run's ``run_id`` and ``created_utc``."""
     import uuid
     from datetime import datetime, timezone
 
-    from ..atomic import publish_together
-    from ..errors import InputError
-    from .tree import option_problems
+    from planner.core.atomic import publish_together
+    from planner.core.errors import InputError
+    from planner.forecasting.tree import option_problems
 
     if quantile_form and result.tree is not None:
         raise InputError(option_problems(result.tree.by, quantile_form=True))

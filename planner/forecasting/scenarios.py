@@ -2,7 +2,7 @@
 
 S scenarios are the quantile paths at levels (j - 1/2) / S, j = 1..S, rounded to whole percentiles (S = 3:
 Swanson's p10, p50, p90). Each is weighted by the probability mass nearest to its level, between the
-midpoints of its neighbours (planner.inputs.quantile_weights): p10/p50/p90 get 0.3/0.4/0.3; the levels
+midpoints of its neighbours (planner.inputs.arrays.quantile_weights): p10/p50/p90 get 0.3/0.4/0.3; the levels
 (j - 1/2) / S get 1/S each.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError, Problem
+from planner.core.errors import InputError, Problem
 
 MAX_SCENARIOS = 49
 
@@ -27,7 +27,7 @@ def scenario_levels(count: int) -> list[int]:
 
 def scenario_weights(levels: list[int]) -> dict[str, float]:
     """{"p<level>": probability} by the nearest-mass rule (adds up to 1)."""
-    from ..inputs import quantile_weights
+    from planner.inputs.arrays import quantile_weights
 
     names, weights = quantile_weights([f"p{q}" for q in levels])
     return {n: round(float(w), 12) for n, w in zip(names, weights)}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import InputError, Problem
+from planner.core.errors import InputError, Problem
 
 DEFAULT_SEASONALITY_HOURS = (24.0, 168.0)  # daily and weekly
 CYCLES = 2  # full cycles of a season the history must hold before the season is fitted

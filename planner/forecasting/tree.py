@@ -25,7 +25,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, Problem
+from planner.core.errors import InputError, Problem
 
 TREE_BY = ("quarter", "month")
 MIN_BRANCHES, MAX_BRANCHES = 2, 5
@@ -103,8 +103,8 @@ def option_problems(tree, branches=None, scenarios=None, quantile_form: bool = F
 
 def branch_positions(periods: pd.DatetimeIndex, by: str) -> np.ndarray:
     """Positions of the periods a ``by`` tree branches at: the first period of every calendar quarter / month
-    that starts after the first period (the planner's own purchase-date rule, planner.ladder)."""
-    from ..ladder import purchase_periods
+    that starts after the first period (the planner's own purchase-date rule, planner.inputs.ladder)."""
+    from planner.inputs.ladder import purchase_periods
 
     return purchase_periods(pd.DatetimeIndex(periods), by)[1:]
 
@@ -155,7 +155,7 @@ def check_tree_dates(config, periods: pd.DatetimeIndex, by: str) -> None:
     "once" none; dates on or after ``purchase_until`` are not purchase dates). Otherwise an InputError naming
     the model file, ``commitments.purchase_every``, its value, the first branch date that is not a purchase
     date, and what would fix it."""
-    from ..ladder import purchase_periods
+    from planner.inputs.ladder import purchase_periods
 
     periods = pd.DatetimeIndex(periods)
     c = config.commitments

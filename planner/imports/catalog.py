@@ -18,15 +18,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, Problem
-from ..io import sha256_of
+from planner.core.errors import InputError, Problem
+from planner.inputs.io import sha256_of
 
 FORMATS = ("skypilot", "wide", "aws-pricelist", "azure-retail", "gcp-skus")
 PICKS = ("largest", "smallest", "cheapest")
 ZONE_RULES = ("median", "min", "max")
 INTERRUPTION_RULES = ("low", "mid", "high")
 PAYMENTS = ("all_upfront", "partial_upfront", "no_upfront")
-HOURS_PER_MONTH = 730.0  # the planner's month (planner.units)
+HOURS_PER_MONTH = 730.0  # the planner's month (planner.core.units)
 
 OFFER_COLUMNS = ["gpu_type", "region", "instance_type", "gpus_per_instance", "option", "hourly_usd", "upfront_usd",
                  "interruptions_per_hour", "guarantees_capacity", "plan_family", "payment", "source", "basis"]
@@ -177,7 +177,7 @@ def finish(raw: pd.DataFrame, opts: ImportOptions, notes: Notes, files: list[str
 def _refuse_control_characters(df: pd.DataFrame) -> None:
     """Exit 2 naming the source row of every region, GPU or instance name with a control character (a newline,
     NUL, tab ...): the sheet would carry it to every output."""
-    from .guards import CONTROL
+    from planner.imports.guards import CONTROL
 
     problems = []
     for col in ("region", "gpu_type", "instance_type", "plan_family"):

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import Collector, InputError, Problem
-from .catalog import ImportOptions, Notes, offers
-from .catalog_aws_sp import NEEDED as SP_NEEDED
-from .catalog_aws_sp import is_json, is_savings_plan_file, read_savings_plans, require_aws_header
-from .catalog_gpus import aws_family_gpus
-from .catalog_read import numbers, read_csv
+from planner.core.errors import Collector, InputError, Problem
+from planner.imports.catalog import ImportOptions, Notes, offers
+from planner.imports.catalog_aws_sp import NEEDED as SP_NEEDED
+from planner.imports.catalog_aws_sp import is_json, is_savings_plan_file, read_savings_plans, require_aws_header
+from planner.imports.catalog_gpus import aws_family_gpus
+from planner.imports.catalog_read import numbers, read_csv
 
 META_LINES = 5
 NEEDED = ["SKU", "OfferTermCode", "TermType", "Unit", "PricePerUnit", "Currency", "LeaseContractLength",

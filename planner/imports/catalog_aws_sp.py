@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import Collector, InputError, Problem
-from .catalog import ImportOptions, Notes, offers
-from .catalog_read import header_line, load_json, numbers, read_csv, require_columns
+from planner.core.errors import Collector, InputError, Problem
+from planner.imports.catalog import ImportOptions, Notes, offers
+from planner.imports.catalog_read import header_line, load_json, numbers, read_csv, require_columns
 
 META_LINES = 5
 NEEDED = ["DiscountedRate", "DiscountedUsageType", "DiscountedOperation", "PurchaseOption", "LeaseContractLength",

@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import Collector, InputError, Problem
-from .catalog import ImportOptions, Notes, offers, unknown_interruptions
-from .catalog_gpus import azure_sku_table
-from .catalog_read import load_json, numbers
-from .guards import usd_rates
+from planner.core.errors import Collector, InputError, Problem
+from planner.imports.catalog import ImportOptions, Notes, offers, unknown_interruptions
+from planner.imports.catalog_gpus import azure_sku_table
+from planner.imports.catalog_read import load_json, numbers
+from planner.imports.guards import usd_rates
 
 ITEM_FIELDS = ["armSkuName", "armRegionName", "retailPrice", "unitPrice", "unitOfMeasure", "type", "skuName",
                "productName", "reservationTerm", "currencyCode", "serviceName", "savingsPlan"]
@@ -38,7 +38,7 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     bad.raise_if_any()
     items = pd.concat(pages, ignore_index=True)
     if opts.catalog is not None:
-        from .catalog_skypilot import gpu_table
+        from planner.imports.catalog_skypilot import gpu_table
         sizes = gpu_table(Path(opts.catalog))
         notes.add(f"GPUs per VM size from --catalog {opts.catalog} (sizes of the built-in table keep its values).")
     else:

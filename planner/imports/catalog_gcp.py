@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import Collector, InputError, Problem
-from .catalog import ImportOptions, Notes, offers, unknown_interruptions
-from .catalog_gpus import gcp_gpu_names
-from .catalog_read import load_json
-from .guards import usd_rates
+from planner.core.errors import Collector, InputError, Problem
+from planner.imports.catalog import ImportOptions, Notes, offers, unknown_interruptions
+from planner.imports.catalog_gpus import gcp_gpu_names
+from planner.imports.catalog_read import load_json
+from planner.imports.guards import usd_rates
 
 USAGE = {"OnDemand": "on_demand", "Preemptible": "spot", "Commit1Yr": "reserved_1y", "Commit3Yr": "reserved_3y"}
 

@@ -1,7 +1,7 @@
 """Reading the catalogs' files as text, and turning their cells into numbers with every bad cell named.
 
 Each reader of ``planner prices import`` reads through here, so a bad file is reported the planner's way
-(:class:`~planner.errors.InputError`: file, row, column, value, expected; exit 2): rows are numbered as the
+(:class:`~planner.core.errors.InputError`: file, row, column, value, expected; exit 2): rows are numbered as the
 file's lines are (a CSV's header line is its own number, the first data row the next), JSON list entries
 from 1. A file whose name ends in ``.gz`` is read through gzip (every format); one that is not gzip data, or
 is damaged, exits 2 "not a gzip file" naming it.
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import Collector, InputError, Problem
+from planner.core.errors import Collector, InputError, Problem
 
 MAX_PER_CHECK = 10
 GZIP_MAGIC = b"\x1f\x8b"

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import Collector
-from .catalog import ImportOptions, Notes, offers, unknown_interruptions
-from .catalog_gpus import AZURE_SKUS, azure_sku_table, skypilot_gpu_names
-from .catalog_read import numbers, read_csv, require_columns
+from planner.core.errors import Collector
+from planner.imports.catalog import ImportOptions, Notes, offers, unknown_interruptions
+from planner.imports.catalog_gpus import AZURE_SKUS, azure_sku_table, skypilot_gpu_names
+from planner.imports.catalog_read import numbers, read_csv, require_columns
 
 NEEDED = ["InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "SpotPrice", "Region"]
 

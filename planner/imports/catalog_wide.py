@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import Collector, InputError, Problem
-from .catalog import INTERRUPTION_BUCKETS, ImportOptions, Notes, interruption_rate, offers, unknown_interruptions
-from .catalog_read import numbers, read_csv, require_columns
+from planner.core.errors import Collector, InputError, Problem
+from planner.imports.catalog import INTERRUPTION_BUCKETS, ImportOptions, Notes, interruption_rate, offers, unknown_interruptions
+from planner.imports.catalog_read import numbers, read_csv, require_columns
 
 NEEDED = ["region", "gpu_type", "gpus_per_instance", "instance_type", "on_demand_hourly_usd"]
 PRICES = ("on_demand", "spot", "reserved_1y", "reserved_3y")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..csvsafe import inert_frame
-from ..errors import Collector, InputError, Problem
-from ..io import read_table
-from ..validate import validate_prices
-from .catalog import ImportResult
-from .guards import publish
+from planner.core.csvsafe import inert_frame
+from planner.core.errors import Collector, InputError, Problem
+from planner.inputs.io import read_table
+from planner.inputs.validate import validate_prices
+from planner.imports.catalog import ImportResult
+from planner.imports.guards import publish
 
 NOTE_HEAD = "# Provenance of "
 

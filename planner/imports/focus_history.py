@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, Problem
-from .guards import bad_class_names, same_but_case
-from .history_commitments import commitments
-from .history_pools import gpu_family_rows, match_pools, read_sheet, unit_factor
-from .history_read import read_focus
-from .history_spread import spread_hourly
-from .history_write import HistoryResult, hourly_grid
+from planner.core.errors import InputError, Problem
+from planner.imports.guards import bad_class_names, same_but_case
+from planner.imports.history_commitments import commitments
+from planner.imports.history_pools import gpu_family_rows, match_pools, read_sheet, unit_factor
+from planner.imports.history_read import read_focus
+from planner.imports.history_spread import spread_hourly
+from planner.imports.history_write import HistoryResult, hourly_grid
 
 
 def class_rule(text: str | None) -> tuple[str, str | None]:

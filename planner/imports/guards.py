@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import atomic
-from ..errors import InputError, Problem
+from planner.core import atomic
+from planner.core.errors import InputError, Problem
 
 # dates a bill or a metric can hold: before 1970 or after 2200 a date is a typo or a wrapped value (pandas'
 # nanosecond timestamps hold 1677-09-21 .. 2262-04-11 only, and a charge period of centuries is millions of hours)
@@ -58,9 +58,9 @@ def bad_class_names(names: pd.Series) -> pd.Series:
 
 def same_but_case(names: pd.Series) -> list[tuple[str, str]]:
     """Pairs (first seen, other) of distinct class names that differ only in case or spaces, which the model
-    file cannot tell apart (planner.config refuses them): ``LLM`` and ``llm``, ``llm `` and ``llm``."""
+    file cannot tell apart (planner.inputs.config refuses them): ``LLM`` and ``llm``, ``llm `` and ``llm``."""
     uniq = pd.Series(pd.unique(names.dropna().astype(str)), dtype=object)
-    folded = uniq.str.strip().str.casefold()  # as planner.config folds class names
+    folded = uniq.str.strip().str.casefold()  # as planner.inputs.config folds class names
     first = uniq.groupby(folded).transform("first")
     return [(a, b) for a, b in zip(first, uniq) if a != b]
 

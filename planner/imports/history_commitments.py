@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, Problem
-from .guards import DATE_RANGE_TEXT, out_of_range
-from .history_spread import spread_hourly
-from .history_write import INVENTORY_COLUMNS
+from planner.core.errors import InputError, Problem
+from planner.imports.guards import DATE_RANGE_TEXT, out_of_range
+from planner.imports.history_spread import spread_hourly
+from planner.imports.history_write import INVENTORY_COLUMNS
 
 
 def commitments(bill: pd.DataFrame, gpu_hours: pd.Series, notes: list[str], file: str = "bill") -> pd.DataFrame:

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, Problem
-from .catalog_gpus import AWS_FAMILIES, AZURE_SKUS
+from planner.core.errors import InputError, Problem
+from planner.imports.catalog_gpus import AWS_FAMILIES, AZURE_SKUS
 
 GPU_HOUR_UNITS = r"^gpu[- _]?(hours?|hrs?|h)$"
 INSTANCE_HOUR_UNITS = r"^(hours?|hrs?|h|1 hours?|instance[- _]?(hours?|hrs?)|vm[- _]?hours?|node[- _]?hours?)$"
@@ -29,7 +29,7 @@ INSTANCE_HOUR_UNITS = r"^(hours?|hrs?|h|1 hours?|instance[- _]?(hours?|hrs?)|vm[
 def read_sheet(prices: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """(pools, instance types, notes) of a price sheet: pools ``gpu_type, region, gpus_per_instance``;
     instance types ``instance_type, gpu_type, gpus_per_instance, source``."""
-    from ..io import read_table
+    from planner.inputs.io import read_table
 
     raw = read_table(prices, "price sheet").data
     missing = [c for c in ("gpu_type", "region") if c not in raw]

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, Problem
-from .guards import DATE_RANGE_TEXT, MAX_QUANTITY, out_of_range
+from planner.core.errors import InputError, Problem
+from planner.imports.guards import DATE_RANGE_TEXT, MAX_QUANTITY, out_of_range
 
 # older spelling -> the name used here (the first one present wins; the current name always wins)
 RENAMES = {"ChargeType": "ChargeCategory", "Provider": "ProviderName", "UsageQuantity": "ConsumedQuantity",
@@ -30,8 +30,8 @@ CHUNK_ROWS = 500_000  # rows read at once (the progress bar counts them)
 
 
 def _read_raw(path: Path, progress: bool = False) -> pd.DataFrame:
-    from ..progress import bar
-    from .catalog_read import GZIP_ERRORS, check_gzip, not_gzip
+    from planner.core.progress import bar
+    from planner.imports.catalog_read import GZIP_ERRORS, check_gzip, not_gzip
 
     name = path.name.lower()
     try:

@@ -18,8 +18,8 @@ def spread_hourly(start: pd.Series, end: pd.Series, gpu_hours: pd.Series, key: p
                   progress: bool = False, desc: str = "spreading hours") -> pd.DataFrame:
     """Columns ``period`` (hour start, naive UTC), ``key``, ``gpus`` (GPU-hours in that hour = average GPUs),
     summed over the rows; one row per hour and key that any row touches. ``progress``: a bar over the chunks
-    (``planner.progress.bar``, drawn only on a terminal)."""
-    from ..progress import bar
+    (``planner.core.progress.bar``, drawn only on a terminal)."""
+    from planner.core.progress import bar
 
     s = start.to_numpy("datetime64[ns]").astype(np.int64)
     e = end.to_numpy("datetime64[ns]").astype(np.int64)

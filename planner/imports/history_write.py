@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..csvsafe import inert_frame
-from .guards import publish
+from planner.core.csvsafe import inert_frame
+from planner.imports.guards import publish
 
 HISTORY_COLUMNS = ["period", "workload_class", "gpus"]
 INVENTORY_COLUMNS = ["gpu_type", "region", "option", "gpus", "start", "end"]
@@ -41,7 +41,7 @@ def hourly_grid(spread: pd.DataFrame) -> pd.DataFrame:
 
 def write_history(result: HistoryResult, out: str | Path, inventory_out: str | Path | None = None) -> list[Path]:
     """Write the history CSV to ``out`` (and the inventory CSV to ``inventory_out`` when given and there is a
-    commitment to write), published together or not at all, text cells inert (planner.csvsafe); the paths
+    commitment to write), published together or not at all, text cells inert (planner.core.csvsafe); the paths
     written."""
     writers = {Path(out): lambda tmp: inert_frame(result.history.reindex(columns=HISTORY_COLUMNS)).to_csv(
         tmp, index=False, float_format="%.6f", lineterminator="\n")}

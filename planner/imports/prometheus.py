@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, Problem
-from .guards import DATE_MAX, MAX_GPUS, bad_class_names, same_but_case
-from .history_write import HistoryResult, hourly_grid
+from planner.core.errors import InputError, Problem
+from planner.imports.guards import DATE_MAX, MAX_GPUS, bad_class_names, same_but_case
+from planner.imports.history_write import HistoryResult, hourly_grid
 
 MIN_TS = 946_684_800.0  # 2000-01-01T00:00:00Z
 MAX_MS = 1e11  # beyond it a "timestamp" is milliseconds, not seconds
@@ -33,7 +33,7 @@ MAX_TS = (DATE_MAX - pd.Timestamp(0)).total_seconds()  # 2200-01-01: later is a 
 def _load(path: Path) -> dict:
     if not path.is_file():
         raise InputError(Problem(str(path), "Prometheus file not found", expected="a query_range JSON answer"))
-    from .catalog_read import GZIP_ERRORS, check_gzip, not_gzip
+    from planner.imports.catalog_read import GZIP_ERRORS, check_gzip, not_gzip
 
     check_gzip(path)
     try:

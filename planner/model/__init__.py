@@ -1,4 +1,4 @@
-"""Build the MILP of ``spec/formulation.md`` from :class:`~planner.inputs.PlanInputs`.
+"""Build the MILP of ``spec/formulation.md`` from :class:`~planner.inputs.arrays.PlanInputs`.
 
 ``build_model`` is a flat, ordered list of ``define_*`` calls: blocks, then
 variables, then constraint families, then the objective. It holds no modelling
@@ -20,14 +20,15 @@ import numpy as np
 import pandas as pd
 from pulp import LpContinuous, LpInteger, LpMinimize, LpProblem, LpAffineExpression
 
-from . import constraints as con
-from . import naming
-from .blocks import Blocks, make_blocks
-from .budget import define_budget_constraints
-from .objective import objective_coefficients
-from .rows import EQ, GE, LE, Rows
-from .variables import define_variables
-from ..inputs import PlanInputs
+from planner.model import constraints as con
+from planner.model import naming
+from planner.model import stages
+from planner.model.blocks import Blocks, make_blocks
+from planner.model.budget import define_budget_constraints
+from planner.model.objective import objective_coefficients
+from planner.model.rows import EQ, GE, LE, Rows
+from planner.model.variables import define_variables
+from planner.inputs.arrays import PlanInputs
 
 
 def unit_integer(inp: PlanInputs) -> np.ndarray:
@@ -156,11 +157,11 @@ class PlanModel:
 
     def write(self, path: str | Path) -> Path:
         """Write the model as CPLEX LP (``.lp``) or free MPS (``.mps``), whole or not at all."""
-        from ..atomic import atomic_path
+        from planner.core.atomic import atomic_path
 
         path = Path(path)
         if path.suffix.lower() not in (".lp", ".mps"):
-            from ..errors import ConfigError, Problem
+            from planner.core.errors import ConfigError, Problem
 
             raise ConfigError(Problem(str(path), "unknown model file format", value=path.suffix or "(none)",
                                       expected=".lp (CPLEX LP) or .mps (free MPS)"))
@@ -332,14 +333,14 @@ FAMILIES = (
     ("reserved_share", con.define_reserved_share_constraints),
     ("od_cap", con.define_on_demand_cap_constraints),
     ("spot_cap", con.define_spot_cap_constraints),
-    ("reserved_cap", con.first_stage_family("reserved_cap")),
+    ("reserved_cap", stages.first_stage_family("reserved_cap")),
     ("backfill_peak", con.define_backfill_peak_constraints),
     ("backfill_dedicated", con.define_backfill_dedicated_constraints),
     ("spend_usage", con.define_spend_usage_constraints),
     ("spend_commitment", con.define_spend_commitment_constraints),
     ("discount_only_cap", con.define_discount_only_constraints),
-    ("exit_link", con.first_stage_family("exit_link")),
-    ("site_power", con.first_stage_family("site_power")),
+    ("exit_link", stages.first_stage_family("exit_link")),
+    ("site_power", stages.first_stage_family("site_power")),
 )
 
 
@@ -349,7 +350,7 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
 
     ``merge_periods`` (default: the model file's) and ``dominance`` switch the exact reductions. ``rows=False``
     lays out the columns and the objective only (no constraint rows): what reading a plan from values solved
-    elsewhere needs (:mod:`planner.recourse`), at a fraction of the memory.
+    elsewhere needs (:mod:`planner.solve.recourse`), at a fraction of the memory.
     """
     t0 = time.perf_counter()
     merge = inp.config.solver.merge_periods if merge_periods is None else merge_periods

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..inputs import PlanInputs
-from .blocks import Blocks
-from .rows import LE, Rows
+from planner.inputs.arrays import PlanInputs
+from planner.model.blocks import Blocks
+from planner.model.rows import LE, Rows
 
 
 def define_budget_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame],

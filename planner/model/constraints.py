@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .blocks import Blocks
-from .rows import GE as LpConstraintGE, LE as LpConstraintLE, Rows
-from ..inputs import PlanInputs
-from .. import commitments
-from .. import supply
-from ..spares import class_spares
+from planner.model.blocks import Blocks
+from planner.model.rows import GE as LpConstraintGE, LE as LpConstraintLE, Rows
+from planner.inputs.arrays import PlanInputs
+from planner.inputs import commitments
+from planner.inputs import supply
+from planner.sizing.spares import class_spares
 
 
 def _row_ids(shape: tuple[int, int], a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -59,7 +59,7 @@ def _spares(inp: PlanInputs, blocks: Blocks) -> np.ndarray | None:
     the gang runs on, so a class asking for them runs in one pool (one GPU type, one region; else ConfigError,
     exit 2); they are sized on its demand in that pool's own GPUs (demand / speed) and counted back in reference
     GPUs (x speed), so a faster or slower type gets the instances its gang needs."""
-    from ..errors import ConfigError, Problem
+    from planner.core.errors import ConfigError, Problem
 
     asks = [k for k, c in enumerate(inp.classes) if inp.config.classes[c].spares is not None]
     if not asks:
@@ -80,7 +80,7 @@ def _spares(inp: PlanInputs, blocks: Blocks) -> np.ndarray | None:
 
 def define_spares_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
     """sum_p s[k,p] q[k,p] (x + xd)[k,p,b] >= S[k,b]: a class's spares (``spares_target``) are served by
-    reserved or owned GPUs, never on-demand or spot (S from :func:`planner.spares.class_spares`)."""
+    reserved or owned GPUs, never on-demand or spot (S from :func:`planner.sizing.spares.class_spares`)."""
     spares = _spares(inp, blocks)
     if spares is None:
         return 0
@@ -325,22 +325,3 @@ def exit_links(inp: PlanInputs) -> list[tuple[int, np.ndarray]]:
         sets = {tuple(mine[member[mine, s]]) for s in np.flatnonzero(member[c])}
         out += [(int(c), np.asarray(e, dtype=int)) for e in sorted(sets) if len(e)]
     return out
-
-
-def first_stage_family(name: str):
-    """The ``define_*`` of first-stage family ``name``: its rows of :data:`planner.model.stages.FIRST_STAGE`
-    over the purchase columns ``n`` (the Benders masters add the very same rows)."""
-    from .stages import FIRST_STAGE
-
-    def define(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-        f = FIRST_STAGE[name](inp)
-        if not len(f):
-            return 0
-        col = fam["n"]["col"].to_numpy()  # n[c] is purchase row c
-        rows = np.concatenate([np.full(len(on), r) for r, on in enumerate(f.members)])
-        return out.add(name, f.keys, rows, col[np.concatenate(f.members)], np.concatenate(f.coefs), LpConstraintLE,
-                       f.rhs)
-
-    define.__name__ = f"define_{name}_constraints"
-    define.__doc__ = f"First-stage family {name!r}: rows over the purchases only (planner.model.stages)."
-    return define

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .blocks import Blocks
-from ..inputs import PlanInputs
+from planner.model.blocks import Blocks
+from planner.inputs.arrays import PlanInputs
 
 
 def reserved_cost_per_instance(inp: PlanInputs, accounting: str | None = None) -> np.ndarray:
@@ -22,10 +22,10 @@ def reserved_cost_per_instance(inp: PlanInputs, accounting: str | None = None) -
 
     "amortised": m r a (a = the horizon hours in which it is active: m r H for a purchase at the first
     period that outlives the horizon); "full_term": m (hourly L + upfront - residual), its whole liability.
-    A purchase that waits for information (:mod:`planner.tree`) is made in its node's scenarios only: its
+    A purchase that waits for information (:mod:`planner.inputs.tree`) is made in its node's scenarios only: its
     expected cost is that times its node's probability.
     """
-    from ..ladder import full_term_usd_per_gpu
+    from planner.inputs.ladder import full_term_usd_per_gpu
 
     res = inp.reserved
     accounting = accounting or inp.config.commitments.accounting
@@ -39,11 +39,11 @@ def reserved_cost_per_instance(inp: PlanInputs, accounting: str | None = None) -
 
 def first_stage_cost(inp: PlanInputs) -> np.ndarray:
     """What one unit of each commitments-table row costs in the objective: its cost, or under
-    ``[finance] objective = "npv"`` the NPV of its cash (:func:`planner.finance.objective_npv_per_gpu`)."""
+    ``[finance] objective = "npv"`` the NPV of its cash (:func:`planner.inputs.finance.objective_npv_per_gpu`)."""
     f = inp.config.finance
     if not f.npv:
         return reserved_cost_per_instance(inp)
-    from ..finance import objective_npv_per_gpu
+    from planner.inputs.finance import objective_npv_per_gpu
 
     res = inp.reserved
     per_gpu = objective_npv_per_gpu(res, inp.active, inp.hours, inp.discount,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pulp import LpAffineExpression, LpConstraint, LpConstraintEQ, LpConstraintGE, LpConstraintLE, LpProblem
 
-from . import naming
+from planner.model import naming
 
 GE, LE, EQ = LpConstraintGE, LpConstraintLE, LpConstraintEQ
 
@@ -96,3 +96,17 @@ def _add_pulp_rows(prob: LpProblem, variables: list, row_names: list[str], rows:
         a, b = bounds[r], bounds[r + 1]
         expr = LpAffineExpression(zip(terms[a:b], coef_list[a:b]))
         prob.addConstraint(LpConstraint(expr, sense, name, rhs_list[r]))
+
+
+@dataclass(frozen=True)
+class FirstStageRows:
+    """Rows ``sum_i coefs[r][i] * n[members[r][i]] <= rhs[r]`` over the purchase rows; ``keys`` label them
+    (a tuple of arrays, one per key of the family's row names)."""
+
+    keys: tuple
+    members: list
+    coefs: list
+    rhs: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rhs)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .stages import FirstStageRows
+from planner.model.rows import FirstStageRows
 
 
 def _site_columns(inp) -> tuple[np.ndarray, np.ndarray]:

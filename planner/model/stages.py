@@ -1,7 +1,7 @@
 """Which stage each constraint family belongs to, decided once.
 
 - ``FIRST``: rows over the purchases ``n`` only. The monolithic model and the Benders masters
-  (:mod:`planner.decompose`, :mod:`planner.decompose_monthly`) both add them from :func:`first_stage_rows`,
+  (:mod:`planner.solve.decompose`, :mod:`planner.solve.decompose_monthly`) both add them from :func:`first_stage_rows`,
   so a first-stage family holds under decomposition by construction.
 - ``PERIOD``: rows of one period (block) each, given the purchases: the batches' recourse LPs.
 - ``LINKING``: rows that tie periods together other than through ``n`` (a budget over the horizon, the
@@ -14,29 +14,15 @@ is one entry of ``LINKING_FAMILIES`` saying when it is present and why it stops 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from planner.model.rows import LE as LpConstraintLE, FirstStageRows  # FirstStageRows: the type every first-stage family returns
 
 FIRST, PERIOD, LINKING = "first_stage", "per_period", "linking"
 
 
-@dataclass(frozen=True)
-class FirstStageRows:
-    """Rows ``sum_i coefs[r][i] * n[members[r][i]] <= rhs[r]`` over the purchase rows; ``keys`` label them
-    (a tuple of arrays, one per key of the family's row names)."""
-
-    keys: tuple
-    members: list
-    coefs: list
-    rhs: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.rhs)
-
-
 def _reserved_cap(inp) -> FirstStageRows:
-    from .constraints import reserved_cap_sets
+    from planner.model.constraints import reserved_cap_sets
 
     keys, members, coefs, rhs = reserved_cap_sets(inp)
     return FirstStageRows((np.asarray(keys, dtype=int), np.arange(len(keys))), list(members),
@@ -44,7 +30,7 @@ def _reserved_cap(inp) -> FirstStageRows:
 
 
 def _exit_link(inp) -> FirstStageRows:
-    from .constraints import exit_links
+    from planner.model.constraints import exit_links
 
     links = exit_links(inp)
     return FirstStageRows((np.array([c for c, _e in links], dtype=int),), [np.r_[e, c].astype(int) for c, e in links],
@@ -52,7 +38,7 @@ def _exit_link(inp) -> FirstStageRows:
 
 
 def _site_power(inp) -> FirstStageRows:
-    from .sites import site_power_rows
+    from planner.model.sites import site_power_rows
 
     return site_power_rows(inp)
 
@@ -97,3 +83,20 @@ def linking(inp) -> list[tuple[str, str]]:
 STAGE = {"demand": PERIOD, "spot_share": PERIOD, "spares": PERIOD, "reserved_share": PERIOD, "od_cap": PERIOD, "spot_cap": PERIOD,
          "backfill_dedicated": PERIOD, "spend_usage": PERIOD, "spend_commitment": PERIOD,
          **{name: FIRST for name in FIRST_STAGE}, **{name: LINKING for name, _p, _w in LINKING_FAMILIES}}
+
+
+def first_stage_family(name: str):
+    """The ``define_*`` of first-stage family ``name``: its rows of :data:`planner.model.stages.FIRST_STAGE`
+    over the purchase columns ``n`` (the Benders masters add the very same rows)."""
+    def define(out, inp, blocks, fam) -> int:
+        f = FIRST_STAGE[name](inp)
+        if not len(f):
+            return 0
+        col = fam["n"]["col"].to_numpy()  # n[c] is purchase row c
+        rows = np.concatenate([np.full(len(on), r) for r, on in enumerate(f.members)])
+        return out.add(name, f.keys, rows, col[np.concatenate(f.members)], np.concatenate(f.coefs), LpConstraintLE,
+                       f.rhs)
+
+    define.__name__ = f"define_{name}_constraints"
+    define.__doc__ = f"First-stage family {name!r}: rows over the purchases only (planner.model.stages)."
+    return define

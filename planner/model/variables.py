@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .blocks import Blocks
-from ..inputs import PlanInputs
-from .. import supply
+from planner.model.blocks import Blocks
+from planner.inputs.arrays import PlanInputs
+from planner.inputs import supply
 
 
 def undominated(cost: np.ndarray, capped: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .replay import admitted
+from planner.quotas.replay import admitted
 
 PERIODS = (("DAILY", 24.0), ("WEEKLY", 168.0), ("MONTHLY", 24.0 * 31), ("QUARTERLY", 24.0 * 92),
            ("YEARLY", 24.0 * 366))
@@ -46,7 +46,7 @@ def team_budgets(result, slack: float = 1.0) -> pd.DataFrame:
 
 
 def _flavor_order(flavors: pd.DataFrame) -> list[int]:
-    from ..export.kueue import option_rank
+    from planner.quotas.policy import option_rank
 
     return sorted(range(len(flavors)), key=lambda f: (option_rank(flavors["option"].iat[f]), f))
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, Problem
-from ..inputs import PlanInputs
-from ..results import Plan
-from .. import supply
+from planner.core.errors import ConfigError, Problem
+from planner.inputs.arrays import PlanInputs
+from planner.results.plan import Plan
+from planner.inputs import supply
 
 
 @dataclass
@@ -219,7 +219,7 @@ def from_total(inp: PlanInputs, total_gpus) -> TeamDemand:
     """A fixed fleet: ``total_gpus`` is N (one GPU type) or per type / type and region
     (:mod:`planner.quotas.totals`): one flavor per slot, named ``<type>[-<region>]-shared``; a team's
     demand on it = its classes' demand with headroom (expected) on that slot (:func:`split_demand`)."""
-    from .totals import slot_speed, slots
+    from planner.quotas.totals import slot_speed, slots
 
     teams, classes_of, weights, floors, pre, lat = _teams(inp)
     fleet = slots(inp, total_gpus)

@@ -106,3 +106,16 @@ def quota_table(demand: np.ndarray, teams: list[str], flavors: pd.DataFrame, wei
         q["capacity_gpus"] = int(fl.capacity_gpus)
         rows.append(q)
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+#: the order a workload tries flavors, by purchase option (lower first); unknown options after on-demand
+OPTION_ORDER = {"owned": 0, "reserved": 0, "savings_plan": 0, "dws": 1, "flex_start": 1, "queued": 1,
+                "on_demand": 2, "spot": 3}
+
+
+def option_rank(option: str) -> int:
+    """Rank of a purchase option in a ClusterQueue's flavor list (reservations first, spot last)."""
+    o = str(option).lower()
+    if o.startswith(("reserved", "owned", "savings", "commit")):
+        return 0
+    return OPTION_ORDER.get(o, 2)

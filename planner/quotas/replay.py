@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .policy import waterfill
+from planner.quotas.policy import waterfill
 
 POLICIES = ("quota", "quota_hardened", "equal_split", "fcfs")
 BEHAVIOURS = {

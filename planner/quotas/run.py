@@ -7,10 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, Problem
-from .build import TeamDemand
-from .policy import flavor_quotas, quota_table
-from .replay import POLICIES, gaming, jain_index, replay
+from planner.quotas.build import TeamDemand
+from planner.quotas.policy import flavor_quotas, quota_table
+from planner.quotas.replay import POLICIES, gaming, jain_index, replay
 
 
 @dataclass
@@ -107,42 +106,3 @@ def analyse(data: TeamDemand, percentile: float = 50.0, gamer: str | None = None
             gm[col] = gm[col].round(6) + 0.0  # no float dust, no -0
     return QuotaResult(data=data, quotas=q, replay=replayed, pool=pd.DataFrame(pool), gaming=gm,
                        gamer=data.teams[g], percentile=percentile)
-
-
-def quota_result(model, plan_file=None, total_gpus=None, percentile=50.0, gamer=None, inflate=1.5, solver=None):
-    """The QuotaResult for ``model``: on a fixed fleet ``total_gpus`` (N, or per GPU type and region:
-    :mod:`planner.quotas.totals`), on a plan.json's purchases, or on a fresh plan."""
-    from ..pipeline import load_inputs, make_plan
-    from .build import from_plan, from_total
-
-    inp = load_inputs(model)
-    if plan_file is not None and total_gpus is not None:
-        raise ConfigError(Problem("command line", "give --plan or --total-gpus, not both"))
-    if gamer is not None and gamer not in inp.config.teams:
-        raise ConfigError(Problem("command line", "--gamer is not a team of the model", value=gamer,
-                                  expected="one of " + ", ".join(inp.config.teams)))
-    if total_gpus is not None:
-        data = from_total(inp, total_gpus)
-    else:
-        fixed = None
-        if plan_file is not None:
-            from ..evaluate import read_plan_purchases
-
-            fixed = read_plan_purchases(plan_file, inp)
-        plan = make_plan(inp, backend=solver, fixed_reserved=fixed, risk=False)
-        if not plan.status.has_plan:
-            raise ConfigError(Problem(str(plan_file or model), "no plan to take the fleet from",
-                                      value=plan.status.value, hint="use --total-gpus N (or TYPE=N,... per GPU type)"))
-        data = from_plan(plan)
-    if not len(data.flavors):
-        raise ConfigError(Problem(str(model), "the fleet has no GPUs to share",
-                                  hint="use --total-gpus N (or TYPE=N,... per GPU type)"))
-    guaranteed = int(data.flavors.loc[~data.flavors["preemptible"].astype(bool), "capacity_gpus"].sum())
-    if data.floors.sum() > guaranteed:
-        raise ConfigError(Problem(str(model), "the teams' guaranteed_gpus add up to more than the fleet",
-                                  value=f"{data.floors.sum():g} GPUs guaranteed",
-                                  expected=f"at most {guaranteed:,} (the GPUs that are not preemptible)",
-                                  hint="lower [teams.<name>] guaranteed_gpus or share more GPUs"))
-    result = analyse(data, percentile=percentile, gamer=gamer, inflate=inflate)
-    result.model = str(model)
-    return result

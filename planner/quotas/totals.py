@@ -13,8 +13,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, Problem
-from ..inputs import PlanInputs
+from planner.core.errors import ConfigError, Problem
+from planner.inputs.arrays import PlanInputs
 
 OPTION = "--total-gpus"
 MAX_GPUS = 10_000_000

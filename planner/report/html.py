@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError, Problem
-from . import html_data as data
-from . import html_figures as figs
+from planner.core.errors import InputError, Problem
+from planner.report import html_data as data
+from planner.report import html_figures as figs
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1320px;color:#222;padding:0 16px}
@@ -262,7 +262,7 @@ def write_html(plan_path: str | Path, out: str | Path) -> Report:
     """Write the report of ``plan_path`` (plan.json) to ``out`` whole or not at all (temporary file + rename).
 
     ``out`` must be a file path that is not one of the plan's own files (plan.json, fleet.csv beside it)."""
-    from ..atomic import write_text
+    from planner.core.atomic import write_text
 
     plan_path, out = Path(plan_path), Path(out)
     if out.is_dir():

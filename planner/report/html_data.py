@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, Problem
-from .. import supply
+from planner.core.errors import InputError, Problem
+from planner.inputs import supply
 
 REQUIRED_KEYS = ("status", "horizon", "cost_usd", "reserved_purchases", "cash_schedule")
 EXPECTED = "a plan.json written by `planner plan` (a JSON object with " + ", ".join(REQUIRED_KEYS) + ")"

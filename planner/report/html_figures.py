@@ -10,7 +10,7 @@ import html
 
 import plotly.graph_objects as go
 
-from .html_data import Cash, FleetMix, PoolCurve, Vintages
+from planner.report.html_data import Cash, FleetMix, PoolCurve, Vintages
 
 COLOURS = {"reserved": "#1f5fa8", "on_demand": "#e07b00", "spot": "#2e9e4f", "owned": "#111111",
            "break_even": "#c0392b"}
@@ -137,7 +137,7 @@ def vintage_figure(v: Vintages) -> go.Figure:
 
 def cash_figure(c: Cash) -> go.Figure:
     """Cash out per calendar month, stacked by kind (money back below zero), with the month's total."""
-    from .html_data import CASH_LABELS
+    from planner.report.html_data import CASH_LABELS
 
     fig = go.Figure()
     for i, (col, ys) in enumerate(c.kinds.items()):

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from .. import __version__
-from ..results import Plan
-from .. import supply
-from ..model.sites import site_power_used
+from planner import __version__
+from planner.results.plan import Plan
+from planner.inputs import supply
+from planner.model.sites import site_power_used
 
 
 def _tree(plan) -> dict | None:
@@ -93,7 +93,7 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
     ``reserved_new_usd`` is the amortised cost of this plan's purchases active that month, ``reserved_owned_usd``
     that of the inventory (Inventory sheet); on-demand and spot are priced at the price sheet's rates.
     """
-    from ..bill import inventory_cost_by_period, inventory_table, purchase_cost_by_period
+    from planner.results.bill import inventory_cost_by_period, inventory_table, purchase_cost_by_period
 
     inp = plan.inputs
     f = plan.fleet
@@ -136,9 +136,9 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
 
 def plan_to_dict(plan: Plan) -> dict:
     """plan.json as a dict (the contract of spec/contracts.md)."""
-    from ..bill import bill, inventory_table
-    from ..showback import by_month, by_team
-    from .provenance import provenance
+    from planner.results.bill import bill, inventory_table
+    from planner.report.showback import by_month, by_team
+    from planner.report.provenance import provenance
 
     inp = plan.inputs
     prov = provenance(plan)
@@ -250,8 +250,8 @@ def plan_to_dict(plan: Plan) -> dict:
 
 
 def _showback(plan: Plan):
-    """``{class: usd}`` adding up to the total, and per team GPU-hours and cost by option (planner.showback)."""
-    from ..showback import by_class, by_team
+    """``{class: usd}`` adding up to the total, and per team GPU-hours and cost by option (planner.report.showback)."""
+    from planner.report.showback import by_class, by_team
 
     if not plan.status.has_plan:
         return {}, []
@@ -320,11 +320,11 @@ def _resale_of(purchases: pd.DataFrame, r) -> dict:
 
 def _payment_break_even(plan: Plan) -> list:
     """Per purchase with payment options of different upfronts: the rate at which the most-upfront and the
-    least-upfront option cost the same (``planner.finance.payment_break_even``)."""
+    least-upfront option cost the same (``planner.inputs.finance.payment_break_even``)."""
     po = plan.payment_options
     if po is None or not len(po) or not plan.status.has_plan:
         return []
-    from ..finance import payment_break_even
+    from planner.inputs.finance import payment_break_even
 
     return _records(payment_break_even(plan.inputs, po))
 
@@ -335,7 +335,7 @@ def _memo(plan: Plan) -> dict:
     ``commitment_curve`` and ``savings`` (next-best plan) when the memo was computed (else null)."""
     if not plan.status.has_plan:
         return {}
-    from ..memo import Memo, cash_by_year, cash_monthly, cash_next_12_months, coverage, tranche_utilisation
+    from planner.memo.build import Memo, cash_by_year, cash_monthly, cash_next_12_months, coverage, tranche_utilisation
 
     m = plan.memo
     if m is None:

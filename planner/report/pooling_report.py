@@ -9,9 +9,9 @@ from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Font
 
-from ..atomic import write_workbook_and_json
-from ..pooling import PoolingResult
-from .json_export import jsonable, plan_to_dict
+from planner.core.atomic import write_workbook_and_json
+from planner.pooling import PoolingResult
+from planner.report.json_export import jsonable, plan_to_dict
 
 ROWS = [  # (key, label, number format)
     ("total_cost_usd", "Total cost (USD)", "$#,##0"),

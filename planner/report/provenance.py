@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..io import sha256_of
-from ..results import Plan
+from planner.inputs.io import sha256_of
+from planner.results.plan import Plan
 
 
 def shown_path(path) -> str:

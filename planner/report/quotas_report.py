@@ -7,10 +7,10 @@ from pathlib import Path
 
 from openpyxl import Workbook
 
-from ..atomic import write_workbook_and_json
-from ..quotas.run import QuotaResult
-from .json_export import jsonable
-from .sheet_openpyxl import _Sheet
+from planner.core.atomic import write_workbook_and_json
+from planner.quotas.run import QuotaResult
+from planner.report.json_export import jsonable
+from planner.report.sheet_openpyxl import _Sheet
 
 POLICY_TEXT = ("nominal = p{pct:g} of each team's hourly demand on the flavor (at least its guaranteed floor), "
                "scaled to fit by weighted max-min; spare capacity up to each team's peak, then by weight; "

@@ -16,7 +16,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.filters import AutoFilter
 from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
-from .workbook.book import INT, NUM, PCT, RATE, USD, USD0
+from planner.report.workbook.book import INT, NUM, PCT, RATE, USD, USD0
 
 __all__ = ["BOLD", "F", "INT", "NUM", "PCT", "RATE", "USD", "USD0", "_Sheet"]  # the number formats: the same
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..atomic import atomic_path
-from .json_export import jsonable
+from planner.core.atomic import atomic_path
+from planner.report.json_export import jsonable
 
 #: the second chart: the first of these columns the sweep has, with its title
 _SECOND_CHART = [("effective_usd_per_useful_gpu_hour", "Effective USD per useful GPU-hour"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..results import Plan
-from ..units import usd as _usd
-from .. import supply
+from planner.results.plan import Plan
+from planner.core.units import usd as _usd
+from planner.inputs import supply
 
 
 def summary_text(plan: Plan) -> str:
@@ -24,7 +24,7 @@ def summary_text(plan: Plan) -> str:
     scen = " expected" if len(inp.scenarios) > 1 else ""
     lines.append(f"  total{scen} cost   {_usd(c['total']):>16}   reserved {_usd(c['reserved'])}, "
                  f"on-demand {_usd(c['on_demand'])}, spot {_usd(c['spot'])}")
-    from ..bill import inventory_table
+    from planner.results.bill import inventory_table
 
     inv = inventory_table(inp)
     if len(inv):
@@ -144,7 +144,7 @@ def _payment_lines(plan: Plan) -> list[str]:
     if po is None or not len(po):
         return []
     rate = plan.finance.get("discount_rate", 0.0)
-    from ..finance import payment_break_even
+    from planner.inputs.finance import payment_break_even
 
     be = payment_break_even(plan.inputs, po).set_index("purchase") if "reserved_row" in po else None
     lines = []

@@ -25,17 +25,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import __version__
-from ..atomic import atomic_path
-from ..errors import ConfigError, InputError, Problem, SolverError
-from ..inputs import PlanInputs
-from ..pipeline import load_inputs, make_plan
-from ..results import Plan
-from .metrics import plan_metrics, spend
-from .pricediff import PriceDiff, diff_prices
-from ..units import signed_usd as _signed, usd as _usd
-from ..executors import Executor, LocalExecutor, Outcome
-from .. import commitments
+from planner import __version__
+from planner.core.atomic import atomic_path
+from planner.core.errors import ConfigError, InputError, Problem, SolverError
+from planner.inputs.arrays import PlanInputs
+from planner.pipeline.run import load_inputs, make_plan
+from planner.results.plan import Plan
+from planner.whatif.metrics import plan_metrics, spend
+from planner.whatif.pricediff import PriceDiff, diff_prices
+from planner.core.units import signed_usd as _signed, usd as _usd
+from planner.core.executors import Executor, LocalExecutor, Outcome
+from planner.inputs import commitments
 
 RESERVED_COLUMN_NAMES = {"section", "item"}  # the comparison workbook's own columns
 
@@ -247,7 +247,7 @@ def _changes(labels: list[str], spends: list[pd.DataFrame]) -> list[dict]:
 
 def build_comparison(variants: list[Variant], plans: list[Plan]) -> dict:
     """Everything the comparison's JSON and workbook show, as plain data."""
-    from ..report import plan_to_dict
+    from planner.report import plan_to_dict
 
     labels = [v.label for v in variants]
     folders = scenario_folders(variants)
@@ -279,8 +279,8 @@ def write_comparison(variants: list[Variant], plans: list[Plan], comparison: dic
     """Write every file to a temporary name first; rename them all only when all are written."""
     import json
 
-    from ..report import plan_json, write_workbook
-    from .report import json_safe, write_comparison_workbook
+    from planner.report import plan_json, write_workbook
+    from planner.whatif.report import json_safe, write_comparison_workbook
 
     out_dir = Path(out_dir)
     paths = {"xlsx": out_dir / "comparison.xlsx", "json": out_dir / "comparison.json"}

@@ -1,4 +1,4 @@
-"""The numbers of a :class:`~planner.results.Plan` that what-if views put side by side.
+"""The numbers of a :class:`~planner.results.plan.Plan` that what-if views put side by side.
 
 Everything is an expected value over the plan's forecast scenarios (weighted by
 their probabilities), like the plan's own totals.
@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..results import Plan
-from .. import supply
+from planner.results.plan import Plan
+from planner.inputs import supply
 
 SPOT_EPS = 1e-3  # GPU-hours: below this a class's spot use counts as none (solver noise)
 RESERVED_EPS = 1e-9

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..units import effective_rate
-from .. import commitments
+from planner.core.units import effective_rate
+from planner.inputs import commitments
 
 KEY = ("gpu_type", "region", "option")
 FIELDS = ("hourly_usd", "upfront_usd", "term_months", "max_gpus", "interruptions_per_hour", "gpus_per_instance")
@@ -141,9 +141,9 @@ def _change(key: tuple, f: str, x: float | None, y: float | None, rec: dict) -> 
 
 def read_price_sheet(path: str | Path) -> pd.DataFrame:
     """Read and validate one price sheet on its own (raises InputError naming file, row and column)."""
-    from .. import io
-    from ..errors import Collector
-    from ..validate import validate_prices
+    from planner.inputs import io
+    from planner.core.errors import Collector
+    from planner.inputs.validate import validate_prices
 
     raw = io.read_table(Path(path), "price sheet")
     bad = Collector()

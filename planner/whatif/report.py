@@ -12,10 +12,10 @@ from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference, ScatterChart, Series
 from openpyxl.styles import Font
 
-from .. import __version__
-from ..atomic import atomic_path
-from ..report.sheet_openpyxl import BOLD, INT, NUM, PCT, RATE, USD, USD0, _Sheet
-from .sweep import FACTORS, SweepResult, flat_rows, solved_line, to_dict
+from planner import __version__
+from planner.core.atomic import atomic_path
+from planner.report.sheet_openpyxl import BOLD, INT, NUM, PCT, RATE, USD, USD0, _Sheet
+from planner.whatif.sweep import FACTORS, SweepResult, flat_rows, solved_line, to_dict
 
 LINK = Font(color="0563C1", underline="single")
 FACTOR = "0.0###"

@@ -1,6 +1,6 @@
 """``planner sweep``: sensitivity of the plan to multiplicative factors.
 
-Factors (:data:`planner.inputs.FACTORS`): spot, on-demand and reserved prices,
+Factors (:data:`planner.inputs.arrays.FACTORS`): spot, on-demand and reserved prices,
 spot interruption rates, demand level, demand growth over the horizon, and
 headroom. Each is given as ``lo:hi:n`` (n evenly spaced values) or a comma list.
 
@@ -9,8 +9,8 @@ headroom. Each is given as ``lo:hi:n`` (n evenly spaced values) or a comma list.
 * ``grid``: every combination of the given factors' values.
 
 Inputs are read and validated once (in the parent; each worker process gets them
-once, at start). A point is :func:`planner.inputs.scale_inputs` of them -- arrays
-only, nothing re-read or re-validated -- then :func:`planner.pipeline.make_plan`,
+once, at start). A point is :func:`planner.inputs.arrays.scale_inputs` of them -- arrays
+only, nothing re-read or re-validated -- then :func:`planner.pipeline.run.make_plan`,
 exactly as ``planner plan`` solves. The model is rebuilt from the scaled arrays
 at every point rather than patched: building takes a few hundredths of a second
 on the bundled example, and the exact reductions it applies (dominated pools
@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError, InputError, Problem, SolverError
-from ..inputs import FACTORS, PlanInputs, scale_inputs
-from ..pipeline import make_plan
-from ..units import HEADROOM_MAX, usd as _usd
-from .metrics import SPOT_EPS, plan_metrics
-from ..executors import Executor, LocalExecutor, Outcome
+from planner.core.errors import ConfigError, InputError, Problem, SolverError
+from planner.inputs.arrays import FACTORS, PlanInputs, scale_inputs
+from planner.pipeline.run import make_plan
+from planner.core.units import HEADROOM_MAX, usd as _usd
+from planner.whatif.metrics import SPOT_EPS, plan_metrics
+from planner.core.executors import Executor, LocalExecutor, Outcome
 
 PRICE_FACTORS = ("spot_price", "on_demand_price", "reserved_price")
 OPTION_OF = {f: "--" + f.replace("_", "-") for f in FACTORS}
@@ -141,7 +141,7 @@ def _init_worker(inp: PlanInputs, backend, time_limit_s, mip_gap) -> None:
 
 def check_scaled(scaled: PlanInputs, factors: dict) -> None:
     """The limits validation puts on inputs, applied to a scaled copy (cheap: arrays only)."""
-    from ..validate import ABSURD_GPUS, ABSURD_USD_PER_HOUR
+    from planner.inputs.validate import ABSURD_GPUS, ABSURD_USD_PER_HOUR
 
     problems = []
     where = ", ".join(f"{f}={v:g}" for f, v in factors.items() if v != 1.0) or "base"

@@ -14,19 +14,19 @@ Python writer that stores a formula together with its cached value."""
 from __future__ import annotations
 
 import numpy as np
-from ...bill import inventory_table
-from ...results import Plan
-from .book import ref, NAMES, SHEETS, VALUED_KINDS, _Book
-from .costs import _price_key, _write_baseline, _write_costs, _write_prices, _write_purchases
-from .detail import _write_assumptions, _write_backfill, _write_latency, _write_scenarios, _write_shadow_prices, _write_shortfall, _write_spot
-from .money import _write_cash_flow, _write_inventory, _write_savings_plans, _write_showback, _write_showback_by_month
-from .periods import FLEET_CHART_POINTS, MAX_SHEET_ROWS, _period_grain, _write_allocation, _write_demand, _write_fleet, coarsen_allocation
-from .memo import memo_rows, write_memo_sheets
-from .summary import _summary_layout, _write_summary
+from planner.results.bill import inventory_table
+from planner.results.plan import Plan
+from planner.report.workbook.book import ref, NAMES, SHEETS, VALUED_KINDS, _Book
+from planner.report.workbook.costs import _price_key, _write_baseline, _write_costs, _write_prices, _write_purchases
+from planner.report.workbook.detail import _write_assumptions, _write_backfill, _write_latency, _write_scenarios, _write_shadow_prices, _write_shortfall, _write_spot
+from planner.report.workbook.money import _write_cash_flow, _write_inventory, _write_savings_plans, _write_showback, _write_showback_by_month
+from planner.report.workbook.periods import FLEET_CHART_POINTS, MAX_SHEET_ROWS, _period_grain, _write_allocation, _write_demand, _write_fleet, coarsen_allocation
+from planner.report.workbook.memo import memo_rows, write_memo_sheets
+from planner.report.workbook.summary import _summary_layout, _write_summary
 
 
 def write_workbook(plan: Plan, path) -> None:
-    """Write ``plan`` to ``path`` (.xlsx). Call through :func:`planner.atomic.atomic_path`."""
+    """Write ``plan`` to ``path`` (.xlsx). Call through :func:`planner.core.atomic.atomic_path`."""
     inp = plan.inputs
     book = _Book(path)
     ws = {name: book.sheet(name) for name in SHEETS}

@@ -5,11 +5,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 import numpy as np
 import pandas as pd
-from ...results import Plan
-from ...units import HOURS_PER_MONTH, usd as _money
-from ... import commitments
-from .book import DAY, COLUMNS, cell, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
-from ... import supply
+from planner.results.plan import Plan
+from planner.core.units import HOURS_PER_MONTH, usd as _money
+from planner.inputs import commitments
+from planner.report.workbook.book import DAY, COLUMNS, cell, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
+from planner.inputs import supply
 
 
 def _price_key(r) -> tuple:
@@ -168,9 +168,9 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
 
 def _tranche_figures(plan: Plan) -> dict:
     """Per position in ``plan.purchases``: the tranche's own figures (the Tranches sheet's, marginal use)."""
-    from .memo import _tranches
+    from planner.memo.tranches import tranche_utilisation
 
-    tr = _tranches(plan)
+    tr = plan.memo.tranches if plan.memo is not None else tranche_utilisation(plan)
     if tr is None or not len(tr) or "max_utilisation" not in tr:
         return {}
     return {int(r["row"]): r for r in tr.to_dict(orient="records")}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from ...results import Plan
-from ..provenance import provenance
-from .book import DATE, F, NUM, PCT, RATE, USD, _Sheet, _date
+from planner.results.plan import Plan
+from planner.report.provenance import provenance
+from planner.report.workbook.book import DATE, F, NUM, PCT, RATE, USD, _Sheet, _date
 
 
 def _write_spot(ws, plan: Plan) -> None:
@@ -120,7 +120,7 @@ def _write_backfill(ws, plan: Plan) -> None:
 
 
 def _write_shadow_prices(ws, plan: Plan) -> None:
-    """What relaxing each binding budget, cap, headroom or spot share by one unit is worth (planner.duals)."""
+    """What relaxing each binding budget, cap, headroom or spot share by one unit is worth (planner.solve.duals)."""
     s = _Sheet(ws, ["family", "name", "unit", "shadow_price_usd", "per_month_usd", "meaning"],
                {"shadow_price_usd": USD, "per_month_usd": USD})
     s.header({"name": 26, "unit": 30, "shadow_price_usd": 18, "per_month_usd": 16, "meaning": 80})

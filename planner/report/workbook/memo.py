@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ... import commitments
-from ...results import Plan
-from .book import DAY, F, INT, NUM, PCT, RED, USD, USD0, _Sheet, ref
+from planner.inputs import commitments
+from planner.results.plan import Plan
+from planner.report.workbook.book import DAY, F, INT, NUM, PCT, RED, USD, USD0, _Sheet, ref
 
 MEMO_SHEETS = ("Tranches", "Downside", "Commitment curve", "Chargeback")
 
@@ -88,7 +88,7 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                      "utilisation on the Tranches sheet; re-plan before each date", False, True))
     rows.extend(_cash_rows(plan, purchases))
     base = float(plan.baseline_all_on_demand)
-    from ...bill import inventory_table
+    from planner.results.bill import inventory_table
 
     owned = float(inventory_table(plan.inputs)["horizon_cost_usd"].sum())
     total = float(plan.cost["total"])
@@ -111,7 +111,7 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                          + AS_SOLVED, float(near["total_cost_usd"]) - total < 0, True))
     cov = m.coverage if m is not None else None
     if cov is None:
-        from ...memo import coverage
+        from planner.memo.build import coverage
 
         cov = coverage(plan)
     with_spot = float(cov.get("coverage_with_spot", np.nan))
@@ -149,7 +149,7 @@ def check_terms(prices: pd.DataFrame, rate: float) -> tuple[str, float]:
     """The check formula's live checksum over the Prices cells the figures depend on (hourly, upfront, residual,
     term, each weighted by its row and a column weight so edits do not cancel) and the discount rate, and its
     value today (the Prices sheet's cells as written: blanks are 0)."""
-    from .book import span
+    from planner.report.workbook.book import span
 
     n = max(len(prices) + 1, 2)
     parts, value = [], 0.0
@@ -204,7 +204,7 @@ def _solved_note(before: str, rate: float, after: str) -> str:
 def _payment_rows(plan: Plan) -> list[tuple]:
     """Per purchase to sign now with payment options of different upfronts: the rate at which the most-upfront
     and the least-upfront option cost the same (the IRR of their difference), against the model's rate."""
-    from ...finance import payment_break_even
+    from planner.inputs.finance import payment_break_even
 
     po = plan.payment_options
     if po is None or not len(po):
@@ -255,7 +255,7 @@ def _cash_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
     """The memo's cash rows, live over the Cash by year sheet's total_with_owned_usd (fees of the commitments
     already owned included): the next 12 months, then up to four years (fiscal when the year does not start in
     January), then the later years together."""
-    from .money import _cash_layout, cash_blocks
+    from planner.report.workbook.money import _cash_layout, cash_blocks
 
     if not len(plan.cash_schedule):
         return []
@@ -281,7 +281,7 @@ def _cash_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
 
 def _block_values(plan: Plan, months: pd.PeriodIndex, blocks: list[tuple]) -> dict:
     """Each Cash by year row's total with the owned commitments' fees (the cached value of the memo's cells)."""
-    from .money import owned_cash
+    from planner.report.workbook.money import owned_cash
 
     cash = plan.cash_schedule["total_usd"].to_numpy(float)[: len(months)]
     owned = owned_cash(plan, months)
@@ -296,7 +296,7 @@ def _block_values(plan: Plan, months: pd.PeriodIndex, blocks: list[tuple]) -> di
 def _tranches(plan: Plan) -> pd.DataFrame:
     if plan.memo is not None:
         return plan.memo.tranches
-    from ...memo import tranche_utilisation
+    from planner.memo.build import tranche_utilisation
 
     return tranche_utilisation(plan)
 
@@ -316,7 +316,7 @@ def write_memo_sheets(ws: dict, plan: Plan) -> None:
 def _write_chargeback(ws, plan: Plan) -> None:
     """Per team, the bill: this plan's costs (as Showback) plus the commitments already owned, charged to the
     teams that use them pro rata per pool and period; owned capacity nobody used on its own line."""
-    from ...showback import by_team
+    from planner.report.showback import by_team
 
     t = by_team(plan, owned=True)
     cols = [c for c in t.columns]

@@ -6,17 +6,17 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
-from ...results import Plan
-from .book import MONTH, DAY, COLUMNS, ref, span, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
-from .costs import _covered_gpu_hours, _price_key, _price_value, _spend_rows
-from ... import supply
+from planner.results.plan import Plan
+from planner.report.workbook.book import MONTH, DAY, COLUMNS, ref, span, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
+from planner.report.workbook.costs import _covered_gpu_hours, _price_key, _price_value, _spend_rows
+from planner.inputs import supply
 
 
 MONTH_AXIS = {"name": "month", "date_axis": True, "num_format": "mmm yyyy", "num_font": {"rotation": -45},
               "major_unit": 3, "major_unit_type": "months", "base_unit": "months"}
 
 def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> None:
-    """Cost and GPU-hours per class and team (planner.showback: reserved by use, idle pro rata to use), live.
+    """Cost and GPU-hours per class and team (planner.report.showback: reserved by use, idle pro rata to use), live.
 
     On-demand and spot per class are live over Allocation. The reserved columns are live too: to the right
     of the table, each class's reserved GPU-hours and its share of each pool's use (values: quantities),
@@ -24,7 +24,7 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
     (cost / owned), the idle cost and the cost nobody used; a class pays use x rate plus its share of
     the idle cost. Edit a reserved price and every column moves with the Summary.
     """
-    from ...showback import by_class, reserved_use, spend_cost
+    from planner.report.showback import by_class, reserved_use, spend_cost
 
     inp = plan.inputs
     cols = ["team", "workload_class", "reserved_gpu_hours", "on_demand_gpu_hours", "spot_gpu_hours",
@@ -144,8 +144,8 @@ def _write_inventory(ws, inventory: pd.DataFrame, price_row: dict) -> None:
 
 
 def _write_showback_by_month(ws, plan: Plan) -> None:
-    """Chargeback per calendar month and class (planner.showback.by_month), with a live total per row."""
-    from ...showback import by_month
+    """Chargeback per calendar month and class (planner.report.showback.by_month), with a live total per row."""
+    from planner.report.showback import by_month
 
     cols = ["month", "team", "workload_class", "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
             "savings_plan_usd", "total_usd"]
@@ -161,7 +161,7 @@ def _write_showback_by_month(ws, plan: Plan) -> None:
 def _cash_layout(plan: Plan, purchases: pd.DataFrame):
     """What the Cash flow sheet lays out: the purchases bought (their rows in Purchases), the months, each
     purchase's active hours per month, the expected on-demand/spot GPU-hours per pool and month, the pools."""
-    from ...ladder import active_hours_by_month, schedule_months
+    from planner.inputs.ladder import active_hours_by_month, schedule_months
 
     inp = plan.inputs
     bought_idx = [i for i, r in enumerate(purchases.itertuples()) if r.instances > 0]
@@ -340,8 +340,8 @@ def _write_savings_plans(ws, plan: Plan) -> None:
 
 
 def _spend_cash(plan: Plan) -> pd.DataFrame:
-    """Per month ("YYYY-MM" index): the savings plans' upfront and recurring cash (planner.ladder.cash_schedule)."""
-    from ...ladder import cash_schedule
+    """Per month ("YYYY-MM" index): the savings plans' upfront and recurring cash (planner.inputs.ladder.cash_schedule)."""
+    from planner.inputs.ladder import cash_schedule
 
     rows = _spend_rows(plan)
     rows = rows[rows["quantity"].abs() > 0] if len(rows) else rows  # a resale is negative cash
@@ -419,7 +419,7 @@ def _discount(plan: Plan, n: int) -> np.ndarray:
 
 def owned_cash(plan: Plan, months: pd.PeriodIndex) -> pd.Series:
     """Per month of ``months``: the fees of the commitments already owned, less any residual back (0 elsewhere)."""
-    from ...memo_cash import owned_fees_by_month
+    from planner.memo.cash import owned_fees_by_month
 
     of = owned_fees_by_month(plan.inputs)
     if not len(of):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pandas as pd
-from ...results import Plan
-from .book import COLUMNS, ref, DATE, F, INT, NUM, PCT, RATE, USD, _Sheet, _date
-from .costs import _price_value
-from ... import supply
+from planner.results.plan import Plan
+from planner.report.workbook.book import COLUMNS, ref, DATE, F, INT, NUM, PCT, RATE, USD, _Sheet, _date
+from planner.report.workbook.costs import _price_value
+from planner.inputs import supply
 
 
 MAX_SHEET_ROWS = 20_000  # past this the Allocation sheet is summed to days, then weeks, then months (allocation.csv has every period)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pandas as pd
-from ... import __version__
-from ...bill import inventory_table
-from ...results import Plan
-from ..provenance import provenance
-from .book import span, DATE, F, INT, NUM, PCT, RATE, RED, USD0, _Sheet, _date, _plus
-from .costs import _spend_rows
-from .money import _cash_npv_column
-from ... import supply
+from planner import __version__
+from planner.results.bill import inventory_table
+from planner.results.plan import Plan
+from planner.report.provenance import provenance
+from planner.report.workbook.book import span, DATE, F, INT, NUM, PCT, RATE, RED, USD0, _Sheet, _date, _plus
+from planner.report.workbook.costs import _spend_rows
+from planner.report.workbook.money import _cash_npv_column
+from planner.inputs import supply
 
 
 def _summary_layout(plan: Plan) -> list[tuple]:
@@ -185,7 +185,7 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
 
 def _check_formats(ws, stale: list[int]) -> None:
     """Red fill on the memo's check cell (B2) and on every (as solved) row's item and value once it says edited."""
-    from .memo import CHECK_EDITED
+    from planner.report.workbook.memo import CHECK_EDITED
 
     red = ws.planner_book.wb.add_format({"bg_color": "#FFC7CE", "font_color": "#9C0006", "bold": True})
     when = {"type": "formula", "criteria": f'=$B$2="{CHECK_EDITED}"', "format": red}

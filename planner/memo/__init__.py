@@ -1,0 +1,1 @@
+"""The purchase memo: each tranche's own use, cash by year, the re-solves of the downside and commitment curve."""

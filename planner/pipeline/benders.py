@@ -1,0 +1,129 @@
+"""The decomposed path of the pipeline: when ``auto`` decomposes, the Benders loop's plan (its risk view's
+sub-plans through the ``make_plan`` passed in), and long horizons priced batch by batch with the purchases fixed."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from planner.inputs.arrays import PlanInputs
+from planner.results.decomposed import finite, plan_from_batches, plan_from_priced
+from planner.results.plan import Plan
+from planner.results.risk import risk_view
+from planner.solve.workers import warm_bases
+
+
+BENDERS_AUTO_CELLS = 15_000  # periods x classes x scenarios above which "auto" decomposes (measured end to end on an
+# idle machine: M, 17,472 cells, 9.2 s against 12.0 s monolithic; L, 43,680, 2x faster; benchmarks/README.md)
+
+
+def use_benders(inp: PlanInputs, backend: str) -> bool:
+    """Benders when asked, or with "auto" above ``BENDERS_AUTO_CELLS`` (HiGHS, no backfill, no budget).
+
+    The per-period multi-cut decomposition is faster than the monolithic model on long horizons with one
+    purchase date or several; below the threshold the monolithic model (HiGHS's own branch and bound) is.
+    """
+    from planner.solve.decompose import applicable
+
+    method = inp.config.solver.method
+    if method == "monolithic" or not applicable(inp):
+        return False  # a linking family (a budget, backfill, discount-only commitments) ties the periods
+    if method == "benders":
+        return backend == "highs"  # the decomposition keeps its chunk LPs in HiGHS; --solver cbc solves monolithic
+    return backend == "highs" and inp.T * inp.K * len(inp.scenarios) > BENDERS_AUTO_CELLS
+
+
+def monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
+    """Why a model file that asks for ``method = "benders"`` is solved as one model (None otherwise);
+    ``free`` is False when an extension is added (the decomposition cannot see its rows)."""
+    from planner.model.stages import linking
+
+    if inp.config.solver.method != "benders":
+        return None
+    links = dict(linking(inp))  # the linking families present, and why each stops the decomposition
+    if not free:
+        why = "the model is extended (extend=), and the decomposition cannot see the added rows"
+    elif backend != "highs":
+        why = f"--solver {backend}: the decomposition runs on HiGHS only"
+    elif "budget" in links:
+        why = links["budget"]
+    elif not len(inp.reserved):
+        why = ("there is nothing to buy ahead (no reserved, capacity-block or savings-plan rows in the price sheet): "
+               "the model is one LP, solved whole")
+    elif links:
+        why = "the decomposition does not apply to this model: " + next(iter(links.values()))
+    else:
+        return None
+    return f'method = "benders" was asked, but the model was solved whole (monolithic): {why}'
+
+
+def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, timings, risk, write_model,
+                 progress: bool = False, executor=None) -> Plan:
+    """Purchases by Benders decomposition (proven gap); the plan read from the batches' last pricing (``make_plan``:
+    the pipeline's, for the risk view's sub-plans)."""
+    from planner.solve.decompose import solve_benders
+    from planner.core.progress import BendersProgress
+
+    s = inp.config.solver
+    gap = s.mip_gap if mip_gap is None else mip_gap
+    limit = s.time_limit_s if time_limit_s is None else time_limit_s
+    t0 = time.perf_counter()
+    bar = BendersProgress(enabled=progress)
+    try:
+        bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar,
+                           executor=executor)
+    finally:
+        bar.close()
+    timings["benders"] = time.perf_counter() - t0
+    plan = plan_from_batches(inp, bd, gap, limit, timings, write_model)
+    plan.stats["benders"] = {"chunks": bd.chunks, "thetas": bd.chunks, "cut_by": bd.cut_by, "batches": bd.batches,
+                             "integer_master_solves": bd.integer_master, "cuts": bd.cuts,
+                             "workers": bd.workers, "pricer": bd.pricer, "worker_restarts": bd.restarts,
+                             "phases_s": {k: v for k, v in bd.phases.items() if k != "rounding_gap"},
+                             "iterations": bd.iterations, "lower_usd": finite(bd.lower),
+                             "upper_usd": finite(bd.upper), "gap": finite(bd.gap),
+                             "log": [{"iteration": i, "bound_usd": finite(lo), "incumbent_usd": finite(up),
+                                      "seconds": round(sec, 3)} for i, lo, up, sec in bd.history]}
+    if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
+        t1 = time.perf_counter()
+        sub = _sub_executor(executor)
+        plan.risk = risk_view(plan, lambda i, fixed_reserved=None: make_plan(
+            i, backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved, risk=False,
+            shadow=False, executor=sub))
+        plan.timings["risk"] = time.perf_counter() - t1
+    return plan
+
+
+def _sub_executor(executor):
+    """Where the risk view's sub-plans price their batches: the same Dask cluster (its workers stay up), but in
+    this process rather than a new pool of local processes for every sub-plan (their start-up cost more)."""
+    from planner.core.executors import DaskExecutor
+
+    return executor if isinstance(executor, DaskExecutor) else None
+
+
+def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: bool, write_model, executor,
+               time_limit_s, mip_gap, warm: dict | None = None) -> Plan:
+    """The plan of the purchases ``n`` on a long horizon: every batch priced once at ``n`` (here, on worker
+    processes or on Dask) and read into the whole model's columns; the same LP as the whole model's, solved
+    apart (the recourse separates by period)."""
+    from planner.solve.decompose import chunk_index, cut_groups
+    from planner.solve.workers import make_pricer
+
+    t0 = time.perf_counter()
+    chunks = chunk_index(inp, "week")
+    cut_by = cut_groups(inp)
+    pricer = make_pricer(inp, chunks, cut_by, executor)
+    try:
+        priced = pricer.price(n, warm_bases(warm, chunks, pricer), solution=True)
+    finally:
+        pricer.close()
+    plan = plan_from_priced(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model,
+                            time_limit_s)
+    if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
+        sub = _sub_executor(executor)
+        plan.risk = risk_view(plan, lambda i, fixed_reserved=None: make_plan(
+            i, backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved, risk=False,
+            shadow=False, executor=sub))
+    return plan

@@ -1,0 +1,224 @@
+"""The recipe: model file -> validated inputs -> model -> solve -> plan -> outputs.
+
+Each step is a call into its own module; nothing here models or formats.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from planner.inputs import io
+from planner.inputs import validate
+from planner.inputs.config import ModelConfig, load_model
+from planner.inputs.arrays import PlanInputs, build_inputs
+from planner.model import build_model
+from planner.results.plan import Plan, extract_plan, register_writers
+from planner.results.risk import risk_view
+from planner.solve.monolithic import solve
+from planner.pipeline.benders import BENDERS_AUTO_CELLS, benders_plan, fixed_plan, monolithic_note, use_benders  # noqa: F401
+
+
+def _register_writers() -> None:
+    """The report functions a Plan's methods call: registered here, so results never imports report."""
+    from planner.report import plan_json, summary_text, write_workbook
+
+    register_writers(summary=summary_text, json=plan_json, workbook=write_workbook)
+
+
+_register_writers()
+
+
+def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = None,
+                prices: str | Path | None = None) -> PlanInputs:
+    """Read and validate everything a plan needs; raises InputError listing every problem."""
+    config = model if isinstance(model, ModelConfig) else load_model(model)
+    if demand is not None or prices is not None:
+        config = config.with_overrides(demand=Path(demand) if demand else None,
+                                       prices=Path(prices) if prices else None)
+    tables = validate.validate(
+        config,
+        io.read_table(config.demand, "demand"),
+        io.read_table(config.prices, "price sheet"),
+        io.read_table(config.inventory, "inventory") if config.inventory else None,
+        io.read_table(config.availability, "availability") if config.availability else None,
+    )
+    return build_inputs(config, tables)
+
+
+def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: float | None = None,
+              mip_gap: float | None = None, timings: dict | None = None,
+              fixed_reserved=None, risk: bool = True, extend=None, write_model: str | Path | None = None,
+              shadow: bool | None = None, progress: bool = False, executor=None, warm: dict | None = None) -> Plan:
+    """Build, solve and extract one plan.
+
+    ``backend``, ``time_limit_s`` and ``mip_gap`` override the model file's ``[solver]`` settings;
+    ``fixed_reserved`` (instances per row of ``inp.reserved``) fixes the purchases. ``extend(model)`` is
+    called on the built :class:`~planner.model.PlanModel` before solving: add rows and columns there (both
+    backends solve them); with it, the exact reductions (merged periods, dominated options) are off, so
+    every (class, pool, period) column exists for your rows. ``write_model`` writes the model solved
+    (``.lp`` or ``.mps``). ``risk`` (scenario inputs only) also solves the 2 + S extra MILPs of the
+    risk view (EVPI, VSS, worst case); pass ``risk=False`` to skip them. ``shadow`` (default: when the
+    model file sets a ``[budget]``) adds the shadow prices (:mod:`planner.solve.duals`, one more LP solve).
+    ``progress`` draws a bar of the Benders iterations (bound, incumbent, gap) on stderr when it is a terminal.
+    ``executor`` (:mod:`planner.core.executors`): where the decomposition prices its batches (worker processes or
+    a Dask cluster; default here). Long horizons with the purchases fixed are priced batch by batch too,
+    warm from ``warm`` (a decomposed plan's ``recourse``: its batches' last bases) when given.
+    """
+    s = inp.config.solver
+    timings = dict(timings or {})
+    b = inp.config.budget
+    if shadow is None:
+        shadow = b.max_total_usd is not None or b.monthly
+    if fixed_reserved is None and extend is None and use_benders(inp, backend or s.backend):
+        plan = benders_plan(inp, make_plan, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
+                            risk=risk, write_model=write_model, progress=progress, executor=executor)
+        plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
+        return _with_shadow(plan, shadow)
+    if fixed_reserved is not None and extend is None and use_benders(inp, backend or s.backend):
+        return _with_shadow(fixed_plan(inp, make_plan, np.asarray(fixed_reserved, float), timings, risk, write_model,
+                                       executor, time_limit_s, mip_gap, warm), shadow)
+    reduce = None if extend is None else False
+    model = build_model(inp, fixed_reserved=fixed_reserved, merge_periods=reduce,
+                        dominance=extend is None)
+    if extend is not None:
+        extend(model)
+    timings["build"] = model.seconds
+    note = None if fixed_reserved is not None else monolithic_note(inp, backend or s.backend, extend is None)
+    if write_model is not None:
+        model.write(write_model)
+    result = solve(model, backend or s.backend, time_limit_s if time_limit_s is not None else s.time_limit_s,
+                   s.mip_gap if mip_gap is None else mip_gap, s.threads)
+    timings["solve"] = result.seconds
+    t0 = time.perf_counter()
+    plan = extract_plan(inp, model, result, timings)
+    plan.timings["extract"] = time.perf_counter() - t0
+    if result.row_duals is not None and extend is None:  # the LP that made the plan left its duals
+        from planner.solve.duals import family_sums
+
+        plan.dual_sums = family_sums(model, inp, result.row_duals)
+    if note:
+        plan.notes.append(note)
+    if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
+        t0 = time.perf_counter()
+        sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
+            i, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved,
+            risk=False, extend=extend, shadow=False)
+        plan.risk = risk_view(plan, sub)
+        plan.timings["risk"] = time.perf_counter() - t0
+    if fixed_reserved is None and extend is None:
+        plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
+    return _with_shadow(plan, shadow and extend is None)
+
+
+def with_memo(plan: Plan, *, executor=None, backend: str | None = None, time_limit_s: float | None = None,
+              mip_gap: float | None = None) -> Plan:
+    """The plan with its purchase memo (:mod:`planner.memo.build`: each tranche's own utilisation, the downside
+    with demand 20 % and 30 % lower, the commitment curve, the next-best plan, cash by year): a few LPs
+    with the purchases fixed, mapped over ``executor`` (local processes by default)."""
+    if not plan.status.has_plan:
+        return plan
+    from planner.memo.build import build_memo
+
+    from planner.core.errors import PlannerError
+
+    t0 = time.perf_counter()
+    try:
+        plan.memo = build_memo(plan, executor=executor, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
+                               make_plan=make_plan)
+    except PlannerError as exc:  # the plan stands without its memo's re-solves: say why, never lose the plan
+        plan.notes.append(f"the purchase memo's re-solves were not computed ({exc}); the plan itself is unaffected")
+    plan.timings["memo"] = time.perf_counter() - t0
+    return plan
+
+
+def _with_exit_value(plan: Plan, inp: PlanInputs, **solve) -> Plan:
+    """Where terms may be resold: what that option is worth, the plan's objective without it less with it
+    (``commitments["exit_value_usd"]``, one more solve)."""
+    from planner.inputs.commitments import has_exits, without_exits
+
+    if not has_exits(inp) or not plan.status.has_plan:
+        return plan
+    t0 = time.perf_counter()
+    bare = make_plan(without_exits(inp), risk=False, shadow=False, **solve)
+    if bare.status.has_plan:
+        plan.commitments["exit_value_usd"] = float(bare.objective - plan.objective)
+        plan.commitments["cost_without_exits_usd"] = float(bare.cost["total"])
+    plan.timings["exit_value"] = time.perf_counter() - t0
+    return plan
+
+
+def _with_shadow(plan: Plan, shadow: bool) -> Plan:
+    """The plan with its shadow prices (purchases fixed, LP duals) when asked and there is a plan."""
+    if shadow and plan.status.has_plan:
+        from planner.solve.duals import shadow_prices
+
+        t0 = time.perf_counter()
+        plan.shadow_prices = shadow_prices(plan)
+        plan.timings["shadow_prices"] = time.perf_counter() - t0
+    return plan
+
+
+OUTPUTS = ("plan.xlsx", "plan.json", "allocation.csv", "fleet.csv")  # what ``planner plan`` writes
+
+
+def write_outputs(plan: Plan, out_dir: str | Path) -> dict[str, Path]:
+    """Write plan.json, plan.xlsx and the per-period tables (allocation.csv, fleet.csv) as one publication:
+    all from this run, or the old ones stay.
+
+    plan.json and the workbook carry the same ``run_id`` (plan.json key, workbook Assumptions note). The
+    CSVs hold every period (the workbook sums long horizons to days, weeks or months).
+    """
+    import uuid
+
+    from planner.core.atomic import publish_together
+    from planner.report import plan_json, write_workbook
+
+    from planner.results.plan import now_utc
+
+    plan.run_id = uuid.uuid4().hex
+    plan.created_utc = now_utc()
+    t0 = time.perf_counter()
+
+    def xlsx(path):
+        write_workbook(plan, path)
+        plan.timings["write_xlsx"] = time.perf_counter() - t0
+
+    found = publish_together(out_dir, {"plan.xlsx": xlsx,
+                                       "plan.json": lambda path: path.write_text(plan_json(plan), encoding="utf-8"),
+                                       "allocation.csv": lambda path: period_csv(plan.allocation, path),
+                                       "fleet.csv": lambda path: period_csv(plan.fleet, path)})
+    return {"xlsx": found["plan.xlsx"], "json": found["plan.json"], "allocation": found["allocation.csv"],
+            "fleet": found["fleet.csv"]}
+
+
+def period_csv(frame, path: Path) -> None:
+    """A per-period table as CSV: ISO periods, text made inert for spreadsheets (:mod:`planner.core.csvsafe`)."""
+    from planner.core.csvsafe import inert_frame
+
+    out = frame.copy()
+    out["period"] = out["period"].dt.strftime("%Y-%m-%dT%H:%M")
+    inert_frame(out).to_csv(path, index=False, float_format="%.10g")
+
+
+def run(model: str | Path, out_dir: str | Path | None = None, **options) -> Plan:
+    """Plan ``model`` end to end and write its outputs; returns the Plan."""
+    t0 = time.perf_counter()
+    inp = load_inputs(model, demand=options.pop("demand", None), prices=options.pop("prices", None))
+    memo = options.pop("memo", True)
+    plan = make_plan(inp, timings={"read_validate": time.perf_counter() - t0}, **options)
+    if memo:
+        plan = with_memo(plan, backend=options.get("backend"), time_limit_s=options.get("time_limit_s"),
+                         mip_gap=options.get("mip_gap"))
+    write_outputs(plan, out_dir or default_out_dir(inp.config))
+    return plan
+
+
+def default_out_dir(config: ModelConfig, suffix: str = "") -> Path:
+    """outputs/<model name><suffix>, the name made safe for a folder (suffix e.g. "-sweep")."""
+    import re
+
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", config.name).strip("-.") or "plan"  # never "." or ".."
+    return Path("outputs") / (slug + suffix)

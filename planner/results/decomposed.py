@@ -1,0 +1,85 @@
+"""The plan of a decomposed solve: the whole model's columns read from every batch's pricing at the purchases
+(:mod:`planner.solve.recourse`), the bound and gap the Benders loop proved, the batches' summed duals and last
+bases (a warm start for the re-solves)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from planner.inputs.arrays import PlanInputs
+from planner.model import build_model
+from planner.results.plan import Plan, extract_plan
+
+
+def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunks: list, cut_by: str,
+                     seconds: float, timings: dict | None = None, write_model=None, time_limit_s=None,
+                     allocation: bool = True) -> Plan:
+    """The plan of the purchases ``n`` from every batch's pricing at them (``pricer``'s batches of ``chunks``);
+    ``allocation=False``: without the per-class allocation table (:func:`planner.results.plan.extract_plan`)."""
+    from types import SimpleNamespace
+
+    from planner.solve.decompose import row_counts
+
+    upper = float(sum(r.values.sum() for r in priced))
+    bd = SimpleNamespace(n=n, fixed=True, status="optimal", gap=0.0, lower=upper, seconds=seconds,
+                         chunks=sum(pricer.groups),
+                         cut_by=cut_by, iterations=1, workers=pricer.workers, pricer=pricer.name,
+                         chunk_periods=chunks, keys=pricer.keys(), priced=priced, row_counts=row_counts(pricer))
+    plan = plan_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model, allocation)
+    plan.solve = replace(plan.solve, message=f"purchases fixed; the recourse priced in {len(chunks)} weekly batches "
+                                             f"({pricer.workers} worker(s), {pricer.name})")
+    return plan
+
+
+def finite(x):
+    """``x``, or None where it is not a finite number (a bound not yet known: JSON has no infinity)."""
+    return float(x) if x is not None and np.isfinite(x) else None
+
+
+def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, write_model=None,
+                       allocation: bool = True) -> Plan:
+    """The plan of the purchases ``bd.n`` from every batch's pricing at them (:mod:`planner.solve.recourse`): the
+    whole model is built with the purchases fixed (its columns, for the plan's tables), never solved."""
+    from planner.solve.recourse import assemble
+    from planner.solve.monolithic import SolveResult, Status
+
+    t0 = time.perf_counter()
+    if write_model is not None:  # the MILP the decomposition solved (purchases free), or the LP of fixed ones
+        build_model(inp, fixed_reserved=bd.n if getattr(bd, "fixed", False) else None).write(write_model)
+    model = build_model(inp, fixed_reserved=bd.n, rows=False)  # its columns: the plan's tables are read from them
+    model.rows = dict(bd.row_counts or {})  # the rows the batches solved, for the plan's statistics
+    values = assemble(inp, model, bd.chunk_periods, [(k, b, r.solution) for (k, b), r in zip(bd.keys, bd.priced)],
+                      bd.n)
+    status = Status.optimal if bd.status == "optimal" else Status.feasible
+    what = "proven" if status is Status.optimal else "not proven (time limit)"
+    bound = finite(bd.lower)
+    result = SolveResult(status=status, values=values, objective=float(model.cost @ values), mip_gap=finite(bd.gap),
+                         best_bound=bound, seconds=bd.seconds, backend="highs", time_limit_s=limit,
+                         mip_gap_limit=gap,
+                         message=f"Benders decomposition, {bd.chunks} cuts per iteration (one per {bd.cut_by}), "
+                                 f"{bd.iterations} iterations, {bd.workers} pricing worker(s) ({bd.pricer}): every "
+                                 f"purchase plan priced on the full hourly model, "
+                                 + (f"bound {bound:,.2f} USD, gap {what}" if bound is not None else
+                                    "no bound yet (the time limit came before the first master solve): not proven"))
+    timings["build"] = model.seconds
+    timings["solve"] = bd.seconds
+    plan = extract_plan(inp, model, result, timings, allocation=allocation)
+    plan.timings["extract"] = time.perf_counter() - t0
+    plan.dual_sums = summed_duals(bd.priced)
+    from planner.solve.recourse import portable_basis
+
+    plan.recourse = {"chunks": bd.chunk_periods, "cut_by": bd.cut_by, "units": np.asarray(bd.n, float),
+                     "bases": [portable_basis(r.basis) for r in bd.priced]}
+    return plan
+
+
+def summed_duals(priced: list) -> dict:
+    """The shadow-price sums over every batch (sums over disjoint periods add up)."""
+    out: dict = {"budget": {}}
+    for r in priced:
+        for name, arr in (r.dual_sums or {}).items():
+            out[name] = out[name] + arr if name in out else arr.copy()
+    return out

@@ -1,0 +1,78 @@
+"""Risk view of a two-stage (scenario) plan: per-scenario cost, worst case, VSS and EVPI.
+
+The plan picks one reserved purchase for all scenarios (first stage) and
+on-demand / spot per scenario (recourse). With RP the stochastic plan's expected
+objective:
+
+- EEV: plan on the probability-weighted mean forecast, then fix its purchases and
+  take the cheapest recourse in every scenario; VSS = EEV - RP >= 0 is what
+  planning against scenarios saves over planning against one point forecast.
+- WS: plan each scenario alone, knowing it will happen; EVPI = RP - WS >= 0 is
+  what a perfect forecast would be worth.
+- With a scenario tree (purchases on later dates wait for what is known then, planner.inputs.tree): FS is the
+  same plan with every purchase common to all scenarios; value of waiting = FS - RP >= 0.
+
+Objectives include the shortfall penalty, as in the formulation. Values within
+the solver's relative gap of zero are reported as 0 (a MIP solved to a gap g is
+only known to within g of its optimum).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.inputs.arrays import PlanInputs, first_stage, with_demand
+from planner.results.plan import Plan
+
+
+@dataclass(frozen=True)
+class RiskView:
+    """What a plan over scenarios risks: EVPI, VSS, the worst case and the cost spread."""
+    expected_cost_usd: float
+    worst_case_usd: float
+    worst_scenario: str
+    eev_usd: float  # expected objective of the mean-forecast plan's purchases
+    ws_usd: float  # expected objective with perfect information
+    vss_usd: float
+    evpi_usd: float
+    mean_plan_purchases: list[int]
+    first_stage_usd: float | None = None  # expected objective with every purchase common to all scenarios
+    value_of_waiting_usd: float | None = None  # first_stage_usd - the tree's: what waiting for information saves
+
+
+def _clamp(value: float, scale: float, gap: float) -> float:
+    return 0.0 if value < 0 and -value <= gap * abs(scale) + 1e-6 else value
+
+
+def risk_view(plan: Plan, make_plan) -> RiskView | None:
+    """Solve the extra problems behind VSS and EVPI; None for a single-scenario plan.
+
+    ``make_plan(inputs, fixed_reserved=None)`` solves one problem (passed in, so this
+    module stays below the pipeline).
+    """
+    inp: PlanInputs = plan.inputs
+    if len(inp.scenarios) < 2:
+        return None
+    gap = max(inp.config.solver.mip_gap, plan.solve.mip_gap or 0.0)
+    rp = plan.objective
+    mean = np.einsum("s,skt->kt", inp.probability, inp.demand)[None]
+    mean_plan = make_plan(with_demand(inp, mean, ["mean"], np.array([1.0])))
+    n_mean = mean_plan.purchases["units"].to_numpy()
+    # the mean plan's purchases in every node of the tree (the same at each date whatever happened before)
+    origin = inp.reserved["origin"].to_numpy(int) if "origin" in inp.reserved else np.arange(len(n_mean))
+    eev = make_plan(inp, fixed_reserved=n_mean[origin]).objective
+    first, waiting = None, None
+    if inp.reserved_member is not None:  # a tree: the same plan made without waiting for information
+        first = make_plan(first_stage(inp)).objective
+        waiting = _clamp(first - rp, rp, gap)
+    ws = 0.0
+    for s, name in enumerate(inp.scenarios):
+        alone = make_plan(with_demand(inp, inp.demand[s:s + 1], [name], np.array([1.0])))
+        ws += inp.probability[s] * alone.objective
+    totals = plan.scenario_costs.set_index("scenario")["total"]
+    return RiskView(expected_cost_usd=plan.cost["total"], worst_case_usd=float(totals.max()),
+                    worst_scenario=str(totals.idxmax()), eev_usd=eev, ws_usd=ws,
+                    vss_usd=_clamp(eev - rp, rp, gap), evpi_usd=_clamp(rp - ws, rp, gap),
+                    mean_plan_purchases=[int(x) for x in n_mean], first_stage_usd=first, value_of_waiting_usd=waiting)

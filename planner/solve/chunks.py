@@ -1,0 +1,37 @@
+"""The periods of a decomposition's batches: calendar chunks, the inputs of one chunk, the aggregate a warm
+start solves."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from planner.inputs.arrays import PlanInputs
+
+
+def chunk_index(inp: PlanInputs, chunk: str | int = "month") -> list[np.ndarray]:
+    """Period positions of each chunk: calendar months (``"month"``), weeks (``"week"``) or N periods."""
+    if isinstance(chunk, int):
+        return [np.arange(a, min(a + chunk, inp.T)) for a in range(0, inp.T, chunk)]
+    code = {"month": "M", "week": "W", "day": "D"}[chunk]
+    key = inp.periods.to_period(code).asi8
+    cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return [np.arange(a, b) for a, b in zip(cuts, np.r_[cuts[1:], inp.T])]
+
+
+def chunk_inputs(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
+    """``inp`` on the periods ``index``, with every purchase row kept (its activity sliced) and the backfill
+    economics of the whole horizon (not re-estimated on the chunk)."""
+    return replace(inp, periods=inp.periods[index], hours=inp.hours[index], demand=inp.demand[:, :, index],
+                   inventory=inp.inventory[:, index], reserved_active=inp.active[:, index],
+                   availability=None if inp.availability is None else inp.availability[:, :, index],
+                   requests=None if inp.requests is None else inp.requests[:, :, index])
+
+
+def aggregate_inputs(inp: PlanInputs, k: int) -> PlanInputs:
+    """Every ``k``-th period of ``inp``, each weighted by the hours of the ``k`` periods it stands for: a
+    small model whose LP optimum is a good first purchase plan (a warm start; its bound proves nothing)."""
+    idx = np.arange(0, inp.T, k)
+    agg = chunk_inputs(inp, idx)
+    return replace(agg, hours=np.add.reduceat(np.asarray(inp.hours, float), idx))

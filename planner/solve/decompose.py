@@ -1,0 +1,323 @@
+"""Per-period multi-cut Benders (L-shaped) decomposition: the purchases are the only link between periods.
+
+Given the purchases ``n`` (whole instances per purchase row), the rest of the model separates by period
+(by block: the exactly merged periods of :mod:`planner.model.blocks`; with scenarios, by (scenario, period)).
+The recourse cost is a sum of convex piecewise-linear functions ``Q_g(n)``, one per *cut group* ``g``: a
+block, or on very long horizons the blocks of one day or week (chosen by size, ``cut=``). The master is the
+purchase problem (its cost, the reserved caps, the exit links) plus one ``theta_g`` per group and cuts
+
+    theta_g >= Q_g(n_bar) + sum_c d_gc (n_c - n_bar_c),   d_gc = - sum_{rows r of g} a_rc y_r
+
+with ``y`` the duals of the recourse rows (demand, shares, caps) at ``n_bar``: the subgradient of each group's
+own LP. The recourse is priced in a few *batched* HiGHS LPs (a calendar month of periods each, ``chunk=``)
+kept alive and re-solved warm with the purchases' column bounds changed; each group's value and subgradient
+come out of one batch's solution by grouping its columns and rows by block with numpy (no Python loop per
+period). Because a batch's LP is the direct sum of its blocks' LPs, its optimal duals restricted to a block
+are optimal duals of that block, so every cut is valid.
+
+The loop: a warm start from an aggregate LP (every k-th period weighted by the hours it stands for; its
+bound is never used), then the master's LP relaxation cut to convergence (cuts slack for many iterations
+are dropped), then the integer purchases: the relaxation's rounded, priced exactly on every period; when
+that leaves a gap above ``mip_gap``, an integer master with the accumulated cuts. The lower bound is always
+a master's bound (a relaxation of the full model) and the upper bound the exact cost of an integer plan
+priced on every period, so the gap is proven on the full hourly model, never on an aggregate.
+
+Not for models with backfill classes or discount-only commitments (they link every period; the planner then
+solves the monolithic model, see :func:`applicable`). The monolithic model is the oracle in tests.
+``multicut=False`` runs the previous scheme (one aggregated cut per chunk, :mod:`planner.solve.decompose_monthly`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from planner.inputs.arrays import PlanInputs
+from planner.model import build_model, unit_bounds, unit_integer
+from planner.model import stages
+from planner.model.objective import first_stage_cost
+from planner.solve.chunks import aggregate_inputs, chunk_index, chunk_inputs  # noqa: F401  (re-exported)
+from planner.solve.master import (  # noqa: F401  (re-exported)
+    ABS_TOL, REL_TOL, BendersResult, add_first_stage_rows, first_stage_feasible)
+
+MAX_GROUPS = 10_000  # "auto" cuts: one theta per block up to this many, else per day, else per week
+AGGREGATE_PERIODS = 384  # the warm start's aggregate keeps about this many periods
+DROP_AFTER = 8  # a cut slack in this many consecutive master solves is dropped (LP phase)
+
+
+def applicable(inp: PlanInputs) -> bool:
+    """True when the decomposition is exact for ``inp``: purchases to decide and no linking constraint family
+    (:func:`planner.model.stages.linking`: a budget, backfill classes, discount-only commitments)."""
+    return len(inp.reserved) > 0 and not stages.linking(inp)
+
+
+def cut_groups(inp: PlanInputs, cut: str = "auto") -> str:
+    """What one theta stands for: ``"block"`` (a period, or identical periods merged), ``"day"`` or
+    ``"week"``; ``"auto"`` picks the finest with at most ``MAX_GROUPS`` thetas."""
+    if cut != "auto":
+        return cut
+    S = len(inp.scenarios)
+    if inp.T * S <= MAX_GROUPS:
+        return "block"
+    days = len(np.unique(inp.periods.to_period("D").asi8))
+    return "day" if days * S <= MAX_GROUPS else "week"
+
+
+def row_counts(pricer) -> dict:
+    """Rows per constraint family summed over the pricer's batches."""
+    out: dict = {}
+    for counts in pricer.row_counts:
+        for name, n in counts.items():
+            out[name] = out.get(name, 0) + int(n)
+    return out
+
+
+def _aggregate_start(inp: PlanInputs, highspy, threads) -> np.ndarray | None:
+    """The purchases of the aggregate model's LP relaxation (None when the horizon is short or it fails)."""
+    from planner.solve.monolithic import highs_lp, new_highs
+
+    k = inp.T // AGGREGATE_PERIODS
+    if k < 2:
+        return None
+    model = build_model(aggregate_inputs(inp, k))
+    h = new_highs(highspy, None, 0.0, threads)
+    h.passModel(highs_lp(model, highspy, integer=False))
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    x = np.asarray(h.getSolution().col_value, dtype=float)
+    return np.clip(x[model.families["n"]["col"].to_numpy()], 0.0, None)
+
+
+def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float = 1e-4,
+                  time_limit_s: float | None = None, threads: int | None = None, max_iterations: int = 500,
+                  progress=None, cut: str = "auto", multicut: bool = True, executor=None,
+                  pricer=None) -> BendersResult:
+    """Decide the purchases of ``inp`` by per-period multi-cut Benders decomposition (see the module).
+
+    ``chunk``: the periods of one batched recourse LP (calendar ``"month"``, ``"week"``, ``"day"`` or N
+    periods); ``cut``: what one theta stands for (``"auto"``, ``"block"``, ``"day"``, ``"week"``);
+    ``progress(iteration, bound, incumbent)`` is called after every master solve. ``multicut=False`` runs
+    the previous one-cut-per-chunk scheme. The gap of the result is proven on the full model. The batches are
+    priced where ``executor`` says (:func:`planner.solve.workers.make_pricer`: here, local worker processes
+    or a Dask cluster; the same answer on any), or by ``pricer`` when one is given (made with the same chunks
+    and cut groups; it is not closed here). The result carries every batch's pricing at the plan's purchases
+    (column values and dual sums), so the plan needs no solve of the whole model.
+    """
+    if not multicut:
+        from planner.solve.decompose_monthly import solve_benders as monthly
+
+        return monthly(inp, chunk=chunk, mip_gap=mip_gap, time_limit_s=time_limit_s, threads=threads,
+                       max_iterations=max_iterations, progress=progress)
+    import highspy
+
+    from planner.solve.monolithic import new_highs
+
+    t0 = time.perf_counter()
+    phases = {"build": 0.0, "aggregate": 0.0, "pricing": 0.0, "master": 0.0}
+    whole = unit_integer(inp)  # instances are whole; savings plans' USD per hour are continuous
+    ubound = unit_bounds(inp)
+
+    def rounded(x):
+        return np.minimum(np.where(whole, np.round(x), np.clip(x, 0.0, None)), ubound)
+
+    def elapsed():
+        return time.perf_counter() - t0
+
+    def out_of_time():
+        return time_limit_s is not None and elapsed() > time_limit_s
+
+    cost = first_stage_cost(inp)  # cost, or NPV under [finance] objective = "npv" (the batches discount alike)
+    cut_by = cut_groups(inp, cut)
+    chunks = chunk_index(inp, chunk)
+    own = pricer is None
+    if own:
+        from planner.solve.workers import make_pricer
+
+        pricer = make_pricer(inp, chunks, cut_by, executor)
+    try:
+        return _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases,
+                     mip_gap, time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0)
+    finally:
+        if own:
+            pricer.close()
+
+
+def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases, mip_gap,
+          time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0) -> BendersResult:
+    """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches."""
+    R = len(inp.reserved)
+    n0 = np.zeros(R)
+    offsets = np.cumsum([0] + list(pricer.groups))
+    G = int(offsets[-1])
+    bases: list = [None] * len(chunks)
+    phases["build"] = elapsed()
+
+    inf = highspy.kHighsInf
+    master = new_highs(highspy, None, mip_gap / 4, threads)
+    master.setOptionValue("mip_rel_gap", max(mip_gap / 4, 1e-9))
+    lower = np.zeros(R + G)  # every group's recourse costs at least 0 (savings plans only discount usage)
+    upper = np.r_[np.where(np.isfinite(ubound), ubound, inf), np.full(G, inf)]
+    master.addVars(R + G, lower, upper)
+    master.changeColsCost(R + G, np.arange(R + G, dtype=np.int32), np.r_[cost, np.ones(G)])
+    own_rows = add_first_stage_rows(master, inp, inf)  # the first-stage families' own rows (reserved caps, exit links...)
+    fixed_rows = master.getNumRow()
+    ages = np.zeros(0, dtype=np.int64)  # per cut row: consecutive master solves it was slack
+    cut_lo = np.zeros(0)  # and its right-hand side
+
+    def feasible(x):
+        """Whether purchases ``x`` satisfy the master's own rows (every first-stage family)."""
+        return first_stage_feasible(own_rows, x)
+
+    def price(n):
+        """Q(n) = sum_g Q_g(n), each group's value, and the cuts (COO) at n; adds them to the master."""
+        nonlocal ages, cut_lo
+        t = time.perf_counter()
+        results = pricer.price(n, bases)
+        for i, r in enumerate(results):
+            bases[i] = r.basis
+        values = np.concatenate([r.values for r in results])
+        g = np.concatenate([r.group + off for r, off in zip(results, offsets)])
+        c = np.concatenate([r.row for r in results])
+        d = np.concatenate([r.coef for r in results])
+        phases["pricing"] += time.perf_counter() - t
+        # cut g: theta_g - d_g . n >= Q_g - d_g . n_bar   (rows sorted by group)
+        order = np.lexsort((c, g))
+        g, c, d = g[order], c[order], d[order]
+        rhs = values - np.bincount(g, weights=d * n[c], minlength=G)
+        starts = np.searchsorted(g, np.arange(G)) + np.arange(G)  # each row: its d entries then its theta
+        index = np.empty(len(g) + G, dtype=np.int32)
+        coef = np.empty(len(g) + G)
+        pos = np.arange(len(g)) + g  # entry i of group g sits after g theta entries
+        index[pos], coef[pos] = c, -d
+        tpos = np.searchsorted(g, np.arange(G), side="right") + np.arange(G)
+        index[tpos], coef[tpos] = R + np.arange(G), 1.0
+        master.addRows(G, rhs, np.full(G, inf), len(index), starts.astype(np.int32), index, coef)
+        ages = np.r_[ages, np.zeros(G, dtype=np.int64)]
+        cut_lo = np.r_[cut_lo, rhs]
+        return float(values.sum())
+
+    def solve_master():
+        t = time.perf_counter()
+        master.run()
+        phases["master"] += time.perf_counter() - t
+        return master.getInfo(), np.asarray(master.getSolution().col_value, dtype=float)
+
+    def drop_slack_cuts():
+        """Delete the cuts slack in the last DROP_AFTER master solves (the active ones stay)."""
+        nonlocal ages, cut_lo
+        act = np.asarray(master.getSolution().row_value, dtype=float)[fixed_rows:]
+        slack = act - cut_lo > 1e-7 * np.maximum(1.0, np.abs(cut_lo))
+        ages = np.where(slack, ages + 1, 0)
+        old = np.flatnonzero(ages >= DROP_AFTER)
+        if len(old):
+            master.deleteRows(len(old), (old + fixed_rows).astype(np.int32))
+            ages, cut_lo = np.delete(ages, old), np.delete(cut_lo, old)
+
+    best_n, best_upper, bound = None, np.inf, -np.inf
+    priced: set = set()  # integer plans priced exactly
+    history: list = []
+    it = 0
+    mips = 0
+    status = "feasible"
+
+    def log():
+        history.append((it, bound, best_upper, elapsed()))
+        if progress:
+            progress(it, bound, best_upper)
+
+    def offer(n_int, recourse):
+        nonlocal best_n, best_upper
+        priced.add(n_int.tobytes())
+        total = float(cost @ n_int) + recourse
+        if total < best_upper:
+            best_upper, best_n = total, n_int.copy()
+
+    def closed(gap=mip_gap):
+        return best_upper < np.inf and best_upper - bound <= max(gap, REL_TOL) * abs(best_upper) + ABS_TOL
+
+    # 1. warm start: the aggregate LP's purchases (bound not used), else buy nothing
+    t = time.perf_counter()
+    start = _aggregate_start(inp, highspy, threads)
+    phases["aggregate"] = time.perf_counter() - t
+    n = n0 if start is None else start
+    # 2. the master's LP relaxation, cut until it closes or stalls
+    n_lp, lp_stall = n, 0
+    while it < max_iterations:
+        it += 1
+        recourse = price(n)
+        if np.allclose(n[whole], np.round(n[whole]), atol=1e-9):
+            offer(rounded(n), recourse)
+        lp_value = float(cost @ n) + recourse  # the relaxation's objective at n (an LP upper bound)
+        if out_of_time():
+            log()
+            break
+        info, sol = solve_master()
+        prev = bound
+        bound = max(bound, float(info.objective_function_value))
+        n_lp, n = n, np.clip(sol[:R], 0.0, None)
+        log()
+        if closed() or lp_value - bound <= mip_gap / 4 * abs(lp_value) + ABS_TOL or np.allclose(n, n_lp, atol=1e-9):
+            break
+        lp_stall = lp_stall + 1 if bound - prev <= 1e-7 * abs(bound) else 0
+        if lp_stall >= 5 or it >= 100:
+            break
+        drop_slack_cuts()
+    # 3. round the relaxation's purchases and price them exactly on every period
+    if not closed() and not out_of_time() and it < max_iterations:
+        up = np.minimum(np.where(whole, np.ceil(n - 1e-9), n), ubound)
+        for cand in (rounded(n), rounded(n_lp), np.where(whole, np.floor(n + 1e-9), n), up):
+            if cand.tobytes() in priced or not feasible(cand):
+                continue
+            it += 1
+            recourse = price(cand)
+            offer(cand, recourse)
+            log()
+            if closed() or out_of_time():
+                break
+    phases["rounding_gap"] = (best_upper - bound) / abs(best_upper) \
+        if np.isfinite(best_upper) and abs(best_upper) > 0 else (0.0 if best_upper == 0 else float("inf"))
+    # 4. the integer master with the accumulated cuts, while rounding leaves a gap
+    if not closed() and not out_of_time() and it < max_iterations:
+        ints = np.flatnonzero(whole).astype(np.int32)
+        master.changeColsIntegrality(len(ints), ints, np.full(len(ints), highspy.HighsVarType.kInteger))
+        while it < max_iterations:
+            it += 1
+            if time_limit_s is not None:
+                master.setOptionValue("time_limit", max(time_limit_s - elapsed(), 1.0))
+            info, sol = solve_master()
+            mips += 1
+            dual = info.mip_dual_bound
+            if np.isfinite(dual) and info.primal_solution_status:
+                bound = max(bound, float(dual))
+            if not info.primal_solution_status:
+                log()
+                break
+            n = rounded(sol[:R])
+            if n.tobytes() in priced:  # its cuts are exact there: the master cannot rise above that plan's cost
+                log()
+                if best_upper - bound <= max(mip_gap, 1e-7) * abs(best_upper) + ABS_TOL:
+                    status = "optimal"
+                break
+            offer(n, price(n))
+            log()
+            if closed() or out_of_time():
+                break
+    if closed():
+        status = "optimal"
+    if best_n is None:  # never priced an integer point (time limit): price the last one (or buy nothing)
+        cand = rounded(n) if feasible(rounded(n)) else np.where(whole, np.floor(n + 1e-9), n)
+        cand = cand if feasible(cand) else n0
+        offer(cand, price(cand))
+        if closed():
+            status = "optimal"
+    t = time.perf_counter()  # the plan: every batch at the best purchases, with its columns and duals
+    final = pricer.price(best_n, bases, solution=True)
+    phases["plan_pricing"] = time.perf_counter() - t
+    return BendersResult(n=best_n, upper=best_upper, lower=min(bound, best_upper), iterations=it, chunks=G,
+                         seconds=elapsed(), status=status, history=history, batches=len(chunks),
+                         cut_by=cut_by, phases={k: float(v) for k, v in phases.items()},
+                         cuts=master.getNumRow() - fixed_rows, integer_master=mips, priced=final,
+                         keys=pricer.keys(), row_counts=row_counts(pricer), chunk_periods=chunks, workers=pricer.workers, pricer=pricer.name,
+                         restarts=getattr(pricer, "restarts", 0))

@@ -1,0 +1,408 @@
+"""Run CBC (through ``COIN_CMD`` and cbcbox's binary) or HiGHS on a built model.
+
+The solver's answer is mapped to :class:`Status`; a plan is called
+``optimal`` only when the solver proved optimality within the requested
+relative gap, and the achieved gap is reported beside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pulp
+
+from planner.core.errors import SolverError
+from planner.model import PlanModel
+
+
+class Status(str, enum.Enum):
+    """How a solve ended: optimal (proven within the gap), feasible (a plan, not proven), infeasible or error."""
+    optimal = "optimal"  # proven optimal within the relative gap
+    feasible = "feasible"  # a plan, but stopped (time limit) before proving it optimal
+    infeasible = "infeasible"
+    error = "error"  # no usable answer
+
+    @property
+    def has_plan(self) -> bool:
+        """True when the solve returned a plan: optimal, or feasible at a limit."""
+        return self in (Status.optimal, Status.feasible)
+
+    @property
+    def proven(self) -> bool:
+        """True when the plan is proven optimal within the gap."""
+        return self is Status.optimal
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """A solver's answer: status, one value per column, objective, gap, bound, time and backend."""
+    status: Status
+    values: np.ndarray  # one value per column of the PlanModel, in column order
+    objective: float
+    mip_gap: float | None  # achieved relative gap (None if unknown)
+    best_bound: float | None
+    seconds: float
+    backend: str
+    message: str = ""
+    time_limit_s: float | None = None  # the limits this solve ran under (after any override of the model file)
+    mip_gap_limit: float | None = None
+    row_duals: np.ndarray | None = None  # the rows' duals where the plan came from an LP (integers fixed), else None
+
+
+HIGHS_RAN = False  # set once HiGHS has solved in this process (its native thread pool exists: fork is unsafe)
+
+
+def cbc_path() -> str | None:
+    """cbcbox's CBC binary if installed, else ``cbc`` on PATH."""
+    try:
+        import cbcbox
+
+        path = cbcbox.cbc_bin_path()
+        if path and os.access(path, os.X_OK):
+            return path
+    except Exception:  # cbcbox missing or broken: fall back to PATH
+        pass
+    return shutil.which("cbc")
+
+
+def highs_available() -> bool:
+    """True when highspy is installed and PuLP sees it."""
+    try:
+        import highspy  # noqa: F401
+    except ImportError:
+        return False
+    return pulp.HiGHS(msg=False).available()
+
+
+def available_backends() -> list[str]:
+    """The installed solver backends, of 'cbc' and 'highs'."""
+    out = []
+    if cbc_path():
+        out.append("cbc")
+    if highs_available():
+        out.append("highs")
+    return out
+
+
+def solve(model: PlanModel, backend: str = "cbc", time_limit_s: float | None = None,
+          mip_gap: float = 1e-4, threads: int | None = None, strategy: str = "auto") -> SolveResult:
+    """Solve with ``backend``; ``strategy`` ("auto" or "mip") picks HiGHS's LP-rounding first pass."""
+    backend = backend.lower()
+    if backend == "cbc":
+        result = _solve_cbc(model, time_limit_s, mip_gap, threads)
+    elif backend == "highs":
+        result = _solve_highs(model, time_limit_s, mip_gap, threads, strategy)
+    else:
+        raise SolverError(f"unknown solver backend {backend!r}; expected 'cbc' or 'highs'")
+    return replace(result, time_limit_s=time_limit_s, mip_gap_limit=mip_gap)
+
+
+def _set_start(model: PlanModel, variables: list) -> None:
+    """Give the solver a feasible incumbent, so a time limit always leaves a plan to report."""
+    for v, x in zip(variables, model.start.tolist()):
+        v.setInitialValue(x)
+
+
+def _values(variables: list) -> np.ndarray:
+    return np.array([v.varValue if v.varValue is not None else np.nan for v in variables], dtype=float)
+
+
+def _result(model: PlanModel, backend: str, status: Status, t0: float, gap, bound, message,
+            values: np.ndarray, row_duals: np.ndarray | None = None) -> SolveResult:
+    ok = status in (Status.optimal, Status.feasible)
+    if ok:
+        values = np.where(np.isnan(values), 0.0, values)  # columns in no row and no objective
+        values = np.where(np.abs(values) < 1e-9, 0.0, values)
+    else:
+        values = np.full(model.n_variables, np.nan)
+    objective = float(model.cost @ values) if ok else float("nan")
+    return SolveResult(status=status, values=values, objective=objective, mip_gap=gap, best_bound=bound,
+                       seconds=time.perf_counter() - t0, backend=backend, message=message,
+                       row_duals=row_duals if ok else None)
+
+
+_CBC_RESULT = re.compile(r"^Result - (.*)$", re.M)
+_CBC_GAP = re.compile(r"^Gap:\s+([-\d.eE+]+)", re.M)
+_CBC_BOUND = re.compile(r"^Lower bound:\s+([-\d.eE+]+)", re.M)
+
+
+def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
+    path = cbc_path()
+    if not path:
+        raise SolverError("CBC is not installed: reinstall the planner (pip install 'pulp[cbc]') "
+                          "or use --solver highs")
+    t0 = time.perf_counter()
+    _remove_stale_cbc_folders()
+    with tempfile.TemporaryDirectory(prefix=f"planner-cbc-{os.getpid()}-") as tmp:
+        log = os.path.join(tmp, "cbc.log")
+        prob, variables = model.to_pulp()  # derived from the arrays for this solve
+        _set_start(model, variables)
+        solver = pulp.COIN_CMD(path=_dies_with_us(path), msg=False, timeLimit=time_limit_s,
+                               gapRel=mip_gap, threads=threads, logPath=log, warmStart=True)
+        solver.tmpDir = tmp  # PuLP's .mps/.mst/.sol files go in our private folder (absolute paths), removed
+        for attempt in range(5):  # no chdir: the working directory is the process's, and other threads'
+            try:
+                prob.solve(solver)
+                break
+            except pulp.PulpSolverError as exc:
+                raise SolverError(f"CBC failed: {exc}") from None
+            except OSError as exc:  # ETXTBSY: another thread forked while the launcher was being written
+                if exc.errno != 26 or attempt == 4:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        text = Path(log).read_text(encoding="utf-8", errors="replace") if os.path.exists(log) else ""
+    result = _CBC_RESULT.search(text)
+    result_text = result.group(1).strip() if result else ""
+    gap = _CBC_GAP.search(text)
+    bound = _CBC_BOUND.search(text)
+    gap_v = float(gap.group(1)) if gap else None
+    bound_v = float(bound.group(1)) if bound else None
+    st, sol = prob.status, prob.sol_status
+    if st == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
+        status = Status.optimal
+        if gap_v is None:
+            gap_v = 0.0
+    elif sol == pulp.LpSolutionIntegerFeasible:
+        status = Status.feasible
+    elif st == pulp.LpStatusInfeasible:
+        status = Status.infeasible
+    else:
+        status = Status.error
+    return _result(model, "cbc", status, t0, gap_v, bound_v, result_text, _values(variables))
+
+
+_LAUNCHER_LOCK = threading.Lock()
+_LAUNCHER: dict = {}  # cbc path -> this process's launcher script (written once)
+
+
+def _dies_with_us(cbc: str) -> str:
+    """A launcher for CBC that the kernel kills when the planner dies (SIGKILL included): util-linux's
+    ``setpriv --pdeathsig KILL``; the plain binary where setpriv is missing.
+
+    Written once per process (under a lock) in a private folder, closed before any solve runs it: a script
+    written while another thread forks would be "text file busy" (ETXTBSY) for that thread's exec.
+    """
+    setpriv = shutil.which("setpriv")
+    if not setpriv or sys.platform != "linux":
+        return cbc
+    with _LAUNCHER_LOCK:
+        launcher = _LAUNCHER.get(cbc)
+        if launcher and os.path.exists(launcher):
+            return launcher
+        import atexit
+
+        folder = tempfile.mkdtemp(prefix=f"planner-cbc-{os.getpid()}-launcher-")
+        atexit.register(shutil.rmtree, folder, True)
+        launcher = os.path.join(folder, "cbc")
+        tmp = launcher + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(f'#!/bin/sh\nexec "{setpriv}" --pdeathsig KILL -- "{cbc}" "$@"\n')
+        os.chmod(tmp, 0o700)
+        os.replace(tmp, launcher)
+        _LAUNCHER[cbc] = launcher
+        return launcher
+
+
+def _remove_stale_cbc_folders() -> None:
+    """Remove the private CBC folders of planner runs that were killed (their process is gone)."""
+    for folder in Path(tempfile.gettempdir()).glob("planner-cbc-*-*"):
+        try:
+            pid = int(folder.name.split("-")[2])
+        except (IndexError, ValueError):
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass
+
+
+_QUIET_LOCK = threading.Lock()
+_QUIET = {"depth": 0, "fd": None, "saved": None}  # one redirection per process, however many threads solve
+
+
+@contextlib.contextmanager
+def quiet_stdout():
+    """Silence the C library's writes to file descriptor 1 for the duration (keep it short: fd 1 is the
+    whole process's, so other threads' output is silenced too; the planner wraps only the making of a
+    HiGHS object, which prints a banner).
+
+    File descriptor 1 belongs to the process, so threads share one redirection: the first to enter saves
+    fd 1 and points it at /dev/null, the last to leave puts it back (save/restore pairs of several
+    threads would otherwise interleave and leave fd 1 on /dev/null for good).
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # captured stdout (pytest, notebooks)
+        yield
+        return
+    with _QUIET_LOCK:
+        if _QUIET["depth"] == 0:
+            sys.stdout.flush()
+            saved = os.dup(fd)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd)
+            os.close(null)
+            _QUIET.update(fd=fd, saved=saved)
+        _QUIET["depth"] += 1
+    try:
+        yield
+    finally:
+        with _QUIET_LOCK:
+            _QUIET["depth"] -= 1
+            if _QUIET["depth"] == 0:
+                os.dup2(_QUIET["saved"], _QUIET["fd"])
+                os.close(_QUIET["saved"])
+                _QUIET.update(fd=None, saved=None)
+
+
+def highs_lp(model: PlanModel, highspy, integer: bool):
+    """The model as a HighsLp: row-wise matrix straight from the arrays, no Python loop per entry."""
+    start, index, value, row_lower, row_upper = model.constraints.to_csr()
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_ = model.n_variables
+    lp.num_row_ = len(row_lower)
+    lp.col_cost_ = model.cost
+    lp.col_lower_ = model.lower
+    lp.col_upper_ = np.where(np.isinf(model.upper), inf, model.upper)
+    lp.row_lower_ = np.where(np.isinf(row_lower), -inf, row_lower)
+    lp.row_upper_ = np.where(np.isinf(row_upper), inf, row_upper)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_ = model.n_variables
+    lp.a_matrix_.num_row_ = len(row_lower)
+    lp.a_matrix_.start_ = start.astype(np.int32)
+    lp.a_matrix_.index_ = index.astype(np.int32)
+    lp.a_matrix_.value_ = value
+    if integer:
+        kinds = np.where(model.integer, int(highspy.HighsVarType.kInteger), int(highspy.HighsVarType.kContinuous))
+        lp.integrality_ = [highspy.HighsVarType(int(k)) for k in kinds]
+    return lp
+
+
+def new_highs(highspy, time_limit_s, mip_gap, threads):
+    """A quiet HiGHS object with the planner's options (time limit, MIP gap, threads): shared by the monolithic
+    solve, the Benders masters, the batches' recourse LPs and the shadow-price LP."""
+    global HIGHS_RAN
+    HIGHS_RAN = True
+    with quiet_stdout():  # HiGHS prints its banner when it is made, whatever its options; then it is silent
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+    h.setOptionValue("mip_rel_gap", float(mip_gap))
+    if time_limit_s is not None:
+        h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
+    if threads:
+        h.setOptionValue("threads", int(threads))
+    return h
+
+
+def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
+    """Solve the LP relaxation, round the few integer columns, re-solve with them fixed (warm).
+
+    The relaxation's optimum is a lower bound on the MILP's, so the rounded plan is proven optimal
+    within ``(upper - lower) / upper``. Returns (values, objective, lower bound) or None when the
+    relaxation did not solve; the caller decides whether the bound certifies the gap.
+    """
+    h = new_highs(highspy, time_limit_s, mip_gap, threads)
+    if h.passModel(highs_lp(model, highspy, integer=False)) == highspy.HighsStatus.kError:
+        raise SolverError("HiGHS rejected the model")
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    lower = float(h.getInfo().objective_function_value)
+    relaxed = np.asarray(h.getSolution().col_value, dtype=float)
+    cols = np.flatnonzero(model.integer)
+    best = None
+    for rounded in (np.floor(relaxed[cols] + 0.5), np.floor(relaxed[cols] + 1e-9)):
+        rounded = np.clip(rounded, model.lower[cols], model.upper[cols])
+        if best is not None and np.array_equal(rounded, best[2]):
+            continue
+        h.changeColsBounds(len(cols), cols.astype(np.int32), rounded, rounded)
+        if time_limit_s is not None:
+            h.setOptionValue("time_limit", max(float(time_limit_s) - (time.perf_counter() - t0), 0.01))
+        h.run()  # warm: the basis of the relaxation is a few pivots away
+        if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+            sol = h.getSolution()
+            values = np.asarray(sol.col_value, dtype=float)
+            values[cols] = rounded
+            objective = float(model.cost @ values)
+            if best is None or objective < best[1]:
+                best = (values, objective, rounded, np.asarray(sol.row_dual, dtype=float))
+            if (best[1] - lower) <= mip_gap * max(abs(best[1]), 1e-9):
+                break  # the relaxation's bound already proves this rounding: the other is not needed
+    return None if best is None else (best[0], best[1], lower, best[3])
+
+
+def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str = "auto") -> SolveResult:
+    """HiGHS on the model's arrays. With ``strategy="auto"`` and integer columns, first the LP relaxation
+    and rounding (proven within the gap by the relaxation's bound, or else), then the branch and bound."""
+    if not highs_available():
+        raise SolverError("HiGHS is not installed: pip install 'planner[highs]' (highspy), or use --solver cbc")
+    import highspy
+
+    t0 = time.perf_counter()
+    if model.n_variables == 0:  # nothing to decide (no demand, nothing to buy): HiGHS calls an empty model an error
+        return _result(model, "highs", Status.optimal, t0, 0.0, 0.0, "Optimal (empty model)", np.zeros(0))
+    has_int = bool(model.integer.any())
+    rounded = None
+    if has_int and strategy == "auto":
+        rounded = _lp_round(model, highspy, time_limit_s, mip_gap, threads, t0)
+        if rounded is not None:
+            values, objective, lower, duals = rounded
+            gap = (objective - lower) / max(abs(objective), 1e-9)
+            if gap <= mip_gap + 1e-12:
+                return _result(model, "highs", Status.optimal, t0, max(gap, 0.0), lower,
+                               "Optimal (LP relaxation rounded; its bound proves the gap)", values, duals)
+        if time_limit_s is not None:
+            time_limit_s = max(time_limit_s - (time.perf_counter() - t0), 0.01)
+    h = new_highs(highspy, time_limit_s, mip_gap, threads)
+    if h.passModel(highs_lp(model, highspy, integer=has_int)) == highspy.HighsStatus.kError:
+        raise SolverError("HiGHS rejected the model")
+    # no setSolution(model.start): with HiGHS 1.16 a MIP start made run() stop at once and call the
+    # start optimal (bound 0, gap 0). HiGHS finds its own first incumbent early.
+    run = h.run()
+    if run == highspy.HighsStatus.kError:
+        raise SolverError(f"HiGHS failed: {h.modelStatusToString(h.getModelStatus())}")
+    info = h.getInfo()
+    ms = h.getModelStatus()
+    text = h.modelStatusToString(ms)
+    feasible = int(info.primal_solution_status) == 2
+    if ms == highspy.HighsModelStatus.kOptimal:
+        status = Status.optimal
+    elif ms in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+        status = Status.infeasible
+    elif feasible:
+        status = Status.feasible  # stopped early (time limit) with a primal-feasible incumbent
+    else:
+        status = Status.error
+    gap = float(info.mip_gap) if has_int else 0.0
+    bound = float(info.mip_dual_bound) if has_int else None
+    if gap is not None and not np.isfinite(gap):
+        gap = None
+    values = np.asarray(h.getSolution().col_value, dtype=float) if status in (Status.optimal, Status.feasible) \
+        else np.full(model.n_variables, np.nan)
+    if status != Status.optimal and rounded is not None:
+        # stopped early: keep the rounded plan if branch and bound found nothing better
+        r_values, r_objective, lower, r_duals = rounded
+        if status != Status.feasible or r_objective < float(model.cost @ np.nan_to_num(values)):
+            best = max(lower, bound) if bound is not None and np.isfinite(bound) else lower
+            r_gap = max((r_objective - best) / max(abs(r_objective), 1e-9), 0.0)
+            kept = Status.optimal if r_gap <= mip_gap + 1e-12 else Status.feasible
+            return _result(model, "highs", kept, t0, r_gap, best,
+                           f"{text}; kept the rounded LP-relaxation plan", r_values, r_duals)
+    duals = np.asarray(h.getSolution().row_dual, dtype=float) if not has_int and status is Status.optimal else None
+    return _result(model, "highs", status, t0, gap, bound, text, values, duals)

@@ -1,0 +1,321 @@
+"""The decomposition's recourse: per-batch LPs with the purchases fixed, priced at any purchases.
+
+A *batch* is the recourse LP of a run of consecutive periods (a week by default; every scenario of those
+periods), built once from the inputs and kept as numpy arrays: compact and picklable, so that it can live on
+a worker process or a Dask worker. Every pricing makes a fresh HiGHS from the arrays, sets the batch's last
+optimal basis and re-solves warm (measured on XL: as fast as re-solving a live HiGHS, which holds ten times
+the memory). The basis is a batch's only state and travels with every call: what a batch returns depends on
+its arrays, the purchases and that basis only, never on the worker that priced it, so one worker, many, a
+Dask cluster, or a worker replaced after it died, all give the same numbers.
+
+A pricing returns, per cut group of the batch (a block, day or week: one theta of the master), its recourse
+value and its subgradient in the purchases (from the duals of the rows the purchases appear in); at the
+plan's purchases it also returns the column values (for the plan) and the shadow-price sums of the row duals
+(:func:`planner.solve.duals.family_sums`), so the plan needs no solve of the whole model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.inputs.arrays import PlanInputs
+
+EXTRACT_FAMILIES = ("x", "y", "z", "u", "v")  # the recourse families a plan is read from (keys + local block)
+
+
+@dataclass
+class Batch:
+    """One batch's recourse LP as arrays, and what maps its solution to cut groups and to the whole model."""
+
+    periods: np.ndarray  # positions of its periods in the horizon
+    G: int  # cut groups (thetas) in the batch
+    R: int  # purchase rows (first-stage columns)
+    # the LP (row-wise), purchases' columns fixed at each pricing
+    start: np.ndarray
+    index: np.ndarray
+    value: np.ndarray
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    cost: np.ndarray
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    ncols: np.ndarray  # the purchases' columns (R,)
+    # per cut group: the cost of its columns, and the purchases' coefficients in its rows
+    cost_cols: np.ndarray
+    cost_vals: np.ndarray
+    cost_group: np.ndarray
+    e_row: np.ndarray
+    e_c: np.ndarray
+    e_coef: np.ndarray
+    e_group: np.ndarray
+    # the plan: every recourse column's family keys with the batch's own block numbers
+    keys: dict
+    block_of: np.ndarray  # (S, periods) the batch's block of each (scenario, period)
+    # shadow prices: each row's family code, key (class or pool) and weight (see planner.solve.duals.family_sums)
+    row_code: np.ndarray
+    row_key: np.ndarray
+    row_weight: np.ndarray
+    classes_pools: tuple  # (K, P) of the inputs
+    row_counts: dict  # rows per constraint family (the whole model's are their sums over the batches)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(columns, rows) of the LP: a basis fits only an LP of its shape."""
+        return len(self.cost), len(self.row_lower)
+
+    @property
+    def size(self) -> int:
+        """Non-zeros of the LP (the work a pricing takes, for balancing batches over workers)."""
+        return int(len(self.value) + len(self.cost))
+
+
+def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
+    """The batch of ``inp``'s periods at positions ``periods`` (all scenarios), cut into ``cut_by`` groups."""
+    from planner.solve.chunks import chunk_inputs
+    from planner.solve.duals import row_codes
+    from planner.model import build_model
+
+    sub = chunk_inputs(inp, periods)
+    R = len(inp.reserved)
+    model = build_model(sub, fixed_reserved=np.zeros(R))
+    ncol = model.families["n"]["col"].to_numpy()
+    cost = model.cost.copy()
+    cost[ncol] = 0.0  # purchases are paid in the master
+    colblock = np.full(model.n_variables, -1, dtype=np.int64)
+    for name, frame in model.families.items():
+        if name != "n" and "b" in frame and len(frame):
+            colblock[frame["col"].to_numpy()] = frame["b"].to_numpy()
+    B = model.blocks.B
+    if cut_by == "block":
+        block_group = np.arange(B)
+    else:  # the day or week (and scenario) of each block's first (scenario, period)
+        flat = model.blocks.of.reshape(-1)
+        _, first = np.unique(flat, return_index=True)
+        s, t = np.divmod(first, model.blocks.of.shape[1])
+        key = sub.periods.to_period({"day": "D", "week": "W"}[cut_by]).asi8[t]
+        _, block_group = np.unique(np.stack([s, key], axis=1), axis=0, return_inverse=True)
+        block_group = block_group.reshape(-1)
+    G = int(block_group.max()) + 1 if B else 0
+    colgroup = np.where(colblock >= 0, block_group[np.clip(colblock, 0, None)], -1)
+    live = np.flatnonzero((colgroup >= 0) & (cost != 0))
+    start, index, value, row_lower, row_upper = model.constraints.to_csr()
+    row_of = np.repeat(np.arange(len(start) - 1), np.diff(start))
+    rowgroup = np.full(len(start) - 1, -1, dtype=np.int64)
+    np.maximum.at(rowgroup, row_of, colgroup[index])  # every recourse entry of a row is in one group
+    n_of_col = np.full(model.n_variables, -1, dtype=np.int64)
+    n_of_col[ncol] = np.arange(R)
+    hit = np.flatnonzero((n_of_col[index] >= 0) & (rowgroup[row_of] >= 0))
+    e_row = row_of[hit]
+    keys = {}
+    for name in EXTRACT_FAMILIES:
+        frame = model.families.get(name)
+        if frame is not None and len(frame):
+            keys[name] = {c: frame[c].to_numpy().astype(np.int32) for c in frame.columns if c in ("k", "p", "b", "c")}
+            keys[name]["col"] = frame["col"].to_numpy().astype(np.int32)
+    code, rkey, weight = row_codes(model, sub)
+    # infinite bounds stay np.inf: highspy's kHighsInf is IEEE infinity (HiGHS reads anything >= 1e20 so)
+    return Batch(periods=np.asarray(periods), G=G, R=R,
+                 start=start.astype(np.int32), index=index.astype(np.int32), value=value.astype(float),
+                 col_lower=model.lower.copy(), col_upper=model.upper.copy(), cost=cost,
+                 row_lower=row_lower, row_upper=row_upper, ncols=ncol.astype(np.int32),
+                 cost_cols=live.astype(np.int32), cost_vals=cost[live], cost_group=colgroup[live].astype(np.int32),
+                 e_row=e_row.astype(np.int32), e_c=n_of_col[index[hit]].astype(np.int32), e_coef=value[hit],
+                 e_group=rowgroup[e_row].astype(np.int32), keys=keys,
+                 block_of=model.blocks.of.astype(np.int32), row_code=code, row_key=rkey, row_weight=weight,
+                 classes_pools=(inp.K, inp.P), row_counts=dict(model.rows))
+
+
+@dataclass
+class Priced:
+    """One batch priced at some purchases."""
+
+    values: np.ndarray  # (G,) each cut group's recourse cost
+    group: np.ndarray  # subgradient entries: cut group, purchase row, coefficient
+    row: np.ndarray
+    coef: np.ndarray
+    basis: tuple  # (column status, row status) as int8: the warm start of the next pricing
+    iterations: int = 0
+    solution: np.ndarray | None = None  # column values (asked for the plan)
+    dual_sums: dict | None = None  # shadow-price sums of the row duals (asked for the plan)
+
+
+def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, portable: bool = True,
+          scale: float = 1.0) -> Priced:
+    """Solve ``batch`` with the purchases at ``n``, warm from ``basis``; see :class:`Priced`.
+
+    ``scale``: every class's demand multiplied by it (the demand and spot-share rows' bounds are linear in the
+    demand, and no column exists or not by its size: the same LP as the batch of the scaled inputs, for
+    classes sized in GPUs; the memo's downside).
+
+    ``basis``: None (cold), a (column status, row status) pair of int8 arrays, or a ``highspy.HighsBasis``
+    (in the process that made it). The basis returned is int8 arrays when ``portable`` (to travel between
+    processes), else the HighsBasis itself (no conversion: a pricer in one process keeps them so).
+    """
+    import highspy
+
+    from planner.solve.duals import sums_from_codes
+    from planner.core.errors import SolverError
+    from planner.solve.monolithic import new_highs
+
+    h = new_highs(highspy, None, 0.0, None)
+    h.passModel(_lp(batch, n, highspy, scale))
+    if basis is not None:
+        h.setBasis(basis if isinstance(basis, highspy.HighsBasis) else _highs_basis(basis, highspy))
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise SolverError(f"a batch's recourse LP did not solve: {h.modelStatusToString(status)}")
+    sol = h.getSolution()
+    x = np.asarray(sol.col_value, dtype=float)
+    y = np.asarray(sol.row_dual, dtype=float)
+    values = np.bincount(batch.cost_group, weights=batch.cost_vals * x[batch.cost_cols], minlength=batch.G)
+    key = batch.e_group.astype(np.int64) * batch.R + batch.e_c
+    uniq, inv = np.unique(key, return_inverse=True)
+    d = np.bincount(inv.reshape(-1), weights=-batch.e_coef * y[batch.e_row], minlength=len(uniq))
+    keep = np.abs(d) > 1e-12
+    hb = h.getBasis()
+    iters = int(h.getInfo().simplex_iteration_count)
+    return Priced(values=values, group=uniq[keep] // batch.R, row=uniq[keep] % batch.R, coef=d[keep],
+                  basis=_portable(hb, batch) if portable else hb, iterations=iters,
+                  solution=x if solution else None,
+                  dual_sums=sums_from_codes(batch.row_code, batch.row_key, _weights(batch, scale), y,
+                                            *batch.classes_pools) if solution else None)
+
+
+def _weights(batch: Batch, scale: float) -> np.ndarray:
+    """The rows' shadow-price weights with the demand scaled (demand and spot-share rows weigh the demand)."""
+    if scale == 1.0:
+        return batch.row_weight
+    from planner.solve.duals import CODES
+
+    return np.where(np.isin(batch.row_code, (CODES["demand"], CODES["spot_share"])), batch.row_weight * scale,
+                    batch.row_weight)
+
+
+def _portable(hb, batch: Batch) -> tuple:
+    """A HighsBasis as (column status, row status) int8 arrays."""
+    cols, rows = batch.shape
+    return (np.fromiter(map(int, hb.col_status), dtype=np.int8, count=cols),
+            np.fromiter(map(int, hb.row_status), dtype=np.int8, count=rows))
+
+
+def portable_basis(basis, batch_shape: tuple | None = None):
+    """Any basis :func:`price` returns, as int8 arrays (None stays None)."""
+    if basis is None or isinstance(basis, tuple):
+        return basis
+    return (np.fromiter(map(int, basis.col_status), dtype=np.int8),
+            np.fromiter(map(int, basis.row_status), dtype=np.int8))
+
+
+_ENUMS: list = []
+
+
+def _highs_basis(basis: tuple, highspy):
+    """(column status, row status) int8 arrays as a HighsBasis."""
+    if not _ENUMS:
+        members = {int(s): s for s in highspy.HighsBasisStatus.__members__.values()}
+        _ENUMS.append(np.array([members.get(i, members[0]) for i in range(max(members) + 1)], dtype=object))
+    table = _ENUMS[0]
+    b = highspy.HighsBasis()
+    b.col_status = table[basis[0].astype(np.intp)].tolist()
+    b.row_status = table[basis[1].astype(np.intp)].tolist()
+    b.valid = True
+    return b
+
+
+def _lp(batch: Batch, n: np.ndarray, highspy, scale: float = 1.0):
+    """The batch as a HighsLp with the purchases' columns fixed at ``n`` (and the demand scaled by ``scale``)."""
+    lower, upper = batch.col_lower.copy(), batch.col_upper.copy()
+    lower[batch.ncols] = upper[batch.ncols] = n
+    row_lower, row_upper = batch.row_lower, batch.row_upper
+    if scale != 1.0:
+        from planner.solve.duals import CODES
+
+        linear = np.isin(batch.row_code, (CODES["demand"], CODES["spot_share"]))
+        row_lower, row_upper = np.where(linear, row_lower * scale, row_lower), np.where(linear, row_upper * scale,
+                                                                                         row_upper)
+    lp = highspy.HighsLp()
+    lp.num_col_ = len(batch.cost)
+    lp.num_row_ = len(batch.row_lower)
+    lp.col_cost_ = batch.cost
+    lp.col_lower_ = lower
+    lp.col_upper_ = upper
+    lp.row_lower_ = row_lower
+    lp.row_upper_ = row_upper
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_ = len(batch.cost)
+    lp.a_matrix_.num_row_ = len(batch.row_lower)
+    lp.a_matrix_.start_ = batch.start
+    lp.a_matrix_.index_ = batch.index
+    lp.a_matrix_.value_ = batch.value
+    return lp
+
+
+def assemble(inp: PlanInputs, model, chunks: list[np.ndarray], batches_keys: list[tuple], n: np.ndarray
+             ) -> np.ndarray:
+    """The whole model's column values from every batch's solution at the purchases ``n``.
+
+    ``model`` is the whole model (built with ``n`` fixed); ``batches_keys[j]`` is (keys, block_of, solution) of
+    the batch of periods ``chunks[j]``. A block of the whole model takes the values of the batch block of its
+    first (scenario, period): periods merge only where their data are equal, so that batch block's optimal
+    recourse is optimal for every period of the merged block (the recourse separates by period).
+    """
+    v = np.zeros(model.n_variables)
+    v[model.families["n"]["col"].to_numpy()] = n
+    S, T = model.blocks.of.shape
+    flat = model.blocks.of.reshape(-1)
+    _, first = np.unique(flat, return_index=True)
+    s0, t0 = np.divmod(first, T)  # per whole-model block: its first (scenario, period)
+    chunk_of = np.empty(T, dtype=np.int64)
+    local = np.empty(T, dtype=np.int64)
+    for j, idx in enumerate(chunks):
+        chunk_of[idx] = j
+        local[idx] = np.arange(len(idx))
+    cj = chunk_of[t0]
+    bb = np.empty(len(first), dtype=np.int64)  # per whole-model block: its batch block
+    for j, (_keys, block_of, _x) in enumerate(batches_keys):
+        hit = np.flatnonzero(cj == j)
+        bb[hit] = block_of[s0[hit], local[t0[hit]]]
+    nb = len(batches_keys)
+    for name in EXTRACT_FAMILIES:
+        frame = model.families.get(name)
+        if frame is None or not len(frame):
+            continue
+        cols = [c for c in ("c", "k", "p") if c in frame]
+        fb = frame["b"].to_numpy()
+        radix = [nb] + [int(frame[c].max()) + 1 for c in cols]
+        tail = max([int(bb.max()) + 1 if len(bb) else 1] +
+                   [int(k[name]["b"].max()) + 1 for k, _b, _x in batches_keys if name in k and len(k[name]["b"])])
+        target = _mixed([cj[fb]] + [frame[c].to_numpy() for c in cols] + [bb[fb]], radix + [tail])
+        src, vals = [], []
+        for j, (keys, _block_of, x) in enumerate(batches_keys):
+            k = keys.get(name)
+            if k is None or not len(k["col"]):
+                continue
+            inside = np.ones(len(k["col"]), dtype=bool)
+            for c, base in zip(cols, radix[1:]):  # a batch column the whole model lacks (dominance) is left out
+                inside &= k[c] < base
+            src.append(_mixed([np.full(int(inside.sum()), j)] + [k[c][inside] for c in cols] + [k["b"][inside]],
+                              radix + [tail]))
+            vals.append(x[k["col"][inside]])
+        if not src:
+            continue
+        src, vals = np.concatenate(src), np.concatenate(vals)
+        order = np.argsort(src)
+        src, vals = src[order], vals[order]
+        del order
+        pos = np.clip(np.searchsorted(src, target), 0, len(src) - 1)
+        found = src[pos] == target
+        v[frame["col"].to_numpy()[found]] = vals[pos[found]]
+    return v
+
+
+def _mixed(columns: list, radix: list) -> np.ndarray:
+    """Columns of small non-negative integers as one sortable int64 each (mixed radix ``radix``)."""
+    out = np.zeros(len(columns[0]), dtype=np.int64)
+    for col, base in zip(columns, radix):
+        out *= int(base)
+        out += np.asarray(col, dtype=np.int64)
+    return out

@@ -1,0 +1,434 @@
+"""Where the decomposition's batches are priced: here, on local worker processes, or on a Dask cluster.
+
+Every pricer holds the batches of :mod:`planner.solve.recourse` (each built once, where it is priced, from the
+inputs on that worker's own periods, sent once: :func:`share_inputs`) and answers ``price(n, bases, solution)`` with one
+:class:`~planner.solve.recourse.Priced` per batch, in batch order. The bases travel with the calls (the caller
+keeps them), so the answer does not depend on the pricer or the number of workers.
+
+- :class:`LocalPricer`: in this process.
+- :class:`ProcessPricer`: ``jobs`` worker processes here, each with a fixed share of the batches (balanced by
+  their periods). A worker that dies (killed, out of memory) is replaced: the new one builds the same batches
+  and the call is retried with the same bases, so the iteration's answer is unchanged.
+- :class:`DaskPricer`: one Dask actor per worker of a cluster (``planner.core.executors.DaskExecutor``), its share
+  of the inputs scattered to it; an actor lost with its worker is made again on a live worker (its share
+  scattered again) and the call retried.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+
+import numpy as np
+
+from planner.solve.recourse import build_batch, price
+
+RETRIES = 2  # a call is retried this many times after a worker died
+
+
+def slim(inp):
+    """``inp`` without the demand table (the arrays hold the demand): what a worker needs to build batches,
+    a quarter of the bytes to send."""
+    from dataclasses import replace
+
+    return replace(inp, tables=replace(inp.tables, demand=inp.tables.demand.iloc[:0]))
+
+
+def _shares(chunks: list[np.ndarray], workers: int) -> list[list[int]]:
+    """Batch positions per worker: longest batches first, each to the least loaded worker (deterministic)."""
+    load = [0] * workers
+    out: list[list[int]] = [[] for _ in range(workers)]
+    for i in sorted(range(len(chunks)), key=lambda i: (-len(chunks[i]), i)):
+        w = min(range(workers), key=lambda j: (load[j], j))
+        out[w].append(i)
+        load[w] += len(chunks[i])
+    return [sorted(s) for s in out]
+
+
+def share_inputs(inp, chunks: list[np.ndarray], share: list[int]) -> tuple:
+    """The inputs a worker needs for the batches ``share``: ``inp`` on those batches' periods only (a three-year
+    plan's (purchase rows x periods) activity is hundreds of MB: each worker holds its own part, not all of it),
+    and its batches as (batch, its periods in the horizon, its periods in that part)."""
+    from planner.solve.chunks import chunk_inputs
+
+    mine = [chunks[i] for i in share]
+    where = np.concatenate(mine) if mine else np.zeros(0, dtype=np.int64)
+    starts = np.cumsum([0] + [len(c) for c in mine])
+    items = [(i, chunks[i], np.arange(a, b)) for i, a, b in zip(share, starts[:-1], starts[1:])]
+    return chunk_inputs(inp, where), items
+
+
+def build_share(part, items: list, cut_by: str) -> dict:
+    """The batches of ``items`` (see :func:`share_inputs`) built from ``part``, each knowing its horizon periods."""
+    out = {}
+    for i, idx, where in items:
+        out[i] = build_batch(part, where, cut_by)
+        out[i].periods = np.asarray(idx)
+    return out
+
+
+class LocalPricer:
+    """The batches in this process, priced one after the other."""
+
+    workers = 1
+    name = "here"
+
+    def __init__(self, inp, chunks: list[np.ndarray], cut_by: str):
+        self.batches = [build_batch(inp, idx, cut_by) for idx in chunks]
+        self.groups = [b.G for b in self.batches]
+        self._keys = [(b.keys, b.block_of) for b in self.batches]
+        self.row_counts = [b.row_counts for b in self.batches]
+        self.sizes = [b.shape for b in self.batches]
+
+    def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0) -> list:
+        """Every batch at ``n`` from its basis (kept as HiGHS's own objects: one process, no conversion)."""
+        return [price(b, n, basis, solution, portable=False, scale=scale) for b, basis in zip(self.batches, bases)]
+
+    def keys(self) -> list[tuple]:
+        """Per batch: (family keys, block_of) for assembling the plan."""
+        return self._keys
+
+    def close(self) -> None:
+        """Drop the batches (their memory is the plan's to use next)."""
+        self.batches = []
+
+
+# ---------------------------------------------------------------------------------------- local processes
+
+def _serve(inbox, outbox, parent: int) -> None:
+    """A worker process: build its batches, then price them on request until told to stop."""
+    from planner.core.executors import die_with_parent
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    die_with_parent(parent)
+    batches: dict[int, object] = {}
+    while True:
+        try:
+            msg = pickle.loads(inbox.recv_bytes())
+        except EOFError:
+            return
+        op = msg[0]
+        try:
+            if op == "build":
+                _, payload, items, cut_by, die = msg
+                if die:  # a test's fault: this worker dies while it builds (as an out-of-memory kill would)
+                    os.kill(os.getpid(), signal.SIGKILL)
+                inp = pickle.loads(payload)
+                del msg, payload  # the inputs' bytes are not kept while the batches are priced
+                batches.update(build_share(inp, items, cut_by))
+                del inp
+                reply = {i: (batches[i].G, batches[i].keys, batches[i].block_of, batches[i].row_counts,
+                             batches[i].shape) for i, _, _ in items}
+            elif op == "price":
+                _, n, todo, solution, die, scale = msg
+                if die:  # a test's fault: this worker dies in the middle of an iteration
+                    os.kill(os.getpid(), signal.SIGKILL)
+                reply = {i: price(batches[i], n, basis, solution, scale=scale) for i, basis in todo}
+            else:
+                return
+            outbox.send_bytes(pickle.dumps(("ok", reply), protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception as exc:  # a solver failure: the parent raises it
+            outbox.send_bytes(pickle.dumps(("error", f"{type(exc).__name__}: {exc}")))
+
+
+def _child_main(argv: list[str]) -> None:
+    """``python -m planner.solve.workers IN OUT PARENT``: a worker on the pipes' file descriptors. Its
+    standard output goes to standard error, so that nothing it prints (HiGHS) mixes with the parent's."""
+    from multiprocessing.connection import Connection
+
+    os.dup2(2, 1)
+    inbox, outbox = Connection(int(argv[0]), writable=False), Connection(int(argv[1]), readable=False)
+    _serve(inbox, outbox, int(argv[2]))
+
+
+class ProcessPricer:
+    """``jobs`` worker processes on this machine, each pricing a fixed share of the batches."""
+
+    name = "local"
+
+    def __init__(self, inp, chunks: list[np.ndarray], cut_by: str, jobs: int, fault_build: int | None = None):
+        from planner.core.executors import default_jobs
+
+        # more processes than cores (or batches) only add start-up and memory
+        self.workers = max(1, min(int(jobs), len(chunks), default_jobs()))
+        self.chunks, self.cut_by = chunks, cut_by
+        self.shares = _shares(chunks, self.workers)
+        self.inp = slim(inp)  # each worker is sent only its own periods of it (see _payload)
+        self.procs: list = [None] * self.workers
+        self.conns: list = [None] * self.workers  # (to the worker, from the worker)
+        self.calls = 0
+        self.fault: dict | None = None  # tests: {"call": k, "worker": w} kills worker w during price call k
+        self.fault_build = fault_build  # tests: this worker kills itself on its first build
+        self.restarts = 0
+        for w in range(self.workers):
+            self._start(w)
+        built: dict = {}
+        for w in range(self.workers):
+            try:
+                built.update(self._receive(w))
+            except (EOFError, OSError):  # it died while building (killed, out of memory): a new one builds again
+                built.update(self._restart(w))
+        self.groups = [built[i][0] for i in range(len(chunks))]
+        self._keys = [(built[i][1], built[i][2]) for i in range(len(chunks))]
+        self.row_counts = [built[i][3] for i in range(len(chunks))]
+        self.sizes = [built[i][4] for i in range(len(chunks))]
+
+    def _start(self, w: int) -> None:
+        """Start worker ``w`` (a new Python process running this module: no fork of a process where HiGHS
+        threads may run, no re-import of the caller's script) and send it the inputs and its batches."""
+        import subprocess
+        import sys
+        from multiprocessing.connection import Connection
+
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        self.procs[w] = subprocess.Popen([sys.executable, "-m", "planner.solve.workers", str(down_r), str(up_w),
+                                          str(os.getpid())], pass_fds=(down_r, up_w), stdin=subprocess.DEVNULL,
+                                         close_fds=True)
+        os.close(down_r)
+        os.close(up_w)
+        self.conns[w] = (Connection(down_w, readable=False), Connection(up_r, writable=False))
+        payload, items = self._payload(w)
+        # a worker dead already is seen by _receive (EOF)
+        die = self.fault_build == w
+        self.fault_build = None if die else self.fault_build
+        try:
+            self.conns[w][0].send_bytes(pickle.dumps(("build", payload, items, self.cut_by, die),
+                                                     protocol=pickle.HIGHEST_PROTOCOL))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _payload(self, w: int) -> tuple[bytes, list]:
+        """Worker ``w``'s inputs (its own periods only, see :func:`share_inputs`) pickled, and its batches."""
+        part, items = share_inputs(self.inp, self.chunks, self.shares[w])
+        return pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL), items
+
+    def _receive(self, w: int) -> dict:
+        status, reply = pickle.loads(self.conns[w][1].recv_bytes())
+        if status != "ok":
+            from planner.core.errors import SolverError
+
+            raise SolverError(f"a pricing worker failed: {reply}")
+        return reply
+
+    def _restart(self, w: int) -> dict:
+        """Replace worker ``w`` (dead) with a new one that builds the same batches; what it built. A worker that
+        keeps dying while it builds is a SolverError after RETRIES more tries."""
+        for attempt in range(RETRIES + 1):
+            self.restarts += 1
+            try:
+                self.procs[w].kill()
+            except Exception:
+                pass
+            try:
+                self.procs[w].wait(timeout=5)
+            except Exception:
+                pass
+            for conn in self.conns[w]:
+                conn.close()
+            try:
+                self._start(w)
+                return self._receive(w)
+            except (EOFError, OSError):
+                if attempt == RETRIES:
+                    from planner.core.errors import SolverError
+
+                    raise SolverError(f"pricing worker {w} died {RETRIES + 1} times while building its batches "
+                                      "(out of memory? fewer --jobs, or a machine with more memory)") from None
+        raise AssertionError("unreachable")
+
+    def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0) -> list:
+        """Every batch at ``n`` from its basis, the workers' shares in parallel; a dead worker is replaced."""
+        self.calls += 1
+        out: dict = {}
+        todo = list(range(self.workers))
+        for attempt in range(RETRIES + 1):
+            failed = []
+            for w in todo:
+                die = bool(self.fault and self.fault.get("call") == self.calls and self.fault.get("worker") == w
+                           and attempt == 0)
+                msg = ("price", n, [(i, bases[i]) for i in self.shares[w]], solution, die, scale)
+                try:
+                    self.conns[w][0].send_bytes(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    failed.append(w)
+            for w in todo:
+                if w in failed:
+                    continue
+                try:
+                    out.update(self._receive(w))
+                except (EOFError, OSError):
+                    failed.append(w)
+            if not failed:
+                return [out[i] for i in range(len(self.chunks))]
+            if attempt == RETRIES:
+                from planner.core.errors import SolverError
+
+                raise SolverError(f"pricing workers {failed} died {RETRIES + 1} times in one iteration")
+            for w in failed:
+                self._restart(w)
+            todo = sorted(failed)
+        raise AssertionError("unreachable")
+
+    def keys(self) -> list[tuple]:
+        """Per batch: (family keys, block_of) for assembling the plan."""
+        return self._keys
+
+    def pids(self) -> list[int]:
+        """The worker processes' ids."""
+        return [p.pid for p in self.procs]
+
+    def close(self) -> None:
+        """Stop the workers."""
+        for down, up in self.conns:
+            try:
+                down.send_bytes(pickle.dumps(("stop",)))
+            except Exception:
+                pass
+        for proc, (down, up) in zip(self.procs, self.conns):
+            try:
+                proc.wait(timeout=5)
+            except Exception:
+                proc.kill()
+                proc.wait()
+            down.close()
+            up.close()
+
+
+# ---------------------------------------------------------------------------------------- Dask
+
+class RecourseActor:
+    """A Dask actor holding some batches (built where it lives) and pricing them on request."""
+
+    def __init__(self, inp, items: list, cut_by: str):
+        self.batches = build_share(inp, items, cut_by)
+
+    def built(self) -> dict:
+        """Per batch: (cut groups, family keys, block_of)."""
+        return {i: (b.G, b.keys, b.block_of, b.row_counts, b.shape) for i, b in self.batches.items()}
+
+    def price(self, n, todo: list, solution: bool, scale: float = 1.0) -> dict:
+        """The batches ``todo`` ((position, basis) pairs) at ``n``."""
+        return {i: price(self.batches[i], n, basis, solution, scale=scale) for i, basis in todo}
+
+
+class DaskPricer:
+    """One :class:`RecourseActor` per worker of a Dask cluster, each with a fixed share of the batches."""
+
+    name = "dask"
+
+    def __init__(self, inp, chunks: list[np.ndarray], cut_by: str, executor):
+        self.client = executor.client
+        self.chunks, self.cut_by = chunks, cut_by
+        addresses = sorted(self.client.scheduler_info().get("workers", {}))
+        self.workers = max(1, min(len(addresses) or 1, len(chunks)))
+        self.shares = _shares(chunks, self.workers)
+        self.inp = slim(inp)  # each actor gets only its own periods of it (share_inputs)
+        self.restarts = 0
+        self.actors = [self._actor(w, addresses[w] if w < len(addresses) else None) for w in range(self.workers)]
+        built: dict = {}
+        for fut in [a.built() for a in self.actors]:
+            built.update(fut.result())
+        self.groups = [built[i][0] for i in range(len(chunks))]
+        self._keys = [(built[i][1], built[i][2]) for i in range(len(chunks))]
+        self.row_counts = [built[i][3] for i in range(len(chunks))]
+        self.sizes = [built[i][4] for i in range(len(chunks))]
+
+    def _actor(self, w: int, address: str | None):
+        part, items = share_inputs(self.inp, self.chunks, self.shares[w])
+        where = {"workers": [address], "allow_other_workers": True} if address else {}
+        data = self.client.scatter(part, **({"workers": [address]} if address else {}))
+        fut = self.client.submit(RecourseActor, data, items, self.cut_by, actor=True, pure=False, **where)
+        return fut.result()
+
+    def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0) -> list:
+        """Every batch at ``n`` from its basis; an actor lost with its worker is made again and retried.
+
+        A lost actor fails when called (``RuntimeError: Worker holding Actor was lost``, raised as the call is
+        made once the scheduler knows) or when its answer is awaited: either way its share is priced again on
+        a new actor, with the same bases, so the iteration's answer is unchanged."""
+        from planner.core.errors import SolverError
+
+        out: dict = {}
+        todo = list(range(self.workers))
+        for attempt in range(RETRIES + 1):
+            calls, failed = {}, []
+            for w in todo:
+                try:  # an actor whose worker is known lost refuses the call itself ("Worker holding Actor was lost")
+                    calls[w] = self.actors[w].price(n, [(i, bases[i]) for i in self.shares[w]], solution, scale)
+                except Exception:
+                    failed.append(w)
+            for w, fut in calls.items():
+                try:
+                    out.update(fut.result())
+                except Exception as exc:
+                    if isinstance(exc, SolverError):
+                        raise
+                    failed.append(w)
+            if not failed:
+                return [out[i] for i in range(len(self.chunks))]
+            if attempt == RETRIES:
+                raise SolverError(f"Dask pricing actors {failed} were lost {RETRIES + 1} times in one iteration")
+            for w in failed:
+                self.restarts += 1
+                try:
+                    self.actors[w] = self._remake(w)
+                except Exception:  # the cluster is still replacing the worker: the next attempt tries again
+                    pass
+            todo = failed
+        raise AssertionError("unreachable")
+
+    def _remake(self, w: int):
+        """A new actor for share ``w`` on a live worker (the scheduler may take a moment to drop a dead one)."""
+        import time
+
+        for attempt in range(RETRIES + 1):
+            try:
+                return self._actor(w, None)
+            except Exception:
+                if attempt == RETRIES:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def keys(self) -> list[tuple]:
+        """Per batch: (family keys, block_of) for assembling the plan."""
+        return self._keys
+
+    def close(self) -> None:
+        """Drop the actors (the cluster is the executor's to close)."""
+        self.actors = []
+
+
+def make_pricer(inp, chunks: list[np.ndarray], cut_by: str, executor=None):
+    """The pricer for ``executor``: a :class:`~planner.core.executors.DaskExecutor` gives a :class:`DaskPricer`, a
+    local executor of several jobs a :class:`ProcessPricer`, anything else (None, one job) a :class:`LocalPricer`."""
+    from planner.core.executors import DaskExecutor
+
+    if isinstance(executor, DaskExecutor):
+        return DaskPricer(inp, chunks, cut_by, executor)
+    jobs = getattr(executor, "workers", 1) if executor is not None else 1
+    if jobs > 1 and len(chunks) > 1:
+        return ProcessPricer(inp, chunks, cut_by, jobs)
+    return LocalPricer(inp, chunks, cut_by)
+
+
+if __name__ == "__main__":
+    import sys
+
+    _child_main(sys.argv[1:])
+
+
+def warm_bases(warm: dict | None, chunks: list, pricer) -> list:
+    """Per batch, the basis in ``warm`` (a plan's ``recourse``) when it was made for the same batches, else None
+    (a cold start): a basis of another batching would not fit its LP."""
+    if not warm or len(warm.get("chunks", [])) != len(chunks) or \
+            any(not np.array_equal(a, b) for a, b in zip(warm["chunks"], chunks)):
+        return [None] * len(chunks)
+    sizes = getattr(pricer, "sizes", None)
+    bases = list(warm["bases"])
+    if sizes is not None:  # a batch whose LP differs in size (the demand pattern changed) starts cold
+        bases = [b if b is not None and (len(b[0]), len(b[1])) == tuple(sz) else None for b, sz in zip(bases, sizes)]
+    return bases
