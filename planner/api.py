@@ -21,6 +21,7 @@ from planner.inputs import io
 from planner.inputs import validate
 from planner.inputs.config import ModelConfig, load_model, parse_model
 from planner.inputs.arrays import PlanInputs, build_inputs
+from planner.core.options import PlanOptions
 from planner.pipeline.run import load_inputs, make_plan
 from planner.results.plan import Plan
 
@@ -87,8 +88,8 @@ def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | 
         config = source if isinstance(source, ModelConfig) else load_model(source)
         inp = load_inputs(config, demand=demand, prices=prices)
     _check_overrides(backend, time_limit_s, mip_gap)
-    result = make_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, risk=risk,
-                       extend=extend, write_model=write_model, shadow=shadow_prices)
+    result = make_plan(inp, PlanOptions(backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, risk=risk,
+                                        extend=extend, write_model=write_model, shadow=shadow_prices))
     if not result.ok:  # as the CLI: no plan, no plan object that looks like one
         from planner.core.errors import SolverError
 

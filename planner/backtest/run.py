@@ -316,8 +316,6 @@ def _on_order(base: PlanInputs, owned: pd.DataFrame, start) -> np.ndarray:
 def _bought(inp: PlanInputs, n: np.ndarray, window: int) -> pd.DataFrame:
     """The rows of ``inp.reserved`` bought (n > 0), as dated inventory for the windows after."""
     res = inp.reserved.assign(instances=n, gpus=n * inp.reserved["m"].to_numpy(float), window=window)
-    if "block_start" not in res:
-        res["block_start"] = pd.NaT
     res = res[res["instances"] > 0]
     return res[["window", "pool", "gpu_type", "region", "option", "purchase_date", "active_from", "end_date",
                 "instances", "gpus", "block_start"]].rename(columns={"active_from": "start", "end_date": "end"})
@@ -363,7 +361,7 @@ def fixed_instances(whole: PlanInputs, bought: pd.DataFrame) -> np.ndarray:
     res = whole.reserved
     # a term is told apart by its purchase date (the cut-off), a capacity block by its window (any cut-off
     # may buy it, and two offers of one pool differ only there)
-    starts = res["block_start"] if "block_start" in res else pd.Series(pd.NaT, index=res.index)
+    starts = res["block_start"]
     index = {(int(p), o, pd.Timestamp(b) if pd.notna(b) else int(d)): i
              for i, (p, o, d, b) in enumerate(zip(res["pool"], res["option"], res["date_index"], starts))}
     for row in bought.itertuples():

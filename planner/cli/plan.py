@@ -17,6 +17,7 @@ from planner.cli.common import (default_model, demand_option, echo_json, executo
                      out_option, prices_option, quiet_option, scale_options, solve_options, solver_option,
                      time_limit_option)
 from planner.core.errors import InputError
+from planner.core.options import PlanOptions
 
 # planner.backtest.run.STRATEGIES, spelled here so that `planner --help` imports no pandas (a test keeps them equal)
 STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "spot_aware", "coverage_ladder",
@@ -84,9 +85,10 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     stop = sigterm_raises() if pool is not None else contextlib.nullcontext()
     try:
         with stop:  # SIGTERM raises here, so the finally below closes the workers or the Dask cluster cleanly
-            result = make_plan(inp, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
-                               timings={"read_validate": time.perf_counter() - t0}, shadow=True, progress=not quiet,
-                               executor=pool or _default_pricing(inp))
+            options = PlanOptions(backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
+                                  timings={"read_validate": time.perf_counter() - t0}, shadow=True,
+                                  progress=not quiet, executor=pool or _default_pricing(inp))
+            result = make_plan(inp, options)
             if not result.status.has_plan:
                 hint = (" The model is infeasible." if result.status is Status.infeasible else
                         f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
@@ -95,7 +97,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
                             fg="red", err=True)
                 sys.exit(EXIT_ERROR)
             if memo:  # the memo's re-solves where the plan's were asked to run (default: by the model's size)
-                result = with_memo(result, executor=pool, backend=solver, time_limit_s=time_limit, mip_gap=mip_gap)
+                result = with_memo(result, executor=pool, **options.solve_settings())
     finally:
         if pool is not None:
             pool.close()

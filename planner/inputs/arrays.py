@@ -60,6 +60,15 @@ class PlanInputs:
     reserved_member: np.ndarray | None = None  # (R, S) the scenarios each purchase row serves (None: all; planner.inputs.tree)
     reserved_source: tuple | None = None  # (table, activity) before the tree split it (re-split when demand changes)
 
+    def __post_init__(self):
+        object.__setattr__(self, "reserved", commitments.complete(self.reserved))  # typed, every column present
+
+    @property
+    def commitments(self) -> pd.DataFrame:
+        """The commitments table (one row per commitment option and purchase date; :mod:`planner.inputs.commitments`:
+        typed, every column present): the same table as ``reserved``."""
+        return self.reserved
+
     @property
     def member(self) -> np.ndarray:
         """(R, S) the scenarios each commitments-table row serves (every scenario without a tree)."""

@@ -200,12 +200,44 @@ def exit_rows(rows: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex,
     return pd.DataFrame(out, columns=cols).reset_index(drop=True), np.vstack(acts)
 
 
-def _typed(rows: pd.DataFrame) -> pd.DataFrame:
-    if "kind" in rows:
-        rows["kind"] = rows["kind"].fillna(supply.DEFAULT)
-    # instances (term commitments and blocks alike) are bought whole; a spend commitment is USD per hour
-    rows["integer"] = supply.table_mask(rows, unit="instance") if "kind" in rows else True
+#: The commitments table's columns every reader may rely on, with their defaults where a table built elsewhere (a
+#: test, an old pickle, a hand-made PlanInputs) lacks them: :func:`complete` adds and types them once, so no reader
+#: asks whether a column exists. The scenario tree's columns (``node``, ``branch``, ``origin``, ``probability``) are
+#: present exactly when the table is split by a tree (``inp.reserved_member`` is not None).
+DEFAULTS = {"kind": supply.DEFAULT, "max_units": np.inf, "parent": -1, "guarantees_capacity": True, "site": "",
+            "kw_per_gpu": 0.0, "block_start": pd.NaT, "resale_haircut": np.nan}
+DTYPES = {"kind": object, "max_units": float, "parent": int, "guarantees_capacity": bool, "site": object,
+          "kw_per_gpu": float, "integer": bool}
+
+
+def complete(rows: pd.DataFrame) -> pd.DataFrame:
+    """The commitments table with every column of :data:`DEFAULTS` present and typed (blank cells at their
+    default), ``integer`` (where absent) from the kind (instances are bought whole; a spend commitment is USD per hour) and
+    ``cash_date`` the purchase date where none is given. Returns ``rows`` itself when it is already complete."""
+    if rows.attrs.get("complete") and all(k in rows for k in DEFAULTS):
+        return rows
+    rows = rows.copy()
+    for col, default in DEFAULTS.items():
+        if col not in rows:
+            rows[col] = pd.Series(default, index=rows.index, dtype="datetime64[ns]" if default is pd.NaT else None)
+        elif default is not pd.NaT:
+            rows[col] = rows[col].where(rows[col].notna(), default)
+    rows["kind"] = rows["kind"].astype(object)
+    rows["site"] = rows["site"].astype(str)
+    if "integer" not in rows:  # kept where a caller relaxed it (a backtest's later purchases)
+        rows["integer"] = supply.table_mask(rows, unit="instance")
+    if "cash_date" not in rows and "purchase_date" in rows:
+        rows["cash_date"] = rows["purchase_date"]
+    for col, dtype in DTYPES.items():
+        rows[col] = rows[col].astype(dtype)
+    rows.attrs["complete"] = True
     return rows
+
+
+def _typed(rows: pd.DataFrame) -> pd.DataFrame:
+    rows = rows.assign(kind=supply.kinds_of(rows))
+    rows["integer"] = supply.table_mask(rows, unit="instance")  # a new table: whole instances by kind
+    return complete(rows)
 
 
 def spend_commitments(rates: pd.DataFrame) -> pd.DataFrame:
@@ -236,7 +268,7 @@ def spend_rates(table: pd.DataFrame, options: pd.DataFrame | None) -> pd.DataFra
     """Per spend commitment row ``c`` of the commitments table and eligible pool: its discounted ``rate`` (USD
     per GPU-hour). Empty without savings plans."""
     cols = ["c", "pool", "rate"]
-    if options is None or not len(table) or "kind" not in table or not is_spend(table).any():
+    if options is None or not len(table) or not is_spend(table).any():
         return pd.DataFrame(columns=cols)
     rows = options[is_spend(options)]
     c = table[is_spend(table)][["option", "plan_family"]].reset_index().rename(columns={"index": "c"})

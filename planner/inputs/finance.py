@@ -123,13 +123,13 @@ def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
     rate = inp.config.finance.discount_rate
     npv = purchase_npv_per_gpu(res, inp.discount_origin, rate)
     full = full_term_usd_per_gpu(res)
-    kind = res["kind"] if "kind" in res else pd.Series("instance", index=res.index)
+    kind = res["kind"]
     pools = res["pool"].astype(object).copy()
     rates = inp.spend_rates  # a savings plan's "pool" is the set of pools it covers: its options cover the same
     for c, g in rates.groupby("c"):
         pools.iat[int(c)] = tuple(sorted(g["pool"].astype(int)))
     key = pd.DataFrame({"pool": pools, "kind": kind, "term": res["term_months"].round(9),
-                        "date": res["purchase_date"], "start": res.get("block_start", pd.Series(pd.NaT, index=res.index)),
+                        "date": res["purchase_date"], "start": res["block_start"],
                         "node": res["node"] if "node" in res else 0})  # a tree: the same node's options only
     out = []
     for i in bought:

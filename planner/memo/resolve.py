@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from planner.core.options import PlanOptions
 from planner.inputs import supply
 
 DEFAULT_SHOCKS = (0.2, 0.3)
@@ -69,8 +71,8 @@ def _solve_point(task: dict) -> dict:
     level = float(task.get("demand_level", 1.0))
     if level != 1.0:
         inp = scale_inputs(inp, demand_level=level)
-    p = make_plan(inp, fixed_reserved=np.asarray(task["units"], float), risk=False, shadow=False,
-                  warm=_WORKER.get("warm"), **_WORKER["solve"])
+    p = make_plan(inp, PlanOptions(fixed_reserved=np.asarray(task["units"], float), risk=False, shadow=False,
+                                   warm=_WORKER.get("warm"), **_WORKER["solve"]))
     if not p.status.has_plan:  # e.g. purchases scaled past a [budget]: that point has no plan, the others go on
         return {"status": p.status.value}
     return plan_figures(p)
@@ -278,13 +280,12 @@ def scaled_units(plan, inp, factor: float) -> np.ndarray:
         return units.copy()
     res = inp.reserved
     x = units * float(factor)
-    whole = res["integer"].to_numpy(bool) if "integer" in res else np.ones(len(x), bool)
+    whole = res["integer"].to_numpy(bool)
     x = np.where(whole, np.floor(x + 0.5), x)
-    if "max_units" in res:
-        x = np.minimum(x, res["max_units"].to_numpy(float))
+    x = np.minimum(x, res["max_units"].to_numpy(float))
     x = _within_pool_caps(inp, x, whole)
-    kind = res["kind"].to_numpy() if "kind" in res else np.full(len(x), "instance")
-    if "parent" in res and supply.mask(kind, dated_by="resale").any():  # resales of a term: cumulatively at most its instances
+    kind = res["kind"].to_numpy()
+    if supply.mask(kind, dated_by="resale").any():  # resales of a term: cumulatively at most its instances
         ex = np.flatnonzero(supply.mask(kind, dated_by="resale"))
         par = res["parent"].to_numpy(int)[ex]
         frame = pd.DataFrame({"ex": ex, "par": par, "x": x[ex]})
@@ -339,7 +340,7 @@ def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, *, make_
     if any(f < 0 for f in factors):
         raise ValueError(f"factors must be >= 0, got {factors}")
     res = inp.reserved
-    kind = res["kind"].to_numpy() if "kind" in res else np.full(len(res), "instance")
+    kind = res["kind"].to_numpy()
     m = res["m"].to_numpy(float)
     holds = (res["pool"].to_numpy(int) >= 0) & supply.mask(kind, adds_capacity=True)
     units = [scaled_units(plan, inp, f) for f in factors]
@@ -380,7 +381,7 @@ def savings(plan, inp, next_best=None, *, make_plan=None, **solve) -> dict:
     kw = _solve_kwargs(solve)
     if next_best is None:  # ``next_best``: the figures of the plan with no new commitments, when already solved
         zero = np.zeros(len(plan.purchases))
-        next_best = plan_figures(_needed(make_plan)(inp, fixed_reserved=zero, risk=False, shadow=False, **kw))
+        next_best = plan_figures(_needed(make_plan)(inp, PlanOptions(fixed_reserved=zero, risk=False, shadow=False, **kw)))
     me, other = plan_figures(plan), next_best
     base = float(plan.baseline_all_on_demand)
     out = {"all_on_demand_usd": base, "plan_cost_usd": me["total_cost_usd"],

@@ -58,7 +58,7 @@ def stack(plan) -> dict:
     if not len(res):
         return empty
     units = plan.purchases["units"].to_numpy(float)
-    kind = res["kind"].to_numpy() if "kind" in res else np.full(len(res), "instance")
+    kind = res["kind"].to_numpy()
     pool = res["pool"].to_numpy(int)
     m = res["m"].to_numpy(float)
     holds = (units > 0) & (pool >= 0) & supply.mask(kind, adds_capacity=True)
@@ -66,7 +66,7 @@ def stack(plan) -> dict:
     if not len(rows):
         return empty
     gpus_t = (units * m)[:, None] * inp.active  # (R, T): exits carry a negative m
-    if "parent" in res and supply.mask(kind, dated_by="resale").any():
+    if supply.mask(kind, dated_by="resale").any():
         ex = np.flatnonzero(supply.mask(kind, dated_by="resale") & (units > 0))
         np.add.at(gpus_t, res["parent"].to_numpy(int)[ex], gpus_t[ex])
     order = np.lexsort((rows, res["r"].to_numpy(float)[rows], pd.to_datetime(res["purchase_date"]).to_numpy()[rows],
@@ -129,7 +129,7 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     r = pur["effective_usd_per_gpu_hour"].to_numpy(float)[rows]
     cost = pur["horizon_cost_usd"].to_numpy(float).copy()
     full = pur["commitment_usd"].to_numpy(float).copy()
-    kind = inp.reserved["kind"].to_numpy() if "kind" in inp.reserved else np.full(len(pur), "instance")
+    kind = inp.reserved["kind"].to_numpy()
     if "parent" in inp.reserved:  # a resale's cost (negative: money back) is its parent's
         ex = np.flatnonzero(supply.mask(kind, dated_by="resale") & (pur["units"].to_numpy(float) > 0))
         par = inp.reserved["parent"].to_numpy(int)[ex]

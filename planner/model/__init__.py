@@ -34,13 +34,13 @@ from planner.inputs.arrays import PlanInputs
 def unit_integer(inp: PlanInputs) -> np.ndarray:
     """(R,) whether each commitments-table row's first-stage decision is a whole number (instances)."""
     res = inp.reserved
-    return res["integer"].to_numpy(bool) if "integer" in res else np.ones(len(res), dtype=bool)
+    return res["integer"].to_numpy(bool)
 
 
 def unit_bounds(inp: PlanInputs) -> np.ndarray:
     """(R,) the upper bound of each row's first-stage decision (a capacity block's offer; inf elsewhere)."""
     res = inp.reserved
-    return res["max_units"].to_numpy(float) if "max_units" in res else np.full(len(res), np.inf)
+    return res["max_units"].to_numpy(float)
 
 
 _SENSES = {"<=": LE, ">=": GE, "==": EQ}

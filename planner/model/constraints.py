@@ -283,7 +283,7 @@ def define_discount_only_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
     on-demand availability, so they count against its on-demand cap (one row per capped pool and block
     where such a commitment is active)."""
     res = inp.reserved
-    if "guarantees_capacity" not in res or res["guarantees_capacity"].astype(bool).all():
+    if res["guarantees_capacity"].to_numpy(bool).all():
         return 0
     cap = block_caps(inp, blocks, "on_demand")  # (P, B)
     soft = np.flatnonzero(~res["guarantees_capacity"].astype(bool).to_numpy() & (res["pool"].to_numpy(int) >= 0))
@@ -312,7 +312,7 @@ def exit_links(inp: PlanInputs) -> list[tuple[int, np.ndarray]]:
     bought, so there is one link per distinct set of the resales a scenario of the parent's node may make.
     """
     res = inp.reserved
-    if "parent" not in res or not commitments.is_exit(res).any():
+    if not commitments.is_exit(res).any():
         return []
     par = res["parent"].to_numpy(int)
     ex = np.flatnonzero(commitments.is_exit(res))

@@ -20,8 +20,8 @@ from planner.model.rows import FirstStageRows
 
 def _site_columns(inp) -> tuple[np.ndarray, np.ndarray]:
     res = inp.reserved
-    site = res["site"].fillna("").astype(str).to_numpy() if "site" in res else np.full(len(res), "")
-    kw = res["kw_per_gpu"].fillna(0.0).to_numpy(float) if "kw_per_gpu" in res else np.zeros(len(res))
+    site = res["site"].to_numpy(str)
+    kw = res["kw_per_gpu"].to_numpy(float)
     return site, kw
 
 

@@ -57,7 +57,7 @@ def _backfill(inp) -> bool:
 
 def _discount_only(inp) -> bool:
     res = inp.reserved
-    return "guarantees_capacity" in res and not res["guarantees_capacity"].astype(bool).all()
+    return not res["guarantees_capacity"].to_numpy(bool).all()
 
 
 def _budget(inp) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from planner.core.options import PlanOptions
 from planner.inputs import io
 from planner.inputs import validate
 from planner.inputs.config import ModelConfig, load_model
@@ -48,11 +49,9 @@ def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = 
     return build_inputs(config, tables)
 
 
-def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: float | None = None,
-              mip_gap: float | None = None, timings: dict | None = None,
-              fixed_reserved=None, risk: bool = True, extend=None, write_model: str | Path | None = None,
-              shadow: bool | None = None, progress: bool = False, executor=None, warm: dict | None = None) -> Plan:
-    """Build, solve and extract one plan.
+def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **overrides) -> Plan:
+    """Build, solve and extract one plan, made as ``options`` says (:class:`~planner.core.options.PlanOptions`;
+    keyword ``overrides`` of its fields are applied on top, e.g. ``make_plan(inp, mip_gap=0.0)``).
 
     ``backend``, ``time_limit_s`` and ``mip_gap`` override the model file's ``[solver]`` settings;
     ``fixed_reserved`` (instances per row of ``inp.reserved``) fixes the purchases. ``extend(model)`` is
@@ -67,6 +66,10 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     a Dask cluster; default here). Long horizons with the purchases fixed are priced batch by batch too,
     warm from ``warm`` (a decomposed plan's ``recourse``: its batches' last bases) when given.
     """
+    o = PlanOptions.of(options, **overrides)
+    backend, time_limit_s, mip_gap, timings = o.backend, o.time_limit_s, o.mip_gap, o.timings
+    fixed_reserved, risk, extend, write_model, shadow = o.fixed_reserved, o.risk, o.extend, o.write_model, o.shadow
+    progress, executor, warm = o.progress, o.executor, o.warm
     s = inp.config.solver
     timings = dict(timings or {})
     b = inp.config.budget

@@ -236,7 +236,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     B = blocks.B
     n = v[fam["n"]["col"].to_numpy()] if len(fam["n"]) else np.zeros(0)
     if len(n):  # instances are whole; a savings plan's USD per hour is not
-        whole = inp.reserved["integer"].to_numpy(bool) if "integer" in inp.reserved else np.ones(len(n), bool)
+        whole = inp.reserved["integer"].to_numpy(bool)
         n = np.where(whole, np.rint(n), np.where(np.abs(n) < 1e-9, 0.0, n))
     Xb = _dense(fam["x"], v, (K, P, B), ("k", "p", "b"))
     Yb = _dense(fam["y"], v, (K, P, B), ("k", "p", "b"))
@@ -676,7 +676,7 @@ def _cheapest_per_useful_hour(inp: PlanInputs, on_demand_only: bool = False) -> 
         if not on_demand_only:
             costs.append(np.where(inp.speed * inp.goodput > 0, sp[None, :] / (inp.speed * inp.goodput), np.inf))
         res = inp.reserved
-        if len(res) and "kind" in res and not on_demand_only:
+        if len(res) and not on_demand_only:
             terms = res[commitments.holds_gpus(res)]
             if len(terms):
                 r = np.full(inp.P, np.inf)

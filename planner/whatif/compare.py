@@ -27,6 +27,7 @@ import pandas as pd
 
 from planner import __version__
 from planner.core.atomic import atomic_path
+from planner.core.options import PlanOptions
 from planner.core.errors import ConfigError, InputError, Problem, SolverError
 from planner.inputs.arrays import PlanInputs
 from planner.pipeline.run import load_inputs, make_plan
@@ -168,8 +169,7 @@ def _init_solver(backend, time_limit_s, mip_gap) -> None:
 
 def _solve_one(task: tuple[str, PlanInputs]) -> Plan:
     _label, inp = task
-    return make_plan(inp, backend=_SOLVER.get("backend"), time_limit_s=_SOLVER.get("time_limit_s"),
-                     mip_gap=_SOLVER.get("mip_gap"))
+    return make_plan(inp, PlanOptions(**_SOLVER))
 
 
 def solve_variants(variants: list[Variant], inputs: list[PlanInputs], *, backend=None, time_limit_s=None,

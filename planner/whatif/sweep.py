@@ -29,6 +29,7 @@ import numpy as np
 
 from planner.core.errors import ConfigError, InputError, Problem, SolverError
 from planner.inputs.arrays import FACTORS, PlanInputs, scale_inputs
+from planner.core.options import PlanOptions
 from planner.pipeline.run import make_plan
 from planner.core.units import HEADROOM_MAX, usd as _usd
 from planner.whatif.metrics import SPOT_EPS, plan_metrics
@@ -171,7 +172,7 @@ def solve_point(point: dict) -> dict:
     factors = point["factors"]
     scaled = scale_inputs(inp, **factors)
     check_scaled(scaled, factors)
-    plan = make_plan(scaled, backend=_W["backend"], time_limit_s=_W["time_limit_s"], mip_gap=_W["mip_gap"])
+    plan = make_plan(scaled, PlanOptions(backend=_W["backend"], time_limit_s=_W["time_limit_s"], mip_gap=_W["mip_gap"]))
     if not plan.status.has_plan:
         raise SolverError(f"the solver found no plan ({plan.status.value}"
                           f"{': ' + plan.solve.message if plan.solve.message else ''})")

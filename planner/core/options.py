@@ -1,0 +1,55 @@
+"""The options of one plan: how to solve it (solver, limits), what is fixed or added, where the work runs.
+
+One object that the command line, the Python API, the memo's re-solves and the backtest all build, instead of a
+dozen keyword arguments passed down by hand (``planner.pipeline.run.make_plan(inp, options)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """How one plan is made. Every field defaults to the model file's settings or the planner's default.
+
+    - ``backend`` (``"highs"`` or ``"cbc"``), ``time_limit_s``, ``mip_gap``: override the model file's ``[solver]``.
+    - ``fixed_reserved``: instances per row of the commitments table, fixed (the recourse is re-solved).
+    - ``risk``: with scenarios, also the risk view (EVPI, VSS, worst case: 2 + S more solves).
+    - ``extend(model)``: called on the built model before it is solved (add rows and columns; no decomposition).
+    - ``write_model``: write the model solved (``.lp`` or ``.mps``).
+    - ``shadow``: shadow prices (default: when the model file sets a ``[budget]``).
+    - ``progress``: a bar of the Benders iterations on stderr (a terminal only).
+    - ``executor``: where the decomposition prices its batches (:mod:`planner.core.executors`; default here).
+    - ``warm``: a decomposed plan's ``recourse`` (its batches' last bases), a warm start for fixed purchases.
+    - ``timings``: seconds already spent (e.g. reading), carried into the plan's timings.
+    """
+
+    backend: str | None = None
+    time_limit_s: float | None = None
+    mip_gap: float | None = None
+    fixed_reserved: Any = None
+    risk: bool = True
+    extend: Callable | None = None
+    write_model: str | Path | None = None
+    shadow: bool | None = None
+    progress: bool = False
+    executor: Any = None
+    warm: dict | None = None
+    timings: dict | None = None
+
+    @classmethod
+    def of(cls, options: "PlanOptions | None" = None, **overrides) -> "PlanOptions":
+        """``options`` (default: all defaults) with ``overrides`` applied; an unknown name is a TypeError."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise TypeError(f"unknown plan option(s) {unknown}; expected some of {sorted(known)}")
+        base = options if options is not None else cls()
+        return replace(base, **overrides) if overrides else base
+
+    def solve_settings(self) -> dict:
+        """The solver settings alone (``backend``, ``time_limit_s``, ``mip_gap``), for re-solves."""
+        return {"backend": self.backend, "time_limit_s": self.time_limit_s, "mip_gap": self.mip_gap}
