@@ -31,6 +31,7 @@ class TeamDemand:
     latency_team: dict  # team -> True when one of its classes has an SLO or may not use spot
     # reserved GPUs held as a class's spares (spares_target): gpu_type, region, gpus (peak), classes; not quota
     standby: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=STANDBY_COLUMNS))
+    periods: pd.DatetimeIndex | None = None  # each hour's start (the plan's periods): Slurm resets by the calendar
 
 
 STANDBY_COLUMNS = ["gpu_type", "region", "gpus", "classes"]
@@ -249,7 +250,8 @@ def from_total(inp: PlanInputs, total_gpus) -> TeamDemand:
     flavors = pd.DataFrame({"name": [names[x] for x in labels], "gpu_type": fleet["gpu_type"].to_list(),
                             "region": fleet["region"].to_list(), "option": "reserved",
                             "capacity_gpus": fleet["capacity_gpus"].astype(int).to_list(), "preemptible": False})
-    return TeamDemand(teams, flavors, dem, eligible, inp.hours, weights, floors, classes_of, pre, lat)
+    return TeamDemand(teams, flavors, dem, eligible, inp.hours, weights, floors, classes_of, pre, lat,
+                      periods=inp.periods)
 
 
 def from_plan(plan: Plan) -> TeamDemand:
@@ -312,7 +314,7 @@ def from_plan(plan: Plan) -> TeamDemand:
                 ok &= inp.goodput[ks, p] > 0
             eligible[team_idx[t], j] = bool(ok.any()) or dem[team_idx[t], j].max() > 0
     return TeamDemand(teams, flavors, dem, eligible, inp.hours, weights, floors, classes_of, pre, lat,
-                      pd.DataFrame(standby, columns=STANDBY_COLUMNS))
+                      pd.DataFrame(standby, columns=STANDBY_COLUMNS), periods=inp.periods)
 
 
 def _demand_based_types(inp: PlanInputs, flavors: pd.DataFrame, alloc: np.ndarray) -> np.ndarray:
