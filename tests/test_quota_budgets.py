@@ -125,3 +125,39 @@ def test_slurm_budgets_on_the_bundled_teams(tmp_path):
         assert row.admitted_with_budget_gpu_hours <= row.admitted_without_budget_gpu_hours + 1e-6
     assert "PriorityDecayHalfLife=0" in (out / "slurm.conf.preemption").read_text()
     assert (b.hours_cut_off > 0).any()
+
+
+def _straddling_a_week():
+    """Two teams on 10 GPUs, x wants 8 and y 2 every period; four daily periods from Saturday 2027-01-30: Slurm's
+    WEEKLY reset (Sunday 00:00) falls after the first day."""
+    data, _ = _two_teams(hours=4)
+    data.hours = np.full(4, 24.0)
+    data.periods = pd.date_range("2027-01-30", periods=4, freq="D")
+    from planner.quotas.run import analyse
+
+    return analyse(data)
+
+
+def test_budget_replay_resets_with_slurm():
+    """Issue 36 item 2: the replay spends the budget Slurm is given (GrpTRESMins / 60 per period), fresh at each
+    reset; it spent one horizon's pro-rata budget once (384 GPU-hours for x at SLACK 0.5, cut after two days)."""
+    from planner.quotas.budgets import budget_periods, budget_table
+
+    r = _straddling_a_week()
+    assert budget_periods("WEEKLY", r.data.hours, r.data.periods).tolist() == [0, 1, 1, 1]
+    assert budget_periods("WEEKLY", r.data.hours).tolist() == [0, 0, 0, 0]  # no timestamps: from the start
+    # x held 8 x 96 = 768 GPU-hours; 96 h -> WEEKLY; per week 768 x 168 / 96 x 0.5 = 672 GPU-hours (40,320 min).
+    # Saturday: 192 of a fresh 672; Sunday to Tuesday: 576 of a fresh 672: x is never cut off, 768 admitted.
+    b = budget_table(r, 0.5).set_index("team")
+    assert b.loc["x", "reset_period"] == "WEEKLY" and b.loc["x", "grp_tres_mins"] == 40320
+    assert b.loc["x", "reset_periods"] == 2 and b.loc["x", "horizon_budget_gpu_hours"] == pytest.approx(1344)
+    assert b.loc["x", "admitted_with_budget_gpu_hours"] == pytest.approx(768)
+    assert b.loc["x", "hours_cut_off"] == 0
+    # SLACK 0.2: 268.8 GPU-hours a week. Saturday 192 (76.8 left, lost at the reset); Sunday 192 of a fresh 268.8,
+    # Monday the 76.8 left (3.2 GPUs for 24 h), then nothing: 192 + 268.8 = 460.8, cut off Monday and Tuesday.
+    b = budget_table(r, 0.2).set_index("team")
+    assert b.loc["x", "budget_gpu_hours"] == pytest.approx(268.8)
+    assert b.loc["x", "admitted_with_budget_gpu_hours"] == pytest.approx(460.8)
+    assert b.loc["x", "hours_cut_off"] == 48 and b.loc["x", "first_hour_cut_off"] == 2
+    # y the same way: 192 x 1.75 x 0.2 = 67.2 a week: Saturday 48, then 48 + 19.2 of a fresh 67.2: 115.2
+    assert b.loc["y", "admitted_with_budget_gpu_hours"] == pytest.approx(48 + 67.2)

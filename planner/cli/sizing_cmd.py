@@ -78,7 +78,8 @@ def spares(gpus, gpus_per_instance, gpu_mtbf_hours, mtbi_table, repair_hours, ta
 
 @cli.command()
 @click.argument("profile", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--requests-per-s", type=Finite(min=0), default=None, help="Override the profile's arrival rate.")
+@click.option("--requests-per-s", type=Finite(min=0, max=1e6), default=None,
+              help="Override the profile's arrival rate (0 to 1e6 requests per second).")
 @json_option
 @handle_errors
 def serving(profile, requests_per_s, as_json):
@@ -103,6 +104,7 @@ def serving(profile, requests_per_s, as_json):
     service, gpus = sv.read_profile(profile)
     if requests_per_s is not None:
         service = dataclasses.replace(service, requests_per_s=requests_per_s)
+        sv.check_load(service, gpus, "--requests-per-s")
     res = sv.plan(service, gpus)
     if as_json:
         def rows(df):

@@ -127,7 +127,10 @@ def batches_of(plan, backend: str | None = None, inp=None) -> dict | None:
 
 
 def _linear_in_demand(inp) -> bool:
-    """True when scaling the demand scales only the demand and spot-share rows (no class sized by an SLO)."""
+    """True when scaling the demand scales only the demand and spot-share rows (no class sized by an SLO, none
+    asking for spares: a gang's spares are a Poisson quantile of its size, re-sized by the whole model)."""
+    if any(inp.config.classes[c].spares is not None for c in inp.classes):
+        return False
     return inp.requests is None or bool(np.isnan(inp.requests).all())
 
 
@@ -375,6 +378,8 @@ def savings(plan, inp, next_best=None, *, make_plan=None, **solve) -> dict:
     accounting (``*_usd``) and on the full bill, the new commitments' whole-term liability counted
     (``*_full_term_usd``). ``already_committed_usd`` (the inventory, priced for the horizon; the same in
     every alternative but all on-demand, which ignores it) is reported beside, not netted.
+    ``next_best_shortfall_gpu_hours``: what the next-best plan leaves unmet (the spares a class asks for, which
+    only commitments hold: the next-best plan holds none of them).
     """
     from planner.results.bill import bill
 
@@ -387,6 +392,7 @@ def savings(plan, inp, next_best=None, *, make_plan=None, **solve) -> dict:
     out = {"all_on_demand_usd": base, "plan_cost_usd": me["total_cost_usd"],
            "plan_full_term_usd": me["full_term_cost_usd"], "next_best_cost_usd": other["total_cost_usd"],
            "next_best_full_term_usd": other["full_term_cost_usd"], "next_best_status": other["status"],
+           "next_best_shortfall_gpu_hours": float(other.get("shortfall_gpu_hours", 0.0)),
            "savings_vs_on_demand_usd": base - me["total_cost_usd"],
            "savings_vs_on_demand_full_term_usd": base - me["full_term_cost_usd"],
            "savings_vs_next_best_usd": other["total_cost_usd"] - me["total_cost_usd"],

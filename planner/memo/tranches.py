@@ -24,7 +24,8 @@ TRANCHE_COLUMNS = ["row", "gpu_type", "region", "option", "kind", "purchase_date
 
 
 def reserved_used_cube(plan) -> np.ndarray:
-    """(S, P, T) reserved GPUs in use per scenario, pool and period (the plan's fleet table)."""
+    """(S, P, T) reserved GPUs in use per scenario, pool and period (the plan's fleet table): the work's, and the
+    spares held for a class's gang (``reserved_spares``: held idle on purpose, not stranded)."""
     inp = plan.inputs
     f = plan.fleet
     out = np.zeros((len(inp.scenarios), inp.P, inp.T))
@@ -34,7 +35,10 @@ def reserved_used_cube(plan) -> np.ndarray:
     p = pools.get_indexer(pd.MultiIndex.from_arrays([f["gpu_type"], f["region"]]))
     t = inp.periods.get_indexer(pd.DatetimeIndex(f["period"]))
     s = pd.Index(inp.scenarios).get_indexer(f["scenario"])
-    np.add.at(out, (s, p, t), f["reserved_used"].to_numpy(float))
+    used = f["reserved_used"].to_numpy(float)
+    if "reserved_spares" in f:
+        used = used + f["reserved_spares"].to_numpy(float)
+    np.add.at(out, (s, p, t), used)
     return out
 
 

@@ -55,7 +55,14 @@ def define_demand_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
 
 
 def _spares(inp: PlanInputs, blocks: Blocks) -> np.ndarray | None:
-    """(K, B) spare GPUs per class and block in reference GPUs, or None. Spares are whole instances of the pool
+    """(K, B) spare GPUs per class and block in reference GPUs, or None (:func:`spares_of` on the blocks)."""
+    got = spares_of(inp, blocks.demand)
+    return None if got is None else got[0]
+
+
+def spares_of(inp: PlanInputs, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Spare GPUs for ``demand`` (K, ...) in reference GPUs, in the pool's own GPUs, and each class's pool (K,),
+    -1 for a class without spares; None when no class asks for them. Spares are whole instances of the pool
     the gang runs on, so a class asking for them runs in one pool (one GPU type, one region; else ConfigError,
     exit 2); they are sized on its demand in that pool's own GPUs (demand / speed) and counted back in reference
     GPUs (x speed), so a faster or slower type gets the instances its gang needs."""
@@ -65,6 +72,7 @@ def _spares(inp: PlanInputs, blocks: Blocks) -> np.ndarray | None:
     if not asks:
         return None
     speed = np.ones(inp.K)
+    pool = np.full(inp.K, -1, dtype=np.int64)
     for k in asks:
         pools = np.flatnonzero(inp.speed[k] > 0)
         if len(pools) != 1:
@@ -73,14 +81,17 @@ def _spares(inp: PlanInputs, blocks: Blocks) -> np.ndarray | None:
                                       expected="spares_target on a class with one GPU type and one region (gpu_types "
                                                "and regions of one entry each): spares are whole instances of the pool "
                                                "the gang runs on"))
-        speed[k] = inp.speed[k, pools[0]]
-    physical = class_spares(inp.classes, inp.config.classes, blocks.demand / speed[:, None])
-    return physical * speed[:, None]
+        speed[k], pool[k] = inp.speed[k, pools[0]], pools[0]
+    shape = (inp.K,) + (1,) * (np.ndim(demand) - 1)
+    physical = class_spares(inp.classes, inp.config.classes, demand / speed.reshape(shape))
+    return physical * speed.reshape(shape), physical, pool
 
 
 def define_spares_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_p s[k,p] q[k,p] (x + xd)[k,p,b] >= S[k,b]: a class's spares (``spares_target``) are served by
-    reserved or owned GPUs, never on-demand or spot (S from :func:`planner.sizing.spares.class_spares`)."""
+    """sum_p s[k,p] q[k,p] (x + xd)[k,p,b] + u[k,b] >= S[k,b]: a class's spares (``spares_target``) are served by
+    reserved or owned GPUs, never on-demand or spot (S from :func:`planner.sizing.spares.class_spares`); spares
+    the reserved fleet cannot hold are shortfall (u, at the class's penalty), so the purchases fixed below the
+    spares (the memo's commitment curve, the plan with no new commitments) still solve."""
     spares = _spares(inp, blocks)
     if spares is None:
         return 0
@@ -92,10 +103,13 @@ def define_spares_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -
         return 0
     rid = np.full((inp.K, blocks.B), -1, dtype=np.int64)
     rid[rk, rb] = np.arange(len(rk))
-    k, b = x["k"].to_numpy(), x["b"].to_numpy()
+    u = fam["u"]
+    k = np.concatenate([x["k"].to_numpy(), u["k"].to_numpy()])
+    b = np.concatenate([x["b"].to_numpy(), u["b"].to_numpy()])
+    col = np.concatenate([x["col"].to_numpy(), u["col"].to_numpy()])
+    coef = np.concatenate([x["q"].to_numpy(float), np.ones(len(u))])
     on = rid[k, b] >= 0
-    return out.add("spares", (rk, rb), rid[k, b][on], x["col"].to_numpy()[on], x["q"].to_numpy(float)[on],
-                   LpConstraintGE, spares[rk, rb])
+    return out.add("spares", (rk, rb), rid[k, b][on], col[on], coef[on], LpConstraintGE, spares[rk, rb])
 
 
 def define_spot_share_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,12 @@ class TeamDemand:
     classes_of: dict  # team -> [classes]
     preemptible_team: dict  # team -> True when all its classes tolerate preemption (spot or backfill)
     latency_team: dict  # team -> True when one of its classes has an SLO or may not use spot
+    # reserved GPUs held as a class's spares (spares_target): gpu_type, region, gpus (peak), classes; not quota
+    standby: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=STANDBY_COLUMNS))
+    periods: pd.DatetimeIndex | None = None  # each hour's start (the plan's periods): Slurm resets by the calendar
+
+
+STANDBY_COLUMNS = ["gpu_type", "region", "gpus", "classes"]
 
 
 def dns_name(text: str) -> str:
@@ -244,7 +250,8 @@ def from_total(inp: PlanInputs, total_gpus) -> TeamDemand:
     flavors = pd.DataFrame({"name": [names[x] for x in labels], "gpu_type": fleet["gpu_type"].to_list(),
                             "region": fleet["region"].to_list(), "option": "reserved",
                             "capacity_gpus": fleet["capacity_gpus"].astype(int).to_list(), "preemptible": False})
-    return TeamDemand(teams, flavors, dem, eligible, inp.hours, weights, floors, classes_of, pre, lat)
+    return TeamDemand(teams, flavors, dem, eligible, inp.hours, weights, floors, classes_of, pre, lat,
+                      periods=inp.periods)
 
 
 def from_plan(plan: Plan) -> TeamDemand:
@@ -254,17 +261,30 @@ def from_plan(plan: Plan) -> TeamDemand:
     A class that may run on several GPU types is not split between them hour by hour as the solver
     happened to allocate it: its demand on each type is its hourly demand times the share of its useful
     GPU-hours the plan serves on that type (the same share every hour, in that type's GPUs); within a
-    type it follows the plan's allocation to the type's flavors (the hour's, else the horizon's)."""
+    type it follows the plan's allocation to the type's flavors (the hour's, else the horizon's).
+
+    The reserved GPUs the plan holds as a class's spares (``spares_target``: the fleet's ``reserved_spares``) are
+    no team's quota: a gang swaps a failed instance for one of them, so lending them out would break the gang
+    when it needs them. They are left out of the reserved flavor and listed as ``standby`` (peak GPUs per pool)."""
     inp = plan.inputs
     teams, classes_of, weights, floors, pre, lat = _teams(inp)
     f = plan.fleet
     w = dict(zip(inp.scenarios, inp.probability))
     fleet = f.assign(wt=f["scenario"].map(w).astype(float))
-    rows = []
+    spares = fleet["reserved_spares"] if "reserved_spares" in fleet else pd.Series(0.0, index=fleet.index)
+    fleet = fleet.assign(shareable=fleet["reserved_owned"] - spares, spares=spares)
+    rows, standby = [], []
+    spare_classes = [c for c in inp.classes if inp.config.classes[c].spares is not None]
     for (g, r), df in fleet.groupby(["gpu_type", "region"], sort=True):
-        # reserved owned per period, expected over scenarios (a scenario tree's branches own different fleets; without
-        # one every scenario owns the same), at its peak: not one scenario's, so the order of [scenarios] is moot
-        owned = (df["reserved_owned"] * df["wt"]).groupby(df["period"]).sum().max()
+        # reserved owned per period (less the spares held), expected over scenarios (a scenario tree's branches own
+        # different fleets; without one every scenario owns the same), at its peak: not one scenario's, so the order
+        # of [scenarios] is moot
+        owned = (df["shareable"] * df["wt"]).groupby(df["period"]).sum().max()
+        held = (df["spares"] * df["wt"]).groupby(df["period"]).sum().max()
+        if held > 1e-6:
+            p = int(np.flatnonzero((inp.pools["gpu_type"] == g).to_numpy() & (inp.pools["region"] == r).to_numpy())[0])
+            standby.append({"gpu_type": g, "region": r, "gpus": int(np.ceil(held - 1e-6)),
+                            "classes": [c for c in spare_classes if inp.speed[inp.classes.index(c), p] > 0]})
         for option, cap in (("reserved", owned), ("on_demand", df["on_demand"].max()), ("spot", df["spot"].max())):
             cap = int(np.ceil(cap - 1e-6))
             if cap > 0:
@@ -293,7 +313,8 @@ def from_plan(plan: Plan) -> TeamDemand:
             if supply.is_(fl.option, preemptible=True):
                 ok &= inp.goodput[ks, p] > 0
             eligible[team_idx[t], j] = bool(ok.any()) or dem[team_idx[t], j].max() > 0
-    return TeamDemand(teams, flavors, dem, eligible, inp.hours, weights, floors, classes_of, pre, lat)
+    return TeamDemand(teams, flavors, dem, eligible, inp.hours, weights, floors, classes_of, pre, lat,
+                      pd.DataFrame(standby, columns=STANDBY_COLUMNS), periods=inp.periods)
 
 
 def _demand_based_types(inp: PlanInputs, flavors: pd.DataFrame, alloc: np.ndarray) -> np.ndarray:

@@ -224,6 +224,7 @@ def plan_to_dict(plan: Plan) -> dict:
         "shortfall_penalty_by_class": {c: _num(v) for c, v in zip(inp.classes, inp.penalty_by_class)},
         "horizon": {"start": inp.periods[0].isoformat(), "periods": inp.T, "hours": _num(inp.horizon_hours)},
         "reserved_utilisation": _num(plan.reserved_utilisation),
+        "spares": {"gpu_hours": _num(plan.spares_gpu_hours), "peak_gpus": _num(plan.spares_peak_gpus)},
         "shortfall": by_class,
         "spot_economics": _records(spot),
         "scenarios": [{"name": r["scenario"], "probability": _num(r["probability"]),

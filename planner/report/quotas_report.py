@@ -46,6 +46,7 @@ def quotas_dict(r: QuotaResult) -> dict:
     return jsonable({
         "teams": teams,
         "flavors": d.flavors.to_dict("records"),
+        "standby": d.standby.to_dict("records"),  # reserved GPUs held as spares: no team's quota
         "policy": {"percentile": r.percentile, "rule": POLICY_TEXT.format(pct=r.percentile)},
         "pool": r.pool.to_dict("records"),
         "gamer": r.gamer,
@@ -91,6 +92,9 @@ def quotas_text(r: QuotaResult) -> str:
              f"  {'team':<16}" + (f"{'GPU type':<12}" if several else "") + f"{'weight':>8}{'nominal':>9}"
              f"{'borrow':>8}{'lend':>7}{'quota: got':>12}{'waits h':>9}{'preempted':>11}{'fcfs: got':>11}"
              f"{'equal: got':>12}"]
+    for sb in d.standby.itertuples():
+        lines.insert(1, f"  standby: {sb.gpus:,} reserved {sb.gpu_type}/{sb.region} GPUs held as spares of "
+                        f"{', '.join(sb.classes)} (not in any flavor: no team's quota)")
     rep = r.replay.set_index(["policy", "team"])
     for i, t in enumerate(d.teams):
         q = r.quotas[r.quotas["team"] == t]

@@ -105,7 +105,9 @@ def summary_text(plan: Plan) -> str:
         lines.append(f"    total{' expected' if tree else ''} commitment "
                      f"{_usd(plan.commitments.get('reserved_full_term_usd', bought['commitment_usd'].sum()))}"
                      f"{' (savings plans included)' if _has_spend(plan) else ''}; reserved utilisation "
-                     f"{100 * plan.reserved_utilisation:.1f} %")
+                     f"{100 * plan.reserved_utilisation:.1f} %"
+                     + (f" of the working fleet; spares held beside it {plan.spares_peak_gpus:,.0f} GPUs at the most, "
+                        f"{plan.spares_gpu_hours:,.0f} GPU-hours" if plan.spares_gpu_hours > 1e-9 else ""))
         lines.extend(_liability_lines(plan))
     else:
         lines.append("  reserved purchases: none")
@@ -195,8 +197,10 @@ def _memo_lines(plan: Plan) -> list[str]:
               in m.coverage else "")]
     if m.savings:
         nb = float(m.savings["next_best_cost_usd"])
+        short = float(m.savings.get("next_best_shortfall_gpu_hours", 0.0))
         out.append(f"    buying nothing new (on-demand and spot, re-solved) costs {_usd(nb)}: this plan saves "
-                   f"{_usd(nb - plan.cost['total'])}")
+                   f"{_usd(nb - plan.cost['total'])}" + (f", and buying nothing leaves {short:,.0f} GPU-hours unmet "
+                                                          "(spares are held on commitments only)" if short > 1e-6 else ""))
     d = m.downside
     at = float(d["full_term_cost_usd"].iat[0]) if d is not None and len(d) else float("nan")
     for r in (d[d["shock"] > 0].itertuples() if d is not None and len(d) else []):

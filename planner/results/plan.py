@@ -52,7 +52,7 @@ class Plan:
     objective: float  # the formulation's objective, shortfall penalty included
     shortfall_gpu_hours: float
     baseline_all_on_demand: float
-    reserved_utilisation: float
+    reserved_utilisation: float  # of the working fleet: reserved GPU-hours used / held, the spares held left out
     timings: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
     risk: object = None  # planner.results.risk.RiskView for plans over several scenarios
@@ -72,6 +72,8 @@ class Plan:
     dual_sums: dict | None = None  # shadow-price sums of the row duals of the solve that made the plan (planner.solve.duals)
     recourse: dict | None = None  # a decomposed plan's batches (period positions) and their last bases: warm starts
     memo: object = None  # planner.memo.build.Memo: tranches, downside, commitment curve, cash by year (when computed)
+    spares_gpu_hours: float = 0.0  # expected reserved GPU-hours held idle as spares (classes' spares_target)
+    spares_peak_gpus: float = 0.0  # the most reserved GPUs held as spares in any period
 
     @property
     def allocation(self) -> pd.DataFrame:
@@ -209,14 +211,32 @@ def _dense(frame: pd.DataFrame, values: np.ndarray, shape: tuple, keys: tuple[st
     return out
 
 
+def spares_gpu_hours(inp: PlanInputs) -> np.ndarray:
+    """(K,) expected reference GPU-hours of the spares each class asks for (``spares_target``; 0 without)."""
+    from planner.model.constraints import spares_of
+
+    got = spares_of(inp, np.moveaxis(inp.demand, 1, 0))  # (K, S, T)
+    if got is None:
+        return np.zeros(inp.K)
+    return np.einsum("s,kst,t->k", inp.probability, got[0], inp.hours)
+
+
+def need_gpu_hours(inp: PlanInputs) -> np.ndarray:
+    """(K,) the expected reference GPU-hours each class needs served: its demand with headroom, and its spares
+    (held whole however the demand is served: the all-on-demand baseline rents them too)."""
+    return (np.einsum("s,skt,t->k", inp.probability, inp.demand, inp.hours) * (1 + inp.headroom)
+            + spares_gpu_hours(inp))
+
+
 def baseline_all_on_demand(inp: PlanInputs) -> float:
-    """Cost of serving the same demand (with headroom) all on-demand at each class's cheapest allowed pool."""
+    """Cost of serving the same need (demand with headroom, and the spares a class asks for) all on-demand at each
+    class's cheapest allowed pool."""
     od = inp.pools["od"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_ref = np.where(inp.speed > 0, od[None, :] / (inp.speed * inp.reliability), np.inf)
     per_ref = np.where(np.isnan(per_ref), np.inf, per_ref)
     cheapest = per_ref.min(axis=1)  # (K,)
-    ref_hours = np.einsum("s,skt,t->k", inp.probability, inp.demand, inp.hours) * (1 + inp.headroom)
+    ref_hours = need_gpu_hours(inp)
     if np.any(np.isinf(cheapest) & (ref_hours > 0)):
         return float("nan")
     return float(np.sum(np.where(ref_hours > 0, ref_hours * cheapest, 0.0)))
@@ -262,6 +282,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
         owned_block = _by_pool(res["pool"].to_numpy(int), m_res * n, blocks.active, P)
     od, sp = inp.pools["od"].to_numpy(float), inp.pools["sp"].to_numpy(float)
     w = blocks.weight
+    held = _spares_held(inp, blocks, Xb, owned_block)  # (P, B) reserved GPUs idle as spares
     amortised = float(np.sum(n * reserved_cost_per_instance(inp, "amortised"))) if len(res) else 0.0
     full_term = float(np.sum(n * reserved_cost_per_instance(inp, "full_term"))) if len(res) else 0.0
     accounting = inp.config.commitments.accounting
@@ -313,7 +334,8 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
             "reserved_used": _periods(Xb.sum(axis=0), idx).reshape(-1),
             "on_demand": _periods(Yb.sum(axis=0), idx).reshape(-1),
             "spot": _periods(Zb.sum(axis=0), idx).reshape(-1),
-            "on_demand_covered": _periods(Vb, idx).reshape(-1)}))  # of the on-demand GPUs, those savings plans pay
+            "on_demand_covered": _periods(Vb, idx).reshape(-1),  # of the on-demand GPUs, those savings plans pay
+            "reserved_spares": _periods(held, idx).reshape(-1)}))  # of the idle reserved GPUs, those held as spares
     cols = ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus"]
     allocation = (pd.concat(frames, ignore_index=True) if frames  # nothing served: an empty table, typed
                   else pd.DataFrame({c: pd.Series(dtype="datetime64[ns]" if c == "period" else
@@ -326,7 +348,9 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     fleet = pd.concat(fleet_rows, ignore_index=True)
 
     used = (Xb * w).sum() if B else 0.0
-    avail = float((owned_block * w[None, :]).sum() + (blocks.inventory * w[None, :]).sum())
+    spares_hours = float((held * w[None, :]).sum())
+    # the working fleet's utilisation: spares are held idle on purpose, not waste
+    avail = float((owned_block * w[None, :]).sum() + (blocks.inventory * w[None, :]).sum()) - spares_hours
     utilisation = float(used / avail) if avail > 0 else float("nan")
 
     scenario_costs = _scenario_costs(inp, blocks, Yb, Zb, Ub, _reserved_by_scenario(inp, n, reserved_cost), Vb)
@@ -364,7 +388,24 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                 shortfall_gpu_hours=short_hours, baseline_all_on_demand=baseline_all_on_demand(inp),
                 reserved_utilisation=utilisation, timings=dict(timings or {}), stats=stats,
                 latency=latency, backfill=backfill, commitments=commitments, cash_schedule=cash, budget=budget,
-                finance=finance, payment_options=payments, spend=spend, coverage=coverage)
+                finance=finance, payment_options=payments, spend=spend, coverage=coverage,
+                spares_gpu_hours=spares_hours, spares_peak_gpus=float(held.sum(axis=0).max()) if held.size else 0.0)
+
+
+def _spares_held(inp: PlanInputs, blocks, X: np.ndarray, owned_block: np.ndarray) -> np.ndarray:
+    """(P, B) reserved GPUs held idle as the classes' spares: each pool's spares (``spares_target``, in its own
+    GPUs) up to its reserved GPUs left idle by the work (``X``: the reserved use, trimmed to the demand)."""
+    from planner.model.constraints import spares_of
+
+    out = np.zeros((inp.P, blocks.B))
+    got = spares_of(inp, blocks.demand)
+    if got is None:
+        return out
+    _ref, physical, pool = got
+    on = pool >= 0
+    np.add.at(out, pool[on], physical[on])
+    idle = np.clip(owned_block + blocks.inventory - X.sum(axis=0), 0.0, None)
+    return np.minimum(out, idle)
 
 
 def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame) -> tuple[dict, pd.DataFrame]:

@@ -142,7 +142,7 @@ def size_buckets(service: Service, gpus: list[GpuProfile]) -> pd.DataFrame:
         df["p_ttft_above_slo"] = np.where(f & (df.requests_per_s > 0),
                                           erl * np.exp(-(slots / df.service_s - df.requests_per_s) * budget),
                                           np.where(f, 0.0, 1.0))
-    df["utilisation"] = np.where(df.replicas > 0, a / np.maximum(df.replicas * df.batch, 1), 0.0)
+    df["utilisation"] = np.where(df.replicas > 0, a / np.maximum(df.replicas.astype(float) * df.batch, 1), 0.0)
     return df[["bucket", "gpu_type", "share", "input_tokens", "output_tokens", "requests_per_s", "batch_by_memory",
                "batch_by_tpot", "batch", "tpot_ms", "prefill_s", "service_s", "slots", "replicas", "gpus",
                "usd_per_hour", "p_ttft_above_slo", "utilisation", "prefill_utilisation", "feasible"]]
@@ -182,7 +182,41 @@ _BUCKET_KEYS = {"name": str, "share": float, "input_tokens": float, "output_toke
 _GPU_KEYS = {"name": str, "price_per_gpu_hour": float, "memory_gb": float, "weights_gb": float,
              "kv_bytes_per_token": float, "prefill_tokens_per_s": float, "decode_t0_ms": float,
              "decode_t1_ms": float, "gpus_per_replica": int}
-_MAY_BE_ZERO = {"decode_t0_ms", "weights_gb", "share", "input_tokens", "requests_per_s"}
+#: Each number's range (low, low included, high): wide enough for any engine and model, narrow enough that the
+#: sizing stays finite (a batch, slot and replica count fit 64-bit integers; the queue's search ends).
+RANGES = {
+    "requests_per_s": (0.0, True, 1e6, "requests per second"),
+    "ttft_ms": (0.0, False, 3.6e6, "milliseconds, up to an hour"),
+    "tpot_ms": (0.0, False, 6e4, "milliseconds, up to a minute a token"),
+    "percentile": (0.0, False, 99.9999, "a percentile below 100"),
+    "share": (0.0, True, 1.0, "a share of the requests"),
+    "input_tokens": (0.0, True, 1e7, "tokens a request, up to 10 million"),
+    "output_tokens": (1.0, True, 1e6, "tokens a request, at least one"),
+    "price_per_gpu_hour": (0.0, False, 1e4, "USD per GPU-hour"),
+    "memory_gb": (0.0, False, 1e5, "GB a replica, up to 100 TB"),
+    "weights_gb": (0.0, True, 1e5, "GB a replica, up to 100 TB"),
+    "kv_bytes_per_token": (1.0, True, 1e8, "bytes a token, 1 to 100 MB"),
+    "prefill_tokens_per_s": (1.0, True, 1e9, "tokens per second a replica, at least 1"),
+    "decode_t0_ms": (0.0, True, 6e4, "milliseconds a decode step, up to a minute"),
+    "decode_t1_ms": (1e-6, True, 6e4, "milliseconds per request in the batch, 1e-6 to a minute"),
+    "gpus_per_replica": (1.0, True, 1024.0, "GPUs a replica"),
+}
+#: The most requests in flight (arrivals x time each is served) one bucket may need on one GPU type.
+MAX_IN_FLIGHT = 1e9
+
+
+def expected_range(key: str) -> str:
+    """The range of ``key`` in words, as an error message gives it."""
+    lo, closed, hi, unit = RANGES[key]
+    low = f">= {lo:g}" if closed else f"> {lo:g}"
+    return (f"a whole number from {lo:g} to {hi:g}" if key == "gpus_per_replica" else
+            f"a number {low} and <= {hi:g} ({unit})")
+
+
+def in_range(key: str, v: float) -> bool:
+    """True when ``v`` lies in ``key``'s range (:data:`RANGES`)."""
+    lo, closed, hi, _ = RANGES[key]
+    return math.isfinite(v) and (v >= lo if closed else v > lo) and v <= hi
 
 
 def _check_table(file: str, where: str, raw: dict, keys: dict, problems: list,
@@ -202,17 +236,35 @@ def _check_table(file: str, where: str, raw: dict, keys: dict, problems: list,
                 problems.append(Problem(file, f"{where}: not a name", column=k, value=v, expected="text"))
             out[k] = str(v)
             continue
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        ok = ok and (v >= 0 if k in _MAY_BE_ZERO else v > 0) and (typ is not int or float(v).is_integer())
-        if k == "percentile":
-            ok = ok and v < 100
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and in_range(k, float(v))
+        ok = ok and (typ is not int or float(v).is_integer())
         if not ok:
-            problems.append(Problem(file, f"{where}: bad value", column=k, value=v,
-                                    expected="a whole number >= 1" if typ is int else
-                                    ("a number >= 0" if k in _MAY_BE_ZERO else "a number > 0")))
+            problems.append(Problem(file, f"{where}: {k} out of range", column=k, value=v, expected=expected_range(k)))
             continue
         out[k] = typ(v)
     return out
+
+
+def check_load(service: Service, gpus: list[GpuProfile], source: str = "the serving profile") -> None:
+    """InputError (exit 2) where a bucket would need more than :data:`MAX_IN_FLIGHT` requests in flight on a GPU
+    type that can serve it: the rate, tokens and decode times of no single service (and a queue no search ends)."""
+    rate = service.requests_per_s
+    for b in service.buckets:
+        for g in gpus:
+            tokens = b.input_tokens + b.output_tokens
+            mem = math.floor(max((g.memory_gb - g.weights_gb) * GB, 0.0) / (tokens * g.kv_bytes_per_token))
+            slo = math.floor((service.tpot_ms - g.decode_t0_ms) / g.decode_t1_ms)
+            batch = min(mem, max(slo, 0))
+            prefill = b.input_tokens / g.prefill_tokens_per_s
+            if batch < 1 or prefill >= service.ttft_ms / 1000.0:
+                continue  # this type cannot serve the bucket: nothing is sized
+            in_flight = rate * b.share * (prefill + b.output_tokens * (g.decode_t0_ms + g.decode_t1_ms * batch) / 1000)
+            if in_flight > MAX_IN_FLIGHT:
+                raise InputError(Problem(source, f"bucket '{b.name}' on '{g.name}' would hold {in_flight:.3g} "
+                                         "requests in flight (requests_per_s x share x the time each is served)",
+                                         column="requests_per_s", value=rate,
+                                         expected=f"at most {MAX_IN_FLIGHT:g} requests in flight: a lower "
+                                                  "requests_per_s, or fewer tokens a request"))
 
 
 def read_profile(path: Path) -> tuple[Service, list[GpuProfile]]:
@@ -265,4 +317,6 @@ def read_profile(path: Path) -> tuple[Service, list[GpuProfile]]:
         raise InputError(problems)
     service = Service(svc.get("name", Path(path).stem), svc["requests_per_s"], svc["ttft_ms"], svc["tpot_ms"],
                       tuple(Bucket(**b) for b in buckets), svc.get("percentile", 99.0))
-    return service, [GpuProfile(**g) for g in gpus]
+    profiles = [GpuProfile(**g) for g in gpus]
+    check_load(service, profiles, name)
+    return service, profiles

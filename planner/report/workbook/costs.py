@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 import numpy as np
 import pandas as pd
-from planner.results.plan import Plan
+from planner.results.plan import Plan, need_gpu_hours
 from planner.core.units import HOURS_PER_MONTH, usd as _money
 from planner.inputs import commitments
 from planner.report.workbook.book import DAY, COLUMNS, cell, ref, span, DATE, F, INT, NUM, PCT, RATE, USD, VALUED_KINDS, _Sheet, _date
@@ -277,14 +277,15 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
 
 
 def _write_baseline(ws, plan: Plan, price_row: dict) -> tuple[int, float]:
-    """The all-on-demand baseline per class, live over Prices: its demand GPU-hours (with headroom, expected,
-    in reference GPUs) x the cheapest on-demand price per reference GPU-hour among its allowed pools."""
+    """The all-on-demand baseline per class, live over Prices: its demand GPU-hours (with headroom and the spares
+    it asks for, expected, in reference GPUs) x the cheapest on-demand price per reference GPU-hour among its
+    allowed pools."""
     inp = plan.inputs
     s = _Sheet(ws, list(COLUMNS["Baseline"]),
                {"demand_gpu_hours": NUM, "cheapest_usd_per_gpu_hour": RATE, "baseline_usd": USD})
     s.header({"workload_class": 22, "demand_gpu_hours": 20, "cheapest_usd_per_gpu_hour": 26, "pools_compared": 60})
     od = inp.pools["od"].to_numpy(float)
-    ref_hours = np.einsum("s,skt,t->k", inp.probability, inp.demand, inp.hours) * (1 + inp.headroom)
+    ref_hours = need_gpu_hours(inp)
     total = 0.0
     for k, name in enumerate(inp.classes):
         row = s.rows + 1

@@ -27,7 +27,7 @@ def _summary_layout(plan: Plan) -> list[tuple]:
          "Costs sheet, reserved rows"),
         ("on_demand_cost_usd", "On-demand", "Costs sheet, on-demand rows"),
         ("spot_cost_usd", "Spot", "every spot GPU-hour paid, only its goodput share useful"),
-        ("all_on_demand_usd", "All on-demand baseline", "same demand with headroom, cheapest allowed pool"),
+        ("all_on_demand_usd", "All on-demand baseline", "same demand with headroom (and spares), cheapest allowed pool"),
         ("savings_usd", "Savings against all on-demand", _savings_note(plan)),
         ("savings_pct", "Savings %", ""),
         ("commitment_usd", "Commitment liability (cash over the terms)", "Purchases sheet"),
