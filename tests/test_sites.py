@@ -136,3 +136,30 @@ def test_bundled_ladder_with_a_binding_site_cap_decomposes_to_the_monolithic_pla
     assert dec["objective_usd"] == pytest.approx(mono["objective_usd"], rel=1e-6)
     units = [[r["instances"] for r in doc["reserved_purchases"]] for doc in (mono, dec)]
     np.testing.assert_allclose(units[1], units[0], rtol=1e-6, atol=1e-6)
+
+
+def test_a_long_horizon_whose_aggregate_start_breaks_the_cap_still_decomposes(tmp_path):
+    """800 hours (the Benders warm start aggregates every 2nd period from 768 on): terms of 23.5 hours bought
+    monthly, 100 GPUs wanted, 40 allowed at the site. The aggregate's purchases broke the cap in the periods it
+    skipped, and the batches' LPs were infeasible (issue 33 review); the start is now dropped when it breaks a
+    first-stage row, and the decomposed plan costs what the whole model's does, within the cap."""
+    from planner.model.sites import site_power_used
+
+    T = 800
+    rows = [price("A", "r1", hourly=3.0),
+            price("A", "r1", option="reserved_x", hourly=1.0, term_months=23.5 / 730, site="s1", kw_per_gpu=1.0)]
+    plans = {}
+    for method in ("monolithic", "benders"):
+        folder = tmp_path / method
+        m = write_case(folder, {"c": [100.0] * T}, rows, {"c": {"gpu_types": {"A": 1.0}, "regions": ["r1"]}},
+                       start="2027-01-31T01:00", solver={"method": method},
+                       extra_top='[commitments]\naccounting = "amortised"\npurchase_every = "month"\n'
+                                 '[sites.s1]\nmax_mw = 0.04\n')
+        pd.DataFrame(rows).to_csv(folder / "prices.csv", index=False)
+        plans[method] = make_plan(load_inputs(m), mip_gap=0.0, risk=False)
+    mono, dec = plans["monolithic"], plans["benders"]
+    assert "benders" in dec.stats and "benders" not in mono.stats
+    assert dec.objective == pytest.approx(mono.objective, rel=1e-9)
+    for p in (mono, dec):  # 40 GPUs at most at the site (two optima: which of the first two dates buys them)
+        assert site_power_used(p.inputs, p.purchases["units"].to_numpy(float))["s1"]["peak_mw"] <= 0.04 + 1e-12
+        assert p.purchases["instances"].sum() == 80

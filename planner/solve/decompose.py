@@ -240,6 +240,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     # 1. warm start: the aggregate LP's purchases (bound not used), else buy nothing
     t = time.perf_counter()
     start = _aggregate_start(inp, highspy, threads)
+    if start is not None and not feasible(start):  # the aggregate sees every k-th period only: its purchases may
+        start = None  # break a first-stage row of the periods it skipped (a site's power cap): start from nothing
     phases["aggregate"] = time.perf_counter() - t
     n = n0 if start is None else start
     # 2. the master's LP relaxation, cut until it closes or stalls
