@@ -163,3 +163,18 @@ def test_a_long_horizon_whose_aggregate_start_breaks_the_cap_still_decomposes(tm
     for p in (mono, dec):  # 40 GPUs at most at the site (two optima: which of the first two dates buys them)
         assert site_power_used(p.inputs, p.purchases["units"].to_numpy(float))["s1"]["peak_mw"] <= 0.04 + 1e-12
         assert p.purchases["instances"].sum() == 80
+
+
+def test_a_misspelt_site_or_a_cap_on_nothing_exits_2_naming_them(tmp_path):
+    """Review of issue 33: `S1` on a row against [sites.s1] silently lifted the cap (100 GPUs bought, 40 allowed)."""
+    from click.testing import CliRunner
+    from planner.cli import cli
+
+    m = case(tmp_path)
+    p = pd.read_csv(tmp_path / "prices.csv")
+    p.loc[p["site"].eq("s1"), "site"] = "S1"
+    p.to_csv(tmp_path / "prices.csv", index=False)
+    r = CliRunner().invoke(cli, ["validate", str(m)])
+    assert r.exit_code == 2, r.output
+    assert "site is not one of the model file's [sites]" in r.output and "'S1'" in r.output and "row 4" in r.output
+    assert "[sites.s1] caps no row of the price sheet" in r.output

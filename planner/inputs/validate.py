@@ -742,6 +742,25 @@ def availability_caps(availability: pd.DataFrame | None, pools: list[tuple[str, 
 
 # ---------------------------------------------------------------------------- model vs prices
 
+def check_sites(config: ModelConfig, prices: pd.DataFrame, prices_file: str, bad: Collector) -> None:
+    """With ``[sites]`` in the model file, every site a price row names is one of them (a misspelt site would
+    silently lift its cap), and every ``[sites.<name>]`` caps some row (a cap on nothing is a mistake too)."""
+    if not config.sites or "site" not in prices:
+        return
+    file = str(config.path) if config.path else "<model>"
+    site = prices["site"].fillna("").astype(str)
+    rows = prices["row"] if "row" in prices else pd.Series(range(2, len(prices) + 2), index=prices.index)
+    known = ", ".join(sorted(config.sites))
+    for i in np.flatnonzero((site.ne("") & ~site.isin(list(config.sites))).to_numpy())[:MAX_ROWS_PER_CHECK]:
+        bad.add(prices_file, "site is not one of the model file's [sites]", row=int(rows.iloc[i]), column="site",
+                value=site.iloc[i], expected=f"one of {known} (names match exactly: case and spaces count), "
+                "or add [sites.<name>] with its max_mw")
+    for name in sorted(set(config.sites) - set(site)):
+        bad.add(file, f"[sites.{name}] caps no row of the price sheet", value=name,
+                expected=f"a site named in the site column of {prices_file}: "
+                         + (", ".join(sorted(set(site) - {""})) or "none is named"))
+
+
 def check_classes(config: ModelConfig, prices: pd.DataFrame, bad: Collector) -> None:
     """Every class may use some priced pool, and names only GPU types and regions the sheet has."""
     file = str(config.path) if config.path else "<model>"
@@ -848,6 +867,7 @@ def validate(config: ModelConfig, demand_raw: RawTable, prices_raw: RawTable,
         availability = validate_availability(availability_raw, prices, bad)
     if prices is not None and not bad:
         check_classes(config, prices, bad)
+        check_sites(config, prices, prices_raw.file, bad)
         if inventory is not None:
             check_caps(prices, inventory, demand, prices_raw.file, bad)
     bad.raise_if_any(InputError)
