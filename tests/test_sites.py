@@ -178,3 +178,27 @@ def test_a_misspelt_site_or_a_cap_on_nothing_exits_2_naming_them(tmp_path):
     assert r.exit_code == 2, r.output
     assert "site is not one of the model file's [sites]" in r.output and "'S1'" in r.output and "row 4" in r.output
     assert "[sites.s1] caps no row of the price sheet" in r.output
+
+
+def test_a_first_stage_family_registered_once_binds_both_solve_paths(tmp_path, monkeypatch):
+    """A new first-stage family is one function in stages.FIRST_STAGE (review of issue 33: it also had to be
+    listed in model.FAMILIES, else the whole model ignored it while the master honoured it): here at most 70 GPUs
+    bought per purchase date; uncapped the plan buys 100 reserved A. Both paths buy 70, at the same cost."""
+    from planner.model.rows import FirstStageRows
+
+    def date_gpu_cap(inp):
+        res = inp.reserved
+        dates = res["date_index"].to_numpy(int)
+        members = [np.flatnonzero(dates == d) for d in np.unique(dates)]
+        return FirstStageRows((np.unique(dates),), members, [res["m"].to_numpy(float)[m] for m in members],
+                              np.full(len(members), 70.0))
+
+    monkeypatch.setitem(stages.FIRST_STAGE, "date_gpu_cap", date_gpu_cap)
+    mono = make_plan(load_inputs(case(tmp_path / "m", cap_s1=1.0)), mip_gap=0.0)
+    dec = make_plan(load_inputs(case(tmp_path / "b", cap_s1=1.0, method="benders")), mip_gap=0.0)
+    assert "benders" in dec.stats and "benders" not in mono.stats
+    for p in (mono, dec):
+        assert p.purchases["gpus"].sum() == 70
+    # 70 reserved A at 1.00/h (s1 uncapped) and 30 on-demand at 3.00/h
+    assert mono.objective == pytest.approx((70 * 1.0 + 30 * 3.0) * H)
+    assert dec.objective == pytest.approx(mono.objective, rel=1e-9)

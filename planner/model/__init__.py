@@ -344,6 +344,14 @@ FAMILIES = (
 )
 
 
+def families() -> tuple:
+    """Every constraint family the model builds, in order: :data:`FAMILIES`, then any first-stage family of
+    :data:`planner.model.stages.FIRST_STAGE` not listed there (registered there only, it is still a model family:
+    the whole model and the Benders masters can never disagree on the purchases' rows)."""
+    listed = {name for name, _ in FAMILIES}
+    return FAMILIES + tuple((name, stages.first_stage_family(name)) for name in stages.FIRST_STAGE if name not in listed)
+
+
 def build_model(inp: PlanInputs, merge_periods: bool | None = None,
                 fixed_reserved: np.ndarray | None = None, dominance: bool = True, rows: bool = True) -> PlanModel:
     """The MILP for ``inp``; ``fixed_reserved`` fixes the instances bought per reserved option (recourse only).
@@ -363,7 +371,7 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     n_cols, fam = define_variables(inp, blocks, dominance=dominance)
     out = Rows()
     with_rows = rows
-    rows = {name: define(out, inp, blocks, fam) for name, define in FAMILIES} if with_rows else {}
+    rows = {name: define(out, inp, blocks, fam) for name, define in families()} if with_rows else {}
     cost = objective_coefficients(inp, blocks, fam, n_cols)
     if with_rows:
         rows["budget"] = define_budget_constraints(out, inp, blocks, fam, cost)  # budgets cap cost, not NPV
