@@ -74,3 +74,21 @@ def test_keyword_overrides_apply_on_top_of_the_options(case):
 def test_an_unknown_option_is_refused():
     with pytest.raises(TypeError, match="unknown plan option"):
         PlanOptions.of(mip_gpa=0.0)
+
+
+def test_a_missing_or_blank_kind_comes_from_the_option_and_an_unknown_kind_is_refused(case):
+    t = case.reserved.copy()
+    t["option"] = ["capacity_block"] * len(t)  # (only the name matters here)
+    done = commitments.complete(t.drop(columns="kind"))
+    assert set(done["kind"]) == {"window"}  # not silently an instance (review of issue 33)
+    t["kind"] = None
+    assert set(commitments.complete(t)["kind"]) == {"window"}
+    t["kind"] = "leasehold"
+    with pytest.raises(ValueError, match="'leasehold'.*not a supply kind"):
+        commitments.complete(t)
+
+
+def test_an_edited_table_is_completed_again_not_trusted(case):
+    again = dataclasses.replace(case, reserved=case.reserved.drop(columns="integer"))
+    assert again.reserved["integer"].dtype == bool and again.reserved["integer"].all()
+    assert make_plan(again, mip_gap=0.0, risk=False).objective == pytest.approx(8 * 1.0 * 672, rel=1e-9)

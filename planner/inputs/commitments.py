@@ -210,27 +210,52 @@ DTYPES = {"kind": object, "max_units": float, "parent": int, "guarantees_capacit
           "kw_per_gpu": float, "integer": bool}
 
 
+def _is_complete(rows: pd.DataFrame) -> bool:
+    """Every column present, no kind or integer flag blank (checked, not trusted from a flag pandas carries)."""
+    if not all(k in rows for k in DEFAULTS) or "integer" not in rows:
+        return False
+    filled = [c for c, d in DEFAULTS.items() if not (d is pd.NaT or (isinstance(d, float) and np.isnan(d)))]
+    return not rows[filled + ["integer"]].isna().to_numpy().any() and all(
+        rows[c].dtype == t for c, t in DTYPES.items() if t is not object)
+
+
 def complete(rows: pd.DataFrame) -> pd.DataFrame:
     """The commitments table with every column of :data:`DEFAULTS` present and typed (blank cells at their
-    default), ``integer`` (where absent) from the kind (instances are bought whole; a spend commitment is USD per hour) and
-    ``cash_date`` the purchase date where none is given. Returns ``rows`` itself when it is already complete."""
-    if rows.attrs.get("complete") and all(k in rows for k in DEFAULTS):
+    default), ``kind`` from the option's name where it is absent or blank (an unknown kind is a ValueError: never
+    silently an instance), ``integer`` (where absent or blank) from the kind (instances are bought whole; a spend
+    commitment is USD per hour) and ``cash_date`` the purchase date where none is given. Returns ``rows`` itself
+    when it is already complete."""
+    if _is_complete(rows) and set(rows["kind"].unique()) <= set(supply.names()):
         return rows
     rows = rows.copy()
+    named = kind_of(rows["option"]) if "option" in rows else pd.Series(None, index=rows.index, dtype=object)
+    kind = rows["kind"].astype(object) if "kind" in rows else pd.Series(None, index=rows.index, dtype=object)
+    kind = kind.where(kind.notna(), named)
+    kind = kind.where(kind.notna(), supply.DEFAULT if "option" not in rows else None)
+    unknown = kind.isna() | ~kind.isin(list(supply.names()))
+    if unknown.any():
+        i = int(np.flatnonzero(unknown.to_numpy())[0])
+        raise ValueError(f"commitments table row {i}: kind {kind.iloc[i]!r} (option "
+                         f"{rows['option'].iloc[i] if 'option' in rows else None!r}) is not a supply kind; expected one "
+                         f"of {', '.join(supply.names())}")
+    rows["kind"] = kind
     for col, default in DEFAULTS.items():
+        if col == "kind":
+            continue
         if col not in rows:
             rows[col] = pd.Series(default, index=rows.index, dtype="datetime64[ns]" if default is pd.NaT else None)
         elif default is not pd.NaT:
             rows[col] = rows[col].where(rows[col].notna(), default)
-    rows["kind"] = rows["kind"].astype(object)
     rows["site"] = rows["site"].astype(str)
+    by_kind = supply.table_mask(rows, unit="instance")
     if "integer" not in rows:  # kept where a caller relaxed it (a backtest's later purchases)
-        rows["integer"] = supply.table_mask(rows, unit="instance")
+        rows["integer"] = by_kind
+    else:
+        rows["integer"] = rows["integer"].where(rows["integer"].notna(), pd.Series(by_kind, index=rows.index))
     if "cash_date" not in rows and "purchase_date" in rows:
         rows["cash_date"] = rows["purchase_date"]
     for col, dtype in DTYPES.items():
         rows[col] = rows[col].astype(dtype)
-    rows.attrs["complete"] = True
     return rows
 
 
