@@ -36,13 +36,13 @@ def atomic_path(path: str | Path):
                                 str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path.parent, [path.name])
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_tag()}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{run_tag()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; outputs get the usual permissions
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -82,7 +82,8 @@ def _host() -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:32] or "host"
 
 
-def _tag() -> str:
+def run_tag() -> str:
+    """This host and process, for the names of temp files (a killed run's leftovers are told apart)."""
     return f"{_host()}-{os.getpid()}"
 
 
@@ -179,7 +180,7 @@ def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
                                     str(path))
     if only_previous_outputs(out_dir, writers) and not _holds_cwd(out_dir):
         try:
-            new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-{_tag()}-", dir=out_dir.parent))
+            new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-{run_tag()}-", dir=out_dir.parent))
         except OSError as exc:  # name the folder the user gave, not our temporary one
             raise OSError(exc.errno, exc.strerror, str(out_dir)) from None
         try:
@@ -187,8 +188,8 @@ def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
                 write(new / name)
                 with open(new / name, "rb+") as f:
                     os.fsync(f.fileno())
-                os.chmod(new / name, 0o666 & ~_umask())
-            os.chmod(new, 0o777 & ~_umask())
+                os.chmod(new / name, 0o666 & ~current_umask())
+            os.chmod(new, 0o777 & ~current_umask())
             if not out_dir.exists():
                 with contextlib.suppress(OSError):
                     os.rename(new, out_dir)
@@ -240,7 +241,8 @@ def write_text(path: str | Path, text: str) -> None:
         Path(tmp).write_text(text, encoding="utf-8")
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process's umask (read by setting it and back: the one portable way)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask

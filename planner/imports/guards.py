@@ -121,7 +121,7 @@ def publish(writers: dict) -> list[Path]:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic.remove_stale(path.parent, [path.name])
             try:
-                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{atomic._tag()}.", suffix=".tmp", dir=path.parent)
+                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{atomic.run_tag()}.", suffix=".tmp", dir=path.parent)
             except OSError as exc:  # name the file the user asked for, not our temporary one
                 raise OSError(exc.errno, exc.strerror, str(path)) from None
             os.close(fd)
@@ -129,7 +129,7 @@ def publish(writers: dict) -> list[Path]:
             write(Path(tmp))
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
-            os.chmod(tmp, 0o666 & ~atomic._umask())
+            os.chmod(tmp, 0o666 & ~atomic.current_umask())
         try:
             for path, tmp in temps.items():
                 backup = _keep_old(path)
@@ -163,7 +163,7 @@ def _keep_old(path: Path) -> Path | None:
     """A second name for the file now at ``path`` (a hard link, else a copy), to restore it; None if none."""
     if not path.is_file():
         return None
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.{atomic._tag()}.", suffix=".tmp", dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.{atomic.run_tag()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     backup = Path(name)
     backup.unlink()

@@ -16,20 +16,13 @@ from planner.inputs import validate
 from planner.inputs.config import ModelConfig, load_model
 from planner.inputs.arrays import PlanInputs, build_inputs
 from planner.model import build_model
-from planner.results.plan import Plan, extract_plan, register_writers
+from planner.results.plan import Plan, extract_plan
 from planner.results.risk import risk_view
 from planner.solve.monolithic import solve
 from planner.pipeline.benders import BENDERS_AUTO_CELLS, benders_plan, fixed_plan, monolithic_note, use_benders  # noqa: F401
 
 
-def _register_writers() -> None:
-    """The report functions a Plan's methods call: registered here, so results never imports report."""
-    from planner.report import plan_json, summary_text, write_workbook
-
-    register_writers(summary=summary_text, json=plan_json, workbook=write_workbook)
-
-
-_register_writers()
+import planner.report  # noqa: E402,F401  (registers the writers a Plan's summary(), to_json() and to_excel() call)
 
 
 def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = None,
@@ -78,7 +71,8 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     if fixed_reserved is None and extend is None and use_benders(inp, backend or s.backend):
         plan = benders_plan(inp, make_plan, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
                             risk=risk, write_model=write_model, progress=progress, executor=executor)
-        plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
+        plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
+                                executor=executor)
         return _with_shadow(plan, shadow)
     if fixed_reserved is not None and extend is None and use_benders(inp, backend or s.backend):
         return _with_shadow(fixed_plan(inp, make_plan, np.asarray(fixed_reserved, float), timings, risk, write_model,
@@ -108,11 +102,12 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
         t0 = time.perf_counter()
         sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
             i, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved,
-            risk=False, extend=extend, shadow=False)
+            risk=False, extend=extend, shadow=False, executor=executor)
         plan.risk = risk_view(plan, sub)
         plan.timings["risk"] = time.perf_counter() - t0
     if fixed_reserved is None and extend is None:
-        plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
+        plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
+                                executor=executor)
     return _with_shadow(plan, shadow and extend is None)
 
 

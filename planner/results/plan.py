@@ -183,10 +183,10 @@ def register_writers(**writers) -> None:
 
 
 def _writer(name: str):
-    if name not in WRITERS:  # a Plan made without the pipeline (unpickled, built by hand): load it once
-        import importlib
+    if name not in WRITERS:  # a Plan made without the report layer loaded (unpickled, built by hand): load it
+        import importlib  # the one way up, by name: a plugin hook the report layer registers (report/__init__.py)
 
-        importlib.import_module("planner.pipeline.run")
+        importlib.import_module("planner.report")
     return WRITERS[name]
 
 
