@@ -307,3 +307,21 @@ def test_payment_options_of_a_savings_plan_compare_the_same_dollars_an_hour(tmp_
         assert po["full_term_usd"].to_numpy() == pytest.approx([C * 8760] * 2)
         assert po.loc[chosen[rate], "chosen"]
     assert chosen == {0.0: "savings_plan_1y_all_upfront", 0.5: "savings_plan_1y_no_upfront"}
+
+
+def test_a_reserved_price_factor_leaves_a_savings_plans_upfront_per_dollar_alone_everywhere(tmp_path):
+    """scale_inputs(reserved_price=f) scales a savings plan's discounted rates, not its upfront per USD/h committed
+    (its unit); the price table (the workbook's Prices sheet) scaled it too (review of issue 33)."""
+    from planner import load_inputs
+    from planner.inputs.arrays import scale_inputs
+    from planner.inputs import commitments
+
+    rows = [dict(gpu_type=g, region="r", option="savings_plan_1y_all_upfront", hourly_usd=RATE[g], upfront_usd=8760)
+            for g in ("A", "B")]
+    inp = load_inputs(sp_case(tmp_path, rows=rows))
+    scaled = scale_inputs(inp, reserved_price=1.5)
+    sheet = scaled.tables.prices[commitments.kind_of(scaled.tables.prices["option"]).eq("spend")]
+    assert list(sheet["upfront_usd"]) == [8760.0, 8760.0]
+    assert list(sheet["hourly_usd"]) == pytest.approx([RATE["A"] * 1.5, RATE["B"] * 1.5])
+    unit = scaled.reserved[commitments.is_spend(scaled.reserved)]
+    assert list(unit["upfront_usd"]) == list(inp.reserved[commitments.is_spend(inp.reserved)]["upfront_usd"])

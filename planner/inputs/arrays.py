@@ -487,7 +487,9 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
                         kinds.isin(supply.names(rented=True, preemptible=True)), kinds.isin(commitments.COMMITMENT_KINDS)],
                        [on_demand_price, spot_price, reserved_price], 1.0)
     prices["hourly_usd"] = prices["hourly_usd"] * factor
-    prices["upfront_usd"] = prices["upfront_usd"] * np.where(kinds.isin(commitments.COMMITMENT_KINDS),
+    # a savings plan's upfront is per USD/h committed (its unit, not a price), as in the commitments table above
+    per_unit = kinds.isin(supply.names(unit="usd_per_hour"))
+    prices["upfront_usd"] = prices["upfront_usd"] * np.where(kinds.isin(commitments.COMMITMENT_KINDS) & ~per_unit,
                                                              reserved_price, 1.0)
     prices["interruptions_per_hour"] = prices["interruptions_per_hour"] * interruptions
     tables = replace(inp.tables, prices=prices)
