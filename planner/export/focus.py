@@ -62,6 +62,11 @@ DECIMALS = ["BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "Pricin
 DATETIMES = ["BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"]
 
 
+def focus_of(option: str) -> tuple[str, str]:
+    """FOCUS ``(PricingCategory, CommitmentDiscountCategory)`` of an option's charges, from the supply registry."""
+    return supply.get(str(option)).focus
+
+
 def _iso(ts: pd.Timestamp) -> str:
     return pd.Timestamp(ts).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -159,12 +164,12 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
         extra = {"x_CommitmentDiscountStart": _iso(c["start"]), "x_CommitmentDiscountEnd": _iso(c["end"]), **extra}
         if c.get("spend"):  # a savings plan: a dollar commitment (FOCUS category "Spend"), held by no region
             return {"x_Option": c["option"], "CommitmentDiscountId": c["cid"], "CommitmentDiscountName": c["cid"],
-                    "CommitmentDiscountType": "Savings Plan", "CommitmentDiscountCategory": "Spend",
+                    "CommitmentDiscountType": "Savings Plan", "CommitmentDiscountCategory": focus_of(c["option"])[1],
                     "CommitmentDiscountUnit": "USD", "SkuId": f"savings_plan/{c['family']}/{c['option']}",
                     "x_Source": c["source"], **extra}
         return {"RegionId": c["region"], "RegionName": c["region"], "x_GpuType": c["gpu_type"], "x_Option": c["option"],
                 "CommitmentDiscountId": c["cid"], "CommitmentDiscountName": c["cid"],
-                "CommitmentDiscountType": "Reserved capacity", "CommitmentDiscountCategory": "Usage",
+                "CommitmentDiscountType": "Reserved capacity", "CommitmentDiscountCategory": focus_of(c["option"])[1],
                 "CommitmentDiscountUnit": "GPU-Hours", "ResourceType": "GPU",
                 "CapacityReservationId": c["cid"] if c.get("capacity") else None,
                 "SkuId": f"{c['gpu_type']}/{c['region']}/{c['option']}", "x_Source": c["source"], **extra}
@@ -201,13 +206,13 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 ChargeDescription=f"Upfront fee of {what(c)}",
                 BilledCost=c["upfront"], EffectiveCost=0.0, ListCost=c["upfront"], ContractedCost=c["upfront"],
                 ContractedUnitPrice=c["upfront"] / q, ListUnitPrice=c["upfront"] / q, PricingQuantity=q,
-                PricingUnit=unit_of(c), PricingCategory="Committed", **kind(c, CommitmentDiscountQuantity=q))
+                PricingUnit=unit_of(c), PricingCategory=focus_of(c["option"])[0], **kind(c, CommitmentDiscountQuantity=q))
         if c["residual"] and lo <= c["end"] <= hi:  # the residual value comes back when the term ends
             add(c["end"].strftime("%Y-%m") if c["end"] < hi else (hi - pd.Timedelta(hours=1)).strftime("%Y-%m"),
                 c["end"] - pd.Timedelta(hours=1), c["end"], ChargeCategory="Credit", ChargeFrequency="One-Time",
                 ChargeDescription=f"Residual value back: {what(c)}",
                 BilledCost=-c["residual"], EffectiveCost=0.0, ListCost=-c["residual"], ContractedCost=-c["residual"],
-                PricingQuantity=gpus, PricingUnit="GPU", PricingCategory="Committed", **kind(c))
+                PricingQuantity=gpus, PricingUnit="GPU", PricingCategory=focus_of(c["option"])[0], **kind(c))
         for month, h in _hours_by_month(c["start"], c["end"], lo, hi).items():
             b0, b1 = _month_bounds(month)
             span = (max(c["start"], lo, b0), min(c["end"], hi, b1))
@@ -215,7 +220,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             add(month, *span, ChargeCategory="Purchase", ChargeFrequency="Recurring",
                 ChargeDescription=f"Recurring fee of {what(c)}",
                 BilledCost=fee, EffectiveCost=0.0, ListCost=fee, ContractedCost=fee, ContractedUnitPrice=c["hourly"],
-                ListUnitPrice=c["hourly"], PricingQuantity=gh, PricingUnit=unit_of(c), PricingCategory="Committed",
+                ListUnitPrice=c["hourly"], PricingQuantity=gh, PricingUnit=unit_of(c), PricingCategory=focus_of(c["option"])[0],
                 **kind(c, CommitmentDiscountQuantity=gh))
             share = c["spend_share"] if c.get("spend_share") is not None else \
                 share_used.get((month, c["gpu_type"], c["region"]), 0.0)
@@ -241,7 +246,7 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                     ContractedUnitPrice=list_rate if status == "Used" and not c.get("spend") else 0.0,
                     ListUnitPrice=(list_rate if not c.get("spend") else c["spend_markup"]) if status == "Used"
                     else 0.0, PricingQuantity=q,
-                    PricingUnit=unit_of(c), PricingCategory="Committed", CommitmentDiscountStatus=status,
+                    PricingUnit=unit_of(c), PricingCategory=focus_of(c["option"])[0], CommitmentDiscountStatus=status,
                     ConsumedQuantity=q if status == "Used" else None,
                     ConsumedUnit=unit_of(c) if status == "Used" else None, **kind(c, CommitmentDiscountQuantity=q),
                     **({"CapacityReservationStatus": status} if c.get("capacity") and not c.get("spend") else {}))
@@ -253,8 +258,8 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 "x_Source": "plan"}
         od_gh, sp_gh = float(u["on_demand_gpu_hours"]), float(u["spot_gpu_hours"])
         covered = float(u.get("on_demand_covered_gpu_hours") or 0.0)  # paid by a savings plan: billed there
-        for option, gh, usd, category in (("on_demand", od_gh, float(u["on_demand_usd"]), "Standard"),
-                                          ("spot", sp_gh, float(u["spot_usd"]), "Dynamic")):
+        for option, gh, usd in (("on_demand", od_gh, float(u["on_demand_usd"])), ("spot", sp_gh, float(u["spot_usd"]))):
+            category = focus_of(option)[0]  # FOCUS PricingCategory, from the supply registry
             if gh <= 1e-9:
                 continue
             billed_gh = max(gh - covered, 0.0) if supply.is_(option, covered_by_spend=True) else gh

@@ -69,7 +69,8 @@ def pool_rows(plan: dict, g: pd.DataFrame, base: dict) -> pd.DataFrame:
     od, sp, listed = _rates(plan)
     key = list(zip(g["gpu_type"], g["region"]))
     parts = []
-    for option, category, rate in (("on_demand", "Standard", od), ("spot", "Dynamic", sp)):
+    for option, rate in (("on_demand", od), ("spot", sp)):
+        category = supply.get(option).focus[0]  # FOCUS PricingCategory, from the supply registry
         gh = g[option] * g["hours"]
         billed = ((g["on_demand"] - g["on_demand_covered"]) * g["hours"]).clip(lower=0.0) \
             if supply.is_(option, covered_by_spend=True) else gh
@@ -133,12 +134,12 @@ def commitment_rows(plan: dict, g: pd.DataFrame, commitments: list[dict], base: 
             base, r["start"], r["stop"], ChargeCategory="Usage", ChargeFrequency="Usage-Based", ChargeDescription=text,
             BilledCost=0.0, EffectiveCost=r["gpus"] * r["eff"] * r["overlap"] * part, ListCost=list_cost,
             ContractedCost=list_cost, ContractedUnitPrice=rate, ListUnitPrice=rate, PricingQuantity=q,
-            PricingUnit="GPU-Hours", PricingCategory="Committed", CommitmentDiscountStatus=status,
+            PricingUnit="GPU-Hours", PricingCategory=supply.get("instance").focus[0], CommitmentDiscountStatus=status,
             ConsumedQuantity=q if status == "Used" else np.nan,
             ConsumedUnit="GPU-Hours" if status == "Used" else None, CommitmentDiscountQuantity=q,
             RegionId=r["region"], RegionName=r["region"], x_GpuType=r["gpu_type"],
             x_Option=[gpu[i]["option"] for i in r["c"]], CommitmentDiscountId=cid, CommitmentDiscountName=cid,
-            CommitmentDiscountType="Reserved capacity", CommitmentDiscountCategory="Usage",
+            CommitmentDiscountType="Reserved capacity", CommitmentDiscountCategory=supply.get("instance").focus[1],
             CommitmentDiscountUnit="GPU-Hours", ResourceType="GPU",
             SkuId=r["gpu_type"] + "/" + r["region"] + "/" + pd.Series([gpu[i]["option"] for i in r["c"]], index=r.index),
             x_Source=[gpu[i]["source"] for i in r["c"]],
