@@ -118,8 +118,7 @@ def batches_of(plan, backend: str | None = None, inp=None) -> dict | None:
         return plan.recourse
     from planner.solve.decompose import applicable, chunk_index, cut_groups
 
-    b = inp.config.budget
-    if not applicable(inp) or b.max_total_usd is not None or b.monthly or plan.stats.get("extensions"):
+    if not applicable(inp) or plan.stats.get("extensions"):  # a linking family (a budget among them): whole
         return None
     chunks = chunk_index(inp, "week")
     return {"chunks": chunks, "cut_by": cut_groups(inp), "units": plan.purchases["units"].to_numpy(float),
