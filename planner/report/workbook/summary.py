@@ -80,10 +80,8 @@ def _liability_note(plan: Plan) -> str:
 def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchases: pd.DataFrame,
                    inventory: pd.DataFrame, cost_values: dict, baseline: tuple[int, float], memo: list) -> None:
     s = _Sheet(ws, ["item", "value", "note"], wrap=("item", "note"))
-    widths = {"item": 40, "value": 16, "note": 62}
-    s.header(widths)
-    ws.set_portrait()
-    ws.fit_to_pages(1, 1)  # the decision on one page
+    widths = {"item": 32, "value": 16, "note": 40}  # portrait at 8 pt or more (book.print_readable)
+    s.header(widths)  # printed at 8.5 pt or more (book.print_readable): the decision's rows come first
 
     def put(values: list) -> None:  # one row, as tall as its wrapped item and note need
         s.append(values)
