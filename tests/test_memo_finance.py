@@ -256,3 +256,28 @@ def test_focus_savings_add_up_with_a_savings_plan_and_reserved_instances(tmp_pat
     assert (f["ListUnitPrice"] * f["PricingQuantity"] - f["ListCost"]).abs().max() < 1e-6
     reserved_used = usage[usage["CommitmentDiscountType"].eq("Reserved capacity") & usage["CommitmentDiscountStatus"].eq("Used")]
     assert len(reserved_used) and (reserved_used["ListUnitPrice"] - 2.0).abs().max() < 1e-9  # on-demand rate
+
+
+def test_the_whole_term_downside_of_a_hand_stack(tmp_path):
+    """Issue 35 item 5, by hand: one pool, flat demand of 100 GPUs for a week; a 1-year reservation at 1.00/h
+    against on-demand at 2.00/h buys 100 GPUs (one tranche). Held flat over its 8,760-hour term, at demand -20 %
+    it is 80 % used: 20 % of its 876,000 USD liability unused (175,200), it saves 0.8 x 100 x 8,760 x 2 - 876,000
+    = 525,600 against buying nothing, and it stops paying below half the plan's demand (1.00 / 2.00)."""
+    from planner import load_inputs, make_plan
+    from planner.memo.term_downside import whole_term_downside
+    from conftest import price, write_case
+
+    m = write_case(tmp_path, {"c": [100.0] * 168},
+                   [price(hourly=2.0), price(option="reserved_1y", hourly=1.0, term_months=12)],
+                   {"c": {"spot": False}}, extra_top='[commitments]\naccounting = "amortised"\n')
+    plan = make_plan(load_inputs(m), mip_gap=0.0, risk=False)
+    assert plan.purchases["gpus"].sum() == 100
+    d = whole_term_downside(plan, (0.0, 0.2, 0.3)).set_index("shock")
+    assert d.loc[0.0, "used_share"] == pytest.approx(1.0)
+    assert d.loc[0.2, "used_share"] == pytest.approx(0.8)
+    assert d.loc[0.2, "full_term_usd"] == pytest.approx(100 * 8760 * 1.0)
+    assert d.loc[0.2, "unused_usd"] == pytest.approx(0.2 * 876_000)
+    assert d.loc[0.3, "unused_usd"] == pytest.approx(0.3 * 876_000)
+    assert d.loc[0.2, "saving_vs_nothing_usd"] == pytest.approx(0.8 * 100 * 8760 * 2.0 - 876_000)
+    assert d.loc[0.2, "break_even_demand_level"] == pytest.approx(0.5, abs=1e-6)
+    assert "held flat" in d["demand_basis"].iat[0]

@@ -13,7 +13,7 @@ from planner.pipeline.run import write_outputs
 from planner.report.workbook.book import NAMES
 from conftest import price, soffice, solve_case, write_case
 
-SHEETS = ["Summary", "Cash by year", "Tranches", "Downside", "Purchases", "Allocation", "Costs", "Spot economics"]
+SHEETS = ["Summary", "Cash by year", "Tranches", "Downside", "Term downside", "Purchases", "Allocation", "Costs"]
 
 
 def needs_lo(fn):
@@ -90,7 +90,7 @@ def test_sheets_tables_and_names(example_plan):
     assert wb.sheetnames[:8] == SHEETS
     for name in SHEETS:
         ws = wb[name]
-        if name == "Downside" and plan.memo is None:  # the memo was not run: the sheet says so, no table
+        if name in ("Downside", "Term downside") and plan.memo is None:  # the memo was not run: the sheet says so, no table
             continue
         assert ws.tables, f"{name} has no Excel table"
         assert ws.freeze_panes == "A2"
@@ -266,5 +266,7 @@ def test_the_workbook_prints_in_few_pages_and_never_as_hashes(example_plan, tmp_
         if not order or order[-1] != sheet:
             order.append(sheet)
         size[sheet] = min(size.get(sheet, 99.0), statistics.median(b - a for a, b, _w in words if a < bottom - 1))
-    assert order[:5] == ["Summary", "Cash by year", "Tranches", "Downside", "Purchases"], order[:6]
-    assert all(size[s] >= 10.4 for s in order[:5]), {s: size[s] for s in order[:5]}
+    pack = ["Summary", "Cash by year", "Tranches", "Downside", "Term downside", "Purchases"]
+    assert [s for s in order if s in pack] == [s for s in pack if s in order] and order[0] == "Summary", order[:7]
+    assert set(pack) - {"Downside", "Term downside"} <= set(order)  # (the fixture's memo may be off: no table)
+    assert all(size[s] >= 10.4 for s in pack if s in size), {s: size.get(s) for s in pack}

@@ -23,6 +23,7 @@ import pandas as pd
 
 from planner.memo.cash import cash_by_year, cash_monthly, cash_next_12_months
 from planner.memo.resolve import DEFAULT_FACTORS, DEFAULT_SHOCKS, commitment_curve, downside, savings
+from planner.memo.term_downside import whole_term_downside
 from planner.memo.tranches import coverage, tranche_utilisation
 
 __all__ = ["Memo", "build_memo", "tranche_utilisation", "downside", "commitment_curve", "cash_by_year",
@@ -48,6 +49,7 @@ class Memo:
     coverage: dict
     savings: dict
     seconds: dict = field(default_factory=dict)
+    term_downside: pd.DataFrame | None = None  # each tranche over its whole term under demand shocks (term_downside)
 
     def to_dict(self) -> dict:
         """JSON-ready values: tables as lists of records, dates ISO 8601, NaN and infinities as None."""
@@ -55,7 +57,8 @@ class Memo:
                 "curve": _records(self.curve), "cash_by_year": _records(self.cash_by_year),
                 "cash_monthly": _records(self.cash_monthly),
                 "cash_next_12_months_usd": _plain(self.cash_next_12_months_usd),
-                "coverage": _plain(self.coverage), "savings": _plain(self.savings), "seconds": _plain(self.seconds)}
+                "coverage": _plain(self.coverage), "savings": _plain(self.savings), "seconds": _plain(self.seconds),
+                "term_downside": _records(self.term_downside) if self.term_downside is not None else []}
 
 
 def default_factors(inp) -> tuple:
@@ -111,8 +114,11 @@ def build_memo(plan, inp=None, *, shocks=DEFAULT_SHOCKS, factors=None, executor=
         next_best = None
     sav = savings(plan, inp, next_best=next_best, make_plan=make_plan, **solve)
     seconds["savings"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    term = whole_term_downside(plan, (0.0,) + tuple(float(s) for s in shocks if float(s) != 0.0))
+    seconds["term_downside"] = time.perf_counter() - t0
     return Memo(tranches=tranches, downside=down, curve=curve, cash_by_year=by_year, cash_monthly=monthly,
-                cash_next_12_months_usd=next12, coverage=cov, savings=sav, seconds=seconds)
+                cash_next_12_months_usd=next12, coverage=cov, savings=sav, seconds=seconds, term_downside=term)
 
 
 def _plain(v):

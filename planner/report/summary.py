@@ -216,6 +216,15 @@ def _memo_lines(plan: Plan) -> list[str]:
                    f"(its own, marginal use), break-even utilisation {100 * r.break_even_utilisation:.0f} % against "
                    "on-demand" + (f", {100 * vs:.0f} % if all its work could run on spot instead" if vs == vs and vs != float("inf")
                                   else "") + (": pays" if r.pays else ": DOES NOT PAY"))
+    term = getattr(m, "term_downside", None)
+    if term is not None and len(term):  # the downside over each purchase's whole term (flat past the horizon)
+        worst = term[term["shock"] == term["shock"].max()]
+        for r in worst[worst["row"].isin(now["row"]) if len(now) else worst.iloc[0:0]].itertuples():
+            out.append(f"    over its whole term, demand {100 * r.shock:.0f} % lower: {r.gpus:g} {r.gpu_type}/{r.region} "
+                       f"{r.option} leaves {_usd(r.unused_usd)} of its {_usd(r.full_term_usd)} unused, saves "
+                       f"{_usd(r.saving_vs_nothing_usd)} against buying nothing (on demand); it stops paying below "
+                       + (f"{100 * r.break_even_demand_level:.0f} % of the plan's demand" if r.break_even_demand_level
+                          == r.break_even_demand_level else "no demand level up to 4x") + " (Term downside sheet)")
     paying = m.tranches[~m.tranches["pays"].astype(bool)] if len(m.tranches) else m.tranches
     for r in paying.itertuples():
         out.append(f"    WARNING: the tranche {r.gpus:g} {r.gpu_type}/{r.region} {r.option} bought "

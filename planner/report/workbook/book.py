@@ -36,7 +36,7 @@ MONTH = "yyyy-mm"  # a calendar month (its first day)
 
 
 # the finance print pack first (what a finance reader prints and signs: FINANCE_PACK), then the rest
-FINANCE_PACK = ("Summary", "Cash by year", "Tranches", "Downside", "Purchases")
+FINANCE_PACK = ("Summary", "Cash by year", "Tranches", "Downside", "Term downside", "Purchases")
 SHEETS = FINANCE_PACK + ("Allocation", "Costs", "Spot economics", "Prices", "Demand", "Assumptions", "Fleet",
                          "Scenarios", "Shortfall", "Latency", "Backfill", "Showback", "Cash flow", "Inventory",
                          "Shadow prices", "Baseline", "Showback by month", "Savings plans", "Commitment curve",

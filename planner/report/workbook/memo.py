@@ -12,7 +12,7 @@ from planner.inputs import commitments
 from planner.results.plan import Plan
 from planner.report.workbook.book import DAY, F, INT, NUM, PCT, RED, USD, USD0, _Sheet, ref
 
-MEMO_SHEETS = ("Tranches", "Downside", "Commitment curve", "Chargeback")
+MEMO_SHEETS = ("Tranches", "Downside", "Term downside", "Commitment curve", "Chargeback")
 
 
 def _money(x: float) -> str:
@@ -309,6 +309,7 @@ def write_memo_sheets(ws: dict, plan: Plan) -> None:
                  ["shock", "demand_level", "status", "full_term_cost_usd", "total_cost_usd", "reserved_usd",
                   "on_demand_usd", "spot_usd", "reserved_utilisation", "stranded_usd", "stranded_increase_usd",
                   "liability_past_horizon_usd", "shortfall_gpu_hours"])
+    _write_term_downside(ws["Term downside"], getattr(m, "term_downside", None) if m is not None else None)
     _write_curve(ws["Commitment curve"], m.curve if m is not None else None)
     _write_chargeback(ws["Chargeback"], plan)
 
@@ -368,6 +369,30 @@ def _write_table(ws, df: pd.DataFrame | None, name: str, cols: list[str]) -> Non
         s.append(list(r))
     s.table(name)
     s.note("Re-solved by the model with this plan's purchases fixed (an LP each); values, not live formulas.")
+
+
+TERM_COLUMNS = ["gpu_type", "region", "option", "purchase_date", "end_date", "gpus", "shock", "demand_level",
+                "used_share", "unused_usd", "saving_vs_nothing_usd", "full_term_usd", "break_even_demand_level"]
+
+
+def _write_term_downside(ws, df: pd.DataFrame | None) -> None:
+    """Each purchase over its whole term at demand -20 / -30 % (planner.memo.term_downside): closed form."""
+    if df is None or not len(df):
+        ws.write_string(0, 0, "not computed: run `planner plan` without --no-memo (or nothing was bought)")
+        return
+    fm = dict(_FORMATS) | {"shock": PCT, "demand_level": PCT, "used_share": PCT, "unused_usd": USD0,
+                           "saving_vs_nothing_usd": USD0, "full_term_usd": USD0, "break_even_demand_level": PCT}
+    s = _Sheet(ws, TERM_COLUMNS, fm)
+    s.header({"option": 16})
+    for r in df.itertuples(index=False):
+        s.append([pd.Timestamp(getattr(r, c)) if c in ("purchase_date", "end_date") else getattr(r, c)
+                  for c in TERM_COLUMNS])
+    s.table("TermDownside")
+    s.note("Each purchase over its WHOLE term (not the horizon): " + str(df["demand_basis"].iat[0]) + ", scaled by "
+           "demand_level. used_share: its GPU-hours in use over its capacity (the GPUs below it in its pool serve "
+           "first); unused_usd: its whole-term liability left unused; saving_vs_nothing_usd: its used hours at the "
+           "on-demand rate less that liability; break_even_demand_level: the demand level below which it stops "
+           "paying against on-demand. Closed form on the plan's tables, not re-solved.")
 
 
 def _write_curve(ws, curve: pd.DataFrame | None) -> None:
