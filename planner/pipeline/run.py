@@ -67,6 +67,10 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     a Dask cluster; default here). Long horizons with the purchases fixed are priced batch by batch too,
     warm from ``warm`` (a decomposed plan's ``recourse``: its batches' last bases) when given.
     """
+    f = inp.config.finance
+    if f.cvar_weight > 0 and len(inp.scenarios) > 1 and fixed_reserved is None and extend is None:
+        return _cvar_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
+                          risk=risk, write_model=write_model, shadow=shadow)
     s = inp.config.solver
     timings = dict(timings or {})
     b = inp.config.budget
@@ -111,6 +115,40 @@ def make_plan(inp: PlanInputs, *, backend: str | None = None, time_limit_s: floa
     if fixed_reserved is None and extend is None:
         plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap)
     return _with_shadow(plan, shadow and extend is None)
+
+
+def _cvar_plan(inp: PlanInputs, *, risk: bool, shadow, **solve) -> Plan:
+    """The mean-CVaR plan (``[finance] cvar_weight`` > 0, :mod:`planner.model.cvar`) with the risk-neutral plan
+    beside it: ``plan.cvar`` says what less term risk costs (expected cost up, CVaR down)."""
+    from dataclasses import replace
+
+    from planner.model.cvar import add_cvar, cvar
+
+    f = inp.config.finance
+    neutral_inp = replace(inp, config=replace(inp.config, finance=replace(f, cvar_weight=0.0)))
+    neutral = make_plan(neutral_inp, risk=False, shadow=False, **solve)
+    plan = make_plan(inp, extend=lambda model: add_cvar(model, inp, f.cvar_alpha, f.cvar_weight), risk=risk,
+                     shadow=False, **solve)
+    if not plan.status.has_plan:
+        return plan
+
+    def tail(p: Plan) -> float:
+        sc = p.scenario_costs
+        return cvar(sc["total"].to_numpy(float), sc["probability"].to_numpy(float), f.cvar_alpha)
+
+    plan.cvar = {"cvar_alpha": f.cvar_alpha, "cvar_weight": f.cvar_weight, "cvar_usd": tail(plan),
+                 "expected_cost_usd": float(plan.cost["total"])}
+    if neutral.status.has_plan:
+        plan.cvar |= {"risk_neutral_cost_usd": float(neutral.cost["total"]),
+                      "risk_neutral_cvar_usd": tail(neutral),
+                      "cost_of_less_risk_usd": float(plan.cost["total"] - neutral.cost["total"])}
+        plan.notes.append(
+            f"risk preference: mean-CVaR (weight {f.cvar_weight:g}, alpha {f.cvar_alpha:g}): CVaR "
+            f"{plan.cvar['cvar_usd']:,.0f} USD against the risk-neutral plan's {plan.cvar['risk_neutral_cvar_usd']:,.0f}; "
+            f"expected cost {plan.cvar['expected_cost_usd']:,.0f} against {plan.cvar['risk_neutral_cost_usd']:,.0f} USD "
+            f"(less term risk costs {plan.cvar['cost_of_less_risk_usd']:,.0f} USD)")
+    b = inp.config.budget
+    return _with_shadow(plan, (b.max_total_usd is not None or b.monthly) if shadow is None else shadow)
 
 
 def with_memo(plan: Plan, *, executor=None, backend: str | None = None, time_limit_s: float | None = None,

@@ -220,6 +220,7 @@ def plan_to_dict(plan: Plan) -> dict:
         "vss_usd": _num(plan.risk.vss_usd if plan.risk else 0.0),
         "evpi_usd": _num(plan.risk.evpi_usd if plan.risk else 0.0),
         "tree": _tree(plan),
+        "risk": {k: _num(v) for k, v in plan.cvar.items()} if getattr(plan, "cvar", None) else None,
         "shortfall_penalty_usd_per_gpu_hour": _num(inp.penalty),
         "shortfall_penalty_by_class": {c: _num(v) for c, v in zip(inp.classes, inp.penalty_by_class)},
         "horizon": {"start": inp.periods[0].isoformat(), "periods": inp.T, "hours": _num(inp.horizon_hours)},
