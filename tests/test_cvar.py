@@ -70,13 +70,17 @@ def test_model_file_keys_plan_and_report(tmp_path):
     m.write_text(m.read_text() + "[finance]\ncvar_alpha = 0.95\ncvar_weight = 1.0\n")
     inp = load_inputs(m)
     assert "cvar" in dict(linking(inp))  # declared a linking family: the decomposition is not exact with it
-    plan = make_plan(inp, mip_gap=0, risk=False)
+    plan = make_plan(inp, mip_gap=0)  # with the risk view (EVPI, VSS) too, as `planner plan` makes it
     assert int(plan.purchases["instances"].sum()) == HIGH
+    assert plan.risk is not None and plan.risk.worst_case_usd == pytest.approx(H * R * HIGH)
     neutral = brute_force(0.95, 0.0)
     assert plan.cvar["risk_neutral_cost_usd"] == pytest.approx(P_LOW * neutral[2][0] + (1 - P_LOW) * neutral[2][1])
     assert plan.cvar["cvar_usd"] == pytest.approx(H * R * HIGH)  # the high scenario, all reserved
     assert plan.cvar["risk_neutral_cvar_usd"] == pytest.approx(neutral[2][1])
     assert plan.cvar["cost_of_less_risk_usd"] > 0
+    # the plan's costs are what it pays: the same in both scenarios (all reserved), not the CVaR objective
+    assert plan.cost["total"] == pytest.approx(H * R * HIGH) == plan.cvar["expected_cost_usd"]
+    assert "extension" not in plan.cost
     assert any("less term risk costs" in n for n in plan.notes)
     risk = json.loads(write_outputs(plan, tmp_path / "out")["json"].read_text())["risk"]
     assert risk["cvar_alpha"] == 0.95 and risk["cvar_usd"] == pytest.approx(H * R * HIGH)

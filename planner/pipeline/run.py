@@ -127,10 +127,21 @@ def _cvar_plan(inp: PlanInputs, *, risk: bool, shadow, **solve) -> Plan:
     f = inp.config.finance
     neutral_inp = replace(inp, config=replace(inp.config, finance=replace(f, cvar_weight=0.0)))
     neutral = make_plan(neutral_inp, risk=False, shadow=False, **solve)
-    plan = make_plan(inp, extend=lambda model: add_cvar(model, inp, f.cvar_alpha, f.cvar_weight), risk=risk,
+    plan = make_plan(inp, extend=lambda model: add_cvar(model, inp, f.cvar_alpha, f.cvar_weight), risk=False,
                      shadow=False, **solve)
     if not plan.status.has_plan:
         return plan
+    ext = plan.cost.pop("extension", 0.0)  # eta and the tail excess: the objective's CVaR part, not a cost paid
+    plan.cost["total"] -= ext
+    if not f.npv:  # (under npv the solver's objective stays the mean-CVaR one, in NPV)
+        plan.objective -= ext
+    if risk:  # EVPI, VSS, worst case of these purchases, on expected cost (the sub-plans are single-scenario or fixed)
+        t0 = time.perf_counter()
+        sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
+            i, fixed_reserved=fixed_reserved, risk=False, shadow=False, **{k: v for k, v in solve.items()
+                                                                             if k not in ("timings", "write_model")})
+        plan.risk = risk_view(plan, sub)
+        plan.timings["risk"] = time.perf_counter() - t0
 
     def tail(p: Plan) -> float:
         sc = p.scenario_costs
