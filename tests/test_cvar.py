@@ -94,3 +94,34 @@ def test_out_of_range_keys_are_bad_input(tmp_path, key, value):
     m.write_text(m.read_text() + f"[finance]\n{key} = {value}\n")
     with pytest.raises(InputError, match=key):
         load_inputs(m)
+
+
+def test_each_scenarios_cost_on_a_tree_is_what_the_plan_reports(tmp_path):
+    """The CVaR rows' cost_s (scenario_cost_matrix) on a tree with branch purchases and spot: at the plan's
+    solution, each scenario's cost equals the plan's own per-scenario totals; and lam = 0 is the risk-neutral plan."""
+    from planner.model.cvar import scenario_costs
+    from test_tree import _tree_case
+
+    inp = _tree_case(tmp_path, levels={"low": 6.0, "mid": 13.0, "high": 27.0}, probs={"low": 0.2, "mid": 0.5,
+                                                                                        "high": 0.3},
+                     split_day=72, spot=True)
+    seen = {}
+
+    def keep(model):
+        seen["model"] = model
+        add_cvar(model, inp, 0.9, 0.0)
+
+    neutral = make_plan(inp, risk=False, shadow=False)
+    plan = make_plan(inp, risk=False, shadow=False, extend=keep)
+    assert plan.cost["total"] - plan.cost.get("extension", 0.0) == pytest.approx(neutral.cost["total"], rel=1e-7)
+    from planner.solve.monolithic import solve
+
+    model = seen["model"]
+    n_orig = len(model.cost) - 1 - len(inp.scenarios)
+    result = solve(model, "highs", 60, 0.0)
+    x = np.asarray(result.values, float)[:n_orig]
+    got = scenario_costs(model, inp, x)
+    want = plan.scenario_costs.set_index("scenario").loc[inp.scenarios]
+    # on-demand, spot and reserved paid; shortfall none here
+    assert want["shortfall_gpu_hours"].sum() == pytest.approx(0, abs=1e-6)
+    assert got == pytest.approx(want["total"].to_numpy(), rel=1e-6)
