@@ -132,6 +132,8 @@ class FinancePolicy:
     discount_rate: float = 0.0
     objective: str = "cost"
     fiscal_year_start: int = 1
+    cvar_alpha: float = 0.95  # mean-CVaR over the scenarios (planner/model/cvar.py): the tail's level
+    cvar_weight: float = 0.0  # 0 = risk neutral (the default), 1 = CVaR alone
 
     @property
     def npv(self) -> bool:
@@ -198,7 +200,9 @@ _TOP_KEYS = {
     "teams": dict, "commitments": dict, "budget": dict, "finance": dict, "sites": dict,
 }
 _SITE_KEYS = {"max_mw": float, "description": str}
-_FINANCE_KEYS = {"discount_rate": float, "objective": str, "fiscal_year_start": int}
+_FINANCE_KEYS = {"discount_rate": float, "objective": str, "fiscal_year_start": int, "cvar_alpha": float,
+                 "cvar_weight": float}
+CVAR_ALPHA_RANGE = (0.5, 0.999)
 FINANCE_OBJECTIVES = ("cost", "npv")
 MAX_DISCOUNT_RATE = 0.5
 _BUDGET_KEYS = {"max_total_usd": float, "max_month_usd": float, "months": dict}
@@ -430,7 +434,22 @@ def _parse_finance(table: dict, file: str, bad: Collector) -> FinancePolicy:
             bad.add(file, "'finance.fiscal_year_start' out of range", value=start,
                     expected="a calendar month from 1 (January) to 12 (December), e.g. 4 for a year from April")
         start = 1
-    return FinancePolicy(discount_rate=float(rate), objective=objective, fiscal_year_start=int(start))
+    alpha = table.get("cvar_alpha", 0.95)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not (
+            CVAR_ALPHA_RANGE[0] <= float(alpha) <= CVAR_ALPHA_RANGE[1]):
+        if "cvar_alpha" in table and isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+            bad.add(file, "'finance.cvar_alpha' out of range", value=alpha,
+                    expected=f"a level from {CVAR_ALPHA_RANGE[0]:g} to {CVAR_ALPHA_RANGE[1]:g}, e.g. 0.95 for the "
+                             "mean cost of the worst 5 % of scenarios")
+        alpha = 0.95
+    weight = table.get("cvar_weight", 0.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= float(weight) <= 1:
+        if "cvar_weight" in table and isinstance(weight, (int, float)) and not isinstance(weight, bool):
+            bad.add(file, "'finance.cvar_weight' out of range", value=weight,
+                    expected="a weight from 0 (risk neutral) to 1 (CVaR alone), e.g. 0.3")
+        weight = 0.0
+    return FinancePolicy(discount_rate=float(rate), objective=objective, fiscal_year_start=int(start),
+                         cvar_alpha=float(alpha), cvar_weight=float(weight))
 
 
 def _parse_budget(table: dict, file: str, bad: Collector) -> BudgetPolicy:

@@ -65,6 +65,10 @@ def _budget(inp) -> bool:
     return b.max_total_usd is not None or bool(b.monthly)
 
 
+def _cvar(inp) -> bool:
+    return inp.config.finance.cvar_weight > 0 and len(inp.scenarios) > 1
+
+
 # (family, present in inp?, why it stops the decomposition)
 LINKING_FAMILIES = (
     ("budget", _budget, "a [budget] couples the months the decomposition solves apart"),
@@ -72,6 +76,8 @@ LINKING_FAMILIES = (
                                  "link the periods (see docs/commitments.md)"),
     ("discount_only_cap", _discount_only, "backfill classes or discount-only commitments (guarantees_capacity = "
                                           "false) link the periods (see docs/commitments.md)"),
+    ("cvar", _cvar, "a [finance] cvar_weight ties every period of a scenario into that scenario's whole cost "
+                    "(the CVaR rows, planner/model/cvar.py)"),
 )
 
 

@@ -63,6 +63,10 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     backend, time_limit_s, mip_gap, timings = o.backend, o.time_limit_s, o.mip_gap, o.timings
     fixed_reserved, risk, extend, write_model, shadow = o.fixed_reserved, o.risk, o.extend, o.write_model, o.shadow
     progress, executor, warm = o.progress, o.executor, o.warm
+    f = inp.config.finance
+    if f.cvar_weight > 0 and len(inp.scenarios) > 1 and fixed_reserved is None and extend is None:
+        return _cvar_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
+                          risk=risk, write_model=write_model, shadow=shadow)
     s = inp.config.solver
     timings = dict(timings or {})
     b = inp.config.budget
@@ -109,6 +113,51 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
         plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
                                 executor=executor)
     return _with_shadow(plan, shadow and extend is None)
+
+
+def _cvar_plan(inp: PlanInputs, *, risk: bool, shadow, **solve) -> Plan:
+    """The mean-CVaR plan (``[finance] cvar_weight`` > 0, :mod:`planner.model.cvar`) with the risk-neutral plan
+    beside it: ``plan.cvar`` says what less term risk costs (expected cost up, CVaR down)."""
+    from dataclasses import replace
+
+    from planner.model.cvar import add_cvar, cvar
+
+    f = inp.config.finance
+    neutral_inp = replace(inp, config=replace(inp.config, finance=replace(f, cvar_weight=0.0)))
+    neutral = make_plan(neutral_inp, risk=False, shadow=False, **solve)
+    plan = make_plan(inp, extend=lambda model: add_cvar(model, inp, f.cvar_alpha, f.cvar_weight), risk=False,
+                     shadow=False, **solve)
+    if not plan.status.has_plan:
+        return plan
+    ext = plan.cost.pop("extension", 0.0)  # eta and the tail excess: the objective's CVaR part, not a cost paid
+    plan.cost["total"] -= ext
+    if not f.npv:  # (under npv the solver's objective stays the mean-CVaR one, in NPV)
+        plan.objective -= ext
+    if risk:  # EVPI, VSS, worst case of these purchases, on expected cost (the sub-plans are single-scenario or fixed)
+        t0 = time.perf_counter()
+        sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
+            i, fixed_reserved=fixed_reserved, risk=False, shadow=False, **{k: v for k, v in solve.items()
+                                                                             if k not in ("timings", "write_model")})
+        plan.risk = risk_view(plan, sub)
+        plan.timings["risk"] = time.perf_counter() - t0
+
+    def tail(p: Plan) -> float:
+        sc = p.scenario_costs
+        return cvar(sc["total"].to_numpy(float), sc["probability"].to_numpy(float), f.cvar_alpha)
+
+    plan.cvar = {"cvar_alpha": f.cvar_alpha, "cvar_weight": f.cvar_weight, "cvar_usd": tail(plan),
+                 "expected_cost_usd": float(plan.cost["total"])}
+    if neutral.status.has_plan:
+        plan.cvar |= {"risk_neutral_cost_usd": float(neutral.cost["total"]),
+                      "risk_neutral_cvar_usd": tail(neutral),
+                      "cost_of_less_risk_usd": float(plan.cost["total"] - neutral.cost["total"])}
+        plan.notes.append(
+            f"risk preference: mean-CVaR (weight {f.cvar_weight:g}, alpha {f.cvar_alpha:g}): CVaR "
+            f"{plan.cvar['cvar_usd']:,.0f} USD against the risk-neutral plan's {plan.cvar['risk_neutral_cvar_usd']:,.0f}; "
+            f"expected cost {plan.cvar['expected_cost_usd']:,.0f} against {plan.cvar['risk_neutral_cost_usd']:,.0f} USD "
+            f"(less term risk costs {plan.cvar['cost_of_less_risk_usd']:,.0f} USD)")
+    b = inp.config.budget
+    return _with_shadow(plan, (b.max_total_usd is not None or b.monthly) if shadow is None else shadow)
 
 
 def with_memo(plan: Plan, *, executor=None, backend: str | None = None, time_limit_s: float | None = None,

@@ -7,6 +7,7 @@ import pandas as pd
 from planner.results.plan import Plan
 from planner.core.units import usd as _usd
 from planner.inputs import supply
+from planner.inputs.term import term_judgement
 
 
 def summary_text(plan: Plan) -> str:
@@ -17,6 +18,9 @@ def summary_text(plan: Plan) -> str:
              + f", {inp.T} periods x {inp.K} classes x {inp.P} pools, solved by {plan.solve.backend} "
              f"in {plan.solve.seconds:.1f} s"]
     lines += [f"  note: {n}" for n in plan.notes]
+    term = term_judgement(plan.inputs)
+    if term is not None:
+        lines.append(f"  term: {term['note']}")
     if not plan.status.has_plan:
         lines.append(f"  no plan: {plan.solve.message or plan.status.value}")
         return "\n".join(lines)

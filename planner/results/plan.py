@@ -56,6 +56,7 @@ class Plan:
     timings: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
     risk: object = None  # planner.results.risk.RiskView for plans over several scenarios
+    cvar: dict | None = None  # mean-CVaR plans ([finance] cvar_weight > 0): CVaR and the risk-neutral plan beside
     latency: pd.DataFrame = field(default_factory=pd.DataFrame)  # SLO classes: per scenario, period
     backfill: pd.DataFrame = field(default_factory=pd.DataFrame)  # backfill economics and GPU-hours
     run_id: str = ""  # set when written: the same in plan.json and plan.xlsx

@@ -1,0 +1,30 @@
+"""How commitments that outlive the horizon were judged, said in every output (issue 34: never silently).
+
+Today's model judges every commitment on the horizon only: a purchase pays (amortised accounting) or is charged
+(full_term) for its term, but the demand past the horizon is not forecast. :func:`term_judgement` names that
+wherever the longest term the plan may buy is longer than the demand given (plan.json ``term``, the terminal).
+"""
+
+from __future__ import annotations
+
+HOURS_PER_MONTH = 730.0
+
+
+def term_judgement(inp) -> dict | None:
+    """``{"source", "months", "branches", "horizon_hours", "note"}`` when a term outlives the horizon, else None."""
+    res = inp.reserved
+    if not len(res) or "term_months" not in res:
+        return None
+    months = float(res["term_months"].max())
+    horizon = float(inp.horizon_hours)
+    if months * HOURS_PER_MONTH <= horizon:
+        return None
+    span = (f"{months / 12:g}-year" if months % 12 == 0 else f"{months:g}-month")
+    weeks = horizon / 168.0
+    given = f"{weeks:.0f}-week" if weeks >= 1 else f"{horizon:.0f}-hour"
+    accounting = inp.config.commitments.accounting
+    how = "amortised: each purchase pays only the horizon hours it is active" if accounting == "amortised" \
+        else "full_term: each purchase pays its whole term against the horizon's use"
+    return {"source": "horizon", "months": months, "branches": 1, "horizon_hours": horizon,
+            "note": f"{span} terms judged on the {given} demand given only ({how}); demand past the horizon "
+                    f"was not forecast"}
