@@ -257,10 +257,16 @@ def test_raising_on_demand_prices_moves_baseline_and_savings_by_hand(example_pla
         if row[2].value == "on_demand":
             row[3].value = 1.1 * row[3].value
     wb.save(edited)
-    got = named_values(recalc(edited, tmp_path))
+    again = recalc(edited, tmp_path)
+    got = named_values(again)
     base, od = data["baselines_usd"]["all_on_demand"], data["cost_usd"]["on_demand"]
     assert got["all_on_demand_usd"] == pytest.approx(1.1 * base, rel=1e-9)
     assert got["savings_usd"] - data["savings_usd"] == pytest.approx(0.1 * (base - od), rel=1e-6)
+    # the note beside the live saving quotes live figures too (it was stored text, stale after an edit: issue 35)
+    row = next(r for r in load_workbook(again, data_only=True)["Summary"].iter_rows(values_only=True)
+               if r[0] == "Saving against all on-demand")
+    saving = got["all_on_demand_usd"] - got["total_cost_usd"]
+    assert row[2].startswith(f"{100 * saving / got['all_on_demand_usd']:.1f} % of ${got['all_on_demand_usd']:,.0f};")
 
 
 def test_focus_file_passes_the_finops_validator_where_it_is_installed(tmp_path):

@@ -92,10 +92,17 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
 
     owned = float(inventory_table(plan.inputs)["horizon_cost_usd"].sum())
     total = float(plan.cost["total"])
+    # the note quotes live figures too: a live text formula (it moves with an edited price, as the value does)
+    text = (f"{100 * (base - total) / base:.1f} % of {_money(base)}; on the full bill (commitments already owned "
+            f"included: {_money(owned)}) {_money(base - total - owned)}, "
+            f"{100 * (base - total - owned) / base:.1f} %") if base > 0 else ""
+    live = ('=IF(all_on_demand_usd>0,TEXT((all_on_demand_usd-total_cost_usd)/all_on_demand_usd*100,"0.0")&" % of "'
+            '&TEXT(all_on_demand_usd,"$#,##0")&"; on the full bill (commitments already owned included: "'
+            '&TEXT(already_committed_usd,"$#,##0")&") "&TEXT(all_on_demand_usd-total_cost_usd-already_committed_usd,'
+            '"$#,##0")&", "&TEXT((all_on_demand_usd-total_cost_usd-already_committed_usd)/all_on_demand_usd*100,"0.0")'
+            '&" %","")')
     rows.append(("Saving against all on-demand", F("=all_on_demand_usd-total_cost_usd", base - total), USD0,
-                 f"{100 * (base - total) / base:.1f} % of {_money(base)}; on the full bill (commitments already owned "
-                 f"included: {_money(owned)}) {_money(base - total - owned)}, "
-                 f"{100 * (base - total - owned) / base:.1f} %" if base > 0 else "", False))
+                 F(live, text), False))
     if m is not None and m.savings:
         sv = m.savings
         nb = float(sv["next_best_cost_usd"])
