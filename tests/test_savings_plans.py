@@ -325,3 +325,18 @@ def test_a_reserved_price_factor_leaves_a_savings_plans_upfront_per_dollar_alone
     assert list(sheet["hourly_usd"]) == pytest.approx([RATE["A"] * 1.5, RATE["B"] * 1.5])
     unit = scaled.reserved[commitments.is_spend(scaled.reserved)]
     assert list(unit["upfront_usd"]) == list(inp.reserved[commitments.is_spend(inp.reserved)]["upfront_usd"])
+
+
+def test_the_commit_now_line_of_a_savings_plan_gives_its_npv_and_break_even(tmp_path):
+    """Issue 35 review: the savings plan's sign-now line had neither. One eligible pool (A: 1.20/h at the plan's
+    rate against 2.00 on demand): each dollar drawn pays for 2.00 / 1.20 of on-demand, break-even 60 %."""
+    from openpyxl import load_workbook
+
+    rows = [dict(gpu_type="A", region="r", option="savings_plan_1y", hourly_usd=RATE["A"])]
+    plan = solve_case(sp_case(tmp_path, rows=rows))
+    paths = write_outputs(plan, tmp_path / "out")
+    line = next(r for r in load_workbook(paths["xlsx"])["Summary"].iter_rows(values_only=True)
+                if str(r[0]).startswith("Commit now: savings_plan_1y"))
+    assert "NPV $" in line[2] and "break-even 60.0 % (each dollar drawn pays for 1.67 dollars of on-demand)" in line[2]
+    used = float(plan.spend["utilisation"].iat[0])
+    assert ("pays" if used >= 0.6 else "DOES NOT PAY") in line[2]

@@ -68,11 +68,21 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         at = np.flatnonzero((prices["option"] == r.option).to_numpy())
         if len(at):  # live: the USD per hour decided x the term on the Prices sheet (730 h a month)
             total = F(f"={float(r.usd_per_hour)!r}*{ref('Prices', 'term_months', int(at[0]) + 2)}*730", total)
+        # its break-even: each dollar drawn replaces covered_at_on_demand / covered_at_rates dollars of on-demand, so
+        # it pays when the share of the committed dollars drawn reaches the inverse of that markup
+        drawn, worth = float(getattr(r, "covered_at_rates_usd", 0.0)), float(getattr(r, "covered_at_on_demand_usd", 0.0))
+        be = drawn / worth if worth > 0 else np.nan
+        pays = be == be and float(r.utilisation) >= be - 1e-12
+        npv = float(p.get("npv_usd", np.nan)) if "npv_usd" in p else np.nan
         rows.append((f"Commit now: {r.option} ({r.plan_family}): whole commitment", total, USD0,
-                     f"${float(r.usd_per_hour):,.2f}/h x {hours:,.0f} h of the term = {_money(float(getattr(total, 'value', total)))}, "
-                     f"from {pd.Timestamp(r.purchase_date):%Y-%m-%d} to {pd.Timestamp(r.end_date):%Y-%m-%d} (term end), "
-                     f"no upfront, {_money(float(r.usd_per_hour) * 730)} a month; {100 * r.utilisation:.1f} % used "
-                     "(Savings plans sheet)", False))
+                     _solved_note(
+                         f"${float(r.usd_per_hour):,.2f}/h x {hours:,.0f} h of the term = {_money(float(getattr(total, 'value', total)))}, "
+                         f"from {pd.Timestamp(r.purchase_date):%Y-%m-%d} to {pd.Timestamp(r.end_date):%Y-%m-%d} (term end), "
+                         f"no upfront, {_money(float(r.usd_per_hour) * 730)} a month; NPV {_money(npv)} at ", rate,
+                         f"; {100 * r.utilisation:.1f} % of its dollars drawn, break-even "
+                         + (f"{100 * be:.1f} % (each dollar drawn pays for {1 / be:.2f} dollars of on-demand): "
+                            + ("pays" if pays else "DOES NOT PAY") if be == be else "n/a (nothing drawn)")
+                         + " (Savings plans sheet)"), be == be and not pays, True))
     rows.extend(_payment_rows(plan))
     if not rows:
         rows.append(("Sign now: nothing", 0.0, USD0, "no commitment pays on this forecast", False))
@@ -236,14 +246,16 @@ def _payment_rows(plan: Plan) -> list[tuple]:
 
 
 def _break_even_months(upfront: float, fee: float, r, lead: float = 0.0) -> str:
-    """Months from signing until the tranche's on-demand value (at its own utilisation) repays the upfront and
-    the fees paid before it is usable (``lead`` months), net of its fees."""
+    """Months from the day the tranche is usable until its on-demand value (at its own utilisation), net of its
+    fees, repays the upfront: the Purchases sheet's ``break_even_months`` (one definition; a lead time is said
+    apart, not added)."""
     monthly_value = r.on_demand_usd_per_gpu_hour * r.avg_utilisation * r.gpus * 730.0
     net = monthly_value - fee
     if net <= 0:
         return "never at this utilisation"
-    months = lead + (upfront + fee * lead) / net
-    return "from the first month" if months <= 0 else f"{months:.1f} months from signing"
+    months = upfront / net
+    after = f" from the day it is usable ({lead:.1f} months after signing)" if lead > 0 else " from the day it is usable"
+    return ("from the first month" if months <= 0 else f"{months:.1f} months") + after
 
 
 def _nearest_on_curve(curve) -> dict | None:
