@@ -107,8 +107,8 @@ def test_bundled_ladder_with_a_binding_site_cap_decomposes_to_the_monolithic_pla
     """models/ladder.toml's first six months (the full three years do not solve monolithic in minutes), the
     owned H100s of us-central1 at one site of 0.5 MW (uncapped they peak at 0.7168 MW): monolithic and
     Benders on two processes give the same plan within 1e-6."""
-    from click.testing import CliRunner
-    from planner.cli import cli
+    from planner.core.executors import LocalExecutor
+    from planner.model.sites import site_power_used
 
     src = ROOT / "data" / "ladder"
     d = pd.read_csv(src / "demand.csv")
@@ -121,20 +121,21 @@ def test_bundled_ladder_with_a_binding_site_cap_decomposes_to_the_monolithic_pla
     (tmp_path / "inventory.csv").write_bytes((src / "inventory.csv").read_bytes())
     text = (ROOT / "models" / "ladder.toml").read_text().replace("../data/ladder/", "")
     text = text.replace("[solver]", '[sites.council-bluffs]\nmax_mw = 0.5\n\n[solver]', 1)
-    docs = {}
-    for method, jobs in (("monolithic", "1"), ("benders", "2")):
+    plans = {}
+    for method, executor in (("monolithic", None), ("benders", LocalExecutor(2))):
         m = tmp_path / f"{method}.toml"
         m.write_text(text.replace("[solver]", f'[solver]\nmethod = "{method}"', 1))
-        r = CliRunner().invoke(cli, ["plan", str(m), "--out", str(tmp_path / method), "--no-memo", "--jobs", jobs])
-        assert r.exit_code == 0, r.output
-        docs[method] = json.loads((tmp_path / method / "plan.json").read_text())
-    mono, dec = docs["monolithic"], docs["benders"]
-    assert "Benders" in dec["solver"]["message"] and "Benders" not in mono["solver"]["message"]
+        plans[method] = make_plan(load_inputs(m), risk=False, executor=executor)  # no outputs: the plans compared
+        assert plans[method].status.has_plan
+    mono, dec = plans["monolithic"], plans["benders"]
+    assert "benders" in dec.stats and "benders" not in mono.stats and dec.stats["benders"]["workers"] == 2
+    peak = {k: site_power_used(p.inputs, p.purchases["units"].to_numpy(float))["council-bluffs"]["peak_mw"]
+            for k, p in plans.items()}
     step = 8 * 1.4 / 1000  # one instance: 8 GPUs of 1.4 kW; the cap binds: one more instance would break it
-    assert 0.5 - step < mono["sites"]["council-bluffs"]["peak_mw"] <= 0.5 + 1e-9
-    assert dec["sites"]["council-bluffs"]["peak_mw"] <= 0.5 + 1e-9
-    assert dec["objective_usd"] == pytest.approx(mono["objective_usd"], rel=1e-6)
-    units = [[r["instances"] for r in doc["reserved_purchases"]] for doc in (mono, dec)]
+    assert 0.5 - step < peak["monolithic"] <= 0.5 + 1e-9
+    assert peak["benders"] <= 0.5 + 1e-9
+    assert dec.objective == pytest.approx(mono.objective, rel=1e-6)
+    units = [p.purchases["instances"].to_numpy(float) for p in (mono, dec)]
     np.testing.assert_allclose(units[1], units[0], rtol=1e-6, atol=1e-6)
 
 

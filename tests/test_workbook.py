@@ -74,13 +74,16 @@ def cached_matches_recomputed(path: Path, tmp: Path, strict_blanks: bool = False
 
 
 def named_values(path: Path) -> dict[str, float]:
-    wb = load_workbook(path, data_only=True)
-    out = {}
-    for name in NAMES:
-        dn = wb.defined_names[name]
-        (sheet, ref), = list(dn.destinations)
-        out[name] = wb[sheet][ref.replace("$", "")].value
-    return out
+    wb = load_workbook(path, data_only=True, read_only=True)  # read-only: a few cells of a large workbook, fast
+    try:
+        out = {}
+        for name in NAMES:
+            dn = wb.defined_names[name]
+            (sheet, ref), = list(dn.destinations)
+            out[name] = wb[sheet][ref.replace("$", "")].value
+        return out
+    finally:
+        wb.close()
 
 
 @pytest.mark.slow
