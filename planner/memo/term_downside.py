@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.memo.tranches import stack, tranche_utilisation
+from planner.memo.tranches import fleet_cube, stack, tranche_utilisation
 
 SHOCKS = (0.0, 0.2, 0.3)
 COLUMNS = ["row", "gpu_type", "region", "option", "purchase_date", "end_date", "gpus", "term_hours", "shock",
@@ -34,25 +34,14 @@ COLUMNS = ["row", "gpu_type", "region", "option", "purchase_date", "end_date", "
 
 def _served_demand(plan) -> np.ndarray:
     """(S, P, T) GPUs the pool's commitments could serve: what the plan ran there on reservations and on demand."""
-    inp = plan.inputs
-    f = plan.fleet
-    out = np.zeros((len(inp.scenarios), inp.P, inp.T))
-    if not len(f):
-        return out
-    pools = pd.MultiIndex.from_arrays([inp.pools["gpu_type"], inp.pools["region"]])
-    p = pools.get_indexer(pd.MultiIndex.from_arrays([f["gpu_type"], f["region"]]))
-    t = inp.periods.get_indexer(pd.DatetimeIndex(f["period"]))
-    s = pd.Index(inp.scenarios).get_indexer(f["scenario"])
-    d = f["reserved_used"].to_numpy(float) + f["on_demand"].to_numpy(float)
-    if "reserved_spares" in f:
-        d = d + f["reserved_spares"].to_numpy(float)
-    np.add.at(out, (s, p, t), d)
-    return out
+    return fleet_cube(plan, ("reserved_used", "on_demand", "reserved_spares"))
 
 
-def _used_share(level: float, demand, lower, cap, prob, hours) -> np.ndarray:
-    """Per tranche: expected GPU-hours in use / capacity with the served demand x ``level`` (the stack's bands)."""
-    used = np.clip(demand * level - lower, 0.0, cap)  # (S, r, T)
+def _used_share(levels, demand, lower, cap, prob, hours) -> np.ndarray:
+    """Per tranche: expected GPU-hours in use / capacity with the served demand x its level (one level, or one per
+    tranche), each tranche taking its band of the stack."""
+    levels = np.broadcast_to(np.asarray(levels, float), (cap.shape[1],))
+    used = np.clip(demand * levels[None, :, None] - lower, 0.0, cap)  # (S, r, T)
     exp = np.einsum("s,srt,t->r", prob, used, hours)
     capacity = np.einsum("s,srt,t->r", prob, cap, hours)
     return np.divide(exp, capacity, out=np.zeros(len(exp)), where=capacity > 0)
@@ -86,9 +75,9 @@ def whole_term_downside(plan, shocks=SHOCKS) -> pd.DataFrame:
     lo, hi = np.zeros(len(rows)), np.full(len(rows), 4.0)
     for _ in range(40):
         mid = (lo + hi) / 2
-        pays = _used_share_levels(mid, demand, lower, cap, prob, hours) >= be - 1e-12
+        pays = _used_share(mid, demand, lower, cap, prob, hours) >= be - 1e-12
         hi, lo = np.where(pays, mid, hi), np.where(pays, lo, mid)
-    reach = _used_share_levels(np.full(len(rows), 4.0), demand, lower, cap, prob, hours) >= be - 1e-12
+    reach = _used_share(np.full(len(rows), 4.0), demand, lower, cap, prob, hours) >= be - 1e-12
     level_be = np.where(reach, hi, np.nan)
     out = []
     for s in shocks:
@@ -105,10 +94,3 @@ def whole_term_downside(plan, shocks=SHOCKS) -> pd.DataFrame:
             "demand_basis": "the horizon's demand held flat over the term (no whole-term demand in the plan)"}))
     return pd.concat(out, ignore_index=True)[COLUMNS]
 
-
-def _used_share_levels(levels: np.ndarray, demand, lower, cap, prob, hours) -> np.ndarray:
-    """:func:`_used_share` with one demand level per tranche."""
-    used = np.clip(demand * levels[None, :, None] - lower, 0.0, cap)
-    exp = np.einsum("s,srt,t->r", prob, used, hours)
-    capacity = np.einsum("s,srt,t->r", prob, cap, hours)
-    return np.divide(exp, capacity, out=np.zeros(len(exp)), where=capacity > 0)

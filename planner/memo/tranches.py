@@ -23,9 +23,8 @@ TRANCHE_COLUMNS = ["row", "gpu_type", "region", "option", "kind", "purchase_date
                    "break_even_vs_nothing"]
 
 
-def reserved_used_cube(plan) -> np.ndarray:
-    """(S, P, T) reserved GPUs in use per scenario, pool and period (the plan's fleet table): the work's, and the
-    spares held for a class's gang (``reserved_spares``: held idle on purpose, not stranded)."""
+def fleet_cube(plan, columns: tuple[str, ...]) -> np.ndarray:
+    """(S, P, T) the sum of the plan's fleet-table ``columns`` (those it has) per scenario, pool and period."""
     inp = plan.inputs
     f = plan.fleet
     out = np.zeros((len(inp.scenarios), inp.P, inp.T))
@@ -35,11 +34,14 @@ def reserved_used_cube(plan) -> np.ndarray:
     p = pools.get_indexer(pd.MultiIndex.from_arrays([f["gpu_type"], f["region"]]))
     t = inp.periods.get_indexer(pd.DatetimeIndex(f["period"]))
     s = pd.Index(inp.scenarios).get_indexer(f["scenario"])
-    used = f["reserved_used"].to_numpy(float)
-    if "reserved_spares" in f:
-        used = used + f["reserved_spares"].to_numpy(float)
-    np.add.at(out, (s, p, t), used)
+    np.add.at(out, (s, p, t), sum(f[c].to_numpy(float) for c in columns if c in f))
     return out
+
+
+def reserved_used_cube(plan) -> np.ndarray:
+    """(S, P, T) reserved GPUs in use per scenario, pool and period (the plan's fleet table): the work's, and the
+    spares held for a class's gang (``reserved_spares``: held idle on purpose, not stranded)."""
+    return fleet_cube(plan, ("reserved_used", "reserved_spares"))
 
 
 def stack(plan) -> dict:
