@@ -309,10 +309,24 @@ class DaskExecutor(Executor):
                                           "`dask scheduler`")) from None
         else:
             n = max(1, min(jobs or default_jobs(), default_jobs()))  # more workers than cores: memory, no speed
-            self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                                        dashboard_address=":0", silence_logs=50)  # a lost worker is retried: no log
-            self.client = Client(self.cluster)
-            self._old_sigterm = _raise_on_sigterm()  # a `kill` closes the cluster (no orphans, no leaked semaphores)
+            # a SIGTERM while the cluster starts is held, then acted on once it is up (closed, then Terminated):
+            # raised mid-start it would leave worker processes no one closes
+            held: list[int] = []
+            prior = _hold_sigterm(held)
+            try:
+                self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
+                                            dashboard_address=":0", silence_logs=50)  # a lost worker is retried
+                self.client = Client(self.cluster)
+            except BaseException:
+                if prior is not None:
+                    with contextlib.suppress(ValueError, OSError):
+                        signal.signal(signal.SIGTERM, prior)
+                raise
+            _raise_on_sigterm()  # a `kill` now closes the cluster (no orphans, no leaked semaphores)
+            self._old_sigterm = prior  # put back by close
+            if held:
+                self.close()
+                raise Terminated(f"signal {held[0]}")
         self.workers = max(1, len(self.client.scheduler_info().get("workers", {})) or (jobs or 1))
 
     def __repr__(self) -> str:
@@ -359,6 +373,17 @@ class DaskExecutor(Executor):
             if old is not None:
                 with contextlib.suppress(ValueError, OSError):
                     signal.signal(signal.SIGTERM, old)
+
+
+def _hold_sigterm(held: list):
+    """In the main thread: SIGTERM is recorded in ``held`` instead of acted on; the previous handler is returned
+    (None elsewhere, where nothing is changed)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, lambda signum, frame: held.append(signum))
+    except (ValueError, OSError):
+        return None
 
 
 def _raise_on_sigterm():
