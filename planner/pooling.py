@@ -118,7 +118,7 @@ def _gang(inp: PlanInputs, pool: int, job_gpus: float) -> float:
 
 def _metrics(plans: list[Plan], backfill: list[str]) -> dict:
     """The comparison's figures for one arrangement (one plan, or the sum of the separate ones)."""
-    cost = {k: sum(p.cost[k] for p in plans) for k in (*supply.BUCKETS, "total")}
+    cost = {k: sum(p.cost.get(k, 0.0) for p in plans) for k in (*supply.BUCKETS, "total")}
     hours = plans[0].inputs.horizon_hours
     days = hours / 24.0
     reserved_gpus = sum(float(p.purchases["gpus"].sum()) for p in plans)

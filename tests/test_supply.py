@@ -19,12 +19,12 @@ def test_examples_spell_their_kind_and_buckets_name_a_supply():
 
 
 def test_behaviour_queries():
-    assert supply.RENTED == ("on_demand", "spot")
-    assert supply.BUCKETS == ("reserved", "on_demand", "spot")
+    assert supply.RENTED == ("on_demand", "spot", "flex_start")
+    assert supply.BUCKETS == ("reserved", "on_demand", "spot", "flex_start")
     assert supply.names(stage="first") == ("instance", "window", "spend", "exit")
     assert supply.names(adds_capacity=True) == ("instance", "window")
     assert supply.names(preemptible=True) == ("spot",)
-    assert [supply.get(k).availability_index for k in supply.RENTED] == [0, 1]
+    assert [supply.get(k).availability_index for k in supply.RENTED] == [0, 1, -1]  # flex-start: no file rows
     kinds = pd.Series(["spend", None, "window", "exit", "instance"])
     assert supply.mask(kinds, unit="usd_per_hour").tolist() == [True, False, False, False, False]
     assert supply.mask(kinds, dated_by="term", unit="instance").tolist() == [False, True, False, False, True]

@@ -258,7 +258,10 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 "x_Source": "plan"}
         od_gh, sp_gh = float(u["on_demand_gpu_hours"]), float(u["spot_gpu_hours"])
         covered = float(u.get("on_demand_covered_gpu_hours") or 0.0)  # paid by a savings plan: billed there
-        for option, gh, usd in (("on_demand", od_gh, float(u["on_demand_usd"])), ("spot", sp_gh, float(u["spot_usd"]))):
+        others = [(k, float(u[f"{k}_gpu_hours"]), float(u[f"{k}_usd"])) for k in supply.RENTED[2:]
+                  if f"{k}_gpu_hours" in u]  # flex-start, where the plan's pools sell it
+        for option, gh, usd in (("on_demand", od_gh, float(u["on_demand_usd"])), ("spot", sp_gh, float(u["spot_usd"])),
+                                *others):
             category = focus_of(option)[0]  # FOCUS PricingCategory, from the supply registry
             if gh <= 1e-9:
                 continue

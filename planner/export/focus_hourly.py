@@ -23,7 +23,7 @@ def expected_fleet(plan: dict, fleet: pd.DataFrame) -> pd.DataFrame:
     f = fleet.copy()
     f["period"] = pd.to_datetime(f["period"])
     w = f["scenario"].astype(str).map(prob).fillna(0.0) if prob and "scenario" in f else 1.0
-    cols = [c for c in ("reserved_owned", "reserved_used", "on_demand", "spot", "on_demand_covered") if c in f]
+    cols = [c for c in ("reserved_owned", "reserved_used", *supply.RENTED, "on_demand_covered") if c in f]
     f[cols] = f[cols].mul(w, axis=0)
     g = f.groupby(["period", "gpu_type", "region"], sort=True).agg({**{c: "sum" for c in cols}, "hours": "first"})
     g = g.reset_index()
@@ -31,6 +31,17 @@ def expected_fleet(plan: dict, fleet: pd.DataFrame) -> pd.DataFrame:
         g["on_demand_covered"] = 0.0
     g["end"] = g["period"] + pd.to_timedelta(g["hours"].astype(float), unit="h")
     return g
+
+
+def other_rates(plan: dict) -> dict:
+    """Per rented kind beyond on-demand and spot (flex-start) present in monthly_usage: {kind: {pool: USD per GPU-hour}}."""
+    mu = pd.DataFrame(plan.get("monthly_usage", []))
+    out = {}
+    for kind in supply.RENTED[2:]:
+        if len(mu) and f"{kind}_gpu_hours" in mu:
+            g = mu.groupby(["gpu_type", "region"]).sum(numeric_only=True)
+            out[kind] = (g[f"{kind}_usd"] / g[f"{kind}_gpu_hours"].where(g[f"{kind}_gpu_hours"] > 1e-9)).dropna().to_dict()
+    return out
 
 
 def _rates(plan: dict) -> tuple[dict, dict, dict]:
@@ -69,7 +80,8 @@ def pool_rows(plan: dict, g: pd.DataFrame, base: dict) -> pd.DataFrame:
     od, sp, listed = _rates(plan)
     key = list(zip(g["gpu_type"], g["region"]))
     parts = []
-    for option, rate in (("on_demand", od), ("spot", sp)):
+    for option, rate in (("on_demand", od), ("spot", sp),
+                         *((k, r) for k, r in other_rates(plan).items() if k in g)):  # flex-start too
         category = supply.get(option).focus[0]  # FOCUS PricingCategory, from the supply registry
         gh = g[option] * g["hours"]
         billed = ((g["on_demand"] - g["on_demand_covered"]) * g["hours"]).clip(lower=0.0) \

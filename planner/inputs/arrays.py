@@ -19,7 +19,7 @@ from planner.sizing.backfill import backfill_table
 from planner.inputs.config import ModelConfig
 from planner.inputs import ladder
 from planner.inputs.validate import QUANTILE, Tables, availability_caps, owned_gpus
-from planner.inputs import supply
+from planner.inputs import rented, supply
 
 
 @dataclass(frozen=True)
@@ -107,13 +107,43 @@ class PlanInputs:
         return self.reserved_active
 
     def cap_series(self, option: str) -> np.ndarray:
-        """(P, T) cap on GPUs held at once per period for ``option`` ("on_demand" or "spot"): the lower of the
-        price sheet's max_gpus and the availability file's row for the period (NaN: no cap)."""
-        col = {"on_demand": "cap_od", "spot": "cap_sp"}[option]
-        sheet = np.broadcast_to(self.pools[col].to_numpy(float)[:, None], (self.P, self.T))
-        if self.availability is None:
+        """(P, T) cap on GPUs held at once per period for rented kind ``option`` (on_demand, spot, flex_start):
+        the lower of the price sheet's max_gpus and the availability file's row for the period (NaN: no cap)."""
+        sheet = np.broadcast_to(rented.cap(self.pools)[rented.index(option)][:, None], (self.P, self.T))
+        i = supply.get(option).availability_index
+        if self.availability is None or i < 0:
             return np.array(sheet)
-        return np.fmin(sheet, self.availability[supply.get(option).availability_index])
+        return np.fmin(sheet, self.availability[i])
+
+    @property
+    def rented_price(self) -> np.ndarray:
+        """(J, P) USD per GPU-hour of each rented kind (:data:`planner.inputs.rented.KINDS`; NaN: not sold)."""
+        return rented.price(self.pools)
+
+    @property
+    def rented_useful(self) -> np.ndarray:
+        """(J, K, P) useful reference GPUs per paid GPU of each rented kind (:mod:`planner.inputs.rented`)."""
+        return np.stack([rented.useful(kind, self.speed, self.reliability, self.goodput, self.pools, self.config,
+                                       self.classes) for kind in rented.KINDS])
+
+    @property
+    def rented_in_time(self) -> np.ndarray:
+        """(J, K, P) the share of a class's demand each rented kind may serve (queued kinds: the share granted
+        within the class's start delay; 1 elsewhere)."""
+        out = np.ones((len(rented.KINDS), self.K, self.P))
+        for j, kind in enumerate(rented.KINDS):
+            got = rented.in_time(kind, self.pools, self.config, self.classes)
+            if got is not None:
+                out[j] = got
+        return out
+
+    @property
+    def rented_caps(self) -> np.ndarray | None:
+        """(J * P, T) every rented kind's per-period cap, stacked in kind order, when an availability file makes
+        caps vary by period (None: the price sheet's caps hold in every period)."""
+        if self.availability is None:
+            return None
+        return np.concatenate([self.cap_series(kind) for kind in rented.KINDS])
 
     @property
     def penalty_by_class(self) -> np.ndarray:
@@ -176,6 +206,12 @@ def _pools(prices: pd.DataFrame) -> pd.DataFrame:
     pools["ip"] = pick("spot", "interruptions_per_hour")
     pools["cap_od"] = pick("on_demand", "max_gpus")
     pools["cap_sp"] = pick("spot", "max_gpus")
+    for kind in supply.names(useful_share="queued"):  # queued capacity: price, cap, queue time, run length
+        s = supply.get(kind)
+        pools[s.pool_price] = pick(kind, "hourly_usd")
+        pools[s.pool_cap] = pick(kind, "max_gpus")
+        for col, src in (("p50", "queue_hours_p50"), ("p90", "queue_hours_p90"), ("run_hours", "max_run_hours")):
+            pools[f"{s.pool_price}_{col}"] = pick(kind, src) if src in prices else np.nan
     res = prices[commitments.is_term(prices["option"])]  # capacity blocks cap each offer, not the pool
     pools["cap_res"] = res.groupby(["gpu_type", "region"])["max_gpus"].min().reindex(idx).to_numpy()
     pools["has_od"] = ~np.isnan(pools["od"].to_numpy())
@@ -452,12 +488,15 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
 
     ``demand_growth`` scales demand linearly over the horizon: 1 at the first period, the factor at the
     last one (1.2 = demand ends 20 % above the forecast). The other factors multiply their parameter
-    everywhere. Goodput and the spot economics are recomputed from the scaled rates and prices; the
+    everywhere (queued capacity, e.g. flex-start, moves with ``on_demand_price``). Goodput and the spot economics are recomputed from the scaled rates and prices; the
     penalty M stays that of the original sheet.
     """
     pools = inp.pools.copy()
     pools["od"] = pools["od"] * on_demand_price
     pools["sp"] = pools["sp"] * spot_price
+    for kind in supply.names(useful_share="queued"):  # queued capacity is priced off on-demand: it scales with it
+        if supply.get(kind).pool_price in pools:
+            pools[supply.get(kind).pool_price] = pools[supply.get(kind).pool_price] * on_demand_price
     pools["ip"] = pools["ip"] * interruptions
     reserved = inp.reserved.copy()
     options = None if inp.options is None else inp.options.copy()

@@ -70,6 +70,7 @@ class ClassPolicy:
     team: str | None = None  # None = the class is its own team
     shortfall_penalty: float | None = None  # USD per reference GPU-hour unmet; None = the solver's (M)
     spares: tuple[float, float, float, float] | None = None  # (target, gpus_per_instance, gpu_mtbf_h, repair_h)
+    max_start_delay_hours: float | None = None  # may wait this long for queued capacity (flex-start); None: never
 
     @property
     def phi(self) -> float:
@@ -222,6 +223,7 @@ _CLASS_KEYS = {
     "replicas": dict, "backfill": bool, "backfill_goodput": float, "team": str,
     "shortfall_penalty": float, "shortfall_penalty_usd_per_gpu_hour": float,
     "spares_target": float, "gpus_per_instance": float, "gpu_mtbf_hours": float, "repair_hours": float,
+    "max_start_delay_hours": float,
 }
 _REPLICA_KEYS = {"service_ms": float, "requests_per_s_per_replica": float, "gpus_per_replica": float}
 DEMAND_UNITS = ("gpus", "requests_per_s")
@@ -659,6 +661,14 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
         bad.add(file, f"'{where}' is SLO-sized and has backfill = true", value=True,
                 expected="backfill only for preemptible work (training, batch)")
     penalty = _class_penalty(t, where, file, bad)
+    delay = t.get("max_start_delay_hours")
+    if delay is not None and not (math.isfinite(delay) and 0 <= delay <= 8760):
+        bad.add(file, f"'{where}.max_start_delay_hours' out of range", value=delay,
+                expected="hours >= 0 a job may wait for queued capacity (flex-start), at most 8760")
+    if delay is not None and slo is not None:
+        bad.add(file, f"'{where}' is SLO-sized and has max_start_delay_hours", value=delay,
+                expected="no start delay for a latency SLO: requests cannot wait hours for a GPU",
+                hint="remove max_start_delay_hours from the class")
     team = t.get("team")
     if team is not None and (not team.strip() or any(ord(ch) < 32 or _invisible(ch) for ch in team)):
         bad.add(file, f"'{where}.team' must be a non-empty name without control characters", value=team)
@@ -674,7 +684,8 @@ def _parse_class(name: str, t: dict, raw: dict, file: str, bad: Collector) -> Cl
                        description=t.get("description", ""), slo=slo,
                        backfill=bool(t.get("backfill", False)),
                        backfill_goodput=None if backfill_goodput is None else float(backfill_goodput),
-                       team=team, shortfall_penalty=penalty, spares=_class_spares(t, where, file, bad))
+                       team=team, shortfall_penalty=penalty, spares=_class_spares(t, where, file, bad),
+                       max_start_delay_hours=None if delay is None else float(delay))
 
 
 def _class_spares(t: dict, where: str, file: str, bad: Collector):

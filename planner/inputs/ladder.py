@@ -102,14 +102,15 @@ def active_hours_by_month(purchases: pd.DataFrame, months: pd.PeriodIndex) -> np
 
 
 def cash_schedule(purchases: pd.DataFrame, periods: pd.DatetimeIndex, on_demand: pd.Series,
-                  spot: pd.Series) -> pd.DataFrame:
+                  spot: pd.Series, others: dict | None = None) -> pd.DataFrame:
     """Cash per calendar month from the first period to the end of the last commitment's term.
 
     ``purchases``: rows with ``gpus`` > 0, their ``purchase_date``, ``active_from``, ``end_date``,
     ``hourly_usd``, ``upfront_usd`` and ``residual_usd`` (per GPU), and optionally ``cash_date``; the upfront
     is paid in the month of ``cash_date`` (a capacity block: its window's start), else of the purchase date and the residual value comes back in the month the term ends (a negative upfront), the
     recurring part ``hourly x GPUs x hours`` in every calendar month of the active term (its real hours). ``on_demand``/``spot``: expected USD
-    per month (index "YYYY-MM").
+    per month (index "YYYY-MM"); ``others``: the same for any other rented kind (``{kind: Series}``, e.g. flex-start),
+    a column ``<kind>_usd`` each.
     """
     months = schedule_months(purchases, periods)
     gpus = purchases["quantity" if "quantity" in purchases else "gpus"].to_numpy(float)  # GPUs, or USD/h (savings plan)
@@ -126,5 +127,7 @@ def cash_schedule(purchases: pd.DataFrame, periods: pd.DatetimeIndex, on_demand:
     label = months.strftime("%Y-%m")
     od = on_demand.reindex(label).fillna(0.0).to_numpy(float)
     sp = spot.reindex(label).fillna(0.0).to_numpy(float)
+    extra = {f"{k}_usd": v.reindex(label).fillna(0.0).to_numpy(float) for k, v in (others or {}).items()}
+    total = upfront + recurring + od + sp + sum(extra.values(), np.zeros(len(label)))
     return pd.DataFrame({"month": label, "upfront_usd": upfront, "reserved_recurring_usd": recurring,
-                         "on_demand_usd": od, "spot_usd": sp, "total_usd": upfront + recurring + od + sp})
+                         "on_demand_usd": od, "spot_usd": sp, **extra, "total_usd": total})

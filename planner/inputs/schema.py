@@ -34,7 +34,8 @@ PRICES = (
     Column("gpu_type", "str", True, "", "", "GPU type, e.g. H100"),
     Column("region", "str", True, "", "", "region, e.g. us-east4"),
     Column("option", "str", True, "", "",
-           "`on_demand`, `spot`, `reserved_<anything>` (e.g. reserved_1y), `capacity_block` or `savings_plan_<term>`"),
+           "`on_demand`, `spot`, `flex_start`, `reserved_<anything>` (e.g. reserved_1y), `capacity_block` or "
+           "`savings_plan_<term>`"),
     Column("hourly_usd", "float", True, "USD per GPU-hour", "",
            "price per GPU-hour (the recurring part for reserved)"),
     Column("upfront_usd", "float", False, "USD per GPU", "0", "reserved only: upfront payment"),
@@ -70,6 +71,13 @@ PRICES = (
     Column("provider", "str", False, "", "none",
            "capacity_block only: `aws` or `gcp` turns on that provider's rules for blocks (durations, start "
            "times, instance limit); blank accepts any whole number of days"),
+    Column("queue_hours_p50", "float", False, "h", "",
+           "flex_start only (required there): median hours from a request to its GPUs (queued capacity, GCP DWS "
+           "flex-start)"),
+    Column("queue_hours_p90", "float", False, "h", "",
+           "flex_start only (required there): 90th percentile of that wait (>= queue_hours_p50)"),
+    Column("max_run_hours", "float", False, "h", "168",
+           "flex_start only: longest a grant runs before the job must queue again (DWS flex-start: 7 days)"),
     Column("site", "str", False, "", "none",
            "reserved only: the site (a `[sites.<name>]` of the model file) whose power the purchased GPUs draw"),
     Column("kw_per_gpu", "float", False, "kW per GPU", "",

@@ -15,8 +15,9 @@ Fields (one behaviour each):
   ``"window"`` (a calendar window), ``"resale"`` (a sale of a term row: from the sale to its parent's end),
   ``""`` for rented kinds;
 - ``required`` / ``forbidden``: price-sheet columns a row of the kind must carry / must leave blank;
-- ``useful_share``: the share of a paid GPU-hour that does work: ``"goodput"`` (preemptible: spot) or
-  ``"reliability"``;
+- ``useful_share``: the share of a paid GPU-hour that does work: ``"goodput"`` (preemptible: spot),
+  ``"queued"`` (arrives after a queue: reliability x the run's share after its restart, and only the share of a
+  class's demand whose start delay the queue meets, :mod:`planner.inputs.rented`) or ``"reliability"``;
 - ``cap_source``: where its cap comes from: ``"sheet+availability"`` (``max_gpus`` and the availability
   file), ``"offer"`` (the offer's own ``max_gpus``), ``""`` (none);
 - ``cash``: when it is paid: ``"purchase"`` (upfront at purchase), ``"window_start"`` (whole, in the month
@@ -26,7 +27,10 @@ Fields (one behaviour each):
 - ``resellable``: a term commitment that may be sold (``resale_haircut``);
 - ``focus``: FOCUS ``(PricingCategory, CommitmentDiscountCategory)`` of its charges;
 - ``showback``: the cost bucket it is reported in (``results.OPTIONS``: reserved, on_demand, spot);
-- ``availability_index``: its row of ``inp.availability`` (rented kinds with an availability file).
+- ``availability_index``: its row of ``inp.availability`` (rented kinds with an availability file);
+- ``pool_price`` / ``pool_cap`` / ``cap_family``: a rented kind's columns of the pool table (its USD per GPU-hour
+  and its cap) and the model's row family of its cap;
+  the model reads them as arrays indexed by kind (:mod:`planner.inputs.rented`), one rented family over them.
 """
 
 from __future__ import annotations
@@ -60,6 +64,9 @@ class Supply:
     showback: str  # "reserved" | "on_demand" | "spot"
     availability_index: int  # row of inp.availability (-1: none)
     example: str
+    pool_price: str = ""  # rented kinds: its price column of the pool table
+    pool_cap: str = ""  # rented kinds: its cap column of the pool table
+    cap_family: str = ""  # rented kinds: the model's row family of its cap
 
     @property
     def commitment(self) -> bool:
@@ -82,10 +89,18 @@ _BLOCK_COLS = ("block_start", "block_days", "provider")
 SUPPLIES: tuple[Supply, ...] = (
     Supply("on_demand", r"on_demand", "period", "gpu_hour", "", ("hourly_usd",),
            ("upfront_usd", "term_months", "interruptions_per_hour") + _TERM_COLS + _BLOCK_COLS, "reliability",
-           "sheet+availability", "incurred", False, True, False, ("Standard", ""), "on_demand", 0, "on_demand"),
+           "sheet+availability", "incurred", False, True, False, ("Standard", ""), "on_demand", 0, "on_demand",
+           "od", "cap_od", "od_cap"),
     Supply("spot", r"spot", "period", "gpu_hour", "", ("hourly_usd", "interruptions_per_hour"),
            ("upfront_usd", "term_months") + _TERM_COLS + _BLOCK_COLS, "goodput",
-           "sheet+availability", "incurred", False, False, False, ("Dynamic", ""), "spot", 1, "spot"),
+           "sheet+availability", "incurred", False, False, False, ("Dynamic", ""), "spot", 1, "spot", "sp", "cap_sp",
+           "spot_cap"),
+    # queued capacity (GCP DWS flex-start, AWS capacity waits): GPUs that arrive after a queue, cheaper than
+    # on-demand, for classes that tolerate a start delay (``max_start_delay_hours``)
+    Supply("flex_start", r"flex_start", "period", "gpu_hour", "", ("hourly_usd", "queue_hours_p50", "queue_hours_p90"),
+           ("upfront_usd", "term_months", "interruptions_per_hour") + _TERM_COLS + _BLOCK_COLS, "queued",
+           "sheet", "incurred", False, False, False, ("Standard", ""), "flex_start", -1, "flex_start",
+           "fx", "cap_fx", "flex_cap"),
     Supply("instance", r"reserved(_[\w.]+)?", "first", "instance", "term", ("term_months",),
            ("interruptions_per_hour",) + _BLOCK_COLS, "reliability", "", "purchase", True, False, True,
            ("Committed", "Usage"), "reserved", -1, "reserved_1y"),

@@ -279,6 +279,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
             expected="one exit per row: a resale (resale_haircut) or a residual value at the end, not both")
     out["resale_haircut"] = haircut.where(is_res)
     _site_columns(raw, bad, out, is_res)
+    _queue_columns(raw, bad, out, has(useful_share="queued"))
     _capacity_blocks(raw, bad, out, is_block, hourly)
     _spend_rows(raw, bad, out, is_spend)
     text = d.get("guarantees_capacity", pd.Series("", index=d.index)).astype(str).str.strip().str.lower()
@@ -320,6 +321,29 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     _spelling(bad, raw, out, "region")
     _spelling(bad, raw, out, "gpu_type")
     return out
+
+
+def _queue_columns(raw: RawTable, bad: Collector, out: pd.DataFrame, queued: pd.Series) -> None:
+    """``queue_hours_p50`` / ``queue_hours_p90`` (required) and ``max_run_hours`` of queued capacity rows (flex_start),
+    blank on every other row."""
+    d = raw.data
+    got = {}
+    for col, need, low_open in (("queue_hours_p50", True, False), ("queue_hours_p90", True, False),
+                                ("max_run_hours", False, True)):
+        v = numbers(raw, col, bad, blank_ok=True, low=0, low_open=low_open, high=8760,
+                    expected="hours >= 0" if not low_open else "hours > 0")
+        text = d.get(col, pd.Series("", index=d.index))
+        if need:
+            _report(bad, raw, queued & text.eq(""), col, "flex_start row without its queue time", None,
+                    expected="hours from a request to its GPUs (0 if granted at once)",
+                    hint="take the 50th and 90th percentiles of your own waits, or the provider's obtainability data")
+        _report(bad, raw, ~queued & text.ne(""), col, f"{col} on a row that is not queued capacity", text,
+                expected="blank except on flex_start rows")
+        got[col] = v.where(queued)
+    _report(bad, raw, queued & (got["queue_hours_p90"] < got["queue_hours_p50"]), "queue_hours_p90",
+            "90th percentile below the median", d.get("queue_hours_p90"), expected="queue_hours_p90 >= queue_hours_p50")
+    for col, v in got.items():
+        out[col] = v
 
 
 def _site_columns(raw: RawTable, bad: Collector, out: pd.DataFrame, is_res: pd.Series) -> None:

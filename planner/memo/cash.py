@@ -49,20 +49,22 @@ def cash_monthly(plan) -> pd.DataFrame:
 
     Columns: ``month`` (the month's first day, a Timestamp), ``upfront_usd``, ``reserved_recurring_usd``
     (this plan's purchases), ``owned_recurring_usd``, ``owned_residual_usd`` (the inventory),
-    ``on_demand_usd``, ``spot_usd``, ``total_usd`` (all of them). Months run from the first period's to
+    ``on_demand_usd``, ``spot_usd`` (then any other rented kind's, e.g. ``flex_start_usd``), ``total_usd`` (all of them). Months run from the first period's to
     the end of the last term, the plan's or the inventory's.
     """
     cash = plan.cash_schedule
     own = owned_fees_by_month(plan.inputs)
     base = pd.DataFrame({"month": pd.PeriodIndex(cash["month"], freq="M")}) if len(cash) else \
         pd.DataFrame({"month": pd.PeriodIndex([], freq="M")})
-    for c in ("upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd"):
+    others = [c for c in cash.columns if c.endswith("_usd") and c not in CASH_COLUMNS]  # flex_start_usd, ...
+    for c in ("upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", *others):
         base[c] = cash[c].to_numpy(float) if len(cash) else []
     out = base.merge(own, on="month", how="outer").sort_values("month")
     out = out.fillna(0.0).reset_index(drop=True)
-    out["total_usd"] = out[[c for c in CASH_COLUMNS if c != "total_usd"]].sum(axis=1)
+    columns = CASH_COLUMNS[:-1] + others + ["total_usd"]
+    out["total_usd"] = out[columns[:-1]].sum(axis=1)
     out["month"] = pd.PeriodIndex(out["month"], freq="M").to_timestamp()
-    return out[["month"] + CASH_COLUMNS]
+    return out[["month"] + columns]
 
 
 def fiscal_year_of(months: pd.DatetimeIndex | pd.Series, fiscal_year_start: int) -> np.ndarray:
@@ -86,11 +88,12 @@ def cash_by_year(plan, fiscal_year_start: int | None = None) -> pd.DataFrame:
     if not 1 <= fiscal_year_start <= 12:
         raise ValueError(f"fiscal_year_start must be a month 1-12, got {fiscal_year_start}")
     m = cash_monthly(plan)
+    money = [c for c in m.columns if c != "month"]  # CASH_COLUMNS with any other rented kind's before the total
     frames = []
     for basis, year in (("calendar", m["month"].dt.year.to_numpy(int)),
                         ("fiscal", fiscal_year_of(m["month"], fiscal_year_start))):
         g = m.assign(year=year).groupby("year", sort=True)
-        t = g[CASH_COLUMNS].sum()
+        t = g[money].sum()
         t["first_month"] = g["month"].min()
         t["last_month"] = g["month"].max()
         t["months"] = g["month"].size()
@@ -99,7 +102,7 @@ def cash_by_year(plan, fiscal_year_start: int | None = None) -> pd.DataFrame:
         t["label"] = t["year"].astype(str) if basis == "calendar" or fiscal_year_start == 1 \
             else "FY" + t["year"].astype(str)
         frames.append(t)
-    cols = ["basis", "year", "label", "first_month", "last_month", "months"] + CASH_COLUMNS
+    cols = ["basis", "year", "label", "first_month", "last_month", "months"] + money
     if not len(m):
         return pd.DataFrame(columns=cols)
     return pd.concat(frames, ignore_index=True)[cols]

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from planner.core.options import PlanOptions
-from planner.inputs import supply
+from planner.inputs import rented, supply
 
 DEFAULT_SHOCKS = (0.2, 0.3)
 DEFAULT_FACTORS = (0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2)
@@ -49,6 +49,7 @@ def plan_figures(p) -> dict:
             "full_term_cost_usd": float(c.get("reserved_full_term_usd", 0.0) + recourse),
             "reserved_usd": float(p.cost["reserved"]), "reserved_full_term_usd": float(c.get("reserved_full_term_usd", 0.0)),
             "on_demand_usd": float(p.cost["on_demand"]), "spot_usd": float(p.cost["spot"]),
+            **{f"{k}_usd": float(p.cost[k]) for k in rented.reported(p.inputs.pools) if k not in rented.ALWAYS},
             "reserved_utilisation": float(p.reserved_utilisation), "stranded_usd": stranded,
             "stranded_owned_usd": owned_idle(p)["usd"],
             "liability_past_horizon_usd": float(c.get("liability_past_horizon_usd", 0.0)),

@@ -29,6 +29,7 @@ from planner.model.objective import objective_coefficients
 from planner.model.rows import EQ, GE, LE, Rows
 from planner.model.variables import define_variables
 from planner.inputs.arrays import PlanInputs
+from planner.inputs import rented
 
 
 def unit_integer(inp: PlanInputs) -> np.ndarray:
@@ -179,12 +180,16 @@ class PlanModel:
     def columns(self, family: str) -> pd.DataFrame:
         """The columns of a variable family with labels a person reads, and ``col`` (its column).
 
-        ``n``: gpu_type, region, option, term_months; ``x``/``y``/``z``/``xd``: workload_class, gpu_type,
-        region, block, scenario, period (the block's first); ``u``: workload_class, block, ...; ``pk``: pool.
+        ``n``: gpu_type, region, option, term_months; ``r`` (rented: ``kind`` on_demand, spot, flex_start), ``x``,
+        ``xd``: workload_class, gpu_type, region, block, scenario, period (the block's first); ``y`` / ``z``: the
+        on-demand / spot rows of ``r``; ``u``: workload_class, block, ...; ``pk``: pool.
         Keys are only where the variable exists (see ``variables.py``).
         """
         if family in self.user_columns:
             return pd.DataFrame({"name": self.column_names_of(family), "col": self.user_columns[family]})
+        if family in RENTED_ALIASES and "r" in self.families:  # y / z: the on-demand / spot rows of r
+            whole = self.columns("r")
+            return whole[whole["kind"] == RENTED_ALIASES[family]].drop(columns="kind").reset_index(drop=True)
         if family not in self.families:
             raise KeyError(f"unknown variable family {family!r}; expected one of "
                            f"{sorted(self.families) + sorted(self.user_columns)}")
@@ -193,6 +198,8 @@ class PlanModel:
         lab = self.labels
         if family == "n":
             out = lab["reserved"].iloc[frame["c"].to_numpy()].reset_index(drop=True)
+        if "j" in frame:
+            out["kind"] = np.asarray(rented.KINDS, dtype=object)[frame["j"].to_numpy()]
         if "k" in frame:
             out["workload_class"] = np.asarray(lab["classes"], dtype=object)[frame["k"].to_numpy()]
         if "p" in frame and family != "n":
@@ -326,13 +333,14 @@ class PlanModel:
                       sense, [rhs])
 
 
+RENTED_ALIASES = {"y": "on_demand", "z": "spot"}  # the names the on-demand and spot columns had before one family
+
 FAMILIES = (
     ("demand", con.define_demand_constraints),
     ("spot_share", con.define_spot_share_constraints),
     ("spares", con.define_spares_constraints),
     ("reserved_share", con.define_reserved_share_constraints),
-    ("od_cap", con.define_on_demand_cap_constraints),
-    ("spot_cap", con.define_spot_cap_constraints),
+    *((rented.cap_family(kind), con.rented_cap_family(kind)) for kind in rented.KINDS),  # od_cap, spot_cap, flex_cap
     ("reserved_cap", stages.first_stage_family("reserved_cap")),
     ("backfill_peak", con.define_backfill_peak_constraints),
     ("backfill_dedicated", con.define_backfill_dedicated_constraints),
@@ -365,7 +373,7 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     if inp.config.budget.monthly:
         merge = False  # a block must lie in one calendar month for the monthly budget rows
     npv = inp.config.finance.npv
-    caps = None if inp.availability is None else np.concatenate([inp.cap_series("on_demand"), inp.cap_series("spot")])
+    caps = inp.rented_caps  # (J * P, T) with an availability file, else None
     blocks = make_blocks(inp.demand, inp.inventory, inp.hours, inp.probability, merge=merge, active=inp.active,
                          discount=inp.discount if npv else None, caps=caps, member=inp.reserved_member)
     n_cols, fam = define_variables(inp, blocks, dominance=dominance)
@@ -385,11 +393,26 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     start = np.zeros(n_cols)
     if fixed_reserved is not None:
         lower[n_cols_res] = upper[n_cols_res] = start[n_cols_res] = np.asarray(fixed_reserved, float)
+    upper[fam["r"]["col"].to_numpy()] = rented_bounds(inp, blocks, fam["r"])
     u = fam["u"]
     start[u["col"].to_numpy()] = (1 + inp.headroom[u["k"].to_numpy()]) * blocks.demand[u["k"], u["b"]]
     return PlanModel(families=fam, blocks=blocks, cost=cost, lower=lower, upper=upper, integer=integer,
                      start=start, constraints=out, rows=rows, seconds=time.perf_counter() - t0,
                      labels=_labels(inp, blocks))
+
+
+def rented_bounds(inp: PlanInputs, blocks, r) -> np.ndarray:
+    """Upper bound of every rented column: r[j,k,p,b] <= i[j,k,p] (1 + eta_k) d[k,b] / u[j,k,p] where kind j serves
+    only the share i of a class's demand (queued capacity: the share granted within its start delay,
+    :mod:`planner.inputs.rented`); no bound (inf) elsewhere."""
+    j, k, p, b = (r[c].to_numpy() for c in ("j", "k", "p", "b"))
+    share = inp.rented_in_time[j, k, p]
+    bounded = share < 1
+    out = np.full(len(r), np.inf)
+    if bounded.any():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[bounded] = (share * (1 + inp.headroom[k]) * blocks.demand[k, b] / inp.rented_useful[j, k, p])[bounded]
+    return out
 
 
 def _labels(inp: PlanInputs, blocks: Blocks) -> dict:

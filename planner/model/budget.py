@@ -24,7 +24,7 @@ def define_budget_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam: d
     """Add the ``budget`` rows; returns how many."""
     budget = inp.config.budget
     rows, cols, coefs, rhs, labels = [], [], [], [], []
-    spend = [f for f in ("n", "x", "xd", "y", "z", "v") if f in fam and len(fam[f])]  # v: savings plans' credit
+    spend = [f for f in ("n", "x", "xd", "r", "v") if f in fam and len(fam[f])]  # v: savings plans' credit
     if budget.max_total_usd is not None:
         c = np.concatenate([fam[f]["col"].to_numpy() for f in spend]) if spend else np.zeros(0, int)
         keep = cost[c] != 0
@@ -44,7 +44,7 @@ def define_budget_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam: d
             if cap is None:
                 continue
             r = len(rhs)
-            for f in ("x", "xd", "y", "z", "v"):
+            for f in ("x", "xd", "r", "v"):
                 if f in fam and len(fam[f]):
                     sel = fam[f][block_month[fam[f]["b"].to_numpy()] == month]
                     c = sel["col"].to_numpy()

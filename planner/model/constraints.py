@@ -13,7 +13,8 @@ from planner.model.blocks import Blocks
 from planner.model.rows import GE as LpConstraintGE, LE as LpConstraintLE, Rows
 from planner.inputs.arrays import PlanInputs
 from planner.inputs import commitments
-from planner.inputs import supply
+from planner.inputs import rented
+from planner.model.variables import of_kind, spend_covered
 from planner.sizing.spares import class_spares
 
 
@@ -28,10 +29,10 @@ def _row_ids(shape: tuple[int, int], a: np.ndarray, b: np.ndarray) -> tuple[np.n
 
 def define_demand_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
                               fam: dict[str, pd.DataFrame]) -> int:
-    """sum_p s[k,p] (q[k,p] (x + y) + g[k,p] z)[k,p,b] + u[k,b] >= (1 + eta_k) d[k,b].
+    """sum_p s[k,p] q[k,p] x[k,p,b] + sum_{j,p} u[j,k,p] r[j,k,p,b] + u[k,b] >= (1 + eta_k) d[k,b].
 
-    Applies to every (k, b) with d > 0 (q is the non-spot reliability, 1 unless a
-    failure rate is set; on x of a ``backfill`` class it is the backfill goodput). Rows with d = 0 hold trivially and are not built.
+    Applies to every (k, b) with d > 0 (u[j,k,p] is rented kind j's useful share: s q on-demand, s g spot,
+    :mod:`planner.inputs.rented`; q is the non-spot reliability, 1 unless a failure rate is set; on x of a ``backfill`` class it is the backfill goodput). Rows with d = 0 hold trivially and are not built.
     """
     u = fam["u"]
     if u.empty:
@@ -39,13 +40,17 @@ def define_demand_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
     K, B = inp.K, blocks.B
     rid, rk, rb = _row_ids((K, B), u["k"].to_numpy(), u["b"].to_numpy())
     rows, cols, coefs = [rid[u["k"], u["b"]]], [u["col"].to_numpy()], [np.ones(len(u))]
-    for family, q in (("x", inp.q_reserved), ("xd", inp.speed * inp.reliability),
-                      ("y", inp.speed * inp.reliability), ("z", inp.speed * inp.goodput)):
+    for family, q in (("x", inp.q_reserved), ("xd", inp.speed * inp.reliability)):
         f = fam[family]
         k, p, b = f["k"].to_numpy(), f["p"].to_numpy(), f["b"].to_numpy()
         rows.append(rid[k, b])
         cols.append(f["col"].to_numpy())
         coefs.append(q[k, p])
+    r = fam["r"]  # every rented kind at its useful share
+    j, k, p, b = (r[c].to_numpy() for c in ("j", "k", "p", "b"))
+    rows.append(rid[k, b])
+    cols.append(r["col"].to_numpy())
+    coefs.append(inp.rented_useful[j, k, p])
     rhs = (1.0 + inp.headroom[rk]) * blocks.demand[rk, rb]
     spares = _spares(inp, blocks)
     if spares is not None:  # a class's spares are demand too (and reserved: define_spares_constraints)
@@ -114,14 +119,14 @@ def define_spares_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -
 
 def define_spot_share_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
                                   fam: dict[str, pd.DataFrame]) -> int:
-    """sum_p s[k,p] g[k,p] z[k,p,b] <= phi_k d[k,b], for every (k, b) with spot variables."""
-    z = fam["z"]
+    """sum_{j preemptible, p} u[j,k,p] r[j,k,p,b] <= phi_k d[k,b], for every (k, b) with spot variables."""
+    z = of_kind(fam["r"], preemptible=True)
     if z.empty:
         return 0
-    k, p, b = z["k"].to_numpy(), z["p"].to_numpy(), z["b"].to_numpy()
+    j, k, p, b = z["j"].to_numpy(), z["k"].to_numpy(), z["p"].to_numpy(), z["b"].to_numpy()
     rid, rk, rb = _row_ids((inp.K, blocks.B), k, b)
     return out.add("spot_share", (rk, rb,), rid[k, b], z["col"].to_numpy(),
-                    inp.speed[k, p] * inp.goodput[k, p], LpConstraintLE,
+                    inp.rented_useful[j, k, p], LpConstraintLE,
                     inp.spot_share[rk] * blocks.demand[rk, rb])
 
 
@@ -154,13 +159,28 @@ def _purchased_terms(inp: PlanInputs, blocks: Blocks, fam, rp: np.ndarray, rb: n
 
 
 def block_caps(inp: PlanInputs, blocks: Blocks, option: str) -> np.ndarray:
-    """(P, B) cap on GPUs of ``option`` ("on_demand" or "spot") held at once in each block (NaN: none): the
-    price sheet's max_gpus, or per period the lower of it and the availability file's."""
+    """(P, B) cap on GPUs of rented kind ``option`` held at once in each block (NaN: none): the price sheet's
+    max_gpus, or per period the lower of it and the availability file's."""
+    j = rented.index(option)
     if blocks.caps is None:
-        col = {"on_demand": "cap_od", "spot": "cap_sp"}[option]
-        return np.broadcast_to(inp.pools[col].to_numpy(float)[:, None], (inp.P, blocks.B))
-    i = supply.get(option).availability_index  # blocks.caps stacks the rented kinds' caps in that order
-    return blocks.caps[i * inp.P:(i + 1) * inp.P]
+        return np.broadcast_to(rented.cap(inp.pools)[j][:, None], (inp.P, blocks.B))
+    return blocks.caps[j * inp.P:(j + 1) * inp.P]  # blocks.caps stacks the rented kinds' caps in kind order
+
+
+def rented_cap_family(kind: str):
+    """The ``define_*`` of rented kind ``kind``'s cap: sum_k r[j,k,p,b] <= Ucap^j_p[b] where the price sheet (or the
+    availability file) caps it; its row family is the kind's ``cap_family`` (``od_cap``, ``spot_cap``, ``flex_cap``)."""
+    j = rented.index(kind)
+
+    def define(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
+        r = fam["r"]
+        return _cap_rows(out, inp, blocks, r[r["j"].to_numpy() == j], block_caps(inp, blocks, kind),
+                         rented.cap_family(kind))
+
+    define.__name__ = f"define_{rented.cap_family(kind)}_constraints"
+    define.__doc__ = f"sum_k r[{kind},k,p,b] <= its cap (price sheet max_gpus, availability file): row family " \
+                     f"{rented.cap_family(kind)!r}."
+    return define
 
 
 def _cap_rows(out: Rows, inp, blocks, frame, cap, family) -> int:
@@ -173,16 +193,6 @@ def _cap_rows(out: Rows, inp, blocks, frame, cap, family) -> int:
     rid, rp, rb = _row_ids((inp.P, blocks.B), p, b)
     return out.add(family, (rp, rb), rid[p, b], f["col"].to_numpy(),
                     np.ones(len(f)), LpConstraintLE, cap[rp, rb])
-
-
-def define_on_demand_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_k y[k,p,b] <= Ucap^od_p[b] where the price sheet (or the availability file) caps on-demand GPUs."""
-    return _cap_rows(out, inp, blocks, fam["y"], block_caps(inp, blocks, "on_demand"), "od_cap")
-
-
-def define_spot_cap_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_k z[k,p,b] <= Ucap^sp_p[b] where the price sheet (or the availability file) caps spot GPUs."""
-    return _cap_rows(out, inp, blocks, fam["z"], block_caps(inp, blocks, "spot"), "spot_cap")
 
 
 def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
@@ -262,8 +272,9 @@ def define_backfill_dedicated_constraints(out: Rows, inp: PlanInputs, blocks: Bl
 
 
 def define_spend_usage_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam) -> int:
-    """sum_c v[c,p,b] - sum_k y[k,p,b] <= 0: a savings plan covers on-demand GPUs that are used, no more."""
-    v, y = fam["v"], fam["y"]
+    """sum_c v[c,p,b] - sum_k y[k,p,b] <= 0: a savings plan covers on-demand GPUs (y: the rented kinds a spend
+    commitment covers) that are used, no more."""
+    v, y = fam["v"], spend_covered(fam["r"])
     if v.empty:
         return 0
     rid, rp, rb = _row_ids((inp.P, blocks.B), v["p"].to_numpy(), v["b"].to_numpy())
@@ -310,7 +321,7 @@ def define_discount_only_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
     rid, rp, rb = _row_ids((inp.P, blocks.B), pool[c_i], b_i)
     n_col = fam["n"]["col"].to_numpy()
     m = res["m"].to_numpy(float)[soft]
-    y = fam["y"]
+    y = of_kind(fam["r"], cap_source="sheet+availability", covered_by_spend=True)  # on-demand: its cap's users
     yy = y[rid[y["p"].to_numpy(), y["b"].to_numpy()] >= 0]
     rows = [rid[pool[c_i], b_i], rid[yy["p"].to_numpy(), yy["b"].to_numpy()]]
     cols = [n_col[soft[c_i]], yy["col"].to_numpy()]

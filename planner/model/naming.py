@@ -14,8 +14,7 @@ FAMILIES = {
     # variables
     "n": ("reserved instances bought", ("option",)),
     "x": ("reserved GPUs used", ("class", "pool", "block")),
-    "y": ("on-demand GPUs", ("class", "pool", "block")),
-    "z": ("spot GPUs", ("class", "pool", "block")),
+    "r": ("rented GPUs (on-demand, spot, flex-start: planner.inputs.rented.KINDS)", ("kind", "class", "pool", "block")),
     "u": ("unmet demand", ("class", "block")),
     "xd": ("backfill class's own reserved GPUs (above the priority peak)", ("class", "pool", "block")),
     "pk": ("priority classes' peak use of purchased reserved GPUs", ("pool",)),
@@ -27,6 +26,7 @@ FAMILIES = {
     "reserved_share": ("reserved GPUs shared by classes", ("pool", "block")),
     "od_cap": ("on-demand cap", ("pool", "block")),
     "spot_cap": ("spot cap", ("pool", "block")),
+    "flex_cap": ("flex-start (queued capacity) cap", ("pool", "block")),
     "reserved_cap": ("reserved cap", ("pool", "set")),  # one row per set of purchases active together
     "backfill_peak": ("priority classes' peak reserved use", ("pool", "block")),
     "backfill_dedicated": ("backfill classes' own reserved GPUs", ("pool", "block")),

@@ -1,7 +1,7 @@
 """The objective: expected cost over the horizon (USD), shortfall penalty included.
 
     min  sum_{p,c,s} m_p n[p,c,s] r[p,c] a[c,s]     (amortised; full_term: m_p n (hourly L + upfront - residual))
-       + sum_b w_b sum_{k,p} (od_p y[k,p,b] + sp_p z[k,p,b]) - sum_b w_b sum_{c,p} od_p v[c,p,b]
+       + sum_b w_b sum_{j,k,p} price_{j,p} r[j,k,p,b] - sum_b w_b sum_{c,p} od_p v[c,p,b]
        + sum_{k,b} M_k w_b u[k,b]      (M_k: the class's shortfall_penalty, else the solver's M)
 
 with w_b the block's probability-weighted hours (sum over its periods of
@@ -62,10 +62,10 @@ def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.Da
     c = np.zeros(n_vars)
     c[fam["n"]["col"]] = first_stage_cost(inp) if npv else reserved_cost_per_instance(inp)
     w = blocks.npv_weight if npv and blocks.npv_weight is not None else blocks.weight
-    od, sp = inp.pools["od"].to_numpy(), inp.pools["sp"].to_numpy()
-    c[fam["y"]["col"]] = w[fam["y"]["b"]] * od[fam["y"]["p"]]
-    c[fam["z"]["col"]] = w[fam["z"]["b"]] * sp[fam["z"]["p"]]
+    price = inp.rented_price  # (J, P)
+    r = fam["r"]
+    c[r["col"]] = w[r["b"]] * price[r["j"], r["p"]]
     c[fam["u"]["col"]] = w[fam["u"]["b"]] * inp.penalty_by_class[fam["u"]["k"]]
     if "v" in fam and len(fam["v"]):  # covered usage is paid by the savings plan, not at the on-demand price
-        c[fam["v"]["col"]] = -w[fam["v"]["b"]] * od[fam["v"]["p"]]
+        c[fam["v"]["col"]] = -w[fam["v"]["b"]] * inp.pools["od"].to_numpy()[fam["v"]["p"]]
     return c

@@ -86,7 +86,7 @@ def linking(inp) -> list[tuple[str, str]]:
     return [(name, why) for name, present, why in LINKING_FAMILIES if present(inp)]
 
 
-STAGE = {"demand": PERIOD, "spot_share": PERIOD, "spares": PERIOD, "reserved_share": PERIOD, "od_cap": PERIOD, "spot_cap": PERIOD,
+STAGE = {"demand": PERIOD, "spot_share": PERIOD, "spares": PERIOD, "reserved_share": PERIOD, "od_cap": PERIOD, "spot_cap": PERIOD, "flex_cap": PERIOD,
          "backfill_dedicated": PERIOD, "spend_usage": PERIOD, "spend_commitment": PERIOD,
          **{name: FIRST for name in FIRST_STAGE}, **{name: LINKING for name, _p, _w in LINKING_FAMILIES}}
 

@@ -87,8 +87,9 @@ def _header(h: dict, notes: list[str]) -> str:
     cls = "ok" if h["status"] == "optimal" and met is not False else "bad"
     pct = f" ({h['savings_pct']:.1%})" if h["savings_pct"] is not None else ""
     kpis = [("total cost (this plan)", _money(h["total_usd"])),
-            ("reserved / on-demand / spot", " / ".join(_money(h[k]) for k in ("reserved_usd", "on_demand_usd",
-                                                                               "spot_usd"))),
+            ("reserved / on-demand / spot" + "".join(f" / {k.replace('_', '-')}" for k in h.get("others", {})),
+             " / ".join([_money(h[k]) for k in ("reserved_usd", "on_demand_usd", "spot_usd")]
+                        + [_money(v) for v in h.get("others", {}).values()])),
             ("all on-demand baseline", _money(h["all_on_demand_usd"])),
             ("savings" + pct, _money(h["savings_usd"])), ("the bill (with inventory)", _money(h["bill_usd"])),
             ("commitment liability (full terms)", _money(h["commitment_usd"]))]
@@ -173,7 +174,10 @@ def _memo_section(plan: dict) -> str:
         out.append("<h3>Cash by year</h3>" + _table("memo-cash", [
             ("label", "year", "t"), ("months", "months", "n"), ("upfront_usd", "upfront", "usd"),
             ("reserved_recurring_usd", "recurring", "usd"), ("on_demand_usd", "on-demand", "usd"),
-            ("spot_usd", "spot", "usd"), ("owned_recurring_usd", "owned fees", "usd"),
+            ("spot_usd", "spot", "usd"),
+            *((k, k[:-4].replace("_", "-"), "usd") for k in (m["cash_by_year"][0] if m["cash_by_year"] else {})
+              if k.endswith("_usd") and k[:-4] in data.OTHER_RENTED),
+            ("owned_recurring_usd", "owned fees", "usd"),
             ("total_usd", "total (owned fees included)", "usd")], m["cash_by_year"]))
     if m["downside"]:
         out.append("<h3>Downside: demand lower, purchases fixed, re-solved</h3>" + _table("memo-downside", [

@@ -31,6 +31,7 @@ EXPECTED = "a plan.json written by `planner plan` (a JSON object with " + ", ".j
 FLEET_COLUMNS = ("period", "hours", "gpu_type", "region", "reserved_owned", "reserved_used", "on_demand", "spot")
 CURVE_POINTS = 400      # samples of each load-duration curve (it is monotone: nothing is lost that matters)
 DAILY_AFTER_DAYS = 21   # the fleet mix is averaged per day past three weeks of periods
+OTHER_RENTED = tuple(k for k in supply.RENTED if k not in supply.RENTED[:2])  # rented beyond on-demand, spot
 GPU_KINDS = ("instance", "window")  # purchase kinds that hold GPUs (a savings plan holds dollars)
 
 
@@ -86,14 +87,14 @@ def read_fleet(plan_path: str | Path, plan: dict) -> tuple[pd.DataFrame | None, 
                                  expected="the fleet.csv `planner plan` wrote beside plan.json"))
     try:
         f["period"] = pd.to_datetime(f["period"])
-        num = ["hours", "reserved_owned", "reserved_used", "on_demand", "spot"]
+        num = ["hours", "reserved_owned", "reserved_used", "on_demand", "spot", *(k for k in OTHER_RENTED if k in f)]
         f[num] = f[num].apply(pd.to_numeric, errors="raise").astype(float)
     except (ValueError, TypeError) as exc:
         raise InputError(Problem(str(path), f"has a value that is not a date or a number ({exc})",
                                  expected="the fleet.csv `planner plan` wrote beside plan.json")) from None
     prob = {s.get("name"): float(s.get("probability") or 0.0) for s in plan.get("scenarios") or []}
     w = f["scenario"].astype(str).map(prob).fillna(0.0) if prob and "scenario" in f else 1.0
-    cols = ["reserved_owned", "reserved_used", "on_demand", "spot"]
+    cols = ["reserved_owned", "reserved_used", "on_demand", "spot", *(k for k in OTHER_RENTED if k in f)]
     f[cols] = f[cols].mul(w, axis=0)
     g = f.groupby(["period", "gpu_type", "region"], sort=True).agg(
         {**{c: "sum" for c in cols}, "hours": "first"}).reset_index()
@@ -103,7 +104,7 @@ def read_fleet(plan_path: str | Path, plan: dict) -> tuple[pd.DataFrame | None, 
             or abs(g.drop_duplicates("period")["hours"].sum() - float(hz["hours"])) > 1e-6 * max(1.0, hz["hours"])):
         return None, (f"{path} does not match this plan.json (other periods): the curves use monthly means "
                       "(plan.json monthly_usage)")
-    g["served"] = g["reserved_used"] + g["on_demand"] + g["spot"]
+    g["served"] = g["reserved_used"] + g["on_demand"] + g["spot"] + sum(g[k] for k in OTHER_RENTED if k in g)
     return g, None
 
 
@@ -291,9 +292,10 @@ def _monthly_served(plan: dict) -> pd.DataFrame:
     safe = hours.where(hours > 0, np.nan)
     out = pd.DataFrame({"period": lo, "hours": hours, "gpu_type": mu["gpu_type"], "region": mu["region"]})
     for col, src in (("reserved_owned", "reserved_owned_gpu_hours"), ("reserved_used", "reserved_used_gpu_hours"),
-                     ("on_demand", "on_demand_gpu_hours"), ("spot", "spot_gpu_hours")):
+                     ("on_demand", "on_demand_gpu_hours"), ("spot", "spot_gpu_hours"),
+                     *((k, f"{k}_gpu_hours") for k in OTHER_RENTED if f"{k}_gpu_hours" in mu)):
         out[col] = (pd.to_numeric(mu.get(src, 0.0)) / safe).fillna(0.0)
-    out["served"] = out["reserved_used"] + out["on_demand"] + out["spot"]
+    out["served"] = out["reserved_used"] + out["on_demand"] + out["spot"] + sum(out[k] for k in OTHER_RENTED if k in out)
     return out[out["hours"] > 0].reset_index(drop=True)
 
 
@@ -351,6 +353,7 @@ class FleetMix:
     spot: list[float]
     reserved_owned: list[float]
     gpu_hours: dict = field(default_factory=dict)  # totals over the horizon, per series
+    others: dict = field(default_factory=dict)  # other rented kinds (flex-start): kind -> mean GPUs per step
 
 
 def fleet_mix(plan: dict, fleet: pd.DataFrame | None) -> FleetMix:
@@ -366,6 +369,8 @@ def fleet_mix(plan: dict, fleet: pd.DataFrame | None) -> FleetMix:
     if not len(table):
         return FleetMix(step, [], [], [], [], [], {c: 0.0 for c in cols})
     t = table.copy()
+    extra = [k for k in OTHER_RENTED if k in t]
+    cols = cols + extra
     for c in cols:
         t[c] = t[c] * t["hours"]  # GPU-hours
     per = t.groupby("period", sort=True).agg({**{c: "sum" for c in cols}, "hours": "first"})
@@ -375,14 +380,16 @@ def fleet_mix(plan: dict, fleet: pd.DataFrame | None) -> FleetMix:
     means = per[cols].div(per["hours"], axis=0)
     fmt = "%Y-%m-%d" if step != "hour" else "%Y-%m-%dT%H:%M"
     return FleetMix(step, [p.strftime(fmt) for p in means.index],
-                    *[[round(float(v), 2) for v in means[c]] for c in cols], gpu_hours=totals)
+                    *[[round(float(v), 2) for v in means[c]] for c in cols[:4]], gpu_hours=totals,
+                    others={k: [round(float(v), 2) for v in means[k]] for k in extra})
 
 
 # ---- cash and purchases ---------------------------------------------------------------------------------------
 CASH_LABELS = {"upfront_usd": "upfront (residual back below zero)", "reserved_recurring_usd": "reserved recurring (purchases)",
                "owned_recurring_usd": "owned recurring (inventory)", "owned_residual_usd": "owned residual back",
                "residual_usd": "residual back", "on_demand_usd": "on-demand", "spot_usd": "spot",
-               "savings_plan_usd": "savings plans", "resale_usd": "resale proceeds"}
+               "savings_plan_usd": "savings plans", "resale_usd": "resale proceeds",
+               **{f"{k}_usd": k.replace("_", "-") for k in OTHER_RENTED}}
 
 
 @dataclass
@@ -484,6 +491,7 @@ def header(plan: dict) -> dict:
     return {"name": plan.get("name") or "plan", "status": plan.get("status"), "demand_met": plan.get("demand_met"),
             "mip_gap": plan.get("mip_gap"), "total_usd": cost.get("total"), "reserved_usd": cost.get("reserved"),
             "on_demand_usd": cost.get("on_demand"), "spot_usd": cost.get("spot"), "all_on_demand_usd": base,
+            "others": {k: v for k, v in cost.items() if k in OTHER_RENTED},  # flex-start, ...
             "savings_usd": sav, "savings_pct": (sav / base if _finite(sav) and _finite(base) and base > 0 else None),
             "bill_usd": (plan.get("bill_usd") or {}).get("total_usd"),
             "commitment_usd": (plan.get("commitments") or {}).get("reserved_full_term_usd"),

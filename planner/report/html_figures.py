@@ -113,7 +113,8 @@ def fleet_mix_figure(m: FleetMix) -> go.Figure:
     x = _x(m.step, m.when)
     shape = "hv" if m.step != "month" else "linear"
     for name, ys, colour in (("reserved used", m.reserved_used, COLOURS["reserved"]),
-                             ("on-demand", m.on_demand, COLOURS["on_demand"]), ("spot", m.spot, COLOURS["spot"])):
+                             ("on-demand", m.on_demand, COLOURS["on_demand"]), ("spot", m.spot, COLOURS["spot"]),
+                             *((k.replace("_", "-"), ys, COLOURS.get(k, "#8e44ad")) for k, ys in m.others.items())):
         fig.add_trace(go.Scatter(**x, y=ys, name=name, stackgroup="mix", mode="lines",
                                  line={"width": 0.5, "color": colour, "shape": shape},
                                  hovertemplate="%{y:,.1f}"))

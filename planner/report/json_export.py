@@ -10,7 +10,7 @@ import pandas as pd
 
 from planner import __version__
 from planner.results.plan import Plan
-from planner.inputs import supply
+from planner.inputs import rented, supply
 from planner.model.sites import site_power_used
 
 
@@ -111,7 +111,11 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
                       "on_demand_gpu_hours": f["on_demand"].to_numpy() * w,
                       "on_demand_covered_gpu_hours": covered * w,  # of which a savings plan paid
                       "on_demand_usd": (f["on_demand"].to_numpy() - covered) * w * od,
-                      "spot_gpu_hours": f["spot"].to_numpy() * w, "spot_usd": f["spot"].to_numpy() * w * sp})
+                      "spot_gpu_hours": f["spot"].to_numpy() * w, "spot_usd": f["spot"].to_numpy() * w * sp,
+                      **{c: v for kd in rented.reported(inp.pools) if kd not in rented.ALWAYS for c, v in (
+                          (f"{kd}_gpu_hours", f[kd].to_numpy() * w),
+                          (f"{kd}_usd", f[kd].to_numpy() * w * np.nan_to_num(
+                              pools[supply.get(kd).pool_price].reindex(key).to_numpy(float))))}})
     out = g.groupby(["month", "gpu_type", "region"], sort=True).sum().reset_index()
     month = inp.periods.strftime("%Y-%m")
     res = inp.reserved
@@ -230,7 +234,7 @@ def plan_to_dict(plan: Plan) -> dict:
         "shortfall": by_class,
         "spot_economics": _records(spot),
         "scenarios": [{"name": r["scenario"], "probability": _num(r["probability"]),
-                       "cost_usd": {k: _num(r[k]) for k in (*supply.BUCKETS, "total")},
+                       "cost_usd": {k: _num(r[k]) for k in (*supply.BUCKETS, "total") if k in r},
                        "shortfall_gpu_hours": _num(r["shortfall_gpu_hours"])}
                       for r in plan.scenario_costs.to_dict("records")],
         "cost_by_class_usd": _showback(plan)[0],

@@ -23,13 +23,23 @@ import pandas as pd
 
 from planner.results.plan import Plan
 from planner.inputs import commitments
-from planner.inputs import supply
+from planner.inputs import rented, supply
 
 
-def _rented_price(option: pd.Series, od: np.ndarray, sp: np.ndarray) -> np.ndarray:
-    """Per allocation row: the rented kind's price (on-demand or spot; 0 for reserved GPUs)."""
-    rented = supply.mask(option, rented=True)
-    return np.where(rented & supply.mask(option, preemptible=True), sp, np.where(rented, od, 0.0))
+def _rented_price(option: pd.Series, p: np.ndarray, price: np.ndarray) -> np.ndarray:
+    """Per allocation row: its rented kind's price in its pool ``p`` (``price``: (J, P) by rented kind,
+    :data:`planner.inputs.rented.KINDS`); 0 for reserved GPUs."""
+    j = pd.Series(option, dtype=object).map({k: i for i, k in enumerate(rented.KINDS)}).to_numpy()
+    hit = ~pd.isna(j)
+    out = np.zeros(len(j))
+    if hit.any():
+        out[hit] = np.nan_to_num(price)[j[hit].astype(int), np.asarray(p, int)[hit]]
+    return out
+
+
+def _other_kinds(plan: Plan) -> tuple[str, ...]:
+    """The rented kinds beyond on-demand and spot that the plan's pools sell (flex-start): a column each."""
+    return tuple(k for k in rented.reported(plan.inputs.pools) if k not in rented.ALWAYS)
 
 
 def _pool_cost_and_owned(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
@@ -195,12 +205,12 @@ def by_class(plan: Plan, owned: bool = False) -> pd.DataFrame:
     w = dict(zip(inp.scenarios, inp.probability))
     a = plan.allocation_positions.assign(wt=plan.allocation_positions["scenario"].map(w).astype(float))
     a["wgh"] = a["gpu_hours"] * a["wt"]
-    od, sp = inp.pools["od"].to_numpy(float), inp.pools["sp"].to_numpy(float)
-    price = _rented_price(a["option"], np.nan_to_num(od)[a["_p"]], np.nan_to_num(sp)[a["_p"]])
+    price = _rented_price(a["option"], a["_p"].to_numpy(int), inp.rented_price)
     a["usd"] = a["wgh"] * price
     K, P = inp.K, inp.P
     gh = {o: np.zeros(K) for o in supply.BUCKETS}
     usd = {o: np.zeros(K) for o in supply.RENTED}
+    others = _other_kinds(plan)
     res_use = np.zeros((K, P))
     for o in gh:
         sel = a[a["option"] == o]
@@ -228,7 +238,11 @@ def by_class(plan: Plan, owned: bool = False) -> pd.DataFrame:
         "reserved_used_usd": reserved_used, "reserved_idle_usd": reserved_idle,
         "on_demand_usd": usd["on_demand"] - credit, "spot_usd": usd["spot"], "savings_plan_usd": sp_share,
         "savings_plan_credit_usd": credit})
-    parts = ["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "savings_plan_usd"]
+    for kind in others:  # another rented kind a pool sells (flex-start): its GPU-hours and its cost
+        out.insert(out.columns.get_loc("spot_gpu_hours") + 1, f"{kind}_gpu_hours", gh[kind])
+        out.insert(out.columns.get_loc("spot_usd") + 1, f"{kind}_usd", usd[kind])
+    parts = ["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
+             *(f"{kind}_usd" for kind in others), "savings_plan_usd"]
     left = 0.0
     if include_owned:
         oc = owned_charges(plan)
@@ -275,12 +289,13 @@ def by_month(plan: Plan, owned: bool = False) -> pd.DataFrame:
     a = plan.allocation_positions
     month = a["period"].dt.strftime("%Y-%m")
     wgh = a["gpu_hours"] * a["scenario"].map(w).astype(float)
-    od, sp = np.nan_to_num(inp.pools["od"].to_numpy(float)), np.nan_to_num(inp.pools["sp"].to_numpy(float))
     p = a["_p"].to_numpy(int)
     frame = pd.DataFrame({"month": month, "k": a["_k"].to_numpy(int), "p": p, "option": a["option"], "gh": wgh,
-                          "usd": wgh * _rented_price(a["option"], od[p], sp[p])})
+                          "usd": wgh * _rented_price(a["option"], p, inp.rented_price)})
+    others = _other_kinds(plan)
+    extra = [f"{kind}_usd" for kind in others]
     cols = ["month", "team", "workload_class", "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
-            "savings_plan_usd", "total_usd"]
+            *extra, "savings_plan_usd", "total_usd"]
     if not len(frame):
         return pd.DataFrame(columns=cols)
     paid = frame[~supply.mask(frame["option"], stage="first")].pivot_table(index=["month", "k"], columns="option", values="usd",
@@ -325,6 +340,8 @@ def by_month(plan: Plan, owned: bool = False) -> pd.DataFrame:
         x = rows.setdefault((m, int(k)), {"reserved_used_usd": 0.0, "reserved_idle_usd": 0.0})
         x["on_demand_usd"] = float(r.get("on_demand", 0.0))
         x["spot_usd"] = float(r.get("spot", 0.0))
+        for kind in others:
+            x[f"{kind}_usd"] = float(r.get(kind, 0.0))
     # savings plans: each class's on-demand less what a plan paid of it (its credit), and the month's
     # savings-plan cost charged in proportion to the month's credits ((unallocated) without any)
     cr = savings_plan_credit(plan)
@@ -341,13 +358,13 @@ def by_month(plan: Plan, owned: bool = False) -> pd.DataFrame:
     out = [{"month": m, "team": inp.config.team_of(inp.classes[k]), "workload_class": inp.classes[k],
             "reserved_used_usd": v["reserved_used_usd"], "reserved_idle_usd": v["reserved_idle_usd"],
             "on_demand_usd": v.get("on_demand_usd", 0.0), "spot_usd": v.get("spot_usd", 0.0),
-            "savings_plan_usd": v.get("savings_plan_usd", 0.0)}
+            **{c: v.get(c, 0.0) for c in extra}, "savings_plan_usd": v.get("savings_plan_usd", 0.0)}
            for (m, k), v in rows.items()]
     out += [{"month": m, "team": "(unallocated)", "workload_class": "(unallocated)", "reserved_used_usd": 0.0,
-             "reserved_idle_usd": v, "on_demand_usd": 0.0, "spot_usd": 0.0, "savings_plan_usd": 0.0}
-            for m, v in unallocated.items()]
+             "reserved_idle_usd": v, "on_demand_usd": 0.0, "spot_usd": 0.0, **{c: 0.0 for c in extra},
+             "savings_plan_usd": 0.0} for m, v in unallocated.items()]
     df = pd.DataFrame(out, columns=cols[:-1])  # no rows at all when the plan costs nothing (inventory covers it)
-    parts = ["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "savings_plan_usd"]
+    parts = ["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", *extra, "savings_plan_usd"]
     if include_owned:
         df = _with_owned_by_month(plan, df)
         parts.append("owned_commitments_usd")
@@ -368,7 +385,6 @@ def _with_owned_by_month(plan: Plan, df: pd.DataFrame) -> pd.DataFrame:
                         "owned_commitments_usd": oc["usd"].to_numpy(float)})
     key = ["month", "team", "workload_class"]
     merged = df.merge(add, on=key, how="outer")
-    money = ["reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "savings_plan_usd",
-             "owned_commitments_usd"]
+    money = [c for c in df.columns if c.endswith("_usd")] + ["owned_commitments_usd"]
     merged[money] = merged[money].fillna(0.0)
     return merged

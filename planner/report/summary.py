@@ -6,7 +6,7 @@ import pandas as pd
 
 from planner.results.plan import Plan
 from planner.core.units import usd as _usd
-from planner.inputs import supply
+from planner.inputs import rented, supply
 from planner.inputs.term import term_judgement
 
 
@@ -27,7 +27,9 @@ def summary_text(plan: Plan) -> str:
     c = plan.cost
     scen = " expected" if len(inp.scenarios) > 1 else ""
     lines.append(f"  total{scen} cost   {_usd(c['total']):>16}   reserved {_usd(c['reserved'])}, "
-                 f"on-demand {_usd(c['on_demand'])}, spot {_usd(c['spot'])}")
+                 f"on-demand {_usd(c['on_demand'])}, spot {_usd(c['spot'])}"
+                 + "".join(f", {k.replace('_', '-')} {_usd(c[k])}" for k in rented.reported(inp.pools)
+                           if k not in rented.ALWAYS))
     from planner.results.bill import inventory_table
 
     inv = inventory_table(inp)
@@ -202,7 +204,7 @@ def _memo_lines(plan: Plan) -> list[str]:
     if m.savings:
         nb = float(m.savings["next_best_cost_usd"])
         short = float(m.savings.get("next_best_shortfall_gpu_hours", 0.0))
-        out.append(f"    buying nothing new (on-demand and spot, re-solved) costs {_usd(nb)}: this plan saves "
+        out.append(f"    buying nothing new ({rented.phrase(plan.inputs.pools)}, re-solved) costs {_usd(nb)}: this plan saves "
                    f"{_usd(nb - plan.cost['total'])}" + (f", and buying nothing leaves {short:,.0f} GPU-hours unmet "
                                                           "(spares are held on commitments only)" if short > 1e-6 else ""))
     d = m.downside

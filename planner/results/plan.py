@@ -18,10 +18,10 @@ from planner.solve.monolithic import SolveResult, Status
 from planner.model.objective import reserved_cost_per_instance
 from planner.core.units import HOURS_PER_MONTH, commitment_usd
 from planner.inputs import commitments
-from planner.inputs import supply
+from planner.inputs import rented, supply
 
 EPS = 1e-7
-OPTIONS = supply.BUCKETS  # the cost buckets: ("reserved", "on_demand", "spot")
+OPTIONS = supply.BUCKETS  # the cost buckets: ("reserved", "on_demand", "spot", "flex_start")
 
 
 POSITIONS = ["_k", "_p", "_t"]  # class, pool and period positions kept beside the allocation for vector maths
@@ -48,7 +48,7 @@ class Plan:
     shortfall: pd.DataFrame  # per scenario, period, class with unmet demand, with its cause
     spot: pd.DataFrame  # spot economics per (class, spot pool) and the spot GPU-hours bought
     scenario_costs: pd.DataFrame  # per scenario: probability and cost by option
-    cost: dict  # expected cost by option: reserved, on_demand, spot, total
+    cost: dict  # expected cost by option: reserved, on_demand, spot (any other rented kind sold: flex_start), total
     objective: float  # the formulation's objective, shortfall penalty included
     shortfall_gpu_hours: float
     baseline_all_on_demand: float
@@ -132,7 +132,10 @@ class Plan:
         bought = self.purchases[self.purchases["instances"] > 0]
         return (f"<Plan '{self.name}': {self.status.value}{gap}, total ${self.cost['total']:,.0f} "
                 f"(reserved ${self.cost['reserved']:,.0f}, on-demand ${self.cost['on_demand']:,.0f}, "
-                f"spot ${self.cost['spot']:,.0f}), {len(bought)} reserved option(s) bought, "
+                f"spot ${self.cost['spot']:,.0f}"
+                + "".join(f", {k.replace('_', '-')} ${self.cost[k]:,.0f}" for k in rented.reported(self.inputs.pools)
+                          if k not in rented.ALWAYS)
+                + f"), {len(bought)} reserved option(s) bought, "
                 f"shortfall {self.shortfall_gpu_hours:,.1f} GPU-h; {self.inputs.T} periods x {self.inputs.K} "
                 f"classes x {self.inputs.P} pools, {self.solve.backend} {self.solve.seconds:.1f} s>")
 
@@ -260,15 +263,16 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
         whole = inp.reserved["integer"].to_numpy(bool)
         n = np.where(whole, np.rint(n), np.where(np.abs(n) < 1e-9, 0.0, n))
     Xb = _dense(fam["x"], v, (K, P, B), ("k", "p", "b"))
-    Yb = _dense(fam["y"], v, (K, P, B), ("k", "p", "b"))
-    Zb = _dense(fam["z"], v, (K, P, B), ("k", "p", "b"))
+    J = len(rented.KINDS)
+    Rb = _dense(fam["r"], v, (J, K, P, B), ("j", "k", "p", "b"))  # every rented kind (views below: on-demand, spot)
+    Yb, Zb = Rb[rented.index("on_demand")], Rb[rented.index("spot")]
     Ub = _dense(fam["u"], v, (K, B), ("k", "b"))
     has_xd = "xd" in fam and len(fam["xd"]) > 0  # backfill classes' GPUs of their own
     Xd = _dense(fam["xd"], v, (K, P, B), ("k", "p", "b")) if has_xd else None
-    for a in (Xb, Xd, Yb, Zb, Ub):
+    for a in (Xb, Xd, Rb, Ub):
         if a is not None:
             a[a < EPS] = 0.0
-    _trim_free_surplus(inp, blocks, Xb, Yb, Zb, Ub, Xd)
+    _trim_free_surplus(inp, blocks, Xb, Rb, Ub, Xd)
     Xrisk = Xb  # backfilled (at risk) reserved use; Xb becomes all reserved use (a new array, with Xd)
     if has_xd:
         Xb = Xb + Xd
@@ -281,7 +285,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     owned_block = np.zeros((P, B))
     if len(res) and blocks.active is not None:
         owned_block = _by_pool(res["pool"].to_numpy(int), m_res * n, blocks.active, P)
-    od, sp = inp.pools["od"].to_numpy(float), inp.pools["sp"].to_numpy(float)
+    od = inp.pools["od"].to_numpy(float)
     w = blocks.weight
     held = _spares_held(inp, blocks, Xb, owned_block)  # (P, B) reserved GPUs idle as spares
     amortised = float(np.sum(n * reserved_cost_per_instance(inp, "amortised"))) if len(res) else 0.0
@@ -289,13 +293,16 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     accounting = inp.config.commitments.accounting
     reserved_cost = full_term if accounting == "full_term" else amortised
     Vb = _covered(inp, fam, v, (P, B))  # on-demand GPUs paid by savings plans
-    od_cost = float(np.einsum("kpb,b,p->", Yb, w, np.nan_to_num(od))) - float(np.einsum("pb,b,p->", Vb, w,
-                                                                                      np.nan_to_num(od)))
-    sp_cost = float(np.einsum("kpb,b,p->", Zb, w, np.nan_to_num(sp)))
+    kinds = rented.reported(inp.pools)  # on-demand, spot, and any other rented kind a pool sells
+    rent_cost = {kind: float(np.einsum("kpb,b,p->", Rb[rented.index(kind)], w,
+                                       np.nan_to_num(inp.rented_price[rented.index(kind)]))) for kind in kinds}
+    rent_cost["on_demand"] -= float(np.einsum("pb,b,p->", Vb, w, np.nan_to_num(od)))  # what savings plans pay
     short_hours = float(Ub.sum(axis=0) @ w)
     short_usd = float(inp.penalty_by_class @ (Ub @ w))  # each class's shortfall at its own penalty
-    cost = {"reserved": reserved_cost, "on_demand": od_cost, "spot": sp_cost,
-            "total": reserved_cost + od_cost + sp_cost}
+    total = reserved_cost
+    for usd in rent_cost.values():
+        total += usd
+    cost = {"reserved": reserved_cost, **rent_cost, "total": total}
     if model.user_columns:  # columns added through the extension hook: their cost is part of the plan's
         ext = np.concatenate(list(model.user_columns.values()))
         cost["extension"] = float(model.cost[ext] @ v[ext]) if have else 0.0
@@ -314,7 +321,8 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     frames, fleet_rows = [], []
     for s, scen in enumerate(inp.scenarios):
         idx = of[s]
-        for option, arr in ((("reserved", Xb), ("on_demand", Yb), ("spot", Zb)) if allocation else ()):
+        for option, arr in ((("reserved", Xb),) + tuple((kd, Rb[rented.index(kd)]) for kd in kinds)
+                            if allocation else ()):
             sub = _periods(arr, idx)  # (K, P, T)
             k, p, t = np.nonzero(sub)
             if not len(k):
@@ -335,7 +343,8 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
             "reserved_used": _periods(Xb.sum(axis=0), idx).reshape(-1),
             "on_demand": _periods(Yb.sum(axis=0), idx).reshape(-1),
             "spot": _periods(Zb.sum(axis=0), idx).reshape(-1),
-            "on_demand_covered": _periods(Vb, idx).reshape(-1),  # of the on-demand GPUs, those savings plans pay
+            **{kd: _periods(Rb[rented.index(kd)].sum(axis=0), idx).reshape(-1) for kd in kinds
+               if kd not in rented.ALWAYS},            "on_demand_covered": _periods(Vb, idx).reshape(-1),  # of the on-demand GPUs, those savings plans pay
             "reserved_spares": _periods(held, idx).reshape(-1)}))  # of the idle reserved GPUs, those held as spares
     cols = ["scenario", "period", "hours", "workload_class", "gpu_type", "region", "option", "gpus"]
     allocation = (pd.concat(frames, ignore_index=True) if frames  # nothing served: an empty table, typed
@@ -354,13 +363,13 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     avail = float((owned_block * w[None, :]).sum() + (blocks.inventory * w[None, :]).sum()) - spares_hours
     utilisation = float(used / avail) if avail > 0 else float("nan")
 
-    scenario_costs = _scenario_costs(inp, blocks, Yb, Zb, Ub, _reserved_by_scenario(inp, n, reserved_cost), Vb)
+    scenario_costs = _scenario_costs(inp, blocks, Rb, kinds, Ub, _reserved_by_scenario(inp, n, reserved_cost), Vb)
     from planner.model.budget import budget_activity
 
     budget = budget_activity(model, v) if have else budget_activity(model, np.zeros(model.n_variables))
     shortfall = _shortfall(inp, blocks, Xb, Yb, Zb, Ub, owned_block,
                            set(budget.loc[budget["binding"].astype(bool), "name"]))
-    cash = _cash(inp, blocks, Yb, Zb, purchases, Vb)
+    cash = _cash(inp, blocks, Rb, kinds, purchases, Vb)
     spend = _spend_table(inp, fam, v, blocks, purchases)
     coverage = _coverage(inp, fam, v, blocks)
     finance, payments = _finance(inp, purchases, cash)
@@ -545,25 +554,24 @@ def _spend_table(inp: PlanInputs, fam, v: np.ndarray, blocks, purchases: pd.Data
     return out[cols]
 
 
-def _cash(inp: PlanInputs, blocks, Yb, Zb, purchases: pd.DataFrame, Vb: np.ndarray | None = None) -> pd.DataFrame:
+def _cash(inp: PlanInputs, blocks, Rb, kinds, purchases: pd.DataFrame, Vb: np.ndarray | None = None) -> pd.DataFrame:
     """The plan's cash per calendar month (ladder.cash_schedule): expected on-demand (net of what savings plans
-    cover) and spot over scenarios; every commitment's upfront and recurring cash."""
+    cover), spot and any other rented kind over scenarios; every commitment's upfront and recurring cash."""
     from planner.inputs.ladder import cash_schedule
 
-    od = np.nan_to_num(inp.pools["od"].to_numpy(float))
-    sp = np.nan_to_num(inp.pools["sp"].to_numpy(float))
-    per_block_od = np.einsum("kpb,p->b", Yb, od)
-    if Vb is not None:
-        per_block_od = per_block_od - Vb.T @ od
-    per_block_sp = np.einsum("kpb,p->b", Zb, sp)
-    od_t = (inp.probability[:, None] * per_block_od[blocks.of]).sum(axis=0) * inp.hours  # (T,)
-    sp_t = (inp.probability[:, None] * per_block_sp[blocks.of]).sum(axis=0) * inp.hours
     month = inp.periods.strftime("%Y-%m")
+    price = np.nan_to_num(inp.rented_price)
+    by_kind = {}
+    for kd in kinds:
+        per_block = np.einsum("kpb,p->b", Rb[rented.index(kd)], price[rented.index(kd)])
+        if kd == "on_demand" and Vb is not None:  # savings plans pay for part of the on-demand use
+            per_block = per_block - Vb.T @ price[rented.index(kd)]
+        t = (inp.probability[:, None] * per_block[blocks.of]).sum(axis=0) * inp.hours  # (T,)
+        by_kind[kd] = pd.Series(t, index=month).groupby(level=0).sum()
     bought = purchases[purchases["quantity"].abs() > 0]  # a resale: negative GPUs, money back
     if "probability" in bought and (bought["probability"] < 1).any():  # a tree: each branch's cash, expected
         bought = bought.assign(quantity=bought["quantity"] * bought["probability"])
-    return cash_schedule(bought, inp.periods, pd.Series(od_t, index=month).groupby(level=0).sum(),
-                         pd.Series(sp_t, index=month).groupby(level=0).sum())
+    return cash_schedule(bought, inp.periods, by_kind.pop("on_demand"), by_kind.pop("spot"), by_kind)
 
 
 def _latency(inp: PlanInputs, blocks, Xb, Yb) -> pd.DataFrame:
@@ -642,7 +650,7 @@ def _mixed_latency(lam: np.ndarray, c: np.ndarray, service: np.ndarray, spec) ->
     return np.where(n <= 1, single, np.where(mixed, b, hi)), above
 
 
-def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Yb, Zb, Ub, Xd=None) -> None:
+def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Rb, Ub, Xd=None) -> None:
     """Reserved GPUs cost nothing to use, so a solver may assign more than a class needs.
 
     Cut each class's reserved use down to its demand with headroom (the cost is
@@ -651,9 +659,8 @@ def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Yb, Zb, Ub, Xd=None) -> None
     """
     q = inp.q_reserved  # (K, P)
     qd = inp.speed * inp.reliability
-    cover = (np.einsum("kp,kpb->kb", q, Xb) + np.einsum("kp,kpb->kb", qd, Yb)
-             + (np.einsum("kp,kpb->kb", qd, Xd) if Xd is not None else 0.0)
-             + np.einsum("kp,kpb->kb", inp.speed * inp.goodput, Zb) + Ub)
+    cover = (np.einsum("kp,kpb->kb", q, Xb) + np.einsum("jkp,jkpb->kb", inp.rented_useful, Rb)
+             + (np.einsum("kp,kpb->kb", qd, Xd) if Xd is not None else 0.0) + Ub)
     surplus = cover - (1 + inp.headroom)[:, None] * blocks.demand
     surplus[surplus < 1e-9] = 0.0
     for X, qq in ((Xb, q), (Xd, qd)):  # at-risk backfill first, then GPUs of their own
@@ -679,20 +686,20 @@ def _reserved_by_scenario(inp: PlanInputs, n: np.ndarray, expected: float) -> np
     return per_row @ inp.reserved_member.astype(float)
 
 
-def _scenario_costs(inp, blocks, Yb, Zb, Ub, reserved_cost, Vb=None) -> pd.DataFrame:
-    od, sp = np.nan_to_num(inp.pools["od"].to_numpy(float)), np.nan_to_num(inp.pools["sp"].to_numpy(float))
+def _scenario_costs(inp, blocks, Rb, kinds, Ub, reserved_cost, Vb=None) -> pd.DataFrame:
+    price = np.nan_to_num(inp.rented_price)
     rows = []
     for s, scen in enumerate(inp.scenarios):
         idx = blocks.of[s]
         h = inp.hours
-        odc = float(np.einsum("pt,t,p->", _periods(Yb.sum(axis=0), idx), h, od))
+        by_kind = {kd: float(np.einsum("pt,t,p->", _periods(Rb[rented.index(kd)].sum(axis=0), idx), h,
+                                       price[rented.index(kd)])) for kd in kinds}
         if Vb is not None:  # what savings plans paid is not billed at on-demand
-            odc -= float(np.einsum("pt,t,p->", _periods(Vb, idx), h, od))
-        spc = float(np.einsum("pt,t,p->", _periods(Zb.sum(axis=0), idx), h, sp))
+            by_kind["on_demand"] -= float(np.einsum("pt,t,p->", _periods(Vb, idx), h, price[rented.index("on_demand")]))
         sh = float(_periods(Ub.sum(axis=0), idx) @ h)
         res_s = float(np.asarray(reserved_cost)[s]) if np.ndim(reserved_cost) else float(reserved_cost)
         rows.append({"scenario": scen, "probability": float(inp.probability[s]), "reserved": res_s,
-                     "on_demand": odc, "spot": spc, "total": res_s + odc + spc,
+                     **by_kind, "total": res_s + sum(by_kind.values()),
                      "shortfall_gpu_hours": sh})
     return pd.DataFrame(rows)
 

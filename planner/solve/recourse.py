@@ -22,7 +22,7 @@ import numpy as np
 
 from planner.inputs.arrays import PlanInputs
 
-EXTRACT_FAMILIES = ("x", "y", "z", "u", "v")  # the recourse families a plan is read from (keys + local block)
+EXTRACT_FAMILIES = ("x", "r", "u", "v")  # the recourse families a plan is read from (keys + local block)
 
 
 @dataclass
@@ -112,7 +112,7 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
     for name in EXTRACT_FAMILIES:
         frame = model.families.get(name)
         if frame is not None and len(frame):
-            keys[name] = {c: frame[c].to_numpy().astype(np.int32) for c in frame.columns if c in ("k", "p", "b", "c")}
+            keys[name] = {c: frame[c].to_numpy().astype(np.int32) for c in frame.columns if c in ("j", "k", "p", "b", "c")}
             keys[name]["col"] = frame["col"].to_numpy().astype(np.int32)
     code, rkey, weight = row_codes(model, sub)
     # infinite bounds stay np.inf: highspy's kHighsInf is IEEE infinity (HiGHS reads anything >= 1e20 so)
@@ -283,7 +283,7 @@ def assemble(inp: PlanInputs, model, chunks: list[np.ndarray], batches_keys: lis
         frame = model.families.get(name)
         if frame is None or not len(frame):
             continue
-        cols = [c for c in ("c", "k", "p") if c in frame]
+        cols = [c for c in ("c", "j", "k", "p") if c in frame]
         fb = frame["b"].to_numpy()
         radix = [nb] + [int(frame[c].max()) + 1 for c in cols]
         tail = max([int(bb.max()) + 1 if len(bb) else 1] +

@@ -217,7 +217,7 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
     last = max(len(a) + 1, 2)
     A = SimpleNamespace(**{n: span("Allocation", n, 2, last) for n in COLUMNS["Allocation"]})
     full_term = plan.inputs.config.commitments.accounting == "full_term"
-    totals = {"reserved": 0.0, "on_demand": 0.0, "spot": 0.0, "extension": 0.0}
+    totals = {"reserved": 0.0, **{k: 0.0 for k in supply.RENTED}, "extension": 0.0}
     for i, r in enumerate(purchases.itertuples()):
         row, pr = s.rows + 1, price_row[_price_key(r)]
         hours = float(getattr(r, "hours_active", plan.inputs.horizon_hours))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.inputs import commitments
+from planner.inputs import commitments, rented
 from planner.results.plan import Plan
 from planner.report.workbook.book import DAY, F, INT, NUM, PCT, RED, USD, USD0, _Sheet, ref
 
@@ -117,7 +117,7 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         sv = m.savings
         nb = float(sv["next_best_cost_usd"])
         rows.append(("Saving against no new commitments (as solved)", nb - total, USD0,
-                     f"the best plan buying nothing new (on-demand and spot, re-solved) costs {_money(nb)}: "
+                     f"the best plan buying nothing new ({rented.phrase(plan.inputs.pools)}, re-solved) costs {_money(nb)}: "
                      f"{100 * (nb - total) / nb:.1f} % saved; the same on the full bill (the owned commitments "
                      "are in both). " + AS_SOLVED if nb > 0 else AS_SOLVED, (nb - total) < 0, True))
         near = _nearest_on_curve(m.curve)
@@ -324,9 +324,10 @@ def write_memo_sheets(ws: dict, plan: Plan) -> None:
     """The Tranches, Downside and Commitment curve sheets (the last two say so when the memo was not run)."""
     _write_tranches(ws["Tranches"], _tranches(plan))
     m = plan.memo
+    others = [f"{k}_usd" for k in rented.reported(plan.inputs.pools) if k not in rented.ALWAYS]  # flex-start
     _write_table(ws["Downside"], m.downside if m is not None else None, "Downside",
                  ["shock", "demand_level", "status", "full_term_cost_usd", "total_cost_usd", "reserved_usd",
-                  "on_demand_usd", "spot_usd", "reserved_utilisation", "stranded_usd", "stranded_increase_usd",
+                  "on_demand_usd", "spot_usd", *others, "reserved_utilisation", "stranded_usd", "stranded_increase_usd",
                   "liability_past_horizon_usd", "shortfall_gpu_hours"])
     _write_term_downside(ws["Term downside"], getattr(m, "term_downside", None) if m is not None else None)
     _write_curve(ws["Commitment curve"], m.curve if m is not None else None)

@@ -9,7 +9,7 @@ from xlsxwriter.utility import xl_col_to_name
 from planner.results.plan import Plan
 from planner.report.workbook.book import MONTH, DAY, COLUMNS, ref, span, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
 from planner.report.workbook.costs import _covered_gpu_hours, _price_key, _price_value, _spend_rows
-from planner.inputs import supply
+from planner.inputs import rented, supply
 
 
 MONTH_AXIS = {"name": "month", "date_axis": True, "num_format": "mmm yyyy", "num_font": {"rotation": -45},
@@ -27,8 +27,10 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
     from planner.report.showback import by_class, reserved_use, spend_cost
 
     inp = plan.inputs
+    others = [k for k in rented.reported(inp.pools) if k not in rented.ALWAYS]  # flex-start: appended columns
     cols = ["team", "workload_class", "reserved_gpu_hours", "on_demand_gpu_hours", "spot_gpu_hours",
-            "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "total_usd", "savings_plan_usd"]
+            "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd", "total_usd", "savings_plan_usd",
+            *(c for k in others for c in (f"{k}_gpu_hours", f"{k}_usd"))]
     s = _Sheet(ws, cols, {c: (USD if c.endswith("usd") else NUM) for c in cols[2:]})
     s.header({"team": 20, "workload_class": 20})
     if not plan.status.has_plan:
@@ -63,6 +65,8 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
     full_term = inp.config.commitments.accounting == "full_term"
     for i, r in enumerate(table):
         row = i + 2
+        tail = [r.get(c, 0.0) for c in cols[11:]]  # other rented kinds (flex-start): GPU-hours and cost, values
+        more = "".join(f"+{xl_col_to_name(cols.index(f'{k}_usd'))}{row}" for k in others)
         k = inp.classes.index(r["workload_class"]) if r["workload_class"] in inp.classes else None
         if k is None:  # the cost nobody used: pools without use, the liability past the horizon, extensions
             extra = (f"+SUMPRODUCT({pur('liability_past_horizon_usd')},{pur('probability')})" if full_term else "") + (f"+{float(plan.cost['extension'])!r}"
@@ -71,8 +75,8 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
             extra += f"+{sp_left!r}" if sp_left > 1e-9 else ""  # a savings plan nobody's usage drew on
             s.append([r["team"], r["workload_class"], r["reserved_gpu_hours"], r["on_demand_gpu_hours"],
                       r["spot_gpu_hours"], 0.0, F(f"=SUM({rng('unused')}){extra}", r["reserved_idle_usd"]),
-                      r["on_demand_usd"], r["spot_usd"], F(f"=F{row}+G{row}+H{row}+I{row}+K{row}", r["total_usd"]),
-                      float(r.get("savings_plan_usd", 0.0))])
+                      r["on_demand_usd"], r["spot_usd"], F(f"=F{row}+G{row}+H{row}+I{row}+K{row}{more}", r["total_usd"]),
+                      float(r.get("savings_plan_usd", 0.0)), *tail])
             continue
         for q in range(P):
             s._write(row - 1, u0 + q, float(use[k, q]), NUM)
@@ -85,10 +89,16 @@ def _write_showback(ws, plan: Plan, n_alloc: int = 0, n_purchases: int = 0) -> N
                + (f"-{credit!r}" if credit else ""), r["on_demand_usd"]) if live else r["on_demand_usd"]
         sp = F(f'=SUMPRODUCT(--EXACT({A.workload_class},B{row}),--EXACT({A.option},"spot"),{A.expected_cost_usd})',
                r["spot_usd"]) if live else r["spot_usd"]
+        if live:  # other rented kinds' cost, live over Allocation as on-demand and spot
+            tail = [x for kd in others for x in (
+                r.get(f"{kd}_gpu_hours", 0.0),
+                F(f'=SUMPRODUCT(--EXACT({A.workload_class},B{row}),--EXACT({A.option},"{kd}"),{A.expected_cost_usd})',
+                  r.get(f"{kd}_usd", 0.0)))]
         s.append([r["team"], r["workload_class"], r["reserved_gpu_hours"], r["on_demand_gpu_hours"],
                   r["spot_gpu_hours"], F(f"=SUMPRODUCT({use_row},{rng('rate')})", float(use[k] @ rate)),
                   F(f"=SUMPRODUCT({share_row},{rng('idle')})", float(share[k] @ idle)), od, sp,
-                  F(f"=F{row}+G{row}+H{row}+I{row}+K{row}", r["total_usd"]), float(r.get("savings_plan_usd", 0.0))])
+                  F(f"=F{row}+G{row}+H{row}+I{row}+K{row}{more}", r["total_usd"]), float(r.get("savings_plan_usd", 0.0)),
+                  *tail])
     s.table("Showback")
     labels = {"gpu_type": "GPU type", "region": "region", "cost": "reserved cost (USD, live over Purchases)",
               "owned": "reserved GPU-hours owned", "used": "reserved GPU-hours used",
@@ -147,14 +157,17 @@ def _write_showback_by_month(ws, plan: Plan) -> None:
     """Chargeback per calendar month and class (planner.report.showback.by_month), with a live total per row."""
     from planner.report.showback import by_month
 
+    others = [f"{k}_usd" for k in rented.reported(plan.inputs.pools) if k not in rented.ALWAYS]
     cols = ["month", "team", "workload_class", "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",
-            "savings_plan_usd", "total_usd"]
+            "savings_plan_usd", "total_usd", *others]
     s = _Sheet(ws, cols, {c: USD for c in cols[3:]})
     s.header({"team": 20, "workload_class": 20})
     if plan.status.has_plan:
         for i, r in enumerate(by_month(plan).to_dict("records")):
             row = i + 2
-            s.append([r[c] for c in cols[:-1]] + [F(f"=D{row}+E{row}+F{row}+G{row}+H{row}", r["total_usd"])])
+            more = "".join(f"+{xl_col_to_name(cols.index(c))}{row}" for c in others)
+            s.append([r[c] for c in cols[:8]] + [F(f"=D{row}+E{row}+F{row}+G{row}+H{row}{more}", r["total_usd"])]
+                     + [r[c] for c in others])
     s.table("ShowbackByMonth")
 
 
@@ -188,7 +201,19 @@ def _cash_npv_column(plan: Plan, purchases: pd.DataFrame) -> tuple[str, int]:
     if not len(plan.cash_schedule):
         return "A", 0
     _, bought, months, _, _, pool_cols = _cash_layout(plan, purchases)
-    return xl_col_to_name(8 + 2 * len(bought) + len(pool_cols) + 1 - 1), len(months)
+    return xl_col_to_name(_cash_first_helper(plan) + 2 * len(bought) + len(pool_cols) + 1 - 1), len(months)
+
+
+def _cash_kinds(plan: Plan) -> list[str]:
+    """The Cash flow sheet's columns of rented cash: ``on_demand_usd``, ``spot_usd`` and one per other rented kind
+    a pool sells (``flex_start_usd``), as plan.json's ``cash_schedule``."""
+    return [f"{k}_usd" for k in rented.reported(plan.inputs.pools)]
+
+
+def _cash_first_helper(plan: Plan) -> int:
+    """The Cash flow sheet's first helper column (1-based): after month, upfront, recurring, the rented kinds,
+    the total and a blank column (H with on-demand and spot only)."""
+    return 3 + len(_cash_kinds(plan)) + 3
 
 
 def _purchase_label(r) -> str:
@@ -213,18 +238,19 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         return
     bought_idx, bought, months, hours, gh, pool_cols = _cash_layout(plan, purchases)
     label = list(months.strftime("%Y-%m"))
-    names = ["month", "upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", "total_usd", ""]
+    kinds = _cash_kinds(plan)  # on_demand_usd, spot_usd (, flex_start_usd): the rented kinds' cash
+    names = ["month", "upfront_usd", "reserved_recurring_usd", *kinds, "total_usd", ""]
     names += [f"hours {_purchase_label(r)}" for r in bought.itertuples()]
     names += [f"GPU-hours {opt} {gt}/{rg}" for opt, gt, rg in pool_cols]
     names += [f"GPUs {_purchase_label(r)}" for r in bought.itertuples()]
     names += ["discount_factor", "discounted_usd", "owned_fees_usd", "total_with_owned_usd"]
-    s = _Sheet(ws, names, {n: USD for n in names[1:6]} | {"discount_factor": "0.0000", "discounted_usd": USD,
+    s = _Sheet(ws, names, {n: USD for n in names[1:names.index("total_usd") + 1]} | {"discount_factor": "0.0000", "discounted_usd": USD,
                                                           "owned_fees_usd": USD, "total_with_owned_usd": USD})
     owned = owned_cash(plan, months)
     owned_col = xl_col_to_name(names.index("owned_fees_usd"))
     total_col = xl_col_to_name(names.index("total_usd"))
     s.header({"month": 10, "": 3})
-    h0 = 8  # first helper column (H)
+    h0 = _cash_first_helper(plan)  # first helper column (H with on-demand and spot only)
     g0 = h0 + len(bought)  # GPU-hours columns
     l0 = g0 + len(pool_cols)  # ladder columns
     letter = lambda i: xl_col_to_name(i - 1)  # noqa: E731 (1-based, as the row numbers)
@@ -258,12 +284,10 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
             rec = [f"{letter(h0 + j)}{row}*{ref('Purchases', 'gpus', bought_idx[j] + 2)}*{ref('Prices', 'hourly_usd', price_row[_price_key(r)])}{pw(j)}"
                    for j, r in enumerate(bought.itertuples())]
             rec_v = sum(float(hours[j, i]) * float(r.gpus) * hourly[j] * w[j] for j, r in enumerate(bought.itertuples()))
-            od = [f"{letter(g0 + q)}{row}*{ref('Prices', 'hourly_usd', price_row[(gt, rg, opt, None)])}"
-                  for q, (opt, gt, rg) in enumerate(pool_cols) if supply.is_(opt, preemptible=False)]
-            od_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if supply.is_(opt, preemptible=False))
-            sp = [f"{letter(g0 + q)}{row}*{ref('Prices', 'hourly_usd', price_row[(gt, rg, opt, None)])}"
-                  for q, (opt, gt, rg) in enumerate(pool_cols) if supply.is_(opt, preemptible=True)]
-            sp_v = sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols) if supply.is_(opt, preemptible=True))
+            by_kind = [([f"{letter(g0 + q)}{row}*{ref('Prices', 'hourly_usd', price_row[(gt, rg, opt, None)])}"
+                         for q, (opt, gt, rg) in enumerate(pool_cols) if f"{opt}_usd" == kind],
+                        sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols)
+                            if f"{opt}_usd" == kind)) for kind in kinds]  # each rented kind's GPU-hours x price
             if m in spend_cash.index:
                 su, sr = (float(x) for x in spend_cash.loc[m, ["upfront_usd", "reserved_recurring_usd"]])
                 if su:
@@ -273,20 +297,21 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
                     rec.append(repr(sr))
                     rec_v += sr
             cells = [F("=" + ("+".join(x) if x else "0"), v if x else 0.0)
-                     for x, v in ((up, up_v), (rec, rec_v), (od, od_v), (sp, sp_v))]
-            month_total = up_v + rec_v + od_v + sp_v
+                     for x, v in ((up, up_v), (rec, rec_v), *by_kind)]
+            month_total = up_v + rec_v + sum(v for _x, v in by_kind)
         else:  # too many terms for one formula: the values, as in plan.json
-            cells = [float(c[k]) for k in ("upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd")]
+            cells = [float(c[k]) for k in ("upfront_usd", "reserved_recurring_usd", *kinds)]
             month_total = sum(cells)
         values = [s.cell(months[i].to_timestamp().to_pydatetime(), MONTH), *cells,
-                  F(f"=SUM(B{row}:E{row})", month_total), None]
+                  F(f"=SUM(B{row}:{xl_col_to_name(names.index('total_usd') - 1)}{row})", month_total), None]
         values += [float(x) for x in hours[:, i]]
         values += gh_m
         values += [F(f"=IF({letter(h0 + j)}{row}>0,{ref('Purchases', 'gpus', bought_idx[j] + 2)},0)",
                      float(r.gpus) if hours[j, i] > 0 else 0.0) for j, r in enumerate(bought.itertuples())]
         factor = (1.0 + rate) ** (-i / 12.0)
         d0 = l0 + len(bought)  # the discount factor's column (1-based)
-        values += [F(f"=(1+discount_rate)^(-{i}/12)", factor), F(f"=F{row}*{letter(d0)}{row}", month_total * factor)]
+        values += [F(f"=(1+discount_rate)^(-{i}/12)", factor),
+                   F(f"={total_col}{row}*{letter(d0)}{row}", month_total * factor)]
         fee = float(owned.get(months[i], 0.0))
         values += [fee, F(f"={total_col}{row}+{owned_col}{row}", month_total + fee)]  # the fees of what is owned
         s.append(values)
@@ -294,7 +319,8 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     wb = ws.planner_book.wb
     _write_cash_by_year(wb, plan, months, names, n + 1)
     chart = wb.add_chart({"type": "column", "subtype": "stacked"})
-    for c_, name in ((1, "upfront"), (2, "reserved recurring"), (3, "on-demand"), (4, "spot")):
+    for c_, name in ((1, "upfront"), (2, "reserved recurring"),
+                     *((3 + i, k[:-4].replace("_", "-")) for i, k in enumerate(kinds))):
         chart.add_series({"name": name, "categories": ["Cash flow", 1, 0, n, 0],
                           "values": ["Cash flow", 1, c_, n, c_], "gap": 30})
     chart.set_title({"name": "Cash out per month (USD)"})
@@ -359,10 +385,11 @@ def _write_cash_by_year(wb, plan: Plan, months: pd.PeriodIndex, names: list[str]
     ws = wb.get_worksheet_by_name("Cash by year")
     if ws is None:
         return
+    others = [k for k in _cash_kinds(plan) if k not in ("on_demand_usd", "spot_usd")]  # appended: refs stay put
     kinds = ["upfront_usd", "reserved_recurring_usd", "on_demand_usd", "spot_usd", "total_usd", "discounted_usd",
-             "owned_fees_usd", "total_with_owned_usd"]
+             "owned_fees_usd", "total_with_owned_usd", *others]
     owned = owned_cash(plan, months)
-    s = _Sheet(ws, list(COLUMNS["Cash by year"]), {"from": DAY, "to": DAY} | {k: USD for k in kinds})
+    s = _Sheet(ws, list(COLUMNS["Cash by year"]) + others, {"from": DAY, "to": DAY} | {k: USD for k in kinds})
     s.header({"period": 24})
     col = {k: xl_col_to_name(names.index(k)) for k in kinds}
     mc = xl_col_to_name(names.index("month"))

@@ -10,7 +10,7 @@ from planner.report.provenance import provenance
 from planner.report.workbook.book import span, DATE, F, INT, NUM, PCT, RATE, RED, USD0, _Sheet, _date, _plus
 from planner.report.workbook.costs import _spend_rows
 from planner.report.workbook.money import _cash_npv_column
-from planner.inputs import supply
+from planner.inputs import rented, supply
 
 
 def _summary_layout(plan: Plan) -> list[tuple]:
@@ -27,6 +27,9 @@ def _summary_layout(plan: Plan) -> list[tuple]:
          "Costs sheet, reserved rows"),
         ("on_demand_cost_usd", "On-demand", "Costs sheet, on-demand rows"),
         ("spot_cost_usd", "Spot", "every spot GPU-hour paid, only its goodput share useful"),
+        *((f"{k}_cost_usd", supply.get(k).name.replace("_", "-").capitalize() + " (queued capacity)",
+           "Costs sheet: GPUs granted after a queue, for classes that wait (max_start_delay_hours)")
+          for k in rented.reported(plan.inputs.pools) if k not in rented.ALWAYS),
         ("all_on_demand_usd", "All on-demand baseline", "same demand with headroom (and spares), cheapest allowed pool"),
         ("savings_usd", "Savings against all on-demand", _savings_note(plan)),
         ("savings_pct", "Savings %", ""),
@@ -122,6 +125,8 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
         "reserved_cost_usd": (F(f'=SUMIFS({costs("cost_usd")},{costs("cost_kind")},"reserved")', cost_values["reserved"]), USD0),
         "on_demand_cost_usd": (F(f'=SUMIFS({costs("cost_usd")},{costs("cost_kind")},"on_demand")', cost_values["on_demand"]), USD0),
         "spot_cost_usd": (F(f'=SUMIFS({costs("cost_usd")},{costs("cost_kind")},"spot")', cost_values["spot"]), USD0),
+        **{f"{k}_cost_usd": (F(f'=SUMIFS({costs("cost_usd")},{costs("cost_kind")},"{k}")', cost_values[k]), USD0)
+           for k in rented.reported(inp.pools) if k not in rented.ALWAYS},
         "all_on_demand_usd": (F(f"=SUM({span('Baseline', 'baseline_usd', 2, max(base_rows, 2))})", base), USD0),
         "savings_usd": (F(f"=B{row_of['all_on_demand_usd']}-B{row_of['total_cost_usd']}", savings), USD0),
         "savings_pct": (F(f"=IF(B{row_of['all_on_demand_usd']}>0,B{row_of['savings_usd']}/B{row_of['all_on_demand_usd']},0)",
