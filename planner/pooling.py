@@ -79,15 +79,17 @@ def leftover_caps(inp: PlanInputs, first: Plan) -> PlanInputs:
     from dataclasses import replace
 
     pools = inp.pools.copy()
-    f = first.fleet.groupby(["scenario", "period", "gpu_type", "region"])[["on_demand", "spot"]].sum()
+    f = first.fleet.groupby(["scenario", "period", "gpu_type", "region"])[
+        [kd for kd in supply.RENTED if kd in first.fleet]].sum()  # on-demand, spot (, flex-start)
     peak = f.groupby(level=["gpu_type", "region"]).max()
     key = pd.MultiIndex.from_arrays([pools["gpu_type"], pools["region"]])
     bought = first.purchases.groupby(["gpu_type", "region"])["gpus"].sum()
     owned = pd.Series(first.inputs.inventory.max(axis=1) if first.inputs.T else 0.0, index=key)
-    held = {"cap_od": peak["on_demand"].reindex(key).fillna(0.0).to_numpy(),
-            "cap_sp": peak["spot"].reindex(key).fillna(0.0).to_numpy(),
-            "cap_res": bought.reindex(key).fillna(0.0).to_numpy() + owned.to_numpy()}
+    held = {supply.get(kd).pool_cap: peak[kd].reindex(key).fillna(0.0).to_numpy() for kd in peak.columns}
+    held["cap_res"] = bought.reindex(key).fillna(0.0).to_numpy() + owned.to_numpy()
     for col, used in held.items():
+        if col not in pools:
+            continue
         cap = pools[col].to_numpy(float)
         pools[col] = np.where(np.isnan(cap), np.nan, np.maximum(cap - used, 0.0))
     return replace(inp, pools=pools)

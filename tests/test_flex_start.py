@@ -257,3 +257,24 @@ def test_the_workbook_recomputes_to_the_plan_with_flex_start(flex_plan, tmp_path
     assert sum(r[col] or 0 for r in sb[1:] if isinstance(r[col], (int, float))) == pytest.approx(
         plan.cost["flex_start"], rel=1e-9)
     assert load_workbook(out / "plan.xlsx")["Summary"] is not None
+
+
+def test_the_backtest_costs_and_the_quota_flavors_count_flex_start(flex_plan):
+    """The backtest's per-period costs add flex-start into the total, and the quotas built from the plan get a
+    flex-start flavor per pool of its peak use, ranked between the reservation and on-demand (Kueue's order)."""
+    from planner.backtest.run import period_costs
+    from planner.quotas.build import from_plan
+    from planner.quotas.policy import option_rank
+
+    plan, _ = flex_plan
+    pc = period_costs(plan)
+    assert pc["flex_start"].sum() == pytest.approx(plan.cost["flex_start"], rel=1e-9)
+    assert pc["total"].sum() == pytest.approx(plan.cost["total"], rel=1e-9)
+    fl = from_plan(plan).flavors
+    flex = fl[fl["option"] == "flex_start"]
+    f = plan.fleet
+    peak = f.groupby(["gpu_type", "region"])["flex_start"].max()
+    assert len(flex) == (peak > 1e-6).sum() > 0
+    for r in flex.itertuples():
+        assert r.capacity_gpus == int(np.ceil(peak[(r.gpu_type, r.region)] - 1e-6)) and not r.preemptible
+    assert option_rank("reserved") < option_rank("flex_start") < option_rank("on_demand") < option_rank("spot")

@@ -41,6 +41,7 @@ import pandas as pd
 
 from planner.backtest import rules
 from planner.backtest.fleet import cheapest_rows, fleet_series, owned_now, room as room_left, term_rows
+from planner.inputs import rented
 from planner.inputs import commitments
 from planner.backtest import slo
 from planner.backtest import stats
@@ -381,18 +382,17 @@ def period_costs(plan) -> pd.DataFrame:
     inp = plan.inputs
     reserved = purchase_cost_by_period(plan).sum(axis=0)
     fleet = plan.fleet[plan.fleet["scenario"] == inp.scenarios[0]]
-    price = pd.Series(np.nan_to_num(inp.pools["od"].to_numpy(float)), index=pd.MultiIndex.from_frame(
-        inp.pools[["gpu_type", "region"]]))
-    spot_price = pd.Series(np.nan_to_num(inp.pools["sp"].to_numpy(float)), index=price.index)
+    pools = pd.MultiIndex.from_frame(inp.pools[["gpu_type", "region"]])
     key = pd.MultiIndex.from_frame(fleet[["gpu_type", "region"]])
-    od = (fleet["on_demand"].to_numpy() * price.reindex(key).to_numpy() * fleet["hours"].to_numpy())
-    sp = (fleet["spot"].to_numpy() * spot_price.reindex(key).to_numpy() * fleet["hours"].to_numpy())
-    by_period = pd.DataFrame({"period": fleet["period"].to_numpy(), "on_demand": od, "spot": sp}).groupby("period").sum()
+    kinds = rented.reported(inp.pools)  # on-demand, spot, and any other rented kind sold (flex-start)
+    usd = {kd: fleet[kd].to_numpy() * pd.Series(np.nan_to_num(inp.rented_price[rented.index(kd)]), index=pools)
+           .reindex(key).to_numpy() * fleet["hours"].to_numpy() for kd in kinds}
+    by_period = pd.DataFrame({"period": fleet["period"].to_numpy(), **usd}).groupby("period").sum()
     out = pd.DataFrame(index=inp.periods)
     out["reserved"] = reserved
-    out["on_demand"] = by_period["on_demand"].reindex(inp.periods).fillna(0.0).to_numpy()
-    out["spot"] = by_period["spot"].reindex(inp.periods).fillna(0.0).to_numpy()
-    out["total"] = out["reserved"] + out["on_demand"] + out["spot"]
+    for kd in kinds:
+        out[kd] = by_period[kd].reindex(inp.periods).fillna(0.0).to_numpy()
+    out["total"] = out[["reserved", *kinds]].sum(axis=1)
     short = plan.shortfall
     out["shortfall_gpu_hours"] = 0.0
     out["slo_hours_missed"] = 0.0

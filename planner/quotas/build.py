@@ -285,7 +285,7 @@ def from_plan(plan: Plan) -> TeamDemand:
             p = int(np.flatnonzero((inp.pools["gpu_type"] == g).to_numpy() & (inp.pools["region"] == r).to_numpy())[0])
             standby.append({"gpu_type": g, "region": r, "gpus": int(np.ceil(held - 1e-6)),
                             "classes": [c for c in spare_classes if inp.speed[inp.classes.index(c), p] > 0]})
-        for option, cap in (("reserved", owned), ("on_demand", df["on_demand"].max()), ("spot", df["spot"].max())):
+        for option, cap in (("reserved", owned), *((kd, df[kd].max()) for kd in supply.RENTED if kd in df)):
             cap = int(np.ceil(cap - 1e-6))
             if cap > 0:
                 rows.append({"name": dns_name(f"{g}-{r}-{option.replace('_', '-')}"), "gpu_type": g, "region": r,

@@ -111,6 +111,8 @@ def plan_metrics(plan: Plan) -> dict:
         "reserved_usd": float(cost["reserved"]),
         "on_demand_usd": float(cost["on_demand"]),
         "spot_usd": float(cost["spot"]),
+        **{f"{k}_usd": float(v) for k, v in cost.items() if k not in ("reserved", "on_demand", "spot", "total",
+                                                                        "extension")},  # flex-start, where sold
         "objective_usd": float(plan.objective),
         "all_on_demand_usd": _f(base),
         "savings_usd": _f(plan.savings),

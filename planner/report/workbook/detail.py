@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from xlsxwriter.utility import xl_col_to_name
+from planner.inputs import rented
 from planner.results.plan import Plan
 from planner.report.provenance import provenance
 from planner.report.workbook.book import DATE, F, NUM, PCT, RATE, USD, _Sheet, _date
@@ -65,15 +67,17 @@ def _write_assumptions(ws, plan: Plan, extra_notes: list[str] | None = None) -> 
 
 
 def _write_scenarios(ws, plan: Plan) -> None:
-    s = _Sheet(ws, ["scenario", "probability", "reserved_usd", "on_demand_usd", "spot_usd", "total_usd",
-                    "shortfall_gpu_hours"],
-               {"probability": PCT, "reserved_usd": USD, "on_demand_usd": USD, "spot_usd": USD, "total_usd": USD,
-                "shortfall_gpu_hours": NUM})
+    others = [k for k in rented.reported(plan.inputs.pools) if k not in rented.ALWAYS]  # flex-start: appended
+    cols = ["scenario", "probability", "reserved_usd", "on_demand_usd", "spot_usd", "total_usd",
+            "shortfall_gpu_hours", *(f"{k}_usd" for k in others)]
+    s = _Sheet(ws, cols, {"probability": PCT, "reserved_usd": USD, "on_demand_usd": USD, "spot_usd": USD,
+                          "total_usd": USD, "shortfall_gpu_hours": NUM, **{f"{k}_usd": USD for k in others}})
     s.header({"scenario": 18})
-    for i, r in enumerate(plan.scenario_costs.itertuples()):
+    for i, r in enumerate(plan.scenario_costs.to_dict("records")):
         row = i + 2
-        s.append([r.scenario, r.probability, r.reserved, r.on_demand, r.spot,
-                  F(f"=C{row}+D{row}+E{row}", r.reserved + r.on_demand + r.spot), r.shortfall_gpu_hours])
+        more = "".join(f"+{xl_col_to_name(cols.index(f'{k}_usd'))}{row}" for k in others)
+        s.append([r["scenario"], r["probability"], r["reserved"], r["on_demand"], r["spot"],
+                  F(f"=C{row}+D{row}+E{row}{more}", r["total"]), r["shortfall_gpu_hours"], *(r[k] for k in others)])
     s.table("Scenarios")
 
 
