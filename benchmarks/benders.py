@@ -30,7 +30,7 @@ def main() -> None:
     t0 = time.perf_counter()
     inp = load_inputs(args.model)
     print(f"read and validated in {time.perf_counter() - t0:.1f} s: {inp.T} periods x {inp.K} classes x {inp.P} pools, "
-          f"{len(inp.reserved)} purchase rows")
+          f"{len(inp.commitments)} purchase rows")
     for how in args.how:
         t0 = time.perf_counter()
         out = {"how": how}

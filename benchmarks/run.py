@@ -276,7 +276,7 @@ def build_plain(inp):
     cap_sp = [float(x) for x in pools["cap_sp"]]
     cap_res = [float(x) for x in pools["cap_res"]]
     inv = {(p, t): float(inp.inventory[p, t]) for p in range(P) for t in range(T)}
-    options = [(c, int(r.pool), float(r.m), float(r.r)) for c, r in enumerate(inp.reserved.itertuples())]
+    options = [(c, int(r.pool), float(r.m), float(r.r)) for c, r in enumerate(inp.commitments.itertuples())]
     H = sum(hours)
     M = inp.penalty
     has_res = [any(o[1] == p for o in options) or any(inv[p, t] > 0 for t in range(T)) for p in range(P)]

@@ -109,7 +109,7 @@ def test_an_aws_block_more_than_eight_weeks_out_is_bought_later(tmp_path):
     start = "2027-03-15T11:30"
     plan = solve_case(block_case(tmp_path, demand=demand, blocks=({"block_start": start, "block_days": 7,
                                                                    "provider": "aws", "max_gpus": ""},)))
-    b = plan.inputs.reserved[plan.inputs.reserved["kind"] == "window"].iloc[0]
+    b = plan.inputs.commitments[plan.inputs.commitments["kind"] == "window"].iloc[0]
     assert b["purchase_date"] == pd.Timestamp(start) - pd.Timedelta(weeks=8) and not b["firm"]
     assert b["max_units"] == commitments_limit()
 

@@ -60,7 +60,7 @@ def test_a_haircut_that_eats_the_saving_keeps_renting(tmp_path):
 
 def test_resales_start_30_days_into_the_term_and_end_with_it(tmp_path):
     inp = load_inputs(case(tmp_path))
-    res = inp.reserved
+    res = inp.commitments
     ex = res[res["kind"].eq("exit")]
     parents = res.iloc[ex["parent"].to_numpy(int)]
     assert len(ex) > 0

@@ -24,7 +24,7 @@ def case(tmp_path_factory):
 
 
 def test_a_table_missing_columns_is_completed_and_typed(case):
-    bare = case.reserved.drop(columns=["kind", "max_units", "parent", "guarantees_capacity", "site", "kw_per_gpu",
+    bare = case.commitments.drop(columns=["kind", "max_units", "parent", "guarantees_capacity", "site", "kw_per_gpu",
                                        "integer"])
     done = commitments.complete(bare)
     assert list(done["kind"]) == ["instance"] * len(done)
@@ -37,7 +37,7 @@ def test_a_table_missing_columns_is_completed_and_typed(case):
 
 
 def test_blank_cells_take_their_defaults_and_a_relaxed_integer_is_kept(case):
-    t = case.reserved.copy()
+    t = case.commitments.copy()
     t.attrs.clear()
     t["max_units"] = np.nan
     t["site"] = np.nan
@@ -48,10 +48,10 @@ def test_blank_cells_take_their_defaults_and_a_relaxed_integer_is_kept(case):
 
 
 def test_plan_inputs_always_hold_a_complete_table(case):
-    bare = case.reserved.drop(columns=["kind", "max_units"])
-    again = dataclasses.replace(case, reserved=bare)
-    assert {"kind", "max_units", "parent", "integer"} <= set(again.reserved.columns)
-    assert again.commitments is again.reserved
+    bare = case.commitments.drop(columns=["kind", "max_units"])
+    again = dataclasses.replace(case, commitments=bare)
+    assert {"kind", "max_units", "parent", "integer"} <= set(again.commitments.columns)
+    assert again.commitments is again.commitments
     assert make_plan(again, mip_gap=0.0, risk=False).objective == pytest.approx(
         make_plan(case, mip_gap=0.0, risk=False).objective, rel=1e-12)
 
@@ -66,7 +66,7 @@ def test_options_object_and_keywords_make_the_same_plan(case):
 
 def test_keyword_overrides_apply_on_top_of_the_options(case):
     opts = PlanOptions(mip_gap=0.0, risk=False)
-    fixed = make_plan(case, opts, fixed_reserved=np.zeros(len(case.reserved)))  # nothing bought: all on-demand
+    fixed = make_plan(case, opts, fixed_reserved=np.zeros(len(case.commitments)))  # nothing bought: all on-demand
     assert fixed.objective == pytest.approx(8 * 2.0 * 672, rel=1e-9)
     assert opts.fixed_reserved is None  # the caller's options are not changed
 
@@ -77,7 +77,7 @@ def test_an_unknown_option_is_refused():
 
 
 def test_a_missing_or_blank_kind_comes_from_the_option_and_an_unknown_kind_is_refused(case):
-    t = case.reserved.copy()
+    t = case.commitments.copy()
     t["option"] = ["capacity_block"] * len(t)  # (only the name matters here)
     done = commitments.complete(t.drop(columns="kind"))
     assert set(done["kind"]) == {"window"}  # not silently an instance (review of issue 33)
@@ -89,6 +89,6 @@ def test_a_missing_or_blank_kind_comes_from_the_option_and_an_unknown_kind_is_re
 
 
 def test_an_edited_table_is_completed_again_not_trusted(case):
-    again = dataclasses.replace(case, reserved=case.reserved.drop(columns="integer"))
-    assert again.reserved["integer"].dtype == bool and again.reserved["integer"].all()
+    again = dataclasses.replace(case, commitments=case.commitments.drop(columns="integer"))
+    assert again.commitments["integer"].dtype == bool and again.commitments["integer"].all()
     assert make_plan(again, mip_gap=0.0, risk=False).objective == pytest.approx(8 * 1.0 * 672, rel=1e-9)

@@ -143,7 +143,7 @@ def test_shadow_prices_from_the_solve_are_the_derivatives(tmp_path):
 def test_pricing_a_scaled_demand_is_pricing_the_scaled_inputs(tmp_path):
     inp = _case(tmp_path, 17)
     idx = chunk_index(inp, "week")[3]
-    n = np.array([2.0, 1.0, 3.0, 1.0] + [0.0] * (len(inp.reserved) - 4))[:len(inp.reserved)]
+    n = np.array([2.0, 1.0, 3.0, 1.0] + [0.0] * (len(inp.commitments) - 4))[:len(inp.commitments)]
     batch = build_batch(inp, idx, "block")
     scaled = build_batch(scale_inputs(inp, demand_level=0.8), idx, "block")
     a, b = price(batch, n, scale=0.8, solution=True), price(scaled, n, solution=True)
@@ -194,7 +194,7 @@ def test_a_lost_dask_actor_can_be_made_again_anywhere(tmp_path):
     with DaskExecutor(jobs=2, processes=False) as ex:
         p = DaskPricer(inp, chunks, cut_groups(inp), ex)
         p.actors[1] = p._actor(1, None)  # what price() does for an actor lost with its worker
-        n = np.zeros(len(inp.reserved))
+        n = np.zeros(len(inp.commitments))
         got = p.price(n, [None] * len(chunks))
         want = LocalPricer(inp, chunks, cut_groups(inp)).price(n, [None] * len(chunks))
         assert all(np.array_equal(a.values, b.values) for a, b in zip(got, want))
@@ -248,7 +248,7 @@ def test_a_dask_worker_killed_outright_is_replaced_and_the_answer_is_unchanged(t
 
     inp = _case(tmp_path, 25, days=120)
     chunks = chunk_index(inp, "week")
-    n = np.zeros(len(inp.reserved))
+    n = np.zeros(len(inp.commitments))
     want = LocalPricer(inp, chunks, cut_groups(inp)).price(n, [None] * len(chunks))
     with DaskExecutor(jobs=2, processes=True) as ex:
         p = DaskPricer(inp, chunks, cut_groups(inp), ex)

@@ -323,8 +323,8 @@ def test_a_reserved_price_factor_leaves_a_savings_plans_upfront_per_dollar_alone
     sheet = scaled.tables.prices[commitments.kind_of(scaled.tables.prices["option"]).eq("spend")]
     assert list(sheet["upfront_usd"]) == [8760.0, 8760.0]
     assert list(sheet["hourly_usd"]) == pytest.approx([RATE["A"] * 1.5, RATE["B"] * 1.5])
-    unit = scaled.reserved[commitments.is_spend(scaled.reserved)]
-    assert list(unit["upfront_usd"]) == list(inp.reserved[commitments.is_spend(inp.reserved)]["upfront_usd"])
+    unit = scaled.commitments[commitments.is_spend(scaled.commitments)]
+    assert list(unit["upfront_usd"]) == list(inp.commitments[commitments.is_spend(inp.commitments)]["upfront_usd"])
 
 
 def test_the_commit_now_line_of_a_savings_plan_gives_its_npv_and_break_even(tmp_path):

@@ -85,7 +85,7 @@ def test_every_first_stage_family_is_a_model_family_and_reaches_the_master(tmp_p
     inp = load_inputs(case(tmp_path, resale=True))
     master = highspy.Highs()
     master.setOptionValue("output_flag", False)
-    master.addVars(len(inp.reserved), np.zeros(len(inp.reserved)), np.full(len(inp.reserved), 1e9))
+    master.addVars(len(inp.commitments), np.zeros(len(inp.commitments)), np.full(len(inp.commitments), 1e9))
     fams = add_first_stage_rows(master, inp, highspy.kHighsInf)
     model = build_model(inp)
     for name in stages.FIRST_STAGE:  # the master holds exactly the monolithic model's rows of each family
@@ -188,7 +188,7 @@ def test_a_first_stage_family_registered_once_binds_both_solve_paths(tmp_path, m
     from planner.model.rows import FirstStageRows
 
     def date_gpu_cap(inp):
-        res = inp.reserved
+        res = inp.commitments
         dates = res["date_index"].to_numpy(int)
         members = [np.flatnonzero(dates == d) for d in np.unique(dates)]
         return FirstStageRows((np.unique(dates),), members, [res["m"].to_numpy(float)[m] for m in members],

@@ -102,7 +102,7 @@ def test_a_tree_that_never_branches_is_the_two_stage_plan_exactly(tmp_path):
 def _independent(inp) -> float:
     """The tree as scenario-indexed purchases with explicit non-anticipativity (PuLP, written from the inputs'
     arrays by hand: no planner model code): n[c, s] = n[c, s'] when s and s' share demand before c's date."""
-    res = inp.reserved
+    res = inp.commitments
     S, T = len(inp.scenarios), inp.T
     base = res["origin"].to_numpy() if "origin" in res else np.arange(len(res))
     rows = res.drop_duplicates("origin") if "origin" in res else res
@@ -174,7 +174,7 @@ def test_a_tree_with_resales_solves_alike_whole_and_decomposed(tmp_path):
     prices["resale_haircut"] = np.where(prices["option"].eq("reserved_1y"), 0.2, np.nan)
     prices.to_csv(tmp_path / "prices.csv", index=False)
     inp = load_inputs(tmp_path / "model.toml")
-    assert inp.reserved_member is not None and inp.reserved["kind"].eq("exit").any()
+    assert inp.reserved_member is not None and inp.commitments["kind"].eq("exit").any()
     mono = make_plan(inp)  # the risk view and the option's value re-solve without resales
     bend = make_plan(replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders"))),
                      risk=False, mip_gap=1e-7)

@@ -89,7 +89,7 @@ def test_float_noise_is_not_information(tmp_path):
     demand[0, 0, 10] += 3e-9 * max(1.0, demand[0, 0, 10])  # a CSV's last digit
     res, act, member = expand(inp.reserved_source[0], inp.reserved_source[1], inp.periods, demand, inp.scenarios,
                               inp.probability)
-    assert np.array_equal(member, inp.reserved_member) and len(res) == len(inp.reserved)
+    assert np.array_equal(member, inp.reserved_member) and len(res) == len(inp.commitments)
 
 
 def test_a_purchase_inside_a_period_knows_nothing_of_that_period(tmp_path):

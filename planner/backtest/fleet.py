@@ -12,7 +12,7 @@ from planner.inputs.arrays import PlanInputs
 
 def cheapest_rows(inp: PlanInputs) -> dict[int, list[int]]:
     """Per purchase row: the classes whose cheapest reserved option (per useful GPU-hour) it is."""
-    res = inp.reserved
+    res = inp.commitments
     q = inp.q_reserved
     pools = res["pool"].to_numpy(int)
     r = np.where(term_rows(res), res["r"].to_numpy(float), np.inf)  # the rules buy terms, never blocks
@@ -34,7 +34,7 @@ def term_rows(res: pd.DataFrame) -> np.ndarray:
 
 def fleet_series(inp: PlanInputs, demand: np.ndarray, row: int, classes: list[int]) -> np.ndarray:
     """GPUs of the row's pool the classes need per period: demand x (1 + headroom) / useful share."""
-    p = int(inp.reserved["pool"].iat[row])
+    p = int(inp.commitments["pool"].iat[row])
     q = inp.q_reserved[:, p]
     return sum(demand[k] * (1 + inp.headroom[k]) / q[k] for k in classes)
 

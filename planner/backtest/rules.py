@@ -38,7 +38,7 @@ def pool_series(inp, demand: np.ndarray) -> dict[int, tuple[int, np.ndarray]]:
     """
     from planner.backtest.fleet import cheapest_rows as _cheapest_rows
 
-    res = inp.reserved
+    res = inp.commitments
     q = inp.q_reserved
     share = non_spot_share(inp)
     out: dict[int, tuple[int, np.ndarray]] = {}
@@ -55,12 +55,12 @@ def pool_series(inp, demand: np.ndarray) -> dict[int, tuple[int, np.ndarray]]:
 
 
 def _buy(inp, levels: dict[int, tuple[int, float]], owned: np.ndarray) -> np.ndarray:
-    """Instances per row of ``inp.reserved``: per pool, the level less ``owned`` (P,), within the reserved cap."""
+    """Instances per row of ``inp.commitments``: per pool, the level less ``owned`` (P,), within the reserved cap."""
     from planner.backtest.fleet import room as _room
 
-    n = np.zeros(len(inp.reserved))
+    n = np.zeros(len(inp.commitments))
     room = _room(inp, owned)
-    m = inp.reserved["m"].to_numpy(float)
+    m = inp.commitments["m"].to_numpy(float)
     for p, (row, level) in levels.items():
         n[row] = np.floor(min(max(0.0, level - owned[p]), room[p]) / m[row] + 1e-9)
     return n
@@ -70,7 +70,7 @@ def spot_aware(inp, usage: np.ndarray, owned: np.ndarray) -> np.ndarray:
     """Instances per purchase row: per pool, the break-even percentile (``1 - r / od``) of the non-spot demand in
     ``usage`` (K, L: the last 7 days of history), less ``owned`` (P,: GPUs owned or on order)."""
     od = inp.pools["od"].to_numpy(float)
-    r = inp.reserved["r"].to_numpy(float)
+    r = inp.commitments["r"].to_numpy(float)
     levels = {}
     for p, (row, need) in pool_series(inp, usage).items():
         if np.isfinite(od[p]) and r[row] < od[p] and need.size:
@@ -82,7 +82,7 @@ def shortest_terms(inp) -> dict[int, int]:
     """Per pool: the row of its shortest term option (the cheaper one of equal terms)."""
     from planner.backtest.fleet import term_rows as _terms
 
-    res = inp.reserved
+    res = inp.commitments
     out: dict[int, int] = {}
     for row in np.flatnonzero(_terms(res)):
         p = int(res["pool"].iat[row])
@@ -96,7 +96,7 @@ def coverage_ladder(inp, usage: np.ndarray, owned: np.ndarray, share: float = LA
     """Instances per purchase row: per pool, a tranche of ``share x min(non-spot demand in usage) / 4`` on the
     shortest term, no more than brings what is owned or on order (``owned``, P) to ``share x minimum``."""
     od = inp.pools["od"].to_numpy(float)
-    r = inp.reserved["r"].to_numpy(float)
+    r = inp.commitments["r"].to_numpy(float)
     rows = shortest_terms(inp)
     levels = {}
     for p, (_, need) in pool_series(inp, usage).items():

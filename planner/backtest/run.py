@@ -153,11 +153,11 @@ class BacktestResult:
 def percentile_fleet(inp: PlanInputs, forecast: np.ndarray, on_order: np.ndarray | None = None) -> np.ndarray:
     """Instances per purchase row of ``inp``: the fleet's break-even level of the forecast, less what is owned
     (or on order), within the reserved cap."""
-    n = np.zeros(len(inp.reserved))
+    n = np.zeros(len(inp.commitments))
     owned = owned_now(inp, on_order)
     room = room_left(inp, owned)
     od = inp.pools["od"].to_numpy(float)
-    res = inp.reserved
+    res = inp.commitments
     for c, classes in cheapest_rows(inp).items():
         p = int(res["pool"].iat[c])
         r = float(res["r"].iat[c])
@@ -180,11 +180,11 @@ def recommender(inp: PlanInputs, usage: np.ndarray, hours: np.ndarray,
     option of the pool the saving of covering level x is ``sum_t h_t (od min(u_t, x) - r x)``, largest at the
     quantile ``1 - r / od`` of u; the option with the larger saving is recommended (none when no saving).
     """
-    n = np.zeros(len(inp.reserved))
+    n = np.zeros(len(inp.commitments))
     owned = owned_now(inp, on_order)
     room = room_left(inp, owned)
     od = inp.pools["od"].to_numpy(float)
-    res = inp.reserved
+    res = inp.commitments
     by_pool: dict[int, np.ndarray] = {}
     for c, classes in cheapest_rows(inp).items():
         p = int(res["pool"].iat[c])
@@ -219,13 +219,13 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
     if strategy == "all_on_demand":
         inp = future_inputs(base, start, s.horizon, s.period_hours, np.zeros((1, base.K, s.horizon)), ["forecast"],
                             np.array([1.0]), owned)
-        return inp, np.zeros(len(inp.reserved)), 1
+        return inp, np.zeros(len(inp.commitments)), 1
     raw = slo.requests_seen(base, seen)  # SLO-sized classes: their requests, to forecast and size causally
     base = slo.sized(base, raw[None])[0]  # their speeds from the requests seen, never the whole file
     if strategy in ("spot_aware", "coverage_ladder"):  # no forecast: what was used, as the rule says
         inp = future_inputs(base, start, s.horizon, s.period_hours, seen[None, :, -1:].repeat(s.horizon, axis=2),
                             ["forecast"], np.array([1.0]), owned)
-        return inp, (_rule(strategy, inp, seen, _on_order(base, owned, start), s) if len(inp.reserved)
+        return inp, (_rule(strategy, inp, seen, _on_order(base, owned, start), s) if len(inp.commitments)
                      else np.zeros(0)), 1
     forecaster = fc_mod.resolve(s.forecaster)
     long = s.horizon * s.period_hours >= LONG_HORIZON_HOURS
@@ -246,8 +246,8 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
         point = slo.sized(base, point[None])[1][0]
     names = [f"e{j}" for j in range(len(prob))] if len(prob) > 1 else ["forecast"]
     inp = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned)
-    if not len(inp.reserved):
-        return inp, np.zeros(len(inp.reserved)), 1
+    if not len(inp.commitments):
+        return inp, np.zeros(len(inp.commitments)), 1
     if strategy in ("point", "stochastic"):
         return inp, make_plan(inp, risk=False).purchases["units"].to_numpy(float), len(prob)
     if strategy == "tree":  # today's purchases of a plan that may buy later, per branch of a scenario tree
@@ -256,10 +256,10 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
         periods = pd.date_range(pd.Timestamp(start), periods=s.horizon, freq=pd.Timedelta(hours=s.period_hours))
         cube, names, prob, dates = tree_scenarios(point, raw, periods, s.period_hours)
         inp = future_inputs(base, start, s.horizon, s.period_hours, cube, names, prob, owned, dates=dates)
-        later = ~pd.to_datetime(inp.reserved["purchase_date"]).eq(pd.Timestamp(start)).to_numpy()
+        later = ~pd.to_datetime(inp.commitments["purchase_date"]).eq(pd.Timestamp(start)).to_numpy()
         # later purchases are re-decided at their own cut-off: planned as fractions (an LP in them), so only
         # today's are whole instances (a MILP of a few columns, not hundreds)
-        inp = replace(inp, reserved=inp.reserved.assign(integer=inp.reserved["integer"].to_numpy(bool) & ~later))
+        inp = replace(inp, commitments=inp.commitments.assign(integer=inp.commitments["integer"].to_numpy(bool) & ~later))
         bought = make_plan(inp, risk=False).purchases
         today = pd.to_datetime(bought["purchase_date"]).eq(pd.Timestamp(start)).to_numpy()
         return inp, np.where(today, bought["units"].to_numpy(float), 0.0), len(prob)
@@ -280,10 +280,10 @@ def _rule(strategy: str, inp: PlanInputs, seen: np.ndarray, on_order: np.ndarray
     c = seen.shape[1]
     if strategy == "spot_aware":
         if not rules.acts(c, s.train, s.every(rules.WEEK_HOURS), s.step):
-            return np.zeros(len(inp.reserved))
+            return np.zeros(len(inp.commitments))
         return rules.spot_aware(inp, seen[:, -s.every(rules.WEEK_HOURS):], owned)
     if not rules.acts(c, s.train, s.every(rules.QUARTER_HOURS), s.step):
-        return np.zeros(len(inp.reserved))
+        return np.zeros(len(inp.commitments))
     lookback = s.lookback or s.every(DEFAULT_LOOKBACK_HOURS)
     return rules.coverage_ladder(inp, seen[:, -lookback:], owned, s.ladder_share)
 
@@ -315,8 +315,8 @@ def _on_order(base: PlanInputs, owned: pd.DataFrame, start) -> np.ndarray:
 
 
 def _bought(inp: PlanInputs, n: np.ndarray, window: int) -> pd.DataFrame:
-    """The rows of ``inp.reserved`` bought (n > 0), as dated inventory for the windows after."""
-    res = inp.reserved.assign(instances=n, gpus=n * inp.reserved["m"].to_numpy(float), window=window)
+    """The rows of ``inp.commitments`` bought (n > 0), as dated inventory for the windows after."""
+    res = inp.commitments.assign(instances=n, gpus=n * inp.commitments["m"].to_numpy(float), window=window)
     res = res[res["instances"] > 0]
     return res[["window", "pool", "gpu_type", "region", "option", "purchase_date", "active_from", "end_date",
                 "instances", "gpus", "block_start"]].rename(columns={"active_from": "start", "end_date": "end"})
@@ -355,11 +355,11 @@ def whole_period(base: PlanInputs, settings: Settings) -> PlanInputs:
 
 
 def fixed_instances(whole: PlanInputs, bought: pd.DataFrame) -> np.ndarray:
-    """Instances per row of ``whole.reserved`` (purchase rows dated at the cut-offs) from a chain's purchases."""
-    n = np.zeros(len(whole.reserved))
+    """Instances per row of ``whole.commitments`` (purchase rows dated at the cut-offs) from a chain's purchases."""
+    n = np.zeros(len(whole.commitments))
     if not len(bought):
         return n
-    res = whole.reserved
+    res = whole.commitments
     # a term is told apart by its purchase date (the cut-off), a capacity block by its window (any cut-off
     # may buy it, and two offers of one pool differ only there)
     starts = res["block_start"]

@@ -56,7 +56,7 @@ def by_date(plan, dates: pd.DatetimeIndex) -> tuple[np.ndarray, np.ndarray]:
 
 def terms_inside(whole) -> bool:
     """True when every commitment the span offers ends inside it (the two accountings then agree)."""
-    res = whole.reserved
+    res = whole.commitments
     if not len(res) or not whole.T:
         return True
     end = whole.periods[-1] + pd.Timedelta(hours=float(whole.hours[-1]))

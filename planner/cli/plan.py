@@ -128,7 +128,7 @@ def validate(model, prices, demand):
 
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
     click.echo(f"OK: '{inp.config.name}': {inp.T} periods ({inp.horizon_hours:g} h) x {inp.K} classes x "
-               f"{inp.P} pools, {len(inp.reserved)} reserved options, {len(inp.scenarios)} scenario(s).")
+               f"{inp.P} pools, {len(inp.commitments)} reserved options, {len(inp.scenarios)} scenario(s).")
 
 
 

@@ -35,7 +35,7 @@ class PlanInputs:
     tables: Tables
     classes: list[str]  # K
     pools: pd.DataFrame  # P rows: gpu_type, region, m, od, sp, ip, cap_od, cap_sp, cap_res, has_*
-    reserved: pd.DataFrame  # one row per (reserved option, purchase date): pool, option, prices, r, m, dates (ladder)
+    commitments: pd.DataFrame  # one row per (commitment option, purchase date): pool, option, kind, prices, r, m, dates
     periods: pd.DatetimeIndex  # T
     hours: np.ndarray  # (T,) h_t
     scenarios: list[str]  # S
@@ -61,13 +61,12 @@ class PlanInputs:
     reserved_source: tuple | None = None  # (table, activity) before the tree split it (re-split when demand changes)
 
     def __post_init__(self):
-        object.__setattr__(self, "reserved", commitments.complete(self.reserved))  # typed, every column present
+        object.__setattr__(self, "commitments", commitments.complete(self.commitments))  # typed, every column present
 
     @property
-    def commitments(self) -> pd.DataFrame:
-        """The commitments table (one row per commitment option and purchase date; :mod:`planner.inputs.commitments`:
-        typed, every column present): the same table as ``reserved``."""
-        return self.reserved
+    def reserved(self) -> pd.DataFrame:
+        """The commitments table under its former name (read-only; use ``commitments``)."""
+        return self.commitments
 
     @property
     def member(self) -> np.ndarray:
@@ -87,7 +86,7 @@ class PlanInputs:
     @property
     def spend_rates(self) -> pd.DataFrame:
         """Per savings-plan commitment row ``c`` of ``reserved`` and eligible pool: its discounted ``rate``."""
-        return commitments.spend_rates(self.reserved, self.options)
+        return commitments.spend_rates(self.commitments, self.options)
 
     @property
     def discount(self) -> np.ndarray:
@@ -103,7 +102,7 @@ class PlanInputs:
     def active(self) -> np.ndarray:
         """(R, T) share of each period every purchase row is active (all 1 when not given)."""
         if self.reserved_active is None:
-            return np.ones((len(self.reserved), self.T))
+            return np.ones((len(self.commitments), self.T))
         return self.reserved_active
 
     def cap_series(self, option: str) -> np.ndarray:
@@ -245,10 +244,10 @@ def retree(inp: "PlanInputs") -> "PlanInputs":
     """``inp`` with its commitments table split again for its (changed) demand and scenarios."""
     if inp.reserved_source is None and inp.reserved_member is None:
         return inp
-    table, active = inp.reserved_source if inp.reserved_source is not None else (inp.reserved, inp.active)
+    table, active = inp.reserved_source if inp.reserved_source is not None else (inp.commitments, inp.active)
     reserved, act, member = split_by_node(inp.config, table, active, inp.periods, inp.demand, inp.scenarios,
                                           inp.probability)
-    return replace(inp, reserved=reserved, reserved_active=act, reserved_member=member,
+    return replace(inp, commitments=reserved, reserved_active=act, reserved_member=member,
                    reserved_source=inp.reserved_source if member is not None else None)
 
 
@@ -306,7 +305,7 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     useful, backfill = backfill_table(classes, config.classes, pools, speed, reliability, demand, prob,
                                       headroom, hours, config.failure_rate_per_gpu_hour)
     penalty = config.solver.shortfall_penalty_usd_per_gpu_hour or 10.0 * float(np.nanmax(pools["od"]))
-    return PlanInputs(config=config, tables=tables, classes=classes, pools=pools, reserved=reserved,
+    return PlanInputs(config=config, tables=tables, classes=classes, pools=pools, commitments=reserved,
                       options=options, reserved_active=active,
                       periods=periods, hours=hours, scenarios=scen, probability=prob, demand=demand,
                       speed=speed, goodput=goodput, reliability=reliability, headroom=headroom,
@@ -498,7 +497,7 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
         if supply.get(kind).pool_price in pools:
             pools[supply.get(kind).pool_price] = pools[supply.get(kind).pool_price] * on_demand_price
     pools["ip"] = pools["ip"] * interruptions
-    reserved = inp.reserved.copy()
+    reserved = inp.commitments.copy()
     options = None if inp.options is None else inp.options.copy()
     source = None if inp.reserved_source is None else (inp.reserved_source[0].copy(), inp.reserved_source[1])
     for table in (reserved, options, None if source is None else source[0]):
@@ -533,7 +532,7 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
     prices["interruptions_per_hour"] = prices["interruptions_per_hour"] * interruptions
     tables = replace(inp.tables, prices=prices)
     goodput, reliability, spot = _goodput(inp.config, inp.classes, pools, speed, reserved)
-    return _refresh_backfill(replace(inp, pools=pools, reserved=reserved, options=options, demand=demand,
+    return _refresh_backfill(replace(inp, pools=pools, commitments=reserved, options=options, demand=demand,
                                      reserved_source=source,
                                      speed=speed,
                                      requests=requests,
@@ -577,7 +576,7 @@ def slice_periods(inp: PlanInputs, index: np.ndarray, purchase_dates: np.ndarray
     """
     index = np.asarray(index)
     periods, hours = inp.periods[index], inp.hours[index]
-    reserved, active = inp.reserved, None if inp.reserved_active is None else inp.reserved_active[:, index]
+    reserved, active = inp.commitments, None if inp.reserved_active is None else inp.reserved_active[:, index]
     if inp.options is not None and purchase_dates is not None:
         reserved, active = commitments.purchase_table(inp.options, periods, hours, np.asarray(purchase_dates, int),
                                                       strict=False)
@@ -587,7 +586,7 @@ def slice_periods(inp: PlanInputs, index: np.ndarray, purchase_dates: np.ndarray
     if inp.reserved_source is not None and inp.options is None:  # the tree's rows, sliced: split again
         reserved, active = inp.reserved_source[0], inp.reserved_source[1][:, index]
     return _refresh_backfill(retree(replace(
-        inp, periods=periods, hours=hours, demand=inp.demand[:, :, index], reserved=reserved,
+        inp, periods=periods, hours=hours, demand=inp.demand[:, :, index], commitments=reserved,
         reserved_active=active, reserved_member=None, reserved_source=(reserved, active),
         inventory=inp.inventory[:, index],
         availability=None if inp.availability is None else inp.availability[:, :, index],
@@ -614,7 +613,7 @@ def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hou
     if inp.options is not None:
         reserved, active = commitments.purchase_table(inp.options, periods, hours, at, strict=False)
     else:
-        reserved, active = inp.reserved, None
+        reserved, active = inp.commitments, None
     if len(at) > 1 and inp.options is not None:  # dated purchases over scenarios: the tree the demand implies
         config = replace(inp.config, commitments=replace(inp.config.commitments, non_anticipativity="tree"))
         split, act, member = split_by_node(config, reserved, active, periods, np.asarray(demand, float),
@@ -622,12 +621,12 @@ def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hou
         if member is not None:
             return _refresh_backfill(replace(
                 inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
-                probability=np.asarray(probability, float), reserved=split, reserved_active=act,
+                probability=np.asarray(probability, float), commitments=split, reserved_active=act,
                 inventory=inventory, requests=None, discount_origin=periods[0].to_period("M"), availability=None,
                 reserved_member=member, reserved_source=(reserved, active), config=config))
     return _refresh_backfill(replace(
         inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
-        probability=np.asarray(probability, float), reserved=reserved, reserved_active=active,
+        probability=np.asarray(probability, float), commitments=reserved, reserved_active=active,
         inventory=inventory, requests=None, discount_origin=periods[0].to_period("M"),
         availability=None,  # the future's availability is not known at the cut-off: the sheet's caps
         reserved_member=None, reserved_source=None))  # one purchase date: nothing waits

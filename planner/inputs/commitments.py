@@ -329,7 +329,7 @@ def without_exits(inp):
     """``inp`` with no resale rows (the same plan without the option to sell: what the option is worth)."""
     from dataclasses import replace
 
-    res = inp.reserved
+    res = inp.commitments
     if not is_exit(res).any():
         return inp
     keep = ~is_exit(res)
@@ -341,14 +341,14 @@ def without_exits(inp):
             renumber = np.cumsum(src_keep) - 1
             table["origin"] = renumber[table["origin"].to_numpy(int)]
         source = (source[0][src_keep].reset_index(drop=True), source[1][src_keep])
-    return replace(inp, reserved=table, reserved_source=source,
+    return replace(inp, commitments=table, reserved_source=source,
                    reserved_member=None if inp.reserved_member is None else inp.reserved_member[keep],
                    reserved_active=None if inp.reserved_active is None else inp.reserved_active[keep])
 
 
 def has_exits(inp) -> bool:
     """True when the commitments table offers resales."""
-    res = inp.reserved
+    res = inp.commitments
     return bool(is_exit(res).any())
 
 

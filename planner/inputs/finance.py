@@ -109,11 +109,11 @@ def payment_options(inp, purchases: pd.DataFrame) -> pd.DataFrame:
 
     Columns: ``purchase`` (row of ``purchases``), ``option``, ``chosen``, ``upfront_usd``,
     ``monthly_recurring_usd``, ``full_term_usd`` (undiscounted), ``npv_usd``, ``reserved_row`` (the option's
-    row of ``inp.reserved``).
+    row of ``inp.commitments``).
     """
     from planner.inputs.ladder import full_term_usd_per_gpu
 
-    res = inp.reserved
+    res = inp.commitments
     cols = ["purchase", "option", "chosen", "upfront_usd", "monthly_recurring_usd", "full_term_usd", "npv_usd",
             "reserved_row"]
     qty = purchases["quantity"] if "quantity" in purchases else purchases["gpus"]  # GPUs, or USD/h (savings plan)
@@ -175,7 +175,7 @@ def payment_break_even(inp, po: pd.DataFrame) -> pd.DataFrame:
             "rate", "cheaper"]
     if po is None or not len(po) or "reserved_row" not in po:
         return pd.DataFrame(columns=cols)
-    res = inp.reserved
+    res = inp.commitments
     rate = float(inp.config.finance.discount_rate)
     out = []
     for i, g in po.groupby("purchase"):

@@ -12,7 +12,7 @@ HOURS_PER_MONTH = 730.0
 
 def term_judgement(inp) -> dict | None:
     """``{"source", "months", "branches", "horizon_hours", "note"}`` when a term outlives the horizon, else None."""
-    res = inp.reserved
+    res = inp.commitments
     if not len(res) or "term_months" not in res:
         return None
     months = float(res["term_months"].max())

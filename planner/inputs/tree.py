@@ -100,12 +100,12 @@ def branch_name(names: list[str], total: int) -> str:
 def member_of(inp) -> np.ndarray:
     """(R, S) the scenarios each commitments-table row serves (all, without a tree)."""
     m = getattr(inp, "reserved_member", None)
-    return np.ones((len(inp.reserved), len(inp.scenarios)), dtype=bool) if m is None else m
+    return np.ones((len(inp.commitments), len(inp.scenarios)), dtype=bool) if m is None else m
 
 
 def weight_of(inp) -> np.ndarray:
     """(R,) each row's probability: the sum over the scenarios it serves (1 for a purchase common to all)."""
     m = getattr(inp, "reserved_member", None)
     if m is None:
-        return np.ones(len(inp.reserved))
+        return np.ones(len(inp.commitments))
     return m.astype(float) @ np.asarray(inp.probability, float)

@@ -281,7 +281,7 @@ def scaled_units(plan, inp, factor: float) -> np.ndarray:
     units = plan.purchases["units"].to_numpy(float)
     if factor == 1:
         return units.copy()
-    res = inp.reserved
+    res = inp.commitments
     x = units * float(factor)
     whole = res["integer"].to_numpy(bool)
     x = np.where(whole, np.floor(x + 0.5), x)
@@ -302,7 +302,7 @@ def _within_pool_caps(inp, x: np.ndarray, whole: np.ndarray) -> np.ndarray:
     set of active purchases, their GPUs exceed the reserved cap less the most inventory held on that set."""
     from planner.inputs import commitments
 
-    res = inp.reserved
+    res = inp.commitments
     cap = inp.pools["cap_res"].to_numpy(float)
     term = commitments.is_term(res["option"]).to_numpy() if "option" in res else np.zeros(len(x), bool)
     pool = res["pool"].to_numpy(int)
@@ -342,7 +342,7 @@ def commitment_curve(plan, inp, factors=DEFAULT_FACTORS, executor=None, *, make_
     factors = sorted({float(f) for f in factors} | {1.0})
     if any(f < 0 for f in factors):
         raise ValueError(f"factors must be >= 0, got {factors}")
-    res = inp.reserved
+    res = inp.commitments
     kind = res["kind"].to_numpy()
     m = res["m"].to_numpy(float)
     holds = (res["pool"].to_numpy(int) >= 0) & supply.mask(kind, adds_capacity=True)

@@ -47,14 +47,14 @@ def reserved_used_cube(plan) -> np.ndarray:
 def stack(plan) -> dict:
     """The stacking of each pool's reserved use on its inventory and its tranches.
 
-    Returns ``rows`` (positions in ``inputs.reserved`` of the tranches bought, in stacking order),
+    Returns ``rows`` (positions in ``inputs.commitments`` of the tranches bought, in stacking order),
     ``pool`` (their pools), ``cap`` (R, T) expected GPUs each holds per period (a term's partial periods pro
     rata, resales netted off their parent, a branch's purchase at its probability), ``used`` (S, R, T) GPUs
     of each in use, ``owned_used`` (S, P, T)
     inventory GPUs in use, ``inventory`` (P, T) and ``used_total`` (S, P, T).
     """
     inp = plan.inputs
-    res = inp.reserved
+    res = inp.commitments
     U = reserved_used_cube(plan)
     inv = np.asarray(inp.inventory, float)
     S = U.shape[0]
@@ -135,10 +135,10 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     r = pur["effective_usd_per_gpu_hour"].to_numpy(float)[rows]
     cost = pur["horizon_cost_usd"].to_numpy(float).copy()
     full = pur["commitment_usd"].to_numpy(float).copy()
-    kind = inp.reserved["kind"].to_numpy()
-    if "parent" in inp.reserved:  # a resale's cost (negative: money back) is its parent's
+    kind = inp.commitments["kind"].to_numpy()
+    if "parent" in inp.commitments:  # a resale's cost (negative: money back) is its parent's
         ex = np.flatnonzero(supply.mask(kind, dated_by="resale") & (pur["units"].to_numpy(float) > 0))
-        par = inp.reserved["parent"].to_numpy(int)[ex]
+        par = inp.commitments["parent"].to_numpy(int)[ex]
         np.add.at(cost, par, cost[ex])
         np.add.at(full, par, full[ex])
     first = np.r_[True, pr[1:] != pr[:-1]]

@@ -34,13 +34,13 @@ from planner.inputs import rented
 
 def unit_integer(inp: PlanInputs) -> np.ndarray:
     """(R,) whether each commitments-table row's first-stage decision is a whole number (instances)."""
-    res = inp.reserved
+    res = inp.commitments
     return res["integer"].to_numpy(bool)
 
 
 def unit_bounds(inp: PlanInputs) -> np.ndarray:
     """(R,) the upper bound of each row's first-stage decision (a capacity block's offer; inf elsewhere)."""
-    res = inp.reserved
+    res = inp.commitments
     return res["max_units"].to_numpy(float)
 
 
@@ -421,6 +421,6 @@ def _labels(inp: PlanInputs, blocks: Blocks) -> dict:
     _, first = np.unique(flat, return_index=True)
     s, t = np.divmod(first, blocks.of.shape[1])
     return {"classes": list(inp.classes), "pools": inp.pools[["gpu_type", "region"]].reset_index(drop=True),
-            "reserved": inp.reserved[[c for c in ("gpu_type", "region", "option", "term_months", "purchase_date")
-                                      if c in inp.reserved]].reset_index(drop=True),
+            "reserved": inp.commitments[[c for c in ("gpu_type", "region", "option", "term_months", "purchase_date")
+                                      if c in inp.commitments]].reset_index(drop=True),
             "block_scenario": [inp.scenarios[i] for i in s], "block_period": np.asarray(inp.periods)[t]}

@@ -38,7 +38,7 @@ def define_budget_constraints(out: Rows, inp: PlanInputs, blocks: Blocks, fam: d
         of = blocks.of  # (S, T) -> block; unmerged: each block is one (scenario, period)
         block_month = np.empty(blocks.B, dtype=object)
         block_month[of.reshape(-1)] = np.broadcast_to(month_of_period, of.shape).reshape(-1)
-        res = inp.reserved
+        res = inp.commitments
         for month in sorted(set(month_of_period)):
             cap = budget.month_cap(month)
             if cap is None:

@@ -148,7 +148,7 @@ def _purchased_terms(inp: PlanInputs, blocks: Blocks, fam, rp: np.ndarray, rb: n
                      rows: list, cols: list, coefs: list) -> None:
     """Append -m_p a[c,b] n[c] to each row (p, b) for every purchase c of pool p active in block b (a: its share)."""
     n = fam["n"]
-    m = inp.reserved["m"].to_numpy(float)
+    m = inp.commitments["m"].to_numpy(float)
     active = blocks.active
     for c, (pool, col) in enumerate(zip(n["p"].to_numpy(), n["col"].to_numpy())):  # per purchase, not per period
         share = active[c, rb] if active is not None else np.ones(len(rb))
@@ -204,9 +204,9 @@ def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
     scenarios' periods (the patterns run over every (scenario, period)).
     """
     cap = inp.pools["cap_res"].to_numpy(float)
-    pool = inp.reserved["pool"].to_numpy(int)
-    m = inp.reserved["m"].to_numpy(float)
-    term = commitments.is_term_row(inp.reserved)
+    pool = inp.commitments["pool"].to_numpy(int)
+    m = inp.commitments["m"].to_numpy(float)
+    term = commitments.is_term_row(inp.commitments)
     keys, members, coefs, rhs = [], [], [], []
     for p in np.unique(pool[term & ~np.isnan(cap[pool])]):  # capped pools only; vectorised over periods
         mine = np.flatnonzero((pool == p) & term)  # capacity blocks are capped per offer (max_units), not here
@@ -292,7 +292,7 @@ def define_spend_commitment_constraints(out: Rows, inp: PlanInputs, blocks: Bloc
     v = fam["v"]
     if v.empty:
         return 0
-    R = len(inp.reserved)
+    R = len(inp.commitments)
     rid, rc, rb = _row_ids((R, blocks.B), v["c"].to_numpy(), v["b"].to_numpy())
     n_col = fam["n"]["col"].to_numpy()
     rows = [rid[v["c"].to_numpy(), v["b"].to_numpy()], np.arange(len(rc))]
@@ -307,7 +307,7 @@ def define_discount_only_constraints(out: Rows, inp: PlanInputs, blocks: Blocks,
     without reserving capacity (``guarantees_capacity = false``, GCP CUDs) holds GPUs out of the pool's
     on-demand availability, so they count against its on-demand cap (one row per capped pool and block
     where such a commitment is active)."""
-    res = inp.reserved
+    res = inp.commitments
     if res["guarantees_capacity"].to_numpy(bool).all():
         return 0
     cap = block_caps(inp, blocks, "on_demand")  # (P, B)
@@ -336,7 +336,7 @@ def exit_links(inp: PlanInputs) -> list[tuple[int, np.ndarray]]:
     With a scenario tree the resales of one term sit in several nodes: a scenario sells at most what its node
     bought, so there is one link per distinct set of the resales a scenario of the parent's node may make.
     """
-    res = inp.reserved
+    res = inp.commitments
     if not commitments.is_exit(res).any():
         return []
     par = res["parent"].to_numpy(int)

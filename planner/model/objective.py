@@ -27,7 +27,7 @@ def reserved_cost_per_instance(inp: PlanInputs, accounting: str | None = None) -
     """
     from planner.inputs.ladder import full_term_usd_per_gpu
 
-    res = inp.reserved
+    res = inp.commitments
     accounting = accounting or inp.config.commitments.accounting
     m = res["m"].to_numpy(float)
     weight = inp.reserved_weight
@@ -45,7 +45,7 @@ def first_stage_cost(inp: PlanInputs) -> np.ndarray:
         return reserved_cost_per_instance(inp)
     from planner.inputs.finance import objective_npv_per_gpu
 
-    res = inp.reserved
+    res = inp.commitments
     per_gpu = objective_npv_per_gpu(res, inp.active, inp.hours, inp.discount,
                                     inp.discount_origin or inp.periods[0].to_period("M"),
                                     f.discount_rate, inp.config.commitments.accounting)

@@ -19,7 +19,7 @@ from planner.model.rows import FirstStageRows
 
 
 def _site_columns(inp) -> tuple[np.ndarray, np.ndarray]:
-    res = inp.reserved
+    res = inp.commitments
     site = res["site"].to_numpy(str)
     kw = res["kw_per_gpu"].to_numpy(float)
     return site, kw
@@ -37,7 +37,7 @@ def site_power_rows(inp) -> FirstStageRows:
     """The ``site_power`` rows of ``inp`` (none without ``[sites]`` or rows at a capped site)."""
     caps = getattr(inp.config, "sites", {}) or {}
     site, kw = _site_columns(inp)
-    m = inp.reserved["m"].to_numpy(float) if len(inp.reserved) else np.zeros(0)
+    m = inp.commitments["m"].to_numpy(float) if len(inp.commitments) else np.zeros(0)
     keys_s, keys_j, members, coefs, rhs = [], [], [], [], []
     for s, name in enumerate(sorted(caps)):
         mine = np.flatnonzero((site == name) & (kw > 0))
@@ -59,10 +59,10 @@ def site_power_used(inp, units: np.ndarray) -> dict:
     """plan.json ``sites``: per capped site its ``max_mw`` and the MW its owned GPUs draw at each period's peak
     (``mw``, one per period; expected over scenarios with a tree), and the highest (``peak_mw``)."""
     caps = getattr(inp.config, "sites", {}) or {}
-    if not caps or not len(inp.reserved):
+    if not caps or not len(inp.commitments):
         return {}
     site, kw = _site_columns(inp)
-    m = inp.reserved["m"].to_numpy(float)
+    m = inp.commitments["m"].to_numpy(float)
     w = np.asarray(inp.reserved_weight, float) if getattr(inp, "reserved_weight", None) is not None else 1.0
     draw = np.asarray(units, float) * m * kw / 1000.0 * w
     out = {}

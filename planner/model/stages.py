@@ -56,7 +56,7 @@ def _backfill(inp) -> bool:
 
 
 def _discount_only(inp) -> bool:
-    res = inp.reserved
+    res = inp.commitments
     return not res["guarantees_capacity"].to_numpy(bool).all()
 
 

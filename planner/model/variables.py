@@ -2,7 +2,7 @@
 
 Each family is a DataFrame of integer keys plus ``col``, the variable's column:
 
-- ``n[c]``     integer >= 0, reserved instances of option c (a row of ``inputs.reserved``);
+- ``n[c]``     integer >= 0, reserved instances of option c (a row of ``inputs.commitments``);
 - ``x[k,p,b]`` reserved GPUs used: pool p allowed for class k (s > 0), d[k,b] > 0,
   and the pool sells reserved options or holds inventory in block b;
 - ``r[j,k,p,b]`` rented GPUs of kind j (:data:`planner.inputs.rented.KINDS`: on-demand, spot, flex-start):
@@ -69,8 +69,8 @@ def define_variables(inp: PlanInputs, blocks: Blocks, dominance: bool = True
         n_cols += len(frame)
         fam[family] = frame
 
-    add("n", {"c": np.arange(len(inp.reserved))})
-    fam["n"]["p"] = inp.reserved["pool"].to_numpy()
+    add("n", {"c": np.arange(len(inp.commitments))})
+    fam["n"]["p"] = inp.commitments["pool"].to_numpy()
 
     active = blocks.demand > 0  # (K, B)
     allowed = inp.speed > 0  # (K, P)

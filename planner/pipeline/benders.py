@@ -48,7 +48,7 @@ def monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
         why = f"--solver {backend}: the decomposition runs on HiGHS only"
     elif "budget" in links:
         why = links["budget"]
-    elif not len(inp.reserved):
+    elif not len(inp.commitments):
         why = ("there is nothing to buy ahead (no reserved, capacity-block or savings-plan rows in the price sheet): "
                "the model is one LP, solved whole")
     elif links:

@@ -47,7 +47,7 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     keyword ``overrides`` of its fields are applied on top, e.g. ``make_plan(inp, mip_gap=0.0)``).
 
     ``backend``, ``time_limit_s`` and ``mip_gap`` override the model file's ``[solver]`` settings;
-    ``fixed_reserved`` (instances per row of ``inp.reserved``) fixes the purchases. ``extend(model)`` is
+    ``fixed_reserved`` (instances per row of ``inp.commitments``) fixes the purchases. ``extend(model)`` is
     called on the built :class:`~planner.model.PlanModel` before solving: add rows and columns there (both
     backends solve them); with it, the exact reductions (merged periods, dominated options) are off, so
     every (class, pool, period) column exists for your rows. ``write_model`` writes the model solved

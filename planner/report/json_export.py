@@ -18,7 +18,7 @@ def _tree(plan) -> dict | None:
     """The scenario tree the purchases wait on (None without one): per purchase date the branches (nodes) and
     the scenarios each holds, the value of waiting and the objective without it (every purchase common)."""
     inp = plan.inputs
-    res = inp.reserved
+    res = inp.commitments
     if inp.reserved_member is None or "node" not in res:
         return None
     nodes = (res.assign(_d=pd.to_datetime(res["purchase_date"]).dt.strftime("%Y-%m-%d"))
@@ -118,7 +118,7 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
                               pools[supply.get(kd).pool_price].reindex(key).to_numpy(float))))}})
     out = g.groupby(["month", "gpu_type", "region"], sort=True).sum().reset_index()
     month = inp.periods.strftime("%Y-%m")
-    res = inp.reserved
+    res = inp.commitments
     new = pd.DataFrame(columns=["month", "gpu_type", "region", "reserved_new_usd"])
     if len(res):
         cube = pd.DataFrame(purchase_cost_by_period(plan), columns=month).T.groupby(level=0).sum().T  # (R, months)

@@ -303,7 +303,7 @@ def by_month(plan: Plan, owned: bool = False) -> pd.DataFrame:
     use = frame[supply.mask(frame["option"], stage="first")].groupby(["month", "p", "k"])["gh"].sum()
     # the month's reserved cost and GPU-hours owned per pool
     per_month = inp.periods.strftime("%Y-%m")
-    res = inp.reserved
+    res = inp.commitments
     cost_pm = pd.Series(dtype=float)
     if len(res):
         from planner.results.bill import purchase_cost_by_period

@@ -86,7 +86,7 @@ def purchase_cost_by_period(plan) -> np.ndarray:
     """(R, T): the amortised cost of the plan's purchases in each period (GPUs x effective rate x active hours),
     expected: a purchase that waits for information counts at its branch's probability."""
     inp = plan.inputs
-    res = inp.reserved
+    res = inp.commitments
     if not len(res):
         return np.zeros((0, inp.T))
     units = plan.purchases["units" if "units" in plan.purchases else "instances"].to_numpy(float)  # instances or USD/h

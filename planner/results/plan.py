@@ -260,7 +260,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     B = blocks.B
     n = v[fam["n"]["col"].to_numpy()] if len(fam["n"]) else np.zeros(0)
     if len(n):  # instances are whole; a savings plan's USD per hour is not
-        whole = inp.reserved["integer"].to_numpy(bool)
+        whole = inp.commitments["integer"].to_numpy(bool)
         n = np.where(whole, np.rint(n), np.where(np.abs(n) < 1e-9, 0.0, n))
     Xb = _dense(fam["x"], v, (K, P, B), ("k", "p", "b"))
     J = len(rented.KINDS)
@@ -277,7 +277,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     if has_xd:
         Xb = Xb + Xd
 
-    res = inp.reserved
+    res = inp.commitments
     m_res = np.where(res["pool"].to_numpy(int) >= 0, res["m"].to_numpy(float), 0.0)  # a savings plan holds no GPU
     # reserved GPUs bought and active in each period (dated purchases: each from its date, for its term)
     active_t = inp.active  # (R, T)
@@ -425,7 +425,7 @@ def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame) -> tu
 
     f = inp.config.finance
     origin = inp.discount_origin or (inp.periods[0].to_period("M") if inp.T else None)
-    purchases["npv_usd"] = purchases["quantity"].to_numpy(float) * purchase_npv_per_gpu(inp.reserved, origin,
+    purchases["npv_usd"] = purchases["quantity"].to_numpy(float) * purchase_npv_per_gpu(inp.commitments, origin,
                                                                                      f.discount_rate) \
         if len(purchases) else 0.0
     doc = {"discount_rate": f.discount_rate, "objective": f.objective,
@@ -435,7 +435,7 @@ def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame) -> tu
 
 def _owned(inp: PlanInputs, gpus: np.ndarray, active_t: np.ndarray) -> np.ndarray:
     """(P, T) reserved GPUs of the purchase rows (``gpus`` each) active in each pool and period."""
-    return _by_pool(inp.reserved["pool"].to_numpy(int), gpus, active_t, inp.P)
+    return _by_pool(inp.commitments["pool"].to_numpy(int), gpus, active_t, inp.P)
 
 
 def _by_pool(pool: np.ndarray, gpus: np.ndarray, active: np.ndarray, P: int) -> np.ndarray:
@@ -457,7 +457,7 @@ def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
     (paid on the purchase date), ``residual_total_usd`` (back at the end of the term) and
     ``monthly_recurring_usd`` (hourly x 730).
     """
-    res = inp.reserved
+    res = inp.commitments
     cols = ["gpu_type", "region", "option", "kind", "term_months", "hourly_usd", "upfront_usd", "r", "m",
             "purchase_date", "active_from", "end_date", "firm", "lead_time_months", "residual_usd",
             "hours_active", "valid_from", "cash_date", "block_start", "block_days", "provider", "plan_family", "parent"]
@@ -521,7 +521,7 @@ def _spend_table(inp: PlanInputs, fam, v: np.ndarray, blocks, purchases: pd.Data
     cols = ["row", "option", "plan_family", "purchase_date", "end_date", "firm", "usd_per_hour", "hours_active",
             "committed_usd", "covered_gpu_hours", "covered_at_rates_usd", "covered_at_on_demand_usd",
             "utilisation", "savings_usd", "branch", "probability"]
-    res = inp.reserved
+    res = inp.commitments
     if not commitments.is_spend(res).any():
         return pd.DataFrame(columns=cols)
     rows = np.flatnonzero(commitments.is_spend(res))
@@ -564,7 +564,7 @@ def _cash(inp: PlanInputs, blocks, Rb, kinds, purchases: pd.DataFrame, Vb: np.nd
     by_kind = {}
     for kd in kinds:
         per_block = np.einsum("kpb,p->b", Rb[rented.index(kd)], price[rented.index(kd)])
-        if kd == "on_demand" and Vb is not None:  # savings plans pay for part of the on-demand use
+        if supply.is_(kd, covered_by_spend=True) and Vb is not None:  # savings plans pay for part of the on-demand use
             per_block = per_block - Vb.T @ price[rented.index(kd)]
         t = (inp.probability[:, None] * per_block[blocks.of]).sum(axis=0) * inp.hours  # (T,)
         by_kind[kd] = pd.Series(t, index=month).groupby(level=0).sum()
@@ -724,7 +724,7 @@ def _cheapest_per_useful_hour(inp: PlanInputs, on_demand_only: bool = False) -> 
         costs = [np.where(inp.speed * inp.reliability > 0, od[None, :] / (inp.speed * inp.reliability), np.inf)]
         if not on_demand_only:
             costs.append(np.where(inp.speed * inp.goodput > 0, sp[None, :] / (inp.speed * inp.goodput), np.inf))
-        res = inp.reserved
+        res = inp.commitments
         if len(res) and not on_demand_only:
             terms = res[commitments.holds_gpus(res)]
             if len(terms):

@@ -61,7 +61,7 @@ def risk_view(plan: Plan, make_plan) -> RiskView | None:
     mean_plan = make_plan(with_demand(inp, mean, ["mean"], np.array([1.0])))
     n_mean = mean_plan.purchases["units"].to_numpy()
     # the mean plan's purchases in every node of the tree (the same at each date whatever happened before)
-    origin = inp.reserved["origin"].to_numpy(int) if "origin" in inp.reserved else np.arange(len(n_mean))
+    origin = inp.commitments["origin"].to_numpy(int) if "origin" in inp.commitments else np.arange(len(n_mean))
     eev = make_plan(inp, fixed_reserved=n_mean[origin]).objective
     first, waiting = None, None
     if inp.reserved_member is not None:  # a tree: the same plan made without waiting for information

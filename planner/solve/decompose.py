@@ -49,7 +49,7 @@ DROP_AFTER = 8  # a cut slack in this many consecutive master solves is dropped 
 def applicable(inp: PlanInputs) -> bool:
     """True when the decomposition is exact for ``inp``: purchases to decide and no linking constraint family
     (:func:`planner.model.stages.linking`: a budget, backfill classes, discount-only commitments)."""
-    return len(inp.reserved) > 0 and not stages.linking(inp)
+    return len(inp.commitments) > 0 and not stages.linking(inp)
 
 
 def cut_groups(inp: PlanInputs, cut: str = "auto") -> str:
@@ -147,7 +147,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases, mip_gap,
           time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0) -> BendersResult:
     """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches."""
-    R = len(inp.reserved)
+    R = len(inp.commitments)
     n0 = np.zeros(R)
     offsets = np.cumsum([0] + list(pricer.groups))
     G = int(offsets[-1])

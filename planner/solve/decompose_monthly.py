@@ -52,7 +52,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     from planner.solve.monolithic import new_highs
 
     t0 = time.perf_counter()
-    R = len(inp.reserved)
+    R = len(inp.commitments)
     whole = unit_integer(inp)  # instances are whole; savings plans' USD per hour are continuous
 
     def rounded(x):

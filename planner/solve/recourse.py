@@ -78,7 +78,7 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
     from planner.model import build_model
 
     sub = chunk_inputs(inp, periods)
-    R = len(inp.reserved)
+    R = len(inp.commitments)
     model = build_model(sub, fixed_reserved=np.zeros(R))
     ncol = model.families["n"]["col"].to_numpy()
     cost = model.cost.copy()

@@ -26,7 +26,7 @@ class Evaluation:
     """A plan's purchases run on the demand that came: the realised plan, the hindsight plan and the regret."""
     realised: Plan
     hindsight: Plan
-    purchases: np.ndarray  # instances per row of inputs.reserved
+    purchases: np.ndarray  # instances per row of inputs.commitments
     plan_file: str
     branches: list = None  # a scenario tree's branches the purchases followed: (date, branch) pairs
 
@@ -115,7 +115,7 @@ def _distance(forecast: PlanInputs | None, actual: PlanInputs, scenarios: list, 
 
 def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs | None = None,
                         scenario: str | None = None, followed_out: list | None = None) -> np.ndarray:
-    """Instances per row of ``inp.reserved`` from a plan.json (or a list of purchases).
+    """Instances per row of ``inp.commitments`` from a plan.json (or a list of purchases).
 
     A plan over a scenario tree buys some commitments only in one branch: the branch the actual demand follows
     (:func:`follow_tree`, with the model's own forecast ``forecast``, or ``scenario``'s) is the one evaluated."""
@@ -132,7 +132,7 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs 
         raise InputError(Problem(file, "no 'reserved_purchases' list", expected="a plan.json written by `planner plan`"))
     index = {}  # (gpu_type, region, option) -> its first purchase row; with the date -> that date's row;
     # a capacity block by its window's start (two offers of one pool differ only there)
-    res = inp.reserved
+    res = inp.commitments
     treed = "branch" in res  # inputs split by the same scenario tree: every row read into its own branch's row
     for i, r in enumerate(res.itertuples()):
         if treed and supply.is_(getattr(r, "kind", None), adds_capacity=True):
@@ -152,7 +152,7 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs 
             index[(r.gpu_type, r.region, r.option, "block", pd.Timestamp(r.block_start).isoformat())] = i
         if supply.is_(getattr(r, "kind", None), unit="usd_per_hour"):  # a savings plan: by its family and date, in USD per hour
             index[("spend", r.option, str(r.plan_family), pd.Timestamp(r.purchase_date).date().isoformat())] = i
-    n = np.zeros(len(inp.reserved))
+    n = np.zeros(len(inp.commitments))
     problems = []
     followed = follow_tree(data.get("tree"), forecast, inp, scenario) if not treed else set()
     if followed_out is not None:  # the branches followed, by date (what evaluation.json reports)

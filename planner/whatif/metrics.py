@@ -111,8 +111,7 @@ def plan_metrics(plan: Plan) -> dict:
         "reserved_usd": float(cost["reserved"]),
         "on_demand_usd": float(cost["on_demand"]),
         "spot_usd": float(cost["spot"]),
-        **{f"{k}_usd": float(v) for k, v in cost.items() if k not in ("reserved", "on_demand", "spot", "total",
-                                                                        "extension")},  # flex-start, where sold
+        **{f"{k}_usd": float(cost[k]) for k in supply.RENTED[2:] if k in cost},  # flex-start, where sold
         "objective_usd": float(plan.objective),
         "all_on_demand_usd": _f(base),
         "savings_usd": _f(plan.savings),

@@ -157,7 +157,7 @@ def check_scaled(scaled: PlanInputs, factors: dict) -> None:
         problems.append(Problem("command line", f"at {where}, demand reaches {peak:g} GPUs",
                                 expected=f"at most {ABSURD_GPUS:g}, the demand file's limit"))
     prices = np.concatenate([scaled.pools["od"].to_numpy(float), scaled.pools["sp"].to_numpy(float),
-                             scaled.reserved["hourly_usd"].to_numpy(float)])
+                             scaled.commitments["hourly_usd"].to_numpy(float)])
     top = float(np.nanmax(prices)) if np.isfinite(prices).any() else 0.0
     if top > ABSURD_USD_PER_HOUR:
         problems.append(Problem("command line", f"at {where}, a price reaches {top:g} USD per GPU-hour",
