@@ -142,6 +142,8 @@ def test_the_decomposed_plan_equals_the_monolithic_one_with_flex_start(tmp_path)
     (dict(queue_hours_p50=None, queue_hours_p90=3), "queue_hours_p50"),
     (dict(queue_hours_p50=5, queue_hours_p90=3), "queue_hours_p90"),
     (dict(queue_hours_p50=-1, queue_hours_p90=3), "queue_hours_p50"),
+    (dict(queue_hours_p50=0, queue_hours_p90=3), "queue_hours_p50"),
+    (dict(queue_hours_p50=2, queue_hours_p90=3, max_run_hours=0), "max_run_hours"),
 ])
 def test_bad_queue_times_name_the_cell(tmp_path, row, column):
     flex = price(region="r1", option="flex_start", hourly=2.0, **{k: v for k, v in row.items() if v is not None})
@@ -160,6 +162,12 @@ def test_queue_times_on_another_row_and_a_delay_on_an_slo_class_are_refused(tmp_
     path = write_case(tmp_path / "b", {"train": [1.0] * 2}, [price(region="r1", hourly=4.0)],
                       {"train": {"max_start_delay_hours": -3.0}})
     with pytest.raises(ConfigError, match="max_start_delay_hours"):
+        load_inputs(path)
+    path = write_case(tmp_path / "c", {"chat": [10.0] * 2}, [price(region="r1", hourly=4.0)],
+                      {"chat": {"demand_unit": "requests_per_s", "latency_slo_ms": 2000, "slo_percentile": 99,
+                                "replicas": {"A": {"service_ms": 400, "gpus_per_replica": 1}},
+                                "max_start_delay_hours": 1.0}})
+    with pytest.raises(ConfigError, match="SLO-sized and has max_start_delay_hours"):
         load_inputs(path)
 
 

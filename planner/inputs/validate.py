@@ -342,6 +342,10 @@ def _queue_columns(raw: RawTable, bad: Collector, out: pd.DataFrame, queued: pd.
         got[col] = v.where(queued)
     _report(bad, raw, queued & (got["queue_hours_p90"] < got["queue_hours_p50"]), "queue_hours_p90",
             "90th percentile below the median", d.get("queue_hours_p90"), expected="queue_hours_p90 >= queue_hours_p50")
+    _report(bad, raw, queued & got["queue_hours_p50"].eq(0) & got["queue_hours_p90"].gt(0), "queue_hours_p50",
+            "median wait of 0 with a longer 90th percentile", d.get("queue_hours_p50"),
+            expected="a median > 0 (the wait is lognormal through the two), or both 0 for GPUs granted at once",
+            hint="if most requests are granted at once, give a small median such as 0.1")
     for col, v in got.items():
         out[col] = v
 
