@@ -74,6 +74,7 @@ class Settings:
     ladder_share: float = rules.LADDER_SHARE  # coverage_ladder: share of the trailing minimum committed
     seed: int = 0  # the bootstrap's
     multipliers: tuple = stats.MULTIPLIERS  # shortfall penalties re-ranked at (x the dearest on-demand price)
+    options: object = None  # the PlanOptions of every plan the backtest makes (planner.core.options; None: defaults)
 
     def cutoffs(self, T: int) -> np.ndarray:
         """Positions of the cut-offs: every ``step`` from ``train`` while a whole test window fits."""
@@ -249,7 +250,7 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
     if not len(inp.commitments):
         return inp, np.zeros(len(inp.commitments)), 1
     if strategy in ("point", "stochastic"):
-        return inp, make_plan(inp, risk=False).purchases["units"].to_numpy(float), len(prob)
+        return inp, make_plan(inp, settings.options, risk=False).purchases["units"].to_numpy(float), len(prob)
     if strategy == "tree":  # today's purchases of a plan that may buy later, per branch of a scenario tree
         from planner.backtest.tree import tree_scenarios
 
@@ -260,7 +261,7 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
         # later purchases are re-decided at their own cut-off: planned as fractions (an LP in them), so only
         # today's are whole instances (a MILP of a few columns, not hundreds)
         inp = replace(inp, commitments=inp.commitments.assign(integer=inp.commitments["integer"].to_numpy(bool) & ~later))
-        bought = make_plan(inp, risk=False).purchases
+        bought = make_plan(inp, settings.options, risk=False).purchases
         today = pd.to_datetime(bought["purchase_date"]).eq(pd.Timestamp(start)).to_numpy()
         return inp, np.where(today, bought["units"].to_numpy(float), 0.0), len(prob)
     on_order = _on_order(base, owned, start)
@@ -499,12 +500,12 @@ def _run_task(task: str) -> dict:
     if task in ("hindsight", "hindsight_full_term"):
         what = "the hindsight plan" + (" (full term)" if task == "hindsight_full_term" else "")
         plan = _checked(make_plan(term.full_term_inputs(whole) if task == "hindsight_full_term" else whole,
-                                  risk=False), what)
+                                  settings.options, risk=False), what)
         bought = plan.purchases[plan.purchases["instances"] > 0]
         return {"costs": period_costs(plan), "purchases": bought.assign(liability_usd=term.liability_usd(bought)),
                 **_signed(plan, dates), "status": plan.status.value, "gap": plan.solve.mip_gap}
     bought, scenarios = run_chain(base, task, settings, make_plan)
-    plan = _checked(make_plan(whole, fixed_reserved=fixed_instances(whole, bought), risk=False),
+    plan = _checked(make_plan(whole, settings.options, fixed_reserved=fixed_instances(whole, bought), risk=False),
                     f"{task}'s purchases on the demand that came")
     return {"costs": period_costs(plan), "bought": bought, "scenarios": scenarios, "status": plan.status.value,
             "gap": plan.solve.mip_gap, **_signed(plan, dates)}
@@ -520,11 +521,12 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
              origins: int = 7, lookback_periods: int | None = None, strategies=STRATEGIES,
              executor=None, progress: bool = False, decide_periods: int | None = None,
              ladder_share: float = rules.LADDER_SHARE, seed: int = 0,
-             multipliers=stats.MULTIPLIERS) -> BacktestResult:
+             multipliers=stats.MULTIPLIERS, options=None) -> BacktestResult:
     """Roll the strategies over a single-scenario demand history; see the module docstring.
 
-    ``make_plan`` (e.g. ``functools.partial(planner.make_plan, backend="highs")``) and ``forecaster``
-    must be picklable (module-level functions) when ``executor`` runs processes. Windows of one strategy
+    ``make_plan`` (``planner.make_plan``, called as ``make_plan(inp, options, **overrides)`` with ``options`` a
+    :class:`planner.core.options.PlanOptions`: solver, limits; a ``functools.partial`` of keywords still works) and
+    ``forecaster`` must be picklable (module-level functions) when ``executor`` runs processes. Windows of one strategy
     run in order; strategies and the hindsight plan run on ``executor`` (default: here, one by one).
     """
     from planner.core.errors import SolverError
@@ -538,7 +540,8 @@ def backtest(history: PlanInputs, train_periods: int, test_periods: int, make_pl
                         forecaster=forecaster, origins=int(origins), lookback=lookback_periods,
                         strategies=tuple(strategies), forecaster_label=_name(forecaster),
                         decide=None if decide_periods is None else int(decide_periods),
-                        ladder_share=float(ladder_share), seed=int(seed), multipliers=tuple(multipliers))
+                        ladder_share=float(ladder_share), seed=int(seed), multipliers=tuple(multipliers),
+                        options=options)
     settings = replace(settings, strategies=tuple(dict.fromkeys(settings.strategies)))
     unknown = [s for s in settings.strategies if s not in STRATEGIES + OPTIONAL]
     if unknown:
@@ -718,9 +721,8 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
                    *, horizon_hours: float | None = None, backend: str | None = None, executor=None,
                    progress: bool = False, source: str = "demand", **options) -> BacktestResult:
     """:func:`backtest` with lengths in hours; a history too short or with scenarios is an InputError."""
-    import functools
-
     from planner.core.errors import InputError, Problem
+    from planner.core.options import PlanOptions
     from planner.pipeline.run import make_plan
 
     if len(history.scenarios) > 1:
@@ -769,7 +771,7 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
         raise InputError(Problem("--penalty-multipliers", "out of range", value=bad[0],
                                  expected="positive multiples of the dearest on-demand price"))
     try:
-        return backtest(history, train, test, functools.partial(make_plan, backend=backend),
+        return backtest(history, train, test, make_plan, options=PlanOptions(backend=backend),
                         step_periods=max(1, int(round((step_hours or test_hours) / step))),
                         horizon_periods=max(1, int(round((horizon_hours or train_hours) / step))),
                         lookback_periods=None if lookback is None else max(1, int(round(lookback / step))),
