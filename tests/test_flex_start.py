@@ -286,3 +286,36 @@ def test_the_backtest_costs_and_the_quota_flavors_count_flex_start(flex_plan):
     for r in flex.itertuples():
         assert r.capacity_gpus == int(np.ceil(peak[(r.gpu_type, r.region)] - 1e-6)) and not r.preemptible
     assert option_rank("reserved") < option_rank("flex_start") < option_rank("on_demand") < option_rank("spot")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("shutil").which("soffice") is None or __import__("shutil").which("pdftotext") is None,
+                    reason="LibreOffice or poppler-utils not installed")
+def test_the_finance_pack_with_its_memo_prints_at_8_pt_or_more(flex_plan, tmp_path):
+    """With the memo on, every finance-pack sheet (Term downside and Downside included, whose long notes once ran
+    past the table and shrank the sheet to 5.6 pt) prints at 8 pt or more: median word box >= 10.4 pt."""
+    import re
+    import statistics
+    import subprocess
+
+    from conftest import soffice
+
+    _plan, out = flex_plan
+    subprocess.run([soffice(), f"-env:UserInstallation=file://{tmp_path / 'lo'}", "--headless", "--convert-to", "pdf",
+                    "--outdir", str(tmp_path), str(out / "plan.xlsx")], check=True, capture_output=True, timeout=240)
+    boxes = subprocess.run(["pdftotext", "-bbox", str(tmp_path / "plan.pdf"), "-"], check=True, capture_output=True,
+                           text=True).stdout
+    size = {}
+    for page in boxes.split("<page ")[1:]:
+        words = [(float(a), float(b), w) for a, b, w in
+                 re.findall(r'yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">([^<]*)<', page)]
+        if not words:
+            continue
+        bottom = max(w[0] for w in words)
+        sheet = " ".join(w[2] for w in words if w[0] >= bottom - 1).split(" Page")[0].split(":")[0]
+        body = [b - a for a, b, _w in words if a < bottom - 1]
+        if body:
+            size[sheet] = min(size.get(sheet, 99.0), statistics.median(body))
+    pack = ["Summary", "Cash by year", "Tranches", "Downside", "Term downside", "Purchases"]
+    assert set(pack) <= set(size), sorted(size)
+    assert all(size[s] >= 10.4 for s in pack), {s: size[s] for s in pack}

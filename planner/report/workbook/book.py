@@ -201,6 +201,7 @@ class _Sheet:
         chars = [(widths or {}).get(n, max(_FORMAT_WIDTH.get(self.formats.get(n), 12), min(len(n) + 3, 40)))
                  for n in self.columns]
         self.width_pt = sum((w * 7 + 5) * 0.75 for w in chars) * PRINT_WIDTH_FACTOR  # column widths as points
+        self.chars = sum(chars)  # the table's width in characters (a note wraps to it)
         if self.ws.get_name() in FINANCE_PACK:
             print_readable(self.ws, self.width_pt)
 
@@ -244,10 +245,18 @@ class _Sheet:
         self.rows += 1
 
     def note(self, text: str = ""):
-        """A line of text below the table (column A)."""
-        if text:
-            self.ws.write_string(self.rows, 0, text)
-        self.rows += 1
+        """A line of text below the table (column A). On a finance-pack sheet a long note is broken into lines no
+        wider than the table: text running past the table's last column would widen what prints (LibreOffice prints
+        the overflow), and the sheet would print below 8 pt."""
+        lines = [text]
+        if text and self.ws.get_name() in FINANCE_PACK and getattr(self, "chars", 0):
+            import textwrap
+
+            lines = textwrap.wrap(text, width=max(40, int(self.chars))) or [text]
+        for line in lines:
+            if line:
+                self.ws.write_string(self.rows, 0, line)
+            self.rows += 1
 
     def col(self, name: str) -> str:
         return xl_col_to_name(self.columns.index(name))
