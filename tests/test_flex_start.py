@@ -319,3 +319,31 @@ def test_the_finance_pack_with_its_memo_prints_at_8_pt_or_more(flex_plan, tmp_pa
     pack = ["Summary", "Cash by year", "Tranches", "Downside", "Term downside", "Purchases"]
     assert set(pack) <= set(size), sorted(size)
     assert all(size[s] >= 10.4 for s in pack), {s: size[s] for s in pack}
+
+
+def test_compare_and_sweep_show_flex_start_and_their_costs_add_up(tmp_path):
+    """`planner compare` with flex-start dearer, and `planner sweep` over the on-demand price (flex-start moves with
+    it): both print a flex-start line or column, and every point's cost parts add up to its total."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from conftest import ROOT
+    from planner.cli import cli
+
+    src = ROOT / "data" / "flex" / "prices.csv"
+    p = pd.read_csv(src)
+    p.loc[p["option"] == "flex_start", "hourly_usd"] = 9.0
+    p.to_csv(tmp_path / "dear.csv", index=False)
+    model = str(ROOT / "models" / "flex.toml")
+    r = CliRunner().invoke(cli, ["compare", model, "--prices", str(tmp_path / "dear.csv"), "--out", str(tmp_path / "c")])
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.strip().startswith("flex-start"))
+    assert "$208,883" in line  # the base's flex-start cost (models/flex.toml, docs/spot-economics.md)
+    r = CliRunner().invoke(cli, ["sweep", model, "--on-demand-price", "0.8,1.2", "--jobs", "1",
+                                 "--out", str(tmp_path / "s")])
+    assert r.exit_code == 0, r.output
+    sw = pd.read_csv(tmp_path / "s" / "sweep.csv")
+    parts = sw[["reserved_usd", "on_demand_usd", "spot_usd", "flex_start_usd"]].sum(axis=1)
+    np.testing.assert_allclose(parts, sw["total_usd"], rtol=1e-9)
+    assert sw.loc[sw["on_demand_price"] == 0.8, "flex_start_usd"].iat[0] > sw.loc[sw["varied"] == "base",
+                                                                               "flex_start_usd"].iat[0]

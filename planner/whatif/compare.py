@@ -36,7 +36,7 @@ from planner.whatif.metrics import plan_metrics, spend
 from planner.whatif.pricediff import PriceDiff, diff_prices
 from planner.core.units import signed_usd as _signed, usd as _usd
 from planner.core.executors import Executor, LocalExecutor, Outcome
-from planner.inputs import commitments
+from planner.inputs import commitments, supply
 
 RESERVED_COLUMN_NAMES = {"section", "item"}  # the comparison workbook's own columns
 
@@ -310,6 +310,8 @@ def summary_lines(comparison: dict) -> list[str]:
             ("  reserved", [_usd(m["reserved_usd"]) for m in ms]),
             ("  on-demand", [_usd(m["on_demand_usd"]) for m in ms]),
             ("  spot", [_usd(m["spot_usd"]) for m in ms]),
+            *((f"  {k.replace('_', '-')}", [_usd(m.get(f"{k}_usd", 0.0)) for m in ms])
+              for k in supply.RENTED[2:] if any(f"{k}_usd" in m for m in ms)),
             ("savings", [_usd(m["savings_usd"]) for m in ms]),
             ("shortfall GPU-h", [f"{m['shortfall_gpu_hours']:,.1f}" for m in ms]),
             ("reserved GPUs", [f"{sum(m['reserved_gpus'].values()):,.0f}" for m in ms])]

@@ -65,9 +65,10 @@ def spend(plan: Plan) -> pd.DataFrame:
         row["usd"] += float(r.commitment_usd if full_term else r.horizon_cost_usd)
     rows.extend(reserved.values())
     price = {}
-    for p in inp.pools.itertuples():
-        price[(p.gpu_type, p.region, "on_demand")] = 0.0 if np.isnan(p.od) else float(p.od)
-        price[(p.gpu_type, p.region, "spot")] = 0.0 if np.isnan(p.sp) else float(p.sp)
+    rates = np.nan_to_num(inp.rented_price)  # (J, P): every rented kind (on-demand, spot, flex-start)
+    for q, (gt, rg) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"])):
+        for j, kind in enumerate(supply.RENTED):
+            price[(gt, rg, kind)] = float(rates[j, q])
     a = expected_gpu_hours(plan)
     a = a[~supply.mask(a["option"], stage="first")]
     if len(a):

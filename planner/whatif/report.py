@@ -14,6 +14,7 @@ from openpyxl.styles import Font
 
 from planner import __version__
 from planner.core.atomic import atomic_path
+from planner.inputs import supply
 from planner.report.sheet_openpyxl import BOLD, INT, NUM, PCT, RATE, USD, USD0, _Sheet
 from planner.whatif.sweep import FACTORS, SweepResult, flat_rows, solved_line, to_dict
 
@@ -62,6 +63,8 @@ def _summary_rows(cmp: dict) -> list[tuple[str, str, list, str | None]]:
         ("Cost", "Reserved, amortised over the horizon (USD)", col("reserved_usd"), USD),
         ("Cost", "On-demand (USD)", col("on_demand_usd"), USD),
         ("Cost", "Spot (USD)", col("spot_usd"), USD),
+        *(("Cost", f"{k.replace('_', '-').capitalize()} (USD)", [m.get(f"{k}_usd", 0.0) for m in ms], USD)
+          for k in supply.RENTED[2:] if any(f"{k}_usd" in m for m in ms)),
         ("Cost", "All on-demand baseline (USD)", col("all_on_demand_usd"), USD),
         ("Cost", "Savings against all on-demand (USD)", col("savings_usd"), USD),
         ("Cost", "Savings %", [None if v is None else v / 100 for v in col("savings_pct")], PCT),

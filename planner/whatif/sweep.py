@@ -29,6 +29,7 @@ import numpy as np
 
 from planner.core.errors import ConfigError, InputError, Problem, SolverError
 from planner.inputs.arrays import FACTORS, PlanInputs, scale_inputs
+from planner.inputs import supply
 from planner.core.options import PlanOptions
 from planner.pipeline.run import make_plan
 from planner.core.units import HEADROOM_MAX, usd as _usd
@@ -468,8 +469,9 @@ def flat_columns(result: SweepResult) -> list[str]:
         for k in p.get("spot_gpu_hours", {}):
             if k not in spot_keys:
                 spot_keys.append(k)
+    others = [f"{k}_usd" for k in supply.RENTED[2:] if any(f"{k}_usd" in p for p in result.ok_points)]
     return (["point", "varied"] + list(FACTORS)
-            + ["status", "total_usd", "reserved_usd", "on_demand_usd", "spot_usd", "shortfall_gpu_hours",
+            + ["status", "total_usd", "reserved_usd", "on_demand_usd", "spot_usd", *others, "shortfall_gpu_hours",
                "commitment_usd", "savings_usd", "mip_gap", "seconds"]
             + [f"reserved_gpus {k}" for k in res_keys]
             + [f"spot_gpu_hours {k}" for k in spot_keys]
@@ -521,18 +523,21 @@ def summary_lines(result: SweepResult, max_rows: int = 200) -> list[str]:
     varied = [f for f in FACTORS if f in result.spec.factors]
     short = {"spot_price": "spot", "on_demand_price": "on-dem", "reserved_price": "resv", "interruptions": "interr",
              "demand_level": "demand", "demand_growth": "growth", "headroom": "headrm"}
+    others = [k for k in supply.RENTED[2:] if any(f"{k}_usd" in p for p in result.ok_points)]  # flex-start
     head = ["#", *[short[f] for f in varied],
-            "status", "total", "reserved", "on-demand", "spot", "shortfall GPU-h", "reserved GPUs"]
-    widths = [4] + [8] * len(varied) + [10, 14, 14, 12, 12, 16, 14]
+            "status", "total", "reserved", "on-demand", "spot", *(k.replace("_", "-") for k in others),
+            "shortfall GPU-h", "reserved GPUs"]
+    widths = [4] + [8] * len(varied) + [10, 14, 14, 12, 12] + [12] * len(others) + [16, 14]
     lines = ["".join(h.rjust(w) for h, w in zip(head, widths))]
     for p in result.points[:max_rows]:
         vals = [str(p["index"])] + [f"{p['factors'][f]:.4g}" for f in varied]
         if p["ok"]:
             vals += [p["status"], _usd(p["total_usd"]), _usd(p["reserved_usd"]), _usd(p["on_demand_usd"]),
-                     _usd(p["spot_usd"]), f"{p['shortfall_gpu_hours']:,.1f}",
+                     _usd(p["spot_usd"]), *(_usd(p.get(f"{k}_usd", 0.0)) for k in others),
+                     f"{p['shortfall_gpu_hours']:,.1f}",
                      f"{sum(p['reserved_gpus'].values()):,.0f}"]
         else:
-            vals += ["FAILED", "", "", "", "", "", ""]
+            vals += ["FAILED", "", "", "", "", "", ""] + [""] * len(others)
         lines.append("".join(v.rjust(w) for v, w in zip(vals, widths)))
     if len(result.points) > max_rows:
         lines.append(f"... and {len(result.points) - max_rows} more points (see sweep.csv)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+from xlsxwriter.utility import xl_col_to_name
 from planner.results.plan import Plan
 from planner.report.workbook.book import COLUMNS, ref, DATE, F, INT, NUM, PCT, RATE, USD, _Sheet, _date
 from planner.report.workbook.costs import _price_value
@@ -105,8 +106,9 @@ def _write_fleet(ws, plan: Plan, grain: str | None = None) -> None:
     inp = plan.inputs
     f = plan.fleet
     scen0 = inp.scenarios[0]
+    others = [k for k in supply.RENTED[2:] if k in f]  # other rented kinds (flex-start): appended columns
     cols4 = ["reserved_owned", "reserved_used", "on_demand", "spot"]
-    g = f[f["scenario"] == scen0].groupby("period")[cols4].sum()
+    g = f[f["scenario"] == scen0].groupby("period")[cols4 + others].sum()
     periods = inp.periods
     if grain:  # hour-weighted averages per day, week or month
         h = pd.Series(inp.hours, index=inp.periods)
@@ -114,17 +116,20 @@ def _write_fleet(ws, plan: Plan, grain: str | None = None) -> None:
         key = _grain(pd.Series(inp.periods), grain).to_numpy()
         g = g.mul(h, axis=0).groupby(key).sum().div(h.groupby(key).sum(), axis=0)
         periods = g.index
-    s = _Sheet(ws, ["period", "reserved_owned", "reserved_used", "on_demand", "spot", "gpus_in_use",
-                    "reserved_utilisation"],
-               {"period": DATE, "reserved_owned": NUM, "reserved_used": NUM, "on_demand": NUM, "spot": NUM,
-                "gpus_in_use": NUM, "reserved_utilisation": PCT})
+    cols = ["period", "reserved_owned", "reserved_used", "on_demand", "spot", "gpus_in_use", "reserved_utilisation",
+            *others]
+    s = _Sheet(ws, cols, {"period": DATE, "reserved_owned": NUM, "reserved_used": NUM, "on_demand": NUM, "spot": NUM,
+                          "gpus_in_use": NUM, "reserved_utilisation": PCT, **{k: NUM for k in others}})
     s.header({"period": 18})
     for t, per in enumerate(periods):
         row = t + 2
         r = g.loc[per] if per in g.index else None
         vals = [0.0] * 4 if r is None else [float(r[c]) for c in ("reserved_owned", "reserved_used", "on_demand", "spot")]
-        s.append([_date(per)] + vals + [F(f"=C{row}+D{row}+E{row}", vals[1] + vals[2] + vals[3]),
-                                        F(f"=IF(B{row}>0,C{row}/B{row},0)", vals[1] / vals[0] if vals[0] > 0 else 0)])
+        more = [0.0] * len(others) if r is None else [float(r[k]) for k in others]
+        extra = "".join(f"+{xl_col_to_name(cols.index(k))}{row}" for k in others)
+        s.append([_date(per)] + vals + [F(f"=C{row}+D{row}+E{row}{extra}", vals[1] + vals[2] + vals[3] + sum(more)),
+                                        F(f"=IF(B{row}>0,C{row}/B{row},0)", vals[1] / vals[0] if vals[0] > 0 else 0)]
+                 + more)
     s.table("Fleet")
     n = s.rows - 1  # last data row (0-based)
     wb = ws.planner_book.wb
