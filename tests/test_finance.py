@@ -262,6 +262,11 @@ def test_raising_on_demand_prices_moves_baseline_and_savings_by_hand(example_pla
     base, od = data["baselines_usd"]["all_on_demand"], data["cost_usd"]["on_demand"]
     assert got["all_on_demand_usd"] == pytest.approx(1.1 * base, rel=1e-9)
     assert got["savings_usd"] - data["savings_usd"] == pytest.approx(0.1 * (base - od), rel=1e-6)
+    # every on-demand GPU-hour costs 10 % more: the on-demand line and the total move by 0.1 x the on-demand cost
+    # (this edit also stands for the single-price edit test it replaced: one recomputation, not two)
+    before = named_values(paths["xlsx"])
+    assert got["on_demand_cost_usd"] - before["on_demand_cost_usd"] == pytest.approx(0.1 * od, rel=1e-9)
+    assert got["total_cost_usd"] - before["total_cost_usd"] == pytest.approx(0.1 * od, rel=1e-9)
     # the note beside the live saving quotes live figures too (it was stored text, stale after an edit: issue 35)
     row = next(r for r in load_workbook(again, data_only=True)["Summary"].iter_rows(values_only=True)
                if r[0] == "Saving against all on-demand")

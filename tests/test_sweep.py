@@ -117,6 +117,9 @@ def test_two_processes_give_the_same_points_as_one(reserved_case):
         assert a["reserved_gpus"] == b["reserved_gpus"]
         assert a["spot_gpu_hours"] == pytest.approx(b["spot_gpu_hours"], rel=1e-9)
     assert len({round(p["total_usd"], 6) for p in one.points}) == 6  # every point is a different plan
+    cbc = run_sweep(inp, spec, backend="cbc", jobs=2, progress=False)  # CBC on worker processes: the same points
+    for a, b in zip(one.points, cbc.points):
+        assert b["ok"] and b["total_usd"] == pytest.approx(a["total_usd"], rel=1e-6)
 
 
 @pytest.mark.slow
@@ -191,7 +194,7 @@ def test_bundled_example_spot_stops_at_the_break_even_planner_spot_computes(exam
     assert _spot_cli(*job, "--spot-price", row.spot_usd_per_gpu_hour * factor * 1.001)["spot_pays"] is False
     lo, hi = round(factor - 0.02, 3), round(factor + 0.02, 3)
     # a one-factor grid has no base point: two solves, side by side on two processes
-    res = run_sweep(inp, SweepSpec({"spot_price": [lo, hi]}, grid=True), backend="cbc", jobs=2, progress=False)
+    res = run_sweep(inp, SweepSpec({"spot_price": [lo, hi]}, grid=True), backend="highs", jobs=2, progress=False)
     assert [p["ok"] for p in res.points] == [True, True] and res.jobs == 2
     cheap, dear = res.points[0]["total_usd"], res.points[1]["total_usd"]
     gap = 1e-4  # the model file's mip_gap
