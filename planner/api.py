@@ -69,7 +69,7 @@ def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | 
          prices: str | Path | None = None, backend: str | None = None, time_limit_s: float | None = None,
          mip_gap: float | None = None, risk: bool = True,
          extend: Callable | None = None, write_model: str | Path | None = None,
-         shadow_prices: bool | None = None) -> Plan:
+         shadow_prices: bool | None = None, history: str | Path | None = None) -> Plan:
     """Solve one plan and return it (nothing is written unless you ask: ``plan.to_excel(...)``).
 
     ``source`` is a model file, a parsed :class:`~planner.inputs.config.ModelConfig` or inputs already built
@@ -79,6 +79,9 @@ def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | 
     :class:`~planner.model.PlanModel` before it is solved (see docs/api.md); ``write_model`` writes the
     model (.lp or .mps). ``risk=False`` skips the extra solves of the risk view for scenario inputs.
     ``shadow_prices=True`` adds ``plan.shadow_prices`` (one more LP; default: only with a ``[budget]``).
+    As ``planner plan``, a commitment whose term outlives the demand is judged over its whole term
+    (``[term]``, :mod:`planner.pipeline.whole_term`; ``history`` overrides the model file's); ``plan.term``
+    says how. :func:`~planner.pipeline.run.make_plan` solves the one model given, on its horizon.
     """
     if isinstance(source, PlanInputs):
         if demand is not None or prices is not None:
@@ -88,8 +91,11 @@ def plan(source: str | Path | ModelConfig | PlanInputs, *, demand: str | Path | 
         config = source if isinstance(source, ModelConfig) else load_model(source)
         inp = load_inputs(config, demand=demand, prices=prices)
     _check_overrides(backend, time_limit_s, mip_gap)
-    result = make_plan(inp, PlanOptions(backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, risk=risk,
-                                        extend=extend, write_model=write_model, shadow=shadow_prices))
+    from planner.pipeline.whole_term import plan_over_term
+
+    result = plan_over_term(inp, make_plan, PlanOptions(backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
+                                                        risk=risk, extend=extend, write_model=write_model,
+                                                        shadow=shadow_prices), history=history)
     if not result.ok:  # as the CLI: no plan, no plan object that looks like one
         from planner.core.errors import SolverError
 

@@ -15,7 +15,7 @@ import planner
 from planner.model import build_model
 from planner.solve.monolithic import solve
 
-from conftest import ROOT, price, solve_case, write_case
+from conftest import ROOT, price, write_case
 
 DEMAND = {"chat": [10.0, 10.0, 30.0, 10.0], "train": [64.0, 64.0, 0.0, 64.0]}
 PRICES = [price("H100", "us", "on_demand", 4.0),
@@ -34,7 +34,7 @@ def test_frames_give_the_same_plan_as_the_same_files(tmp_path, backend):
     demand, prices = _frames()
     inp = planner.inputs_from_frames(demand, prices, CLASSES, solver={"backend": backend, "mip_gap": 0.0})
     from_frames = planner.plan(inp)
-    from_files = solve_case(write_case(tmp_path, DEMAND, PRICES, CLASSES), backend)
+    from_files = planner.plan(write_case(tmp_path, DEMAND, PRICES, CLASSES), backend=backend)
     assert from_frames.status.value == from_files.status.value == "optimal"
     assert from_frames.cost["total"] == pytest.approx(from_files.cost["total"], rel=1e-9)
     assert from_frames.purchases["instances"].tolist() == from_files.purchases["instances"].tolist()

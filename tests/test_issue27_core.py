@@ -143,7 +143,8 @@ def test_cbc_from_threads_does_not_change_the_working_directory(tmp_path):
     if "cbc" not in planner.solve.monolithic.available_backends():
         pytest.skip("CBC not installed")
     inp = planner.load_inputs(write_case(tmp_path / "m", {"c": [5, 6, 7]},
-                                         [price(hourly=2.0), price(option="reserved_1y", hourly=1.0)], {"c": {}}))
+                                         [price(hourly=2.0), price(option="reserved_1y", hourly=1.0)], {"c": {}},
+                                         extra_top='[term]\njudge = "horizon"'))
     cwd = os.getcwd()
     errors, seen = [], set()
 

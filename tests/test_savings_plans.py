@@ -149,6 +149,7 @@ def test_the_workbook_recomputes_to_plan_json_with_a_savings_plan(tmp_path):
 
 def test_evaluate_fixes_the_plans_commitment(tmp_path):
     m = sp_case(tmp_path)
+    m.write_text(m.read_text() + '\n[term]\njudge = "horizon"\n')  # hindsight on the horizon: the horizon's plan
     out = tmp_path / "out"
     assert CliRunner().invoke(cli, ["plan", str(m), "--out", str(out), "-q"]).exit_code == 0
     r = CliRunner().invoke(cli, ["evaluate", str(m), "--out", str(tmp_path / "ev1"), "--plan", str(out / "plan.json"), "--demand",

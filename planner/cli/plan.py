@@ -45,11 +45,15 @@ def _default_pricing(inp):
 @click.option("--memo/--no-memo", default=True, show_default=True,
               help="Also compute the purchase memo: each tranche's own utilisation, the cost with demand 20 % and "
                    "30 % lower, the commitment curve and the next-best plan (a few LPs, purchases fixed).")
+@click.option("--history", "history", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="A demand history (long form: period, workload_class, gpus) to forecast the rest of each "
+                   "term from; overrides the model file's history. Without either, demand past the horizon is "
+                   "held flat under [term] drift_per_year.")
 @scale_options
 @quiet_option
 @handle_errors
-def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, memo, jobs, executor, scheduler,
-         quiet):
+def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, memo, history, jobs, executor,
+         scheduler, quiet):
     """Solve MODEL (a .toml model file) and write plan.xlsx and plan.json.
 
     MODEL defaults to the bundled example, models/example.toml.
@@ -71,6 +75,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     """
     from planner.core.executors import sigterm_raises
     from planner.pipeline.run import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs
+    from planner.pipeline.whole_term import plan_over_term
     from planner.cli.common import check_outputs, config_inputs, refuse_overwriting_inputs, refuse_overwrite_in
     from planner.solve.monolithic import Status
 
@@ -88,7 +93,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
             options = PlanOptions(backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
                                   timings={"read_validate": time.perf_counter() - t0}, shadow=True,
                                   progress=not quiet, executor=pool or _default_pricing(inp))
-            result = make_plan(inp, options)
+            result = plan_over_term(inp, make_plan, options, history=history)
             if not result.status.has_plan:
                 hint = (" The model is infeasible." if result.status is Status.infeasible else
                         f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")

@@ -142,6 +142,30 @@ class FinancePolicy:
         return self.objective == "npv"
 
 
+TERM_JUDGES = ("term", "horizon")
+TERM_STEPS = ("month", "quarter")
+DEFAULT_DRIFT_PER_YEAR = 0.3
+
+
+@dataclass(frozen=True)
+class TermPolicy:
+    """The model file's ``[term]``: how a commitment that outlives the horizon is judged.
+
+    ``judge``: "term" (the default: on demand over its whole term, :mod:`planner.inputs.whole_term`) or
+    "horizon" (on the demand given only, amortised or full-term as ``[commitments] accounting`` says);
+    ``drift_per_year``: with no history, the band the level past the horizon may drift in a year (the outer
+    branches move by this fraction of the level a year); ``branches``: the tree's branches (2 to 5);
+    ``tree``: "month" or "quarter", the step of demand past the horizon (and of the purchases dated there).
+    ``drift_given`` says whether the model file set the band (it is stated in every output either way).
+    """
+
+    judge: str = "term"
+    drift_per_year: float = DEFAULT_DRIFT_PER_YEAR
+    branches: int = 3
+    tree: str = "month"
+    drift_given: bool = False
+
+
 @dataclass(frozen=True)
 class BudgetPolicy:
     """The model file's ``[budget]``: caps on the plan's expected cost (reserved amortised + on-demand + spot).
@@ -182,6 +206,8 @@ class ModelConfig:
     finance: FinancePolicy = field(default_factory=FinancePolicy)
     availability: Path | None = None  # per-period caps on on-demand and spot GPUs (optional CSV)
     sites: dict[str, float] = field(default_factory=dict)  # [sites.<name>] max_mw: power cap of owned GPUs
+    term: TermPolicy = field(default_factory=TermPolicy)
+    history: Path | None = None  # demand history (long form) the whole term is forecast from
 
     def team_of(self, cls: str) -> str:
         """The team that owns class ``cls`` (the class itself when it names none)."""
@@ -198,8 +224,10 @@ class ModelConfig:
 _TOP_KEYS = {
     "name": str, "demand": str, "prices": str, "inventory": str, "availability": str, "description": str,
     "solver": dict, "classes": dict, "scenarios": dict, "failure_rate_per_gpu_hour": float,
-    "teams": dict, "commitments": dict, "budget": dict, "finance": dict, "sites": dict,
+    "teams": dict, "commitments": dict, "budget": dict, "finance": dict, "sites": dict, "term": dict,
+    "history": str,
 }
+_TERM_KEYS = {"judge": str, "drift_per_year": float, "branches": int, "tree": str}
 _SITE_KEYS = {"max_mw": float, "description": str}
 _FINANCE_KEYS = {"discount_rate": float, "objective": str, "fiscal_year_start": int, "cvar_alpha": float,
                  "cvar_weight": float}
@@ -325,7 +353,7 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
     for required in ("demand", "prices"):
         if required not in raw:
             bad.add(file, f"missing key '{required}'", expected="a path relative to the model file")
-    for key in ("demand", "prices", "inventory", "availability"):
+    for key in ("demand", "prices", "inventory", "availability", "history"):
         if isinstance(raw.get(key), str) and not raw[key].strip():
             bad.add(file, f"key '{key}' is an empty path", expected="a path relative to the model file",
                     hint="remove the key" if key in ("inventory", "availability") else "name the file")
@@ -384,6 +412,7 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
     budget = _parse_budget(_check_keys(top.get("budget", {}), _BUDGET_KEYS, "budget.", file, bad), file, bad)
     finance = _parse_finance(_check_keys(top.get("finance", {}), _FINANCE_KEYS, "finance.", file, bad), file, bad)
     sites = _parse_sites(top.get("sites", {}), file, bad)
+    term = _parse_term(_check_keys(top.get("term", {}), _TERM_KEYS, "term.", file, bad), file, bad)
     bad.raise_if_any(ConfigError)
 
     def resolve(key):
@@ -394,7 +423,39 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
                        inventory=resolve("inventory"), availability=resolve("availability"),
                        solver=solver, classes=classes,
                        scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure, teams=teams,
-                       commitments=commitments, budget=budget, finance=finance, sites=sites)
+                       commitments=commitments, budget=budget, finance=finance, sites=sites, term=term,
+                       history=resolve("history"))
+
+
+def _parse_term(table: dict, file: str, bad: Collector) -> TermPolicy:
+    """``[term]``: judge ("term" or "horizon"), drift_per_year (0 to 2), branches (2 to 5), tree ("month" or
+    "quarter")."""
+    judge = table.get("judge", "term")
+    if not isinstance(judge, str) or judge.strip().lower() not in TERM_JUDGES:
+        if "judge" in table:
+            bad.add(file, "unknown 'term.judge'", value=judge, expected=" or ".join(f'"{v}"' for v in TERM_JUDGES),
+                    hint='"term" judges each commitment on demand over its whole term; "horizon" on the demand '
+                         'given only')
+        judge = "term"
+    drift = table.get("drift_per_year", DEFAULT_DRIFT_PER_YEAR)
+    if isinstance(drift, bool) or not isinstance(drift, (int, float)) or not 0 <= float(drift) <= 2:
+        if "drift_per_year" in table and isinstance(drift, (int, float)) and not isinstance(drift, bool):
+            bad.add(file, "'term.drift_per_year' out of range", value=drift,
+                    expected="a fraction of the level a year from 0 to 2, e.g. 0.3 for +-30 %/year",
+                    hint="write the band as a fraction: 30 % is 0.3")
+        drift = DEFAULT_DRIFT_PER_YEAR
+    branches = table.get("branches", 3)
+    if isinstance(branches, bool) or not isinstance(branches, int) or not 2 <= branches <= 5:
+        if "branches" in table and isinstance(branches, (int, float)) and not isinstance(branches, bool):
+            bad.add(file, "'term.branches' out of range", value=branches, expected="a whole number from 2 to 5")
+        branches = 3
+    step = table.get("tree", "month")
+    if not isinstance(step, str) or step.strip().lower() not in TERM_STEPS:
+        if "tree" in table:
+            bad.add(file, "unknown 'term.tree'", value=step, expected=" or ".join(f'"{v}"' for v in TERM_STEPS))
+        step = "month"
+    return TermPolicy(judge=judge.strip().lower(), drift_per_year=float(drift), branches=int(branches),
+                      tree=step.strip().lower(), drift_given="drift_per_year" in table)
 
 
 def _parse_sites(table: dict, file: str, bad: Collector) -> dict[str, float]:

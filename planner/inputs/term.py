@@ -1,8 +1,10 @@
 """How commitments that outlive the horizon were judged, said in every output (issue 34: never silently).
 
-Today's model judges every commitment on the horizon only: a purchase pays (amortised accounting) or is charged
+One model judges every commitment on its horizon only: a purchase pays (amortised accounting) or is charged
 (full_term) for its term, but the demand past the horizon is not forecast. :func:`term_judgement` names that
-wherever the longest term the plan may buy is longer than the demand given (plan.json ``term``, the terminal).
+wherever the longest term the plan may buy is longer than the demand given (plan.json ``term``, the terminal)
+and the plan was judged on its horizon (``[term] judge = "horizon"``, or ``make_plan`` alone); ``planner plan``
+judges on the whole term by default (:mod:`planner.pipeline.whole_term`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,6 @@ def term_judgement(inp) -> dict | None:
     accounting = inp.config.commitments.accounting
     how = "amortised: each purchase pays only the horizon hours it is active" if accounting == "amortised" \
         else "full_term: each purchase pays its whole term against the horizon's use"
-    return {"source": "horizon", "months": months, "branches": 1, "horizon_hours": horizon,
+    return {"source": "horizon", "judge": "horizon", "months": months, "branches": 1, "horizon_hours": horizon,
             "note": f"{span} terms judged on the {given} demand given only ({how}); demand past the horizon "
                     f"was not forecast"}

@@ -4,7 +4,8 @@ The re-solves of :mod:`planner.memo.resolve` cover the horizon; a 3-year term bo
 mostly past it. Here every tranche (a purchase bought, stacked in its pool as :func:`planner.memo.tranches.stack`
 does: inventory first, then tranches by purchase date and rate) is judged on the demand its pool's commitments
 could serve, the GPUs the plan ran there on reservations or on demand per period, **held at the horizon's profile
-over the whole term** (no whole-term demand in the plan: the flat extension, said in the table's ``demand_basis``),
+over the whole term** (a stress test of the purchases however they were judged: the flat extension, shocked; said
+in the table's ``demand_basis``),
 scaled by ``1 - shock``:
 
 - ``used_share``: the tranche's GPU-hours in use over its capacity (marginal: the GPUs below it in the stack
@@ -91,6 +92,7 @@ def whole_term_downside(plan, shocks=SHOCKS) -> pd.DataFrame:
             "unused_usd": (1.0 - share) * full, "full_term_usd": full,
             "saving_vs_nothing_usd": share * gpus * term_h * np.nan_to_num(od) - full,
             "break_even_demand_level": level_be,
-            "demand_basis": "the horizon's demand held flat over the term (no whole-term demand in the plan)"}))
+            "demand_basis": "the horizon's demand held flat over the term, then shocked (a stress test; how the purchases "
+                            "were judged: plan.json term)"}))
     return pd.concat(out, ignore_index=True)[COLUMNS]
 

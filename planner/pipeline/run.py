@@ -255,7 +255,9 @@ def run(model: str | Path, out_dir: str | Path | None = None, **options) -> Plan
     t0 = time.perf_counter()
     inp = load_inputs(model, demand=options.pop("demand", None), prices=options.pop("prices", None))
     memo = options.pop("memo", True)
-    plan = make_plan(inp, timings={"read_validate": time.perf_counter() - t0}, **options)
+    from planner.pipeline.whole_term import plan_over_term
+
+    plan = plan_over_term(inp, make_plan, timings={"read_validate": time.perf_counter() - t0}, **options)
     if memo:
         plan = with_memo(plan, backend=options.get("backend"), time_limit_s=options.get("time_limit_s"),
                          mip_gap=options.get("mip_gap"))

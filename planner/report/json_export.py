@@ -224,7 +224,7 @@ def plan_to_dict(plan: Plan) -> dict:
         "vss_usd": _num(plan.risk.vss_usd if plan.risk else 0.0),
         "evpi_usd": _num(plan.risk.evpi_usd if plan.risk else 0.0),
         "tree": _tree(plan),
-        "term": _term(inp),
+        "term": _term(plan),
         "risk": {k: _num(v) for k, v in plan.cvar.items()} if getattr(plan, "cvar", None) else None,
         "shortfall_penalty_usd_per_gpu_hour": _num(inp.penalty),
         "shortfall_penalty_by_class": {c: _num(v) for c, v in zip(inp.classes, inp.penalty_by_class)},
@@ -360,9 +360,10 @@ def _memo(plan: Plan) -> dict:
             "savings": d["savings"] if computed else None}
 
 
-def _term(inp):
-    """How commitments that outlive the horizon were judged (:mod:`planner.inputs.term`), or None."""
+def _term(plan):
+    """How commitments that outlive the horizon were judged (:mod:`planner.pipeline.whole_term`,
+    :mod:`planner.inputs.term`), or None."""
     from planner.inputs.term import term_judgement
 
-    t = term_judgement(inp)
+    t = plan.term if plan.term is not None else term_judgement(plan.inputs)
     return None if t is None else {k: (_num(v) if isinstance(v, float) else v) for k, v in t.items()}

@@ -18,8 +18,8 @@ def summary_text(plan: Plan) -> str:
              + f", {inp.T} periods x {inp.K} classes x {inp.P} pools, solved by {plan.solve.backend} "
              f"in {plan.solve.seconds:.1f} s"]
     lines += [f"  note: {n}" for n in plan.notes]
-    term = term_judgement(plan.inputs)
-    if term is not None:
+    term = plan.term if plan.term is not None else term_judgement(plan.inputs)
+    if term is not None and term.get("judge") != "term":  # (a whole-term judgement is among the notes)
         lines.append(f"  term: {term['note']}")
     if not plan.status.has_plan:
         lines.append(f"  no plan: {plan.solve.message or plan.status.value}")
@@ -48,6 +48,12 @@ def summary_text(plan: Plan) -> str:
     if plan.finance and (plan.finance.get("discount_rate") or plan.finance.get("objective") == "npv"):
         lines.append(f"  NPV of the cash  {_usd(plan.finance['npv_usd']):>16}   at {100 * plan.finance['discount_rate']:g} % a "
                      f"year, to the end of the last term (objective: {plan.finance['objective']})")
+    t = plan.term or {}
+    if t.get("judge") == "term" and t.get("expected_cost_over_term_usd") is not None:
+        parts = ", ".join(f"{b['scenario']} ({b['probability']:.0%}) {_usd(b['total_usd'])}"
+                          for b in t.get("branch_costs", [])[:6])
+        lines.append(f"  over the term    {_usd(t['expected_cost_over_term_usd']):>16}   expected, the horizon and "
+                     f"{t['tail_months']:.0f} months past it: {parts}")
     base = plan.baseline_all_on_demand
     if base == base:
         saved = plan.savings if abs(plan.savings) >= 0.005 else 0.0  # never "$-0"
@@ -186,9 +192,17 @@ def _liability_lines(plan: Plan) -> list[str]:
         end = plan.inputs.periods[-1] + pd.Timedelta(hours=float(plan.inputs.hours[-1]))
         what = "signed" if plan.inputs.reserved_member is None else "planned (expected over the tree's branches)"
         lines.append(f"  NOTE: {100 * past / full:.0f} % of the commitments {what} ({_usd(past)} of {_usd(full)}) "
-                     f"is owed after the forecast ends on {end:%Y-%m-%d}: the plan assumes demand past the forecast "
-                     "keeps them busy.")
+                     f"is owed after the forecast ends on {end:%Y-%m-%d}: " + _past_judged(plan))
     return lines
+
+
+def _past_judged(plan: Plan) -> str:
+    """What the plan assumed of demand past the forecast: the whole-term tree, or nothing."""
+    t = plan.term or {}
+    if t.get("judge") == "term":
+        return (f"each was judged on {t.get('tail_months', 0):.0f} months of demand past it ({t.get('source')}: "
+                f"{t.get('branches')} branches, the term line above).")
+    return "the plan assumes demand past the forecast keeps them busy."
 
 
 def _memo_lines(plan: Plan) -> list[str]:

@@ -74,6 +74,8 @@ class Plan:
     recourse: dict | None = None  # a decomposed plan's batches (period positions) and their last bases: warm starts
     memo: object = None  # planner.memo.build.Memo: tranches, downside, commitment curve, cash by year (when computed)
     spares_gpu_hours: float = 0.0  # expected reserved GPU-hours held idle as spares (classes' spares_target)
+    term: dict | None = None  # how commitments outliving the horizon were judged (planner.pipeline.whole_term)
+    solve_term: object = None  # the whole-term solve that decided the purchases, when they were judged on the term
     spares_peak_gpus: float = 0.0  # the most reserved GPUs held as spares in any period
 
     @property

@@ -173,7 +173,10 @@ def solve_point(point: dict) -> dict:
     factors = point["factors"]
     scaled = scale_inputs(inp, **factors)
     check_scaled(scaled, factors)
-    plan = make_plan(scaled, PlanOptions(backend=_W["backend"], time_limit_s=_W["time_limit_s"], mip_gap=_W["mip_gap"]))
+    from planner.pipeline.whole_term import plan_over_term
+
+    plan = plan_over_term(scaled, make_plan, PlanOptions(backend=_W["backend"], time_limit_s=_W["time_limit_s"],
+                                                         mip_gap=_W["mip_gap"]))  # judged as `planner plan` judges
     if not plan.status.has_plan:
         raise SolverError(f"the solver found no plan ({plan.status.value}"
                           f"{': ' + plan.solve.message if plan.solve.message else ''})")

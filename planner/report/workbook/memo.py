@@ -96,6 +96,17 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                      + (" expected over the scenario tree's branches (each at its probability; the Tranches sheet "
                         "gives each branch's)" if tree else "") + ", whole terms; dates and "
                      "utilisation on the Tranches sheet; re-plan before each date", False, True))
+    t = plan.term or {}
+    if t.get("judge") == "term" and t.get("expected_cost_over_term_usd") is not None:
+        branches = "; ".join(f"{b['scenario']} ({100 * b['probability']:.0f} %) {_money(b['total_usd'])}"
+                             for b in t.get("branch_costs", [])[:6])
+        rows.append(("Expected cost over the whole term (as solved)", float(t["expected_cost_over_term_usd"]), USD0,
+                     f"how these purchases were judged: {t['note']}. Per branch: {branches} (plan.json term). "
+                     + AS_SOLVED, False, True))
+    elif t.get("judge") == "horizon":
+        rows.append(("Longest term (months), judged on the horizon only", float(t.get("months", 0.0)), NUM,
+                     t.get("note", "") + ' ([term] judge = "term", the default, judges it over the whole term)',
+                     False, False))
     rows.extend(_cash_rows(plan, purchases))
     base = float(plan.baseline_all_on_demand)
     from planner.results.bill import inventory_table

@@ -75,8 +75,12 @@ def _liability_note(plan: Plan) -> str:
     c = plan.commitments
     full, past = c.get("reserved_full_term_usd", 0.0), c.get("liability_past_horizon_usd", 0.0)
     if full > 0 and past > 0.5 * full:
-        return (f"{100 * past / full:.0f} % of the commitments signed is owed after the forecast ends: the plan "
-                "assumes demand past the forecast keeps them busy. Cash flow sheet: when each dollar is paid")
+        t = plan.term or {}
+        judged = (f"each was judged on {t.get('tail_months', 0):.0f} months of demand past it ({t.get('source')}, "
+                  f"{t.get('branches')} branches: plan.json term)" if t.get("judge") == "term"
+                  else "the plan assumes demand past the forecast keeps them busy")
+        return (f"{100 * past / full:.0f} % of the commitments signed is owed after the forecast ends: {judged}. "
+                "Cash flow sheet: when each dollar is paid")
     return "Cash flow sheet: when each dollar is paid"
 
 

@@ -1,0 +1,161 @@
+"""``planner plan``'s default: every commitment judged on demand over its whole term (``[term] judge = "term"``).
+
+When a term the plan may buy outlives the demand given, the purchases are decided on the whole-term inputs
+(:mod:`planner.inputs.whole_term`: the horizon, then a tree of demand to the end of the longest term, from the
+model's ``history`` or held flat under ``[term] drift_per_year``), and the plan reported is the horizon's with
+those purchases fixed: every table, sheet and cost of the outputs is the horizon's, as before, and
+``plan.term`` says how the purchases were judged, what they are expected to cost over the term per branch,
+and what judging them on the horizon alone would have bought.
+
+``judge = "horizon"``, no term past the horizon, or a ``[budget] max_total_usd`` (a cap on the horizon's
+spend, which a whole-term model cannot hold) keep today's horizon judgement, named as such.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from planner.core.options import PlanOptions
+from planner.inputs import whole_term
+from planner.inputs.term import term_judgement
+
+MAX_SCENARIOS = 243  # scenarios given x branches: beyond this the whole-term tree is not built
+
+
+def basis_for(inp, history=None) -> whole_term.TermBasis:
+    """How demand past the horizon is made: from ``history`` (a path, or the model file's ``history``) when
+    there is one, else held flat under ``[term] drift_per_year``."""
+    t = inp.config.term
+    path = history if history is not None else inp.config.history
+    if path is None:
+        return whole_term.TermBasis(source="drift", growth=np.zeros(inp.K), band=t.drift_per_year,
+                                    branches=t.branches, step=t.tree,
+                                    note=f"held at the horizon's level +-{100 * t.drift_per_year:.0f} %/year "
+                                         f"({'[term] drift_per_year' if t.drift_given else 'the default band; set [term] drift_per_year'}): "
+                                         "no history given")
+    from planner.forecasting.drift import growth_and_band
+    from planner.forecasting.history import read_history
+
+    h = read_history(path, inp.classes)
+    order = [h.classes.index(c) for c in inp.classes]
+    fit = growth_and_band(h.periods, np.full(len(h.periods), h.step_hours), h.values[order])
+    weight = np.maximum(inp.demand.mean(axis=(0, 2)), 0.0)
+    weight = weight / weight.sum() if weight.sum() > 0 else np.full(inp.K, 1.0 / inp.K)
+    g, b = float(weight @ fit["growth"]), float(weight @ fit["band"])
+    span = f"{fit['days'] / 7:.0f} weeks" if fit["days"] >= 14 else f"{fit['days']} days"
+    note = (f"from {span} of history ({fit['points']} {fit['unit']}ly means): growth {100 * g:+.0f} %/year, "
+            f"band +-{100 * b:.0f} %/year (demand-weighted over the classes; plan.json term: per class)"
+            + ("; " + ", ".join(np.asarray(inp.classes, dtype=object)[fit["clipped"]]) + " clipped at +-100 %/year "
+               "(the history cannot sign for more)" if fit["clipped"].any() else ""))
+    return whole_term.TermBasis(source="history", growth=fit["growth"], band=fit["band"], branches=t.branches,
+                                step=t.tree, note=note)
+
+
+def why_horizon(inp) -> str | None:
+    """Why the purchases are judged on the horizon only (None when the whole term applies)."""
+    if inp.config.term.judge == "horizon":
+        return '[term] judge = "horizon" asks for it'
+    if term_judgement(inp) is None:
+        return "no term outlives the horizon"
+    if inp.config.budget.max_total_usd is not None:
+        return "[budget] max_total_usd caps the horizon's spend, which a whole-term model cannot hold"
+    if len(inp.scenarios) * inp.config.term.branches > MAX_SCENARIOS:
+        return (f"{len(inp.scenarios)} scenarios x {inp.config.term.branches} branches is over {MAX_SCENARIOS}: "
+                "lower [term] branches")
+    return None
+
+
+def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, history=None, **overrides):
+    """The plan ``planner plan`` makes: purchases judged on the whole term where a term outlives the horizon
+    (module docstring), else ``make_plan(inp, options)``; ``plan.term`` says which."""
+    o = PlanOptions.of(options, **overrides)
+    why = None if o.fixed_reserved is not None or o.extend is not None else why_horizon(inp)
+    if o.fixed_reserved is not None or o.extend is not None or why is not None:
+        plan = make_plan(inp, o)
+        plan.term = _horizon_term(inp, why)
+        return plan
+    t0 = time.perf_counter()
+    basis = basis_for(inp, history)
+    ext = whole_term.extend(inp, basis)
+    build_s = time.perf_counter() - t0
+    decide = make_plan(ext, PlanOptions.of(o, risk=False, shadow=False, timings={}, progress=o.progress))
+    if not decide.status.has_plan:
+        decide.term = _term_doc(inp, ext, basis, decide, None)
+        return decide
+    units = whole_term.horizon_units(inp, ext, decide.purchases["units"].to_numpy(float))
+    timings = dict(o.timings or {})
+    timings["whole_term"] = build_s + float(sum(v for v in decide.timings.values() if isinstance(v, (int, float))))
+    plan = make_plan(inp, PlanOptions.of(o, fixed_reserved=units, timings=timings, write_model=None))
+    if not plan.status.has_plan:
+        return plan
+    horizon_only = make_plan(inp, PlanOptions.of(o, risk=False, shadow=False, timings={}, write_model=None, progress=False))
+    from dataclasses import replace
+
+    # the purchases are the whole-term solve's: its status, gap and limits are the plan's (its recourse in the
+    # horizon is one LP with them fixed, solved to optimality)
+    plan.status = decide.status
+    plan.solve = replace(plan.solve, status=decide.solve.status, mip_gap=decide.solve.mip_gap,
+                         best_bound=None, seconds=decide.solve.seconds + plan.solve.seconds,
+                         message=decide.solve.message or plan.solve.message,
+                         time_limit_s=decide.solve.time_limit_s, mip_gap_limit=decide.solve.mip_gap_limit)
+    plan.solve_term = decide.solve
+    plan.notes[:0] = [n for n in decide.notes if n not in plan.notes]
+    plan.term = _term_doc(inp, ext, basis, decide, horizon_only)
+    plan.notes.append(plan.term["note"])
+    return plan
+
+
+def _horizon_term(inp, why) -> dict | None:
+    t = term_judgement(inp)
+    if t is None:
+        return None
+    t = dict(t)
+    t["judge"] = "horizon"
+    if why:
+        t["note"] += f" ({why})"
+    return t
+
+
+def _term_doc(inp, ext, basis, decide, horizon_only) -> dict:
+    """plan.json ``term``: how the purchases were judged and what they are expected to cost over the term."""
+    months = float(inp.commitments["term_months"].max())
+    span = f"{months / 12:g}-year" if months % 12 == 0 else f"{months:g}-month"
+    tail_h = float(ext.hours[inp.T:].sum())
+    tail_months = tail_h / whole_term.HOURS_PER_MONTH
+    doc = {"source": basis.source, "judge": "term", "months": months, "branches": basis.branches,
+           "horizon_hours": float(inp.horizon_hours), "tail_months": round(tail_months, 2),
+           "tree_step": basis.step, "scenarios": len(ext.scenarios),
+           "growth_per_year": [float(x) for x in np.broadcast_to(basis.growth, (inp.K,))],
+           "band_per_year": [float(x) for x in np.broadcast_to(basis.band, (inp.K,))],
+           "classes": list(inp.classes)}
+    how = (f"{span} terms judged on a {tail_months:.0f}-month tree past the horizon ({basis.branches} branches, "
+           f"{basis.step}ly) {basis.note}")
+    doc["note"] = how
+    if decide.status.has_plan:
+        sc = decide.scenario_costs
+        doc["expected_cost_over_term_usd"] = float(decide.cost["total"])
+        doc["objective_over_term"] = float(decide.objective)
+        doc["mip_gap"] = decide.solve.mip_gap
+        doc["status"] = decide.status.value
+        doc["branch_costs"] = [{"scenario": str(r.scenario), "probability": float(r.probability),
+                                "total_usd": float(r.total)} for r in sc.itertuples()]
+        gpus_term = float(decide.purchases.loc[_in_horizon(inp, decide), "gpus"].sum()) if len(decide.purchases) else 0.0
+        doc["gpus_bought_in_horizon"] = gpus_term
+    if horizon_only is not None and horizon_only.status.has_plan:
+        g = float(horizon_only.purchases["gpus"].sum()) if len(horizon_only.purchases) else 0.0
+        doc["horizon_judged_gpus"] = g
+        doc["horizon_judged_cost_usd"] = float(horizon_only.cost["total"])
+        doc["note"] += (f"; buys {doc.get('gpus_bought_in_horizon', 0):,.0f} GPUs in the horizon where judging on the "
+                        f"horizon alone would buy {g:,.0f}")
+    return doc
+
+
+def _in_horizon(inp, plan) -> np.ndarray:
+    """Rows of a whole-term plan's purchases dated inside the horizon."""
+    import pandas as pd
+
+    end = whole_term.horizon_end(inp)
+    dates = pd.DatetimeIndex(plan.inputs.commitments["purchase_date"])
+    return np.asarray(dates < end)
