@@ -55,8 +55,11 @@ def test_full_term_regret_by_hand(tmp_path):
     assert w["hindsight_full_term_objective_usd"].tolist() == pytest.approx([96, 192, 192])
     assert w["full_term_regret_usd"].iloc[0] == pytest.approx(expected[0] - 96)
     assert s.loc["point", "full_term_objective_usd"] == pytest.approx(8 * LIABILITY + 96)
-    assert s.loc["point", "full_term_regret_pct"] == pytest.approx(100 * (8 * LIABILITY + 96 - 480) / 480)
-    assert s.loc["all_on_demand", "full_term_regret_pct"] == pytest.approx(0.0)
+    # 72 hours of trace against 1-year terms: a full-term regret would rank the strategies by what they signed
+    # (here 100 * (8 x 4,380 + 96 - 480) / 480 = 7,220 % for point against 0 for all-on-demand): it is not
+    # reported, and the note says why (issue 34 item 3); the per-window figures above stay
+    assert s["full_term_regret_pct"].isna().all() and s["full_term_regret_ci90"].isna().all()
+    assert "before the last decision" in s.loc["point", "full_term_note"]
     # in span the same purchases cost 48 + 144 + 96 = 288 against 240 (amortised, as before)
     assert s.loc["point", "total_cost_usd"] == pytest.approx(288)
     assert r.hindsight["full_term"]["solved_apart"] and r.hindsight["full_term"]["purchases"] == []
@@ -250,7 +253,10 @@ def test_bad_backtest_options_exit_2_naming_them(tmp_path, args, message):
 def test_strategies_are_the_cli_names():
     from planner.cli.plan import STRATEGY_NAMES
 
-    assert {"spot_aware", "coverage_ladder"} <= set(STRATEGIES) and set(STRATEGY_NAMES) == set(STRATEGIES) | {"tree"}
+    from planner.backtest.run import OPTIONAL
+
+    assert {"spot_aware", "coverage_ladder"} <= set(STRATEGIES) and set(STRATEGY_NAMES) == set(STRATEGIES) | set(OPTIONAL)
+    assert set(OPTIONAL) == {"tree", "default"}
 
 
 # ---------------------------------------------------------------- the trend-aware forecast, the traces

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from planner.pipeline.whole_term import plan_over_term
 from click.testing import CliRunner
 from openpyxl import load_workbook
 
@@ -60,7 +62,7 @@ def test_compare_totals_equal_separate_plan_runs(case, tmp_path):
     data = json.loads((out / "comparison.json").read_text())
     assert [s["label"] for s in data["scenarios"]] == ["today", "offer"]
     for s, prices in zip(data["scenarios"], (now, offer)):
-        alone = make_plan(load_inputs(model, prices=prices))
+        alone = plan_over_term(load_inputs(model, prices=prices), make_plan)  # as `planner plan` plans
         assert s["status"] == "optimal"
         for k in ("reserved", "on_demand", "spot", "total"):
             assert s["cost_usd"][k] == pytest.approx(alone.cost[k], rel=1e-9, abs=1e-9)
@@ -117,8 +119,8 @@ def test_compare_demand_variants_and_single_variant_gets_the_base(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads((out / "comparison.json").read_text())
     assert [s["label"] for s in data["scenarios"]] == ["base", "high"]
-    base = make_plan(load_inputs(model))
-    doubled = make_plan(load_inputs(model, demand=high))
+    base = plan_over_term(load_inputs(model), make_plan)  # as `planner plan` plans
+    doubled = plan_over_term(load_inputs(model, demand=high), make_plan)
     assert data["scenarios"][0]["cost_usd"]["total"] == pytest.approx(base.cost["total"], rel=1e-9)
     assert data["scenarios"][1]["cost_usd"]["total"] == pytest.approx(doubled.cost["total"], rel=1e-9)
     assert data["price_diffs"][0]["changed"] == [] and data["price_diffs"][0]["added"] == []

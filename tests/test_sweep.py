@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+
+from planner.pipeline.whole_term import plan_over_term
 from click.testing import CliRunner
 from openpyxl import load_workbook
 
@@ -130,7 +132,7 @@ def test_each_point_equals_a_separate_plan_of_the_scaled_inputs(reserved_case):
     res = run_sweep(inp, spec, jobs=1, progress=False)
     assert len(res.points) == 7
     for p in res.points:
-        alone = make_plan(scale_inputs(inp, **p["factors"]))
+        alone = plan_over_term(scale_inputs(inp, **p["factors"]), make_plan)  # as `planner plan` plans
         assert p["total_usd"] == pytest.approx(alone.cost["total"], rel=1e-9)
         assert p["spot_usd"] == pytest.approx(alone.cost["spot"], rel=1e-9, abs=1e-9)
         assert p["reserved_gpus"]["A/r1/reserved_1y"] == float(alone.purchases["gpus"].sum())

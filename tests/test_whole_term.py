@@ -215,3 +215,48 @@ def test_the_horizon_example_is_the_example_but_for_its_term_judgement():
     from dataclasses import replace
 
     assert replace(b, term=a.term, path=a.path) == a
+
+
+# ---------------------------------------------------------------- the backtest judges what `planner plan` does
+
+def _step(tmp_path, d, term_months=12):
+    return load_inputs(write_case(tmp_path, {"c": d}, [price(hourly=1.0), price(option="reserved_1y", hourly=0.5,
+                                                                               term_months=term_months)],
+                                  {"c": {}}, solver={"backend": "highs", "mip_gap": 0}))
+
+
+def test_the_backtest_default_strategy_is_what_planner_plan_buys_at_the_cut_off(tmp_path):
+    import functools
+
+    from planner.backtest.run import backtest
+
+    highs = functools.partial(make_plan, backend="highs")
+    r = backtest(_step(tmp_path, [4.0] * 48 + [8.0] * 48), 24, 24, highs, horizon_periods=24, forecaster="latest",
+                 strategies=("default", "point", "spot_aware"))
+    w = r.windows.set_index(["strategy", "window"])
+    # the first cut-off sees 24 h at 4 GPUs: held flat +-30 %/year, the marginal GPUs of a 1-year term at half the
+    # on-demand price pay even in the low branch most of the year, so `default` buys the 4 as `point` does
+    # (judged on the 24 h alone): the whole term does not stop a purchase that pays in every branch
+    assert w.loc[("default", 0), "gpus_bought"] == w.loc[("point", 0), "gpus_bought"] == 4
+    s = r.strategies.set_index("strategy")
+    # 96 hours of trace and 1-year terms: no full-term regret, and the note says why
+    assert s["full_term_regret_pct"].isna().all()
+    assert "before the last decision" in s.loc["default", "full_term_note"]
+    vs = s.loc["default", "vs_rule"]
+    assert vs["rule"] == "spot_aware" and vs["windows"] == 3
+    diffs = [w.loc[("default", i), "regret_pct"] - w.loc[("spot_aware", i), "regret_pct"] for i in range(3)]
+    assert vs["mean_points"] == pytest.approx(np.mean(diffs))
+    assert s.loc["spot_aware", "vs_rule"]["mean_points"] == 0.0
+
+
+def test_full_term_regret_stays_where_the_trace_covers_the_terms(tmp_path):
+    import functools
+
+    from planner.backtest.run import backtest
+
+    highs = functools.partial(make_plan, backend="highs")
+    r = backtest(_step(tmp_path, [4.0] * 24 + [6.0] * 768, term_months=1), 24, 24, highs, horizon_periods=24,
+                 forecaster="latest", strategies=("point",), decide_periods=24)
+    s = r.strategies.set_index("strategy")
+    assert s.loc["point", "full_term_regret_pct"] is not None and s.loc["point", "full_term_note"] is None
+    assert s.loc["point", "vs_rule"] is None  # the rule was not run

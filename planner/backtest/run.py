@@ -51,8 +51,9 @@ from planner.inputs.arrays import PlanInputs, future_inputs, slice_periods
 
 STRATEGIES = ("stochastic", "point", "percentile_fleet", "recommender", "spot_aware", "coverage_ladder",
               "all_on_demand")
-OPTIONAL = ("tree",)  # strategies run only when named (a scenario tree over the term: a MILP per cut-off)
-FORECASTING = ("stochastic", "tree", "point", "percentile_fleet", "recommender")  # the strategies that run the forecaster
+OPTIONAL = ("tree", "default")  # strategies run only when named (a tree over the term: a MILP or three per cut-off)
+FORECASTING = ("stochastic", "tree", "point", "percentile_fleet", "recommender", "default")  # they run the forecaster
+RULE = "spot_aware"  # the rule a user runs: every strategy's paired difference from it (vs_rule)
 DEFAULT_LOOKBACK_HOURS = 720.0  # the recommender's usage window: 30 days, as the clouds' default recommendations
 LONG_HORIZON_HOURS = 672.0  # stochastic: from a 4-week horizon on, level scenarios (term risk), not past residuals
 
@@ -251,6 +252,15 @@ def decide(strategy: str, base: PlanInputs, seen: np.ndarray, start, owned: pd.D
         return inp, np.zeros(len(inp.commitments)), 1
     if strategy in ("point", "stochastic"):
         return inp, make_plan(inp, settings.options, risk=False).purchases["units"].to_numpy(float), len(prob)
+    if strategy == "default":  # what `planner plan` buys at the cut-off: the point forecast, every term judged
+        # over its whole term (planner.pipeline.whole_term), the growth and band from the demand seen so far
+        from planner.pipeline.whole_term import plan_over_term
+
+        seen_periods = pd.date_range(end=pd.Timestamp(start) - pd.Timedelta(hours=s.period_hours),
+                                     periods=raw.shape[1], freq=pd.Timedelta(hours=s.period_hours))
+        plan = plan_over_term(inp, make_plan, settings.options, risk=False, shadow=False,
+                              history=(seen_periods, np.full(raw.shape[1], s.period_hours), raw))
+        return inp, plan.purchases["units"].to_numpy(float), len(prob)
     if strategy == "tree":  # today's purchases of a plan that may buy later, per branch of a scenario tree
         from planner.backtest.tree import tree_scenarios
 
@@ -593,6 +603,8 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
                                 "cost_usd": hind_month.to_numpy()}))
     hind_obj = float(hind["objective"].sum())
     hind_full = _full_total(full_hind)
+    covered, full_note = term.full_term_covered(base, settings, cuts)
+    regrets: dict = {}
     for name in settings.strategies:
         costs, bought, scen = got[name]["costs"], got[name]["bought"], got[name]["scenarios"]
         mine_w = term.window_costs(costs, got[name]["past_span"], starts, settings.test)
@@ -633,6 +645,7 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
         total_obj = float(costs["objective"].sum())
         full_obj = _full_total(got[name])
         known = [x for x in window_regret if x is not None]
+        regrets[name] = window_regret
         summary.append({
             "strategy": name, "mean_regret_pct": float(np.mean(known)) if known else None,
             "mean_regret_ci90": stats.mean_ci(known, seed=settings.seed),
@@ -651,6 +664,12 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
             "slo_hours_missed": float(costs["slo_hours_missed"].sum()),
             "gpus_bought": float(bought["gpus"].sum())})
     table = pd.DataFrame(summary)
+    if len(table) and not covered:  # full-term regret where the trace covers decisions + the longest term only
+        table["full_term_regret_pct"] = None
+        table["full_term_regret_ci90"] = None
+    if len(table):
+        table["full_term_note"] = None if covered else full_note
+        table["vs_rule"] = [_vs_rule(regrets, n, settings.seed) for n in table["strategy"]]
     ranks = stats.rerank(table, float(np.nanmax(base.pools["od"].to_numpy(float))), settings.multipliers) \
         if len(table) else pd.DataFrame()
     purchases = pd.concat(buys, ignore_index=True) if buys else pd.DataFrame()
@@ -666,6 +685,19 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
                           hindsight_objective_usd=hind_obj, settings=settings,
                           notes=_notes(base, settings, rows, got), hindsight_status=hs["status"],
                           hindsight_gap=hs["gap"], hindsight=hindsight, penalty_ranks=ranks)
+
+
+def _vs_rule(regrets: dict, name: str, seed: int) -> dict | None:
+    """A strategy's regret minus the spot-aware rule's, paired per window (points of regret %), with the mean's
+    90 % bootstrap interval: negative is better than the rule. None when the rule was not run."""
+    if RULE not in regrets:
+        return None
+    pairs = [a - b for a, b in zip(regrets[name], regrets[RULE]) if a is not None and b is not None]
+    if not pairs:
+        return {"rule": RULE, "mean_points": None, "ci90": None, "windows": 0}
+    ci = stats.mean_ci(pairs, seed=seed)
+    return {"rule": RULE, "mean_points": float(np.mean(pairs)), "ci90": list(ci) if ci is not None else None,
+            "windows": len(pairs)}
 
 
 def _full_total(task: dict, objective: bool = True) -> float:

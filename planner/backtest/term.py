@@ -79,3 +79,22 @@ def window_costs(costs: pd.DataFrame, past: np.ndarray, starts: np.ndarray, test
     extra = np.zeros(len(starts))
     extra[:min(len(starts), len(past))] = past[:len(starts)]
     return pd.DataFrame({"past_span_usd": extra, "full_term_objective_usd": cum[ends] - cum[starts] + extra})
+
+
+def full_term_covered(base, settings, cuts) -> tuple[bool, str | None]:
+    """Whether the trace covers the decision span plus the longest term a strategy may sign (then full-term regret
+    is measured on demand that happened), and why not when it does not (backtest.json ``full_term_note``)."""
+    import pandas as pd
+
+    if base.options is None or not len(base.options):
+        return True, None
+    longest = float(base.options["term_months"].max()) * 730.0
+    decisions = settings.decisions(base.T)
+    last = base.periods[int(decisions.max()) if len(decisions) else int(cuts[-1])]
+    end = base.periods[-1] + pd.Timedelta(hours=float(base.hours[-1]))
+    need = last + pd.Timedelta(hours=longest)
+    if end >= need:
+        return True, None
+    return False, (f"the trace ends {end:%Y-%m-%d}, before the last decision ({last:%Y-%m-%d}) plus the longest "
+                   f"term ({longest / 730:g} months, to {need:%Y-%m-%d}): full-term regret would rank strategies "
+                   "by the dollars they committed, not by what they saved")

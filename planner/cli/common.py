@@ -229,7 +229,8 @@ def fmt(v) -> str:
 def config_inputs(config) -> dict:
     """The input files a model reads (name -> path): the model file and the tables it names."""
     return {"MODEL": config.path, "demand": config.demand, "prices": config.prices,
-            "inventory": config.inventory, "availability": config.availability}
+            "inventory": config.inventory, "availability": config.availability,
+            "history": getattr(config, "history", None)}
 
 
 def refuse_overwrite_in(out_dir, names, inputs: dict, flag: str = "--out") -> None:

@@ -21,7 +21,7 @@ from planner.core.options import PlanOptions
 
 # planner.backtest.run.STRATEGIES, spelled here so that `planner --help` imports no pandas (a test keeps them equal)
 STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "spot_aware", "coverage_ladder",
-                  "all_on_demand", "tree")
+                  "all_on_demand", "tree", "default")
 
 
 def _default_pricing(inp):
@@ -41,7 +41,8 @@ def _default_pricing(inp):
 @prices_option
 @demand_option
 @click.option("--write-lp", "write_lp", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Also write the model solved, as CPLEX LP (.lp) or MPS (.mps).")
+              help="Also write the model solved, as CPLEX LP (.lp) or MPS (.mps): the whole-term model where "
+                   "the purchases are judged over their terms ([term] judge = \"term\", the default).")
 @click.option("--memo/--no-memo", default=True, show_default=True,
               help="Also compute the purchase memo: each tranche's own utilisation, the cost with demand 20 % and "
                    "30 % lower, the commitment curve and the next-best plan (a few LPs, purchases fixed).")
@@ -84,8 +85,11 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     target = out_dir or default_out_dir(inp.config)
     check_outputs(target, OUTPUTS)  # before the solve: a folder where a file goes is bad input (exit 2)
     refuse_overwrite_in(target, OUTPUTS, config_inputs(inp.config))
+    if history is not None:  # --history: an input too (its file is read, never written)
+        refuse_overwrite_in(target, OUTPUTS, {"--history": history})
     if write_lp:
-        refuse_overwriting_inputs({"--write-lp": write_lp}, config_inputs(inp.config))
+        refuse_overwriting_inputs({"--write-lp": write_lp}, config_inputs(inp.config) | (
+            {"--history": history} if history is not None else {}))
     pool = executor_from(executor, scheduler, jobs) if (executor == "dask" or scheduler or jobs) else None
     stop = sigterm_raises() if pool is not None else contextlib.nullcontext()
     try:
@@ -232,9 +236,10 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
               help="latest | weekly | trend | weekly_trend | module:function | file.py:function (docs/scenarios.md).")
 @click.option("--lookback-hours", type=Finite(min=1), default=None,
               help="Usage the recommender looks back on (default: 720, or all the history before the cut-off).")
-@click.option("--strategies", default=",".join(s for s in STRATEGY_NAMES if s != "tree"), show_default=True,
+@click.option("--strategies", default=",".join(s for s in STRATEGY_NAMES if s not in ("tree", "default")), show_default=True,
               help="Comma-separated strategies to run (also: tree, a scenario tree over the term with later "
-                   "purchases allowed: a MILP per cut-off, slow on long horizons).")
+                   "purchases allowed: a MILP per cut-off, slow on long horizons; default, what `planner plan` "
+                   "buys at each cut-off: the point forecast with every term judged over its whole term).")
 @click.option("--decide-hours", type=Finite(min=1), default=None,
               help="Cut-offs buy only in the first HOURS after the history; later windows judge what was bought "
                    "(leave the longest term after them and every term lies inside the span).")

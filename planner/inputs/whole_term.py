@@ -12,8 +12,8 @@ in the horizon plus the longest term:
   order of hours inside a step is lost, and a commitment's use in a step is the duration curve's.
 - **Level.** The tree branches once, at ``E``, into B branches (``[term] branches``, the B-point
   Gauss-Hermite rule, nodes scaled so the outer ones are +-1: B=3 gives -1, 0, +1 with weights 1/6, 2/3,
-  1/6). Branch b's level ``y`` years after ``E`` is ``exp(g_k y) * max(0, 1 + u_b * band * y)``, per class
-  ``k``: ``g`` the growth a year and ``band`` the drift band a year (with no history: ``g = 0`` and
+  1/6). Branch b's level ``y`` years after ``E`` is ``exp(g_k D(y)) * max(0, 1 + u_b * band * y)``, per class
+  ``k``, ``D(y) = (1 - 0.5^y) / ln 2`` the damped years of growth (the trend halves every year): ``g`` the growth a year and ``band`` the drift band a year (with no history: ``g = 0`` and
   ``band = [term] drift_per_year``; from a history: :mod:`planner.forecasting.drift`). The level is read at
   each step's middle.
 - **Purchases.** The commitments table is rebuilt over horizon and tail: the horizon's purchase dates as
@@ -39,6 +39,7 @@ from planner.inputs.validate import owned_gpus
 BLOCKS = 6  # blocks of the load-duration curve per tail step
 PROFILE_HOURS = 2190.0  # the horizon's last quarter (3 x 730 h) is the level held past it
 HOURS_PER_MONTH = 730.0
+TREND_HALF = 0.5  # the growth's trend keeps this share of itself a year later (damped)
 BRANCH_NAMES = {2: ("low", "high"), 3: ("low", "mid", "high"), 4: ("low", "mid-low", "mid-high", "high"),
                 5: ("low", "mid-low", "mid", "mid-high", "high")}
 
@@ -90,7 +91,13 @@ def level_paths(years: np.ndarray, growth: np.ndarray, band, branches: int) -> t
     y = np.asarray(years, float)[None, None, :]
     g = np.asarray(growth, float)[None, :, None]
     b = np.broadcast_to(np.asarray(band, float), g.shape[1:2])[None, :, None]  # one band, or one per class
-    return np.exp(g * y) * np.maximum(0.0, 1.0 + u[:, None, None] * b * y), w
+    return np.exp(g * damped_years(y)) * np.maximum(0.0, 1.0 + u[:, None, None] * b * y), w
+
+
+def damped_years(years):
+    """Years of growth ``y`` years on, the trend halving every year (Gardner's damped trend): at most 1/ln 2 =
+    1.44 years of it, however long the term (a trend seen over weeks or months is not carried whole to year 3)."""
+    return (1.0 - np.power(TREND_HALF, years)) / -np.log(TREND_HALF)
 
 
 def profile_blocks(periods: pd.DatetimeIndex, hours: np.ndarray, demand: np.ndarray,

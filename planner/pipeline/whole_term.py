@@ -25,8 +25,9 @@ MAX_SCENARIOS = 243  # scenarios given x branches: beyond this the whole-term tr
 
 
 def basis_for(inp, history=None) -> whole_term.TermBasis:
-    """How demand past the horizon is made: from ``history`` (a path, or the model file's ``history``) when
-    there is one, else held flat under ``[term] drift_per_year``."""
+    """How demand past the horizon is made: from ``history`` (a path, the model file's ``history``, or a tuple
+    ``(periods, hours, values (K, T))`` of demand seen) when there is one, else held flat under
+    ``[term] drift_per_year``."""
     t = inp.config.term
     path = history if history is not None else inp.config.history
     if path is None:
@@ -36,11 +37,15 @@ def basis_for(inp, history=None) -> whole_term.TermBasis:
                                          f"({'[term] drift_per_year' if t.drift_given else 'the default band; set [term] drift_per_year'}): "
                                          "no history given")
     from planner.forecasting.drift import growth_and_band
-    from planner.forecasting.history import read_history
 
-    h = read_history(path, inp.classes)
-    order = [h.classes.index(c) for c in inp.classes]
-    fit = growth_and_band(h.periods, np.full(len(h.periods), h.step_hours), h.values[order])
+    if isinstance(path, tuple):  # (periods, hours, values (K, T) in the inputs' class order): a backtest's trace
+        fit = growth_and_band(*path)
+    else:
+        from planner.forecasting.history import read_history
+
+        h = read_history(path, inp.classes)
+        order = [h.classes.index(c) for c in inp.classes]
+        fit = growth_and_band(h.periods, np.full(len(h.periods), h.step_hours), h.values[order])
     weight = np.maximum(inp.demand.mean(axis=(0, 2)), 0.0)
     weight = weight / weight.sum() if weight.sum() > 0 else np.full(inp.K, 1.0 / inp.K)
     g, b = float(weight @ fit["growth"]), float(weight @ fit["band"])
