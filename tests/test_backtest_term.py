@@ -365,3 +365,29 @@ def test_requests_changed_after_a_cut_off_leave_earlier_purchases_and_speeds_unc
     pd.testing.assert_frame_equal(a[a["window"] <= 2][keep].reset_index(drop=True),
                                   b[b["window"] <= 2][keep].reset_index(drop=True))
     assert not a[keep].reset_index(drop=True).equals(b[keep].reset_index(drop=True))
+
+
+def test_synthetic_traces_vary_from_day_to_day_as_the_real_ones_do(tmp_path):
+    """Issue 34 item 4: days resampled from the real traces (weekday-matched), not AR(1) noise: a week's replay
+    misses the synthetic trace by about what it misses the real one (within 6 points); without the real traces
+    the stand-in says so. The new shapes follow their level paths."""
+    traces = _traces()
+    assert {"boom_then_bust", "saturating_growth", "seasonal_cycle", "migration_away"} <= set(traces.SCENARIOS)
+    _, source = traces.generate("seasonal_cycle", years=1.0, seed=0, real=tmp_path / "none")
+    assert "stand-in" in source
+    days = traces.real_days()
+    if days is None:
+        pytest.skip("../shared/data/real not present")
+    demand, source = traces.generate("seasonal_cycle", years=1.0, seed=0)
+    assert "real days" in source
+    for cls, shape in (("inference", "inference"), ("training", "training")):
+        synthetic = traces.replay_error(demand.loc[demand["workload_class"] == cls, "gpus"].to_numpy())
+        real = traces.replay_error(days[shape][0].reshape(-1))
+        assert abs(synthetic - real) < 6.0, (cls, synthetic, real)
+    inf = demand[demand["workload_class"] == "inference"]["gpus"].to_numpy()
+    months = inf[: 12 * 730].reshape(12, 730).mean(axis=1)
+    # +-25 % a year: month 3 (the sine's peak) well above month 9 (its trough)
+    assert months[2] / months[8] == pytest.approx(1.25 / 0.75, rel=0.2)
+    spec = traces.SCENARIOS["migration_away"][0]
+    assert traces.level_path(spec, np.array([18.0, 19.0])) == pytest.approx(
+        [120 * 1.02 ** 18 * 0.5, 120 * 1.02 ** 18 * 0.5 * 0.96])
