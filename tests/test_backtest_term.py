@@ -391,3 +391,30 @@ def test_synthetic_traces_vary_from_day_to_day_as_the_real_ones_do(tmp_path):
     spec = traces.SCENARIOS["migration_away"][0]
     assert traces.level_path(spec, np.array([18.0, 19.0])) == pytest.approx(
         [120 * 1.02 ** 18 * 0.5, 120 * 1.02 ** 18 * 0.5 * 0.96])
+
+
+def test_hours_over_the_latency_slo_come_from_the_queue_of_the_replicas_given(tmp_path):
+    """Issue 34 item 3: SLO columns named for what they measure. 4 req/s, then 40: the point plan reserves
+    day 0's replicas and buys day 1's only at the third cut-off; with on-demand capped at one GPU (no whole
+    replica) the second window runs 40 req/s on the replicas for 4: its 24 hours are over the latency SLO (the
+    M/M/c queue), the others are not."""
+    replicas = {"A": {"service_ms": 500, "gpus_per_replica": 2}}
+    classes = {"svc": {"demand_unit": "requests_per_s", "latency_slo_ms": 3000, "replicas": replicas}}
+    prices = [price(hourly=1.0, max_gpus=1), price(option="reserved_1y", hourly=0.5, term_months=12)]
+    inp = load_inputs(write_case(tmp_path, {"svc": [4.0] * 48 + [40.0] * 48}, prices, classes,
+                                 solver={"backend": "highs", "mip_gap": 0}))
+    r = backtest(inp, 24, 24, HIGHS, horizon_periods=24, forecaster="latest", strategies=("point",))
+    w = r.windows.sort_values("window")
+    assert w["hours_over_latency_slo"].tolist() == [0.0, 24.0, 0.0]
+    assert r.strategies.iloc[0]["hours_over_latency_slo"] == 24.0
+    assert w["spot_goodput"].isna().all()  # no spot here: no goodput to report
+
+
+def test_spot_goodput_is_the_work_left_per_spot_gpu_hour_paid(tmp_path):
+    r = backtest(_spot_case(tmp_path), 24, 24, HIGHS, horizon_periods=24, forecaster="latest",
+                 strategies=("point",))
+    inp = _spot_case(tmp_path / "again")
+    g = float(inp.goodput[1, 0])  # class b on the one pool: the only spot user
+    assert 0 < g < 1
+    s = r.strategies.iloc[0]
+    assert s["spot_usd"] > 0 and s["spot_goodput"] == pytest.approx(g, rel=1e-9)

@@ -416,7 +416,36 @@ def period_costs(plan) -> pd.DataFrame:
         out["penalty"] = pd.Series(charged).groupby(short["period"].to_numpy()).sum().reindex(
             inp.periods).fillna(0.0).to_numpy()
     out["objective"] = out["total"] + out["penalty"]
+    out["hours_over_latency_slo"] = hours_over_latency_slo(plan)
+    useful, paid = spot_goodput_hours(plan)
+    out["spot_useful_gpu_hours"], out["spot_gpu_hours"] = useful, paid
     return out
+
+
+def hours_over_latency_slo(plan) -> np.ndarray:
+    """Per period of a single-scenario plan: its hours when a requests-per-second class's latency at its
+    percentile, from the queue of the replicas the plan gives it (M/M/c, ``plan.latency``), is over its SLO."""
+    inp = plan.inputs
+    lat = plan.latency
+    if lat is None or not len(lat):
+        return np.zeros(inp.T)
+    lat = lat[lat["scenario"] == inp.scenarios[0]]
+    over = lat.loc[~lat["slo_met"].astype(bool), "period"].unique()
+    return np.where(inp.periods.isin(pd.DatetimeIndex(over)), inp.hours, 0.0)
+
+
+def spot_goodput_hours(plan) -> tuple[np.ndarray, np.ndarray]:
+    """Per period of a single-scenario plan: the spot GPU-hours paid and the useful ones among them (each class's
+    goodput on its pool: the work left after preemptions, checkpoints and restarts)."""
+    inp = plan.inputs
+    a = plan.allocation_positions
+    a = a[(a["option"] == "spot") & (a["scenario"] == inp.scenarios[0])]
+    if not len(a):
+        return np.zeros(inp.T), np.zeros(inp.T)
+    g = inp.goodput[a["_k"].to_numpy(int), a["_p"].to_numpy(int)]
+    t = a["_t"].to_numpy(int)
+    hours = a["gpu_hours"].to_numpy(float)
+    return (np.bincount(t, weights=hours * g, minlength=inp.T), np.bincount(t, weights=hours, minlength=inp.T))
 
 
 def slo_hours_missed(plan) -> np.ndarray:
@@ -638,6 +667,8 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
                 "full_term_regret_usd": full_regret,
                 "shortfall_gpu_hours": float(mine["shortfall_gpu_hours"].sum()),
                 "slo_hours_missed": float(mine["slo_hours_missed"].sum()),
+                "hours_over_latency_slo": float(mine["hours_over_latency_slo"].sum()),
+                "spot_goodput": _ratio(mine["spot_useful_gpu_hours"].sum(), mine["spot_gpu_hours"].sum()),
                 "scenarios": int(scen[w]) if w < len(scen) else 0})
         buys.append(bought.assign(strategy=name))
         month = costs["total"].groupby(costs.index.to_period("M")).sum()
@@ -662,6 +693,8 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
             "spot_usd": float(costs["spot"].sum()),
             "shortfall_gpu_hours": float(costs["shortfall_gpu_hours"].sum()),
             "slo_hours_missed": float(costs["slo_hours_missed"].sum()),
+            "hours_over_latency_slo": float(costs["hours_over_latency_slo"].sum()),
+            "spot_goodput": _ratio(costs["spot_useful_gpu_hours"].sum(), costs["spot_gpu_hours"].sum()),
             "gpus_bought": float(bought["gpus"].sum())})
     table = pd.DataFrame(summary)
     if len(table) and not covered:  # full-term regret where the trace covers decisions + the longest term only
@@ -685,6 +718,11 @@ def _assemble(base: PlanInputs, settings: Settings, cuts: np.ndarray, got: dict)
                           hindsight_objective_usd=hind_obj, settings=settings,
                           notes=_notes(base, settings, rows, got), hindsight_status=hs["status"],
                           hindsight_gap=hs["gap"], hindsight=hindsight, penalty_ranks=ranks)
+
+
+def _ratio(num: float, den: float) -> float | None:
+    """num / den, or None where nothing was paid (no spot GPU-hours)."""
+    return float(num) / float(den) if den > 0 else None
 
 
 def _vs_rule(regrets: dict, name: str, seed: int) -> dict | None:
