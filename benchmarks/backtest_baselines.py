@@ -201,6 +201,9 @@ def main() -> int:
     ap.add_argument("--strategies", default=None)
     ap.add_argument("--seed", type=int, default=0, help="the synthetic trace's")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--horizon-hours", type=float, default=None,
+                    help="the planner's horizon at each cut-off (default: the case's; 2184 = the quarter a "
+                         "quarterly planning run sees, where terms outlive it and `default` judges them whole)")
     ap.add_argument("--markdown", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None, help="also write backtest.json here")
     args = ap.parse_args()
@@ -218,6 +221,8 @@ def main() -> int:
         model, settings = write_case(args.case, Path(tmp), args.seed)
         inp = load_inputs(model)
         shapes = settings.pop("shapes", None)
+        if args.horizon_hours is not None:
+            settings["horizon_hours"] = args.horizon_hours
         t0 = time.perf_counter()
         result = backtest_hours(inp, settings.pop("train_hours"), settings.pop("test_hours"),
                                 horizon_hours=settings.pop("horizon_hours"), forecaster=args.forecaster,
