@@ -348,3 +348,24 @@ def test_compare_and_sweep_show_flex_start_and_their_costs_add_up(tmp_path):
     # flex-start is priced off on-demand: its cost moves with the on-demand factor
     assert sw.loc[sw["on_demand_price"] == 0.8, "flex_start_usd"].iat[0] != pytest.approx(
         sw.loc[sw["varied"] == "base", "flex_start_usd"].iat[0], rel=1e-3)
+
+
+def test_a_purchase_says_its_break_even_against_flex_start_by_hand(tmp_path):
+    """The memo's tranche: queued capacity's price per useful GPU-hour is its price over the run share of the
+    class that may wait for it (9 h runs, 60-minute restarts: 0.9), and the break-even is the reserved rate over
+    that: 1.0 / (2.0 / 0.9) = 45 %."""
+    from planner.memo.tranches import tranche_utilisation as tranches
+
+    classes = {"train": {"regions": ["r1"], "max_start_delay_hours": 24.0, "restart_minutes": 60.0}}
+    prices = [price(region="r1", hourly=4.0), price(region="r1", option="reserved_1y", hourly=1.0, term_months=12),
+              _flex("r1", 1, 1, hourly=2.0, max_run_hours=9)]
+    path = write_case(tmp_path, {"train": [100.0] * T}, prices, classes)
+    plan = make_plan(load_inputs(path), mip_gap=0.0)
+    t = tranches(plan)
+    assert len(t) == 1
+    assert t["queued_usd_per_useful_gpu_hour"].iat[0] == pytest.approx(2.0 / 0.9, rel=1e-9)
+    assert t["break_even_vs_queued"].iat[0] == pytest.approx(0.45, rel=1e-9)
+    # a sheet without flex-start: no such break-even
+    plain = make_plan(load_inputs(write_case(tmp_path / "plain", {"train": [100.0] * T}, prices[:2],
+                                             {"train": {"regions": ["r1"]}})), mip_gap=0.0)
+    assert tranches(plain)["break_even_vs_queued"].isna().all()

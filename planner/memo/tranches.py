@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from planner.inputs import supply
+from planner.inputs import rented, supply
 
 TRANCHE_COLUMNS = ["row", "gpu_type", "region", "option", "kind", "purchase_date", "end_date", "firm",
                    "stack_position", "instances", "gpus", "active_periods", "capacity_gpu_hours", "used_gpu_hours",
@@ -20,7 +20,7 @@ TRANCHE_COLUMNS = ["row", "gpu_type", "region", "option", "kind", "purchase_date
                    "on_demand_value_usd", "net_savings_usd", "effective_usd_per_gpu_hour",
                    "on_demand_usd_per_gpu_hour", "break_even_utilisation", "pays", "branch", "probability",
                    "max_utilisation", "spot_usd_per_useful_gpu_hour", "break_even_vs_spot",
-                   "break_even_vs_nothing"]
+                   "break_even_vs_nothing", "queued_usd_per_useful_gpu_hour", "break_even_vs_queued"]
 
 
 def fleet_cube(plan, columns: tuple[str, ...]) -> np.ndarray:
@@ -112,7 +112,8 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     spot), ``break_even_vs_spot`` (effective / that) and ``break_even_vs_nothing`` (effective / the cheaper of
     on-demand and spot: what buying nothing would pay for the same hours IF all the work on them may run on spot;
     an upper bound, as classes with ``spot = false`` can only rent on demand: the verdict ``pays`` is against
-    on-demand).
+    on-demand); ``queued_usd_per_useful_gpu_hour`` and ``break_even_vs_queued``: the same against queued capacity
+    (flex-start) where the sheet sells it, for classes that may wait for it (NaN elsewhere).
     """
     inp = plan.inputs
     st = stack(plan)
@@ -173,6 +174,21 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     # buying nothing serves the same hours at the cheaper of on-demand and spot
     alt = np.fmin(np.where(np.nan_to_num(od) > 0, od, np.nan), spot)
     out["break_even_vs_nothing"] = np.divide(r, alt, out=np.full(len(rows), np.inf), where=np.nan_to_num(alt) > 0)
+    # queued capacity (flex-start) where the sheet sells it: its price per useful GPU-hour (the best run share of a
+    # class that may wait for it on the pool) and the break-even against it
+    queued = np.full(len(rows), np.nan)
+    for kind in rented.reported(inp.pools):
+        if kind in rented.ALWAYS:
+            continue
+        j = rented.index(kind)
+        waits = inp.rented_in_time[j] > 0  # (K, P): the classes that may take it on the pool
+        share = np.divide(inp.rented_useful[j], inp.speed, out=np.zeros_like(inp.speed), where=inp.speed > 0)
+        best = np.where(waits, share, 0.0).max(axis=0)[pr]
+        price = np.asarray(inp.rented_price[j], float)[pr]
+        per_useful = np.divide(price, best, out=np.full(len(rows), np.nan), where=(best > 0) & np.isfinite(price))
+        queued = np.fmin(queued, per_useful)
+    out["queued_usd_per_useful_gpu_hour"] = queued
+    out["break_even_vs_queued"] = np.divide(r, queued, out=np.full(len(rows), np.nan), where=np.nan_to_num(queued) > 0)
     return out[TRANCHE_COLUMNS]
 
 

@@ -235,7 +235,10 @@ def _memo_lines(plan: Plan) -> list[str]:
         out.append(f"    sign now {r.gpus:g} {r.gpu_type}/{r.region} {r.option}: used {100 * r.avg_utilisation:.0f} % "
                    f"(its own, marginal use), break-even utilisation {100 * r.break_even_utilisation:.0f} % against "
                    "on-demand" + (f", {100 * vs:.0f} % if all its work could run on spot instead" if vs == vs and vs != float("inf")
-                                  else "") + (": pays" if r.pays else ": DOES NOT PAY"))
+                                  else "")
+                   + (f", {100 * r.break_even_vs_queued:.0f} % if its work could wait for queued capacity (flex-start)"
+                      if getattr(r, "break_even_vs_queued", float("nan")) == getattr(r, "break_even_vs_queued", 0)
+                      else "") + (": pays" if r.pays else ": DOES NOT PAY"))
     term = getattr(m, "term_downside", None)
     if term is not None and len(term):  # the downside over each purchase's whole term (flat past the horizon)
         worst = term[term["shock"] == term["shock"].max()]
