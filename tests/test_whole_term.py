@@ -260,3 +260,25 @@ def test_full_term_regret_stays_where_the_trace_covers_the_terms(tmp_path):
     s = r.strategies.set_index("strategy")
     assert s.loc["point", "full_term_regret_pct"] is not None and s.loc["point", "full_term_note"] is None
     assert s.loc["point", "vs_rule"] is None  # the rule was not run
+
+
+def test_purchases_carried_as_dated_inventory_stay_owned_over_the_tail(tmp_path):
+    """A backtest carries earlier purchases as dated inventory (future_inputs(owned=...)): the whole-term inputs
+    count them to their own end, as the horizon does (else every cut-off buys the fleet again)."""
+    from planner.inputs.arrays import future_inputs
+
+    inp = load_inputs(_case(tmp_path))
+    start = pd.Timestamp("2027-01-04")
+    owned = pd.DataFrame({"gpu_type": ["A"], "region": ["r1"], "gpus": [40.0],
+                          "start": [pd.Timestamp("2026-07-01")], "end": [pd.Timestamp("2027-07-01")]})
+    fut = future_inputs(inp, start, 7, 24.0, np.full((1, 1, 7), 100.0), ["forecast"], np.array([1.0]), owned)
+    assert (fut.inventory == 40.0).all()
+    ext = whole_term.extend(fut, basis_for(fut))
+    tail = ext.inventory[0, fut.T:]
+    before = ext.periods[fut.T:] < pd.Timestamp("2027-07-01")
+    assert np.allclose(tail[before & (ext.periods[fut.T:] + pd.to_timedelta(ext.hours[fut.T:], unit="h")
+                                      <= pd.Timestamp("2027-07-01"))], 40.0)
+    assert np.allclose(tail[ext.periods[fut.T:] >= pd.Timestamp("2027-07-01")], 0.0)
+    # and the whole-term plan buys only what the owned 40 do not cover
+    plan = plan_over_term(fut, make_plan)
+    assert _bought(plan) <= 60

@@ -59,6 +59,7 @@ class PlanInputs:
     availability: np.ndarray | None = None  # (2, P, T) GPUs obtainable per period, on-demand and spot (NaN: no row)
     reserved_member: np.ndarray | None = None  # (R, S) the scenarios each purchase row serves (None: all; planner.inputs.tree)
     reserved_source: tuple | None = None  # (table, activity) before the tree split it (re-split when demand changes)
+    owned_dated: pd.DataFrame | None = None  # purchases made earlier, counted in ``inventory`` as dated rows (a backtest)
 
     def __post_init__(self):
         object.__setattr__(self, "commitments", commitments.complete(self.commitments))  # typed, every column present
@@ -623,13 +624,13 @@ def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hou
                 inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
                 probability=np.asarray(probability, float), commitments=split, reserved_active=act,
                 inventory=inventory, requests=None, discount_origin=periods[0].to_period("M"), availability=None,
-                reserved_member=member, reserved_source=(reserved, active), config=config))
+                reserved_member=member, reserved_source=(reserved, active), config=config, owned_dated=owned))
     return _refresh_backfill(replace(
         inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
         probability=np.asarray(probability, float), commitments=reserved, reserved_active=active,
         inventory=inventory, requests=None, discount_origin=periods[0].to_period("M"),
         availability=None,  # the future's availability is not known at the cut-off: the sheet's caps
-        reserved_member=None, reserved_source=None))  # one purchase date: nothing waits
+        reserved_member=None, reserved_source=None, owned_dated=owned))  # one purchase date: nothing waits
 
 
 def select_classes(inp: PlanInputs, names: list[str], backfill: bool = True,

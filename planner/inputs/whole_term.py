@@ -23,7 +23,8 @@ in the horizon plus the longest term:
   every branch still uses), a later one is per branch.
 
 Scenarios given in the demand file each branch the same way (S x B scenarios, probabilities multiplied).
-Availability caps are held at the horizon's last period; the inventory file is counted over the tail.
+Availability caps are held at the horizon's last period; the inventory file (and the purchases a backtest carries
+as dated inventory) are counted over the tail, each to its own end.
 """
 
 from __future__ import annotations
@@ -130,14 +131,15 @@ def tail_grid(start: pd.Timestamp, end: pd.Timestamp, step: str, shares: np.ndar
     """(periods, hours, step_of_period, step_middle_years): the tail's periods from ``start`` to ``end``, each
     calendar month (or quarter) cut into the blocks ``shares``; the middle of each step in years from start."""
     freq = "QS" if step == "quarter" else "MS"
+    start, end = pd.Timestamp(start).as_unit("ns"), pd.Timestamp(end).as_unit("ns")  # .asi8 below is in ns
     edges = pd.DatetimeIndex([start]).append(pd.date_range(start, end, freq=freq)).append(pd.DatetimeIndex([end]))
-    edges = edges[(edges >= start) & (edges <= end)].unique().sort_values()
+    edges = edges[(edges >= start) & (edges <= end)].unique().sort_values().as_unit("ns")
     span = np.diff(edges.asi8) / 3.6e12  # hours per step
     keep = span > 0
     starts, span = edges[:-1][keep], span[keep]
     cum = np.concatenate([[0.0], np.cumsum(shares)[:-1]])
     offs = span[:, None] * cum[None, :]  # (N, B) hours into the step
-    periods = pd.DatetimeIndex((starts.asi8[:, None] + np.round(offs * 3.6e12).astype(np.int64)).reshape(-1))
+    periods = pd.DatetimeIndex((starts.asi8[:, None] + np.round(offs * 3.6e12).astype(np.int64)).reshape(-1)).as_unit("ns")
     hours = (span[:, None] * shares[None, :]).reshape(-1)
     middle = ((starts.asi8 - start.value) / 3.6e12 + span / 2) / (24 * 365.25)
     return periods, hours, np.repeat(np.arange(len(span)), len(shares)), middle
@@ -160,10 +162,11 @@ def extend(inp, basis: TermBasis):
     names = BRANCH_NAMES[B]
     scenarios = [n if S == 1 else f"{s}+{n}" for s in inp.scenarios for n in names]
     probability = (np.asarray(inp.probability, float)[:, None] * weights[None, :]).reshape(-1)
-    periods = inp.periods.append(t_periods)
+    periods = pd.DatetimeIndex(inp.periods).as_unit("ns").append(t_periods)
+    if len(t_periods) and not (periods[inp.T] >= periods[inp.T - 1] and periods.is_monotonic_increasing):
+        raise ValueError(f"the whole term's periods are out of order after {periods[inp.T - 1]}")  # a bug, never input
     hours = np.concatenate([inp.hours, t_hours])
-    pools = list(zip(inp.pools["gpu_type"], inp.pools["region"]))
-    inventory = owned_gpus(inp.tables.inventory, pools, periods, hours)
+    inventory = _inventory(inp, periods, hours)
     availability = None
     if inp.availability is not None:
         availability = np.concatenate([inp.availability, np.repeat(inp.availability[:, :, -1:], len(t_periods),
@@ -178,6 +181,19 @@ def extend(inp, basis: TermBasis):
                   reserved_source=source if member is not None else None, inventory=inventory,
                   availability=availability, requests=None)
     return arrays._refresh_backfill(out)
+
+
+def _inventory(inp, periods: pd.DatetimeIndex, hours: np.ndarray) -> np.ndarray:
+    """(P, T') GPUs already owned over horizon and tail: the inventory file's rows and the purchases made earlier
+    (``inp.owned_dated``, a backtest's), each over its own dates. Where a caller changed ``inp.inventory`` (a
+    pool of its own without the owned GPUs), the horizon is as given and its last period is held over the tail."""
+    pools = list(zip(inp.pools["gpu_type"], inp.pools["region"]))
+    out = owned_gpus(inp.tables.inventory, pools, periods, hours)
+    if inp.owned_dated is not None and len(inp.owned_dated):
+        out = out + owned_gpus(inp.owned_dated, pools, periods, hours)
+    if not np.allclose(out[:, :inp.T], inp.inventory, rtol=1e-9, atol=1e-9):
+        out = np.concatenate([inp.inventory, np.repeat(inp.inventory[:, -1:], len(periods) - inp.T, axis=1)], axis=1)
+    return out
 
 
 def purchases(config, inp, periods: pd.DatetimeIndex, hours: np.ndarray):
