@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 COLUMNS = ("cost (USD)", "mean regret %", "90 % CI", "total regret %", "full-term regret %", "90 % CI (full term)",
-           "signed (USD)", "shortfall GPU-h", "SLO-hours missed", "GPUs bought")
+           "signed (USD)", "shortfall GPU-h", "SLO-hours missed", "GPUs bought", "vs rule, points (90 % CI)")
 
 
 def _ci(ci) -> str:
@@ -16,6 +16,14 @@ def _pct(x) -> str:
     return "-" if x is None or pd.isna(x) else f"{x:.2f}"
 
 
+def _vs(v) -> str:
+    """A strategy's paired difference from the spot-aware rule: mean points of regret and its interval."""
+    if not isinstance(v, dict) or v.get("mean_points") is None:
+        return "-"
+    ci = v.get("ci90")
+    return f"{v['mean_points']:+.2f}" + (f" ({ci[0]:+.2f} to {ci[1]:+.2f})" if ci else "")
+
+
 def rows(result) -> list[list[str]]:
     """One row of formatted cells per strategy, in the order of COLUMNS (the hindsight's full-term row last)."""
     out = []
@@ -23,11 +31,11 @@ def rows(result) -> list[list[str]]:
         out.append([r.strategy, f"{r.total_cost_usd:,.0f}", _pct(r.mean_regret_pct), _ci(r.mean_regret_ci90),
                     _pct(r.total_regret_pct), _pct(r.full_term_regret_pct), _ci(r.full_term_regret_ci90),
                     f"{r.signed_usd:,.0f}", f"{r.shortfall_gpu_hours:,.1f}", f"{r.slo_hours_missed:,.0f}",
-                    f"{r.gpus_bought:,.0f}"])
+                    f"{r.gpus_bought:,.0f}", _vs(getattr(r, "vs_rule", None))])
     h = result.hindsight.get("full_term", {})
     out.append(["hindsight", f"{result.hindsight_total_usd:,.0f}", "0", "-", "0", "0", "-",
                 f"{h.get('signed_usd', 0.0):,.0f}", "-", "-",
-                f"{sum(p['gpus'] for p in result.hindsight.get('purchases', [])):,.0f}"])
+                f"{sum(p['gpus'] for p in result.hindsight.get('purchases', [])):,.0f}", "-"])
     return out
 
 
