@@ -145,7 +145,12 @@ def quota_result(model, plan_file=None, total_gpus=None, percentile=50.0, gamer=
             from planner.whatif.evaluate import read_plan_purchases
 
             fixed = read_plan_purchases(plan_file, inp)
-        plan = make_plan(inp, backend=solver, fixed_reserved=fixed, risk=False)
+        if fixed is None:  # a fresh plan: the fleet `planner plan` buys (every term judged whole)
+            from planner.pipeline.whole_term import plan_over_term
+
+            plan = plan_over_term(inp, make_plan, backend=solver, risk=False)
+        else:
+            plan = make_plan(inp, backend=solver, fixed_reserved=fixed, risk=False)
         if not plan.status.has_plan:
             raise ConfigError(Problem(str(plan_file or model), "no plan to take the fleet from",
                                       value=plan.status.value, hint="use --total-gpus N (or TYPE=N,... per GPU type)"))
