@@ -304,3 +304,14 @@ def test_the_whole_term_workbook_ties_out_in_libreoffice_and_says_how_it_judged(
         values_only=True) if row and row[0]}
     assert summary["Expected cost over the whole term (as solved)"] == pytest.approx(
         doc["term"]["expected_cost_over_term_usd"], rel=1e-9)
+
+
+def test_validate_checks_the_model_files_history(tmp_path):
+    path = _case(tmp_path)
+    path.write_text(path.read_text().replace('prices = "prices.csv"', 'prices = "prices.csv"\nhistory = "hist.csv"'))
+    r = CliRunner().invoke(cli, ["validate", str(path)])
+    assert r.exit_code == 2 and "hist.csv" in r.output
+    pd.DataFrame({"period": ["2026-12-01T00:00", "2026-12-02T00:00"], "workload_class": "train", "gpus": [90, 95],
+                  "hours": 24.0}).to_csv(tmp_path / "hist.csv", index=False)
+    r = CliRunner().invoke(cli, ["validate", str(path)])
+    assert r.exit_code == 0 and "history hist.csv" in r.output, r.output

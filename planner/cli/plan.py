@@ -136,8 +136,13 @@ def validate(model, prices, demand):
     from planner.pipeline.run import load_inputs
 
     inp = load_inputs(model or default_model(), demand=demand, prices=prices)
+    if inp.config.history is not None:  # the history whole terms are forecast from: checked like the demand
+        from planner.forecasting.history import read_history
+
+        read_history(inp.config.history, inp.classes)
     click.echo(f"OK: '{inp.config.name}': {inp.T} periods ({inp.horizon_hours:g} h) x {inp.K} classes x "
-               f"{inp.P} pools, {len(inp.commitments)} reserved options, {len(inp.scenarios)} scenario(s).")
+               f"{inp.P} pools, {len(inp.commitments)} reserved options, {len(inp.scenarios)} scenario(s)"
+               + (f", history {inp.config.history.name}" if inp.config.history is not None else "") + ".")
 
 
 
