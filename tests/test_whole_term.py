@@ -315,3 +315,34 @@ def test_validate_checks_the_model_files_history(tmp_path):
                   "hours": 24.0}).to_csv(tmp_path / "hist.csv", index=False)
     r = CliRunner().invoke(cli, ["validate", str(path)])
     assert r.exit_code == 0 and "history hist.csv" in r.output, r.output
+
+
+@pytest.mark.parametrize("judge", ["horizon", "term"])
+def test_a_falling_forward_curve_moves_the_purchase_later(tmp_path, judge):
+    """Item 1b, the deterministic part: reserved rates falling on a dated forward curve (``valid_from`` rows).
+    Flat 100 GPUs from 2027-01-04 for 181 days, on-demand 2.0, a 1-year term at 1.5 now and p from 2027-04-01;
+    purchases each quarter. On the horizon (amortised) buying now costs 1.5 H, waiting 2.0 h1 + p h2 (h1 to
+    April, h2 after): the purchase moves to April below p* = (1.5 H - 2 h1) / h2 = 1.04. Judged over the whole
+    term the date moves the same way as the fall steepens."""
+    start, days = pd.Timestamp("2027-01-04"), 181
+    h1 = (pd.Timestamp("2027-04-01") - start) / pd.Timedelta(hours=1)
+    H = days * 24.0
+    p_star = (1.5 * H - 2.0 * h1) / (H - h1)
+    assert p_star == pytest.approx(1.037, abs=0.001)
+    bought = {}
+    rates = (1.4, 0.6) + ((1.08, 1.00) if judge == "horizon" else ())  # either side of p* on the horizon
+    for p in rates:
+        prices = [price(hourly=2.0), price(option="reserved_1y", hourly=1.5, term_months=12, valid_from="2027-01-01"),
+                  price(option="reserved_1y", hourly=p, term_months=12, valid_from="2027-04-01")]
+        folder = tmp_path / f"{judge}-{p}"
+        path = write_case(folder, {"train": [100.0] * days}, prices, {"train": {}}, hours=24.0,
+                          extra_top=f'[term]\njudge = "{judge}"\n[commitments]\npurchase_every = "quarter"\n')
+        plan = plan_over_term(load_inputs(path), make_plan)
+        pur = plan.purchases
+        dates = pd.DatetimeIndex(pur["purchase_date"])
+        bought[p] = (float(pur.loc[dates == start, "gpus"].sum()),
+                     float(pur.loc[dates == pd.Timestamp("2027-04-01"), "gpus"].sum()))
+    assert bought[1.4] == (100.0, 0.0)  # a small fall: buy now
+    assert bought[0.6] == (0.0, 100.0)  # a steep one: wait for April's rate
+    if judge == "horizon":
+        assert bought[1.08] == (100.0, 0.0) and bought[1.00] == (0.0, 100.0)
