@@ -48,7 +48,7 @@ def write_case(folder: Path, demand: dict[str, list[float]], prices: list[dict],
     pd.DataFrame(rows).to_csv(folder / "demand.csv", index=False)
     cols = ["gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months", "max_gpus",
             "interruptions_per_hour", "gpus_per_instance"]
-    cols += [c for c in ("valid_from", "lead_time_months", "residual_usd", "queue_hours_p50", "queue_hours_p90",
+    cols += [c for c in ("valid_from", "scenario", "lead_time_months", "residual_usd", "queue_hours_p50", "queue_hours_p90",
                          "max_run_hours") if any(c in r for r in prices)]
     pd.DataFrame(prices).reindex(columns=cols).to_csv(folder / "prices.csv", index=False)
     lines = [f'name = "{name}"', 'demand = "demand.csv"', 'prices = "prices.csv"']

@@ -19,7 +19,7 @@ from conftest import write_case
 VALUE = {"hourly_usd": 1.5, "upfront_usd": 100.0, "term_months": 12, "interruptions_per_hour": 0.05,
          "valid_from": "2027-01-01", "lead_time_months": 1, "residual_usd": 10.0, "resale_haircut": 0.1,
          "guarantees_capacity": "false", "block_start": "2027-01-04T00:00", "block_days": 1, "provider": "aws",
-         "queue_hours_p50": 2.0, "queue_hours_p90": 4.0}
+         "queue_hours_p50": 2.0, "queue_hours_p90": 4.0, "scenario": "base"}
 # a complete row of each kind (its required columns and what it needs besides)
 ROW = {"on_demand": dict(option="on_demand", hourly_usd=3.0),
        "spot": dict(option="spot", hourly_usd=1.0, interruptions_per_hour=0.05),

@@ -20,6 +20,7 @@ from planner.inputs.config import ModelConfig
 from planner.inputs import ladder
 from planner.inputs.validate import QUANTILE, Tables, availability_caps, owned_gpus
 from planner.inputs import rented, supply
+from planner.inputs.price_paths import commitment_rows, paths_for
 
 
 @dataclass(frozen=True)
@@ -60,9 +61,28 @@ class PlanInputs:
     reserved_member: np.ndarray | None = None  # (R, S) the scenarios each purchase row serves (None: all; planner.inputs.tree)
     reserved_source: tuple | None = None  # (table, activity) before the tree split it (re-split when demand changes)
     owned_dated: pd.DataFrame | None = None  # purchases made earlier, counted in ``inventory`` as dated rows (a backtest)
+    price_names: tuple | None = None  # the price-sheet scenario each scenario takes its prices from (None: its own name)
 
     def __post_init__(self):
         object.__setattr__(self, "commitments", commitments.complete(self.commitments))  # typed, every column present
+
+    @property
+    def price_paths(self):
+        """The price sheet's dated rented prices and per-scenario prices (:mod:`planner.inputs.price_paths`) for
+        these pools and scenarios, or None when every price is one number per pool and option."""
+        from planner.inputs import price_paths
+
+        names = self.price_names if self.price_names is not None else tuple(self.scenarios)
+        if len(names) != len(self.scenarios):
+            names = tuple(self.scenarios)
+        return price_paths.paths_for(self.tables.prices, self.pools, names)
+
+    @property
+    def rented_price_path(self) -> np.ndarray | None:
+        """(S, J, P, T) USD per GPU-hour of each rented kind per scenario and period when a forward curve or a
+        scenario's price path changes it (NaN: not sold); None when :attr:`rented_price` holds throughout."""
+        paths = self.price_paths  # read from the price sheet each time (milliseconds): never stale after a replace
+        return paths.rented_price(self.periods) if paths is not None and paths.rented else None
 
     @property
     def reserved(self) -> pd.DataFrame:
@@ -191,6 +211,9 @@ def quantile_weights(names: list[str]) -> tuple[list[str], np.ndarray]:
 
 
 def _pools(prices: pd.DataFrame) -> pd.DataFrame:
+    from planner.inputs.price_paths import base_rows
+
+    prices = base_rows(prices)  # today's price per pool and option: dated and scenario rows are price paths
     keys = prices[["gpu_type", "region"]].drop_duplicates().sort_values(["gpu_type", "region"])
     pools = keys.reset_index(drop=True)
     idx = pd.MultiIndex.from_frame(pools)
@@ -231,14 +254,21 @@ def reserved_purchases(config: ModelConfig, options: pd.DataFrame, periods: pd.D
 
 
 def split_by_node(config: ModelConfig, reserved: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex,
-                  demand: np.ndarray, scenarios: list[str], probability: np.ndarray):
-    """The commitments table split by the scenario tree the demand implies (:func:`planner.inputs.tree.expand`), unless
-    ``[commitments] non_anticipativity = "first_stage"``: (table, activity, member or None)."""
+                  demand: np.ndarray, scenarios: list[str], probability: np.ndarray, paths=None):
+    """The commitments table split by the scenario tree the demand (and the scenarios' prices, ``paths``: a
+    :class:`planner.inputs.price_paths.PricePaths`) implies (:func:`planner.inputs.tree.expand`), unless
+    ``[commitments] non_anticipativity = "first_stage"``: (table, activity, member or None). Where prices differ
+    by scenario, each row is then priced at the mean over the scenarios it serves (its expected cost)."""
     from planner.inputs.tree import expand
 
     if config.commitments.non_anticipativity != "tree":
-        return reserved, active, None
-    return expand(reserved, active, periods, demand, scenarios, probability)
+        table, act, member = reserved, active, None
+    else:
+        sig = paths.signature(periods) if paths is not None else None
+        table, act, member = expand(reserved, active, periods, demand, scenarios, probability, signature=sig)
+    if paths is not None and paths.reserved:
+        table = paths.price_commitments(table, member, probability)
+    return table, act, member
 
 
 def retree(inp: "PlanInputs") -> "PlanInputs":
@@ -247,7 +277,7 @@ def retree(inp: "PlanInputs") -> "PlanInputs":
         return inp
     table, active = inp.reserved_source if inp.reserved_source is not None else (inp.commitments, inp.active)
     reserved, act, member = split_by_node(inp.config, table, active, inp.periods, inp.demand, inp.scenarios,
-                                          inp.probability)
+                                          inp.probability, inp.price_paths)
     return replace(inp, commitments=reserved, reserved_active=act, reserved_member=member,
                    reserved_source=inp.reserved_source if member is not None else None)
 
@@ -267,7 +297,7 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     """The arrays of :class:`PlanInputs` from a model and its validated tables (SLO classes sized here)."""
     classes = list(config.classes)
     pools = _pools(tables.prices)
-    options = commitments.option_rows(tables.prices, pools)
+    options = commitments.option_rows(commitment_rows(tables.prices), pools)
     dem = tables.demand
     scen = list(dict.fromkeys(dem["scenario"]))
     if config.scenarios:
@@ -287,7 +317,8 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     _check_budget_months(config, periods)
     reserved, active = reserved_purchases(config, options, periods, hours)
     source = (reserved, active)
-    reserved, active, member = split_by_node(config, reserved, active, periods, demand, scen, prob)
+    paths = paths_for(tables.prices, pools, scen)
+    reserved, active, member = split_by_node(config, reserved, active, periods, demand, scen, prob, paths)
     K, P = len(classes), len(pools)
     requests, demand, slo_speed, slo = size_slo_classes(config, classes, demand)
     speed = np.zeros((K, P))
@@ -312,7 +343,8 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
                       speed=speed, goodput=goodput, reliability=reliability, headroom=headroom,
                       spot_share=phi, inventory=owned_gpus(tables.inventory, list(zip(pools.gpu_type, pools.region)),
                                                  periods, hours),
-                      reserved_member=member, reserved_source=source if member is not None else None,
+                      reserved_member=member,
+                      reserved_source=source if member is not None or paths is not None else None,
                       availability=availability_caps(tables.availability,
                                                      list(zip(pools["gpu_type"], pools["region"])), periods, hours),
                       penalty=float(penalty), spot=spot, reserved_useful=useful, backfill=backfill,
@@ -566,7 +598,14 @@ def with_demand(inp: PlanInputs, demand: np.ndarray, scenarios: list[str],
     are not known for it, so plans of these inputs report no latency table.
     """
     return _refresh_backfill(retree(replace(inp, demand=np.asarray(demand, float), scenarios=list(scenarios),
-                                            probability=np.asarray(probability, float), requests=None)))
+                                            probability=np.asarray(probability, float), requests=None,
+                                            price_names=_names_for(inp, scenarios))))
+
+
+def _names_for(inp: PlanInputs, scenarios) -> tuple | None:
+    """The price scenarios of a new scenario list: kept when the names are the same, else each its own name
+    (a forecast's scenarios take the sheet's rows of the same name, or the blank rows)."""
+    return inp.price_names if list(scenarios) == list(inp.scenarios) else None
 
 
 def slice_periods(inp: PlanInputs, index: np.ndarray, purchase_dates: np.ndarray | None = None) -> PlanInputs:
@@ -618,19 +657,25 @@ def future_inputs(inp: PlanInputs, start: pd.Timestamp, horizon: int, period_hou
     if len(at) > 1 and inp.options is not None:  # dated purchases over scenarios: the tree the demand implies
         config = replace(inp.config, commitments=replace(inp.config.commitments, non_anticipativity="tree"))
         split, act, member = split_by_node(config, reserved, active, periods, np.asarray(demand, float),
-                                           list(scenarios), np.asarray(probability, float))
+                                           list(scenarios), np.asarray(probability, float),
+                                           paths_for(inp.tables.prices, inp.pools, list(scenarios)))
         if member is not None:
             return _refresh_backfill(replace(
                 inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
                 probability=np.asarray(probability, float), commitments=split, reserved_active=act,
                 inventory=inventory, requests=None, discount_origin=periods[0].to_period("M"), availability=None,
-                reserved_member=member, reserved_source=(reserved, active), config=config, owned_dated=owned))
+                reserved_member=member, reserved_source=(reserved, active), config=config, owned_dated=owned,
+                price_names=None))
+    paths = paths_for(inp.tables.prices, inp.pools, list(scenarios))
+    if paths is not None and paths.reserved and inp.options is not None:
+        reserved = paths.price_commitments(reserved, None, np.asarray(probability, float))
     return _refresh_backfill(replace(
         inp, periods=periods, hours=hours, demand=np.asarray(demand, float), scenarios=list(scenarios),
         probability=np.asarray(probability, float), commitments=reserved, reserved_active=active,
         inventory=inventory, requests=None, discount_origin=periods[0].to_period("M"),
         availability=None,  # the future's availability is not known at the cut-off: the sheet's caps
-        reserved_member=None, reserved_source=None, owned_dated=owned))  # one purchase date: nothing waits
+        reserved_member=None, reserved_source=None, owned_dated=owned,  # one purchase date: nothing waits
+        price_names=None))
 
 
 def select_classes(inp: PlanInputs, names: list[str], backfill: bool = True,

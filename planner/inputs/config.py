@@ -208,6 +208,7 @@ class ModelConfig:
     sites: dict[str, float] = field(default_factory=dict)  # [sites.<name>] max_mw: power cap of owned GPUs
     term: TermPolicy = field(default_factory=TermPolicy)
     history: Path | None = None  # demand history (long form) the whole term is forecast from
+    scenario_prices: dict[str, Path] = field(default_factory=dict)  # [scenarios.<name>] prices: a price path file
 
     def team_of(self, cls: str) -> str:
         """The team that owns class ``cls`` (the class itself when it names none)."""
@@ -390,8 +391,30 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
         if policy is not None:
             classes[cname] = policy
 
-    scenarios = {}
-    for sname, prob in top.get("scenarios", {}).items():
+    scenarios, price_files = {}, {}
+    given = top.get("scenarios", {})
+    tables = {k: v for k, v in given.items() if isinstance(v, dict)} if isinstance(given, dict) else {}
+    unweighted = [k for k, v in tables.items() if "probability" not in v]
+    if unweighted and len(unweighted) < len(given):
+        bad.add(file, "some scenarios have a probability and some do not", value=", ".join(unweighted),
+                expected="a probability for every scenario (scenarios.<name> = p, or probability = p in "
+                         "[scenarios.<name>]), or for none (equal probabilities)")
+    for sname, table in tables.items():
+        extra = sorted(set(table) - {"probability", "prices"})
+        if extra:
+            bad.add(file, f"unknown key 'scenarios.{sname}.{extra[0]}'", value=extra[0],
+                    expected="probability, prices")
+        if "prices" in table:
+            if not isinstance(table["prices"], str) or not table["prices"]:
+                bad.add(file, f"'scenarios.{sname}.prices' must be a file name", value=table["prices"],
+                        expected='a price sheet of this scenario, e.g. prices = "prices-fast.csv"')
+            else:
+                price_files[sname] = table["prices"]
+    if unweighted and len(unweighted) == len(given):
+        given = {k: 1.0 / len(given) for k in given}
+    else:
+        given = {k: (v.get("probability") if isinstance(v, dict) else v) for k, v in given.items()}
+    for sname, prob in given.items():
         if not _type_ok(prob, float) or not 0 < prob <= 1:
             bad.add(file, f"scenario probability 'scenarios.{sname}' out of range", value=prob,
                     expected="a number above 0 and at most 1",
@@ -424,7 +447,8 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
                        solver=solver, classes=classes,
                        scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure, teams=teams,
                        commitments=commitments, budget=budget, finance=finance, sites=sites, term=term,
-                       history=resolve("history"))
+                       history=resolve("history"),
+                       scenario_prices={k: Path(os.path.normpath(base / v)) for k, v in price_files.items()})
 
 
 def _parse_term(table: dict, file: str, bad: Collector) -> TermPolicy:

@@ -48,8 +48,10 @@ PRICES = (
     Column("gpus_per_instance", "float", False, "GPUs", "1",
            "GPUs per instance; reserved purchases are whole instances"),
     Column("valid_from", "datetime", False, "ISO 8601", "the start",
-           "reserved only: this price applies to purchases dated on or after it (a purchase keeps the price "
-           "of its date); several rows of one option, each from its date"),
+           "reserved: this price applies to purchases dated on or after it (a purchase keeps the price "
+           "of its date); on_demand, spot, flex_start: the price of every GPU-hour from it on (a forward "
+           "curve; the option's undated row prices the hours before); several rows of one option, each from "
+           "its date"),
     Column("lead_time_months", "float", False, "months", "0",
            "reserved only: a purchase becomes usable this long after its date (owned hardware, capacity "
            "bought ahead); its term starts then"),
@@ -78,6 +80,10 @@ PRICES = (
            "flex_start only (required there): 90th percentile of that wait (>= queue_hours_p50)"),
     Column("max_run_hours", "float", False, "h", "168",
            "flex_start only: longest a grant runs before the job must queue again (DWS flex-start: 7 days)"),
+    Column("scenario", "str", False, "", "every scenario",
+           "a price path: the row prices only this scenario of the model (its rows replace the sheet's rows of "
+           "the same pool and option from the scenario's first valid_from on); reserved_*, on_demand, spot, "
+           "flex_start"),
     Column("site", "str", False, "", "none",
            "reserved only: the site (a `[sites.<name>]` of the model file) whose power the purchased GPUs draw"),
     Column("kw_per_gpu", "float", False, "kW per GPU", "",

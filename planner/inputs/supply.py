@@ -85,30 +85,31 @@ class Supply:
 
 
 _TERM_COLS = ("valid_from", "lead_time_months", "residual_usd", "resale_haircut", "guarantees_capacity")
+_RENTED_FORBIDS = _TERM_COLS[1:]  # a rented price may be dated (valid_from: a forward curve), nothing else of a term
 _BLOCK_COLS = ("block_start", "block_days", "provider")
 SUPPLIES: tuple[Supply, ...] = (
     Supply("on_demand", r"on_demand", "period", "gpu_hour", "", ("hourly_usd",),
-           ("upfront_usd", "term_months", "interruptions_per_hour") + _TERM_COLS + _BLOCK_COLS, "reliability",
+           ("upfront_usd", "term_months", "interruptions_per_hour") + _RENTED_FORBIDS + _BLOCK_COLS, "reliability",
            "sheet+availability", "incurred", False, True, False, ("Standard", ""), "on_demand", 0, "on_demand",
            "od", "cap_od", "od_cap"),
     Supply("spot", r"spot", "period", "gpu_hour", "", ("hourly_usd", "interruptions_per_hour"),
-           ("upfront_usd", "term_months") + _TERM_COLS + _BLOCK_COLS, "goodput",
+           ("upfront_usd", "term_months") + _RENTED_FORBIDS + _BLOCK_COLS, "goodput",
            "sheet+availability", "incurred", False, False, False, ("Dynamic", ""), "spot", 1, "spot", "sp", "cap_sp",
            "spot_cap"),
     # queued capacity (GCP DWS flex-start, AWS capacity waits): GPUs that arrive after a queue, cheaper than
     # on-demand, for classes that tolerate a start delay (``max_start_delay_hours``)
     Supply("flex_start", r"flex_start", "period", "gpu_hour", "", ("hourly_usd", "queue_hours_p50", "queue_hours_p90"),
-           ("upfront_usd", "term_months", "interruptions_per_hour") + _TERM_COLS + _BLOCK_COLS, "queued",
+           ("upfront_usd", "term_months", "interruptions_per_hour") + _RENTED_FORBIDS + _BLOCK_COLS, "queued",
            "sheet", "incurred", False, False, False, ("Standard", ""), "flex_start", -1, "flex_start",
            "fx", "cap_fx", "flex_cap"),
     Supply("instance", r"reserved(_[\w.]+)?", "first", "instance", "term", ("term_months",),
            ("interruptions_per_hour",) + _BLOCK_COLS, "reliability", "", "purchase", True, False, True,
            ("Committed", "Usage"), "reserved", -1, "reserved_1y"),
     Supply("window", r"capacity_block(_[\w.]+)?", "first", "instance", "window", ("hourly_usd", "block_start",
-           "block_days"), ("term_months", "interruptions_per_hour") + _TERM_COLS, "reliability", "offer",
+           "block_days"), ("term_months", "interruptions_per_hour", "scenario") + _TERM_COLS, "reliability", "offer",
            "window_start", True, False, False, ("Committed", "Usage"), "reserved", -1, "capacity_block"),
     Supply("spend", r"savings_plan(_[\w.]+)?", "first", "usd_per_hour", "term", ("term_months",),
-           ("interruptions_per_hour",) + _BLOCK_COLS, "reliability", "", "purchase", False, False, False,
+           ("interruptions_per_hour", "valid_from", "scenario") + _BLOCK_COLS, "reliability", "", "purchase", False, False, False,
            ("Committed", "Spend"), "reserved", -1, "savings_plan_1y"),
     Supply("exit", None, "first", "instance", "resale", (), (), "reliability", "", "purchase", False, False, False,
            ("Committed", "Usage"), "reserved", -1, ""),

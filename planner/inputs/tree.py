@@ -1,8 +1,9 @@
 """Purchases that may wait for information: the scenario tree the demand implies (non-anticipativity).
 
 With several scenarios and dated purchases, a purchase on date ``s`` may depend only on what is known at ``s``
-(spec/contracts.md, "Forecasts and scenario trees"): the scenarios whose demand coincides in every period
-before ``s`` form one *node* at ``s`` and share its purchases; the first date's node holds every scenario (the
+(spec/contracts.md, "Forecasts and scenario trees"): the scenarios whose demand (and prices, where the price
+sheet gives scenarios their own: :mod:`planner.inputs.price_paths`) coincides in every period before ``s`` form
+one *node* at ``s`` and share its purchases; the first date's node holds every scenario (the
 decision to act on now). Nothing is declared: the tree is read off the demand cube. A forecast tree
 (``planner forecast --tree``) branches at purchase dates, so information arrives gradually; quantile paths
 that differ from the first period on make every later purchase a recourse decision per scenario.
@@ -43,14 +44,16 @@ def node_labels(demand: np.ndarray, cut: np.ndarray) -> np.ndarray:
 
 
 def expand(reserved: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex, demand: np.ndarray,
-           scenarios: list[str], probability: np.ndarray) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | None]:
+           scenarios: list[str], probability: np.ndarray,
+           signature: np.ndarray | None = None) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | None]:
     """The commitments table with one row per (row, node at its purchase date): (table, activity, member).
 
     ``member`` (R', S) is None when no row splits (one scenario, or every scenario equal before every purchase
     date): the table is then returned as given. Added columns: ``node`` (the node's number at its date),
     ``branch`` (the scenarios it serves, readable), ``probability`` (theirs, summed) and ``origin`` (the row of
     the given table). A resale (kind ``exit``) keeps as ``parent`` the expanded row of its term that serves
-    its scenarios.
+    its scenarios. ``signature`` (S, X, T): the scenarios' prices (:meth:`planner.inputs.price_paths.PricePaths.signature`);
+    scenarios share a node only where their demand and their prices coincide before the purchase date.
     """
     S = len(scenarios)
     if S < 2 or not len(reserved):
@@ -60,7 +63,9 @@ def expand(reserved: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex
     when = pd.DatetimeIndex(reserved["purchase_date"]).as_unit("ns").asi8
     cut = np.clip(np.searchsorted(pd.DatetimeIndex(periods).as_unit("ns").asi8, when, side="right") - 1, 0, None)
     dates, which = np.unique(cut, return_inverse=True)
-    labels = node_labels(demand, dates)  # (D, S)
+    known = demand if signature is None else np.concatenate([np.asarray(demand, float),
+                                                             np.asarray(signature, float)], axis=1)
+    labels = node_labels(known, dates)  # (D, S)
     if labels.max() == 0:
         return reserved, active, None
     member, origin, node = [], [], []

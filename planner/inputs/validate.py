@@ -170,8 +170,9 @@ def normalise_option(text: pd.Series) -> pd.Series:
     return text.str.lower().str.strip().str.replace(r"[\s\-]+", "_", regex=True)
 
 
-def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
-    """The price sheet as typed columns, or None after reporting every bad cell to ``bad``."""
+def validate_prices(raw: RawTable, bad: Collector, partial: bool = False) -> pd.DataFrame | None:
+    """The price sheet as typed columns, or None after reporting every bad cell to ``bad``. ``partial``: a
+    scenario's price file (it changes some prices of the sheet: no pool needs an on_demand row of its own)."""
     what = "price sheet"
     if not check_columns(raw, schema.PRICES, bad, what):
         return None
@@ -258,12 +259,16 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
                    expected="months >= 0 between a purchase and its first usable hour")
     residual = numbers(raw, "residual_usd", bad, blank_ok=True, high=ABSURD_USD_PER_HOUR * 8760 * 10,
                        expected="USD per GPU >= 0 left at the end of the term")
-    for col, values in (("valid_from", valid_from.notna()), ("lead_time_months", lead.fillna(0).ne(0)),
-                        ("residual_usd", residual.fillna(0).ne(0))):
+    is_rented = has(rented=True)  # on-demand, spot, flex-start: a dated row is a later price (a forward curve)
+    _report(bad, raw, ~is_res & ~is_rented & valid_from.notna(), "valid_from",
+            "valid_from on a capacity_block or savings plan row", d.get("valid_from"),
+            expected="blank on capacity_block and savings_plan rows (dated by block_start / one price)",
+            hint="valid_from dates reserved, on_demand, spot and flex_start prices")
+    for col, values in (("lead_time_months", lead.fillna(0).ne(0)), ("residual_usd", residual.fillna(0).ne(0))):
         _report(bad, raw, ~is_res & values, col, f"{col} on a non-reserved row", d.get(col),
-                expected="blank except on reserved rows",
-                hint="on-demand and spot prices are one price per pool over the horizon")
-    out["valid_from"] = valid_from.where(is_res)
+                expected="blank except on reserved rows")
+    out["valid_from"] = valid_from.where(is_res | is_rented)
+    _scenario_column(raw, bad, out, is_res, is_rented)
     out["lead_time_months"] = lead.where(is_res).fillna(0.0)
     out["residual_usd"] = residual.where(is_res).fillna(0.0)
     liability = commitment_usd(out["hourly_usd"], out["upfront_usd"], out["term_months"])
@@ -295,7 +300,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     _report(bad, raw, is_res & eff.eq(0), "hourly_usd", "reserved row with a zero effective price",
             d["hourly_usd"], expected="hourly_usd or upfront_usd > 0")
 
-    key = ["gpu_type", "region", "option", "valid_from", "block_start", "block_days"]
+    key = ["gpu_type", "region", "option", "valid_from", "block_start", "block_days", "scenario"]
     dup = out.duplicated(key, keep="first") & known
     dated = "valid_from" in d.columns
     _report(bad, raw, dup & ~out["valid_from"].notna(), "option",
@@ -303,8 +308,11 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
             hint="keep one price per pool and option" + (", or give each a different valid_from" if dated else ""))
     _report(bad, raw, dup & out["valid_from"].notna(), "valid_from",
             "valid_from overlaps: two prices of the same option start on the same date", d.get("valid_from"),
-            expected="one price per gpu_type, region, option and valid_from date")
+            expected="one price per gpu_type, region, option, valid_from date and scenario")
+    if not partial:  # a scenario's file is checked against the sheet it changes (_with_scenario_sheets)
+        _base_rows(raw, bad, out, known & ~dup, is_rented | is_res)
     by_pool = out[known & ~dup & ~is_spend].groupby(["gpu_type", "region"])  # a savings plan row has no instance
+    # (a dated or scenario row of a pool agrees with its undated one on gpus_per_instance, as every row of it does)
     m_spread = by_pool["gpus_per_instance"].nunique()
     for (gt, rg) in m_spread[m_spread > 1].index:
         rows = out[(out.gpu_type == gt) & (out.region == rg)]
@@ -313,7 +321,7 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
                 value=", ".join(f"{v:g}" for v in rows["gpus_per_instance"].unique()),
                 expected="one instance size per gpu_type and region")
     has_od = by_pool["option"].apply(lambda s: bool(s.isin(supply.names(covered_by_spend=True)).any()))
-    for (gt, rg) in has_od[~has_od].index:
+    for (gt, rg) in ([] if partial else has_od[~has_od].index):
         rows = out[(out.gpu_type == gt) & (out.region == rg)]
         bad.add(raw.file, f"pool {gt}/{rg} has no on_demand row", row=int(rows["row"].iloc[0]),
                 column="option", expected="an on_demand price for every gpu_type and region",
@@ -321,6 +329,92 @@ def validate_prices(raw: RawTable, bad: Collector) -> pd.DataFrame | None:
     _spelling(bad, raw, out, "region")
     _spelling(bad, raw, out, "gpu_type")
     return out
+
+
+def _scenario_column(raw: RawTable, bad: Collector, out: pd.DataFrame, is_res: pd.Series,
+                     is_rented: pd.Series) -> None:
+    """``scenario`` (optional): the row prices that scenario only (a price path); blank rows apply to every
+    scenario. On reserved, on_demand, spot and flex_start rows; a scenario's name is checked against the model's
+    scenarios in :func:`check_price_scenarios`. Adds ``scenario`` ("" = every scenario)."""
+    d = raw.data
+    scen = d.get("scenario", pd.Series("", index=d.index)).astype(str).str.strip()
+    _report(bad, raw, scen.ne("") & ~is_res & ~is_rented, "scenario",
+            "scenario on a capacity_block or savings plan row", scen,
+            expected="blank on capacity_block and savings_plan rows: price paths date reserved_*, on_demand, spot "
+                     "and flex_start prices")
+    haircut = d.get("resale_haircut", pd.Series("", index=d.index)).astype(str).str.strip()
+    _report(bad, raw, scen.ne("") & is_res & haircut.ne(""), "scenario", "scenario on a row with a resale_haircut",
+            scen, expected="blank: a resale's value follows the sheet's own (undated) row",
+            hint="give the scenario's reserved price on a row without resale_haircut")
+    out["scenario"] = scen
+
+
+def _base_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, ok: pd.Series, pathed: pd.Series) -> None:
+    """A dated rented row, or any scenario row, changes the price of an option the sheet already sells: its pool
+    and option need a row of the sheet itself (no scenario; for rented options also no valid_from: the price
+    until the first dated row)."""
+    key = out["gpu_type"] + "\x1f" + out["region"] + "\x1f" + out["option"]
+    rented = out["option"].isin(supply.RENTED)
+    base = ok & out["scenario"].eq("") & (~rented | out["valid_from"].isna())
+    have = set(key[base])
+    need = ok & pathed & (out["scenario"].ne("") | (rented & out["valid_from"].notna()))
+    missing = need & ~key.isin(have)
+    _report(bad, raw, missing & rented, "option", "a dated or scenario price with no undated row of its pool and "
+            "option", out["gpu_type"] + "/" + out["region"] + " " + out["option"],
+            expected="a row of the same gpu_type, region and option with blank valid_from and scenario (its price "
+                     "until the first dated row)", hint="add the option's price today as a row of its own")
+    _report(bad, raw, missing & ~rented, "option", "a scenario price for an option the sheet does not sell",
+            out["gpu_type"] + "/" + out["region"] + " " + out["option"],
+            expected="a row of the same gpu_type, region and option with a blank scenario (the dates it is "
+                     "offered are the sheet's)")
+
+
+def _with_scenario_sheets(prices: pd.DataFrame | None, raws: dict[str, RawTable],
+                          bad: Collector) -> pd.DataFrame | None:
+    """The price sheet with each scenario's price file appended as that scenario's rows. A file's rows must price
+    options the sheet sells (same gpu_type, region and option) and change their price only: instance size and
+    kind as the sheet's; a ``scenario`` cell in it is blank or the scenario's own name."""
+    if not raws:
+        return prices
+    parts = [] if prices is None else [prices]
+    for name, raw in raws.items():
+        own = validate_prices(raw, bad, partial=True)
+        if own is None:
+            continue
+        other = own["scenario"].ne("") & own["scenario"].ne(name)
+        _report(bad, raw, other, "scenario", f"a row of scenario {name}'s price file names another scenario",
+                own["scenario"], expected=f"blank or {name}")
+        own = own.assign(scenario=name)
+        if prices is not None:
+            key = lambda t: t["gpu_type"] + "\x1f" + t["region"] + "\x1f" + t["option"]  # noqa: E731
+            sold = set(key(prices[prices["scenario"].eq("")]))
+            _report(bad, raw, ~key(own).isin(sold), "option", f"scenario {name} prices an option the price sheet "
+                    "does not sell", own["gpu_type"] + "/" + own["region"] + " " + own["option"],
+                    expected="a gpu_type, region and option of the price sheet (a scenario's file changes prices, "
+                             "not what is sold)")
+            m = prices[prices["scenario"].eq("")].drop_duplicates(["gpu_type", "region"]).set_index(
+                ["gpu_type", "region"])["gpus_per_instance"]
+            theirs = pd.Series([m.get((g, r), np.nan) for g, r in zip(own["gpu_type"], own["region"])],
+                               index=own.index)
+            _report(bad, raw, theirs.notna() & (theirs != own["gpus_per_instance"]), "gpus_per_instance",
+                    "instance size differs from the price sheet's", own["gpus_per_instance"],
+                    expected="the price sheet's gpus_per_instance for the pool")
+        parts.append(own)
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def check_price_scenarios(config: ModelConfig, prices: pd.DataFrame, demand: pd.DataFrame | None, file: str,
+                          bad: Collector) -> None:
+    """Every ``scenario`` named in the price sheet is a scenario of the model (its ``[scenarios]`` or the demand's)."""
+    if "scenario" not in prices:
+        return
+    known = list(config.scenarios) or ([] if demand is None else list(dict.fromkeys(demand["scenario"])))
+    named = prices["scenario"].ne("")
+    for i in np.flatnonzero(named & ~prices["scenario"].isin(known)):
+        bad.add(file, "price row for a scenario the model does not have", row=int(prices["row"].iat[i]),
+                column="scenario", value=prices["scenario"].iat[i],
+                expected="one of " + (", ".join(known) if known else "the demand's scenarios (it has none named)"),
+                hint="name the scenario in the model file's [scenarios], or leave the cell blank (every scenario)")
 
 
 def _queue_columns(raw: RawTable, bad: Collector, out: pd.DataFrame, queued: pd.Series) -> None:
@@ -447,7 +541,8 @@ def _spend_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, is_spend: pd.S
     _report(bad, raw, is_spend & (out["upfront_usd"] > hours + 1e-9), "upfront_usd",
             "savings plan upfront above the whole term's commitment", d.get("upfront_usd"),
             expected="USD per USD/h committed, at most term_months x 730 (all upfront)")
-    od = out[out["option"].isin(supply.names(covered_by_spend=True))].drop_duplicates(["gpu_type", "region"]).set_index(["gpu_type", "region"])
+    od = out[out["option"].isin(supply.names(covered_by_spend=True)) & out["valid_from"].isna()
+             & out["scenario"].eq("")].drop_duplicates(["gpu_type", "region"]).set_index(["gpu_type", "region"])
     od_rate = pd.Series([od["hourly_usd"].get((g, r), np.nan) for g, r in zip(out["gpu_type"], out["region"])],
                         index=out.index)
     _report(bad, raw, is_spend & od_rate.isna(), "gpu_type", "savings plan row for a pool without an on_demand row",
@@ -567,6 +662,9 @@ def validate_demand(raw: RawTable, config: ModelConfig, bad: Collector) -> pd.Da
         return None
 
     long["scenario"] = long["scenario_text"] if "scenario_text" in long else DEFAULT_SCENARIO
+    if "scenario_text" not in long and config.scenarios:
+        # one demand for every scenario of the model file: its scenarios differ in their prices only
+        long = pd.concat([long.assign(scenario=name) for name in config.scenarios], ignore_index=True)
     if "scenario_text" in long:
         blank = long["scenario"].eq("")
         if blank.any():
@@ -879,13 +977,17 @@ def check_control_characters(raw: RawTable, bad: Collector) -> None:
 
 
 def validate(config: ModelConfig, demand_raw: RawTable, prices_raw: RawTable,
-             inventory_raw: RawTable | None, availability_raw: RawTable | None = None) -> Tables:
-    """Run every check; raise one InputError with all problems found."""
+             inventory_raw: RawTable | None, availability_raw: RawTable | None = None,
+             scenario_prices_raw: dict[str, RawTable] | None = None) -> Tables:
+    """Run every check; raise one InputError with all problems found. ``scenario_prices_raw``: each
+    ``[scenarios.<name>] prices`` file, its rows that scenario's (a price path)."""
     bad = Collector()
-    for raw in (prices_raw, demand_raw, inventory_raw, availability_raw):
+    scenario_prices_raw = scenario_prices_raw or {}
+    for raw in (prices_raw, demand_raw, inventory_raw, availability_raw, *scenario_prices_raw.values()):
         if raw is not None:
             check_control_characters(raw, bad)
     prices = validate_prices(prices_raw, bad)
+    prices = _with_scenario_sheets(prices, scenario_prices_raw, bad)
     demand = validate_demand(demand_raw, config, bad)
     inventory = None
     if inventory_raw is not None and prices is not None:
@@ -895,6 +997,7 @@ def validate(config: ModelConfig, demand_raw: RawTable, prices_raw: RawTable,
         availability = validate_availability(availability_raw, prices, bad)
     if prices is not None and not bad:
         check_classes(config, prices, bad)
+        check_price_scenarios(config, prices, demand, prices_raw.file, bad)
         check_sites(config, prices, prices_raw.file, bad)
         if inventory is not None:
             check_caps(prices, inventory, demand, prices_raw.file, bad)
@@ -909,6 +1012,8 @@ def validate(config: ModelConfig, demand_raw: RawTable, prices_raw: RawTable,
         sources["inventory"] = {"path": inventory_raw.file, "sha256": inventory_raw.sha256}
     if availability_raw is not None:
         sources["availability"] = {"path": availability_raw.file, "sha256": availability_raw.sha256}
+    for name, raw in scenario_prices_raw.items():
+        sources[f"prices:{name}"] = {"path": raw.file, "sha256": raw.sha256}
     return Tables(demand=demand, prices=prices, inventory=inventory, sources=sources, availability=availability)
 
 

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from planner.inputs import arrays
+from planner.inputs.price_paths import paths_for
 from planner.inputs.validate import owned_gpus
 
 BLOCKS = 6  # blocks of the load-duration curve per tail step
@@ -174,9 +175,12 @@ def extend(inp, basis: TermBasis):
     config = replace(inp.config, term=replace(inp.config.term, judge="horizon"))  # the extended plan is not extended again
     reserved, active = purchases(config, inp, periods, hours)
     source = (reserved, active)
+    own = inp.price_names if inp.price_names is not None and len(inp.price_names) == S else tuple(inp.scenarios)
+    price_names = tuple(own[i] for i in range(S) for _ in names)  # a branch prices as the scenario it branches from
     reserved, active, member = arrays.split_by_node(config, reserved, active, periods, demand, scenarios,
-                                                    probability)
+                                                    probability, paths_for(inp.tables.prices, inp.pools, price_names))
     out = replace(inp, config=config, periods=periods, hours=hours, demand=demand, scenarios=scenarios,
+                  price_names=price_names,
                   probability=probability, commitments=reserved, reserved_active=active, reserved_member=member,
                   reserved_source=source if member is not None else None, inventory=inventory,
                   availability=availability, requests=None)

@@ -375,7 +375,8 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     npv = inp.config.finance.npv
     caps = inp.rented_caps  # (J * P, T) with an availability file, else None
     blocks = make_blocks(inp.demand, inp.inventory, inp.hours, inp.probability, merge=merge, active=inp.active,
-                         discount=inp.discount if npv else None, caps=caps, member=inp.reserved_member)
+                         discount=inp.discount if npv else None, caps=caps, member=inp.reserved_member,
+                         prices=inp.rented_price_path)
     n_cols, fam = define_variables(inp, blocks, dominance=dominance)
     out = Rows()
     with_rows = rows

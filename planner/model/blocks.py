@@ -23,6 +23,7 @@ class Blocks:
     active: np.ndarray | None = None  # (R, B) share of the block's periods each purchase row is active
     npv_weight: np.ndarray | None = None  # (B,) sum of probability x hours x discount factor (None = weight)
     caps: np.ndarray | None = None  # (2P, B) on-demand then spot caps per block (an availability file; NaN = none)
+    price: np.ndarray | None = None  # (J, P, B) rented prices per block (a forward curve or price paths; None = fixed)
 
     @property
     def B(self) -> int:
@@ -33,7 +34,7 @@ class Blocks:
 def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
                 probability: np.ndarray, merge: bool = True, active: np.ndarray | None = None,
                 discount: np.ndarray | None = None, caps: np.ndarray | None = None,
-                member: np.ndarray | None = None) -> Blocks:
+                member: np.ndarray | None = None, prices: np.ndarray | None = None) -> Blocks:
     """``demand`` (S, K, T), ``inventory`` (P, T), ``hours`` (T,), ``probability`` (S,), ``active`` (R, T).
 
     Periods merge only when the same purchases are active in them (their reserved fleet is the same).
@@ -42,6 +43,8 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
     ``caps`` (C, T): per-period caps (an availability file); periods merge only when their caps are equal.
     ``member`` (R, S): the scenarios each purchase row serves (a scenario tree): a row is active in (s, t) only
     for its own scenarios.
+    ``prices`` (S, J, P, T): rented prices per scenario and period (:mod:`planner.inputs.price_paths`): pairs merge
+    only where their prices are equal, so a block's cost is its weight times its one price (exact).
     """
     S, K, T = demand.shape
     P = inventory.shape[0]
@@ -56,6 +59,10 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
     else:  # a tree: row r is active in (s, t) as active[r, t] x member[r, s]
         mem = np.asarray(member, float)
         act_label = _column_labels(R, S * T, lambda j: active[:, j % T] * mem[:, j // T]).reshape(S, T)
+    if prices is not None:  # the prices enter the signature as a label of their distinct (J * P) columns
+        flat = np.nan_to_num(np.asarray(prices, float), nan=-1.0).reshape(S, -1, T)
+        price_label = _column_labels(flat.shape[1], S * T, lambda j: flat[j // T, :, j % T].T).reshape(S, T)
+        act_label = np.asarray(act_label, float) * (price_label.max() + 1) + price_label
     rows = np.concatenate([demand.transpose(0, 2, 1).reshape(S * T, K),
                            np.broadcast_to(inventory.T, (S, T, P)).reshape(S * T, P),
                            np.asarray(act_label, float).reshape(S * T, 1),
@@ -84,7 +91,10 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
         block_active = active  # every period its own block: the activity as it is (read only), not a copy
     else:
         block_active = active[:, t_of]
-    return Blocks(of=inverse.reshape(S, T), weight=weight, npv_weight=npv_weight,
+    price = None
+    if prices is not None:
+        price = np.asarray(prices, float)[s_of, :, :, t_of].transpose(1, 2, 0)  # (J, P, B)
+    return Blocks(of=inverse.reshape(S, T), weight=weight, npv_weight=npv_weight, price=price,
                   demand=np.ascontiguousarray(uniq[:, :K].T), inventory=np.ascontiguousarray(uniq[:, K:K + P].T),
                   active=np.ascontiguousarray(block_active, dtype=float),
                   caps=None if caps is None else np.where(uniq[:, K + P + 1:].T < 0, np.nan, uniq[:, K + P + 1:].T))

@@ -1,11 +1,12 @@
 """The objective: expected cost over the horizon (USD), shortfall penalty included.
 
     min  sum_{p,c,s} m_p n[p,c,s] r[p,c] a[c,s]     (amortised; full_term: m_p n (hourly L + upfront - residual))
-       + sum_b w_b sum_{j,k,p} price_{j,p} r[j,k,p,b] - sum_b w_b sum_{c,p} od_p v[c,p,b]
+       + sum_b w_b sum_{j,k,p} price_{j,p,b} r[j,k,p,b] - sum_b w_b sum_{c,p} od_{p,b} v[c,p,b]
        + sum_{k,b} M_k w_b u[k,b]      (M_k: the class's shortfall_penalty, else the solver's M)
 
 with w_b the block's probability-weighted hours (sum over its periods of
-probability x h_t). Inventory is sunk and not charged.
+probability x h_t). Inventory is sunk and not charged. price_{j,p,b} is the price sheet's price, or
+the block's own where a forward curve or a scenario's price path dates it (planner.inputs.price_paths).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from planner.model.blocks import Blocks
+from planner.inputs import rented
 from planner.inputs.arrays import PlanInputs
 
 
@@ -62,10 +64,20 @@ def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.Da
     c = np.zeros(n_vars)
     c[fam["n"]["col"]] = first_stage_cost(inp) if npv else reserved_cost_per_instance(inp)
     w = blocks.npv_weight if npv and blocks.npv_weight is not None else blocks.weight
-    price = inp.rented_price  # (J, P)
     r = fam["r"]
-    c[r["col"]] = w[r["b"]] * price[r["j"], r["p"]]
+    c[r["col"]] = w[r["b"]] * block_price(inp, blocks, r["j"], r["p"], r["b"])
     c[fam["u"]["col"]] = w[fam["u"]["b"]] * inp.penalty_by_class[fam["u"]["k"]]
     if "v" in fam and len(fam["v"]):  # covered usage is paid by the savings plan, not at the on-demand price
-        c[fam["v"]["col"]] = -w[fam["v"]["b"]] * inp.pools["od"].to_numpy()[fam["v"]["p"]]
+        v = fam["v"]
+        c[v["col"]] = -w[v["b"]] * block_price(inp, blocks, np.full(len(v), rented.index("on_demand")), v["p"],
+                                               v["b"])
     return c
+
+
+def block_price(inp: PlanInputs, blocks: Blocks, j, p, b) -> np.ndarray:
+    """USD per GPU-hour of rented kind ``j`` in pool ``p`` during block ``b`` (arrays of equal length): the price
+    sheet's one price, or the block's own where prices change over time or by scenario (``blocks.price``)."""
+    j, p, b = (np.asarray(x, int) for x in (j, p, b))
+    if blocks.price is not None:
+        return blocks.price[j, p, b]
+    return inp.rented_price[j, p]

@@ -81,6 +81,8 @@ def define_variables(inp: PlanInputs, blocks: Blocks, dominance: bool = True
                         price[:, None, :] / useful, np.inf)  # (J, K, P) USD per useful reference GPU-hour
     use = np.isfinite(cost)
     rates = inp.spend_rates
+    if dominance and inp.rented_price_path is not None:
+        dominance = False  # a price that changes over time or by scenario: no pool dominates another throughout
     if dominance:
         for j, kind in enumerate(rented.KINDS):
             # a pool capped in any period (price sheet or availability file) is capped for dominance; a kind that

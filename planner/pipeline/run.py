@@ -38,6 +38,7 @@ def load_inputs(model: str | Path | ModelConfig, *, demand: str | Path | None = 
         io.read_table(config.prices, "price sheet"),
         io.read_table(config.inventory, "inventory") if config.inventory else None,
         io.read_table(config.availability, "availability") if config.availability else None,
+        {name: io.read_table(path, f"price sheet of scenario {name}") for name, path in config.scenario_prices.items()},
     )
     return build_inputs(config, tables)
 

@@ -37,6 +37,23 @@ def _rented_price(option: pd.Series, p: np.ndarray, price: np.ndarray) -> np.nda
     return out
 
 
+def _row_prices(plan: Plan, a: pd.DataFrame, p: np.ndarray) -> np.ndarray:
+    """Per allocation row: its rented kind's price in its pool, scenario and period (a price path), else the
+    sheet's one price (:func:`_rented_price`); 0 for reserved GPUs."""
+    inp = plan.inputs
+    path = inp.rented_price_path
+    if path is None:
+        return _rented_price(a["option"], p, inp.rented_price)
+    j = pd.Series(a["option"], dtype=object).map({k: i for i, k in enumerate(rented.KINDS)}).to_numpy()
+    s = pd.Index(inp.scenarios).get_indexer(a["scenario"])
+    t = pd.DatetimeIndex(inp.periods).get_indexer(pd.DatetimeIndex(a["period"]))
+    hit = ~pd.isna(j) & (s >= 0) & (t >= 0)
+    out = np.zeros(len(a))
+    if hit.any():
+        out[hit] = np.nan_to_num(path)[s[hit], j[hit].astype(int), np.asarray(p, int)[hit], t[hit]]
+    return out
+
+
 def _other_kinds(plan: Plan) -> tuple[str, ...]:
     """The rented kinds beyond on-demand and spot that the plan's pools sell (flex-start): a column each."""
     return tuple(k for k in rented.reported(plan.inputs.pools) if k not in rented.ALWAYS)
@@ -205,7 +222,7 @@ def by_class(plan: Plan, owned: bool = False) -> pd.DataFrame:
     w = dict(zip(inp.scenarios, inp.probability))
     a = plan.allocation_positions.assign(wt=plan.allocation_positions["scenario"].map(w).astype(float))
     a["wgh"] = a["gpu_hours"] * a["wt"]
-    price = _rented_price(a["option"], a["_p"].to_numpy(int), inp.rented_price)
+    price = _row_prices(plan, a, a["_p"].to_numpy(int))
     a["usd"] = a["wgh"] * price
     K, P = inp.K, inp.P
     gh = {o: np.zeros(K) for o in supply.BUCKETS}
@@ -291,7 +308,7 @@ def by_month(plan: Plan, owned: bool = False) -> pd.DataFrame:
     wgh = a["gpu_hours"] * a["scenario"].map(w).astype(float)
     p = a["_p"].to_numpy(int)
     frame = pd.DataFrame({"month": month, "k": a["_k"].to_numpy(int), "p": p, "option": a["option"], "gh": wgh,
-                          "usd": wgh * _rented_price(a["option"], p, inp.rented_price)})
+                          "usd": wgh * _row_prices(plan, a, p)})
     others = _other_kinds(plan)
     extra = [f"{kind}_usd" for kind in others]
     cols = ["month", "team", "workload_class", "reserved_used_usd", "reserved_idle_usd", "on_demand_usd", "spot_usd",

@@ -234,15 +234,49 @@ def need_gpu_hours(inp: PlanInputs) -> np.ndarray:
             + spares_gpu_hours(inp))
 
 
+def baseline_by_class(inp: PlanInputs) -> np.ndarray:
+    """(K,) each class's all-on-demand baseline when on-demand prices change over time or by scenario (a price
+    path): its need in each scenario and period at that period's cheapest allowed on-demand price."""
+    from planner.model.constraints import spares_of
+
+    od_t = inp.rented_price_path[:, rented.index("on_demand")]  # (S, P, T)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where((inp.speed > 0)[None, :, :, None],
+                       od_t[:, None, :, :] / (inp.speed * inp.reliability)[None, :, :, None], np.inf)
+    per = np.where(np.isnan(per), np.inf, per).min(axis=2)  # (S, K, T)
+    need = inp.demand * (1 + inp.headroom)[None, :, None]
+    got = spares_of(inp, np.moveaxis(inp.demand, 1, 0))
+    if got is not None:
+        need = need + np.moveaxis(got[0], 0, 1)
+    return np.einsum("s,skt,t->k", inp.probability, np.where(need > 0, need * np.where(np.isinf(per), 0.0, per), 0.0),
+                     inp.hours)
+
+
 def baseline_all_on_demand(inp: PlanInputs) -> float:
     """Cost of serving the same need (demand with headroom, and the spares a class asks for) all on-demand at each
     class's cheapest allowed pool."""
+    ref_hours = need_gpu_hours(inp)
+    path = inp.rented_price_path
+    if path is not None:  # on-demand prices change over time or by scenario: the cheapest pool in each period
+        od_t = path[:, rented.index("on_demand")]  # (S, P, T)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per = np.where((inp.speed > 0)[None, :, :, None],
+                           od_t[:, None, :, :] / (inp.speed * inp.reliability)[None, :, :, None], np.inf)
+        per = np.where(np.isnan(per), np.inf, per).min(axis=2)  # (S, K, T)
+        from planner.model.constraints import spares_of
+
+        need = inp.demand * (1 + inp.headroom)[None, :, None]
+        got = spares_of(inp, np.moveaxis(inp.demand, 1, 0))
+        if got is not None:
+            need = need + np.moveaxis(got[0], 0, 1)
+        if np.any(np.isinf(per) & (need > 0)):
+            return float("nan")
+        return float(baseline_by_class(inp).sum())
     od = inp.pools["od"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_ref = np.where(inp.speed > 0, od[None, :] / (inp.speed * inp.reliability), np.inf)
     per_ref = np.where(np.isnan(per_ref), np.inf, per_ref)
     cheapest = per_ref.min(axis=1)  # (K,)
-    ref_hours = need_gpu_hours(inp)
     if np.any(np.isinf(cheapest) & (ref_hours > 0)):
         return float("nan")
     return float(np.sum(np.where(ref_hours > 0, ref_hours * cheapest, 0.0)))
@@ -287,7 +321,6 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     owned_block = np.zeros((P, B))
     if len(res) and blocks.active is not None:
         owned_block = _by_pool(res["pool"].to_numpy(int), m_res * n, blocks.active, P)
-    od = inp.pools["od"].to_numpy(float)
     w = blocks.weight
     held = _spares_held(inp, blocks, Xb, owned_block)  # (P, B) reserved GPUs idle as spares
     amortised = float(np.sum(n * reserved_cost_per_instance(inp, "amortised"))) if len(res) else 0.0
@@ -296,9 +329,10 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     reserved_cost = full_term if accounting == "full_term" else amortised
     Vb = _covered(inp, fam, v, (P, B))  # on-demand GPUs paid by savings plans
     kinds = rented.reported(inp.pools)  # on-demand, spot, and any other rented kind a pool sells
-    rent_cost = {kind: float(np.einsum("kpb,b,p->", Rb[rented.index(kind)], w,
-                                       np.nan_to_num(inp.rented_price[rented.index(kind)]))) for kind in kinds}
-    rent_cost["on_demand"] -= float(np.einsum("pb,b,p->", Vb, w, np.nan_to_num(od)))  # what savings plans pay
+    price_b = block_prices(inp, blocks)  # (J, P, B)
+    rent_cost = {kind: float(np.einsum("kpb,b,pb->", Rb[rented.index(kind)], w, price_b[rented.index(kind)]))
+                 for kind in kinds}
+    rent_cost["on_demand"] -= float(np.einsum("pb,b,pb->", Vb, w, price_b[rented.index("on_demand")]))  # savings plans pay
     short_hours = float(Ub.sum(axis=0) @ w)
     short_usd = float(inp.penalty_by_class @ (Ub @ w))  # each class's shortfall at its own penalty
     total = reserved_cost
@@ -562,12 +596,12 @@ def _cash(inp: PlanInputs, blocks, Rb, kinds, purchases: pd.DataFrame, Vb: np.nd
     from planner.inputs.ladder import cash_schedule
 
     month = inp.periods.strftime("%Y-%m")
-    price = np.nan_to_num(inp.rented_price)
+    price = block_prices(inp, blocks)  # (J, P, B)
     by_kind = {}
     for kd in kinds:
-        per_block = np.einsum("kpb,p->b", Rb[rented.index(kd)], price[rented.index(kd)])
+        per_block = np.einsum("kpb,pb->b", Rb[rented.index(kd)], price[rented.index(kd)])
         if supply.is_(kd, covered_by_spend=True) and Vb is not None:  # savings plans pay for part of the on-demand use
-            per_block = per_block - Vb.T @ price[rented.index(kd)]
+            per_block = per_block - (Vb * price[rented.index(kd)]).sum(axis=0)
         t = (inp.probability[:, None] * per_block[blocks.of]).sum(axis=0) * inp.hours  # (T,)
         by_kind[kd] = pd.Series(t, index=month).groupby(level=0).sum()
     bought = purchases[purchases["quantity"].abs() > 0]  # a resale: negative GPUs, money back
@@ -677,6 +711,14 @@ def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Rb, Ub, Xd=None) -> None:
         X[X < EPS] = 0.0
 
 
+def block_prices(inp: PlanInputs, blocks) -> np.ndarray:
+    """(J, P, B) USD per GPU-hour of each rented kind in every block (0 where not sold): the block's own price
+    where a forward curve or price paths date it, else the sheet's."""
+    if blocks.price is not None:
+        return np.nan_to_num(blocks.price)
+    return np.broadcast_to(np.nan_to_num(inp.rented_price)[:, :, None], inp.rented_price.shape + (blocks.B,))
+
+
 def _reserved_by_scenario(inp: PlanInputs, n: np.ndarray, expected: float) -> np.ndarray:
     """(S,) each scenario's own reserved cost: the expected one for all, or with a scenario tree the purchases
     of its own branches (their cost in the objective is weighted by the branch's probability: undone here)."""
@@ -689,15 +731,15 @@ def _reserved_by_scenario(inp: PlanInputs, n: np.ndarray, expected: float) -> np
 
 
 def _scenario_costs(inp, blocks, Rb, kinds, Ub, reserved_cost, Vb=None) -> pd.DataFrame:
-    price = np.nan_to_num(inp.rented_price)
+    price = block_prices(inp, blocks)  # (J, P, B)
+    per_block = {kd: np.einsum("kpb,pb->b", Rb[rented.index(kd)], price[rented.index(kd)]) for kd in kinds}
+    if Vb is not None:  # what savings plans paid is not billed at on-demand
+        per_block["on_demand"] = per_block["on_demand"] - (Vb * price[rented.index("on_demand")]).sum(axis=0)
     rows = []
     for s, scen in enumerate(inp.scenarios):
         idx = blocks.of[s]
         h = inp.hours
-        by_kind = {kd: float(np.einsum("pt,t,p->", _periods(Rb[rented.index(kd)].sum(axis=0), idx), h,
-                                       price[rented.index(kd)])) for kd in kinds}
-        if Vb is not None:  # what savings plans paid is not billed at on-demand
-            by_kind["on_demand"] -= float(np.einsum("pt,t,p->", _periods(Vb, idx), h, price[rented.index("on_demand")]))
+        by_kind = {kd: float(per_block[kd][idx] @ h) for kd in kinds}
         sh = float(_periods(Ub.sum(axis=0), idx) @ h)
         res_s = float(np.asarray(reserved_cost)[s]) if np.ndim(reserved_cost) else float(reserved_cost)
         rows.append({"scenario": scen, "probability": float(inp.probability[s]), "reserved": res_s,

@@ -14,13 +14,14 @@ Python writer that stores a formula together with its cached value."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from planner.results.bill import inventory_table
 from planner.results.plan import Plan
 from planner.report.workbook.book import ref, NAMES, SHEETS, VALUED_KINDS, _Book
 from planner.report.workbook.costs import _price_key, _write_baseline, _write_costs, _write_prices, _write_purchases
 from planner.report.workbook.detail import _write_assumptions, _write_backfill, _write_latency, _write_scenarios, _write_shadow_prices, _write_shortfall, _write_spot
 from planner.report.workbook.money import _write_cash_flow, _write_inventory, _write_savings_plans, _write_showback, _write_showback_by_month
-from planner.report.workbook.periods import FLEET_CHART_POINTS, MAX_SHEET_ROWS, _period_grain, _write_allocation, _write_demand, _write_fleet, coarsen_allocation
+from planner.report.workbook.periods import with_path_prices, FLEET_CHART_POINTS, MAX_SHEET_ROWS, _period_grain, _write_allocation, _write_demand, _write_fleet, coarsen_allocation
 from planner.report.workbook.memo import memo_rows, write_memo_sheets
 from planner.report.workbook.summary import _summary_layout, _write_summary
 
@@ -32,8 +33,9 @@ def write_workbook(plan: Plan, path) -> None:
     ws = {name: book.sheet(name) for name in SHEETS}
 
     prices = inp.tables.prices.reset_index(drop=True)
-    price_row = {_price_key(r): i + 2 for i, r in enumerate(prices.itertuples())}
-    alloc, alloc_grain = coarsen_allocation(plan.allocation)
+    own = prices["scenario"].eq("") if "scenario" in prices else pd.Series(True, index=prices.index)
+    price_row = {_price_key(r): i + 2 for i, r in enumerate(prices.itertuples()) if own.iat[i]}  # scenario rows: paths
+    alloc, alloc_grain = coarsen_allocation(with_path_prices(plan, plan.allocation))
     grain_name, grain_code = _period_grain(plan)
     n_alloc = len(alloc)
     purchases = plan.purchases

@@ -20,6 +20,37 @@ def _price_key(r) -> tuple:
     return (r.gpu_type, r.region, r.option, None if vf is None or pd.isna(vf) else pd.Timestamp(vf))
 
 
+def price_mix(plan: Plan) -> dict:
+    """Per ``plan.purchases`` index label priced by scenario (price paths): [(weight, Prices row), ...], the
+    probability-weighted mix of the scenarios' Prices rows it serves (what the model charged it); {} without."""
+    inp = plan.inputs
+    paths = inp.price_paths
+    if paths is None or not paths.reserved or not len(inp.commitments):
+        return {}
+    idx = paths.reserved_rows(inp.commitments)  # (R, S)
+    w = inp.member * np.asarray(inp.probability, float)[None, :]
+    out = {}
+    for r in np.flatnonzero((idx >= 0).any(axis=1)):
+        total = w[r].sum()
+        if total <= 0:
+            continue
+        mix: dict = {}
+        for s_ in np.flatnonzero(w[r] > 0):
+            if idx[r, s_] >= 0:
+                mix[int(idx[r, s_]) + 2] = mix.get(int(idx[r, s_]) + 2, 0.0) + w[r, s_] / total
+            else:
+                mix[-1] = mix.get(-1, 0.0) + w[r, s_] / total  # the row's own Prices row
+        out[inp.commitments.index[r]] = sorted(mix.items())
+    return out
+
+
+def prices_ref(col: str, pr: int, mix: list | None) -> str:
+    """The Prices cell(s) of ``col`` a purchase reads: its row, or the weighted mix of its scenarios' rows."""
+    if not mix:
+        return ref("Prices", col, pr)
+    return "(" + "+".join(f"{w!r}*{ref('Prices', col, pr if row < 0 else row)}" for row, w in mix) + ")"
+
+
 def _write_prices(ws, prices: pd.DataFrame) -> None:
     s = _Sheet(ws, list(COLUMNS["Prices"]),
                {"hourly_usd": RATE, "upfront_usd": USD, "effective_usd_per_gpu_hour": RATE, "term_months": "#,##0.###",
@@ -103,8 +134,10 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
     tranche = _tranche_figures(plan)
     spot_row = lambda r: price_row.get((r.gpu_type, r.region, "spot", None))  # noqa: E731
     L = HOURS_PER_MONTH
+    mixes = price_mix(plan)
     for i, r in enumerate(purchases.itertuples()):
         row, pr = i + 2, price_row[_price_key(r)]
+        P = lambda col, pr=pr, m=mixes.get(r.Index): prices_ref(col, pr, m)  # noqa: E731
         hours = getattr(r, "hours_active", None)
         hours_cell = float(hours) if hours is not None else F(f"={horizon_ref}", plan.inputs.horizon_hours)
         od_row = price_row.get((r.gpu_type, r.region, "on_demand", None))
@@ -146,17 +179,17 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                            0.0 if r.upfront_total_usd <= 0 else (r.upfront_total_usd / net if net > 0 else ""))]
             else:
                 reco += [None, None, None]
-        s.append([r.gpu_type, r.region, r.option, F(f"={ref('Prices', 'term_months', pr)}", r.term_months), int(r.instances),
-                  F(f"={ref('Prices', 'gpus_per_instance', pr)}", r.gpus_per_instance), F(f"=E{row}*F{row}", gpus),
-                  F(f"={ref('Prices', 'effective_usd_per_gpu_hour', pr)}", eff), F(f"=G{row}*H{row}*P{row}", r.horizon_cost_usd),
-                  F(f"=G{row}*({ref('Prices', 'hourly_usd', pr)}*{ref('Prices', 'term_months', pr)}*{L:g}+{ref('Prices', 'upfront_usd', pr)}-{ref('Prices', 'residual_usd', pr)})", r.commitment_usd),
+        s.append([r.gpu_type, r.region, r.option, F(f"={P('term_months')}", r.term_months), int(r.instances),
+                  F(f"={P('gpus_per_instance')}", r.gpus_per_instance), F(f"=E{row}*F{row}", gpus),
+                  F(f"={P('effective_usd_per_gpu_hour')}", eff), F(f"=G{row}*H{row}*P{row}", r.horizon_cost_usd),
+                  F(f"=G{row}*({P('hourly_usd')}*{P('term_months')}*{L:g}+{P('upfront_usd')}-{P('residual_usd')})", r.commitment_usd),
                   util.get((r.gpu_type, r.region), np.nan) if bought else None,
                   _date(getattr(r, "purchase_date", plan.inputs.periods[0])),
                   _date(getattr(r, "active_from", plan.inputs.periods[0])),
                   _date(getattr(r, "end_date", plan.inputs.periods[0])),
                   ("now" if getattr(r, "firm", True) else "planned"), hours_cell,
-                  F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*{ref('Prices', 'upfront_usd', pr)}", r.upfront_total_usd),
-                  F(f"=G{row}*{ref('Prices', 'hourly_usd', pr)}*{L:g}", r.monthly_recurring_usd)] + reco
+                  F(f"=J{row}-I{row}", r.liability_past_horizon_usd), F(f"=G{row}*{P('upfront_usd')}", r.upfront_total_usd),
+                  F(f"=G{row}*{P('hourly_usd')}*{L:g}", r.monthly_recurring_usd)] + reco
                  + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(r.Index),
                     s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0))] + spot_cells)
     s.table("Purchases")
@@ -218,8 +251,10 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
     A = SimpleNamespace(**{n: span("Allocation", n, 2, last) for n in COLUMNS["Allocation"]})
     full_term = plan.inputs.config.commitments.accounting == "full_term"
     totals = {"reserved": 0.0, **{k: 0.0 for k in supply.RENTED}, "extension": 0.0}
+    mixes = price_mix(plan)
     for i, r in enumerate(purchases.itertuples()):
         row, pr = s.rows + 1, price_row[_price_key(r)]
+        P = lambda col, pr=pr, m=mixes.get(r.Index): prices_ref(col, pr, m)  # noqa: E731
         hours = float(getattr(r, "hours_active", plan.inputs.horizon_hours))
         w = float(getattr(r, "probability", 1.0))  # a purchase that waits: bought in its branch only (expected)
         gh = r.instances * r.gpus_per_instance * hours * w
@@ -228,8 +263,8 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
             if full_term else F(f"=G{row}*H{row}", value)
         s.append(["reserved", r.gpu_type, r.region, r.option,
                   F(f"={ref('Purchases', 'instances', i + 2)}*{ref('Purchases', 'probability', i + 2)}", int(r.instances) * w),
-                  "instances", F(f"=E{row}*{ref('Prices', 'gpus_per_instance', pr)}*{ref('Purchases', 'hours_active', i + 2)}", gh),
-                  F(f"={ref('Prices', 'effective_usd_per_gpu_hour', pr)}", float(r.effective_usd_per_gpu_hour)), cost])
+                  "instances", F(f"=E{row}*{P('gpus_per_instance')}*{ref('Purchases', 'hours_active', i + 2)}", gh),
+                  F(f"={P('effective_usd_per_gpu_hour')}", float(r.effective_usd_per_gpu_hour)), cost])
         totals["reserved"] += value
     for r in _spend_rows(plan).itertuples():  # savings plans (USD/h x hours) and resales (values: no Prices row)
         if not r.units:
@@ -247,11 +282,25 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
     expected = (a["gpus"] * a["hours"] * a["scenario"].map(prob)).groupby(
         [a["gpu_type"], a["region"], a["option"]]).sum() if len(a) else pd.Series(dtype=float)
+    cost_by = (a["usd"] * a["scenario"].map(prob)).groupby([a["gpu_type"], a["region"], a["option"]]).sum() \
+        if len(a) and "usd" in a else pd.Series(dtype=float)
+    pathed = plan.inputs.rented_price_path is not None
     for option in supply.RENTED:
         for (gt, rg, opt, _vf), pr in price_row.items():
-            if opt != option:
+            if opt != option or (pathed and _vf is not None):
                 continue
             row = s.rows + 1
+            if pathed:  # prices change over time or by scenario: each Allocation row reads its own Prices row
+                gh = float(expected.get((gt, rg, opt), 0.0))
+                usd = float(cost_by.get((gt, rg, opt), 0.0))
+                crit = f'--EXACT({A.gpu_type},B{row}),--EXACT({A.region},C{row}),--EXACT({A.option},D{row})'
+                s.append([option, gt, rg, opt, F(f"=SUMPRODUCT({crit},{A.expected_gpu_hours})", gh), "GPU-hours",
+                          F(f"=E{row}", gh),
+                          F(f"=IF(E{row}>0,I{row}/E{row},{ref('Prices', 'hourly_usd', pr)})",
+                            usd / gh if gh > 0 else _price_value(plan, price_row, (gt, rg, opt, _vf))),
+                          F(f"=SUMPRODUCT({crit},{A.expected_cost_usd})", usd)])
+                totals[option] += usd
+                continue
             gh = float(expected.get((gt, rg, opt), 0.0))
             price = _price_value(plan, price_row, (gt, rg, opt, _vf))
             # exact, case-sensitive matches: a SUMIFS criterion would read "=1+1", "*", "?", "~" or a
@@ -261,10 +310,17 @@ def _write_costs(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, a: pd
             s.append([option, gt, rg, opt, qty, "GPU-hours", F(f"=E{row}", gh), F(f"={ref('Prices', 'hourly_usd', pr)}", price),
                       F(f"=G{row}*H{row}", gh * price)])
             totals[option] += gh * price
+    covered_usd = _covered_usd(plan) if pathed else {}
     for (gt, rg), gh in _covered_gpu_hours(plan).items():  # on-demand GPU-hours a savings plan paid: a credit
         row = s.rows + 1
         key = (gt, rg, "on_demand", None)
         price = _price_value(plan, price_row, key)
+        if pathed:  # on-demand priced by date or scenario: the mean price of the hours covered, as solved
+            price = float(covered_usd.get((gt, rg), 0.0)) / float(gh) if gh > 0 else price
+            s.append(["on_demand", gt, rg, "savings plan coverage", -float(gh), "GPU-hours", F(f"=E{row}", -float(gh)),
+                      price, F(f"=G{row}*H{row}", -float(gh) * price)])
+            totals["on_demand"] -= float(gh) * price
+            continue
         s.append(["on_demand", gt, rg, "savings plan coverage", -float(gh), "GPU-hours", F(f"=E{row}", -float(gh)),
                   F(f"={ref('Prices', 'hourly_usd', price_row[key])}", price), F(f"=G{row}*H{row}", -float(gh) * price)])
         totals["on_demand"] -= float(gh) * price
@@ -286,6 +342,11 @@ def _write_baseline(ws, plan: Plan, price_row: dict) -> tuple[int, float]:
     s.header({"workload_class": 22, "demand_gpu_hours": 20, "cheapest_usd_per_gpu_hour": 26, "pools_compared": 60})
     od = inp.pools["od"].to_numpy(float)
     ref_hours = need_gpu_hours(inp)
+    pathed = None
+    if inp.rented_price_path is not None:
+        from planner.results.plan import baseline_by_class
+
+        pathed = baseline_by_class(inp)
     total = 0.0
     for k, name in enumerate(inp.classes):
         row = s.rows + 1
@@ -303,6 +364,9 @@ def _write_baseline(ws, plan: Plan, price_row: dict) -> tuple[int, float]:
             s.append([name, float(ref_hours[k]), None, 0.0, s.text(", ".join(pools) or "no on-demand pool")])
             continue
         cheapest = min(values)
+        if pathed is not None:  # on-demand prices by date or scenario: the cheapest in each period, as solved
+            cheapest = float(pathed[k] / ref_hours[k])
+            terms = [repr(cheapest)]
         total += ref_hours[k] * cheapest
         s.append([name, float(ref_hours[k]), F("=MIN(" + ",".join(terms) + ")", cheapest),
                   F(f"=B{row}*C{row}", ref_hours[k] * cheapest), s.text(", ".join(pools))])
@@ -314,6 +378,24 @@ def _spend_rows(plan: Plan) -> pd.DataFrame:
     """The plan's rows without a Prices row of their own (savings plans, resales), bought or not."""
     pur = plan.purchases
     return pur[pur["kind"].isin(VALUED_KINDS)] if "kind" in pur else pur.iloc[0:0]
+
+
+def _covered_usd(plan: Plan) -> dict:
+    """Per (gpu_type, region): the expected on-demand cost savings plans paid, at each period's and scenario's
+    on-demand price (a price path)."""
+    from planner.inputs import rented
+
+    f, inp = plan.fleet, plan.inputs
+    if "on_demand_covered" not in f or not len(f):
+        return {}
+    prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
+    s = pd.Index(inp.scenarios).get_indexer(f["scenario"])
+    t = pd.DatetimeIndex(inp.periods).get_indexer(pd.DatetimeIndex(f["period"]))
+    p = pd.MultiIndex.from_frame(inp.pools[["gpu_type", "region"]]).get_indexer(
+        pd.MultiIndex.from_arrays([f["gpu_type"], f["region"]]))
+    od = np.nan_to_num(inp.rented_price_path[s, rented.index("on_demand"), p, t])
+    usd = f["on_demand_covered"] * f["hours"] * f["scenario"].map(prob) * od
+    return usd.groupby([f["gpu_type"], f["region"]]).sum().to_dict()
 
 
 def _covered_gpu_hours(plan: Plan, by_month: bool = False) -> pd.Series:

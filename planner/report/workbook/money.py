@@ -255,6 +255,8 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
     l0 = g0 + len(pool_cols)  # ladder columns
     letter = lambda i: xl_col_to_name(i - 1)  # noqa: E731 (1-based, as the row numbers)
     spelled = len(bought) <= MAX_FORMULA_TERMS and len(pool_cols) <= MAX_FORMULA_TERMS
+    if inp.price_paths is not None:  # prices by date or scenario: a month's cash is not GPU-hours x one price
+        spelled = False
     rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
     purchase_month = {j: pd.Timestamp(getattr(r, "cash_date", r.purchase_date)).strftime("%Y-%m")
                       for j, r in enumerate(bought.itertuples())}  # the upfront's month (a block: its start)

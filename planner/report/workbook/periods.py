@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
 from planner.results.plan import Plan
@@ -23,6 +24,29 @@ def _grain(periods: pd.Series, grain: str) -> pd.Series:
     return periods.dt.floor("D") if grain == "D" else periods.dt.to_period(grain).dt.start_time
 
 
+def with_path_prices(plan: Plan, a: pd.DataFrame) -> pd.DataFrame:
+    """``a`` with, where prices change over time or by scenario (price paths), each rented row's Prices row
+    (``price_row``, 1-based sheet row; 0 for commitments) and its cost ``usd`` (GPU-hours x that price); ``a``
+    itself otherwise."""
+    inp = plan.inputs
+    if inp.rented_price_path is None or not len(a):
+        return a
+    from planner.inputs import rented
+
+    rows = inp.price_paths.rented_rows(inp.periods)  # (S, J, P, T) positions in the price table
+    s = pd.Index(inp.scenarios).get_indexer(a["scenario"])
+    t = pd.DatetimeIndex(inp.periods).get_indexer(pd.DatetimeIndex(a["period"]))
+    pool = pd.MultiIndex.from_frame(inp.pools[["gpu_type", "region"]]).get_indexer(
+        pd.MultiIndex.from_arrays([a["gpu_type"], a["region"]]))
+    j = pd.Index(list(rented.KINDS)).get_indexer(a["option"])
+    ok = (j >= 0) & (s >= 0) & (t >= 0) & (pool >= 0)
+    pos = np.full(len(a), -1, dtype=np.int64)
+    pos[ok] = rows[s[ok], j[ok], pool[ok], t[ok]]
+    hourly = inp.tables.prices["hourly_usd"].to_numpy(float)
+    price = np.where(pos >= 0, hourly[np.clip(pos, 0, None)], 0.0)
+    return a.assign(price_row=np.where(pos >= 0, pos + 2, 0), usd=a["gpus"] * a["hours"] * price)
+
+
 def coarsen_allocation(a: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     """``a`` (the plan's allocation) as it fits a sheet: per period, or summed to days, weeks or months.
 
@@ -32,9 +56,10 @@ def coarsen_allocation(a: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     if len(a) <= MAX_SHEET_ROWS:
         return a, None
     keys = ["scenario", "workload_class", "gpu_type", "region", "option"]
+    sums = ["hours", "gpu_hours"] + (["usd"] if "usd" in a else [])  # a price path's cost sums with its hours
     for name, code in _GRAINS:
         g = a.assign(period=_grain(a["period"], code)).groupby(keys + ["period"], sort=False)[
-            ["hours", "gpu_hours"]].sum().reset_index()
+            sums].sum().reset_index()
         if len(g) <= MAX_SHEET_ROWS or code == "M":
             g["gpus"] = g["gpu_hours"] / g["hours"]
             return g.sort_values(["scenario", "period", "workload_class", "gpu_type", "region", "option"],
@@ -66,12 +91,21 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
     prices = {k: _price_value(plan, price_row, k) for k in price_row if k[2] in supply.RENTED}
     cols = [a[c].tolist() for c in ("scenario", "period", "hours", "workload_class", "gpu_type", "region",
                                     "option", "gpus")]
+    usd = a["usd"].to_numpy(float) if "usd" in a else None
+    path_row = a["price_row"].to_numpy(int) if "price_row" in a else None
+    hourly = plan.inputs.tables.prices["hourly_usd"].to_numpy(float)
     for i, (scen, per, hrs, cls, gt, rg, opt, gpus) in enumerate(zip(*cols)):
         row = i + 2
         gh = gpus * hrs
         ex = gh * prob[scen]
         if supply.is_(opt, stage="first"):
             price, pv = 0, 0.0
+        elif "usd" in a and "price_row" not in a:  # summed to days, weeks or months over a price path: the mean
+            pv = float(usd[i]) / gh if gh > 0 else 0.0
+            price = pv
+        elif "usd" in a and path_row[i] > 0:  # a price path: the Prices row pricing this period and scenario
+            pv = float(hourly[path_row[i] - 2])
+            price = F(f"={ref('Prices', 'hourly_usd', int(path_row[i]))}", pv)
         else:
             key = (gt, rg, opt, None)
             price = F(f"={ref('Prices', 'hourly_usd', price_row[key])}", prices[key])
