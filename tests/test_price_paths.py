@@ -161,6 +161,10 @@ def test_costs_recompute_from_the_allocation_and_the_rows_by_date(tmp_path):
     total = sum(r.gpus * r.hours * prob[r.scenario] * price_at(r.option, r.scenario, r.period)
                 for r in a.itertuples() if r.option in ("on_demand", "spot"))
     assert plan.cost["on_demand"] + plan.cost["spot"] == pytest.approx(total, rel=1e-9)
+    from planner.report.json_export import monthly_usage
+
+    usage = monthly_usage(plan)  # plan.json's usage per month and pool (what FOCUS and showback read)
+    assert usage["on_demand_usd"].sum() + usage["spot_usd"].sum() == pytest.approx(total, rel=1e-9)
     assert price_at("on_demand", "cheap", pd.Timestamp("2027-03-01")) == 1.8
     assert price_at("on_demand", "base", pd.Timestamp("2027-03-01")) == 2.4
     # spot is the cheaper kind until it rises to 1.6 on 2027-01-20, and capped at half the demand

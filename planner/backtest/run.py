@@ -389,15 +389,13 @@ def period_costs(plan) -> pd.DataFrame:
     spot, every SLO-sized class included) served first, cannot meet their demand (:func:`slo_hours_missed`).
     """
     from planner.results.bill import purchase_cost_by_period
+    from planner.results.plan import fleet_prices
 
     inp = plan.inputs
     reserved = purchase_cost_by_period(plan).sum(axis=0)
     fleet = plan.fleet[plan.fleet["scenario"] == inp.scenarios[0]]
-    pools = pd.MultiIndex.from_frame(inp.pools[["gpu_type", "region"]])
-    key = pd.MultiIndex.from_frame(fleet[["gpu_type", "region"]])
     kinds = rented.reported(inp.pools)  # on-demand, spot, and any other rented kind sold (flex-start)
-    usd = {kd: fleet[kd].to_numpy() * pd.Series(np.nan_to_num(inp.rented_price[rented.index(kd)]), index=pools)
-           .reindex(key).to_numpy() * fleet["hours"].to_numpy() for kd in kinds}
+    usd = {kd: fleet[kd].to_numpy() * fleet_prices(inp, fleet, kd) * fleet["hours"].to_numpy() for kd in kinds}
     by_period = pd.DataFrame({"period": fleet["period"].to_numpy(), **usd}).groupby("period").sum()
     out = pd.DataFrame(index=inp.periods)
     out["reserved"] = reserved

@@ -94,15 +94,14 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
     that of the inventory (Inventory sheet); on-demand and spot are priced at the price sheet's rates.
     """
     from planner.results.bill import inventory_cost_by_period, inventory_table, purchase_cost_by_period
+    from planner.results.plan import fleet_prices
 
     inp = plan.inputs
     f = plan.fleet
     prob = dict(zip(inp.scenarios, inp.probability))
     w = f["scenario"].map(prob).to_numpy(float) * f["hours"].to_numpy(float)
-    pools = inp.pools.set_index(["gpu_type", "region"])
-    key = pd.MultiIndex.from_frame(f[["gpu_type", "region"]])
-    od = np.nan_to_num(pools["od"].reindex(key).to_numpy(float))
-    sp = np.nan_to_num(pools["sp"].reindex(key).to_numpy(float))
+    od = fleet_prices(inp, f, "on_demand")  # each period's and scenario's price (a forward curve, price paths)
+    sp = fleet_prices(inp, f, "spot")
     covered = f["on_demand_covered"].to_numpy(float) if "on_demand_covered" in f else np.zeros(len(f))
     g = pd.DataFrame({"month": f["period"].dt.strftime("%Y-%m").to_numpy(), "gpu_type": f["gpu_type"].to_numpy(),
                       "region": f["region"].to_numpy(),
@@ -114,8 +113,7 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
                       "spot_gpu_hours": f["spot"].to_numpy() * w, "spot_usd": f["spot"].to_numpy() * w * sp,
                       **{c: v for kd in rented.reported(inp.pools) if kd not in rented.ALWAYS for c, v in (
                           (f"{kd}_gpu_hours", f[kd].to_numpy() * w),
-                          (f"{kd}_usd", f[kd].to_numpy() * w * np.nan_to_num(
-                              pools[supply.get(kd).pool_price].reindex(key).to_numpy(float))))}})
+                          (f"{kd}_usd", f[kd].to_numpy() * w * fleet_prices(inp, f, kd)))}})
     out = g.groupby(["month", "gpu_type", "region"], sort=True).sum().reset_index()
     month = inp.periods.strftime("%Y-%m")
     res = inp.commitments

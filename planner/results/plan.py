@@ -711,6 +711,26 @@ def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Rb, Ub, Xd=None) -> None:
         X[X < EPS] = 0.0
 
 
+def fleet_prices(inp: PlanInputs, fleet: pd.DataFrame, kind: str) -> np.ndarray:
+    """Per row of a fleet-shaped table (scenario, period, gpu_type, region): USD per GPU-hour of rented ``kind``
+    there: its scenario's and period's price where a forward curve or price paths date it, else the sheet's
+    (0 where the pool does not sell it)."""
+    p = pd.MultiIndex.from_frame(inp.pools[["gpu_type", "region"]]).get_indexer(
+        pd.MultiIndex.from_arrays([fleet["gpu_type"], fleet["region"]]))
+    j = rented.index(kind)
+    out = np.zeros(len(fleet))
+    path = inp.rented_price_path
+    if path is None:
+        ok = p >= 0
+        out[ok] = np.nan_to_num(inp.rented_price[j])[p[ok]]
+        return out
+    s = pd.Index(inp.scenarios).get_indexer(fleet["scenario"])
+    t = pd.DatetimeIndex(inp.periods).get_indexer(pd.DatetimeIndex(fleet["period"]))
+    ok = (p >= 0) & (s >= 0) & (t >= 0)
+    out[ok] = np.nan_to_num(path[s[ok], j, p[ok], t[ok]])
+    return out
+
+
 def block_prices(inp: PlanInputs, blocks) -> np.ndarray:
     """(J, P, B) USD per GPU-hour of each rented kind in every block (0 where not sold): the block's own price
     where a forward curve or price paths date it, else the sheet's."""
