@@ -84,14 +84,20 @@ def _show(x) -> str:
 
 
 def _rows(df: pd.DataFrame) -> dict[tuple, dict]:
-    """Price rows by (gpu_type, region, option), a capacity block's window start and length appended to its
-    option (two offers of one pool differ only there; a moved window is a removed and an added offer)."""
+    """Price rows by (gpu_type, region, option), a capacity block's window start and length, a dated price's
+    ``valid_from`` and a scenario's name appended to its option (two rows of one pool differ only there; a moved
+    window or date is a removed and an added row)."""
     out = {}
     for rec in df.to_dict("records"):
         key = [str(rec[k]) for k in KEY]
         start = rec.get("block_start")
         if start is not None and not pd.isna(start):
             key[2] += f" {pd.Timestamp(start):%Y-%m-%dT%H:%M} {float(rec.get('block_days') or 0):g}d"
+        since = rec.get("valid_from")
+        if since is not None and not pd.isna(since):  # a dated price (forward curve): its own row
+            key[2] += f" from {pd.Timestamp(since):%Y-%m-%d}"
+        if rec.get("scenario"):  # a scenario's price path
+            key[2] += f" [{rec['scenario']}]"
         out[tuple(key)] = rec
     return out
 
