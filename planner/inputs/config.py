@@ -410,7 +410,9 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
                         expected='a price sheet of this scenario, e.g. prices = "prices-fast.csv"')
             else:
                 price_files[sname] = table["prices"]
-    if unweighted and len(unweighted) == len(given):
+    if unweighted and len(unweighted) < len(given):
+        given = {}  # reported above: no second message about the probabilities it left out
+    elif unweighted:
         given = {k: 1.0 / len(given) for k in given}
     else:
         given = {k: (v.get("probability") if isinstance(v, dict) else v) for k, v in given.items()}

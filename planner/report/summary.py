@@ -210,11 +210,13 @@ def _memo_lines(plan: Plan) -> list[str]:
     m = plan.memo
     if m is None:
         return []
+    cov = float(m.coverage.get("coverage", 0.0))
+    cov_text = f"coverage {100 * cov:.1f} % of commitment-eligible GPU-hours" + (
+        f" (spot not counted; {100 * float(m.coverage['coverage_with_spot']):.1f} % with spot)"
+        if m.coverage.get("coverage_with_spot") == m.coverage.get("coverage_with_spot") and "coverage_with_spot"
+        in m.coverage else "") if cov == cov else "no commitment-eligible GPU-hours on demand or reserved (coverage n/a)"
     out = [f"  memo: cash out in the next 12 months {_usd(m.cash_next_12_months_usd)} (commitments already owned "
-           f"included); coverage {100 * float(m.coverage.get('coverage', 0.0)):.1f} % of commitment-eligible GPU-hours"
-           + (f" (spot not counted; {100 * float(m.coverage['coverage_with_spot']):.1f} % with spot)"
-              if m.coverage.get("coverage_with_spot") == m.coverage.get("coverage_with_spot") and "coverage_with_spot"
-              in m.coverage else "")]
+           f"included); {cov_text}"]
     if m.savings:
         nb = float(m.savings["next_best_cost_usd"])
         short = float(m.savings.get("next_best_shortfall_gpu_hours", 0.0))
