@@ -228,7 +228,9 @@ def test_the_workbook_prints_in_few_pages_and_never_as_hashes(example_plan, tmp_
     pdf = tmp_path / "plan.pdf"
     info = subprocess.run(["pdfinfo", str(pdf)], check=True, capture_output=True, text=True).stdout
     pages = int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
-    assert pages <= 40  # 37 with the finance pack at 8 pt or more (32 when it printed at 2-5 pt)
+    # 31: the finance pack at 8 pt or more, landscape at 75 % where it is wide, and the sheets this plan leaves
+    # empty hidden (39 before; 32 when the pack printed at 2-5 pt)
+    assert pages <= 32
     text = subprocess.run(["pdftotext", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
     assert "###" not in text
     assert "Summary" in text  # the footer names each sheet
@@ -253,3 +255,15 @@ def test_the_workbook_prints_in_few_pages_and_never_as_hashes(example_plan, tmp_
     assert [s for s in order if s in pack] == [s for s in pack if s in order] and order[0] == "Summary", order[:7]
     assert set(pack) - {"Downside", "Term downside"} <= set(order)  # (the fixture's memo may be off: no table)
     assert all(size[s] >= 10.4 for s in pack if s in size), {s: size.get(s) for s in pack}
+
+
+def test_sheets_with_nothing_to_show_are_hidden_and_said_so(example_plan):
+    """The example has one scenario, no shortfall, no SLO-sized or backfill class, no savings plan and no shadow
+    prices: those sheets are hidden (they print nothing useful), the Assumptions sheet says which and why, and
+    every sheet with content stays visible."""
+    wb = load_workbook(example_plan[1]["xlsx"])
+    hidden = {ws.title for ws in wb.worksheets if ws.sheet_state == "hidden"}
+    assert hidden == {"Scenarios", "Shortfall", "Latency", "Backfill", "Shadow prices", "Savings plans"}
+    notes = " ".join(str(c.value) for row in wb["Assumptions"].iter_rows() for c in row if c.value)
+    assert "Sheets with nothing to show in this plan are hidden" in notes and "Shortfall (every demand served)" in notes
+    assert wb.active.title == "Summary"

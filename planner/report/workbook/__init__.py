@@ -67,6 +67,10 @@ def write_workbook(plan: Plan, path) -> None:
     elif fleet_code:
         notes.append(f"Fleet (the sheet behind the charts) is averaged per day: {plan.inputs.T:,} periods would "
                      "crowd a chart's axis; Allocation and Demand keep every period.")
+    unused = _nothing_to_show(plan)
+    if unused:
+        notes.append("Sheets with nothing to show in this plan are hidden, so they do not print (right-click a sheet "
+                     "tab, Unhide): " + "; ".join(f"{name} ({why})" for name, why in unused.items()) + ".")
     _write_assumptions(ws["Assumptions"], plan, notes)
     _write_fleet(ws["Fleet"], plan, fleet_code)
     _write_scenarios(ws["Scenarios"], plan)
@@ -84,4 +88,24 @@ def write_workbook(plan: Plan, path) -> None:
     for key in NAMES:
         book.wb.define_name(key, "=" + ref("Summary", "value", name_row[key]))
     ws["Summary"].activate()
+    for name in unused:
+        ws[name].hide()
     book.wb.close()
+
+
+def _nothing_to_show(plan: Plan) -> dict[str, str]:
+    """The optional sheets this plan leaves empty (or holding a placeholder), with why: hidden from print."""
+    out = {}
+    if len(plan.inputs.scenarios) == 1:
+        out["Scenarios"] = "one scenario: its costs are the Summary's"
+    if plan.shortfall is None or not len(plan.shortfall):
+        out["Shortfall"] = "every demand served"
+    if plan.latency is None or not len(plan.latency):
+        out["Latency"] = "no class sized by a latency SLO"
+    if plan.backfill is None or not len(plan.backfill):
+        out["Backfill"] = "no backfill class"
+    if plan.shadow_prices is None:
+        out["Shadow prices"] = "not computed"
+    if plan.spend is None or not len(plan.spend):
+        out["Savings plans"] = "no savings plan in the price sheet"
+    return out

@@ -46,6 +46,7 @@ MIN_PRINT_PT = 8.2  # the finance pack prints at this size or more (8 pt, a marg
 # LibreOffice lays a column of Excel width w out wider than Excel's (w x 7 + 5) px (Carlito for Calibri, the
 # table's header row): measured on the example's PDF, 1.35x (3 columns) to 1.48x (25 columns) wider than that
 PRINT_WIDTH_FACTOR = 1.5
+HEAD_CAP = 16  # characters a line of a finance-pack number column's wrapped header
 PRINTABLE_PT = {"portrait": (8.27 - 0.8) * 72, "landscape": (11.69 - 0.8) * 72}  # A4 less the side margins
 
 
@@ -150,16 +151,17 @@ class _Book:
 
 
 def print_readable(ws, width_pt: float) -> None:
-    """Print a finance-pack sheet at ``MIN_PRINT_PT`` or more: portrait if it fits there at that size, else
-    landscape, as many pages wide as that size needs (fit to width), as many down as its rows need."""
+    """Print a finance-pack sheet at ``MIN_PRINT_PT`` or more: portrait, fit to the page's width, if it fits there
+    at that size (``width_pt`` errs wide: the scale is then >= that size); else landscape at that size exactly (a
+    print scale: as many pages wide and down as it needs, no page printed larger than it must be, which a
+    fit-to-N-pages estimated from the widths did: at 100 %, on more pages)."""
     scale = MIN_PRINT_PT / FONT_PT
     if width_pt * scale <= PRINTABLE_PT["portrait"]:
         ws.set_portrait()
-        wide = 1
+        ws.fit_to_pages(1, 0)
     else:
         ws.set_landscape()
-        wide = int(np.ceil(width_pt * scale / PRINTABLE_PT["landscape"]))
-    ws.fit_to_pages(wide, 0)
+        ws.set_print_scale(int(np.ceil(100 * scale)))
 
 
 def _number(v) -> bool:
@@ -188,18 +190,28 @@ class _Sheet:
         """Input text: always a string cell, never a formula, whatever it starts with."""
         return _Text(value)
 
+    def _width(self, name: str, widths: dict[str, int] | None) -> int:
+        """A column's width in characters: the caller's, else its values' format and its header. On a finance-pack
+        sheet a number column is as wide as its values (the header wraps over :data:`HEAD_CAP` characters a
+        line): its pages print fewer and larger."""
+        fmt = self.formats.get(name)
+        if self.ws.get_name() in FINANCE_PACK and fmt is not None:
+            return max(_FORMAT_WIDTH.get(fmt, 12), min(len(name) + 1, HEAD_CAP))
+        return (widths or {}).get(name, max(_FORMAT_WIDTH.get(fmt, 12), min(len(name) + 3, 40)))
+
     def header(self, widths: dict[str, int] | None = None):
         head = self.book.fmt(head=True)
+        chars = [self._width(n, widths) for n in self.columns]
         for i, name in enumerate(self.columns):
-            self.ws.set_column(i, i, (widths or {}).get(name, max(_FORMAT_WIDTH.get(self.formats.get(name), 12),
-                                                                   min(len(name) + 3, 40))))
+            self.ws.set_column(i, i, chars[i])
             self.ws.write_string(0, i, name, head)
             if name in UNITS:
                 self.ws.write_comment(0, i, UNITS[name], {"x_scale": 2})
+        lines = max((int(np.ceil(len(n) / max(w - 1, 1))) for n, w in zip(self.columns, chars)), default=1)
+        if lines > 1:  # a wrapped header: the row as tall as its lines (Excel does not fit it on opening)
+            self.ws.set_row(0, 15.0 * lines)
         self.ws.freeze_panes(1, 0)
         self.rows = 1
-        chars = [(widths or {}).get(n, max(_FORMAT_WIDTH.get(self.formats.get(n), 12), min(len(n) + 3, 40)))
-                 for n in self.columns]
         self.width_pt = sum((w * 7 + 5) * 0.75 for w in chars) * PRINT_WIDTH_FACTOR  # column widths as points
         self.chars = sum(chars)  # the table's width in characters (a note wraps to it)
         if self.ws.get_name() in FINANCE_PACK:

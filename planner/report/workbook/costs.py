@@ -20,6 +20,9 @@ def _price_key(r) -> tuple:
     return (r.gpu_type, r.region, r.option, None if vf is None or pd.isna(vf) else pd.Timestamp(vf))
 
 
+PAYMENT_WIDTH = 32  # characters of the Purchases sheet's payment comparison (it wraps)
+
+
 def price_mix(plan: Plan) -> dict:
     """Per ``plan.purchases`` index label priced by scenario (price paths): [(weight, Prices row), ...], the
     probability-weighted mix of the scenarios' Prices rows it serves (what the model charged it); {} without."""
@@ -125,9 +128,10 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                 "monthly_recurring_usd": USD, "on_demand_usd_per_gpu_hour": RATE, "min_utilisation": PCT,
                 "avg_utilisation": PCT, "max_utilisation": PCT, "break_even_utilisation": PCT,
                 "monthly_savings_usd": USD, "monthly_savings_pct": PCT, "break_even_months": "0.0", "npv_usd": USD,
-                "spot_usd_per_useful_gpu_hour": RATE, "break_even_vs_spot": PCT, "break_even_vs_nothing": PCT})
+                "spot_usd_per_useful_gpu_hour": RATE, "break_even_vs_spot": PCT, "break_even_vs_nothing": PCT},
+               wrap=("payment_options",))
     s.header({"effective_usd_per_gpu_hour": 26, "pool_reserved_utilisation": 26, "liability_past_horizon_usd": 26,
-              "payment_options": 60})
+              "payment_options": PAYMENT_WIDTH})
     alternatives = _payment_text(plan)
     util = _pool_utilisation(plan)
     use = _purchase_use(plan, purchases)
@@ -192,6 +196,10 @@ def _write_purchases(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict, h
                   F(f"=G{row}*{P('hourly_usd')}*{L:g}", r.monthly_recurring_usd)] + reco
                  + [float(getattr(r, "npv_usd", 0.0)) if bought else None, alternatives.get(r.Index),
                     s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0))] + spot_cells)
+    for i, r in enumerate(purchases.itertuples()):  # a payment comparison wraps: its row as tall as its lines
+        text = alternatives.get(r.Index)
+        if text and r.instances > 0 and len(text) > PAYMENT_WIDTH - 2:
+            ws.set_row(i + 1, 15.0 * int(np.ceil(len(text) / (PAYMENT_WIDTH - 2))))
     s.table("Purchases")
     if (purchases["instances"] <= 0).any():
         ws.outline_settings(True, False, True, False)  # the fold's button above the rows
