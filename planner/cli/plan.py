@@ -171,7 +171,8 @@ def _forecast_of(model, prices, plan_file):
 @json_option
 @click.option("--scenario", default=None, metavar="NAME",
               help="A plan over a scenario tree: evaluate the purchases of this scenario's branch (default: at "
-                   "each date the branch whose forecast is nearest the demand that came before it).")
+                   "each date the branch whose forecast is nearest the demand that came before it). With price "
+                   "paths, this scenario's prices are the ones that came (default: the sheet's own rows).")
 @handle_errors
 def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_json, scenario):
     """Fix a plan's reserved purchases and price the cheapest recourse for the actual demand.
@@ -194,6 +195,15 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
 
     # the demand that came is one history: the model's [scenarios] (its forecast's) do not apply to it
     inp = load_inputs(replace(load_model(model or default_model()), scenarios={}), demand=demand, prices=prices)
+    if scenario is not None and inp.price_paths is not None:  # the prices that came: that scenario's price path
+        from planner.core.errors import InputError, Problem
+        from planner.inputs.arrays import retree
+
+        if scenario not in inp.config.price_scenarios:
+            raise InputError(Problem("--scenario", "not a scenario of the model", value=scenario,
+                                     expected="one of " + ", ".join(inp.config.price_scenarios)))
+
+        inp = retree(replace(inp, price_names=(scenario,) * len(inp.scenarios)))
     from planner.cli.common import config_inputs, refuse_overwrite_in
 
     refuse_overwrite_in(out_dir or default_out_dir(inp.config, "-evaluate"), ("evaluation.json", "evaluation.xlsx"),

@@ -209,6 +209,7 @@ class ModelConfig:
     term: TermPolicy = field(default_factory=TermPolicy)
     history: Path | None = None  # demand history (long form) the whole term is forecast from
     scenario_prices: dict[str, Path] = field(default_factory=dict)  # [scenarios.<name>] prices: a price path file
+    price_scenarios: tuple = ()  # the model file's scenario names (kept when a command plans one history of them)
 
     def team_of(self, cls: str) -> str:
         """The team that owns class ``cls`` (the class itself when it names none)."""
@@ -450,7 +451,8 @@ def parse_model(raw: dict, path: Path | None) -> ModelConfig:
                        scenarios=scenarios, failure_rate_per_gpu_hour=fleet_failure, teams=teams,
                        commitments=commitments, budget=budget, finance=finance, sites=sites, term=term,
                        history=resolve("history"),
-                       scenario_prices={k: Path(os.path.normpath(base / v)) for k, v in price_files.items()})
+                       scenario_prices={k: Path(os.path.normpath(base / v)) for k, v in price_files.items()},
+                       price_scenarios=tuple(scenarios))
 
 
 def _parse_term(table: dict, file: str, bad: Collector) -> TermPolicy:

@@ -240,7 +240,11 @@ def validate_prices(raw: RawTable, bad: Collector, partial: bool = False) -> pd.
     ip = numbers(raw, "interruptions_per_hour", bad, blank_ok=True, high=100,
                  expected="preemptions per instance-hour >= 0 (e.g. 0.02)")
     ip_text = d.get("interruptions_per_hour", pd.Series("", index=d.index))
-    _report(bad, raw, is_spot & ip_text.eq(""), "interruptions_per_hour", "spot row without an interruption rate",
+    path_row = d.get("valid_from", pd.Series("", index=d.index)).astype(str).str.strip().ne("") \
+        | d.get("scenario", pd.Series("", index=d.index)).astype(str).str.strip().ne("") \
+        | pd.Series(partial, index=d.index)  # a dated or scenario price: the undated row's rate holds
+    _report(bad, raw, is_spot & ip_text.eq("") & ~path_row, "interruptions_per_hour",
+            "spot row without an interruption rate",
             None, expected="mean preemptions per instance-hour (e.g. 0.02; 0 if never preempted)",
             hint="take it from the provider's interruption-frequency advisor or your own history")
     _report(bad, raw, ~is_spot & ip_text.ne(""), "interruptions_per_hour",
@@ -301,7 +305,8 @@ def validate_prices(raw: RawTable, bad: Collector, partial: bool = False) -> pd.
             d["hourly_usd"], expected="hourly_usd or upfront_usd > 0")
 
     key = ["gpu_type", "region", "option", "valid_from", "block_start", "block_days", "scenario"]
-    dup = out.duplicated(key, keep="first") & known
+    unread = out["valid_from"].isna() & d.get("valid_from", pd.Series("", index=d.index)).astype(str).str.strip().ne("")
+    dup = out.duplicated(key, keep="first") & known & ~unread  # an unreadable date is reported already
     dated = "valid_from" in d.columns
     _report(bad, raw, dup & ~out["valid_from"].notna(), "option",
             "duplicate row for the same gpu_type, region and option", d["option"],
@@ -363,6 +368,7 @@ def _base_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, ok: pd.Series, 
             "option", out["gpu_type"] + "/" + out["region"] + " " + out["option"],
             expected="a row of the same gpu_type, region and option with blank valid_from and scenario (its price "
                      "until the first dated row)", hint="add the option's price today as a row of its own")
+    _same_settings(bad, raw, out, need & rented & ~missing, out[base])
     _report(bad, raw, missing & ~rented, "option", "a scenario price for an option the sheet does not sell",
             out["gpu_type"] + "/" + out["region"] + " " + out["option"],
             expected="a row of the same gpu_type, region and option with a blank scenario (the dates it is "
@@ -399,8 +405,46 @@ def _with_scenario_sheets(prices: pd.DataFrame | None, raws: dict[str, RawTable]
             _report(bad, raw, theirs.notna() & (theirs != own["gpus_per_instance"]), "gpus_per_instance",
                     "instance size differs from the price sheet's", own["gpus_per_instance"],
                     expected="the price sheet's gpus_per_instance for the pool")
+            _same_settings(bad, raw, own, own["option"].isin(supply.RENTED).to_numpy(), prices[prices["scenario"].eq("")])
+            key = ["gpu_type", "region", "option", "valid_from", "block_start", "block_days"]
+            theirs_rows = prices[prices["scenario"].eq(name)]
+            if len(theirs_rows):  # the sheet's own rows for this scenario, and its file: one price per date
+                both = pd.MultiIndex.from_frame(theirs_rows[key].astype(str))
+                clash = pd.MultiIndex.from_frame(own[key].astype(str)).isin(both)
+                _report(bad, raw, pd.Series(clash, index=own.index), "option",
+                        f"scenario {name} is priced twice: by this file and by the price sheet's scenario column",
+                        own["gpu_type"] + "/" + own["region"] + " " + own["option"],
+                        expected="one price per option, valid_from and scenario: in the sheet or in the file")
         parts.append(own)
     return pd.concat(parts, ignore_index=True) if parts else None
+
+
+PATH_FIXED = ("max_gpus", "interruptions_per_hour", "gpus_per_instance", "queue_hours_p50", "queue_hours_p90",
+              "max_run_hours")  # what a dated or scenario row of a rented option may not change (its price only)
+
+
+def _same_settings(bad: Collector, raw: RawTable, rows: pd.DataFrame, mask, base: pd.DataFrame) -> None:
+    """A dated or scenario row of a rented option changes its price only: each of :data:`PATH_FIXED` it fills
+    must equal the option's undated row's (a cap or an interruption rate typed there would be ignored)."""
+    mask = np.asarray(mask, dtype=bool)
+    if not mask.any():
+        return
+    undated = base[base["option"].isin(supply.RENTED) & base["valid_from"].isna()].drop_duplicates(
+        ["gpu_type", "region", "option"]).set_index(["gpu_type", "region", "option"])
+    keys = pd.MultiIndex.from_frame(rows[["gpu_type", "region", "option"]])
+    given = raw.data
+    for col in PATH_FIXED:
+        if col not in rows or col not in undated:
+            continue
+        theirs = undated[col].reindex(keys).to_numpy(float)
+        ours = pd.to_numeric(rows[col], errors="coerce").to_numpy(float)
+        typed = given[col].astype(str).str.strip().ne("").to_numpy() if col in given else np.zeros(len(rows), bool)
+        differs = typed & mask & ~((ours == theirs) | (np.isnan(ours) & np.isnan(theirs)))
+        _report(bad, raw, pd.Series(differs, index=rows.index), col,
+                f"{col} on a dated or scenario price differs from the option's undated row", given.get(col),
+                expected=f"blank or the undated row's {col}: a dated or scenario row changes the price only",
+                hint="caps and rates over time belong in an availability file (per-period max_gpus)"
+                if col == "max_gpus" else None)
 
 
 def check_price_scenarios(config: ModelConfig, prices: pd.DataFrame, demand: pd.DataFrame | None, file: str,
@@ -409,6 +453,7 @@ def check_price_scenarios(config: ModelConfig, prices: pd.DataFrame, demand: pd.
     if "scenario" not in prices:
         return
     known = list(config.scenarios) or ([] if demand is None else list(dict.fromkeys(demand["scenario"])))
+    known += [n for n in getattr(config, "price_scenarios", ()) if n not in known]  # evaluate: one history of them
     named = prices["scenario"].ne("")
     for i in np.flatnonzero(named & ~prices["scenario"].isin(known)):
         bad.add(file, "price row for a scenario the model does not have", row=int(prices["row"].iat[i]),

@@ -20,6 +20,12 @@ import numpy as np
 ETA, EXCESS, ROWS = "cvar_eta", "cvar_excess", "cvar_tail"
 
 
+def _own(inp):
+    from planner.model.objective import cost_by_scenario
+
+    return cost_by_scenario(inp)
+
+
 def scenario_cost_matrix(model, inp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(scenario, column, coefficient) triples: ``cost_s = sum coef x[col]`` over the model's own columns."""
     prob = np.asarray(inp.probability, float)
@@ -44,7 +50,8 @@ def scenario_cost_matrix(model, inp) -> tuple[np.ndarray, np.ndarray, np.ndarray
                       else np.asarray(inp.reserved_member, float))
             per = np.divide(c, weight, out=np.zeros_like(c), where=weight > 0)
             r, s = np.nonzero(member)
-            scen.append(s), cols.append(col[r]), coefs.append(per[r])
+            own = _own(inp)  # prices by scenario: each scenario pays its own, not the mean
+            scen.append(s), cols.append(col[r]), coefs.append(per[r] if own is None else own[r, s])
         elif "b" in frame:
             s = block_scen[frame["b"].to_numpy()]
             scen.append(s), cols.append(col), coefs.append(c / prob[s])

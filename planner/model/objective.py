@@ -54,6 +54,29 @@ def first_stage_cost(inp: PlanInputs) -> np.ndarray:
     return inp.reserved_weight * res["m"].to_numpy(float) * per_gpu
 
 
+def cost_by_scenario(inp: PlanInputs, cost=None) -> np.ndarray | None:
+    """(R, S) what one unit of each commitments-table row costs in scenario s at that scenario's own prices (a
+    price path: :mod:`planner.inputs.price_paths`), undivided by the row's probability; None when commitment
+    prices do not differ by scenario. The objective charges a row its scenarios' probability-weighted mean of
+    these (its expected cost); a scenario's own cost (CVaR, the scenario costs) takes its own column.
+    ``cost``: the per-row cost function (default :func:`first_stage_cost`)."""
+    from dataclasses import replace
+
+    paths = inp.price_paths
+    R, S = len(inp.commitments), len(inp.scenarios)
+    if paths is None or not paths.reserved or not R:
+        return None
+    cost = cost or first_stage_cost
+    weight = np.asarray(inp.reserved_weight, float)
+    out = np.zeros((R, S))
+    for s in range(S):
+        one = np.zeros((R, S), dtype=bool)
+        one[:, s] = True
+        priced = replace(inp, commitments=paths.price_commitments(inp.commitments, one, inp.probability))
+        out[:, s] = np.divide(cost(priced), weight, out=np.zeros(R), where=weight > 0)
+    return out
+
+
 def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame],
                            n_vars: int, npv: bool = False) -> np.ndarray:
     """The objective coefficient of every column (USD over the horizon), shortfall penalty included.

@@ -742,7 +742,12 @@ def block_prices(inp: PlanInputs, blocks) -> np.ndarray:
 def _reserved_by_scenario(inp: PlanInputs, n: np.ndarray, expected: float) -> np.ndarray:
     """(S,) each scenario's own reserved cost: the expected one for all, or with a scenario tree the purchases
     of its own branches (their cost in the objective is weighted by the branch's probability: undone here)."""
+    from planner.model.objective import cost_by_scenario
+
     S = len(inp.scenarios)
+    own = cost_by_scenario(inp, reserved_cost_per_instance) if len(n) else None  # commitment prices by scenario
+    if own is not None:
+        return (np.asarray(n, float)[:, None] * own * inp.member).sum(axis=0)
     if inp.reserved_member is None or not len(n):
         return np.full(S, expected)
     per_row = np.asarray(n, float) * reserved_cost_per_instance(inp) / np.where(inp.reserved_weight > 0,

@@ -44,6 +44,7 @@ from planner.solve.master import (  # noqa: F401  (re-exported)
 MAX_GROUPS = 10_000  # "auto" cuts: one theta per block up to this many, else per day, else per week
 AGGREGATE_PERIODS = 384  # the warm start's aggregate keeps about this many periods
 DROP_AFTER = 8  # a cut slack in this many consecutive master solves is dropped (LP phase)
+IN_OUT = 0.5  # in-out stabilisation of the LP phase: price n_in + IN_OUT (n_master - n_in); 1.0 = off (Kelley)
 
 
 def applicable(inp: PlanInputs) -> bool:
@@ -244,27 +245,40 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         start = None  # break a first-stage row of the periods it skipped (a site's power cap): start from nothing
     phases["aggregate"] = time.perf_counter() - t
     n = n0 if start is None else start
-    # 2. the master's LP relaxation, cut until it closes or stalls
+    # 2. the master's LP relaxation, cut until it closes or stalls. In-out stabilisation (Ben-Ameur and Neto
+    # 2007): the cuts are taken at a point between the best priced point (n_in) and the master's (n_out), which
+    # damps the master's jumps from one vertex to another; when the bound stops rising, the master's own point
+    # is priced (lam = 1: Kelley), so the loop converges as plain Kelley does
     n_lp, lp_stall = n, 0
+    n_in, best_lp, lam, n_out = None, np.inf, IN_OUT, None
     while it < max_iterations:
         it += 1
         recourse = price(n)
         if np.allclose(n[whole], np.round(n[whole]), atol=1e-9):
             offer(rounded(n), recourse)
         lp_value = float(cost @ n) + recourse  # the relaxation's objective at n (an LP upper bound)
+        if lp_value < best_lp:
+            best_lp, n_in = lp_value, n.copy()
         if out_of_time():
             log()
             break
         info, sol = solve_master()
         prev = bound
         bound = max(bound, float(info.objective_function_value))
-        n_lp, n = n, np.clip(sol[:R], 0.0, None)
+        n_prev_out, n_out = n_out, np.clip(sol[:R], 0.0, None)
+        n_lp = n
         log()
-        if closed() or lp_value - bound <= mip_gap / 4 * abs(lp_value) + ABS_TOL or np.allclose(n, n_lp, atol=1e-9):
+        if closed() or best_lp - bound <= mip_gap / 4 * abs(best_lp) + ABS_TOL or np.allclose(n_out, n, atol=1e-9) \
+                or (n_prev_out is not None and lam >= 1.0 and np.allclose(n_out, n_prev_out, atol=1e-9)):
+            n = n_out
             break
         lp_stall = lp_stall + 1 if bound - prev <= 1e-7 * abs(bound) else 0
+        if lp_stall >= 2:
+            lam = 1.0  # the bound stalls: price the master's own point
         if lp_stall >= 5 or it >= 100:
+            n = n_out
             break
+        n = n_out if lam >= 1.0 else n_in + lam * (n_out - n_in)
         drop_slack_cuts()
     # 3. round the relaxation's purchases and price them exactly on every period
     if not closed() and not out_of_time() and it < max_iterations:

@@ -72,7 +72,7 @@ def follow_tree(tree: dict | None, forecast: PlanInputs | None, actual: PlanInpu
     over the periods before that date (mean absolute difference over the periods both have), among the
     branches of the scenarios chosen so far: what a planner re-deciding at that date would know."""
     if not tree:
-        if scenario is not None:
+        if scenario is not None and actual.price_paths is None:  # with price paths it names the prices that came
             raise InputError(Problem("--scenario", "the plan has no scenario tree: every purchase is made whatever "
                                      "happens", value=scenario, hint="leave out --scenario for this plan"))
         return set()

@@ -71,6 +71,19 @@ def spend(plan: Plan) -> pd.DataFrame:
             price[(gt, rg, kind)] = float(rates[j, q])
     a = expected_gpu_hours(plan)
     a = a[~supply.mask(a["option"], stage="first")]
+    if len(a) and inp.rented_price_path is not None:  # prices by date or scenario: each row at its own price
+        from planner.results.plan import fleet_prices
+
+        a = a.assign(period=plan.allocation.loc[a.index, "period"])
+        usd = np.zeros(len(a))
+        for kind in pd.unique(a["option"]):
+            on = (a["option"] == kind).to_numpy()
+            usd[on] = a["expected_gpu_hours"].to_numpy(float)[on] * fleet_prices(inp, a[on], kind)
+        g = a.assign(usd=usd).groupby(["option", "gpu_type", "region"], sort=True)[["expected_gpu_hours", "usd"]].sum()
+        for (opt, gt, rg), r in g.iterrows():
+            rows.append({"option": opt, "gpu_type": gt, "region": rg, "gpus": None,
+                         "gpu_hours": float(r["expected_gpu_hours"]), "usd": float(r["usd"])})
+        a = a.iloc[0:0]
     if len(a):
         g = a.groupby(["option", "gpu_type", "region"], sort=True)["expected_gpu_hours"].sum()
         for (opt, gt, rg), hours in g.items():

@@ -331,7 +331,7 @@ def _plus(value: float) -> str:
 COLUMNS: dict[str, tuple[str, ...]] = {
     "Prices": ("gpu_type", "region", "option", "hourly_usd", "upfront_usd", "term_months",
                "effective_usd_per_gpu_hour", "gpus_per_instance", "max_gpus", "interruptions_per_hour",
-               "valid_from", "lead_time_months", "residual_usd", "block_start", "block_days", "provider"),
+               "valid_from", "lead_time_months", "residual_usd", "block_start", "block_days", "provider", "scenario"),
     "Purchases": ("gpu_type", "region", "option", "term_months", "instances", "gpus_per_instance", "gpus",
                   "effective_usd_per_gpu_hour", "horizon_cost_usd", "commitment_usd", "pool_reserved_utilisation",
                   "purchase_date", "active_from", "end_date", "firm", "hours_active",

@@ -43,7 +43,7 @@ def price_mix(plan: Plan) -> dict:
                 mix[int(idx[r, s_]) + 2] = mix.get(int(idx[r, s_]) + 2, 0.0) + w[r, s_] / total
             else:
                 mix[-1] = mix.get(-1, 0.0) + w[r, s_] / total  # the row's own Prices row
-        out[inp.commitments.index[r]] = sorted(mix.items())
+        out[inp.commitments.index[r]] = [(int(k), float(v)) for k, v in sorted(mix.items())]
     return out
 
 
@@ -51,7 +51,7 @@ def prices_ref(col: str, pr: int, mix: list | None) -> str:
     """The Prices cell(s) of ``col`` a purchase reads: its row, or the weighted mix of its scenarios' rows."""
     if not mix:
         return ref("Prices", col, pr)
-    return "(" + "+".join(f"{w!r}*{ref('Prices', col, pr if row < 0 else row)}" for row, w in mix) + ")"
+    return "(" + "+".join(f"{float(w)!r}*{ref('Prices', col, pr if row < 0 else int(row))}" for row, w in mix) + ")"
 
 
 def _write_prices(ws, prices: pd.DataFrame) -> None:
@@ -77,7 +77,8 @@ def _write_prices(ws, prices: pd.DataFrame) -> None:
                   r.interruptions_per_hour, _date(vf) if vf is not None and not pd.isna(vf) else None,
                   getattr(r, "lead_time_months", 0.0) if reserved else None, residual,
                   _date(bs) if block else None, float(r.block_days) if block else None,
-                  s.text(r.provider) if block and getattr(r, "provider", "") else None])
+                  s.text(r.provider) if block and getattr(r, "provider", "") else None,
+                  s.text(getattr(r, "scenario", "")) if getattr(r, "scenario", "") else None])  # a price path's
     s.table("Prices")
 
 

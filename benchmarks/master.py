@@ -1,0 +1,48 @@
+"""The decomposition's LP phase with and without in-out stabilisation (issue 37): iterations, master and pricing
+seconds, the bound's history, the proven gap and the objective, per setting, on one model judged on its horizon.
+
+    python benchmarks/generate.py /tmp/bb/1Y --size 3Y --hours 8760     # a year hourly, 20 classes, monthly buys
+    python benchmarks/master.py /tmp/bb/1Y/model.toml [--in-out 1.0 0.5] [--jobs 1]
+
+``--in-out 1.0`` is plain Kelley cutting planes (the master's point priced every iteration); 0.5 prices halfway
+between the best priced point and the master's. Each setting runs in this process after the other (the same
+inputs); the machine's load is printed first (shared machines: read the ratios).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import replace
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model")
+    ap.add_argument("--in-out", type=float, nargs="+", default=[1.0, 0.5])
+    ap.add_argument("--jobs", type=int, default=1)
+    a = ap.parse_args()
+    from planner import load_inputs, make_plan
+    from planner.solve import decompose
+
+    inp = load_inputs(a.model)
+    inp = replace(inp, config=replace(inp.config, term=replace(inp.config.term, judge="horizon")))
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {inp.T} periods x {inp.K} classes x "
+          f"{inp.P} pools, {len(inp.commitments)} purchase rows")
+    for lam in a.in_out:
+        decompose.IN_OUT = lam
+        t0 = time.perf_counter()
+        from planner.core.executors import make_executor
+
+        plan = make_plan(inp, risk=False, shadow=False, executor=make_executor("local", jobs=a.jobs))
+        wall = time.perf_counter() - t0
+        b = plan.stats.get("benders") or {}
+        ph = b.get("phases_s", {})
+        print(f"in-out {lam:.2f}: {wall:7.1f} s, status {plan.status}, gap {plan.solve.mip_gap:.2e}, objective "
+              f"{plan.objective:,.2f}, iterations {b.get('iterations')}, integer masters "
+              f"{b.get('integer_master_solves')}, cuts kept {b.get('cuts')}, master "
+              f"{ph.get('master', float('nan')):.1f} s, pricing {ph.get('pricing', float('nan')):.1f} s", flush=True)
+
+if __name__ == "__main__":
+    main()
