@@ -281,3 +281,21 @@ def test_the_whole_term_downside_of_a_hand_stack(tmp_path):
     assert d.loc[0.2, "saving_vs_nothing_usd"] == pytest.approx(0.8 * 100 * 8760 * 2.0 - 876_000)
     assert d.loc[0.2, "break_even_demand_level"] == pytest.approx(0.5, abs=1e-6)
     assert "held flat" in d["demand_basis"].iat[0]
+
+
+def test_the_check_sum_does_not_let_round_edits_cancel():
+    """The check cell's checksum once weighted each price by its row number: +0.10 in row 14 and -0.05 in row 28
+    (a finance review's edit) cancelled and the Summary read "as solved". Irrational row weights tell them apart;
+    the formula spells the same weights LibreOffice computes."""
+    import numpy as np
+
+    from planner.report.workbook.memo import check_terms
+
+    prices = pd.DataFrame({"option": ["on_demand"] * 30, "hourly_usd": np.linspace(1.0, 3.0, 30)})
+    _, before = check_terms(prices, 0.0)
+    edited = prices.copy()
+    edited.loc[12, "hourly_usd"] += 0.10  # sheet row 14
+    edited.loc[26, "hourly_usd"] -= 0.05  # sheet row 28
+    formula, after = check_terms(edited, 0.0)
+    assert abs(after - before) > 1e-9 * max(1.0, abs(before))  # what the cell tests: it turns red
+    assert "SQRT(ROW(" in formula and "LN(ROW(" in formula

@@ -66,7 +66,9 @@ def write_workbook(plan: Plan, path) -> None:
         notes.append(f"Demand and Fleet are averaged over {grain_name}s ({plan.inputs.T:,} periods).")
     elif fleet_code:
         notes.append(f"Fleet (the sheet behind the charts) is averaged per day: {plan.inputs.T:,} periods would "
-                     "crowd a chart's axis; Allocation and Demand keep every period.")
+                     "crowd a chart's axis; Demand keeps every period" + (
+                         " (Allocation is summed, above; allocation.csv has every period)." if alloc_grain
+                         else ", and so does Allocation."))
     unused = _nothing_to_show(plan)
     if unused:
         notes.append("Sheets with nothing to show in this plan are hidden, so they do not print (right-click a sheet "

@@ -58,7 +58,8 @@ def _write_assumptions(ws, plan: Plan, extra_notes: list[str] | None = None) -> 
         "Costs prices every quantity with live formulas over Prices: edit a price there and every total moves.",
         "Reserved GPUs are paid whether used or not (Purchases, Costs); their Allocation rows carry no cost.",
         "Expected cost weights each scenario by its probability (one scenario: weight 1).",
-        "Inventory already owned is sunk: it serves demand but is not charged.",
+        "Inventory already owned is sunk: it serves demand and is not in the plan's cost (the optimisation does not "
+        "charge it); the bill (Summary) and Chargeback add its fees, which are owed whatever this plan does.",
         f"Run id: {plan.run_id} (the same as plan.json's run_id: the two files come from one run).",
     ] + list(extra_notes or [])
     s.note()  # the notes stand below the table

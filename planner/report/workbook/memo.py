@@ -36,6 +36,7 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         upfront = float(p.get("upfront_total_usd", 0.0))
         fee = float(p.get("monthly_recurring_usd", 0.0))
         commit = float(p.get("commitment_usd", r.full_term_usd))
+        resid = float(p.get("residual_total_usd", 0.0) or 0.0)
         due = pd.Timestamp(p.get("cash_date", p["purchase_date"]) if "cash_date" in p else p["purchase_date"])
         # the whole commitment (every payment over the term), live over Purchases (and so over Prices)
         value = F("=" + ref("Purchases", "commitment_usd", srow), commit) if srow else commit
@@ -49,7 +50,8 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                      value, USD0,
                      _solved_note(
                          f"{int(r.instances):,} instances; whole commitment {_money(commit)} (every payment over the "
-                         f"term; as solved: NPV {_money(npv)} at ", rate,
+                         "term" + (f", net of {_money(resid)} residual value back at its end" if resid > 0 else "")
+                         + f"; as solved: NPV {_money(npv)} at ", rate,
                          f"): upfront {_money(upfront)} due {due:%Y-%m-%d}, then {_money(fee)} a month to "
                          f"{pd.Timestamp(r.end_date):%Y-%m-%d} (term end)"
                          + (f", usable from {usable:%Y-%m-%d}" if lead > 0 else "")
@@ -158,7 +160,9 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         at = float(m.downside["full_term_cost_usd"].iat[0])
         for r in m.downside[m.downside["shock"] > 0].itertuples():
             rows.append((f"If demand is {100 * r.shock:.0f} % lower (as solved)", float(r.full_term_cost_usd), USD0,
-                         f"cost over the whole terms (at the forecast {_money(at)}), purchases fixed, re-solved; "
+                         f"the horizon's cost plus the purchases' whole commitments, no demand after the horizon (at the forecast "
+                         f"{_money(at)}; the whole-term expectation with demand past the horizon is the term row), "
+                         "purchases fixed, re-solved; "
                          f"stranded in the horizon (held, not used) "
                          f"{_money(r.stranded_usd)} (+{_money(r.stranded_increase_usd)})"
                          + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %"
@@ -175,20 +179,24 @@ AS_SOLVED = ("As solved: a re-solve's figure, not a formula; the check row at th
 
 def check_terms(prices: pd.DataFrame, rate: float) -> tuple[str, float]:
     """The check formula's live checksum over the Prices cells the figures depend on (hourly, upfront, residual,
-    term, each weighted by its row and a column weight so edits do not cancel) and the discount rate, and its
+    term, each weighted by an irrational function of its row and its column so edits do not cancel) and the discount rate, and its
     value today (the Prices sheet's cells as written: blanks are 0)."""
     from planner.report.workbook.book import span
 
     n = max(len(prices) + 1, 2)
     parts, value = [], 0.0
-    rows = np.arange(2, len(prices) + 2, dtype=float)
+    # each cell weighted by an irrational function of its row and of its column, so that edits of round sizes
+    # do not cancel (with the row number itself, +0.10 in row 14 and -0.05 in row 28 did)
+    r = np.arange(2, len(prices) + 2, dtype=float)
+    rows = np.sqrt(r + 0.5) + np.log(r)
     reserved = prices["option"].map(lambda o: commitments.kind_of_name(o) in commitments.COMMITMENT_KINDS) \
         .to_numpy(bool) if len(prices) else np.zeros(0, bool)
-    for col, weight in (("hourly_usd", 1.0), ("upfront_usd", 2.0), ("residual_usd", 3.0), ("term_months", 5.0),
-                        ("gpus_per_instance", 7.0), ("max_gpus", 11.0), ("interruptions_per_hour", 13.0),
-                        ("lead_time_months", 17.0)):
+    for col, prime in (("hourly_usd", 2), ("upfront_usd", 3), ("residual_usd", 5), ("term_months", 7),
+                       ("gpus_per_instance", 11), ("max_gpus", 13), ("interruptions_per_hour", 17),
+                       ("lead_time_months", 19)):
         rng = span("Prices", col, 2, n)
-        parts.append(f"{weight:g}*SUMPRODUCT({rng},ROW({rng}))")
+        weight = float(np.sqrt(prime))
+        parts.append(f"{weight!r}*SUMPRODUCT({rng},SQRT(ROW({rng})+0.5)+LN(ROW({rng})))")
         v = pd.to_numeric(prices[col], errors="coerce").fillna(0.0).to_numpy(float) if col in prices \
             else np.zeros(len(prices))
         if col in ("upfront_usd", "residual_usd", "term_months", "lead_time_months"):
@@ -265,8 +273,12 @@ def _break_even_months(upfront: float, fee: float, r, lead: float = 0.0) -> str:
     if net <= 0:
         return "never at this utilisation"
     months = upfront / net
-    after = f" from the day it is usable ({lead:.1f} months after signing)" if lead > 0 else " from the day it is usable"
-    return ("from the first month" if months <= 0 else f"{months:.1f} months") + after
+    if lead > 0:  # usable some months after signing: say both clocks
+        if months <= 0:
+            return f"from its first usable month ({lead:.1f} months after signing)"
+        return (f"{months:.1f} months from the day it is usable, {lead + months:.1f} months after signing "
+                f"(usable {lead:.1f} months after)")
+    return ("from the first month" if months <= 0 else f"{months:.1f} months") + " from the day it is usable"
 
 
 def _nearest_on_curve(curve) -> dict | None:
