@@ -228,9 +228,9 @@ def test_the_workbook_prints_in_few_pages_and_never_as_hashes(example_plan, tmp_
     pdf = tmp_path / "plan.pdf"
     info = subprocess.run(["pdfinfo", str(pdf)], check=True, capture_output=True, text=True).stdout
     pages = int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
-    # 31: the finance pack at 8 pt or more, landscape at 75 % where it is wide, and the sheets this plan leaves
-    # empty hidden (39 before; 32 when the pack printed at 2-5 pt)
-    assert pages <= 32
+    # 32: the finance pack at 8 pt or more, landscape at 75 % where it is wide with its label columns on every
+    # page, and the sheets this plan leaves empty hidden (39 before; 32 when the pack printed at 2-5 pt)
+    assert pages <= 33
     text = subprocess.run(["pdftotext", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
     assert "###" not in text
     assert "Summary" in text  # the footer names each sheet
@@ -267,3 +267,4 @@ def test_sheets_with_nothing_to_show_are_hidden_and_said_so(example_plan):
     notes = " ".join(str(c.value) for row in wb["Assumptions"].iter_rows() for c in row if c.value)
     assert "Sheets with nothing to show in this plan are hidden" in notes and "Shortfall (every demand served)" in notes
     assert wb.active.title == "Summary"
+    assert wb["Purchases"].print_title_cols in ("A:C", "$A:$C")  # several pages wide: each says which row is which

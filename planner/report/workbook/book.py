@@ -216,6 +216,14 @@ class _Sheet:
         self.chars = sum(chars)  # the table's width in characters (a note wraps to it)
         if self.ws.get_name() in FINANCE_PACK:
             print_readable(self.ws, self.width_pt)
+            if self.width_pt * MIN_PRINT_PT / FONT_PT > PRINTABLE_PT["portrait"]:  # several pages wide: each page
+                # repeats the leading label columns (gpu_type, region, option; a period) that say which row is which
+                labels = 0
+                for name in self.columns[:3]:
+                    if self.formats.get(name) is not None and labels:
+                        break
+                    labels += 1
+                self.ws.repeat_columns(0, max(labels, 1) - 1)
 
     def _write(self, r: int, j: int, v, num: str | None, red: bool = False):
         wrap = j < len(self.columns) and self.columns[j] in self.wrap
