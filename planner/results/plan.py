@@ -234,9 +234,9 @@ def need_gpu_hours(inp: PlanInputs) -> np.ndarray:
             + spares_gpu_hours(inp))
 
 
-def baseline_by_class(inp: PlanInputs) -> np.ndarray:
-    """(K,) each class's all-on-demand baseline when on-demand prices change over time or by scenario (a price
-    path): its need in each scenario and period at that period's cheapest allowed on-demand price."""
+def _path_need_and_price(inp: PlanInputs) -> tuple[np.ndarray, np.ndarray]:
+    """(need, cheapest) per (scenario, class, period) under a price path: the need (demand with headroom, and
+    spares) and the cheapest allowed on-demand USD per reference GPU-hour in that period (inf: no pool)."""
     from planner.model.constraints import spares_of
 
     od_t = inp.rented_price_path[:, rented.index("on_demand")]  # (S, P, T)
@@ -248,6 +248,13 @@ def baseline_by_class(inp: PlanInputs) -> np.ndarray:
     got = spares_of(inp, np.moveaxis(inp.demand, 1, 0))
     if got is not None:
         need = need + np.moveaxis(got[0], 0, 1)
+    return need, per
+
+
+def baseline_by_class(inp: PlanInputs) -> np.ndarray:
+    """(K,) each class's all-on-demand baseline when on-demand prices change over time or by scenario (a price
+    path): its need in each scenario and period at that period's cheapest allowed on-demand price."""
+    need, per = _path_need_and_price(inp)
     return np.einsum("s,skt,t->k", inp.probability, np.where(need > 0, need * np.where(np.isinf(per), 0.0, per), 0.0),
                      inp.hours)
 
@@ -256,19 +263,8 @@ def baseline_all_on_demand(inp: PlanInputs) -> float:
     """Cost of serving the same need (demand with headroom, and the spares a class asks for) all on-demand at each
     class's cheapest allowed pool."""
     ref_hours = need_gpu_hours(inp)
-    path = inp.rented_price_path
-    if path is not None:  # on-demand prices change over time or by scenario: the cheapest pool in each period
-        od_t = path[:, rented.index("on_demand")]  # (S, P, T)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per = np.where((inp.speed > 0)[None, :, :, None],
-                           od_t[:, None, :, :] / (inp.speed * inp.reliability)[None, :, :, None], np.inf)
-        per = np.where(np.isnan(per), np.inf, per).min(axis=2)  # (S, K, T)
-        from planner.model.constraints import spares_of
-
-        need = inp.demand * (1 + inp.headroom)[None, :, None]
-        got = spares_of(inp, np.moveaxis(inp.demand, 1, 0))
-        if got is not None:
-            need = need + np.moveaxis(got[0], 0, 1)
+    if inp.rented_price_path is not None:  # on-demand prices change over time or by scenario: the cheapest pool
+        need, per = _path_need_and_price(inp)  # in each period
         if np.any(np.isinf(per) & (need > 0)):
             return float("nan")
         return float(baseline_by_class(inp).sum())
