@@ -58,9 +58,12 @@ def test_solver_settings_actually_used_and_traceability(tmp_path):
     assert data["created_utc"].endswith("+00:00")
     wb = load_workbook(paths["xlsx"])
     summary = {r[0].value: r[1].value for r in wb["Summary"].iter_rows(min_row=2) if r[0].value}
-    assert summary["Solver used"].startswith("highs, time limit 42 s")
-    assert summary["Written (UTC)"] == data["created_utc"]
-    assert all(not str(v).startswith("/") for k, v in summary.items() if str(k).startswith("Input:"))
+    note = {r[0].value: r[2].value for r in wb["Summary"].iter_rows(min_row=2) if r[0].value}
+    assert summary["Solver used"] == "highs" and note["Solver used"].startswith("time limit 42 s")
+    assert summary["Written (UTC)"] == data["created_utc"][:10] and note["Written (UTC)"].startswith(data["created_utc"])
+    inputs = {k: v for k, v in summary.items() if str(k).startswith("Input:")}
+    assert inputs and all("/" not in str(v) for v in inputs.values())  # the file's name; its path in the note
+    assert all(not str(note[k]).startswith("/") and "sha256 " in str(note[k]) for k in inputs)
     notes = " ".join(str(r[0].value) for r in wb["Assumptions"].iter_rows() if r[0].value)
     assert "Solver used: highs, time limit 42 s" in notes
 

@@ -192,6 +192,19 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     return out[TRANCHE_COLUMNS]
 
 
+def verdict(pays: bool, avg_utilisation: float, break_even_vs_nothing: float = float("nan")) -> str:
+    """The verdict on one tranche, in words every output shares: ``"DOES NOT PAY"`` below its break-even against
+    on-demand; ``"pays against on-demand, not against spot"`` when its own use is under the break-even against
+    buying nothing (its work on the cheaper of on-demand and spot; above 100 %: no use pays there); else ``"pays"``
+    (against on-demand and, where the pool sells it, spot)."""
+    if not pays:
+        return "DOES NOT PAY"
+    vs = float(break_even_vs_nothing)
+    if vs == vs and np.isfinite(vs) and float(avg_utilisation) < vs - 1e-12:
+        return "pays against on-demand, not against spot"
+    return "pays"
+
+
 def owned_idle(plan) -> dict:
     """The commitments already owned left unused (expected over scenarios): ``gpu_hours`` and ``usd`` (those
     GPU-hours at each inventory row's effective rate, ``planner.results.bill.inventory_table``; 0 where unpriced)."""

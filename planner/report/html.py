@@ -158,7 +158,7 @@ def _memo_section(plan: dict) -> str:
             ("end_date", "term end", "t"), ("avg_utilisation", "its own use", "pct"),
             ("break_even_utilisation", "break-even vs on-demand", "pct"),
             ("break_even_vs_nothing", "break-even if all its work could run on spot", "pct"), ("verdict", "", "t")],
-            m["sign_now"], red=lambda r: r.get("verdict") != "pays"))
+            m["sign_now"], red=lambda r: str(r.get("verdict", "")).startswith("DOES NOT")))
     else:
         out.append("<p class='note'>Nothing to sign now.</p>")
     out.append(f"<p class='help'>NPV of the plan's cash to the last term's end: <b>{_money(m['npv_usd'])}</b> at "

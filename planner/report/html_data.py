@@ -25,6 +25,7 @@ import pandas as pd
 
 from planner.core.errors import InputError, Problem
 from planner.inputs import supply
+from planner.memo.tranches import verdict
 
 REQUIRED_KEYS = ("status", "horizon", "cost_usd", "reserved_purchases", "cash_schedule")
 EXPECTED = "a plan.json written by `planner plan` (a JSON object with " + ", ".join(REQUIRED_KEYS) + ")"
@@ -458,7 +459,9 @@ def memo(plan: dict) -> dict:
                      "end_date": day(t.get("end_date")), "avg_utilisation": t.get("avg_utilisation"),
                      "break_even_utilisation": t.get("break_even_utilisation"),
                      "break_even_vs_nothing": t.get("break_even_vs_nothing"),
-                     "verdict": "pays" if t.get("pays") else "does not pay"})
+                     "verdict": verdict(bool(t.get("pays")), float(t.get("avg_utilisation") or 0.0),
+                                        float(t["break_even_vs_nothing"]) if t.get("break_even_vs_nothing")
+                                        is not None else float("nan"))})
     for c in plan.get("spend_commitments") or []:
         if not c.get("firm") or not float(c.get("usd_per_hour") or 0):
             continue

@@ -8,6 +8,7 @@ from planner.results.plan import Plan
 from planner.core.units import usd as _usd
 from planner.inputs import rented, supply
 from planner.inputs.term import term_judgement
+from planner.memo.tranches import verdict
 
 
 def summary_text(plan: Plan) -> str:
@@ -240,7 +241,7 @@ def _memo_lines(plan: Plan) -> list[str]:
                                   else "")
                    + (f", {100 * r.break_even_vs_queued:.0f} % if its work could wait for queued capacity (flex-start)"
                       if getattr(r, "break_even_vs_queued", float("nan")) == getattr(r, "break_even_vs_queued", 0)
-                      else "") + (": pays" if r.pays else ": DOES NOT PAY"))
+                      else "") + ": " + verdict(r.pays, r.avg_utilisation, vs))
     term = getattr(m, "term_downside", None)
     if term is not None and len(term):  # the downside over each purchase's whole term (flat past the horizon)
         worst = term[term["shock"] == term["shock"].max()]

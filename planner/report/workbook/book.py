@@ -47,7 +47,9 @@ MIN_PRINT_PT = 8.2  # the finance pack prints at this size or more (8 pt, a marg
 # table's header row): measured on the example's PDF, 1.35x (3 columns) to 1.48x (25 columns) wider than that
 PRINT_WIDTH_FACTOR = 1.5
 HEAD_CAP = 16  # characters a line of a finance-pack number column's wrapped header
-PRINTABLE_PT = {"portrait": (8.27 - 0.8) * 72, "landscape": (11.69 - 0.8) * 72}  # A4 less the side margins
+SIDE_MARGIN_IN = 0.25  # the finance pack's left and right margins (inches)
+PRINTABLE_PT = {"portrait": (8.27 - 2 * SIDE_MARGIN_IN) * 72,
+                "landscape": (11.69 - 2 * SIDE_MARGIN_IN) * 72}  # A4 less the finance pack's side margins
 
 
 NAMES = ("total_cost_usd", "reserved_cost_usd", "on_demand_cost_usd", "spot_cost_usd",
@@ -146,7 +148,8 @@ class _Book:
         if name in WIDE:
             ws.set_landscape()
         ws.set_footer("&L&A&RPage &P of &N")
-        ws.set_margins(left=0.4, right=0.4, top=0.5, bottom=0.6)
+        side = SIDE_MARGIN_IN if name in FINANCE_PACK else 0.4  # the pack's pages as wide as A4 prints safely
+        ws.set_margins(left=side, right=side, top=0.5, bottom=0.6)
         return ws
 
 
@@ -178,6 +181,8 @@ class _Sheet:
     rows: int = 0
     omitted: int = 0  # rows not written: past Excel's row limit
     wrap: tuple = ()  # columns whose text wraps (the row heights are the writer's)
+    shown: dict = field(default_factory=dict)  # finance pack: per column, the widest value as displayed (characters)
+    widths_given: dict | None = None  # the caller's widths (kept as given)
 
     @property
     def book(self) -> _Book:
@@ -201,20 +206,41 @@ class _Sheet:
 
     def header(self, widths: dict[str, int] | None = None):
         head = self.book.fmt(head=True)
-        chars = [self._width(n, widths) for n in self.columns]
+        self.widths_given = widths
         for i, name in enumerate(self.columns):
-            self.ws.set_column(i, i, chars[i])
             self.ws.write_string(0, i, name, head)
             if name in UNITS:
                 self.ws.write_comment(0, i, UNITS[name], {"x_scale": 2})
-        lines = max((int(np.ceil(len(n) / max(w - 1, 1))) for n, w in zip(self.columns, chars)), default=1)
-        if lines > 1:  # a wrapped header: the row as tall as its lines (Excel does not fit it on opening)
-            self.ws.set_row(0, 15.0 * lines)
         self.ws.freeze_panes(1, 0)
         self.rows = 1
+        self._lay_out([self._width(n, widths) for n in self.columns])
+
+    def _fit(self) -> None:
+        """A finance-pack sheet's columns as wide as the widest value each shows (at least 8 characters and a
+        header wrapped to 3 lines; the caller's widths kept), then its print laid out again: fewer pages."""
+        if self.ws.get_name() not in FINANCE_PACK or self.ws.get_name() == "Summary" or not self.shown:
+            return  # the Summary's three columns are laid out by its writer
+        given = self.widths_given or {}
+        chars = []
+        for n in self.columns:
+            if n in given and (n in self.wrap or n not in self.shown):
+                chars.append(given[n])
+                continue
+            word = max((len(w) for w in n.replace("_", "_ ").split()), default=1)
+            head = max(int(np.ceil(len(n) / 3)) + 1, min(word + 1, HEAD_CAP), 8)
+            chars.append(max(self.shown.get(n, 0) + 1, head) if n in self.shown else self._width(n, given))
+        self._lay_out(chars)
+
+    def _lay_out(self, chars: list[int]) -> None:
+        """Set the columns' widths, the header row's height and the print layout from ``chars``."""
+        for i, w in enumerate(chars):
+            self.ws.set_column(i, i, w)
+        lines = max((int(np.ceil(len(n) / max(w - 1, 1))) for n, w in zip(self.columns, chars)), default=1)
+        self.ws.set_row(0, 15.0 * lines)  # a wrapped header: as tall as its lines (Excel does not fit it on opening)
         self.width_pt = sum((w * 7 + 5) * 0.75 for w in chars) * PRINT_WIDTH_FACTOR  # column widths as points
         self.chars = sum(chars)  # the table's width in characters (a note wraps to it)
         if self.ws.get_name() in FINANCE_PACK:
+            self.ws.repeat_col_range = ""  # laid out again from the values: no columns repeated unless it is wide
             print_readable(self.ws, self.width_pt)
             if self.width_pt * MIN_PRINT_PT / FONT_PT > PRINTABLE_PT["portrait"]:  # several pages wide: each page
                 # repeats the leading label columns (gpu_type, region, option; a period) that say which row is which
@@ -224,8 +250,27 @@ class _Sheet:
                         break
                     labels += 1
                 self.ws.repeat_columns(0, max(labels, 1) - 1)
+                # a note below the table (column A, repeated on every page) wraps to one page's width: its text
+                # overflowing onto the next page's columns printed over the repeated copy there (garbled lines)
+                page_pt = PRINTABLE_PT["landscape"] * FONT_PT / MIN_PRINT_PT / PRINT_WIDTH_FACTOR
+                self.chars = min(self.chars, int((page_pt / 0.75 - 5) / 7 * 0.9))
+
+    def _measure(self, j: int, v, num: str | None) -> None:
+        """Remember the widest value column ``j`` shows (finance pack only: its widths come from its values)."""
+        if j >= len(self.columns) or self.ws.get_name() not in FINANCE_PACK:
+            return
+        name = self.columns[j]
+        if name in self.wrap:
+            return
+        n = _shown_len(v, num)
+        if n > self.shown.get(name, 0):
+            self.shown[name] = n
 
     def _write(self, r: int, j: int, v, num: str | None, red: bool = False):
+        if num in (USD, NUM) and self.ws.get_name() in FINANCE_PACK:  # the finance pack shows whole dollars and
+            num = USD0 if num == USD else INT  # GPU-hours (the cells hold every digit): narrower pages
+        if not isinstance(v, _Styled):
+            self._measure(j, v.value if isinstance(v, (F, _Text)) else v, num)
         wrap = j < len(self.columns) and self.columns[j] in self.wrap
         ws, fmt = self.ws, self.book.fmt(num, red=red, wrap=wrap)
         if isinstance(v, _Styled):
@@ -286,6 +331,7 @@ class _Sheet:
         return f"${c}${row}" if absolute else f"{c}{row}"
 
     def table(self, display: str):
+        self._fit()
         if self.rows == 1:  # a table needs a data row
             self.rows += 1
         self.ws.add_table(0, 0, self.rows - 1, len(self.columns) - 1, {
@@ -308,6 +354,35 @@ RED = object()  # marker for the red, bold font of a warning value
 DATA_SHEETS = {"Allocation", "Demand", "Fleet", "Costs", "Showback by month", "Latency", "Shortfall", "Backfill",
                "Shadow prices"}
 PRINT_ROWS = 41  # the header and 40 rows
+def _shown_len(v, num: str | None) -> int:
+    """Characters value ``v`` shows in format ``num`` (about: what a column must hold so it never prints ###)."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return 0
+    if isinstance(v, (dt.datetime, pd.Timestamp, dt.date)):
+        return len(num or DATE)
+    if _number(v):
+        x = float(v)
+        sign = 1 if x < 0 else 0
+        if num == USD:
+            return len(f"${abs(x):,.2f}") + sign
+        if num == USD0:
+            return len(f"${abs(x):,.0f}") + sign
+        if num == RATE:
+            return len(f"${abs(x):,.4f}") + sign
+        if num == PCT:
+            return len(f"{100 * x:.1f}%")
+        if num == INT:
+            return len(f"{x:,.0f}")
+        if num == NUM:
+            return len(f"{x:,.2f}")
+        if num in (DATE, DAY, MONTH):
+            return len(num)
+        return len(f"{x:,.2f}") if num else len(repr(x))
+    if isinstance(v, (bool, np.bool_)):
+        return 5
+    return len(str(v))
+
+
 _FORMAT_WIDTH = {DATE: 17, DAY: 11, MONTH: 9, USD: 17, USD0: 15, RATE: 12}  # wide enough that no value prints as ###
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from planner.inputs import commitments, rented
+from planner.memo.tranches import verdict
 from planner.results.plan import Plan
 from planner.report.workbook.book import DAY, F, INT, NUM, PCT, RED, USD, USD0, _Sheet, ref
 
@@ -44,8 +45,8 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         usable = pd.Timestamp(p["active_from"]) if "active_from" in p else pd.Timestamp(p["purchase_date"])
         lead = max((usable - pd.Timestamp(p["purchase_date"])) / pd.Timedelta(hours=730), 0.0)
         be = _break_even_months(upfront, fee, r, lead)
-        pays = "pays" if r.pays else "DOES NOT PAY"
         vs_nothing = getattr(r, "break_even_vs_nothing", np.nan)
+        pays = verdict(r.pays, r.avg_utilisation, vs_nothing)
         rows.append((f"Sign now: {r.gpus:,.0f} {r.gpu_type} {r.option} in {r.region}: whole commitment",
                      value, USD0,
                      _solved_note(
@@ -103,8 +104,7 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         branches = "; ".join(f"{b['scenario']} ({100 * b['probability']:.0f} %) {_money(b['total_usd'])}"
                              for b in t.get("branch_costs", [])[:6])
         rows.append(("Expected cost over the whole term (as solved)", float(t["expected_cost_over_term_usd"]), USD0,
-                     f"how these purchases were judged: {t['note']}. Per branch: {branches} (plan.json term). "
-                     + AS_SOLVED, False, True))
+                     f"how these purchases were judged: {t['note']}. Per branch: {branches} (plan.json term)", False, True))
     elif t.get("judge") == "horizon":
         rows.append(("Longest term (months), judged on the horizon only", float(t.get("months", 0.0)), NUM,
                      t.get("note", "") + ' ([term] judge = "term", the default, judges it over the whole term)',
@@ -132,13 +132,13 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
         rows.append(("Saving against no new commitments (as solved)", nb - total, USD0,
                      f"the best plan buying nothing new ({rented.phrase(plan.inputs.pools)}, re-solved) costs {_money(nb)}: "
                      f"{100 * (nb - total) / nb:.1f} % saved; the same on the full bill (the owned commitments "
-                     "are in both). " + AS_SOLVED if nb > 0 else AS_SOLVED, (nb - total) < 0, True))
+                     "are in both)" if nb > 0 else "", (nb - total) < 0, True))
         near = _nearest_on_curve(m.curve)
         if near is not None:
             rows.append((f"Saving against {near['factor']:g} x these commitments (as solved)", float(near["total_cost_usd"]) - total,
                          USD0, f"the nearest other level on the Commitment curve ({_money(near['committed_usd'])} "
-                         f"committed) costs {_money(near['total_cost_usd'])}: what the last step of commitment buys. "
-                         + AS_SOLVED, float(near["total_cost_usd"]) - total < 0, True))
+                         f"committed) costs {_money(near['total_cost_usd'])}: what the last step of commitment buys",
+                         float(near["total_cost_usd"]) - total < 0, True))
     cov = m.coverage if m is not None else None
     if cov is None:
         from planner.memo.build import coverage
@@ -150,11 +150,11 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                  "share of the reserved and on-demand GPU-hours in pools with a commitment option served by "
                  "commitments (owned, bought, savings plans); spot GPU-hours left out"
                  + (f"; counting spot in the denominator: {100 * with_spot:.1f} %" if with_spot == with_spot else "")
-                 + ". " + AS_SOLVED, False, True))
+                 , False, True))
     if with_spot == with_spot:
         rows.append(("Coverage, spot counted (committed GPU-hours / reserved + on-demand + spot) (as solved)",
                      with_spot, PCT,
-                     "the same committed GPU-hours over every GPU-hour of those pools, spot included. " + AS_SOLVED,
+                     "the same committed GPU-hours over every GPU-hour of those pools, spot included",
                      False, True))
     if m is not None and m.downside is not None and len(m.downside):
         at = float(m.downside["full_term_cost_usd"].iat[0])
@@ -166,15 +166,13 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                          f"stranded in the horizon (held, not used) "
                          f"{_money(r.stranded_usd)} (+{_money(r.stranded_increase_usd)})"
                          + (f", reserved utilisation {100 * r.reserved_utilisation:.0f} %"
-                            if r.reserved_utilisation == r.reserved_utilisation else "") + ": Downside. " + AS_SOLVED,
+                            if r.reserved_utilisation == r.reserved_utilisation else "") + ": Downside",
                          r.stranded_increase_usd > 0.05 * max(base, 1), True))
     return rows
 
 
 CHECK_OK = "as solved"
 CHECK_EDITED = "EDITED since solved: re-plan"
-AS_SOLVED = ("As solved: a re-solve's figure, not a formula; the check row at the top turns red once a price or "
-             "the discount rate is edited.")
 
 
 def check_terms(prices: pd.DataFrame, rate: float) -> tuple[str, float]:
@@ -212,12 +210,10 @@ def check_row(plan: Plan) -> tuple:
     formula, stored = check_terms(plan.inputs.tables.prices, rate)
     cell = F(f'=IF(ABS({formula}-{stored!r})>1E-9*MAX(1,ABS({stored!r})),"{CHECK_EDITED}","{CHECK_OK}")', CHECK_OK)
     return ("Check: prices and discount rate as solved", cell, None,
-            "Live figures below are formulas and follow any edit. Rows marked (as solved) come from re-solves of the "
-            "model (next-best plan, downside, commitment curve, payment break-even) and coverage from the solve: "
-            "this cell compares a checksum of the Prices sheet (hourly, upfront, residual, term, GPUs per instance, "
-            "caps, interruption rates, lead times) and the discount "
-            f"rate with the one stored when the plan was solved ({stored!r}); it and every (as solved) row turn red "
-            "once they differ: re-run planner plan for true figures.", False)
+            "Live figures are formulas and follow any edit. Rows marked (as solved) and the sign-now rows' notes are "
+            "figures of the solve and its re-solves, not formulas: this cell compares a checksum of the Prices "
+            f"sheet's inputs and the discount rate with the one solved with ({stored:.6g}); once they differ, it and "
+            "every (as solved) row turn red: re-run planner plan for true figures.", False)
 
 
 def _rate_text(rate: float) -> str:
@@ -259,8 +255,7 @@ def _payment_rows(plan: Plan) -> list[tuple]:
                         "the cost of capital at which they cost the same (the IRR of the difference of their cash "
                         "flows): below it pay upfront, above it pay monthly. As solved at ", float(r.rate),
                         f": NPV {r.upfront_option} {_money(r.upfront_npv_usd)}, {r.other_option} "
-                        f"{_money(r.other_npv_usd)}: {r.cheaper} is cheaper (Purchases, payment_options). "
-                        + AS_SOLVED), False, True))
+                        f"{_money(r.other_npv_usd)}: {r.cheaper} is cheaper (Purchases, payment_options)"), False, True))
     return out
 
 
@@ -369,8 +364,9 @@ def _write_chargeback(ws, plan: Plan) -> None:
     for r in t.itertuples(index=False):
         s.append(list(r))
     s.table("Chargeback")
-    s.note(f"Adds up to the bill, ${float(t['total_usd'].sum()):,.0f}: the Showback sheet's costs plus the commitments "
-           "already owned (owned_commitments_usd), charged by each team's use of the owned GPUs.")
+    s.note(f"As solved (values, not formulas: re-plan after an edit): adds up to the bill as solved, "
+           f"${float(t['total_usd'].sum()):,.0f}: the Showback sheet's costs plus the commitments already owned "
+           "(owned_commitments_usd), charged by each team's use of the owned GPUs.")
 
 
 TRANCHE_COLUMNS = ["gpu_type", "region", "option", "purchase_date", "end_date", "firm", "stack_position",

@@ -325,6 +325,10 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
                      *((3 + i, k[:-4].replace("_", "-")) for i, k in enumerate(kinds))):
         chart.add_series({"name": name, "categories": ["Cash flow", 1, 0, n, 0],
                           "values": ["Cash flow", 1, c_, n, c_], "gap": 30})
+    if bool((owned.to_numpy(float) != 0).any()):  # the fees of the commitments already owned: cash out too
+        oc = names.index("owned_fees_usd")
+        chart.add_series({"name": "owned commitments' fees", "categories": ["Cash flow", 1, 0, n, 0],
+                          "values": ["Cash flow", 1, oc, n, oc], "gap": 30})
     chart.set_title({"name": "Cash out per month (USD)"})
     negative = bool((plan.cash_schedule.select_dtypes("number") < 0).any().any()) if len(plan.cash_schedule) else False
     chart.set_y_axis({"name": "USD", "num_format": USD0} | ({} if negative else {"min": 0}))  # credits go below 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
+
 import pandas as pd
 from planner import __version__
 from planner.results.bill import inventory_table
@@ -40,9 +43,10 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("reserved_utilisation", "Reserved utilisation (as solved)", "reserved GPU-hours used / owned"),
         ("shortfall_gpu_hours", "Shortfall (GPU-hours not met) (as solved)", "0 when every class's demand is met; "
          "Shortfall sheet: which class, when, why"),
-        ("worst_case_usd", "Worst-case scenario cost (as solved)", "Scenarios sheet"),
-        ("vss_usd", "Value of the stochastic solution (as solved)", "expected saving over planning on the mean forecast"),
-        ("evpi_usd", "Value of perfect information (as solved)", "what a perfect forecast would save"),
+        *((("worst_case_usd", "Worst-case scenario cost (as solved)", "Scenarios sheet"),
+           ("vss_usd", "Value of the stochastic solution (as solved)", "expected saving over planning on the mean forecast"),
+           ("evpi_usd", "Value of perfect information (as solved)", "what a perfect forecast would save"))
+          if len(plan.inputs.scenarios) > 1 else ()),  # one scenario: no worst case, VSS or EVPI to show
         ("discount_rate", "Discount rate (a year)", "[finance] discount_rate; editable: the Cash flow sheet "
          "discounts month m (0 = the first) by (1 + rate)^(-m/12)"),
         ("npv_usd", "NPV of the cash, to the last term's end", "Cash flow sheet, discounted_usd (plan.json npv_usd)"),
@@ -180,12 +184,12 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
                   s.text(f"spend of a cap of ${b.cap_usd:,.0f}" + (": binding (Shadow prices: what one more USD "
                                                                     "is worth)" if b.binding else ""))])
     prov = provenance(plan)
-    for f in prov["files"]:
-        put([f"Input: {f['role']}", s.text(f["path"]), s.text("sha256 " + f["sha256"])])
+    for f in prov["files"]:  # the file's name in the value; its whole path and digest in the wrapped note
+        put([f"Input: {f['role']}", s.text(Path(f["path"]).name), s.text(f"{f['path']}; sha256 {f['sha256']}")])
     used = prov["solver"]
-    put(["Solver used", s.text(f"{used['backend']}, time limit {used['time_limit_s']:g} s, gap limit "
-                                     f"{used['mip_gap_limit']:g}"), s.text("as run (command-line overrides included)")])
-    put(["Written (UTC)", s.text(prov["created_utc"]), s.text(f"run id {plan.run_id}")])
+    put(["Solver used", s.text(used["backend"]), s.text(f"time limit {used['time_limit_s']:g} s, gap limit "
+                                                       f"{used['mip_gap_limit']:g}, as run (command-line overrides included)")])
+    put(["Written (UTC)", s.text(str(prov["created_utc"])[:10]), s.text(f"{prov['created_utc']}; run id {plan.run_id}")])
     s.table("Summary")
     _summary_charts(ws, plan, row_of, s.rows + 1)
 
@@ -205,7 +209,8 @@ def _summary_charts(ws, plan: Plan, row_of: dict, first_free: int) -> None:
     chart = ws.planner_book.wb.add_chart({"type": "column"})
     first, last = row_of["reserved_cost_usd"] - 1, row_of["spot_cost_usd"] - 1
     chart.add_series({"name": "Expected cost", "categories": ["Summary", first, 0, last, 0],
-                      "values": ["Summary", first, 1, last, 1], "data_labels": {"value": True, "num_format": USD0}})
+                      "values": ["Summary", first, 1, last, 1],
+                      "data_labels": {"value": True, "num_format": '"$"#,##0.0,,"M"'}})  # millions: one line
     chart.set_title({"name": "Expected cost by option (USD)"})
     chart.set_legend({"none": True})
     chart.set_y_axis({"min": 0, "name": "USD", "num_format": USD0})
@@ -218,4 +223,6 @@ def _lines(text, width: int) -> int:
     value = getattr(text, "value", text)
     if not isinstance(value, str) or not value:
         return 1
-    return max(1, -(-len(value) // max(width - 2, 1)))
+    # word-wrapped at the characters a line holds: Excel fits about 1.15 x the column's width of text (the width
+    # counts digits; text runs narrower), LibreOffice more (a little space left below the row there)
+    return max(1, len(textwrap.wrap(value, width=max(int(width * 1.15), 1), break_long_words=True)))
