@@ -299,3 +299,16 @@ def test_the_check_sum_does_not_let_round_edits_cancel():
     formula, after = check_terms(edited, 0.0)
     assert abs(after - before) > 1e-9 * max(1.0, abs(before))  # what the cell tests: it turns red
     assert "SQRT(ROW(" in formula and "LN(ROW(" in formula
+
+
+def test_one_verdict_says_when_spot_beats_the_purchase():
+    """The sign-now verdict (terminal, Summary, HTML): below the on-demand break-even it does not pay; above it but
+    below the break-even against spot (over 100 %: no use pays there) it pays against on-demand only."""
+    from planner.memo.tranches import verdict
+
+    assert verdict(False, 0.30, 0.60) == "DOES NOT PAY"
+    assert verdict(True, 0.98, 1.01) == "pays against on-demand, not against spot"
+    assert verdict(True, 0.50, 0.63) == "pays against on-demand, not against spot"
+    assert verdict(True, 0.88, 0.63) == "pays"
+    assert verdict(True, 0.88, float("nan")) == "pays"  # no spot in the pool
+    assert verdict(True, 0.88, float("inf")) == "pays"
