@@ -22,6 +22,10 @@ def main() -> None:
     ap.add_argument("model")
     ap.add_argument("--in-out", type=float, nargs="+", default=[1.0, 0.5])
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--mip-gap", type=float, default=None, help="the gap to prove (default: the model file's)")
+    ap.add_argument("--time-limit", type=float, default=None, help="the decomposition's time limit (seconds)")
+    ap.add_argument("--loop", action="store_true",
+                    help="run the Benders loop alone (no plan, memo or workbook) and print every iteration")
     a = ap.parse_args()
     from planner import load_inputs, make_plan
     from planner.solve import decompose
@@ -32,17 +36,42 @@ def main() -> None:
           f"{inp.P} pools, {len(inp.commitments)} purchase rows")
     for lam in a.in_out:
         decompose.IN_OUT = lam
+        if a.loop:
+            _loop_only(inp, a, lam)
+            continue
         t0 = time.perf_counter()
         from planner.core.executors import make_executor
 
-        plan = make_plan(inp, risk=False, shadow=False, executor=make_executor("local", jobs=a.jobs))
+        plan = make_plan(inp, risk=False, shadow=False, executor=make_executor("local", jobs=a.jobs),
+                         mip_gap=a.mip_gap)
         wall = time.perf_counter() - t0
         b = plan.stats.get("benders") or {}
         ph = b.get("phases_s", {})
         print(f"in-out {lam:.2f}: {wall:7.1f} s, status {plan.status}, gap {plan.solve.mip_gap:.2e}, objective "
               f"{plan.objective:,.2f}, iterations {b.get('iterations')}, integer masters "
               f"{b.get('integer_master_solves')}, cuts kept {b.get('cuts')}, master "
-              f"{ph.get('master', float('nan')):.1f} s, pricing {ph.get('pricing', float('nan')):.1f} s", flush=True)
+              f"{ph.get('master', float('nan')):.1f} s (integer {ph.get('integer', 0.0):.1f} s), pricing "
+              f"{ph.get('pricing', float('nan')):.1f} s, rounding gap {ph.get('rounding_gap', float('nan')):.1e}", flush=True)
+
+def _loop_only(inp, a, lam) -> None:
+    """The Benders loop alone: every iteration's bound and incumbent, then the phases' seconds."""
+    from planner.core.executors import make_executor
+    from planner.solve.decompose import solve_benders
+
+    t0 = time.perf_counter()
+
+    def progress(it, bound, best):
+        print(f"  it {it:3d} {time.perf_counter() - t0:7.1f} s  bound {bound:,.2f}  incumbent {best:,.2f}  "
+              f"gap {(best - bound) / abs(best) if best < float('inf') else float('inf'):.2e}", flush=True)
+    gap = a.mip_gap if a.mip_gap is not None else inp.config.solver.mip_gap
+    bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=a.time_limit, progress=progress,
+                       executor=make_executor("local", jobs=a.jobs))
+    ph = {k: round(v, 3) if k == "rounding_gap" else round(v, 1) for k, v in bd.phases.items()}
+    print(f"in-out {lam:.2f}: {time.perf_counter() - t0:7.1f} s, {bd.status}, gap {bd.gap:.2e}, iterations "
+          f"{bd.iterations}, integer masters {bd.integer_master}, cuts kept {bd.cuts}, dropped {bd.cuts_dropped}, "
+          f"thetas {bd.chunks}, "
+          f"phases {ph}", flush=True)
+
 
 if __name__ == "__main__":
     main()

@@ -79,6 +79,7 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
     plan = plan_from_batches(inp, bd, gap, limit, timings, write_model)
     plan.stats["benders"] = {"chunks": bd.chunks, "thetas": bd.chunks, "cut_by": bd.cut_by, "batches": bd.batches,
                              "integer_master_solves": bd.integer_master, "cuts": bd.cuts,
+                             "cuts_dropped": dict(bd.cuts_dropped),
                              "workers": bd.workers, "pricer": bd.pricer, "worker_restarts": bd.restarts,
                              "phases_s": {k: v for k, v in bd.phases.items() if k != "rounding_gap"},
                              "iterations": bd.iterations, "lower_usd": finite(bd.lower),

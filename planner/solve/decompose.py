@@ -44,6 +44,8 @@ from planner.solve.master import (  # noqa: F401  (re-exported)
 MAX_GROUPS = 10_000  # "auto" cuts: one theta per block up to this many, else per day, else per week
 AGGREGATE_PERIODS = 384  # the warm start's aggregate keeps about this many periods
 DROP_AFTER = 8  # a cut slack in this many consecutive master solves is dropped (LP phase)
+PRUNE_BEFORE_INTEGER = True  # drop the LP phase's cuts slack at the relaxation's optimum before the integer master
+MASTER_GAP = 0.9  # the integer master's relative gap, as a share of the gap asked for (it starts from the best plan)
 IN_OUT = 0.5  # in-out stabilisation of the LP phase: price n_in + IN_OUT (n_master - n_in); 1.0 = off (Kelley).
 # benchmarks/master.py, fresh processes, idle: three hourly years 12 iterations / 150 s against 16 / 196 s; a year 7 / 38 s
 # against 6 / 38 s
@@ -169,6 +171,9 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     ages = np.zeros(0, dtype=np.int64)  # per cut row: consecutive master solves it was slack
     cut_lo = np.zeros(0)  # and its right-hand side
 
+    last: dict = {}  # the last pricing's per-group values
+    dropped = {"slack": 0, "before_integer": 0}  # cuts deleted: slack DROP_AFTER solves; slack before the integer master
+
     def feasible(x):
         """Whether purchases ``x`` satisfy the master's own rows (every first-stage family)."""
         return first_stage_feasible(own_rows, x)
@@ -199,12 +204,13 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         master.addRows(G, rhs, np.full(G, inf), len(index), starts.astype(np.int32), index, coef)
         ages = np.r_[ages, np.zeros(G, dtype=np.int64)]
         cut_lo = np.r_[cut_lo, rhs]
+        last["values"] = values  # each group's value at n (the integer master's start when n is the best plan)
         return float(values.sum())
 
-    def solve_master():
+    def solve_master(phase="master"):
         t = time.perf_counter()
         master.run()
-        phases["master"] += time.perf_counter() - t
+        phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - t
         return master.getInfo(), np.asarray(master.getSolution().col_value, dtype=float)
 
     def drop_slack_cuts():
@@ -217,6 +223,21 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         if len(old):
             master.deleteRows(len(old), (old + fixed_rows).astype(np.int32))
             ages, cut_lo = np.delete(ages, old), np.delete(cut_lo, old)
+            dropped["slack"] += len(old)
+
+    def prune(lp_rows: int) -> int:
+        """Before the integer master: the LP phase's cuts slack at the relaxation's optimum are deleted (any subset
+        of valid cuts is a relaxation, so the bound stays valid; a cut the integer master needs again comes back
+        from pricing its point). The rounding's cuts, exact at the plans priced, stay. Returns how many."""
+        nonlocal ages, cut_lo
+        solve_master()  # the relaxation with every cut, warm from its last basis
+        act = np.asarray(master.getSolution().row_value, dtype=float)[fixed_rows:]
+        slack = act - cut_lo > 1e-7 * np.maximum(1.0, np.abs(cut_lo))
+        old = np.flatnonzero(slack & (np.arange(len(cut_lo)) < lp_rows - fixed_rows))
+        if len(old):
+            master.deleteRows(len(old), (old + fixed_rows).astype(np.int32))
+            ages, cut_lo = np.delete(ages, old), np.delete(cut_lo, old)
+        return len(old)
 
     best_n, best_upper, bound = None, np.inf, -np.inf
     priced: set = set()  # integer plans priced exactly
@@ -230,12 +251,14 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         if progress:
             progress(it, bound, best_upper)
 
+    best_theta = None
+
     def offer(n_int, recourse):
-        nonlocal best_n, best_upper
+        nonlocal best_n, best_upper, best_theta
         priced.add(n_int.tobytes())
         total = float(cost @ n_int) + recourse
         if total < best_upper:
-            best_upper, best_n = total, n_int.copy()
+            best_upper, best_n, best_theta = total, n_int.copy(), last.get("values")
 
     def closed(gap=mip_gap):
         return best_upper < np.inf and best_upper - bound <= max(gap, REL_TOL) * abs(best_upper) + ABS_TOL
@@ -282,6 +305,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             break
         n = n_out if lam >= 1.0 else n_in + lam * (n_out - n_in)
         drop_slack_cuts()
+    lp_rows = master.getNumRow()  # the rows the LP phase left (the rounding's cuts come after)
     # 3. round the relaxation's purchases and price them exactly on every period
     if not closed() and not out_of_time() and it < max_iterations:
         up = np.minimum(np.where(whole, np.ceil(n - 1e-9), n), ubound)
@@ -298,13 +322,28 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         if np.isfinite(best_upper) and abs(best_upper) > 0 else (0.0 if best_upper == 0 else float("inf"))
     # 4. the integer master with the accumulated cuts, while rounding leaves a gap
     if not closed() and not out_of_time() and it < max_iterations:
+        if PRUNE_BEFORE_INTEGER:
+            dropped["before_integer"] = prune(lp_rows)
         ints = np.flatnonzero(whole).astype(np.int32)
         master.changeColsIntegrality(len(ints), ints, np.full(len(ints), highspy.HighsVarType.kInteger))
+        # the master only has to prove its optimum to the gap asked for, relative to its incumbent: it starts
+        # from the best plan priced (its thetas at their exact values satisfy every cut, so the start's
+        # objective is that plan's exact cost), so a proof there is a proof of the plan (was mip_gap / 4)
+        master.setOptionValue("mip_rel_gap", max(MASTER_GAP * mip_gap, 1e-9))
+        if time_limit_s is not None:  # HiGHS's own time limit is not checked everywhere in a MIP (ERGO-Code/HiGHS
+            # #885, #2226): its interrupt callback stops the master at the deadline, with its bound so far
+            def deadline(e):
+                if out_of_time():
+                    e.interrupt()
+            master.cbMipInterrupt += deadline
         while it < max_iterations:
             it += 1
             if time_limit_s is not None:
                 master.setOptionValue("time_limit", max(time_limit_s - elapsed(), 1.0))
-            info, sol = solve_master()
+            if best_n is not None and best_theta is not None and len(best_theta) == G:
+                x0 = np.r_[best_n, best_theta].astype(float)
+                master.setSolution(len(x0), np.arange(len(x0), dtype=np.int32), x0)
+            info, sol = solve_master("integer")
             mips += 1
             dual = info.mip_dual_bound
             if np.isfinite(dual) and info.primal_solution_status:
@@ -338,4 +377,4 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                          cut_by=cut_by, phases={k: float(v) for k, v in phases.items()},
                          cuts=master.getNumRow() - fixed_rows, integer_master=mips, priced=final,
                          keys=pricer.keys(), row_counts=row_counts(pricer), chunk_periods=chunks, workers=pricer.workers, pricer=pricer.name,
-                         restarts=getattr(pricer, "restarts", 0))
+                         restarts=getattr(pricer, "restarts", 0), cuts_dropped=dict(dropped))
