@@ -24,6 +24,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--mip-gap", type=float, default=None, help="the gap to prove (default: the model file's)")
     ap.add_argument("--time-limit", type=float, default=None, help="the decomposition's time limit (seconds)")
+    ap.add_argument("--integer-theta", choices=["group", "batch"], default=None,
+                    help="the integer master's thetas: the LP phase's groups or one per batch (summed cuts)")
     ap.add_argument("--loop", action="store_true",
                     help="run the Benders loop alone (no plan, memo or workbook) and print every iteration")
     a = ap.parse_args()
@@ -34,6 +36,8 @@ def main() -> None:
     inp = replace(inp, config=replace(inp.config, term=replace(inp.config.term, judge="horizon")))
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {inp.T} periods x {inp.K} classes x "
           f"{inp.P} pools, {len(inp.commitments)} purchase rows")
+    if a.integer_theta:
+        decompose.INTEGER_THETA = a.integer_theta
     for lam in a.in_out:
         decompose.IN_OUT = lam
         if a.loop:
@@ -68,7 +72,7 @@ def _loop_only(inp, a, lam) -> None:
                        executor=make_executor("local", jobs=a.jobs))
     ph = {k: round(v, 3) if k == "rounding_gap" else round(v, 1) for k, v in bd.phases.items()}
     print(f"in-out {lam:.2f}: {time.perf_counter() - t0:7.1f} s, {bd.status}, gap {bd.gap:.2e}, iterations "
-          f"{bd.iterations}, integer masters {bd.integer_master}, cuts kept {bd.cuts}, dropped {bd.cuts_dropped}, "
+          f"{bd.iterations}, integer masters {bd.integer_master}, cuts kept {bd.cuts}, dropped {getattr(bd, 'cuts_dropped', None)}, "
           f"thetas {bd.chunks}, "
           f"phases {ph}", flush=True)
 

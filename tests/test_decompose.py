@@ -115,7 +115,15 @@ def _lumpy_case(tmp_path, seed: int):
                                   start="2027-01-01"))
 
 
-def test_an_optimum_that_needs_the_integer_master(tmp_path):
+@pytest.mark.parametrize("theta", ["group", "batch"])
+@pytest.mark.parametrize("prune", [True, False])
+def test_an_optimum_that_needs_the_integer_master(tmp_path, monkeypatch, theta, prune):
+    """Whatever the integer master's thetas (the LP phase's groups, or one per batch with the cuts summed) and
+    whether the slack cuts are dropped before it, the plan is the monolithic model's optimum, proven."""
+    from planner.solve import decompose
+
+    monkeypatch.setattr(decompose, "INTEGER_THETA", theta)
+    monkeypatch.setattr(decompose, "PRUNE_BEFORE_INTEGER", prune)
     inp = _lumpy_case(tmp_path, 3)
     mono = make_plan(inp, mip_gap=0.0, risk=False)
     bd = solve_benders(inp, mip_gap=1e-7)

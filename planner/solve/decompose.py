@@ -44,6 +44,7 @@ from planner.solve.master import (  # noqa: F401  (re-exported)
 MAX_GROUPS = 10_000  # "auto" cuts: one theta per block up to this many, else per day, else per week
 AGGREGATE_PERIODS = 384  # the warm start's aggregate keeps about this many periods
 DROP_AFTER = 8  # a cut slack in this many consecutive master solves is dropped (LP phase)
+INTEGER_THETA = "group"  # the integer master's thetas: the LP phase's ("group") or one per batch ("batch": summed cuts)
 PRUNE_BEFORE_INTEGER = True  # drop the LP phase's cuts slack at the relaxation's optimum before the integer master
 MASTER_GAP = 0.9  # the integer master's relative gap, as a share of the gap asked for (it starts from the best plan)
 IN_OUT = 0.5  # in-out stabilisation of the LP phase: price n_in + IN_OUT (n_master - n_in); 1.0 = off (Kelley).
@@ -93,6 +94,37 @@ def _aggregate_start(inp: PlanInputs, highspy, threads) -> np.ndarray | None:
         return None
     x = np.asarray(h.getSolution().col_value, dtype=float)
     return np.clip(x[model.families["n"]["col"].to_numpy()], 0.0, None)
+
+
+def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads) -> dict:
+    """An integer master with one theta per batch (a week): every logged pricing's cuts summed over the batch's
+    groups, a valid cut on the batch's theta (a sum of valid cuts); weaker than the groups' own, far smaller."""
+    R = len(cost)
+    of = np.repeat(np.arange(len(pricer.groups)), np.asarray(pricer.groups, dtype=np.int64))
+    B = len(pricer.groups)
+    inf = highspy.kHighsInf
+    h = new_highs(highspy, None, mip_gap / 4, threads)
+    h.addVars(R + B, np.zeros(R + B), np.r_[np.where(np.isfinite(ubound), ubound, inf), np.full(B, inf)])
+    h.changeColsCost(R + B, np.arange(R + B, dtype=np.int32), np.r_[cost, np.ones(B)])
+    add_first_stage_rows(h, inp, inf)
+
+    def add(entry):
+        g, c, d, rhs = entry
+        D = np.zeros((B, R))
+        np.add.at(D, (of[g], c), d)
+        rb = np.bincount(of, rhs, B)
+        rows, cols = np.nonzero(D)
+        starts = np.searchsorted(rows, np.arange(B)) + np.arange(B)
+        index = np.empty(len(rows) + B, dtype=np.int32)
+        coef = np.empty(len(rows) + B)
+        pos = np.arange(len(rows)) + rows
+        index[pos], coef[pos] = cols, -D[rows, cols]
+        tpos = np.searchsorted(rows, np.arange(B), side="right") + np.arange(B)
+        index[tpos], coef[tpos] = R + np.arange(B), 1.0
+        h.addRows(B, rb, np.full(B, inf), len(index), starts.astype(np.int32), index, coef)
+    for entry in cut_log:
+        add(entry)
+    return {"highs": h, "B": B, "of": of, "add": add}
 
 
 def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float = 1e-4,
@@ -172,6 +204,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     cut_lo = np.zeros(0)  # and its right-hand side
 
     last: dict = {}  # the last pricing's per-group values
+    cut_log: list = []  # every pricing's cuts (group, column, coefficient; right-hand sides)
     dropped = {"slack": 0, "before_integer": 0}  # cuts deleted: slack DROP_AFTER solves; slack before the integer master
 
     def feasible(x):
@@ -205,13 +238,15 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         ages = np.r_[ages, np.zeros(G, dtype=np.int64)]
         cut_lo = np.r_[cut_lo, rhs]
         last["values"] = values  # each group's value at n (the integer master's start when n is the best plan)
+        cut_log.append((g, c, d, rhs))  # every cut priced (the aggregated integer master sums them)
         return float(values.sum())
 
-    def solve_master(phase="master"):
+    def solve_master(phase="master", h=None):
+        h = master if h is None else h
         t = time.perf_counter()
-        master.run()
+        h.run()
         phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - t
-        return master.getInfo(), np.asarray(master.getSolution().col_value, dtype=float)
+        return h.getInfo(), np.asarray(h.getSolution().col_value, dtype=float)
 
     def drop_slack_cuts():
         """Delete the cuts slack in the last DROP_AFTER master solves (the active ones stay)."""
@@ -238,6 +273,9 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             master.deleteRows(len(old), (old + fixed_rows).astype(np.int32))
             ages, cut_lo = np.delete(ages, old), np.delete(cut_lo, old)
         return len(old)
+
+    def cuts_kept() -> int:
+        return len(cut_lo)
 
     best_n, best_upper, bound = None, np.inf, -np.inf
     priced: set = set()  # integer plans priced exactly
@@ -325,25 +363,30 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         if PRUNE_BEFORE_INTEGER:
             dropped["before_integer"] = prune(lp_rows)
         ints = np.flatnonzero(whole).astype(np.int32)
-        master.changeColsIntegrality(len(ints), ints, np.full(len(ints), highspy.HighsVarType.kInteger))
+        agg = None
+        if INTEGER_THETA == "batch":  # one theta per batch: each pricing's cuts summed over the batch's groups
+            agg = _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads)
+        im = agg["highs"] if agg is not None else master  # the integer master
+        im.changeColsIntegrality(len(ints), ints, np.full(len(ints), highspy.HighsVarType.kInteger))
         # the master only has to prove its optimum to the gap asked for, relative to its incumbent: it starts
         # from the best plan priced (its thetas at their exact values satisfy every cut, so the start's
         # objective is that plan's exact cost), so a proof there is a proof of the plan (was mip_gap / 4)
-        master.setOptionValue("mip_rel_gap", max(MASTER_GAP * mip_gap, 1e-9))
+        im.setOptionValue("mip_rel_gap", max(MASTER_GAP * mip_gap, 1e-9))
         if time_limit_s is not None:  # HiGHS's own time limit is not checked everywhere in a MIP (ERGO-Code/HiGHS
             # #885, #2226): its interrupt callback stops the master at the deadline, with its bound so far
             def deadline(e):
                 if out_of_time():
                     e.interrupt()
-            master.cbMipInterrupt += deadline
+            im.cbMipInterrupt += deadline
         while it < max_iterations:
             it += 1
             if time_limit_s is not None:
-                master.setOptionValue("time_limit", max(time_limit_s - elapsed(), 1.0))
+                im.setOptionValue("time_limit", max(time_limit_s - elapsed(), 1.0))
             if best_n is not None and best_theta is not None and len(best_theta) == G:
-                x0 = np.r_[best_n, best_theta].astype(float)
-                master.setSolution(len(x0), np.arange(len(x0), dtype=np.int32), x0)
-            info, sol = solve_master("integer")
+                theta0 = np.bincount(agg["of"], best_theta, agg["B"]) if agg is not None else best_theta
+                x0 = np.r_[best_n, theta0].astype(float)
+                im.setSolution(len(x0), np.arange(len(x0), dtype=np.int32), x0)
+            info, sol = solve_master("integer", im)
             mips += 1
             dual = info.mip_dual_bound
             if np.isfinite(dual) and info.primal_solution_status:
@@ -358,6 +401,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                     status = "optimal"
                 break
             offer(n, price(n))
+            if agg is not None:
+                agg["add"](cut_log[-1])
             log()
             if closed() or out_of_time():
                 break
@@ -375,6 +420,6 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     return BendersResult(n=best_n, upper=best_upper, lower=min(bound, best_upper), iterations=it, chunks=G,
                          seconds=elapsed(), status=status, history=history, batches=len(chunks),
                          cut_by=cut_by, phases={k: float(v) for k, v in phases.items()},
-                         cuts=master.getNumRow() - fixed_rows, integer_master=mips, priced=final,
+                         cuts=cuts_kept(), integer_master=mips, priced=final,
                          keys=pricer.keys(), row_counts=row_counts(pricer), chunk_periods=chunks, workers=pricer.workers, pricer=pricer.name,
                          restarts=getattr(pricer, "restarts", 0), cuts_dropped=dict(dropped))

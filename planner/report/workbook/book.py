@@ -122,8 +122,8 @@ class _Book:
         self._formats: dict = {}
 
     def fmt(self, num: str | None = None, bold: bool = False, red: bool = False, head: bool = False,
-            wrap: bool = False):
-        key = (num, bold, red, head, wrap)
+            wrap: bool = False, right: bool = False):
+        key = (num, bold, red, head, wrap, right)
         if key not in self._formats:
             spec = {"valign": "top"}  # rows whose note wraps read from the top
             if wrap:
@@ -136,6 +136,8 @@ class _Book:
                 spec["font_color"] = "#C00000"
             if head:
                 spec.update({"bg_color": "#DDEBF7", "text_wrap": True, "valign": "top"})
+            if right:  # a number column's header over its right-aligned figures
+                spec["align"] = "right"
             self._formats[key] = self.wb.add_format(spec) if spec else None
         return self._formats[key]
 
@@ -205,15 +207,18 @@ class _Sheet:
         return (widths or {}).get(name, max(_FORMAT_WIDTH.get(fmt, 12), min(len(name) + 3, 40)))
 
     def header(self, widths: dict[str, int] | None = None):
-        head = self.book.fmt(head=True)
         self.widths_given = widths
         for i, name in enumerate(self.columns):
-            self.ws.write_string(0, i, name, head)
+            self.ws.write_string(0, i, name, self._head(name))
             if name in UNITS:
                 self.ws.write_comment(0, i, UNITS[name], {"x_scale": 2})
         self.ws.freeze_panes(1, 0)
         self.rows = 1
         self._lay_out([self._width(n, widths) for n in self.columns])
+
+    def _head(self, name: str):
+        """The header cell's format: right-aligned over a number or date column, as its figures are."""
+        return self.book.fmt(head=True, right=self.formats.get(name) is not None)
 
     def _fit(self) -> None:
         """A finance-pack sheet's columns as wide as the widest value each shows (at least 8 characters and a
@@ -336,7 +341,7 @@ class _Sheet:
             self.rows += 1
         self.ws.add_table(0, 0, self.rows - 1, len(self.columns) - 1, {
             "name": display, "style": "Table Style Medium 2", "autofilter": True,
-            "columns": [{"header": c, "header_format": self.book.fmt(head=True)} for c in self.columns]})
+            "columns": [{"header": c, "header_format": self._head(c)} for c in self.columns]})
         name = self.ws.get_name()
         if name in DATA_SHEETS and self.rows > PRINT_ROWS:  # a data sheet prints its first rows, not thousands
             self.ws.print_area(0, 0, PRINT_ROWS - 1, len(self.columns) - 1)
