@@ -283,22 +283,45 @@ def test_the_whole_term_downside_of_a_hand_stack(tmp_path):
     assert "held flat" in d["demand_basis"].iat[0]
 
 
-def test_the_check_sum_does_not_let_round_edits_cancel():
-    """The check cell's checksum once weighted each price by its row number: +0.10 in row 14 and -0.05 in row 28
-    (a finance review's edit) cancelled and the Summary read "as solved". Irrational row weights tell them apart;
-    the formula spells the same weights LibreOffice computes."""
-    import numpy as np
+@needs_lo
+def test_the_check_cell_sees_every_edit_that_moves_money(payment_book, tmp_path):
+    """The check cell compares every Prices cell with the hidden copy solved with: a finance review's edits that
+    a checksum missed (the effective rate typed over, a 0.0002 change, two edits that cancelled in the sum, a
+    row typed below the table) each turn it red; the workbook as written reads "as solved"."""
+    from planner.report.workbook.memo import CHECK_EDITED, CHECK_OK, SOLVED_SHEET
 
-    from planner.report.workbook.memo import check_terms
+    plan, paths = payment_book
+    check = "Check: prices and discount rate as solved"
+    assert _summary_rows(recalc(paths["xlsx"], tmp_path / "lo0"))[check][0] == CHECK_OK
+    assert load_workbook(paths["xlsx"])[SOLVED_SHEET].sheet_state == "hidden"
 
-    prices = pd.DataFrame({"option": ["on_demand"] * 30, "hourly_usd": np.linspace(1.0, 3.0, 30)})
-    _, before = check_terms(prices, 0.0)
-    edited = prices.copy()
-    edited.loc[12, "hourly_usd"] += 0.10  # sheet row 14
-    edited.loc[26, "hourly_usd"] -= 0.05  # sheet row 28
-    formula, after = check_terms(edited, 0.0)
-    assert abs(after - before) > 1e-9 * max(1.0, abs(before))  # what the cell tests: it turns red
-    assert "SQRT(ROW(" in formula and "LN(ROW(" in formula
+    def edited(k, change):
+        wb = load_workbook(paths["xlsx"])
+        prices = wb["Prices"]
+        head = [c.value for c in prices[1]]
+        change(prices, head)
+        out = tmp_path / f"edit{k}.xlsx"
+        wb.save(out)
+        return _summary_rows(recalc(out, tmp_path / f"lo{k}"))[check][0]
+
+    def overwrite_effective(ws, head):
+        ws.cell(2, head.index("effective_usd_per_gpu_hour") + 1).value = 2.0
+
+    def tiny(ws, head):
+        c = ws.cell(2, head.index("hourly_usd") + 1)
+        c.value = float(c.value) + 0.0002
+
+    def cancelling(ws, head):
+        col = head.index("hourly_usd") + 1
+        a, b = ws.cell(2, col), ws.cell(3, col)
+        a.value, b.value = float(a.value) + 0.01, float(b.value) - 0.01
+
+    def new_row(ws, head):
+        r = ws.max_row + 1
+        for name, v in (("gpu_type", "A"), ("region", "r1"), ("option", "on_demand"), ("hourly_usd", 1.0)):
+            ws.cell(r, head.index(name) + 1).value = v
+    for k, change in enumerate((overwrite_effective, tiny, cancelling, new_row), start=1):
+        assert edited(k, change) == CHECK_EDITED, change.__name__
 
 
 def test_one_verdict_says_when_spot_beats_the_purchase():

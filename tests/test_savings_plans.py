@@ -281,6 +281,13 @@ def test_focus_names_a_savings_plan_as_a_spend_commitment(tmp_path):
     assert od["ListCost"].sum() + sp_used["ListCost"].sum() == pytest.approx(sum(A) * OD["A"] + sum(B) * OD["B"])
     assert od["ConsumedQuantity"].sum() == pytest.approx(sum(A) + sum(B))  # every on-demand GPU-hour consumed
     assert od["BilledCost"].sum() == pytest.approx(plan.cost["on_demand"])
+    # FOCUS: ContractedCost = ContractedUnitPrice x PricingQuantity on every row (a savings plan's Used rows
+    # carried a unit price of 0 beside their cost), and no cost is float noise below zero
+    priced = f[f["PricingQuantity"].notna()]
+    assert np.allclose(priced["ContractedCost"], priced["ContractedUnitPrice"] * priced["PricingQuantity"],
+                       rtol=1e-9, atol=1e-6)
+    assert (sp_used["ContractedUnitPrice"] > 0).all()
+    assert not ((f["BilledCost"] < 0) & (f["BilledCost"] > -1e-6)).any()
 
 
 def test_payment_options_of_a_savings_plan_compare_the_same_dollars_an_hour(tmp_path):

@@ -243,7 +243,9 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 add(month, *span, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
                     ChargeDescription=text, BilledCost=0.0,
                     EffectiveCost=gpus * c["eff"] * h * part, ListCost=list_cost, ContractedCost=list_cost,
-                    ContractedUnitPrice=list_rate if status == "Used" and not c.get("spend") else 0.0,
+                    # ContractedCost = ContractedUnitPrice x PricingQuantity: a savings plan's usage at what it lists
+                    ContractedUnitPrice=(list_rate if not c.get("spend") else c["spend_markup"]) if status == "Used"
+                    else 0.0,
                     ListUnitPrice=(list_rate if not c.get("spend") else c["spend_markup"]) if status == "Used"
                     else 0.0, PricingQuantity=q,
                     PricingUnit=unit_of(c), PricingCategory=focus_of(c["option"])[0], CommitmentDiscountStatus=status,
@@ -289,6 +291,9 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
 
         frames.append(period_rows(plan, fleet, commitments, base, lo, hi))
     out = pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS)
+    for col in ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost"):  # float noise (-1e-12) is 0
+        v = pd.to_numeric(out[col], errors="coerce")
+        out[col] = v.where(v.abs() > 1e-9, 0.0).where(v.notna(), out[col])
     out["x_ChargeType"] = out["ChargeCategory"]
     out["x_InvoiceIssuer"] = out["x_Provider"] = out["x_Publisher"] = provider
     # a stable id per purchase (its commitment id) and per pool (its usage rows); the extension row its SKU

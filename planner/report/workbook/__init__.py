@@ -18,11 +18,12 @@ import pandas as pd
 from planner.results.bill import inventory_table
 from planner.results.plan import Plan
 from planner.report.workbook.book import ref, NAMES, SHEETS, VALUED_KINDS, _Book
-from planner.report.workbook.costs import _price_key, _write_baseline, _write_costs, _write_prices, _write_purchases
+from planner.report.workbook.costs import (_price_key, _write_baseline, _write_costs, _write_prices, _write_purchases,
+                                          write_prices_as_solved)
 from planner.report.workbook.detail import _write_assumptions, _write_backfill, _write_latency, _write_scenarios, _write_shadow_prices, _write_shortfall, _write_spot
 from planner.report.workbook.money import _write_cash_flow, _write_inventory, _write_savings_plans, _write_showback, _write_showback_by_month
 from planner.report.workbook.periods import with_path_prices, FLEET_CHART_POINTS, MAX_SHEET_ROWS, _period_grain, _write_allocation, _write_demand, _write_fleet, coarsen_allocation
-from planner.report.workbook.memo import memo_rows, write_memo_sheets
+from planner.report.workbook.memo import SOLVED_SHEET, memo_rows, write_memo_sheets
 from planner.report.workbook.summary import _summary_layout, _write_summary
 
 
@@ -86,6 +87,8 @@ def write_workbook(plan: Plan, path) -> None:
     _write_showback_by_month(ws["Showback by month"], plan)
     _write_savings_plans(ws["Savings plans"], plan)
     write_memo_sheets(ws, plan)
+    rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
+    write_prices_as_solved(book.sheet(SOLVED_SHEET), prices, rate)  # the check cell's copy (hidden, last)
 
     for key in NAMES:
         book.wb.define_name(key, "=" + ref("Summary", "value", name_row[key]))

@@ -55,12 +55,36 @@ def prices_ref(col: str, pr: int, mix: list | None) -> str:
 
 
 def _write_prices(ws, prices: pd.DataFrame) -> None:
-    s = _Sheet(ws, list(COLUMNS["Prices"]),
-               {"hourly_usd": RATE, "upfront_usd": USD, "effective_usd_per_gpu_hour": RATE, "term_months": "#,##0.###",
-                "gpus_per_instance": "0.###", "max_gpus": INT, "interruptions_per_hour": "0.0000",
-                "valid_from": DATE, "lead_time_months": "0.##", "residual_usd": USD, "block_start": "yyyy-mm-dd hh:mm",
-                "block_days": INT})
+    s = _Sheet(ws, list(COLUMNS["Prices"]), PRICE_FORMATS)
     s.header({"effective_usd_per_gpu_hour": 26})
+    for values in price_rows(prices, s):
+        s.append(values)
+    s.table("Prices")
+
+
+PRICE_FORMATS = {"hourly_usd": RATE, "upfront_usd": USD, "effective_usd_per_gpu_hour": RATE, "term_months": "#,##0.###",
+                 "gpus_per_instance": "0.###", "max_gpus": INT, "interruptions_per_hour": "0.0000",
+                 "valid_from": DATE, "lead_time_months": "0.##", "residual_usd": USD, "block_start": "yyyy-mm-dd hh:mm",
+                 "block_days": INT}
+
+
+def write_prices_as_solved(ws, prices: pd.DataFrame, rate: float) -> None:
+    """The Prices sheet's cells as the plan was solved with (values; the effective rate's formula as its value),
+    in the same cells, and the discount rate beside them: the Summary's check cell compares them cell by cell.
+    Hidden (right-click a tab, Unhide, shows it)."""
+    cols = list(COLUMNS["Prices"])
+    s = _Sheet(ws, cols, PRICE_FORMATS)
+    s.header({"effective_usd_per_gpu_hour": 26})
+    for values in price_rows(prices, s):
+        s.append([getattr(v, "value", v) if isinstance(v, F) else v for v in values])
+    ws.write_string(0, len(cols) + 1, "discount_rate")
+    ws.write_number(1, len(cols) + 1, float(rate))
+    ws.hide()
+
+
+def price_rows(prices: pd.DataFrame, s) -> list[list]:
+    """The Prices sheet's rows, cell by cell (the effective rate a formula over the row)."""
+    out = []
     for i, r in enumerate(prices.itertuples()):
         row = i + 2
         reserved = commitments.kind_of_name(r.option) in commitments.COMMITMENT_KINDS
@@ -72,14 +96,14 @@ def _write_prices(ws, prices: pd.DataFrame) -> None:
         vf = getattr(r, "valid_from", None)
         bs = getattr(r, "block_start", None)
         block = bs is not None and not pd.isna(bs)
-        s.append([r.gpu_type, r.region, r.option, r.hourly_usd, r.upfront_usd if reserved else None,
-                  r.term_months if reserved else None, eff, r.gpus_per_instance, r.max_gpus,
-                  r.interruptions_per_hour, _date(vf) if vf is not None and not pd.isna(vf) else None,
-                  getattr(r, "lead_time_months", 0.0) if reserved else None, residual,
-                  _date(bs) if block else None, float(r.block_days) if block else None,
-                  s.text(r.provider) if block and getattr(r, "provider", "") else None,
-                  s.text(getattr(r, "scenario", "")) if getattr(r, "scenario", "") else None])  # a price path's
-    s.table("Prices")
+        out.append([r.gpu_type, r.region, r.option, r.hourly_usd, r.upfront_usd if reserved else None,
+                    r.term_months if reserved else None, eff, r.gpus_per_instance, r.max_gpus,
+                    r.interruptions_per_hour, _date(vf) if vf is not None and not pd.isna(vf) else None,
+                    getattr(r, "lead_time_months", 0.0) if reserved else None, residual,
+                    _date(bs) if block else None, float(r.block_days) if block else None,
+                    s.text(r.provider) if block and getattr(r, "provider", "") else None,
+                    s.text(getattr(r, "scenario", "")) if getattr(r, "scenario", "") else None])  # a price path's
+    return out
 
 
 def _purchase_use(plan: Plan, purchases: pd.DataFrame) -> pd.DataFrame:

@@ -172,48 +172,46 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
 
 
 CHECK_OK = "as solved"
-CHECK_EDITED = "EDITED since solved: re-plan"
+CHECK_EDITED = "EDITED: re-plan"
 
 
-def check_terms(prices: pd.DataFrame, rate: float) -> tuple[str, float]:
-    """The check formula's live checksum over the Prices cells the figures depend on (hourly, upfront, residual,
-    term, each weighted by an irrational function of its row and its column so edits do not cancel) and the discount rate, and its
-    value today (the Prices sheet's cells as written: blanks are 0)."""
-    from planner.report.workbook.book import span
+SOLVED_SHEET = "Prices as solved"
+SPARE_ROWS = 50  # rows past the Prices table the check compares too (a row typed below it is an edit)
+TEXT_COLUMNS = ("gpu_type", "region", "option", "provider", "scenario")
 
-    n = max(len(prices) + 1, 2)
-    parts, value = [], 0.0
-    # each cell weighted by an irrational function of its row and of its column, so that edits of round sizes
-    # do not cancel (with the row number itself, +0.10 in row 14 and -0.05 in row 28 did)
-    r = np.arange(2, len(prices) + 2, dtype=float)
-    rows = np.sqrt(r + 0.5) + np.log(r)
-    reserved = prices["option"].map(lambda o: commitments.kind_of_name(o) in commitments.COMMITMENT_KINDS) \
-        .to_numpy(bool) if len(prices) else np.zeros(0, bool)
-    for col, prime in (("hourly_usd", 2), ("upfront_usd", 3), ("residual_usd", 5), ("term_months", 7),
-                       ("gpus_per_instance", 11), ("max_gpus", 13), ("interruptions_per_hour", 17),
-                       ("lead_time_months", 19)):
-        rng = span("Prices", col, 2, n)
-        weight = float(np.sqrt(prime))
-        parts.append(f"{weight!r}*SUMPRODUCT({rng},SQRT(ROW({rng})+0.5)+LN(ROW({rng})))")
-        v = pd.to_numeric(prices[col], errors="coerce").fillna(0.0).to_numpy(float) if col in prices \
-            else np.zeros(len(prices))
-        if col in ("upfront_usd", "residual_usd", "term_months", "lead_time_months"):
-            v = np.where(reserved, v, 0.0)  # the Prices sheet leaves them blank on other rows
-        value += weight * float(v @ rows)
-    return "+".join(parts) + "+1000000*discount_rate", value + 1e6 * rate
+
+def check_formula(n_prices: int) -> str:
+    """The check cell's count of edits: every Prices cell that differs from the same cell of the hidden
+    "Prices as solved" sheet (numbers beyond 1e-9 relative: the effective rate is recomputed; text exactly; a
+    cell turned to text in a number column counts), down to ``SPARE_ROWS`` rows below the table, and the discount
+    rate against the one solved with."""
+    from xlsxwriter.utility import xl_col_to_name
+
+    from planner.report.workbook.book import COLUMNS
+
+    cols = list(COLUMNS["Prices"])
+    last = n_prices + 1 + SPARE_ROWS
+    parts = []
+    for i, name in enumerate(cols):
+        c = xl_col_to_name(i)
+        p, q = f"Prices!${c}$2:${c}${last}", f"'{SOLVED_SHEET}'!${c}$2:${c}${last}"
+        parts.append(f"SUMPRODUCT(--({p}<>{q}))" if name in TEXT_COLUMNS
+                     else f"SUMPRODUCT(--(ABS({p}-{q})>1E-9*(1+ABS({q}))))")
+    r = xl_col_to_name(len(cols) + 1)
+    parts.append(f"(ABS(discount_rate-'{SOLVED_SHEET}'!${r}$2)>1E-12)")
+    return "IFERROR(" + "+".join(parts) + ",1)"
 
 
 def check_row(plan: Plan) -> tuple:
-    """The memo's first row: "as solved" while the Prices cells and the discount rate are those the plan was solved
-    with, red "EDITED since solved: re-plan" once any is edited (a live checksum against the one stored)."""
-    rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
-    formula, stored = check_terms(plan.inputs.tables.prices, rate)
-    cell = F(f'=IF(ABS({formula}-{stored!r})>1E-9*MAX(1,ABS({stored!r})),"{CHECK_EDITED}","{CHECK_OK}")', CHECK_OK)
+    """The memo's first row: "as solved" while every Prices cell and the discount rate are those the plan was
+    solved with, red "EDITED: re-plan" once any differs (compared cell by cell with a hidden copy)."""
+    cell = F(f'=IF({check_formula(len(plan.inputs.tables.prices))}>0,"{CHECK_EDITED}","{CHECK_OK}")', CHECK_OK)
     return ("Check: prices and discount rate as solved", cell, None,
             "Live figures are formulas and follow any edit. Rows marked (as solved) and the sign-now rows' notes are "
-            "figures of the solve and its re-solves, not formulas: this cell compares a checksum of the Prices "
-            f"sheet's inputs and the discount rate with the one solved with ({stored:.6g}); once they differ, it and "
-            "every (as solved) row turn red: re-run planner plan for true figures.", False)
+            "figures of the solve and its re-solves, not formulas: this cell compares every cell of the Prices sheet "
+            f"(and {SPARE_ROWS} rows below it) and the discount rate with the hidden sheet \"{SOLVED_SHEET}\", "
+            "the values solved with; once any differs, it and every (as solved) row turn red: re-run planner plan "
+            "for true figures.", False)
 
 
 def _rate_text(rate: float) -> str:
