@@ -348,3 +348,10 @@ def test_the_commit_now_line_of_a_savings_plan_gives_its_npv_and_break_even(tmp_
     assert "NPV $" in line[2] and "break-even 60.0 % (each dollar drawn pays for 1.67 dollars of on-demand)" in line[2]
     used = float(plan.spend["utilisation"].iat[0])
     assert ("pays" if used >= 0.6 else "DOES NOT PAY") in line[2]
+    # the terminal says the same: whole commitment, NPV, break-even and verdict (it printed none of them)
+    from planner.report.summary import summary_text
+
+    term = next(x for x in summary_text(plan).splitlines() if "commit now savings_plan_1y" in x)
+    total = float(plan.purchases[plan.purchases["option"] == "savings_plan_1y"]["commitment_usd"].sum())
+    assert f"whole commitment ${total:,.0f}" in term and "NPV $" in term and "break-even 60.0 %" in term
+    assert term.endswith("pays" if used >= 0.6 else "DOES NOT PAY")

@@ -263,7 +263,9 @@ def test_sheets_with_nothing_to_show_are_hidden_and_said_so(example_plan):
     every sheet with content stays visible."""
     wb = load_workbook(example_plan[1]["xlsx"])
     hidden = {ws.title for ws in wb.worksheets if ws.sheet_state == "hidden"}
-    assert hidden == {"Scenarios", "Shortfall", "Latency", "Backfill", "Shadow prices", "Savings plans"}
+    # and the check cell's copy of the prices solved with, hidden last (it is no sheet to print)
+    assert hidden == {"Scenarios", "Shortfall", "Latency", "Backfill", "Shadow prices", "Savings plans",
+                      "Prices as solved"} and wb.sheetnames[-1] == "Prices as solved"
     notes = " ".join(str(c.value) for row in wb["Assumptions"].iter_rows() for c in row if c.value)
     assert "Sheets with nothing to show in this plan are hidden" in notes and "Shortfall (every demand served)" in notes
     assert wb.active.title == "Summary"

@@ -351,7 +351,14 @@ def _memo(plan: Plan) -> dict:
     for key in ("tranches", "downside", "curve"):  # seconds are timings: plan.json is the same for the same inputs
         d[key] = [{k: v for k, v in r.items() if k != "seconds"} for r in d[key]]
     computed = plan.memo is not None
+    from planner.memo.tranches import verdict
+
+    for t in d["tranches"]:  # the sign-now verdict in the words the terminal, Summary and HTML report use
+        vs = t.get("break_even_vs_nothing")
+        t["verdict"] = verdict(bool(t.get("pays")), float(t.get("avg_utilisation") or 0.0),
+                               float(vs) if vs is not None else float("nan"))
     return {"tranches": d["tranches"], "coverage": d["coverage"], "cash_by_year": d["cash_by_year"],
+            "term_downside": d.get("term_downside") if computed else None,
             "cash_next_12_months_usd": d["cash_next_12_months_usd"],
             "downside": d["downside"] if computed else None,
             "commitment_curve": d["curve"] if computed else None,

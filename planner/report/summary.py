@@ -133,6 +133,7 @@ def summary_text(plan: Plan) -> str:
                      + f"to {r.option} ({r.plan_family}) ${r.usd_per_hour:,.2f}/h until {pd.Timestamp(r.end_date):%Y-%m-%d}: "
                      f"{_usd(r.committed_usd)} in the horizon, {100 * r.utilisation:.1f} % used, it paid "
                      f"{r.covered_gpu_hours:,.0f} on-demand GPU-hours worth {_usd(r.covered_at_on_demand_usd)}")
+    lines.extend(_commit_now_lines(plan))
     lines.extend(_memo_lines(plan))
     for m in plan.slo_misses.itertuples():
         scen = f" in scenario {m.scenario}" if len(inp.scenarios) > 1 else ""
@@ -204,6 +205,25 @@ def _past_judged(plan: Plan) -> str:
         return (f"each was judged on {t.get('tail_months', 0):.0f} months of demand past it ({t.get('source')}: "
                 f"{t.get('branches')} branches, the term line above).")
     return "the plan assumes demand past the forecast keeps them busy."
+
+
+def _commit_now_lines(plan: Plan) -> list[str]:
+    """Each savings plan to commit now, as the Summary's row says it: the whole commitment (USD/h x the term's
+    hours), its NPV, the share of its dollars drawn, its break-even (the inverse of what each drawn dollar pays for
+    on demand) and the verdict."""
+    sp = plan.spend
+    out = []
+    for r in (sp[(sp["usd_per_hour"] > 0) & sp["firm"].astype(bool)].itertuples() if sp is not None and len(sp) else []):
+        p = plan.purchases.iloc[int(r.row)]
+        total = float(p.get("commitment_usd", r.usd_per_hour * r.hours_active))
+        npv = float(p.get("npv_usd", float("nan"))) if "npv_usd" in p else float("nan")
+        drawn, worth = float(getattr(r, "covered_at_rates_usd", 0.0)), float(getattr(r, "covered_at_on_demand_usd", 0.0))
+        be = drawn / worth if worth > 0 else float("nan")
+        word = ("pays" if float(r.utilisation) >= be - 1e-12 else "DOES NOT PAY") if be == be else "n/a (nothing drawn)"
+        out.append(f"    commit now {r.option} ({r.plan_family}) ${r.usd_per_hour:,.2f}/h: whole commitment {_usd(total)}"
+                   + (f" (NPV {_usd(npv)})" if npv == npv else "") + f", {100 * r.utilisation:.1f} % of its dollars "
+                   "drawn, break-even " + (f"{100 * be:.1f} %" if be == be else "n/a") + f": {word}")
+    return out
 
 
 def _memo_lines(plan: Plan) -> list[str]:

@@ -86,6 +86,19 @@ UNITS = {  # header notes: what a column holds, with its unit
     "provider": "capacity blocks: the provider whose rules were checked (aws, gcp)",
     "discount_factor": "(1 + discount_rate)^(-m/12), m = months from the first", "discounted_usd": "total_usd x factor",
 }
+# the same column name holds totals on the other sheets: their own notes
+SHEET_UNITS = {
+    "Purchases": {"upfront_usd": "USD, the row's whole upfront (GPUs x the Prices sheet's upfront per GPU), paid on "
+                                 "the purchase date",
+                  "residual_usd": "USD, the row's whole residual value, returned at the end of the term"},
+    "Cash flow": {"upfront_usd": "USD paid this month as upfronts; negative: residual value returned at a term's end"},
+    "Cash by year": {"upfront_usd": "USD paid in the period as upfronts; negative: residual value returned at a "
+                                    "term's end",
+                     "reserved_recurring_usd": "USD: the monthly fees of the commitments bought",
+                     "owned_fees_usd": "USD: the fees of the commitments already owned (Inventory)",
+                     "total_with_owned_usd": "USD: total_usd + owned_fees_usd, the cash out",
+                     "total_usd": "USD: what this plan decides (upfronts, fees, on-demand, spot)"},
+}
 
 
 class F(str):
@@ -210,8 +223,9 @@ class _Sheet:
         self.widths_given = widths
         for i, name in enumerate(self.columns):
             self.ws.write_string(0, i, name, self._head(name))
-            if name in UNITS:
-                self.ws.write_comment(0, i, UNITS[name], {"x_scale": 2})
+            note = SHEET_UNITS.get(self.ws.get_name(), {}).get(name, UNITS.get(name))
+            if note:
+                self.ws.write_comment(0, i, note, {"x_scale": 2})
         self.ws.freeze_panes(1, 0)
         self.rows = 1
         self._lay_out([self._width(n, widths) for n in self.columns])

@@ -391,7 +391,8 @@ def _write_tranches(ws, tr: pd.DataFrame) -> None:
                  + ["yes" if r.pays else "no"] + [getattr(r, c) for c in TRANCHE_COLUMNS[13:-2]]
                  + [s.text(str(getattr(r, "branch", "all"))), float(getattr(r, "probability", 1.0))])
     s.table("Tranches")
-    s.note("Marginal utilisation: in each pool the GPUs in use fill the inventory owned first, then each "
+    s.note("As solved: values, not formulas (after an edit of the Prices sheet the Summary's check cell turns red: "
+           "re-plan). Marginal utilisation: in each pool the GPUs in use fill the inventory owned first, then each "
            "purchase in purchase order (the last bought is used last), so each tranche shows its own use.")
 
 
@@ -425,7 +426,8 @@ def _write_term_downside(ws, df: pd.DataFrame | None) -> None:
         s.append([pd.Timestamp(getattr(r, c)) if c in ("purchase_date", "end_date") else getattr(r, c)
                   for c in TERM_COLUMNS])
     s.table("TermDownside")
-    s.note("Each purchase over its WHOLE term (not the horizon): " + str(df["demand_basis"].iat[0]) + ", scaled by "
+    s.note("As solved: values, not formulas (the Summary's check cell turns red after an edit: re-plan). "
+           "Each purchase over its WHOLE term (not the horizon): " + str(df["demand_basis"].iat[0]) + ", scaled by "
            "demand_level. used_share: its GPU-hours in use over its capacity (the GPUs below it in its pool serve "
            "first); unused_usd: its whole-term liability left unused; saving_vs_nothing_usd: its used hours at the "
            "on-demand rate less that liability; break_even_demand_level: the demand level below which it stops "

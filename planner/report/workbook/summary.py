@@ -67,8 +67,8 @@ def _savings_note(plan: Plan) -> str:
     owned = float(inventory_table(plan.inputs)["horizon_cost_usd"].sum())
     note = "baseline - total cost"
     if owned > 0 and plan.baseline_all_on_demand == plan.baseline_all_on_demand:
-        note += (f"; the baseline also rents on demand what the inventory serves: against the bill (inventory "
-                 f"included) the saving is ${plan.baseline_all_on_demand - plan.cost['total'] - owned:,.0f}")
+        note += ("; the baseline also rents on demand what the inventory serves: against the bill (inventory "
+                 "included) the saving is the memo's \"Saving against all on-demand\" note (live)")
     if plan.shortfall_gpu_hours > 1e-6:
         note += "; part of it is demand the plan does not meet (Shortfall)"
     return note
@@ -225,4 +225,6 @@ def _lines(text, width: int) -> int:
         return 1
     # word-wrapped at the characters a line holds: Excel fits about 1.15 x the column's width of text (the width
     # counts digits; text runs narrower), LibreOffice more (a little space left below the row there)
-    return max(1, len(textwrap.wrap(value, width=max(int(width * 1.15), 1), break_long_words=True)))
+    # a long unbroken word (a sha256, a path) is digits and letters as wide as the column's unit: 1 x there
+    factor = 1.0 if any(len(w) > 24 for w in value.split()) else 1.15
+    return max(1, len(textwrap.wrap(value, width=max(int(width * factor), 1), break_long_words=True)))
