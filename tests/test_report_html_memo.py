@@ -37,6 +37,12 @@ def test_the_memo_shows_what_to_sign_with_the_whole_commitment(page):
     assert _table(text, "memo-cash")[1][0] == "2027"
     tr = _table(text, "memo-tranches")
     assert len(tr) == 2 and tr[1][7] == "100.0 %"  # constant demand: the tranche is always fully used
+    # the savings plan to commit now: its NPV and break-even too (the Summary's row has them), and the verdict
+    assert sp[2].startswith("$") and sp[7].endswith("%") and sp[-1] in ("pays", "DOES NOT PAY")
+    # the memo's headline figures, as the Summary gives them
+    head = {r[0]: r[1] for r in _table(text, "memo-headline")}
+    assert head["Cash out in the next 12 months (fees of the commitments already owned included)"].startswith("$")
+    assert head["Coverage, spot not counted"].endswith("%")
 
 
 @pytest.mark.slow

@@ -151,6 +151,11 @@ def _memo_section(plan: dict) -> str:
     break-evens), NPV and payment options, cash by year, the downside and each tranche's utilisation."""
     m = data.memo(plan)
     out = ["<h2>The purchase memo</h2>"]
+    if m["headline"]:
+        out.append("<table class='fit' id='memo-headline'><tbody>" + "".join(
+            f"<tr><td class='t'>{html.escape(label)}</td><td>"
+            + (_money(v) if kind == "usd" else f"{100 * float(v):.1f} %") + "</td></tr>"
+            for label, v, kind in m["headline"]) + "</tbody></table>")
     if m["sign_now"]:
         out.append("<h3>Sign now</h3>" + _table("memo-sign", [
             ("what", "purchase", "t"), ("commitment_usd", "whole commitment", "usd"), ("npv_usd", "NPV", "usd"),
@@ -184,6 +189,15 @@ def _memo_section(plan: dict) -> str:
             ("shock", "demand lower by", "pct"), ("full_term_cost_usd", "cost over the whole terms", "usd"),
             ("reserved_utilisation", "reserved utilisation", "pct"), ("stranded_usd", "stranded (held, not used)", "usd"),
             ("stranded_increase_usd", "stranded increase", "usd")], m["downside"]))
+    if m["term_downside"]:
+        out.append(f"<h3>Over each purchase's whole term, demand {100 * float(m['term_downside'][0]['shock']):.0f} % "
+                   "lower</h3>" + _table("memo-term-downside", [
+                       ("purchase_date", "bought", "t"), ("gpu_type", "GPU type", "t"), ("region", "region", "t"),
+                       ("option", "option", "t"), ("gpus", "GPUs", "n"), ("used_share", "used", "pct"),
+                       ("unused_usd", "left unused", "usd"), ("full_term_usd", "whole term", "usd"),
+                       ("saving_vs_nothing_usd", "saves against buying nothing", "usd"),
+                       ("break_even_demand_level", "stops paying below demand", "pct")], m["term_downside"],
+                       red=lambda r: float(r.get("saving_vs_nothing_usd") or 0) < 0))
     if m["tranches"]:
         out.append("<h3>Each tranche's own (marginal) utilisation</h3>" + _table("memo-tranches", [
             ("purchase_date", "bought", "t"), ("firm_text", "firm", "t"), ("gpu_type", "GPU type", "t"),

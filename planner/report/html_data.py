@@ -465,24 +465,49 @@ def memo(plan: dict) -> dict:
     for c in plan.get("spend_commitments") or []:
         if not c.get("firm") or not float(c.get("usd_per_hour") or 0):
             continue
-        term = next((float(r.get("commitment_usd") or 0) for r in plan.get("reserved_purchases") or []
-                     if r.get("kind") == "spend" and r.get("option") == c.get("option")
-                     and day(r.get("purchase_date")) == day(c.get("purchase_date"))), None)
+        row = next((r for r in plan.get("reserved_purchases") or []
+                    if r.get("kind") == "spend" and r.get("option") == c.get("option")
+                    and day(r.get("purchase_date")) == day(c.get("purchase_date"))), {})
+        # its break-even: the inverse of what each drawn dollar pays for on demand (the Summary's and terminal's)
+        drawn, worth = float(c.get("covered_at_rates_usd") or 0.0), float(c.get("covered_at_on_demand_usd") or 0.0)
+        be = drawn / worth if worth > 0 else None
+        used = float(c.get("utilisation") or 0.0)
         sign.append({"what": f"savings plan {c.get('option')} ({c.get('family')}) ${float(c['usd_per_hour']):,.2f}/h",
-                     "commitment_usd": term, "upfront_usd": 0.0,
+                     "commitment_usd": row.get("commitment_usd"), "npv_usd": row.get("npv_usd"), "upfront_usd": 0.0,
                      "monthly_recurring_usd": float(c["usd_per_hour"]) * 730.0, "end_date": day(c.get("end_date")),
-                     "avg_utilisation": c.get("utilisation"), "verdict": "pays" if float(c.get("savings_usd") or 0) >= 0
-                     else "does not pay"})
+                     "avg_utilisation": c.get("utilisation"), "break_even_utilisation": be,
+                     "verdict": ("pays" if used >= be - 1e-12 else "DOES NOT PAY") if be is not None
+                     else "n/a (nothing drawn)"})
     rows = plan.get("reserved_purchases") or []
     payments = []
     for b in plan.get("payment_break_even") or []:
         i = int(b.get("purchase", -1))
         p = rows[i] if 0 <= i < len(rows) else {}
         payments.append({**b, "pool": f"{p.get('gpu_type')} {p.get('region')} {day(p.get('purchase_date'))}"})
-    years = [r for r in plan.get("cash_by_year") or [] if r.get("basis") == "calendar"]
     fin = plan.get("finance") or {}
+    fiscal = int(fin.get("fiscal_year_start") or 1) != 1  # the Summary's years: fiscal where the model sets them
+    years = [r for r in plan.get("cash_by_year") or [] if r.get("basis") == ("fiscal" if fiscal else "calendar")]
+    later = [t for t in plan.get("tranches") or [] if not t.get("firm")]
+    cov = plan.get("coverage") or {}
+    sav = plan.get("savings") or {}
+    total = float((plan.get("cost_usd") or {}).get("total") or 0.0)
+    headline = [("Cash out in the next 12 months (fees of the commitments already owned included)",
+                 plan.get("cash_next_12_months_usd"), "usd"),
+                ("Planned later (decide then), whole terms" + (", expected" if any(
+                    float(t.get("probability") or 1) < 1 for t in later) else ""),
+                 sum(float(t.get("full_term_usd") or 0) * float(t.get("probability") or 1) for t in later) if later
+                 else None, "usd"),
+                ("Saving against no new commitments (re-solved)",
+                 float(sav["next_best_cost_usd"]) - total if sav.get("next_best_cost_usd") is not None else None, "usd"),
+                ("Coverage, spot not counted", cov.get("coverage"), "pct"),
+                ("Coverage, spot counted", cov.get("coverage_with_spot"), "pct")]
+    term = plan.get("term_downside") or []
+    worst = max((float(r.get("shock") or 0) for r in term), default=0.0)
     return {"sign_now": sign, "payments": payments, "cash_by_year": years, "downside": plan.get("downside") or [],
-            "tranches": tranches, "npv_usd": plan.get("npv_usd"), "rate": float(fin.get("discount_rate") or 0.0)}
+            "tranches": tranches, "npv_usd": plan.get("npv_usd"), "rate": float(fin.get("discount_rate") or 0.0),
+            "headline": [h for h in headline if h[1] is not None],
+            "term_downside": [{**r, "purchase_date": day(r.get("purchase_date"))} for r in term
+                              if float(r.get("shock") or 0) == worst and worst > 0]}
 
 
 def header(plan: dict) -> dict:
