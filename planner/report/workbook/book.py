@@ -372,7 +372,7 @@ RED = object()  # marker for the red, bold font of a warning value
 # rows are in the print area (on screen and to formulas every row is there)
 DATA_SHEETS = {"Allocation", "Demand", "Fleet", "Costs", "Showback by month", "Latency", "Shortfall", "Backfill",
                "Shadow prices"}
-PRINT_ROWS = 41  # the header and 40 rows
+PRINT_ROWS = 31  # the header and 30 rows (a landscape page's worth at the width's scale)
 def _shown_len(v, num: str | None) -> int:
     """Characters value ``v`` shows in format ``num`` (about: what a column must hold so it never prints ###)."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):

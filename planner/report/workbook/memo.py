@@ -342,7 +342,7 @@ def write_memo_sheets(ws: dict, plan: Plan) -> None:
     m = plan.memo
     others = [f"{k}_usd" for k in rented.reported(plan.inputs.pools) if k not in rented.ALWAYS]  # flex-start
     _write_table(ws["Downside"], m.downside if m is not None else None, "Downside",
-                 ["shock", "demand_level", "status", "full_term_cost_usd", "total_cost_usd", "reserved_usd",
+                 ["shock", "status", "full_term_cost_usd", "total_cost_usd", "reserved_usd",
                   "on_demand_usd", "spot_usd", *others, "reserved_utilisation", "stranded_usd", "stranded_increase_usd",
                   "liability_past_horizon_usd", "shortfall_gpu_hours"])
     _write_term_downside(ws["Term downside"], getattr(m, "term_downside", None) if m is not None else None)
