@@ -98,6 +98,8 @@ def test_the_break_even_rate_of_the_payment_options_is_the_hand_irr(payment_book
     label = "Payment options: A r1 reserved_1y_all_upfront or reserved_1y_no_upfront (as solved)"
     assert s.loc[label, "value"] == pytest.approx(hand, abs=1e-9)
     assert "As solved at 5.0%" in s.loc[label, "note"]
+    chosen = plan.purchases.loc[plan.purchases["instances"] > 0, "option"].iat[0]
+    assert f"the plan signs {chosen}" in s.loc[label, "note"]  # what it signs beside what the NPVs say
     # the terminal prints it too
     from planner.report.summary import summary_text
 

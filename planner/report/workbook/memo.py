@@ -253,8 +253,20 @@ def _payment_rows(plan: Plan) -> list[tuple]:
                         "the cost of capital at which they cost the same (the IRR of the difference of their cash "
                         "flows): below it pay upfront, above it pay monthly. As solved at ", float(r.rate),
                         f": NPV {r.upfront_option} {_money(r.upfront_npv_usd)}, {r.other_option} "
-                        f"{_money(r.other_npv_usd)}: {r.cheaper} is cheaper (Purchases, payment_options)"), False, True))
+                        f"{_money(r.other_npv_usd)}: {r.cheaper} is cheaper (Purchases, payment_options)"
+                        + _chosen_note(plan, p["option"], r.cheaper)), False, True))
     return out
+
+
+def _chosen_note(plan: Plan, chosen: str, cheaper: str) -> str:
+    """Why the plan signs a payment option the NPV comparison beside it calls dearer: it minimises undiscounted
+    cost unless ``[finance] objective = "npv"`` (the review found the two side by side, unexplained)."""
+    if chosen == cheaper:
+        return f"; the plan signs {chosen}"
+    objective = getattr(plan.inputs.config.finance, "objective", "cost")
+    why = ('the plan minimises undiscounted cost: set [finance] objective = "npv" to choose at the rate'
+           if objective != "npv" else "its cost over the horizon's periods is lower in the plan's objective")
+    return f"; the plan signs {chosen}: {why}"
 
 
 def _break_even_months(upfront: float, fee: float, r, lead: float = 0.0) -> str:

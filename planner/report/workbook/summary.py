@@ -191,7 +191,8 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
                                                        f"{used['mip_gap_limit']:g}, as run (command-line overrides included)")])
     put(["Written (UTC)", s.text(str(prov["created_utc"])[:10]), s.text(f"{prov['created_utc']}; run id {plan.run_id}")])
     s.table("Summary")
-    _summary_charts(ws, plan, row_of, s.rows + 1)
+    ws.print_area(0, 0, s.rows - 1, 2)  # the table prints; the chart (the cost rows above, drawn) is for the screen:
+    _summary_charts(ws, plan, row_of, s.rows + 1)  # printed, it split across pages
 
 
 def _check_formats(ws, stale: list[int]) -> None:
