@@ -106,6 +106,9 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
                          message=decide.solve.message or plan.solve.message,
                          time_limit_s=decide.solve.time_limit_s, mip_gap_limit=decide.solve.mip_gap_limit)
     plan.solve_term = decide.solve
+    if "benders" in decide.stats and "benders" not in plan.stats:  # how the purchases were decided (plan.json
+        # model_size.benders: iterations, cuts dropped, integer masters), said to be the whole-term solve's
+        plan.stats["benders"] = {**decide.stats["benders"], "solve": "whole term (the purchases' decision)"}
     plan.notes[:0] = [n for n in decide.notes if n not in plan.notes]
     plan.term = _term_doc(inp, ext, basis, decide, horizon_only)
     plan.notes.append(plan.term["note"])

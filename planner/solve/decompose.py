@@ -103,10 +103,11 @@ def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mi
     of = np.repeat(np.arange(len(pricer.groups)), np.asarray(pricer.groups, dtype=np.int64))
     B = len(pricer.groups)
     inf = highspy.kHighsInf
-    h = new_highs(highspy, None, mip_gap / 4, threads)
+    h = new_highs(highspy, None, mip_gap, threads)
     h.addVars(R + B, np.zeros(R + B), np.r_[np.where(np.isfinite(ubound), ubound, inf), np.full(B, inf)])
     h.changeColsCost(R + B, np.arange(R + B, dtype=np.int32), np.r_[cost, np.ones(B)])
     add_first_stage_rows(h, inp, inf)
+    fixed = h.getNumRow()
 
     def add(entry):
         g, c, d, rhs = entry
@@ -124,7 +125,7 @@ def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mi
         h.addRows(B, rb, np.full(B, inf), len(index), starts.astype(np.int32), index, coef)
     for entry in cut_log:
         add(entry)
-    return {"highs": h, "B": B, "of": of, "add": add}
+    return {"highs": h, "B": B, "of": of, "add": add, "fixed": fixed}
 
 
 def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float = 1e-4,
@@ -205,6 +206,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
 
     last: dict = {}  # the last pricing's per-group values
     cut_log: list = []  # every pricing's cuts (group, column, coefficient; right-hand sides)
+    cut_of: dict = {}  # a point priced -> its entry in cut_log
+    agg_rows: list = []  # the batch master's cut rows, when it was used
     dropped = {"slack": 0, "before_integer": 0}  # cuts deleted: slack DROP_AFTER solves; slack before the integer master
 
     def feasible(x):
@@ -227,6 +230,16 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         order = np.lexsort((c, g))
         g, c, d = g[order], c[order], d[order]
         rhs = values - np.bincount(g, weights=d * n[c], minlength=G)
+        if not last.get("batch_master"):  # the batch master takes its summed cuts itself (below)
+            add_cuts(g, c, d, rhs)
+        last["values"] = values  # each group's value at n (the integer master's start when n is the best plan)
+        cut_log.append((g, c, d, rhs))  # every cut priced (the aggregated integer master sums them)
+        cut_of[n.tobytes()] = len(cut_log) - 1
+        return float(values.sum())
+
+    def add_cuts(g, c, d, rhs):
+        """One cut per group into the master (theta_g - d_g . n >= rhs_g; entries sorted by group)."""
+        nonlocal ages, cut_lo
         starts = np.searchsorted(g, np.arange(G)) + np.arange(G)  # each row: its d entries then its theta
         index = np.empty(len(g) + G, dtype=np.int32)
         coef = np.empty(len(g) + G)
@@ -237,14 +250,15 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         master.addRows(G, rhs, np.full(G, inf), len(index), starts.astype(np.int32), index, coef)
         ages = np.r_[ages, np.zeros(G, dtype=np.int64)]
         cut_lo = np.r_[cut_lo, rhs]
-        last["values"] = values  # each group's value at n (the integer master's start when n is the best plan)
-        cut_log.append((g, c, d, rhs))  # every cut priced (the aggregated integer master sums them)
-        return float(values.sum())
 
     def solve_master(phase="master", h=None):
         h = master if h is None else h
         t = time.perf_counter()
-        h.run()
+        if h.run() == highspy.HighsStatus.kError:  # (a threads setting HiGHS refuses once its scheduler runs...)
+            from planner.core.errors import SolverError
+
+            raise SolverError(f"HiGHS failed on the Benders master ({phase}): {h.getModelStatus()}; "
+                              "nothing was written (a [solver] threads setting HiGHS refused is one cause)")
         phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - t
         return h.getInfo(), np.asarray(h.getSolution().col_value, dtype=float)
 
@@ -274,8 +288,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             ages, cut_lo = np.delete(ages, old), np.delete(cut_lo, old)
         return len(old)
 
-    def cuts_kept() -> int:
-        return len(cut_lo)
+    def cuts_kept() -> int:  # the cuts of the master solved last (the batch master's rows past its own)
+        return agg_rows[0] if agg_rows else len(cut_lo)
 
     best_n, best_upper, bound = None, np.inf, -np.inf
     priced: set = set()  # integer plans priced exactly
@@ -361,12 +375,15 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     # 4. the integer master with the accumulated cuts, while rounding leaves a gap
     if not closed() and not out_of_time() and it < max_iterations:
         if PRUNE_BEFORE_INTEGER:
+            if time_limit_s is not None:
+                master.setOptionValue("time_limit", max(time_limit_s - elapsed(), 1.0))
             dropped["before_integer"] = prune(lp_rows)
         ints = np.flatnonzero(whole).astype(np.int32)
         agg = None
         if INTEGER_THETA == "batch":  # one theta per batch: each pricing's cuts summed over the batch's groups
             agg = _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads)
         im = agg["highs"] if agg is not None else master  # the integer master
+        last["batch_master"] = agg is not None
         im.changeColsIntegrality(len(ints), ints, np.full(len(ints), highspy.HighsVarType.kInteger))
         # the master only has to prove its optimum to the gap asked for, relative to its incumbent: it starts
         # from the best plan priced (its thetas at their exact values satisfy every cut, so the start's
@@ -378,6 +395,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                 if out_of_time():
                     e.interrupt()
             im.cbMipInterrupt += deadline
+        restored: set = set()  # plans priced before whose cuts went back into the master
         while it < max_iterations:
             it += 1
             if time_limit_s is not None:
@@ -395,9 +413,18 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                 log()
                 break
             n = rounded(sol[:R])
-            if n.tobytes() in priced:  # its cuts are exact there: the master cannot rise above that plan's cost
+            key = n.tobytes()
+            if key in priced and not closed() and key in cut_of and key not in restored:
+                # a plan priced before whose cuts the pruning dropped (or the master never had: the batch master
+                # has all): put them back, so its cuts are exact there again, and solve once more
+                restored.add(key)
+                entry = cut_log[cut_of[key]]
+                (agg["add"] if agg is not None else lambda e: add_cuts(*e))(entry)
                 log()
-                if best_upper - bound <= max(mip_gap, 1e-7) * abs(best_upper) + ABS_TOL:
+                continue
+            if key in priced:  # its cuts are exact there: the master cannot rise above that plan's cost
+                log()
+                if best_upper - bound <= max(mip_gap, 1e-9) * abs(best_upper) + ABS_TOL:
                     status = "optimal"
                 break
             offer(n, price(n))
@@ -406,6 +433,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             log()
             if closed() or out_of_time():
                 break
+        if agg is not None:
+            agg_rows.append(im.getNumRow() - agg["fixed"])
     if closed():
         status = "optimal"
     if best_n is None:  # never priced an integer point (time limit): price the last one (or buy nothing)

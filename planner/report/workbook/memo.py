@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.inputs import commitments, rented
+from planner.inputs import rented
 from planner.memo.tranches import verdict
 from planner.results.plan import Plan
 from planner.report.workbook.book import DAY, F, INT, NUM, PCT, RED, USD, USD0, _Sheet, ref
