@@ -210,8 +210,9 @@ def check_row(plan: Plan) -> tuple:
             "Live figures are formulas and follow any edit. Rows marked (as solved) and the sign-now rows' notes are "
             "figures of the solve and its re-solves, not formulas: this cell compares every cell of the Prices sheet "
             f"(and {SPARE_ROWS} rows below it) and the discount rate with the hidden sheet \"{SOLVED_SHEET}\", "
-            "the values solved with; once any differs, it and every (as solved) row turn red: re-run planner plan "
-            "for true figures.", False)
+            "the values solved with; once any differs, it and every (as solved) row turn red (a red fill): re-run "
+            "planner plan for true figures. A red label without the fill is a warning of the solve itself (a "
+            "purchase that does not pay, stranded commitment up by more than 5 %).", False)
 
 
 def _rate_text(rate: float) -> str:
