@@ -205,6 +205,17 @@ def verdict(pays: bool, avg_utilisation: float, break_even_vs_nothing: float = f
     return "pays"
 
 
+def spend_verdict(drawn_usd: float, worth_usd: float, utilisation: float) -> tuple[float, str]:
+    """A savings plan's break-even and verdict: each dollar drawn (``drawn_usd`` at its rates) pays for
+    ``worth_usd / drawn_usd`` dollars of on-demand, so it pays once the share of its committed dollars drawn
+    (``utilisation``) reaches ``drawn / worth``. Returns (break-even, NaN when nothing was drawn; the words the
+    terminal, Summary and HTML report print)."""
+    be = float(drawn_usd) / float(worth_usd) if float(worth_usd) > 0 else float("nan")
+    if be != be:
+        return be, "n/a (nothing drawn)"
+    return be, "pays" if float(utilisation) >= be - 1e-12 else "DOES NOT PAY"
+
+
 def owned_idle(plan) -> dict:
     """The commitments already owned left unused (expected over scenarios): ``gpu_hours`` and ``usd`` (those
     GPU-hours at each inventory row's effective rate, ``planner.results.bill.inventory_table``; 0 where unpriced)."""

@@ -25,7 +25,7 @@ import pandas as pd
 
 from planner.core.errors import InputError, Problem
 from planner.inputs import supply
-from planner.memo.tranches import verdict
+from planner.memo.tranches import spend_verdict, verdict
 
 REQUIRED_KEYS = ("status", "horizon", "cost_usd", "reserved_purchases", "cash_schedule")
 EXPECTED = "a plan.json written by `planner plan` (a JSON object with " + ", ".join(REQUIRED_KEYS) + ")"
@@ -469,15 +469,13 @@ def memo(plan: dict) -> dict:
                     if r.get("kind") == "spend" and r.get("option") == c.get("option")
                     and day(r.get("purchase_date")) == day(c.get("purchase_date"))), {})
         # its break-even: the inverse of what each drawn dollar pays for on demand (the Summary's and terminal's)
-        drawn, worth = float(c.get("covered_at_rates_usd") or 0.0), float(c.get("covered_at_on_demand_usd") or 0.0)
-        be = drawn / worth if worth > 0 else None
-        used = float(c.get("utilisation") or 0.0)
+        be, word = spend_verdict(c.get("covered_at_rates_usd") or 0.0, c.get("covered_at_on_demand_usd") or 0.0,
+                                 c.get("utilisation") or 0.0)
         sign.append({"what": f"savings plan {c.get('option')} ({c.get('family')}) ${float(c['usd_per_hour']):,.2f}/h",
                      "commitment_usd": row.get("commitment_usd"), "npv_usd": row.get("npv_usd"), "upfront_usd": 0.0,
                      "monthly_recurring_usd": float(c["usd_per_hour"]) * 730.0, "end_date": day(c.get("end_date")),
-                     "avg_utilisation": c.get("utilisation"), "break_even_utilisation": be,
-                     "verdict": ("pays" if used >= be - 1e-12 else "DOES NOT PAY") if be is not None
-                     else "n/a (nothing drawn)"})
+                     "avg_utilisation": c.get("utilisation"), "break_even_utilisation": be if be == be else None,
+                     "verdict": word})
     rows = plan.get("reserved_purchases") or []
     payments = []
     for b in plan.get("payment_break_even") or []:

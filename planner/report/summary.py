@@ -8,7 +8,7 @@ from planner.results.plan import Plan
 from planner.core.units import usd as _usd
 from planner.inputs import rented, supply
 from planner.inputs.term import term_judgement
-from planner.memo.tranches import verdict
+from planner.memo.tranches import spend_verdict, verdict
 
 
 def summary_text(plan: Plan) -> str:
@@ -217,9 +217,8 @@ def _commit_now_lines(plan: Plan) -> list[str]:
         p = plan.purchases.iloc[int(r.row)]
         total = float(p.get("commitment_usd", r.usd_per_hour * r.hours_active))
         npv = float(p.get("npv_usd", float("nan"))) if "npv_usd" in p else float("nan")
-        drawn, worth = float(getattr(r, "covered_at_rates_usd", 0.0)), float(getattr(r, "covered_at_on_demand_usd", 0.0))
-        be = drawn / worth if worth > 0 else float("nan")
-        word = ("pays" if float(r.utilisation) >= be - 1e-12 else "DOES NOT PAY") if be == be else "n/a (nothing drawn)"
+        be, word = spend_verdict(getattr(r, "covered_at_rates_usd", 0.0), getattr(r, "covered_at_on_demand_usd", 0.0),
+                                 r.utilisation)
         out.append(f"    commit now {r.option} ({r.plan_family}) ${r.usd_per_hour:,.2f}/h: whole commitment {_usd(total)}"
                    + (f" (NPV {_usd(npv)})" if npv == npv else "") + f", {100 * r.utilisation:.1f} % of its dollars "
                    "drawn, break-even " + (f"{100 * be:.1f} %" if be == be else "n/a") + f": {word}")

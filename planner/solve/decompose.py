@@ -96,6 +96,19 @@ def _aggregate_start(inp: PlanInputs, highspy, threads) -> np.ndarray | None:
     return np.clip(x[model.families["n"]["col"].to_numpy()], 0.0, None)
 
 
+def _cut_rows(g: np.ndarray, c: np.ndarray, d: np.ndarray, G: int, R: int):
+    """The CSR rows ``theta_g - d_g . n >= rhs_g`` of one pricing's cuts (entries sorted by group ``g``, purchase
+    columns ``c`` first, thetas after the ``R`` purchases): (starts, index, coef) for ``Highs.addRows``."""
+    starts = np.searchsorted(g, np.arange(G)) + np.arange(G)  # each row: its d entries then its theta
+    index = np.empty(len(g) + G, dtype=np.int32)
+    coef = np.empty(len(g) + G)
+    pos = np.arange(len(g)) + g  # entry i of group g sits after g theta entries
+    index[pos], coef[pos] = c, -d
+    tpos = np.searchsorted(g, np.arange(G), side="right") + np.arange(G)
+    index[tpos], coef[tpos] = R + np.arange(G), 1.0
+    return starts.astype(np.int32), index, coef
+
+
 def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads) -> dict:
     """An integer master with one theta per batch (a week): every logged pricing's cuts summed over the batch's
     groups, a valid cut on the batch's theta (a sum of valid cuts); weaker than the groups' own, far smaller."""
@@ -114,15 +127,9 @@ def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mi
         D = np.zeros((B, R))
         np.add.at(D, (of[g], c), d)
         rb = np.bincount(of, rhs, B)
-        rows, cols = np.nonzero(D)
-        starts = np.searchsorted(rows, np.arange(B)) + np.arange(B)
-        index = np.empty(len(rows) + B, dtype=np.int32)
-        coef = np.empty(len(rows) + B)
-        pos = np.arange(len(rows)) + rows
-        index[pos], coef[pos] = cols, -D[rows, cols]
-        tpos = np.searchsorted(rows, np.arange(B), side="right") + np.arange(B)
-        index[tpos], coef[tpos] = R + np.arange(B), 1.0
-        h.addRows(B, rb, np.full(B, inf), len(index), starts.astype(np.int32), index, coef)
+        rows, cols = np.nonzero(D)  # row-major: sorted by batch
+        starts, index, coef = _cut_rows(rows, cols, D[rows, cols], B, R)
+        h.addRows(B, rb, np.full(B, inf), len(index), starts, index, coef)
     for entry in cut_log:
         add(entry)
     return {"highs": h, "B": B, "of": of, "add": add, "fixed": fixed}
@@ -240,14 +247,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     def add_cuts(g, c, d, rhs):
         """One cut per group into the master (theta_g - d_g . n >= rhs_g; entries sorted by group)."""
         nonlocal ages, cut_lo
-        starts = np.searchsorted(g, np.arange(G)) + np.arange(G)  # each row: its d entries then its theta
-        index = np.empty(len(g) + G, dtype=np.int32)
-        coef = np.empty(len(g) + G)
-        pos = np.arange(len(g)) + g  # entry i of group g sits after g theta entries
-        index[pos], coef[pos] = c, -d
-        tpos = np.searchsorted(g, np.arange(G), side="right") + np.arange(G)
-        index[tpos], coef[tpos] = R + np.arange(G), 1.0
-        master.addRows(G, rhs, np.full(G, inf), len(index), starts.astype(np.int32), index, coef)
+        starts, index, coef = _cut_rows(g, c, d, G, R)
+        master.addRows(G, rhs, np.full(G, inf), len(index), starts, index, coef)
         ages = np.r_[ages, np.zeros(G, dtype=np.int64)]
         cut_lo = np.r_[cut_lo, rhs]
 
@@ -265,28 +266,28 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     def drop_slack_cuts():
         """Delete the cuts slack in the last DROP_AFTER master solves (the active ones stay)."""
         nonlocal ages, cut_lo
+        ages = np.where(slack_now(), ages + 1, 0)
+        dropped["slack"] += delete_cuts(np.flatnonzero(ages >= DROP_AFTER))
+
+    def slack_now() -> np.ndarray:
+        """Per cut: slack at the master's last solution."""
         act = np.asarray(master.getSolution().row_value, dtype=float)[fixed_rows:]
-        slack = act - cut_lo > 1e-7 * np.maximum(1.0, np.abs(cut_lo))
-        ages = np.where(slack, ages + 1, 0)
-        old = np.flatnonzero(ages >= DROP_AFTER)
+        return act - cut_lo > 1e-7 * np.maximum(1.0, np.abs(cut_lo))
+
+    def delete_cuts(old: np.ndarray) -> int:
+        """Delete cuts ``old`` (positions among the cuts) from the master; returns how many."""
+        nonlocal ages, cut_lo
         if len(old):
             master.deleteRows(len(old), (old + fixed_rows).astype(np.int32))
             ages, cut_lo = np.delete(ages, old), np.delete(cut_lo, old)
-            dropped["slack"] += len(old)
+        return len(old)
 
     def prune(lp_rows: int) -> int:
         """Before the integer master: the LP phase's cuts slack at the relaxation's optimum are deleted (any subset
         of valid cuts is a relaxation, so the bound stays valid; a cut the integer master needs again comes back
         from pricing its point). The rounding's cuts, exact at the plans priced, stay. Returns how many."""
-        nonlocal ages, cut_lo
         solve_master()  # the relaxation with every cut, warm from its last basis
-        act = np.asarray(master.getSolution().row_value, dtype=float)[fixed_rows:]
-        slack = act - cut_lo > 1e-7 * np.maximum(1.0, np.abs(cut_lo))
-        old = np.flatnonzero(slack & (np.arange(len(cut_lo)) < lp_rows - fixed_rows))
-        if len(old):
-            master.deleteRows(len(old), (old + fixed_rows).astype(np.int32))
-            ages, cut_lo = np.delete(ages, old), np.delete(cut_lo, old)
-        return len(old)
+        return delete_cuts(np.flatnonzero(slack_now() & (np.arange(len(cut_lo)) < lp_rows - fixed_rows)))
 
     def cuts_kept() -> int:  # the cuts of the master solved last (the batch master's rows past its own)
         return agg_rows[0] if agg_rows else len(cut_lo)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from planner.inputs import rented
-from planner.memo.tranches import verdict
+from planner.memo.tranches import spend_verdict, verdict
 from planner.results.plan import Plan
 from planner.report.workbook.book import DAY, F, INT, NUM, PCT, RED, USD, USD0, _Sheet, ref
 
@@ -73,9 +73,8 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
             total = F(f"={float(r.usd_per_hour)!r}*{ref('Prices', 'term_months', int(at[0]) + 2)}*730", total)
         # its break-even: each dollar drawn replaces covered_at_on_demand / covered_at_rates dollars of on-demand, so
         # it pays when the share of the committed dollars drawn reaches the inverse of that markup
-        drawn, worth = float(getattr(r, "covered_at_rates_usd", 0.0)), float(getattr(r, "covered_at_on_demand_usd", 0.0))
-        be = drawn / worth if worth > 0 else np.nan
-        pays = be == be and float(r.utilisation) >= be - 1e-12
+        be, word = spend_verdict(getattr(r, "covered_at_rates_usd", 0.0), getattr(r, "covered_at_on_demand_usd", 0.0),
+                                 r.utilisation)
         npv = float(p.get("npv_usd", np.nan)) if "npv_usd" in p else np.nan
         rows.append((f"Commit now: {r.option} ({r.plan_family}): whole commitment", total, USD0,
                      _solved_note(
@@ -84,8 +83,8 @@ def memo_rows(plan: Plan, purchases: pd.DataFrame) -> list[tuple]:
                          f"no upfront, {_money(float(r.usd_per_hour) * 730)} a month; NPV {_money(npv)} at ", rate,
                          f"; {100 * r.utilisation:.1f} % of its dollars drawn, break-even "
                          + (f"{100 * be:.1f} % (each dollar drawn pays for {1 / be:.2f} dollars of on-demand): "
-                            + ("pays" if pays else "DOES NOT PAY") if be == be else "n/a (nothing drawn)")
-                         + " (Savings plans sheet)"), be == be and not pays, True))
+                            + word if be == be else word)
+                         + " (Savings plans sheet)"), word == "DOES NOT PAY", True))
     rows.extend(_payment_rows(plan))
     if not rows:
         rows.append(("Sign now: nothing", 0.0, USD0, "no commitment pays on this forecast", False))
