@@ -32,6 +32,7 @@ import shutil
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 import pandas as pd
@@ -114,8 +115,34 @@ def case_helios(data: Path, out: Path, regions: list[str]) -> Path:
     return out / "model.toml"
 
 
-CASES = {"dlrm": ("demand_alibaba_dlrm2025_hourly.csv", case_dlrm),
-         "helios": ("demand_helios_earth2020_hourly.csv", case_helios)}
+def case_both(data: Path, out: Path, regions: list[str]) -> Path:
+    """real744 (issue 37): both traces in one fleet, 744 h x 22 classes x 9 pools, DLRM on Helios's hours."""
+    cases = {}
+    for name, fn in (("dlrm", case_dlrm), ("helios", case_helios)):
+        sub = out / name
+        sub.mkdir(exist_ok=True)
+        fn(data, sub, regions)
+        cases[name] = pd.read_csv(sub / "demand.csv")
+    hours = sorted(cases["helios"]["period"].unique())[:744]
+    first = sorted(cases["dlrm"]["period"].unique())
+    shift = dict(zip(first, hours))
+    cases["dlrm"]["period"] = cases["dlrm"]["period"].map(shift)
+    demand = pd.concat(cases.values()).dropna(subset=["period"])
+    demand.to_csv(out / "demand.csv", index=False)
+    classes = {}
+    for name, fn in (("dlrm", case_dlrm), ("helios", case_helios)):
+        sub = out / name
+        sub.mkdir(exist_ok=True)
+        classes |= tomllib.loads(fn(data, sub, regions).read_text())["classes"]
+        shutil.rmtree(sub)
+    write_model_toml(out / "model.toml", "real744-dlrm-helios", classes,
+                     {"backend": "highs", "time_limit_s": 600.0, "mip_gap": 1e-4},
+                     comment="benchmarks/real_traces.py: DLRM inference and Helios training in one fleet, GCP prices")
+    return out / "model.toml"
+
+
+DLRM, HELIOS = "demand_alibaba_dlrm2025_hourly.csv", "demand_helios_earth2020_hourly.csv"
+CASES = {"dlrm": ((DLRM,), case_dlrm), "helios": ((HELIOS,), case_helios), "both": ((DLRM, HELIOS), case_both)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,14 +153,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, help="solver time limit in seconds (default: 600 from the model)")
     ap.add_argument("--regions", nargs="+", default=DEFAULT_REGIONS)
     ap.add_argument("--no-yardstick", action="store_true")
+    ap.add_argument("--write", type=Path, help="write each case to DIR/<case>/ (model.toml, demand.csv, prices.csv) "
+                    "for benchmarks/scale.py, and stop")
     ap.add_argument("--mem-limit-gb", type=float, default=16.0)
     ap.add_argument("--worker-timeout", type=float, default=3600.0)
     a = ap.parse_args(argv)
 
-    needed = ["prices_gcp.csv"] + [CASES[c][0] for c in a.cases]
+    needed = ["prices_gcp.csv"] + sorted({f for c in a.cases for f in CASES[c][0]})
     absent = [f for f in needed if not (a.data / f).is_file()]
     if absent:
         print(f"real_traces: skipped: {a.data} does not hold {', '.join(absent)}")
+        return 0
+
+    if a.write:
+        prices = price_sheet(a.data, a.regions)
+        for name in a.cases:
+            folder = a.write / name
+            folder.mkdir(parents=True, exist_ok=True)
+            prices.to_csv(folder / "prices.csv", index=False)
+            print(CASES[name][1](a.data, folder, a.regions))
         return 0
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-real-"))
