@@ -66,3 +66,26 @@ def test_the_memo_reads_the_commitment_and_the_cash_live(example_plan):
     (_q, _p, c, r), = CROSS.findall(cash)
     assert wb["Cash by year"][f"{c}1"].value == "total_with_owned_usd" and wb["Cash by year"][f"A{r}"].value == \
         "next 12 months"
+
+
+def test_formulas_written_as_is_are_what_xlsxwriter_would_write(example_plan):
+    """The sheets skip xlsxwriter's ``_xlfn.`` rewrites for formulas of classic functions only
+    (book._Worksheet): every formula the example's workbook holds is unchanged by those rewrites, future
+    functions included, so the file is the one xlsxwriter's own path writes."""
+    from xlsxwriter.worksheet import Worksheet
+
+    from planner.report.workbook.book import _Worksheet
+
+    plain = Worksheet()
+    plain.use_future_functions = True
+    wb = load_workbook(example_plan[1]["xlsx"])
+    formulas = {c.value for ws in wb.worksheets for row in ws.iter_rows() for c in row
+                if isinstance(c.value, str) and c.value.startswith("=")}
+    assert len(formulas) > 50
+    for f in formulas:
+        assert plain._prepare_formula(f, True) == f[1:], f
+    fast = _Worksheet()
+    assert fast._prepare_formula("=SUM(A1:A3)") == "SUM(A1:A3)"
+    assert fast._prepare_formula("=XLOOKUP(A1,B:B,C:C)") == "_xlfn.XLOOKUP(A1,B:B,C:C)"  # not a classic: rewritten
+    for odd in ("{=SUM(A1:A3)}", "={SUM(A1:A3)}", "SUM(A1)", "=A1*2", "=if(A1>0,1,0)", "=_xlfn.STDEV.S(A1:A3)"):
+        assert fast._prepare_formula(odd) == Worksheet()._prepare_formula(odd), odd
