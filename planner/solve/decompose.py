@@ -81,14 +81,14 @@ def row_counts(pricer) -> dict:
 
 def _aggregate_start(inp: PlanInputs, highspy, threads) -> np.ndarray | None:
     """The purchases of the aggregate model's LP relaxation (None when the horizon is short or it fails)."""
-    from planner.solve.monolithic import highs_lp, new_highs
+    from planner.solve.monolithic import new_highs, pass_model
 
     k = inp.T // AGGREGATE_PERIODS
     if k < 2:
         return None
     model = build_model(aggregate_inputs(inp, k))
     h = new_highs(highspy, None, 0.0, threads)
-    h.passModel(highs_lp(model, highspy, integer=False))
+    pass_model(h, model, highspy, integer=False)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
@@ -138,7 +138,7 @@ def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mi
 def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float = 1e-4,
                   time_limit_s: float | None = None, threads: int | None = None, max_iterations: int = 500,
                   progress=None, cut: str = "auto", multicut: bool = True, executor=None,
-                  pricer=None) -> BendersResult:
+                  pricer=None, start: np.ndarray | None = None, warm: dict | None = None) -> BendersResult:
     """Decide the purchases of ``inp`` by per-period multi-cut Benders decomposition (see the module).
 
     ``chunk``: the periods of one batched recourse LP (calendar ``"month"``, ``"week"``, ``"day"`` or N
@@ -149,6 +149,11 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     or a Dask cluster; the same answer on any), or by ``pricer`` when one is given (made with the same chunks
     and cut groups; it is not closed here). The result carries every batch's pricing at the plan's purchases
     (column values and dual sums), so the plan needs no solve of the whole model.
+
+    ``start``: purchases to price first instead of the aggregate LP's (a close plan's: the whole-term decision's
+    purchases for the horizon's own optimum), used when they satisfy the first-stage rows; ``warm``: a plan's
+    ``recourse`` on the same batches (their bases: the first pricing starts from them). Both change where the
+    loop starts, not what it proves.
     """
     if not multicut:
         from planner.solve.decompose_monthly import solve_benders as monthly
@@ -182,21 +187,26 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
         pricer = make_pricer(inp, chunks, cut_by, executor)
     try:
+        from planner.solve.workers import warm_bases
+
         return _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases,
-                     mip_gap, time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0)
+                     mip_gap, time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0,
+                     start, warm_bases(warm, chunks, pricer))
     finally:
         if own:
             pricer.close()
 
 
 def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases, mip_gap,
-          time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0) -> BendersResult:
-    """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches."""
+          time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0, given=None,
+          bases=None) -> BendersResult:
+    """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches (from ``given`` purchases and
+    ``bases`` when given)."""
     R = len(inp.commitments)
     n0 = np.zeros(R)
     offsets = np.cumsum([0] + list(pricer.groups))
     G = int(offsets[-1])
-    bases: list = [None] * len(chunks)
+    bases: list = list(bases) if bases is not None else [None] * len(chunks)
     phases["build"] = elapsed()
 
     inf = highspy.kHighsInf
@@ -316,9 +326,11 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     def closed(gap=mip_gap):
         return best_upper < np.inf and best_upper - bound <= max(gap, REL_TOL) * abs(best_upper) + ABS_TOL
 
-    # 1. warm start: the aggregate LP's purchases (bound not used), else buy nothing
+    # 1. warm start: the purchases given, else the aggregate LP's (bound not used), else buy nothing
     t = time.perf_counter()
-    start = _aggregate_start(inp, highspy, threads)
+    start = rounded(np.asarray(given, float)) if given is not None else None
+    if start is None or not feasible(start):  # (a given start that breaks a first-stage row is not used)
+        start = _aggregate_start(inp, highspy, threads)
     if start is not None and not feasible(start):  # the aggregate sees every k-th period only: its purchases may
         start = None  # break a first-stage row of the periods it skipped (a site's power cap): start from nothing
     phases["aggregate"] = time.perf_counter() - t

@@ -21,13 +21,13 @@ class _Chunk:
     """One chunk's recourse LP in HiGHS, kept alive: each new ``n`` changes bounds and re-solves warm."""
 
     def __init__(self, inp: PlanInputs, n0: np.ndarray, highspy, threads):
-        from planner.solve.monolithic import highs_lp, new_highs
+        from planner.solve.monolithic import new_highs, pass_model
 
         self.model = build_model(inp, fixed_reserved=n0)
         self.model.cost[self.model.families["n"]["col"].to_numpy()] = 0.0  # purchases are paid in the master
         self.cols = self.model.families["n"]["col"].to_numpy().astype(np.int32)
         self.h = new_highs(highspy, None, 0.0, threads)
-        self.h.passModel(highs_lp(self.model, highspy, integer=False))
+        pass_model(self.h, self.model, highspy, integer=False)
         self.highspy = highspy
 
     def price(self, n: np.ndarray) -> tuple[float, np.ndarray]:

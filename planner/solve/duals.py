@@ -32,13 +32,13 @@ def row_duals(inp, purchases: np.ndarray, threads: int | None = None):
     import highspy
 
     from planner.model import build_model
-    from planner.solve.monolithic import highs_lp, new_highs
+    from planner.solve.monolithic import new_highs, pass_model
 
     model = build_model(inp, fixed_reserved=purchases)
     if model.n_variables == 0 or model.n_constraints == 0:
         return model, np.zeros(model.n_constraints)
     h = new_highs(highspy, None, 1e-9, threads)
-    h.passModel(highs_lp(model, highspy, integer=False))
+    pass_model(h, model, highspy, integer=False)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return model, None

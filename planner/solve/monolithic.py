@@ -270,28 +270,27 @@ def quiet_stdout():
                 _QUIET.update(fd=None, saved=None)
 
 
-def highs_lp(model: PlanModel, highspy, integer: bool):
-    """The model as a HighsLp: row-wise matrix straight from the arrays, no Python loop per entry."""
-    start, index, value, row_lower, row_upper = model.constraints.to_csr()
+def pass_arrays(h, highspy, cost, lower, upper, row_lower, row_upper, start, index, value, integer=None):
+    """Hand HiGHS an LP (a MIP with ``integer``, a bool per column) as numpy arrays, row-wise, in one call: no
+    Python list per column or entry (a HighsLp's fields, set from Python, are copied element by element: 15 ms
+    of a 77,000-column batch's 35 ms pricing). Returns HiGHS's status."""
     inf = highspy.kHighsInf
-    lp = highspy.HighsLp()
-    lp.num_col_ = model.n_variables
-    lp.num_row_ = len(row_lower)
-    lp.col_cost_ = model.cost
-    lp.col_lower_ = model.lower
-    lp.col_upper_ = np.where(np.isinf(model.upper), inf, model.upper)
-    lp.row_lower_ = np.where(np.isinf(row_lower), -inf, row_lower)
-    lp.row_upper_ = np.where(np.isinf(row_upper), inf, row_upper)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_ = model.n_variables
-    lp.a_matrix_.num_row_ = len(row_lower)
-    lp.a_matrix_.start_ = start.astype(np.int32)
-    lp.a_matrix_.index_ = index.astype(np.int32)
-    lp.a_matrix_.value_ = value
-    if integer:
-        kinds = np.where(model.integer, int(highspy.HighsVarType.kInteger), int(highspy.HighsVarType.kContinuous))
-        lp.integrality_ = [highspy.HighsVarType(int(k)) for k in kinds]
-    return lp
+    ncol = len(cost)
+    kinds = np.zeros(ncol, dtype=np.int32) if integer is None else \
+        np.where(integer, int(highspy.HighsVarType.kInteger), int(highspy.HighsVarType.kContinuous)).astype(np.int32)
+    f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+    i32 = lambda a: np.ascontiguousarray(a, dtype=np.int32)  # noqa: E731
+    return h.passModel(ncol, len(row_lower), len(value), int(highspy.MatrixFormat.kRowwise),
+                       int(highspy.ObjSense.kMinimize), 0.0, f64(cost), f64(lower),
+                       f64(np.where(np.isinf(upper), inf, upper)), f64(np.where(np.isinf(row_lower), -inf, row_lower)),
+                       f64(np.where(np.isinf(row_upper), inf, row_upper)), i32(start), i32(index), f64(value), kinds)
+
+
+def pass_model(h, model: PlanModel, highspy, integer: bool):
+    """Hand HiGHS ``model`` (its LP relaxation unless ``integer``): the row-wise matrix straight from the arrays."""
+    start, index, value, row_lower, row_upper = model.constraints.to_csr()
+    return pass_arrays(h, highspy, model.cost, model.lower, model.upper, row_lower, row_upper, start, index, value,
+                       model.integer if integer else None)
 
 
 def new_highs(highspy, time_limit_s, mip_gap, threads):
@@ -318,7 +317,7 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
     relaxation did not solve; the caller decides whether the bound certifies the gap.
     """
     h = new_highs(highspy, time_limit_s, mip_gap, threads)
-    if h.passModel(highs_lp(model, highspy, integer=False)) == highspy.HighsStatus.kError:
+    if pass_model(h, model, highspy, integer=False) == highspy.HighsStatus.kError:
         raise SolverError("HiGHS rejected the model")
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
@@ -370,7 +369,7 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
         if time_limit_s is not None:
             time_limit_s = max(time_limit_s - (time.perf_counter() - t0), 0.01)
     h = new_highs(highspy, time_limit_s, mip_gap, threads)
-    if h.passModel(highs_lp(model, highspy, integer=has_int)) == highspy.HighsStatus.kError:
+    if pass_model(h, model, highspy, integer=has_int) == highspy.HighsStatus.kError:
         raise SolverError("HiGHS rejected the model")
     # no setSolution(model.start): with HiGHS 1.16 a MIP start made run() stop at once and call the
     # start optimal (bound 0, gap 0). HiGHS finds its own first incumbent early.

@@ -160,7 +160,7 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
     from planner.solve.monolithic import new_highs
 
     h = new_highs(highspy, None, 0.0, None)
-    h.passModel(_lp(batch, n, highspy, scale))
+    _pass(h, batch, n, highspy, scale)
     if basis is not None:
         h.setBasis(basis if isinstance(basis, highspy.HighsBasis) else _highs_basis(basis, highspy))
     h.run()
@@ -225,8 +225,11 @@ def _highs_basis(basis: tuple, highspy):
     return b
 
 
-def _lp(batch: Batch, n: np.ndarray, highspy, scale: float = 1.0):
-    """The batch as a HighsLp with the purchases' columns fixed at ``n`` (and the demand scaled by ``scale``)."""
+def _pass(h, batch: Batch, n: np.ndarray, highspy, scale: float = 1.0):
+    """Hand ``h`` the batch's LP with the purchases' columns fixed at ``n`` (and the demand scaled by ``scale``)."""
+    from planner.core.errors import SolverError
+    from planner.solve.monolithic import pass_arrays
+
     lower, upper = batch.col_lower.copy(), batch.col_upper.copy()
     lower[batch.ncols] = upper[batch.ncols] = n
     row_lower, row_upper = batch.row_lower, batch.row_upper
@@ -236,21 +239,9 @@ def _lp(batch: Batch, n: np.ndarray, highspy, scale: float = 1.0):
         linear = np.isin(batch.row_code, (CODES["demand"], CODES["spot_share"]))
         row_lower, row_upper = np.where(linear, row_lower * scale, row_lower), np.where(linear, row_upper * scale,
                                                                                          row_upper)
-    lp = highspy.HighsLp()
-    lp.num_col_ = len(batch.cost)
-    lp.num_row_ = len(batch.row_lower)
-    lp.col_cost_ = batch.cost
-    lp.col_lower_ = lower
-    lp.col_upper_ = upper
-    lp.row_lower_ = row_lower
-    lp.row_upper_ = row_upper
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_ = len(batch.cost)
-    lp.a_matrix_.num_row_ = len(batch.row_lower)
-    lp.a_matrix_.start_ = batch.start
-    lp.a_matrix_.index_ = batch.index
-    lp.a_matrix_.value_ = batch.value
-    return lp
+    if pass_arrays(h, highspy, batch.cost, lower, upper, row_lower, row_upper, batch.start, batch.index,
+                   batch.value) == highspy.HighsStatus.kError:
+        raise SolverError("HiGHS rejected a batch's recourse LP")
 
 
 def assemble(inp: PlanInputs, model, chunks: list[np.ndarray], batches_keys: list[tuple], n: np.ndarray
