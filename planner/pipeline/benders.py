@@ -59,9 +59,10 @@ def monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
 
 
 def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, timings, risk, write_model,
-                 progress: bool = False, executor=None) -> Plan:
+                 progress: bool = False, executor=None, start=None, warm: dict | None = None) -> Plan:
     """Purchases by Benders decomposition (proven gap); the plan read from the batches' last pricing (``make_plan``:
-    the pipeline's, for the risk view's sub-plans)."""
+    the pipeline's, for the risk view's sub-plans). ``start``, ``warm``: where the loop starts
+    (:func:`planner.solve.decompose.solve_benders`)."""
     from planner.solve.decompose import solve_benders
     from planner.core.progress import BendersProgress
 
@@ -72,7 +73,7 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
     bar = BendersProgress(enabled=progress)
     try:
         bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar,
-                           executor=executor)
+                           executor=executor, start=start, warm=warm)
     finally:
         bar.close()
     timings["benders"] = time.perf_counter() - t0
