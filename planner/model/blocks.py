@@ -85,8 +85,13 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
         inverse, weights=(probability[:, None] * (hours * discount)[None, :]).reshape(S * T), minlength=len(uniq))
     # each block's activity: its first (scenario, period)'s (a block's pairs share it, by the signature)
     s_of, t_of = np.divmod(np.asarray(first_pair, dtype=np.int64), T)
-    if member is not None:
-        block_active = active[:, t_of] * np.asarray(member, float)[:, s_of]
+    if member is not None:  # written in slices of blocks: the (R, B) product is made once, not with two temporaries
+        mem = np.asarray(member, float)  # of its size (a three-year tree of 15 scenarios: 6 GB each)
+        block_active = np.empty((R, len(t_of)))
+        step = max(1, (1 << 22) // max(R, 1))
+        for a0 in range(0, len(t_of), step):
+            sl = slice(a0, a0 + step)
+            np.multiply(active[:, t_of[sl]], mem[:, s_of[sl]], out=block_active[:, sl])
     elif len(t_of) == T and np.array_equal(t_of, np.arange(T)):
         block_active = active  # every period its own block: the activity as it is (read only), not a copy
     else:
