@@ -2,6 +2,7 @@
 
     python benchmarks/real_traces.py                  # HiGHS, both traces, with the yardstick
     python benchmarks/real_traces.py --solver cbc --no-yardstick
+    python benchmarks/real_traces.py --cases both --write /tmp/bb/real   # real744 for benchmarks/scale.py
 
 Reads from ``../shared/data/real`` relative to the repository root (``--data`` to change it) and
 skips cleanly when that folder is absent. Nothing is copied into the repository: each case
@@ -16,6 +17,11 @@ Cases
   "Earth" virtual clusters, May 2020, ``gpus_demanded`` = running + pending): training teams; the
   largest quarter of the VCs by mean demand run 32-GPU gangs with at most 30 % spot, the rest 8-GPU
   jobs with up to 80 % spot; demand in A100-40GB-equivalents (H100 = 2.5, L4 not allowed).
+- ``both`` (real744, issue 37): the two in one fleet, 744 h x 22 classes x 9 pools, DLRM's hours laid on
+  Helios's (its dates are anonymised); ``mip_gap`` 1e-4.
+
+``--write DIR`` writes each case to DIR/<case>/ (model.toml, demand.csv, prices.csv) and stops: for
+benchmarks/scale.py (``planner plan`` end to end, with ``--yardstick``).
 
 Price sheet, derived at run time from ``prices_gcp.csv`` (GCP list prices, per GPU-hour): regions
 us-central1, us-east4, europe-west4 (``--regions``); H100-80GB (a3-highgpu-8g, 8 GPUs per

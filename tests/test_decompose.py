@@ -144,3 +144,17 @@ def test_a_time_limit_too_short_gives_the_incumbent_not_proven(tmp_path):
     plan = make_plan(asked, mip_gap=1e-7, time_limit_s=1e-9, risk=False)
     assert plan.status.has_plan and plan.status.value == "feasible"
     assert plan.objective >= mono.objective * (1 - 1e-9)
+
+
+def test_a_start_changes_where_the_loop_starts_not_its_answer(tmp_path):
+    """solve_benders(start=, warm=): the optimum's purchases as the start (and a plan's bases) give the same proven
+    optimum; a start that is not one finite value >= 0 per purchase row is ignored (the aggregate start is used)."""
+    inp = _case(tmp_path, 9)
+    mono = make_plan(inp, mip_gap=0.0, risk=False)
+    units = mono.purchases["units"].to_numpy(float)
+    fixed = make_plan(inp, fixed_reserved=units, risk=False)  # decomposed where long: its recourse has the bases
+    R = len(units)
+    for start in (units, units * 0.5, -np.ones(R), np.full(R, np.nan), np.full(R, np.inf), np.ones(R + 1)):
+        bd = solve_benders(inp, mip_gap=1e-7, start=start, warm=fixed.recourse)
+        assert bd.status == "optimal", start
+        assert bd.upper == pytest.approx(mono.objective, rel=1e-6) and bd.lower <= bd.upper + 1e-6

@@ -23,9 +23,7 @@ class PlanOptions:
     - ``shadow``: shadow prices (default: when the model file sets a ``[budget]``).
     - ``progress``: a bar of the Benders iterations on stderr (a terminal only).
     - ``executor``: where the decomposition prices its batches (:mod:`planner.core.executors`; default here).
-    - ``warm``: a decomposed plan's ``recourse`` (its batches' last bases), a warm start for fixed purchases and
-      for a decomposed solve of the same inputs.
-    - ``start``: purchases a decomposed solve prices first (a close plan's); where it starts, not what it proves.
+    - ``warm``: a decomposed plan's ``recourse`` (its batches' last bases), a warm start for fixed purchases.
     - ``timings``: seconds already spent (e.g. reading), carried into the plan's timings.
     """
 
@@ -40,7 +38,6 @@ class PlanOptions:
     progress: bool = False
     executor: Any = None
     warm: dict | None = None
-    start: Any = None
     timings: dict | None = None
 
     @classmethod

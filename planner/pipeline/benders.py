@@ -59,10 +59,9 @@ def monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
 
 
 def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, timings, risk, write_model,
-                 progress: bool = False, executor=None, start=None, warm: dict | None = None) -> Plan:
+                 progress: bool = False, executor=None) -> Plan:
     """Purchases by Benders decomposition (proven gap); the plan read from the batches' last pricing (``make_plan``:
-    the pipeline's, for the risk view's sub-plans). ``start``, ``warm``: where the loop starts
-    (:func:`planner.solve.decompose.solve_benders`)."""
+    the pipeline's, for the risk view's sub-plans)."""
     from planner.solve.decompose import solve_benders
     from planner.core.progress import BendersProgress
 
@@ -73,7 +72,7 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
     bar = BendersProgress(enabled=progress)
     try:
         bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar,
-                           executor=executor, start=start, warm=warm)
+                           executor=executor)
     finally:
         bar.close()
     timings["benders"] = time.perf_counter() - t0

@@ -58,8 +58,7 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     ``progress`` draws a bar of the Benders iterations (bound, incumbent, gap) on stderr when it is a terminal.
     ``executor`` (:mod:`planner.core.executors`): where the decomposition prices its batches (worker processes or
     a Dask cluster; default here). Long horizons with the purchases fixed are priced batch by batch too,
-    warm from ``warm`` (a decomposed plan's ``recourse``: its batches' last bases) when given; a decomposed solve
-    starts from ``start`` (purchases) and ``warm`` when given.
+    warm from ``warm`` (a decomposed plan's ``recourse``: its batches' last bases) when given.
     """
     o = PlanOptions.of(options, **overrides)
     backend, time_limit_s, mip_gap, timings = o.backend, o.time_limit_s, o.mip_gap, o.timings
@@ -76,8 +75,7 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
         shadow = b.max_total_usd is not None or b.monthly
     if fixed_reserved is None and extend is None and use_benders(inp, backend or s.backend):
         plan = benders_plan(inp, make_plan, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
-                            risk=risk, write_model=write_model, progress=progress, executor=executor, start=o.start,
-                            warm=warm)
+                            risk=risk, write_model=write_model, progress=progress, executor=executor)
         plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
                                 executor=executor)
         return _with_shadow(plan, shadow)

@@ -95,9 +95,7 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
     if not plan.status.has_plan:
         return plan
     t1 = time.perf_counter()
-    # the horizon's own optimum, for comparison: started from the whole-term purchases and the bases of their pricing
-    horizon_only = make_plan(inp, PlanOptions.of(o, risk=False, shadow=False, timings={}, write_model=None, progress=False,
-                                                 start=units, warm=plan.recourse))
+    horizon_only = make_plan(inp, PlanOptions.of(o, risk=False, shadow=False, timings={}, write_model=None, progress=False))
     plan.timings["horizon_only"] = time.perf_counter() - t1  # the comparison: the horizon's own optimum
     from dataclasses import replace
 

@@ -150,8 +150,8 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     and cut groups; it is not closed here). The result carries every batch's pricing at the plan's purchases
     (column values and dual sums), so the plan needs no solve of the whole model.
 
-    ``start``: purchases to price first instead of the aggregate LP's (a close plan's: the whole-term decision's
-    purchases for the horizon's own optimum), used when they satisfy the first-stage rows; ``warm``: a plan's
+    ``start``: purchases to price first instead of the aggregate LP's (a close plan's), used when they are one finite
+    value >= 0 per purchase row and satisfy the first-stage rows (else ignored); ``warm``: a plan's
     ``recourse`` on the same batches (their bases: the first pricing starts from them). Both change where the
     loop starts, not what it proves.
     """
@@ -328,8 +328,11 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
 
     # 1. warm start: the purchases given, else the aggregate LP's (bound not used), else buy nothing
     t = time.perf_counter()
-    start = rounded(np.asarray(given, float)) if given is not None else None
-    if start is None or not feasible(start):  # (a given start that breaks a first-stage row is not used)
+    start = None
+    if given is not None:  # a start is used when it is R finite purchases >= 0 that keep every first-stage row
+        g = np.asarray(given, float).reshape(-1)
+        start = rounded(g) if len(g) == R and np.isfinite(g).all() and (g >= 0).all() else None
+    if start is None or not feasible(start):
         start = _aggregate_start(inp, highspy, threads)
     if start is not None and not feasible(start):  # the aggregate sees every k-th period only: its purchases may
         start = None  # break a first-stage row of the periods it skipped (a site's power cap): start from nothing
