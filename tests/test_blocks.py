@@ -65,3 +65,24 @@ def test_equal_activity_columns_are_one_block_at_scale():
     b = make_blocks(np.ones((1, 1, T)), np.zeros((1, T)), np.ones(T), np.ones(1), active=active)
     assert b.B == 12  # the 12 distinct activity columns (a purchase each month)
     assert np.array_equal(b.active, active[:, [730 * m for m in range(12)]])
+
+
+def test_an_activity_that_cannot_fit_in_memory_is_refused_before_it_is_made(monkeypatch):
+    """A tree's (purchase rows x blocks) activity larger than the memory free raises a SolverError naming the sizes
+    and what makes them smaller, instead of the kernel killing the run; one that fits is made as before."""
+    import pytest
+
+    import planner.model.blocks as blocks
+    from planner.core.errors import SolverError
+
+    S, K, T, R = 2, 1, 6, 3
+    demand = np.arange(S * K * T, dtype=float).reshape(S, K, T)
+    args = (demand, np.zeros((1, T)), np.ones(T), np.full(S, 0.5))
+    active, member = np.ones((R, T)), np.ones((R, S))
+    monkeypatch.setattr(blocks, "available_bytes", lambda: 8.0 * R * S * T / 0.5 - 1)  # one byte short
+    with pytest.raises(SolverError, match=r"3 purchase rows x 12 blocks.*purchase_every"):
+        make_blocks(*args, active=active, member=member)
+    monkeypatch.setattr(blocks, "available_bytes", lambda: 8.0 * R * S * T / 0.5 + 1)
+    assert make_blocks(*args, active=active, member=member).active.shape == (R, S * T)
+    monkeypatch.setattr(blocks, "available_bytes", lambda: None)  # unknown: no refusal
+    assert make_blocks(*args, active=active, member=member).B == S * T

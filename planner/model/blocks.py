@@ -85,6 +85,8 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
         inverse, weights=(probability[:, None] * (hours * discount)[None, :]).reshape(S * T), minlength=len(uniq))
     # each block's activity: its first (scenario, period)'s (a block's pairs share it, by the signature)
     s_of, t_of = np.divmod(np.asarray(first_pair, dtype=np.int64), T)
+    if R and not (member is None and len(t_of) == T):  # the (R, B) activity is made below: say so if it cannot fit
+        _check_fits(R, len(t_of))
     if member is not None:  # written in slices of blocks: the (R, B) product is made once, not with two temporaries
         mem = np.asarray(member, float)  # of its size (a three-year tree of 15 scenarios: 6 GB each)
         block_active = np.empty((R, len(t_of)))
@@ -103,6 +105,33 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
                   demand=np.ascontiguousarray(uniq[:, :K].T), inventory=np.ascontiguousarray(uniq[:, K:K + P].T),
                   active=np.ascontiguousarray(block_active, dtype=float),
                   caps=None if caps is None else np.where(uniq[:, K + P + 1:].T < 0, np.nan, uniq[:, K + P + 1:].T))
+
+
+def available_bytes() -> float | None:
+    """The memory this machine has free for a new array (MemAvailable), or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024.0
+    except OSError:
+        return None
+    return None
+
+
+def _check_fits(rows: int, blocks: int) -> None:
+    """Raise, before it is allocated, when the (purchase rows x blocks) activity would not fit in the memory free:
+    a clear error where the kernel would otherwise kill the run (a three-year tree of 15 scenarios: 46 GiB)."""
+    need = 8.0 * rows * blocks
+    free = available_bytes()
+    if free is not None and need > 0.5 * free:  # half: the plan read from the model takes about as much again
+        from planner.core.errors import SolverError
+
+        raise SolverError(
+            f"the model's purchase activity per block needs {need / 2**30:.1f} GiB ({rows:,} purchase rows x {blocks:,} "
+            f"blocks of periods and scenarios) and this machine has {free / 2**30:.1f} GiB free: nothing was written. "
+            "Fewer purchase rows ([commitments] purchase_every = \"quarter\"), a smaller whole-term tree ([term] "
+            "branches = 2, tree = \"quarter\"), fewer scenarios, or [term] judge = \"horizon\" make it smaller")
 
 
 def _column_labels(rows: int, cols: int, column, keys: np.ndarray | None = None) -> np.ndarray:
