@@ -140,7 +140,7 @@ class _Worksheet(xlsxwriter.worksheet.Worksheet):
     the rewrites it skips change nothing in them); any other formula goes through xlsxwriter's own rewrites."""
 
     def _prepare_formula(self, formula, expand_future_functions=False):
-        if self.use_future_functions or expand_future_functions or "{" in formula[:1] or formula.endswith("}"):
+        if self.use_future_functions or expand_future_functions or formula.startswith("{") or formula.endswith("}"):
             return super()._prepare_formula(formula, expand_future_functions)
         if not _PLAIN_FUNCTIONS.issuperset(m.upper() for m in _CALLS.findall(formula)):
             return super()._prepare_formula(formula, expand_future_functions)
@@ -320,7 +320,7 @@ class _Sheet:
         if self.pack:  # the finance pack shows whole dollars and GPU-hours (the cells hold every digit): narrower
             num = USD0 if num == USD else INT if num == NUM else num  # pages
             self._measure(j, v.value if isinstance(v, (F, _Text)) else v, num)
-        wrap = self.wrap and j < len(self.columns) and self.columns[j] in self.wrap
+        wrap = bool(self.wrap) and j < len(self.columns) and self.columns[j] in self.wrap
         ws, book = self.ws, self.ws.planner_book
         if isinstance(v, F):
             value = v.value
