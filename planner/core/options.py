@@ -25,6 +25,8 @@ class PlanOptions:
     - ``executor``: where the decomposition prices its batches (:mod:`planner.core.executors`; default here).
     - ``warm``: a decomposed plan's ``recourse`` (its batches' last bases), a warm start for fixed purchases.
     - ``timings``: seconds already spent (e.g. reading), carried into the plan's timings.
+    - ``decision``: only what deciding the purchases needs (the whole-term decision): the plan is read without its
+      per-class allocation table, and without the exit value's extra solve.
     """
 
     backend: str | None = None
@@ -39,6 +41,7 @@ class PlanOptions:
     executor: Any = None
     warm: dict | None = None
     timings: dict | None = None
+    decision: bool = False
 
     @classmethod
     def of(cls, options: "PlanOptions | None" = None, **overrides) -> "PlanOptions":

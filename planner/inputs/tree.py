@@ -27,19 +27,26 @@ def node_labels(demand: np.ndarray, cut: np.ndarray) -> np.ndarray:
     """(len(cut), S) node of every scenario at each cut (a period position): scenarios share a node when their
     demand (S, K, T) is equal (to a millionth of each class's peak) in every period before the cut.
     Nodes are numbered by first scenario."""
-    S = demand.shape[0]
+    S, K, T = demand.shape
     out = np.zeros((len(cut), S), dtype=np.int64)
+    if S == 1:
+        return out
     # demand equal to a millionth of the class's peak is equal: float noise (a CSV's last digits) is not information
     scale = np.maximum(np.abs(demand).max(axis=(0, 2), keepdims=True), 1.0)
-    q = np.round(demand / scale, 6)
-    for i, t in enumerate(cut):
-        if t <= 0 or S == 1:
+    q = np.round(demand / scale, 6) + 0.0  # + 0.0: -0.0 is 0.0
+    # the cuts in time order, each refining the last: two scenarios share a node at t when they shared one at the
+    # cut before and their demand is equal between the two (each period is read once, not once per cut)
+    label, done = np.zeros(S, dtype=np.int64), 0
+    for i in np.argsort(cut, kind="stable"):
+        t = min(int(cut[i]), T)
+        if t <= 0:
             continue
-        _, first, inverse = np.unique(q[:, :, :t].reshape(S, -1), axis=0, return_index=True,
-                                      return_inverse=True)
-        rank = np.empty(len(first), dtype=np.int64)
-        rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-        out[i] = rank[inverse.reshape(-1)]
+        if t > done:
+            seen: dict = {}
+            label = np.array([seen.setdefault((int(label[s]), q[s, :, done:t].tobytes()), len(seen))
+                              for s in range(S)], dtype=np.int64)  # numbered by first scenario
+            done = t
+        out[i] = label
     return out
 
 
@@ -68,21 +75,19 @@ def expand(reserved: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex
     labels = node_labels(known, dates)  # (D, S)
     if labels.max() == 0:
         return reserved, active, None
-    member, origin, node = [], [], []
-    for c in range(len(reserved)):
-        lab = labels[which[c]]
-        for g in range(int(lab.max()) + 1):
-            mask = lab == g
-            origin.append(c)
-            node.append(g)
-            member.append(mask)
-    origin = np.asarray(origin)
-    member = np.asarray(member, dtype=bool)
+    nodes = labels.max(axis=1) + 1  # (D,) nodes at each purchase date
+    counts = nodes[which]  # (R,) rows each given row becomes: one per node at its date
+    origin = np.repeat(np.arange(len(reserved)), counts)
+    node = np.arange(len(origin)) - np.repeat(np.cumsum(counts) - counts, counts)
+    member = labels[which[origin]] == node[:, None]  # (R', S)
     table = reserved.iloc[origin].reset_index(drop=True)
     table["origin"] = origin
-    table["node"] = np.asarray(node)
+    table["node"] = node
     table["probability"] = member.astype(float) @ np.asarray(probability, float)
-    table["branch"] = [branch_name(np.asarray(scenarios, dtype=object)[m].tolist(), S) for m in member]
+    names = np.asarray(scenarios, dtype=object)
+    offset = np.concatenate([[0], np.cumsum(nodes)])  # one name per (date, node), not per row
+    name_of = [branch_name(names[labels[d] == g].tolist(), S) for d in range(len(nodes)) for g in range(nodes[d])]
+    table["branch"] = np.asarray(name_of, dtype=object)[offset[which[origin]] + node]
     if "parent" in table and (table["parent"] >= 0).any():  # a resale's parent: its term's row that serves it
         par = table["parent"].to_numpy(int)
         new_parent = par.copy()

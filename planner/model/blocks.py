@@ -20,7 +20,7 @@ class Blocks:
     weight: np.ndarray  # (B,) sum of probability x hours
     demand: np.ndarray  # (K, B)
     inventory: np.ndarray  # (P, B)
-    active: np.ndarray | None = None  # (R, B) share of the block's periods each purchase row is active
+    active: "Activity | np.ndarray | None" = None  # (R, B) share of the block's periods each purchase row is active
     npv_weight: np.ndarray | None = None  # (B,) sum of probability x hours x discount factor (None = weight)
     caps: np.ndarray | None = None  # (2P, B) on-demand then spot caps per block (an availability file; NaN = none)
     price: np.ndarray | None = None  # (J, P, B) rented prices per block (a forward curve or price paths; None = fixed)
@@ -83,56 +83,58 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
     weight = np.bincount(inverse, weights=w, minlength=len(uniq))
     npv_weight = None if discount is None else np.bincount(
         inverse, weights=(probability[:, None] * (hours * discount)[None, :]).reshape(S * T), minlength=len(uniq))
-    # each block's activity: its first (scenario, period)'s (a block's pairs share it, by the signature)
+    # each block's activity: its first (scenario, period)'s (a block's pairs share it, by the signature), held as
+    # its factors (the (R, T) activity and the (R, S) membership) and read where it is used: a three-year tree of
+    # 15 scenarios has 15,594 rows x 125,900 blocks (14.6 GiB whole)
     s_of, t_of = np.divmod(np.asarray(first_pair, dtype=np.int64), T)
     as_is = member is None and len(t_of) == T and np.array_equal(t_of, np.arange(T))  # every period its own block
-    if R and not as_is:  # the (R, B) activity is made below: say so if it cannot fit
-        _check_fits(R, len(t_of))
-    if member is not None:  # written in slices of blocks: the (R, B) product is made once, not with two temporaries
-        mem = np.asarray(member, float)  # of its size (a three-year tree of 15 scenarios: 14.6 GiB each)
-        block_active = np.empty((R, len(t_of)))
-        step = max(1, (1 << 22) // max(R, 1))
-        for a0 in range(0, len(t_of), step):
-            sl = slice(a0, a0 + step)
-            np.multiply(active[:, t_of[sl]], mem[:, s_of[sl]], out=block_active[:, sl])
-    elif as_is:
-        block_active = active  # the activity as it is (read only), not a copy
-    else:
-        block_active = active[:, t_of]
+    block_active = active if as_is else Activity(active, t_of, None if member is None else np.asarray(member, float),
+                                                 s_of)
     price = None
     if prices is not None:
         price = np.asarray(prices, float)[s_of, :, :, t_of].transpose(1, 2, 0)  # (J, P, B)
     return Blocks(of=inverse.reshape(S, T), weight=weight, npv_weight=npv_weight, price=price,
                   demand=np.ascontiguousarray(uniq[:, :K].T), inventory=np.ascontiguousarray(uniq[:, K:K + P].T),
-                  active=np.ascontiguousarray(block_active, dtype=float),
+                  active=block_active,
                   caps=None if caps is None else np.where(uniq[:, K + P + 1:].T < 0, np.nan, uniq[:, K + P + 1:].T))
 
 
-def available_bytes() -> float | None:
-    """The memory this machine has free for a new array (MemAvailable), or None where it cannot be read."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return float(line.split()[1]) * 1024.0
-    except OSError:
-        return None
-    return None
+class Activity:
+    """(R, B) the share of each block's periods each purchase row is active, read from its factors: the (R, T)
+    activity of the block's first period, times (a scenario tree) the (R, S) membership of its first scenario.
 
+    Indexed like the array it stands for where the model reads it: ``a[rows]`` (those rows, dense),
+    ``a[r, b]`` (element-wise, broadcast like numpy's), ``a[:, b]``; ``dense()`` makes it whole."""
 
-def _check_fits(rows: int, blocks: int) -> None:
-    """Raise, before it is allocated, when the (purchase rows x blocks) activity would not fit in the memory free:
-    a clear error where the kernel would otherwise kill the run (a three-year tree of 15 scenarios: 14.6 GiB)."""
-    need = 8.0 * rows * blocks
-    free = available_bytes()
-    if free is not None and need > 0.5 * free:  # half: the plan read from the model takes about as much again
-        from planner.core.errors import SolverError
+    def __init__(self, by_period: np.ndarray, t_of: np.ndarray, member: np.ndarray | None, s_of: np.ndarray):
+        self.by_period, self.t_of, self.member, self.s_of = by_period, t_of, member, s_of
 
-        raise SolverError(
-            f"the model's purchase activity per block needs {need / 2**30:.1f} GiB ({rows:,} purchase rows x {blocks:,} "
-            f"blocks of periods and scenarios) and this machine has {free / 2**30:.1f} GiB free: nothing was written. "
-            "Fewer purchase rows ([commitments] purchase_every = \"quarter\"), a smaller whole-term tree ([term] "
-            "branches = 2, tree = \"quarter\"), fewer scenarios, or [term] judge = \"horizon\" make it smaller")
+    @property
+    def shape(self) -> tuple:
+        return (self.by_period.shape[0], len(self.t_of))
+
+    def __len__(self) -> int:
+        return self.by_period.shape[0]
+
+    def __getitem__(self, key):
+        r, b = key if isinstance(key, tuple) else (key, slice(None))
+        t, s = self.t_of[b], self.s_of[b]
+        if np.ndim(r) == 0 or isinstance(r, slice) or np.ndim(t) == 0:  # rows of blocks, or one row
+            pass
+        elif not isinstance(b, slice):  # element-wise pairs
+            out = self.by_period[r, t]
+            return out if self.member is None else out * self.member[r, s]
+        rows = self.by_period[r]
+        out = rows[..., t]
+        return out if self.member is None else out * self.member[r][..., s]
+
+    def dense(self) -> np.ndarray:
+        """The whole (R, B) array."""
+        return self[:]
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.dense()
+        return out if dtype is None else out.astype(dtype)
 
 
 def _column_labels(rows: int, cols: int, column, keys: np.ndarray | None = None) -> np.ndarray:

@@ -59,7 +59,7 @@ def monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
 
 
 def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, timings, risk, write_model,
-                 progress: bool = False, executor=None) -> Plan:
+                 progress: bool = False, executor=None, allocation: bool = True) -> Plan:
     """Purchases by Benders decomposition (proven gap); the plan read from the batches' last pricing (``make_plan``:
     the pipeline's, for the risk view's sub-plans)."""
     from planner.solve.decompose import solve_benders
@@ -76,7 +76,7 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
     finally:
         bar.close()
     timings["benders"] = time.perf_counter() - t0
-    plan = plan_from_batches(inp, bd, gap, limit, timings, write_model)
+    plan = plan_from_batches(inp, bd, gap, limit, timings, write_model, allocation)
     plan.stats["benders"] = {"chunks": bd.chunks, "thetas": bd.chunks, "cut_by": bd.cut_by, "batches": bd.batches,
                              "integer_master_solves": bd.integer_master, "cuts": bd.cuts,
                              "cuts_dropped": dict(bd.cuts_dropped),

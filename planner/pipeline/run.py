@@ -64,6 +64,7 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     backend, time_limit_s, mip_gap, timings = o.backend, o.time_limit_s, o.mip_gap, o.timings
     fixed_reserved, risk, extend, write_model, shadow = o.fixed_reserved, o.risk, o.extend, o.write_model, o.shadow
     progress, executor, warm = o.progress, o.executor, o.warm
+    allocation = not o.decision
     f = inp.config.finance
     if f.cvar_weight > 0 and len(inp.scenarios) > 1 and fixed_reserved is None and extend is None:
         return _cvar_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
@@ -75,9 +76,11 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
         shadow = b.max_total_usd is not None or b.monthly
     if fixed_reserved is None and extend is None and use_benders(inp, backend or s.backend):
         plan = benders_plan(inp, make_plan, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
-                            risk=risk, write_model=write_model, progress=progress, executor=executor)
-        plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
-                                executor=executor)
+                            risk=risk, write_model=write_model, progress=progress, executor=executor,
+                            allocation=allocation)
+        if not o.decision:
+            plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
+                                    executor=executor)
         return _with_shadow(plan, shadow)
     if fixed_reserved is not None and extend is None and use_benders(inp, backend or s.backend):
         return _with_shadow(fixed_plan(inp, make_plan, np.asarray(fixed_reserved, float), timings, risk, write_model,
@@ -95,7 +98,7 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
                    s.mip_gap if mip_gap is None else mip_gap, s.threads)
     timings["solve"] = result.seconds
     t0 = time.perf_counter()
-    plan = extract_plan(inp, model, result, timings)
+    plan = extract_plan(inp, model, result, timings, allocation=allocation)
     plan.timings["extract"] = time.perf_counter() - t0
     if result.row_duals is not None and extend is None:  # the LP that made the plan left its duals
         from planner.solve.duals import family_sums
@@ -110,7 +113,7 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
             risk=False, extend=extend, shadow=False, executor=executor)
         plan.risk = risk_view(plan, sub)
         plan.timings["risk"] = time.perf_counter() - t0
-    if fixed_reserved is None and extend is None:
+    if fixed_reserved is None and extend is None and not o.decision:
         plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
                                 executor=executor)
     return _with_shadow(plan, shadow and extend is None)

@@ -84,7 +84,8 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
     t0 = time.perf_counter()
     basis = basis_for(inp, history)
     ext = whole_term.extend(inp, basis)
-    decide = make_plan(ext, PlanOptions.of(o, risk=False, shadow=False, timings={}, progress=o.progress))
+    decide = make_plan(ext, PlanOptions.of(o, risk=False, shadow=False, timings={}, progress=o.progress,
+                                           decision=True))
     if not decide.status.has_plan:
         decide.term = _term_doc(inp, ext, basis, decide, None)
         return decide

@@ -477,7 +477,15 @@ def _by_pool(pool: np.ndarray, gpus: np.ndarray, active: np.ndarray, P: int) -> 
     keep = np.flatnonzero((np.asarray(gpus) != 0) & (pool >= 0))
     weights = np.zeros((P, len(keep)))
     weights[pool[keep], np.arange(len(keep))] = np.asarray(gpus, float)[keep]
-    return weights @ np.asarray(active[keep], float) if len(keep) else np.zeros((P, active.shape[1]))
+    if not len(keep):
+        return np.zeros((P, active.shape[1]))
+    if isinstance(active, np.ndarray):
+        return weights @ np.asarray(active[keep], float)
+    out = np.empty((P, active.shape[1]))  # a block activity held as its factors: read in slices of blocks
+    step = max(1, (1 << 22) // len(keep))
+    for a0 in range(0, active.shape[1], step):
+        out[:, a0:a0 + step] = weights @ active[keep[:, None], np.arange(a0, min(a0 + step, active.shape[1]))[None, :]]
+    return out
 
 
 def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
