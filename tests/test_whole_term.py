@@ -133,6 +133,21 @@ def test_no_term_past_the_horizon_is_not_extended(tmp_path):
     assert plan.term is None and not plan.notes or all("judged on" not in n for n in plan.notes)
 
 
+def test_a_term_shorter_than_the_horizon_but_bought_late_in_it_is_judged_on_its_whole_term(tmp_path):
+    """A 1-month term (730 h) on a 45-day horizon (1,080 h): bought on Feb 1 it runs to Mar 1, two weeks past the
+    horizon, so the default judges it on its whole term; bought only on the first day it ends inside."""
+    from planner.inputs.term import outlives_horizon, term_judgement
+
+    prices = [price(hourly=OD), price(option="reserved_1m", hourly=RES, term_months=1)]
+    late = write_case(tmp_path / "late", {"train": [100.0] * 45}, prices, {"train": {}}, hours=24.0,
+                      extra_top='[commitments]\npurchase_every = "month"\n')
+    inp = load_inputs(late)
+    assert 730 < inp.horizon_hours and outlives_horizon(inp) and term_judgement(inp) is not None
+    assert plan_over_term(inp, make_plan).term["judge"] == "term"
+    once = load_inputs(write_case(tmp_path / "once", {"train": [100.0] * 45}, prices, {"train": {}}, hours=24.0))
+    assert not outlives_horizon(once) and term_judgement(once) is None
+
+
 def test_bad_term_keys_exit_2_naming_the_key(tmp_path):
     for bad, word in [('judge = "forever"', "term.judge"), ("drift_per_year = 3", "term.drift_per_year"),
                       ("branches = 9", "term.branches"), ('tree = "week"', "term.tree")]:

@@ -2,14 +2,28 @@
 
 One model judges every commitment on its horizon only: a purchase pays (amortised accounting) or is charged
 (full_term) for its term, but the demand past the horizon is not forecast. :func:`term_judgement` names that
-wherever the longest term the plan may buy is longer than the demand given (plan.json ``term``, the terminal)
+wherever a term the plan may buy runs past the demand given (plan.json ``term``, the terminal)
 and the plan was judged on its horizon (``[term] judge = "horizon"``, or ``make_plan`` alone); ``planner plan``
 judges on the whole term by default (:mod:`planner.pipeline.whole_term`).
 """
 
 from __future__ import annotations
 
+import pandas as pd
+
 HOURS_PER_MONTH = 730.0
+
+
+def outlives_horizon(inp) -> bool:
+    """True when a purchase the plan may make runs past the horizon's end: a term longer than the horizon, or a
+    dated purchase late in it (a 3-year term bought in month 30 of a 36-month horizon holds 30 months past it)."""
+    res = inp.commitments
+    if not len(res) or "term_months" not in res:
+        return False
+    if "end_date" not in res or not inp.T:
+        return float(res["term_months"].max()) * HOURS_PER_MONTH > float(inp.horizon_hours)
+    end = inp.periods[-1] + pd.Timedelta(hours=float(inp.hours[-1]))
+    return bool((pd.DatetimeIndex(res["end_date"]) > end).any())
 
 
 def term_judgement(inp) -> dict | None:
@@ -19,7 +33,7 @@ def term_judgement(inp) -> dict | None:
         return None
     months = float(res["term_months"].max())
     horizon = float(inp.horizon_hours)
-    if months * HOURS_PER_MONTH <= horizon:
+    if not outlives_horizon(inp):
         return None
     span = (f"{months / 12:g}-year" if months % 12 == 0 else f"{months:g}-month")
     weeks = horizon / 168.0

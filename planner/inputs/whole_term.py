@@ -230,18 +230,31 @@ def horizon_units(inp, ext, units: np.ndarray) -> np.ndarray:
     B = len(ext.scenarios) // max(len(inp.scenarios), 1)
     member_small = inp.member  # (R, S)
     member_big = ext.member  # (R', S*B)
-    key = ["pool", "option", "purchase_date", "block_start"]
+    key = ["kind", "pool", "option", "purchase_date", "block_start", "parent_date"]
     big_keys = {}
-    for i, row in enumerate(big[key].itertuples(index=False)):
+    for i, row in enumerate(_keyed(big)[key].itertuples(index=False)):
         big_keys.setdefault(tuple(_k(v) for v in row), []).append(i)
     out = np.zeros(len(res))
-    for r, row in enumerate(res[key].itertuples(index=False)):
+    for r, row in enumerate(_keyed(res)[key].itertuples(index=False)):
         wanted = np.repeat(member_small[r], B)  # the extended scenarios of this row's scenarios
         found = big_keys.get(tuple(_k(v) for v in row), [])
         exact = [i for i in found if np.array_equal(member_big[i], wanted)]
         wider = [i for i in found if member_big[i][wanted].all()]  # a node of the whole term holding them
         if exact or wider:
             out[r] = units[(exact or wider)[0]]
+    return out
+
+
+def _keyed(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with what tells its rows apart across horizon and whole term: ``kind`` (a term, or the resale of
+    one, on the same date) and ``parent_date`` (a resale's term's purchase date; NaT for a purchase)."""
+    out = pd.DataFrame({c: table[c] if c in table else None for c in ("pool", "option", "purchase_date",
+                                                                       "block_start")})
+    out["kind"] = table["kind"].to_numpy() if "kind" in table else "instance"
+    parent = table["parent"].to_numpy(int) if "parent" in table else np.full(len(table), -1)
+    dates = pd.DatetimeIndex(table["purchase_date"]).as_unit("ns")
+    out["parent_date"] = pd.DatetimeIndex(np.where(parent >= 0, dates[np.clip(parent, 0, None)].asi8
+                                                   if len(table) else [], np.datetime64("NaT").astype("int64")))
     return out
 
 

@@ -111,9 +111,11 @@ class Activity:
 
     @property
     def shape(self) -> tuple:
+        """(R, B)."""
         return (self.by_period.shape[0], len(self.t_of))
 
     def __len__(self) -> int:
+        """R: the purchase rows."""
         return self.by_period.shape[0]
 
     def __getitem__(self, key):
