@@ -134,21 +134,3 @@ def test_an_unreachable_scheduler_is_an_input_error():
 
     with pytest.raises(ConfigError, match="--scheduler"):
         make_executor("dask", scheduler="notanaddress")
-
-
-def test_risk_view_sub_plans_price_on_the_processes_asked_for_only_when_one_scenario_is_large():
-    """A three-year sub-plan prices on the local processes asked for (minutes of pricing against a second of
-    start-up); a small one in this process; one local job never spawns a pool."""
-    from types import SimpleNamespace
-
-    from planner.core.executors import LocalExecutor
-    from planner.memo.resolve import BATCH_PROCESS_CELLS
-    from planner.pipeline.benders import _sub_executor
-
-    big = SimpleNamespace(T=26_280, K=20)
-    small = SimpleNamespace(T=744, K=22)
-    edge = SimpleNamespace(T=BATCH_PROCESS_CELLS, K=1)
-    two, one = LocalExecutor(jobs=2), LocalExecutor(jobs=1)
-    assert _sub_executor(two, big) is two
-    assert _sub_executor(two, small) is None and _sub_executor(two, edge) is None
-    assert _sub_executor(one, big) is None and _sub_executor(None, big) is None

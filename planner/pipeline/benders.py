@@ -88,7 +88,7 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
                                       "seconds": round(sec, 3)} for i, lo, up, sec in bd.history]}
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t1 = time.perf_counter()
-        sub = _sub_executor(executor, inp)
+        sub = _sub_executor(executor)
         plan.risk = risk_view(plan, lambda i, fixed_reserved=None: make_plan(
             i, backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved, risk=False,
             shadow=False, executor=sub))
@@ -96,19 +96,12 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
     return plan
 
 
-def _sub_executor(executor, inp: PlanInputs):
-    """Where the risk view's sub-plans price their batches: the same Dask cluster (its workers stay up); the local
-    processes asked for where one scenario alone is above ``BATCH_PROCESS_CELLS`` (periods x classes: a three-year
-    sub-plan's pricing is minutes, its pool's start-up a second); else this process (the start-up of a new pool of
-    local processes for every small sub-plan cost more than its pricing)."""
-    from planner.core.executors import DaskExecutor, LocalExecutor
-    from planner.memo.resolve import BATCH_PROCESS_CELLS
+def _sub_executor(executor):
+    """Where the risk view's sub-plans price their batches: the same Dask cluster (its workers stay up), but in
+    this process rather than a new pool of local processes for every sub-plan (their start-up cost more)."""
+    from planner.core.executors import DaskExecutor
 
-    if isinstance(executor, DaskExecutor):
-        return executor
-    if isinstance(executor, LocalExecutor) and executor.workers > 1 and inp.T * inp.K > BATCH_PROCESS_CELLS:
-        return executor
-    return None
+    return executor if isinstance(executor, DaskExecutor) else None
 
 
 def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: bool, write_model, executor,
@@ -130,7 +123,7 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
     plan = plan_from_priced(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model,
                             time_limit_s)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
-        sub = _sub_executor(executor, inp)
+        sub = _sub_executor(executor)
         plan.risk = risk_view(plan, lambda i, fixed_reserved=None: make_plan(
             i, backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved, risk=False,
             shadow=False, executor=sub))
