@@ -57,3 +57,11 @@ def test_expanded_rows_serve_their_nodes_scenarios():
     assert np.allclose(out["probability"], [1, 1, 0.5, 0.5, 0.5, 0.3, 0.2])
     assert out["branch"].tolist() == ["all", "all", "a", "b + c", "a", "b", "c"]
     assert np.array_equal(act, active[[0, 1, 2, 2, 3, 3, 3]])
+
+
+def test_nan_demand_shares_no_node():
+    """NaN equals nothing (as np.unique found it): a NaN in a class leaves its scale unknown, and every scenario is a
+    node of its own from the first cut on, never merged by equal bytes."""
+    demand = np.array([[[1.0, np.nan, 2.0]], [[1.0, np.nan, 2.0]], [[1.0, 5.0, 2.0]], [[1.0, 5.0, 2.0]]])
+    assert node_labels(demand, np.array([1, 2, 3])).tolist() == [[0, 1, 2, 3]] * 3
+    assert node_labels(demand, np.array([0])).tolist() == [[0, 0, 0, 0]]

@@ -361,3 +361,34 @@ def test_a_falling_forward_curve_moves_the_purchase_later(tmp_path, judge):
     assert bought[0.6] == (0.0, 100.0)  # a steep one: wait for April's rate
     if judge == "horizon":
         assert bought[1.08] == (100.0, 0.0) and bought[1.00] == (0.0, 100.0)
+
+
+def test_a_lead_time_that_carries_a_term_past_the_horizon_extends_the_tail_to_its_end(tmp_path):
+    """A 1-year term bought on day one with a month's lead ends a month past a 365-day horizon: judged on its whole
+    term, the tail reaching the term's end (it was an IndexError: the tail stopped at purchase + term)."""
+    rows = [price(hourly=2.0), price(option="reserved_1y", hourly=1.0, term_months=12, lead_time_months=1.0)]
+    path = write_case(tmp_path, {"c": [5.0] * 365}, rows, {"c": {}}, hours=24)
+    inp = load_inputs(path)
+    end = pd.Timestamp(inp.commitments["end_date"].max())
+    assert end > whole_term.horizon_end(inp) and whole_term.tail_end(inp) >= end
+    plan = plan_over_term(inp, make_plan)
+    assert plan.status.has_plan and plan.term["judge"] == "term" and plan.term["tail_months"] > 0
+
+
+def test_two_capacity_blocks_of_one_date_map_back_to_their_own_rows(tmp_path):
+    """Blocks of 7 and 14 days from the same start (rows of one option, pool and date): the whole-term decision's
+    block is the plan's, not the other offer's (the plan bought nothing and rented the burst on demand)."""
+    demand = [8.0] * 168 + [64.0] * 168 + [8.0] * 336
+    rows = [price("H100", "r", "on_demand", 10.0, gpus_per_instance=8),
+            price("H100", "r", "reserved_1y", 5.0, term_months=12, gpus_per_instance=8)]
+    blk = dict(gpu_type="H100", region="r", option="capacity_block", gpus_per_instance=8,
+               block_start="2027-01-11T00:00", max_gpus=64)
+    rows += [dict(blk, hourly_usd=6.0, block_days=14), dict(blk, hourly_usd=6.0, block_days=7)]
+    path = write_case(tmp_path, {"pre": demand}, rows, {"pre": {}}, solver={"mip_gap": 0.0})
+    pd.DataFrame(rows).to_csv(tmp_path / "prices.csv", index=False)  # with the blocks' own columns
+    plan = plan_over_term(load_inputs(path), make_plan)
+    bought = plan.purchases[plan.purchases["instances"] > 0]
+    blocks = bought[bought["option"] == "capacity_block"]
+    assert blocks["block_days"].tolist() == [7.0] and blocks["instances"].tolist() == [7]
+    assert plan.term["gpus_bought_in_horizon"] == pytest.approx(float(bought["gpus"].sum()))
+    assert plan.cost["total"] == pytest.approx(83_328.0)

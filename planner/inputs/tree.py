@@ -43,7 +43,9 @@ def node_labels(demand: np.ndarray, cut: np.ndarray) -> np.ndarray:
             continue
         if t > done:
             seen: dict = {}
-            label = np.array([seen.setdefault((int(label[s]), q[s, :, done:t].tobytes()), len(seen))
+            seg = q[:, :, done:t]
+            unknown = np.isnan(seg).any(axis=(1, 2))  # NaN equals nothing, not even itself: a node of its own
+            label = np.array([seen.setdefault((int(label[s]), s if unknown[s] else -1, seg[s].tobytes()), len(seen))
                               for s in range(S)], dtype=np.int64)  # numbered by first scenario
             done = t
         out[i] = label

@@ -69,10 +69,14 @@ def longest_term_hours(inp) -> float:
 
 
 def tail_end(inp) -> pd.Timestamp:
-    """Where whole-term demand must reach: the last purchase date in the horizon plus the longest term."""
+    """Where whole-term demand must reach: the last purchase date in the horizon plus the longest term, or the last
+    term's end where a lead time puts it later (a term bought with a month's lead ends a month after its term)."""
     res = inp.commitments
     last = pd.Timestamp(pd.DatetimeIndex(res["purchase_date"]).max()) if len(res) else inp.periods[0]
-    return last + pd.Timedelta(hours=longest_term_hours(inp))
+    end = last + pd.Timedelta(hours=longest_term_hours(inp))
+    if len(res) and "end_date" in res:
+        end = max(end, pd.Timestamp(pd.DatetimeIndex(res["end_date"]).max()))
+    return end
 
 
 def horizon_end(inp) -> pd.Timestamp:
@@ -230,7 +234,7 @@ def horizon_units(inp, ext, units: np.ndarray) -> np.ndarray:
     B = len(ext.scenarios) // max(len(inp.scenarios), 1)
     member_small = inp.member  # (R, S)
     member_big = ext.member  # (R', S*B)
-    key = ["kind", "pool", "option", "purchase_date", "block_start", "parent_date"]
+    key = ["row", "kind", "pool", "option", "purchase_date", "block_start", "parent_date"]
     big_keys = {}
     for i, row in enumerate(_keyed(big)[key].itertuples(index=False)):
         big_keys.setdefault(tuple(_k(v) for v in row), []).append(i)
@@ -246,9 +250,10 @@ def horizon_units(inp, ext, units: np.ndarray) -> np.ndarray:
 
 
 def _keyed(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with what tells its rows apart across horizon and whole term: ``kind`` (a term, or the resale of
-    one, on the same date) and ``parent_date`` (a resale's term's purchase date; NaT for a purchase)."""
-    out = pd.DataFrame({c: table[c] if c in table else None for c in ("pool", "option", "purchase_date",
+    """``table`` with what tells its rows apart across horizon and whole term: ``row`` (the price sheet's row: two
+    offers of one option and pool, e.g. capacity blocks of 7 and 14 days from one date), ``kind`` (a term, or the
+    resale of one, on the same date) and ``parent_date`` (a resale's term's purchase date; NaT for a purchase)."""
+    out = pd.DataFrame({c: table[c] if c in table else None for c in ("row", "pool", "option", "purchase_date",
                                                                        "block_start")})
     out["kind"] = table["kind"].to_numpy() if "kind" in table else "instance"
     parent = table["parent"].to_numpy(int) if "parent" in table else np.full(len(table), -1)
