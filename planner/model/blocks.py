@@ -104,7 +104,8 @@ class Activity:
     activity of the block's first period, times (a scenario tree) the (R, S) membership of its first scenario.
 
     Indexed like the array it stands for where the model reads it: ``a[rows]`` (those rows, dense),
-    ``a[r, b]`` (element-wise, broadcast like numpy's), ``a[:, b]``; ``dense()`` makes it whole."""
+    ``a[r, b]`` (element-wise, broadcast like numpy's), ``a[:, b]``; ``dense()`` (or ``np.asarray``) makes it whole.
+    It is not an array otherwise: arithmetic, comparisons and reductions raise (read rows or make it whole first)."""
 
     def __init__(self, by_period: np.ndarray, t_of: np.ndarray, member: np.ndarray | None, s_of: np.ndarray):
         self.by_period, self.t_of, self.member, self.s_of = by_period, t_of, member, s_of
