@@ -22,8 +22,9 @@ def outlives_horizon(inp) -> bool:
         return False
     if "end_date" not in res or not inp.T:
         return float(res["term_months"].max()) * HOURS_PER_MONTH > float(inp.horizon_hours)
-    end = inp.periods[-1] + pd.Timedelta(hours=float(inp.hours[-1]))
-    return bool((pd.DatetimeIndex(res["end_date"]) > end).any())
+    from planner.inputs.whole_term import horizon_end
+
+    return bool((pd.DatetimeIndex(res["end_date"]) > horizon_end(inp)).any())
 
 
 def term_judgement(inp) -> dict | None:

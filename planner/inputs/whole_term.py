@@ -257,9 +257,8 @@ def _keyed(table: pd.DataFrame) -> pd.DataFrame:
                                                                        "block_start")})
     out["kind"] = table["kind"].to_numpy() if "kind" in table else "instance"
     parent = table["parent"].to_numpy(int) if "parent" in table else np.full(len(table), -1)
-    dates = pd.DatetimeIndex(table["purchase_date"]).as_unit("ns")
-    out["parent_date"] = pd.DatetimeIndex(np.where(parent >= 0, dates[np.clip(parent, 0, None)].asi8
-                                                   if len(table) else [], np.datetime64("NaT").astype("int64")))
+    dates = pd.DatetimeIndex(table["purchase_date"]).as_unit("ns").asi8
+    out["parent_date"] = pd.DatetimeIndex(np.where(parent >= 0, dates[np.clip(parent, 0, None)], pd.NaT.value))
     return out
 
 

@@ -122,13 +122,11 @@ class Activity:
     def __getitem__(self, key):
         r, b = key if isinstance(key, tuple) else (key, slice(None))
         t, s = self.t_of[b], self.s_of[b]
-        if np.ndim(r) == 0 or isinstance(r, slice) or np.ndim(t) == 0:  # rows of blocks, or one row
-            pass
-        elif not isinstance(b, slice):  # element-wise pairs
+        pairs = not isinstance(r, slice) and not isinstance(b, slice) and np.ndim(r) > 0 and np.ndim(t) > 0
+        if pairs:  # rows and blocks paired element-wise (broadcast)
             out = self.by_period[r, t]
             return out if self.member is None else out * self.member[r, s]
-        rows = self.by_period[r]
-        out = rows[..., t]
+        out = self.by_period[r][..., t]  # rows (one, some or all) against blocks
         return out if self.member is None else out * self.member[r][..., s]
 
     def dense(self) -> np.ndarray:
