@@ -323,3 +323,41 @@ def test_sigterm_under_dask_closes_the_cluster_cleanly(tmp_path):
     for p in left:
         os.kill(p, signal.SIGKILL)
     assert not left
+
+
+def test_a_kept_pricer_is_built_once_and_lent_where_the_same_one_would_be_made(tmp_path):
+    from planner.solve.workers import keep_pricers
+
+    inp = _case(tmp_path, 21, days=120)
+    chunks, cut = chunk_index(inp, "week"), cut_groups(inp)
+    other = chunk_index(inp, "day")
+    with keep_pricers(inp):
+        a, b = make_pricer(inp, chunks, cut, None), make_pricer(inp, [c.copy() for c in chunks], cut, None)
+        assert a._pricer is b._pricer  # the same batches: built once
+        assert make_pricer(inp, other, cut, None)._pricer is not a._pricer  # other batches: their own
+        with keep_pricers(inp):  # nested blocks of the same inputs share it too
+            assert make_pricer(inp, chunks, cut, None)._pricer is a._pricer
+        assert make_pricer(inp, chunks, cut, LocalExecutor(2))._pricer is not a._pricer  # two processes, not one
+        a.close()  # a lent pricer's close() waits for the block's end
+        assert len(a._pricer.batches) == len(chunks)
+        inner = a._pricer
+    assert inner.batches == []  # closed with the block
+    assert not isinstance(make_pricer(inp, chunks, cut, None), type(a))  # outside a block: a new one, the caller's
+
+
+def test_the_plan_its_comparison_and_memo_on_kept_batches_are_unchanged(tmp_path):
+    """planner plan keeps the horizon's batches for the plan, the horizon-only comparison and the memo: the
+    numbers are those of pricers made anew (a batch's answer depends on its arrays, purchases and basis only)."""
+    from planner.pipeline.run import make_plan as pipeline_plan, with_memo
+    from planner.pipeline.whole_term import plan_over_term
+    from planner.solve.workers import keep_pricers
+
+    inp = _benders(_case(tmp_path, 22, days=200))
+    plain = with_memo(plan_over_term(inp, pipeline_plan, mip_gap=1e-7, risk=False))
+    with keep_pricers(inp):
+        kept = with_memo(plan_over_term(inp, pipeline_plan, mip_gap=1e-7, risk=False))
+    assert kept.term["judge"] == "term" and "horizon_judged_gpus" in kept.term and kept.recourse is not None
+    assert kept.cost == plain.cost and kept.term == plain.term
+    assert np.array_equal(kept.purchases["units"].to_numpy(), plain.purchases["units"].to_numpy())
+    for a, b in ((kept.memo.downside, plain.memo.downside), (kept.memo.curve, plain.memo.curve)):
+        assert np.array_equal(a["total_cost_usd"].to_numpy(float), b["total_cost_usd"].to_numpy(float))

@@ -77,6 +77,7 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     from planner.core.executors import sigterm_raises
     from planner.pipeline.run import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs
     from planner.pipeline.whole_term import plan_over_term
+    from planner.solve.workers import keep_pricers
     from planner.cli.common import check_outputs, config_inputs, refuse_overwriting_inputs, refuse_overwrite_in
     from planner.solve.monolithic import Status
 
@@ -93,7 +94,9 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     pool = executor_from(executor, scheduler, jobs) if (executor == "dask" or scheduler or jobs) else None
     stop = sigterm_raises() if pool is not None else contextlib.nullcontext()
     try:
-        with stop:  # SIGTERM raises here, so the finally below closes the workers or the Dask cluster cleanly
+        # SIGTERM raises here, so the finally below closes the workers or the Dask cluster cleanly; the horizon's
+        # batches are built once for the plan, its comparison and the memo's re-solves (keep_pricers)
+        with stop, keep_pricers(inp):
             options = PlanOptions(backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
                                   timings={"read_validate": time.perf_counter() - t0}, shadow=True,
                                   progress=not quiet, executor=pool or _default_pricing(inp))

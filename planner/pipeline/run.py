@@ -260,11 +260,13 @@ def run(model: str | Path, out_dir: str | Path | None = None, **options) -> Plan
     inp = load_inputs(model, demand=options.pop("demand", None), prices=options.pop("prices", None))
     memo = options.pop("memo", True)
     from planner.pipeline.whole_term import plan_over_term
+    from planner.solve.workers import keep_pricers
 
-    plan = plan_over_term(inp, make_plan, timings={"read_validate": time.perf_counter() - t0}, **options)
-    if memo:
-        plan = with_memo(plan, backend=options.get("backend"), time_limit_s=options.get("time_limit_s"),
-                         mip_gap=options.get("mip_gap"))
+    with keep_pricers(inp):  # the horizon's batches built once for the plan, its comparison and the memo
+        plan = plan_over_term(inp, make_plan, timings={"read_validate": time.perf_counter() - t0}, **options)
+        if memo:
+            plan = with_memo(plan, backend=options.get("backend"), time_limit_s=options.get("time_limit_s"),
+                             mip_gap=options.get("mip_gap"))
     write_outputs(plan, out_dir or default_out_dir(inp.config))
     return plan
 

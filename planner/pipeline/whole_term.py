@@ -92,12 +92,16 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
     units = whole_term.horizon_units(inp, ext, decide.purchases["units"].to_numpy(float))
     timings = dict(o.timings or {})
     timings["whole_term"] = time.perf_counter() - t0  # the tree built and the purchases decided on it (wall)
-    plan = make_plan(inp, PlanOptions.of(o, fixed_reserved=units, timings=timings, write_model=None))
-    if not plan.status.has_plan:
-        return plan
-    t1 = time.perf_counter()
-    horizon_only = make_plan(inp, PlanOptions.of(o, risk=False, shadow=False, timings={}, write_model=None, progress=False))
-    plan.timings["horizon_only"] = time.perf_counter() - t1  # the comparison: the horizon's own optimum
+    from planner.solve.workers import keep_pricers
+
+    with keep_pricers(inp):  # the horizon's weekly batches, built once for the plan and its comparison
+        plan = make_plan(inp, PlanOptions.of(o, fixed_reserved=units, timings=timings, write_model=None))
+        if not plan.status.has_plan:
+            return plan
+        t1 = time.perf_counter()
+        horizon_only = make_plan(inp, PlanOptions.of(o, risk=False, shadow=False, timings={}, write_model=None,
+                                                     progress=False, decision=True))
+        plan.timings["horizon_only"] = time.perf_counter() - t1  # the comparison: the horizon's own optimum
     from dataclasses import replace
 
     # the purchases are the whole-term solve's: its status, gap and limits are the plan's (its recourse in the

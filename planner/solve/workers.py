@@ -404,7 +404,76 @@ class DaskPricer:
 
 def make_pricer(inp, chunks: list[np.ndarray], cut_by: str, executor=None):
     """The pricer for ``executor``: a :class:`~planner.core.executors.DaskExecutor` gives a :class:`DaskPricer`, a
-    local executor of several jobs a :class:`ProcessPricer`, anything else (None, one job) a :class:`LocalPricer`."""
+    local executor of several jobs a :class:`ProcessPricer`, anything else (None, one job) a :class:`LocalPricer`.
+
+    Inside ``with keep_pricers(inp):`` the pricer of ``inp``'s batches (the same chunks, the same cut groups) is
+    made once and lent to every caller; its ``close()`` waits for the block's end (:class:`keep_pricers`)."""
+    kept = _KEPT.get(id(inp))
+    if kept is None:
+        return _new_pricer(inp, chunks, cut_by, executor)
+    kind = _kind(executor, chunks)
+    for p in kept["pricers"]:
+        if p.kind == kind and p.cut_by == cut_by and len(p.chunks) == len(chunks) and \
+                all(np.array_equal(a, b) for a, b in zip(p.chunks, chunks)):
+            return _Lent(p)
+    p = _new_pricer(inp, chunks, cut_by, executor)
+    p.chunks, p.cut_by, p.kind = chunks, cut_by, kind
+    kept["pricers"].append(p)
+    return _Lent(p)
+
+
+def _kind(executor, chunks) -> tuple:
+    """Which pricer ``executor`` makes (:func:`_new_pricer`): a kept one is lent only where the same would be made
+    (the answer is the same on any; the time is not: one process is not two)."""
+    from planner.core.executors import DaskExecutor
+
+    if isinstance(executor, DaskExecutor):
+        return ("dask", id(executor))
+    jobs = getattr(executor, "workers", 1) if executor is not None else 1
+    return ("local", int(jobs)) if jobs > 1 and len(chunks) > 1 else ("here",)
+
+
+_KEPT: dict = {}  # id(inputs) -> {"inp": the inputs (held: their id stays theirs), "depth": n, "pricers": [...]}
+
+
+class keep_pricers:
+    """``with keep_pricers(inp):`` every pricer made inside for ``inp``'s batches is built once, its workers started
+    once, and kept to the block's end: ``planner plan``'s plan with the purchases fixed, the horizon's own optimum
+    beside it, and the memo's re-solves price the same weekly batches of the horizon. Nothing else changes: a
+    batch's answer depends on its arrays, the purchases and the basis sent with the call, never on the pricer
+    (the module docstring), so a lent pricer gives the numbers a new one would. Blocks for the same inputs nest."""
+
+    def __init__(self, inp):
+        self.inp = inp
+
+    def __enter__(self):
+        kept = _KEPT.setdefault(id(self.inp), {"inp": self.inp, "depth": 0, "pricers": []})
+        kept["depth"] += 1
+        return self
+
+    def __exit__(self, *exc):
+        kept = _KEPT[id(self.inp)]
+        kept["depth"] -= 1
+        if kept["depth"] == 0:
+            del _KEPT[id(self.inp)]
+            for p in kept["pricers"]:
+                p.close()
+
+
+class _Lent:
+    """A kept pricer lent to one caller: everything but ``close()``, which the :class:`keep_pricers` block does."""
+
+    def __init__(self, pricer):
+        self._pricer = pricer
+
+    def __getattr__(self, name):
+        return getattr(self._pricer, name)
+
+    def close(self) -> None:
+        pass
+
+
+def _new_pricer(inp, chunks: list[np.ndarray], cut_by: str, executor=None):
     from planner.core.executors import DaskExecutor
 
     if isinstance(executor, DaskExecutor):
