@@ -361,3 +361,24 @@ def test_the_plan_its_comparison_and_memo_on_kept_batches_are_unchanged(tmp_path
     assert np.array_equal(kept.purchases["units"].to_numpy(), plain.purchases["units"].to_numpy())
     for a, b in ((kept.memo.downside, plain.memo.downside), (kept.memo.curve, plain.memo.curve)):
         assert np.array_equal(a["total_cost_usd"].to_numpy(float), b["total_cost_usd"].to_numpy(float))
+
+
+def test_a_chunk_of_a_tree_carries_its_rows_not_the_rows_before_the_split(tmp_path):
+    """A worker is sent its chunks' inputs: the tree's split rows with their activity sliced, never the rows before
+    the split over every period (a third of the bytes at three years); the batches are the same LPs."""
+    import pickle
+
+    from planner.solve.chunks import chunk_inputs
+
+    inp = _case(tmp_path, 23, scenarios=True, days=200)
+    assert inp.reserved_source is not None and inp.reserved_member is not None  # a tree
+    idx = chunk_index(inp, "week")[3]
+    part = chunk_inputs(inp, idx)
+    assert part.reserved_source is None
+    assert part.commitments.equals(inp.commitments) and np.array_equal(part.reserved_member, inp.reserved_member)
+    assert np.array_equal(part.active, inp.active[:, idx])
+    with_source = replace(part, reserved_source=inp.reserved_source)
+    assert len(pickle.dumps(part)) < len(pickle.dumps(with_source))
+    a, b = build_batch(part, np.arange(len(idx)), "block"), build_batch(with_source, np.arange(len(idx)), "block")
+    for name in ("start", "index", "value", "cost", "row_lower", "row_upper", "col_lower", "col_upper"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
