@@ -25,8 +25,10 @@ class PlanOptions:
     - ``executor``: where the decomposition prices its batches (:mod:`planner.core.executors`; default here).
     - ``warm``: a decomposed plan's ``recourse`` (its batches' last bases), a warm start for fixed purchases.
     - ``timings``: seconds already spent (e.g. reading), carried into the plan's timings.
-    - ``decision``: only what deciding the purchases needs (the whole-term decision): the plan is read without its
-      per-class allocation table, and without the exit value's extra solve.
+    - ``decision``: only what deciding the purchases needs (the whole-term decision, the horizon-only comparison):
+      the purchases, costs, objective and per-scenario costs, without the exit value's extra solve; a decomposed
+      solve reads them from its batches' costs without building the whole model (its per-period tables are then
+      empty), a solve of the whole model without its per-class allocation table.
     """
 
     backend: str | None = None

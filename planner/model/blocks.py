@@ -167,3 +167,21 @@ def _column_labels(rows: int, cols: int, column, keys: np.ndarray | None = None)
         _, exact = np.unique(column(bad).T, axis=0, return_inverse=True)
         label[bad] = label.max() + 1 + exact.reshape(-1)
     return label
+
+
+def block_prices(inp, blocks: Blocks) -> np.ndarray:
+    """(J, P, B) each rented kind's price per pool and block: the block's own where a forward curve or price paths
+    date it, else the sheet's."""
+    if blocks.price is not None:
+        return np.nan_to_num(blocks.price)
+    return np.broadcast_to(np.nan_to_num(inp.rented_price)[:, :, None], inp.rented_price.shape + (blocks.B,))
+
+
+def scenario_hours(blocks: Blocks, hours: np.ndarray) -> np.ndarray:
+    """(S, B) the hours of each scenario's periods in each block (a block may hold periods of several scenarios:
+    its weight is the probability-weighted sum of these rows)."""
+    S, T = blocks.of.shape
+    out = np.zeros((S, blocks.B))
+    for s in range(S):
+        out[s] = np.bincount(blocks.of[s], weights=np.asarray(hours, float), minlength=blocks.B)
+    return out

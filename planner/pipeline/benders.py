@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from planner.inputs.arrays import PlanInputs
-from planner.results.decomposed import finite, plan_from_batches, plan_from_priced
+from planner.results.decomposed import decision_from_batches, finite, plan_from_batches, plan_from_priced
 from planner.results.plan import Plan
 from planner.results.risk import risk_view
 from planner.solve.workers import warm_bases
@@ -59,9 +59,10 @@ def monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
 
 
 def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, timings, risk, write_model,
-                 progress: bool = False, executor=None, allocation: bool = True) -> Plan:
+                 progress: bool = False, executor=None, allocation: bool = True, decision: bool = False) -> Plan:
     """Purchases by Benders decomposition (proven gap); the plan read from the batches' last pricing (``make_plan``:
-    the pipeline's, for the risk view's sub-plans)."""
+    the pipeline's, for the risk view's sub-plans); ``decision``: the purchases and their costs only, read from
+    each batch's costs without building the whole model (:func:`~planner.results.decomposed.decision_from_batches`)."""
     from planner.solve.decompose import solve_benders
     from planner.core.progress import BendersProgress
 
@@ -72,11 +73,12 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
     bar = BendersProgress(enabled=progress)
     try:
         bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar,
-                           executor=executor)
+                           executor=executor, final="costs" if decision else True)
     finally:
         bar.close()
     timings["benders"] = time.perf_counter() - t0
-    plan = plan_from_batches(inp, bd, gap, limit, timings, write_model, allocation)
+    plan = (decision_from_batches(inp, bd, gap, limit, timings, write_model) if decision else
+            plan_from_batches(inp, bd, gap, limit, timings, write_model, allocation))
     plan.stats["benders"] = {"chunks": bd.chunks, "thetas": bd.chunks, "cut_by": bd.cut_by, "batches": bd.batches,
                              "integer_master_solves": bd.integer_master, "cuts": bd.cuts,
                              "cuts_dropped": dict(bd.cuts_dropped),

@@ -77,7 +77,7 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     if fixed_reserved is None and extend is None and use_benders(inp, backend or s.backend):
         plan = benders_plan(inp, make_plan, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
                             risk=risk, write_model=write_model, progress=progress, executor=executor,
-                            allocation=allocation)
+                            allocation=allocation, decision=o.decision)
         if not o.decision:
             plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
                                     executor=executor)

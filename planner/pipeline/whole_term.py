@@ -14,6 +14,7 @@ spend, which a whole-term model cannot hold) keep today's horizon judgement, nam
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -83,7 +84,9 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
         return plan
     t0 = time.perf_counter()
     basis = basis_for(inp, history)
-    ext = whole_term.extend(inp, basis)
+    # the tree's rows before the split (every period's activity: 456 MB at three hourly years) are for re-splitting
+    # when the demand changes; the decision never changes it
+    ext = replace(whole_term.extend(inp, basis), reserved_source=None)
     decide = make_plan(ext, PlanOptions.of(o, risk=False, shadow=False, timings={}, progress=o.progress,
                                            decision=True))
     if not decide.status.has_plan:
@@ -102,8 +105,6 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
         horizon_only = make_plan(inp, PlanOptions.of(o, risk=False, shadow=False, timings={}, write_model=None,
                                                      progress=False, decision=True))
         plan.timings["horizon_only"] = time.perf_counter() - t1  # the comparison: the horizon's own optimum
-    from dataclasses import replace
-
     # the purchases are the whole-term solve's: its status, gap and limits are the plan's (its recourse in the
     # horizon is one LP with them fixed, solved to optimality)
     plan.status = decide.status

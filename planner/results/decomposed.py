@@ -83,3 +83,80 @@ def summed_duals(priced: list) -> dict:
         for name, arr in (r.dual_sums or {}).items():
             out[name] = out[name] + arr if name in out else arr.copy()
     return out
+
+
+def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, write_model=None) -> Plan:
+    """The purchases ``bd.n`` of a decomposed solve and what they cost, read from each batch's costs at them
+    (``solve_benders(final="costs")``) without building the whole model: a whole-term decision's (its model at
+    three hourly years x 5 scenarios is 27 M columns).
+
+    Its purchases, ``cost``, ``objective``, ``scenario_costs``, ``commitments``, ``shortfall_gpu_hours`` and solve
+    status are those :func:`plan_from_batches` reads (a test compares them); its per-period tables (allocation,
+    fleet, shortfall, cash, coverage) are empty and ``reserved_utilisation`` is NaN: a decision reports its
+    purchases and their costs only."""
+    import pandas as pd
+
+    from planner.inputs import rented
+    from planner.model.objective import reserved_cost_per_instance
+    from planner.results.plan import _purchases_table, _reserved_by_scenario, baseline_all_on_demand
+    from planner.solve.monolithic import SolveResult, Status
+
+    t0 = time.perf_counter()
+    if write_model is not None:  # the MILP the decomposition solved (purchases free)
+        build_model(inp).write(write_model)
+    n = np.asarray(bd.n, float)
+    if len(n):  # instances are whole; a savings plan's USD per hour is not (as extract_plan reads them)
+        whole = inp.commitments["integer"].to_numpy(bool)
+        n = np.where(whole, np.rint(n), np.where(np.abs(n) < 1e-9, 0.0, n))
+    S, K = len(inp.scenarios), inp.K
+    rent = np.zeros((S, len(rented.KINDS)))
+    covered = np.zeros(S)
+    short = np.zeros((S, K))
+    for r in bd.priced:
+        rent += r.costs["rented"]
+        covered += r.costs["covered"]
+        short += r.costs["short"]
+    rent[:, rented.index("on_demand")] -= covered  # what savings plans paid is not billed at on-demand
+    kinds = rented.reported(inp.pools)
+    p = np.asarray(inp.probability, float)
+    res = inp.commitments
+    amortised = float(np.sum(n * reserved_cost_per_instance(inp, "amortised"))) if len(res) else 0.0
+    full_term = float(np.sum(n * reserved_cost_per_instance(inp, "full_term"))) if len(res) else 0.0
+    accounting = inp.config.commitments.accounting
+    reserved_cost = full_term if accounting == "full_term" else amortised
+    cost = {"reserved": reserved_cost, **{kd: float(p @ rent[:, rented.index(kd)]) for kd in kinds}}
+    cost["total"] = reserved_cost + sum(cost[kd] for kd in kinds)
+    expected_short = p @ short  # (K,) GPU-hours
+    objective = cost["total"] + float(inp.penalty_by_class @ expected_short)
+    if inp.config.finance.npv:  # the objective the solver minimised: the NPV (the loop's priced value at n)
+        objective = float(bd.upper)
+    own = np.asarray(_reserved_by_scenario(inp, n, reserved_cost), float) * np.ones(S)
+    scenario_costs = pd.DataFrame([{"scenario": scen, "probability": float(p[s]), "reserved": float(own[s]),
+                                    **{kd: float(rent[s, rented.index(kd)]) for kd in kinds},
+                                    "total": float(own[s] + sum(rent[s, rented.index(kd)] for kd in kinds)),
+                                    "shortfall_gpu_hours": float(short[s].sum())}
+                                   for s, scen in enumerate(inp.scenarios)])
+    status = Status.optimal if bd.status == "optimal" else Status.feasible
+    what = "proven" if status is Status.optimal else "not proven (time limit)"
+    bound = finite(bd.lower)
+    result = SolveResult(status=status, values=np.zeros(0), objective=objective, mip_gap=finite(bd.gap),
+                         best_bound=bound, seconds=bd.seconds, backend="highs", time_limit_s=limit,
+                         mip_gap_limit=gap,
+                         message=f"Benders decomposition, {bd.chunks} cuts per iteration (one per {bd.cut_by}), "
+                                 f"{bd.iterations} iterations, {bd.workers} pricing worker(s) ({bd.pricer}): every "
+                                 f"purchase plan priced on the full hourly model, "
+                                 + (f"bound {bound:,.2f} USD, gap {what}" if bound is not None else
+                                    "no bound yet (the time limit came before the first master solve): not proven"))
+    timings["solve"] = bd.seconds
+    empty = pd.DataFrame()
+    plan = Plan(name=inp.config.name, status=status, solve=result, inputs=inp, purchases=_purchases_table(inp, n),
+                allocation_positions=empty, fleet=empty, shortfall=empty, spot=empty, scenario_costs=scenario_costs,
+                cost=cost, objective=objective, shortfall_gpu_hours=float(expected_short.sum()),
+                baseline_all_on_demand=baseline_all_on_demand(inp), reserved_utilisation=float("nan"),
+                timings=timings, commitments={"accounting": accounting, "reserved_amortised_usd": amortised,
+                                              "reserved_full_term_usd": full_term,
+                                              "liability_past_horizon_usd": full_term - amortised},
+                stats={"periods": inp.T, "scenarios": S, "classes": K, "pools": inp.P,
+                       "integer_variables": int(len(res)), "rows_per_family": dict(bd.row_counts or {})})
+    plan.timings["extract"] = time.perf_counter() - t0
+    return plan

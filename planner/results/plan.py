@@ -14,6 +14,7 @@ import pandas as pd
 
 from planner.inputs.arrays import PlanInputs
 from planner.model import PlanModel
+from planner.model.blocks import block_prices
 from planner.solve.monolithic import SolveResult, Status
 from planner.model.objective import reserved_cost_per_instance
 from planner.core.units import HOURS_PER_MONTH, commitment_usd
@@ -733,14 +734,6 @@ def fleet_prices(inp: PlanInputs, fleet: pd.DataFrame, kind: str) -> np.ndarray:
     ok = (p >= 0) & (s >= 0) & (t >= 0)
     out[ok] = np.nan_to_num(path[s[ok], j, p[ok], t[ok]])
     return out
-
-
-def block_prices(inp: PlanInputs, blocks) -> np.ndarray:
-    """(J, P, B) USD per GPU-hour of each rented kind in every block (0 where not sold): the block's own price
-    where a forward curve or price paths date it, else the sheet's."""
-    if blocks.price is not None:
-        return np.nan_to_num(blocks.price)
-    return np.broadcast_to(np.nan_to_num(inp.rented_price)[:, :, None], inp.rented_price.shape + (blocks.B,))
 
 
 def _reserved_by_scenario(inp: PlanInputs, n: np.ndarray, expected: float) -> np.ndarray:

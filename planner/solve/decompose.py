@@ -138,7 +138,8 @@ def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mi
 def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float = 1e-4,
                   time_limit_s: float | None = None, threads: int | None = None, max_iterations: int = 500,
                   progress=None, cut: str = "auto", multicut: bool = True, executor=None,
-                  pricer=None, start: np.ndarray | None = None, warm: dict | None = None) -> BendersResult:
+                  pricer=None, start: np.ndarray | None = None, warm: dict | None = None,
+                  final: bool | str = True) -> BendersResult:
     """Decide the purchases of ``inp`` by per-period multi-cut Benders decomposition (see the module).
 
     ``chunk``: the periods of one batched recourse LP (calendar ``"month"``, ``"week"``, ``"day"`` or N
@@ -153,7 +154,9 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     ``start``: purchases to price first instead of the aggregate LP's (a close plan's), used when they are one finite
     value >= 0 per purchase row and satisfy the first-stage rows (else ignored); ``warm``: a plan's
     ``recourse`` on the same batches (their bases: the first pricing starts from them). Both change where the
-    loop starts, not what it proves.
+    loop starts, not what it proves. ``final``: what the last pricing at the plan's purchases returns (``True``:
+    every column's value and the dual sums; ``"costs"``: each scenario's costs only, a decision's:
+    :func:`planner.solve.recourse.scenario_costs`).
     """
     if not multicut:
         from planner.solve.decompose_monthly import solve_benders as monthly
@@ -191,7 +194,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
         return _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases,
                      mip_gap, time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0,
-                     start, warm_bases(warm, chunks, pricer))
+                     start, warm_bases(warm, chunks, pricer), final)
     finally:
         if own:
             pricer.close()
@@ -199,7 +202,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
 def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases, mip_gap,
           time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0, given=None,
-          bases=None) -> BendersResult:
+          bases=None, final=True) -> BendersResult:
     """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches (from ``given`` purchases and
     ``bases`` when given)."""
     R = len(inp.commitments)
@@ -460,7 +463,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         if closed():
             status = "optimal"
     t = time.perf_counter()  # the plan: every batch at the best purchases, with its columns and duals
-    final = pricer.price(best_n, bases, solution=True)
+    final = pricer.price(best_n, bases, solution=final)
     phases["plan_pricing"] = time.perf_counter() - t
     return BendersResult(n=best_n, upper=best_upper, lower=min(bound, best_upper), iterations=it, chunks=G,
                          seconds=elapsed(), status=status, history=history, batches=len(chunks),

@@ -59,6 +59,9 @@ class Batch:
     row_weight: np.ndarray
     classes_pools: tuple  # (K, P) of the inputs
     row_counts: dict  # rows per constraint family (the whole model's are their sums over the batches)
+    # a decision's costs (price(..., solution="costs")): rented prices per block, each scenario's hours per block
+    block_price: np.ndarray | None = None  # (J, P, B)
+    block_hours: np.ndarray | None = None  # (S, B)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -115,6 +118,10 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
             keys[name] = {c: frame[c].to_numpy().astype(np.int32) for c in frame.columns if c in ("j", "k", "p", "b", "c")}
             keys[name]["col"] = frame["col"].to_numpy().astype(np.int32)
     code, rkey, weight = row_codes(model, sub)
+    from planner.model.blocks import block_prices, scenario_hours
+
+    block_price = np.ascontiguousarray(block_prices(sub, model.blocks), dtype=float)
+    block_hours = scenario_hours(model.blocks, sub.hours)
     # infinite bounds stay np.inf: highspy's kHighsInf is IEEE infinity (HiGHS reads anything >= 1e20 so)
     return Batch(periods=np.asarray(periods), G=G, R=R,
                  start=start.astype(np.int32), index=index.astype(np.int32), value=value.astype(float),
@@ -124,7 +131,8 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
                  e_row=e_row.astype(np.int32), e_c=n_of_col[index[hit]].astype(np.int32), e_coef=value[hit],
                  e_group=rowgroup[e_row].astype(np.int32), keys=keys,
                  block_of=model.blocks.of.astype(np.int32), row_code=code, row_key=rkey, row_weight=weight,
-                 classes_pools=(inp.K, inp.P), row_counts=dict(model.rows))
+                 classes_pools=(inp.K, inp.P), row_counts=dict(model.rows), block_price=block_price,
+                 block_hours=block_hours)
 
 
 @dataclass
@@ -139,11 +147,16 @@ class Priced:
     iterations: int = 0
     solution: np.ndarray | None = None  # column values (asked for the plan)
     dual_sums: dict | None = None  # shadow-price sums of the row duals (asked for the plan)
+    costs: dict | None = None  # per scenario: rented USD by kind, USD savings plans paid, shortfall GPU-hours by
+    # class (asked for a decision: :func:`scenario_costs`)
 
 
 def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, portable: bool = True,
           scale: float = 1.0) -> Priced:
     """Solve ``batch`` with the purchases at ``n``, warm from ``basis``; see :class:`Priced`.
+
+    ``solution``: True returns the column values and the shadow-price sums (a plan is read from them), ``"costs"``
+    only each scenario's costs (:func:`scenario_costs`: a decision, read without the whole model).
 
     ``scale``: every class's demand multiplied by it (the demand and spot-share rows' bounds are linear in the
     demand, and no column exists or not by its size: the same LP as the batch of the scaled inputs, for
@@ -179,9 +192,45 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
     iters = int(h.getInfo().simplex_iteration_count)
     return Priced(values=values, group=uniq[keep] // batch.R, row=uniq[keep] % batch.R, coef=d[keep],
                   basis=_portable(hb, batch) if portable else hb, iterations=iters,
-                  solution=x if solution else None,
+                  solution=x if solution is True else None,
                   dual_sums=sums_from_codes(batch.row_code, batch.row_key, _weights(batch, scale), y,
-                                            *batch.classes_pools) if solution else None)
+                                            *batch.classes_pools) if solution is True else None,
+                  costs=scenario_costs(batch, x) if solution == "costs" else None)
+
+
+EPS = 1e-7  # quantities below this are read as zero (planner.results.plan.EPS: the plan's tables do the same)
+
+
+def scenario_costs(batch: Batch, x: np.ndarray) -> dict:
+    """The batch's costs per scenario at the column values ``x``, as the plan reads them from the whole model's
+    (:func:`planner.results.plan.extract_plan`): ``rented`` (S, J) USD by rented kind at each block's prices,
+    ``covered`` (S,) the on-demand USD savings plans paid, ``short`` (S, K) shortfall GPU-hours by class. A block's
+    quantity counts in every scenario whose periods it holds, for that scenario's hours (summed over the batches:
+    the horizon's)."""
+    J, P, B = batch.block_price.shape
+    H = batch.block_hours
+    K = batch.classes_pools[0]
+    out = {"rented": np.zeros((len(H), J)), "covered": np.zeros(len(H)), "short": np.zeros((len(H), K))}
+    r, u, v = (batch.keys.get(f) for f in ("r", "u", "v"))
+    if r is not None and len(r["col"]):
+        q = x[r["col"]]
+        q = np.where(q < EPS, 0.0, q)
+        per = np.zeros((J, B))
+        np.add.at(per, (r["j"], r["b"]), q * batch.block_price[r["j"], r["p"], r["b"]])
+        out["rented"] = H @ per.T
+    if v is not None and len(v["col"]):
+        from planner.inputs import rented
+
+        q = np.clip(x[v["col"]], 0.0, None)
+        per = np.bincount(v["b"], weights=q * batch.block_price[rented.index("on_demand"), v["p"], v["b"]], minlength=B)
+        out["covered"] = H @ per
+    if u is not None and len(u["col"]):
+        q = x[u["col"]]
+        q = np.where(q < EPS, 0.0, q)
+        per = np.zeros((K, B))
+        np.add.at(per, (u["k"], u["b"]), q)
+        out["short"] = H @ per.T
+    return out
 
 
 def _weights(batch: Batch, scale: float) -> np.ndarray:

@@ -1,0 +1,94 @@
+"""A decision read from the batches' costs alone equals the plan read from the whole model's columns.
+
+``make_plan(..., decision=True)`` on the decomposed path (the whole-term decision and the horizon-only comparison)
+never builds the whole model: each batch returns its costs per scenario at the purchases
+(:func:`planner.solve.recourse.scenario_costs`) and :func:`planner.results.decomposed.decision_from_batches` sums
+them. The oracle is the full extraction of the same solve (:func:`planner.results.plan.extract_plan` on the
+assembled columns): purchases, every cost, the objective, the per-scenario costs and the shortfall must agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner import load_inputs
+from planner.pipeline.run import make_plan
+from planner.pipeline.whole_term import basis_for
+from planner.inputs import whole_term
+from test_decompose import _case as ladder_case
+from test_every_family_decomposes import _case as family_case
+
+
+def _benders(inp, **finance):
+    config = replace(inp.config, solver=replace(inp.config.solver, method="benders"))
+    if finance:
+        config = replace(config, finance=replace(config.finance, **finance))
+    return replace(inp, config=config)
+
+
+def _same(inp):
+    full = make_plan(inp, mip_gap=1e-7, risk=False, shadow=False, decision=False)
+    read = make_plan(inp, mip_gap=1e-7, risk=False, shadow=False, decision=True)
+    assert "benders" in full.stats and "benders" in read.stats
+    assert read.allocation_positions.empty and full.solve.values.size and not read.solve.values.size  # no model read
+    np.testing.assert_array_equal(read.purchases["units"].to_numpy(), full.purchases["units"].to_numpy())
+    assert set(full.purchases.columns) - set(read.purchases.columns) <= {"npv_usd"}  # from the cash schedule
+    pd.testing.assert_frame_equal(read.purchases, full.purchases[read.purchases.columns])
+    assert set(read.cost) == set(full.cost)
+    for k in full.cost:
+        assert read.cost[k] == pytest.approx(full.cost[k], rel=1e-9, abs=1e-6), k
+    assert read.objective == pytest.approx(full.objective, rel=1e-9, abs=1e-6)
+    assert read.shortfall_gpu_hours == pytest.approx(full.shortfall_gpu_hours, rel=1e-9, abs=1e-6)
+    assert read.commitments == {k: full.commitments[k] for k in read.commitments}  # (no exit value: its extra solve)
+    assert set(full.commitments) - set(read.commitments) <= {"exit_value_usd", "cost_without_exits_usd"}
+    assert list(read.scenario_costs.columns) == list(full.scenario_costs.columns)
+    pd.testing.assert_frame_equal(read.scenario_costs, full.scenario_costs, rtol=1e-9, atol=1e-6)
+    assert read.status == full.status and read.solve.mip_gap == full.solve.mip_gap
+    return full
+
+
+def test_every_family_read_from_the_batches(tmp_path):
+    """Spot, flex-start, a savings plan (on-demand it pays), a resold term at a capped site, a gang's spares."""
+    full = _same(_benders(load_inputs(family_case(tmp_path))))
+    assert full.cost["flex_start"] > 0 and full.cost["spot"] > 0 and full.commitments["reserved_amortised_usd"] > 0
+
+
+def test_a_savings_plan_bought_read_from_the_batches(tmp_path):
+    """The on-demand a savings plan pays is not billed at on-demand (the family case with a cheaper plan)."""
+    model = family_case(tmp_path)
+    prices = pd.read_csv(tmp_path / "prices.csv")
+    prices.loc[(prices["option"] == "reserved_1y") & (prices["gpu_type"] == "A"), "hourly_usd"] = 3.9
+    prices.loc[prices["option"] == "savings_plan_1y", "hourly_usd"] = 2.0
+    prices.to_csv(tmp_path / "prices.csv", index=False)
+    full = _same(_benders(load_inputs(model)))
+    assert full.fleet["on_demand_covered"].sum() > 0
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_a_scenario_tree_read_from_the_batches(tmp_path, seed):
+    """Two scenarios, quarterly purchases split by node: each scenario's own reserved cost and recourse."""
+    inp = _benders(ladder_case(tmp_path, seed, scenarios=True, days=200))
+    assert inp.reserved_member is not None
+    full = _same(inp)
+    assert full.scenario_costs["total"].nunique() == 2
+
+
+def test_the_whole_term_tree_read_from_the_batches(tmp_path):
+    """The decision planner plan makes: the horizon and a tree of branches past it, branch prices and all."""
+    inp = ladder_case(tmp_path, 5, days=150)
+    ext = _benders(replace(whole_term.extend(inp, basis_for(inp)), reserved_source=None))
+    assert len(ext.scenarios) > 1 and ext.T > inp.T
+    _same(ext)
+
+
+def test_npv_and_shortfall_read_from_the_batches(tmp_path):
+    """Under [finance] objective = "npv" the objective is the loop's discounted value; demand is
+    short, at its penalty (set below the on-demand price)."""
+    inp = _benders(ladder_case(tmp_path, 6, days=150), objective="npv", discount_rate=0.12)
+    inp = replace(inp, penalty=2.0)  # a GPU-hour short costs less than on demand: some demand goes unserved
+    full = _same(inp)
+    assert full.shortfall_gpu_hours > 0 and full.objective != pytest.approx(full.cost["total"], rel=1e-6)
