@@ -337,12 +337,34 @@ def test_a_kept_pricer_is_built_once_and_lent_where_the_same_one_would_be_made(t
         assert make_pricer(inp, other, cut, None)._pricer is not a._pricer  # other batches: their own
         with keep_pricers(inp):  # nested blocks of the same inputs share it too
             assert make_pricer(inp, chunks, cut, None)._pricer is a._pricer
-        assert make_pricer(inp, chunks, cut, LocalExecutor(2))._pricer is not a._pricer  # two processes, not one
         a.close()  # a lent pricer's close() waits for the block's end
         assert len(a._pricer.batches) == len(chunks)
-        inner = a._pricer
-    assert inner.batches == []  # closed with the block
-    assert not isinstance(make_pricer(inp, chunks, cut, None), type(a))  # outside a block: a new one, the caller's
+        two = make_pricer(inp, chunks, cut, LocalExecutor(2))  # two processes asked: not the one in this process,
+        assert two._pricer is not a._pricer and a._pricer.batches == []  # which is dropped (one copy held)
+        assert make_pricer(inp, chunks, cut, None)._pricer is two._pricer  # in this process asked: the workers' do
+        kept = two._pricer
+    assert all(p.poll() is not None for p in kept.procs)  # closed with the block
+    assert not hasattr(make_pricer(inp, chunks, cut, None), "_pricer")  # outside a block: a new one, the caller's
+
+
+def test_a_kept_pricer_that_raised_is_not_lent_again(tmp_path):
+    """A pricing that fails on a worker leaves the other worker's reply unread: the pricer is dropped, and the
+    next call prices on a new one (the same numbers as without a kept pricer)."""
+    from planner.core.errors import SolverError
+    from planner.solve.workers import keep_pricers
+
+    inp = _benders(_case(tmp_path, 24, scenarios=True, days=160))
+    ex = LocalExecutor(2)
+    n = make_plan(inp, mip_gap=1e-7, risk=False, shadow=False, executor=ex).purchases["units"].to_numpy(float)
+
+    def cost(units):
+        return make_plan(inp, fixed_reserved=units, risk=False, shadow=False, executor=ex).cost["total"]
+
+    fresh = [cost(n), cost(np.maximum(n - 1, 0))]
+    with keep_pricers(inp):
+        with pytest.raises(SolverError):
+            cost(n + 100)  # above a max_gpus cap: a batch's LP is infeasible
+        assert [cost(n), cost(np.maximum(n - 1, 0))] == fresh
 
 
 def test_the_plan_its_comparison_and_memo_on_kept_batches_are_unchanged(tmp_path):

@@ -407,19 +407,26 @@ def make_pricer(inp, chunks: list[np.ndarray], cut_by: str, executor=None):
     local executor of several jobs a :class:`ProcessPricer`, anything else (None, one job) a :class:`LocalPricer`.
 
     Inside ``with keep_pricers(inp):`` the pricer of ``inp``'s batches (the same chunks, the same cut groups) is
-    made once and lent to every caller; its ``close()`` waits for the block's end (:class:`keep_pricers`)."""
+    made once and lent to every caller; its ``close()`` waits for the block's end (:class:`keep_pricers`). A caller
+    asking for the batches in this process takes whichever is kept (one in this process, or on workers: the same
+    numbers, no slower); one asking for another kind gets a new pricer, which replaces the kept one (closed: one
+    copy of the batches at a time)."""
     kept = _KEPT.get(id(inp))
     if kept is None:
         return _new_pricer(inp, chunks, cut_by, executor)
     kind = _kind(executor, chunks)
-    for p in kept["pricers"]:
-        if p.kind == kind and p.cut_by == cut_by and len(p.chunks) == len(chunks) and \
-                all(np.array_equal(a, b) for a, b in zip(p.chunks, chunks)):
-            return _Lent(p)
+    same = [p for p in kept["pricers"] if p.cut_by == cut_by and len(p.chunks) == len(chunks)
+            and all(np.array_equal(a, b) for a, b in zip(p.chunks, chunks))]
+    for p in same:
+        if p.kind == kind or kind == ("here",):
+            return _Lent(p, kept)
+    for p in same:  # another kind of the same batches: dropped, so that one copy is held
+        kept["pricers"].remove(p)
+        p.close()
     p = _new_pricer(inp, chunks, cut_by, executor)
     p.chunks, p.cut_by, p.kind = chunks, cut_by, kind
     kept["pricers"].append(p)
-    return _Lent(p)
+    return _Lent(p, kept)
 
 
 def _kind(executor, chunks) -> tuple:
@@ -461,13 +468,23 @@ class keep_pricers:
 
 
 class _Lent:
-    """A kept pricer lent to one caller: everything but ``close()``, which the :class:`keep_pricers` block does."""
+    """A kept pricer lent to one caller: everything but ``close()``, which the :class:`keep_pricers` block does. A
+    pricing that raises drops the kept pricer (closed): a worker's unread reply would answer the next call."""
 
-    def __init__(self, pricer):
-        self._pricer = pricer
+    def __init__(self, pricer, kept: dict):
+        self._pricer, self._kept = pricer, kept
 
     def __getattr__(self, name):
         return getattr(self._pricer, name)
+
+    def price(self, *args, **kwargs):
+        try:
+            return self._pricer.price(*args, **kwargs)
+        except BaseException:
+            if self._pricer in self._kept["pricers"]:
+                self._kept["pricers"].remove(self._pricer)
+                self._pricer.close()
+            raise
 
     def close(self) -> None:
         pass
