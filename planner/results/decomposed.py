@@ -44,7 +44,6 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
     """The plan of the purchases ``bd.n`` from every batch's pricing at them (:mod:`planner.solve.recourse`): the
     whole model is built with the purchases fixed (its columns, for the plan's tables), never solved."""
     from planner.solve.recourse import assemble
-    from planner.solve.monolithic import SolveResult, Status
 
     t0 = time.perf_counter()
     if write_model is not None:  # the MILP the decomposition solved (purchases free), or the LP of fixed ones
@@ -53,17 +52,7 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
     model.rows = dict(bd.row_counts or {})  # the rows the batches solved, for the plan's statistics
     values = assemble(inp, model, bd.chunk_periods, [(k, b, r.solution) for (k, b), r in zip(bd.keys, bd.priced)],
                       bd.n)
-    status = Status.optimal if bd.status == "optimal" else Status.feasible
-    what = "proven" if status is Status.optimal else "not proven (time limit)"
-    bound = finite(bd.lower)
-    result = SolveResult(status=status, values=values, objective=float(model.cost @ values), mip_gap=finite(bd.gap),
-                         best_bound=bound, seconds=bd.seconds, backend="highs", time_limit_s=limit,
-                         mip_gap_limit=gap,
-                         message=f"Benders decomposition, {bd.chunks} cuts per iteration (one per {bd.cut_by}), "
-                                 f"{bd.iterations} iterations, {bd.workers} pricing worker(s) ({bd.pricer}): every "
-                                 f"purchase plan priced on the full hourly model, "
-                                 + (f"bound {bound:,.2f} USD, gap {what}" if bound is not None else
-                                    "no bound yet (the time limit came before the first master solve): not proven"))
+    result = _result(bd, gap, limit, values, float(model.cost @ values))
     timings["build"] = model.seconds
     timings["solve"] = bd.seconds
     plan = extract_plan(inp, model, result, timings, allocation=allocation)
@@ -99,7 +88,6 @@ def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict,
     from planner.inputs import rented
     from planner.model.objective import reserved_cost_per_instance
     from planner.results.plan import _purchases_table, _reserved_by_scenario, baseline_all_on_demand
-    from planner.solve.monolithic import SolveResult, Status
 
     t0 = time.perf_counter()
     if write_model is not None:  # the MILP the decomposition solved (purchases free)
@@ -136,17 +124,8 @@ def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict,
                                     "total": float(own[s] + sum(rent[s, rented.index(kd)] for kd in kinds)),
                                     "shortfall_gpu_hours": float(short[s].sum())}
                                    for s, scen in enumerate(inp.scenarios)])
-    status = Status.optimal if bd.status == "optimal" else Status.feasible
-    what = "proven" if status is Status.optimal else "not proven (time limit)"
-    bound = finite(bd.lower)
-    result = SolveResult(status=status, values=np.zeros(0), objective=objective, mip_gap=finite(bd.gap),
-                         best_bound=bound, seconds=bd.seconds, backend="highs", time_limit_s=limit,
-                         mip_gap_limit=gap,
-                         message=f"Benders decomposition, {bd.chunks} cuts per iteration (one per {bd.cut_by}), "
-                                 f"{bd.iterations} iterations, {bd.workers} pricing worker(s) ({bd.pricer}): every "
-                                 f"purchase plan priced on the full hourly model, "
-                                 + (f"bound {bound:,.2f} USD, gap {what}" if bound is not None else
-                                    "no bound yet (the time limit came before the first master solve): not proven"))
+    result = _result(bd, gap, limit, np.zeros(0), objective)
+    status = result.status
     timings["solve"] = bd.seconds
     empty = pd.DataFrame()
     plan = Plan(name=inp.config.name, status=status, solve=result, inputs=inp, purchases=_purchases_table(inp, n),
@@ -160,3 +139,19 @@ def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict,
                        "integer_variables": int(len(res)), "rows_per_family": dict(bd.row_counts or {})})
     plan.timings["extract"] = time.perf_counter() - t0
     return plan
+
+
+def _result(bd, gap: float, limit, values: np.ndarray, objective: float):
+    """How a decomposed solve ended, as a SolveResult: status, proven bound and gap, and what was done."""
+    from planner.solve.monolithic import SolveResult, Status
+
+    status = Status.optimal if bd.status == "optimal" else Status.feasible
+    what = "proven" if status is Status.optimal else "not proven (time limit)"
+    bound = finite(bd.lower)
+    return SolveResult(status=status, values=values, objective=objective, mip_gap=finite(bd.gap), best_bound=bound,
+                       seconds=bd.seconds, backend="highs", time_limit_s=limit, mip_gap_limit=gap,
+                       message=f"Benders decomposition, {bd.chunks} cuts per iteration (one per {bd.cut_by}), "
+                               f"{bd.iterations} iterations, {bd.workers} pricing worker(s) ({bd.pricer}): every "
+                               f"purchase plan priced on the full hourly model, "
+                               + (f"bound {bound:,.2f} USD, gap {what}" if bound is not None else
+                                  "no bound yet (the time limit came before the first master solve): not proven"))
