@@ -8,6 +8,7 @@ from __future__ import annotations
 
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12: how a term in months becomes hours everywhere (and in the workbook)
 HEADROOM_MAX = 10.0  # a class's headroom, as a fraction of its demand: 0 .. 10 (1,000 %)
+EPS = 1e-7  # a solved quantity below this is read as zero (the plan's tables and a decision's costs alike)
 
 
 def effective_rate(hourly_usd, upfront_usd, term_months):

@@ -181,7 +181,5 @@ def scenario_hours(blocks: Blocks, hours: np.ndarray) -> np.ndarray:
     """(S, B) the hours of each scenario's periods in each block (a block may hold periods of several scenarios:
     its weight is the probability-weighted sum of these rows)."""
     S, T = blocks.of.shape
-    out = np.zeros((S, blocks.B))
-    for s in range(S):
-        out[s] = np.bincount(blocks.of[s], weights=np.asarray(hours, float), minlength=blocks.B)
-    return out
+    cell = (np.arange(S)[:, None] * blocks.B + blocks.of).reshape(-1)  # (scenario, block) of each (s, t)
+    return np.bincount(cell, weights=np.tile(np.asarray(hours, float), S), minlength=S * blocks.B).reshape(S, blocks.B)

@@ -86,16 +86,13 @@ def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict,
     import pandas as pd
 
     from planner.inputs import rented
-    from planner.model.objective import reserved_cost_per_instance
-    from planner.results.plan import _purchases_table, _reserved_by_scenario, baseline_all_on_demand
+    from planner.results.plan import (_purchases_table, _reserved_by_scenario, baseline_all_on_demand,
+                                      commitment_costs, whole_units)
 
     t0 = time.perf_counter()
     if write_model is not None:  # the MILP the decomposition solved (purchases free)
         build_model(inp).write(write_model)
-    n = np.asarray(bd.n, float)
-    if len(n):  # instances are whole; a savings plan's USD per hour is not (as extract_plan reads them)
-        whole = inp.commitments["integer"].to_numpy(bool)
-        n = np.where(whole, np.rint(n), np.where(np.abs(n) < 1e-9, 0.0, n))
+    n = whole_units(inp, bd.n)
     S, K = len(inp.scenarios), inp.K
     rent = np.zeros((S, len(rented.KINDS)))
     covered = np.zeros(S)
@@ -107,11 +104,8 @@ def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict,
     rent[:, rented.index("on_demand")] -= covered  # what savings plans paid is not billed at on-demand
     kinds = rented.reported(inp.pools)
     p = np.asarray(inp.probability, float)
-    res = inp.commitments
-    amortised = float(np.sum(n * reserved_cost_per_instance(inp, "amortised"))) if len(res) else 0.0
-    full_term = float(np.sum(n * reserved_cost_per_instance(inp, "full_term"))) if len(res) else 0.0
-    accounting = inp.config.commitments.accounting
-    reserved_cost = full_term if accounting == "full_term" else amortised
+    commitments = commitment_costs(inp, n)
+    reserved_cost = commitments.pop("reserved_usd")
     cost = {"reserved": reserved_cost, **{kd: float(p @ rent[:, rented.index(kd)]) for kd in kinds}}
     cost["total"] = reserved_cost + sum(cost[kd] for kd in kinds)
     expected_short = p @ short  # (K,) GPU-hours
@@ -125,18 +119,15 @@ def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict,
                                     "shortfall_gpu_hours": float(short[s].sum())}
                                    for s, scen in enumerate(inp.scenarios)])
     result = _result(bd, gap, limit, np.zeros(0), objective)
-    status = result.status
     timings["solve"] = bd.seconds
     empty = pd.DataFrame()
-    plan = Plan(name=inp.config.name, status=status, solve=result, inputs=inp, purchases=_purchases_table(inp, n),
+    plan = Plan(name=inp.config.name, status=result.status, solve=result, inputs=inp, purchases=_purchases_table(inp, n),
                 allocation_positions=empty, fleet=empty, shortfall=empty, spot=empty, scenario_costs=scenario_costs,
                 cost=cost, objective=objective, shortfall_gpu_hours=float(expected_short.sum()),
                 baseline_all_on_demand=baseline_all_on_demand(inp), reserved_utilisation=float("nan"),
-                timings=timings, commitments={"accounting": accounting, "reserved_amortised_usd": amortised,
-                                              "reserved_full_term_usd": full_term,
-                                              "liability_past_horizon_usd": full_term - amortised},
+                timings=timings, commitments=commitments,
                 stats={"periods": inp.T, "scenarios": S, "classes": K, "pools": inp.P,
-                       "integer_variables": int(len(res)), "rows_per_family": dict(bd.row_counts or {})})
+                       "integer_variables": int(len(n)), "rows_per_family": dict(bd.row_counts or {})})
     plan.timings["extract"] = time.perf_counter() - t0
     return plan
 

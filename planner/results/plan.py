@@ -17,11 +17,10 @@ from planner.model import PlanModel
 from planner.model.blocks import block_prices
 from planner.solve.monolithic import SolveResult, Status
 from planner.model.objective import reserved_cost_per_instance
-from planner.core.units import HOURS_PER_MONTH, commitment_usd
+from planner.core.units import EPS, HOURS_PER_MONTH, commitment_usd
 from planner.inputs import commitments
 from planner.inputs import rented, supply
 
-EPS = 1e-7
 OPTIONS = supply.BUCKETS  # the cost buckets: ("reserved", "on_demand", "spot", "flex_start")
 
 
@@ -279,6 +278,27 @@ def baseline_all_on_demand(inp: PlanInputs) -> float:
     return float(np.sum(np.where(ref_hours > 0, ref_hours * cheapest, 0.0)))
 
 
+def whole_units(inp: PlanInputs, n: np.ndarray) -> np.ndarray:
+    """Purchases as solved, read as bought: instances whole; a savings plan's USD per hour as is (below 1e-9: 0)."""
+    n = np.asarray(n, float)
+    if not len(n):
+        return n
+    whole = inp.commitments["integer"].to_numpy(bool)
+    return np.where(whole, np.rint(n), np.where(np.abs(n) < 1e-9, 0.0, n))
+
+
+def commitment_costs(inp: PlanInputs, n: np.ndarray) -> dict:
+    """What purchases ``n`` cost: ``plan.commitments`` (accounting, amortised and full-term USD, the liability past
+    the horizon) and ``reserved_usd``, the one of the two the plan's accounting counts."""
+    res = inp.commitments
+    amortised = float(np.sum(n * reserved_cost_per_instance(inp, "amortised"))) if len(res) else 0.0
+    full_term = float(np.sum(n * reserved_cost_per_instance(inp, "full_term"))) if len(res) else 0.0
+    accounting = inp.config.commitments.accounting
+    return {"accounting": accounting, "reserved_amortised_usd": amortised, "reserved_full_term_usd": full_term,
+            "liability_past_horizon_usd": full_term - amortised,
+            "reserved_usd": full_term if accounting == "full_term" else amortised}
+
+
 def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings: dict | None = None,
                  allocation: bool = True) -> Plan:
     """The :class:`Plan` of a solved model: quantities in tidy tables, costs recomputed from the price sheet.
@@ -291,10 +311,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     if not have:
         v = np.zeros(model.n_variables)
     B = blocks.B
-    n = v[fam["n"]["col"].to_numpy()] if len(fam["n"]) else np.zeros(0)
-    if len(n):  # instances are whole; a savings plan's USD per hour is not
-        whole = inp.commitments["integer"].to_numpy(bool)
-        n = np.where(whole, np.rint(n), np.where(np.abs(n) < 1e-9, 0.0, n))
+    n = whole_units(inp, v[fam["n"]["col"].to_numpy()] if len(fam["n"]) else np.zeros(0))
     Xb = _dense(fam["x"], v, (K, P, B), ("k", "p", "b"))
     J = len(rented.KINDS)
     Rb = _dense(fam["r"], v, (J, K, P, B), ("j", "k", "p", "b"))  # every rented kind (views below: on-demand, spot)
@@ -320,10 +337,8 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
         owned_block = _by_pool(res["pool"].to_numpy(int), m_res * n, blocks.active, P)
     w = blocks.weight
     held = _spares_held(inp, blocks, Xb, owned_block)  # (P, B) reserved GPUs idle as spares
-    amortised = float(np.sum(n * reserved_cost_per_instance(inp, "amortised"))) if len(res) else 0.0
-    full_term = float(np.sum(n * reserved_cost_per_instance(inp, "full_term"))) if len(res) else 0.0
-    accounting = inp.config.commitments.accounting
-    reserved_cost = full_term if accounting == "full_term" else amortised
+    commitments = commitment_costs(inp, n)
+    reserved_cost = commitments.pop("reserved_usd")
     Vb = _covered(inp, fam, v, (P, B))  # on-demand GPUs paid by savings plans
     kinds = rented.reported(inp.pools)  # on-demand, spot, and any other rented kind a pool sells
     price_b = block_prices(inp, blocks)  # (J, P, B)
@@ -343,8 +358,6 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     objective = cost["total"] + short_usd
     if inp.config.finance.npv and have:  # the objective the solver minimised: the NPV, shortfall discounted too
         objective = float(model.cost @ v)
-    commitments = {"accounting": accounting, "reserved_amortised_usd": amortised,
-                   "reserved_full_term_usd": full_term, "liability_past_horizon_usd": full_term - amortised}
 
     purchases = _purchases_table(inp, n)
 

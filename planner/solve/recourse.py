@@ -198,15 +198,14 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
                   costs=scenario_costs(batch, x) if solution == "costs" else None)
 
 
-EPS = 1e-7  # quantities below this are read as zero (planner.results.plan.EPS: the plan's tables do the same)
-
-
 def scenario_costs(batch: Batch, x: np.ndarray) -> dict:
     """The batch's costs per scenario at the column values ``x``, as the plan reads them from the whole model's
     (:func:`planner.results.plan.extract_plan`): ``rented`` (S, J) USD by rented kind at each block's prices,
     ``covered`` (S,) the on-demand USD savings plans paid, ``short`` (S, K) shortfall GPU-hours by class. A block's
     quantity counts in every scenario whose periods it holds, for that scenario's hours (summed over the batches:
     the horizon's)."""
+    from planner.core.units import EPS
+
     J, P, B = batch.block_price.shape
     H = batch.block_hours
     K = batch.classes_pools[0]
