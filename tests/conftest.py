@@ -93,5 +93,29 @@ def soffice() -> str | None:
     return shutil.which("soffice") or shutil.which("libreoffice")
 
 
+def lo_convert(src: Path, outdir: Path, to: str, profile: Path, *, calc: bool = False, attempts: int = 3) -> Path:
+    """Convert ``src`` with LibreOffice headless into ``outdir``; return the converted file.
+
+    LibreOffice headless sometimes aborts at start-up (SIGABRT, exit 134) when several instances start at once
+    on a loaded machine, before it has read the file. Such a crash is retried with a fresh user profile, at
+    most ``attempts`` times; any other failure, or a converted file that does not appear, fails the test.
+    """
+    import subprocess
+
+    target = outdir / f"{src.stem}.{to}"
+    for attempt in range(attempts):
+        run_profile = profile if attempt == 0 else profile.with_name(f"{profile.name}-retry{attempt}")
+        done = subprocess.run([soffice(), f"-env:UserInstallation=file://{run_profile}", "--headless",
+                               *(["--calc"] if calc else []), "--convert-to", to, "--outdir", str(outdir),
+                               str(src)], capture_output=True, timeout=240)
+        crashed = done.returncode < 0 or done.returncode in (134, 139)
+        if done.returncode == 0 and target.exists():
+            return target
+        if not crashed or attempt == attempts - 1:
+            raise AssertionError(f"LibreOffice exited {done.returncode} converting {src} to {to}:\n"
+                                 f"{done.stdout.decode(errors='replace')}\n{done.stderr.decode(errors='replace')}")
+    raise AssertionError("unreachable")
+
+
 def dedent(text: str) -> str:
     return textwrap.dedent(text).lstrip()

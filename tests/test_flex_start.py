@@ -298,11 +298,10 @@ def test_the_finance_pack_with_its_memo_prints_at_8_pt_or_more(flex_plan, tmp_pa
     import statistics
     import subprocess
 
-    from conftest import soffice
+    from conftest import lo_convert
 
     _plan, out = flex_plan
-    subprocess.run([soffice(), f"-env:UserInstallation=file://{tmp_path / 'lo'}", "--headless", "--convert-to", "pdf",
-                    "--outdir", str(tmp_path), str(out / "plan.xlsx")], check=True, capture_output=True, timeout=240)
+    lo_convert(out / "plan.xlsx", tmp_path, "pdf", tmp_path / "lo")
     boxes = subprocess.run(["pdftotext", "-bbox", str(tmp_path / "plan.pdf"), "-"], check=True, capture_output=True,
                            text=True).stdout
     size = {}

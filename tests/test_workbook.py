@@ -11,7 +11,7 @@ from openpyxl import load_workbook
 
 from planner.pipeline.run import write_outputs
 from planner.report.workbook.book import NAMES
-from conftest import price, soffice, solve_case, write_case
+from conftest import lo_convert, price, soffice, solve_case, write_case
 
 SHEETS = ["Summary", "Cash by year", "Tranches", "Downside", "Term downside", "Purchases", "Allocation", "Costs"]
 
@@ -41,9 +41,7 @@ def recalc(path: Path, tmp: Path) -> Path:
     bare_dir.mkdir(parents=True, exist_ok=True)
     bare = bare_dir / path.name
     load_workbook(path).save(bare)  # formulas only
-    subprocess.run([soffice(), f"-env:UserInstallation=file://{profile}", "--headless", "--calc",
-                    "--convert-to", "xlsx", "--outdir", str(out), str(bare)],
-                   check=True, capture_output=True, timeout=240)
+    lo_convert(bare, out, "xlsx", profile, calc=True)
     _RECALCULATED[key] = out / path.name
     return out / path.name
 
@@ -222,9 +220,7 @@ def test_the_workbook_prints_in_few_pages_and_never_as_hashes(example_plan, tmp_
     if not shutil.which("pdfinfo") or not shutil.which("pdftotext"):
         pytest.skip("poppler-utils (pdfinfo, pdftotext) not installed")
     profile = tmp_path / "lo-profile"
-    subprocess.run([soffice(), f"-env:UserInstallation=file://{profile}", "--headless", "--convert-to", "pdf",
-                    "--outdir", str(tmp_path), str(example_plan[1]["xlsx"])], check=True, capture_output=True,
-                   timeout=240)
+    lo_convert(Path(example_plan[1]["xlsx"]), tmp_path, "pdf", profile)
     pdf = tmp_path / "plan.pdf"
     info = subprocess.run(["pdfinfo", str(pdf)], check=True, capture_output=True, text=True).stdout
     pages = int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
