@@ -1,8 +1,8 @@
 """The decomposition's pricing on workers, and plans read from its batches (issue 23, items 3 and 6).
 
 Oracles: the monolithic model (the same plan solved whole), one worker against two processes and a Dask
-cluster (the same numbers, not merely close: the bases travel with the calls), a worker killed in the middle
-of an iteration (replaced, the iteration retried, the same answer), the shadow prices of a re-solve against
+cluster (the same numbers, not merely close: a batch starts from the same basis on any), a worker killed in the
+middle of an iteration (replaced, the iteration retried; the bases it kept lost: an answer within the gap), the shadow prices of a re-solve against
 those the solve that made the plan left behind, and the memo's re-solves against the whole model's."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from planner.solve.decompose import chunk_index, cut_groups, solve_benders
 from planner.core.executors import DaskExecutor, LocalExecutor
 from planner.inputs.arrays import scale_inputs
 from planner.solve.recourse import build_batch, price
-from planner.solve.workers import LocalPricer, ProcessPricer, make_pricer
+from planner.solve.workers import Kept, KeptBases, LocalPricer, ProcessPricer, make_pricer
 from test_decompose import _case
 
 
@@ -51,9 +51,50 @@ def test_a_worker_killed_mid_iteration_is_replaced_and_the_answer_is_unchanged(t
         pids = pricer.pids()
         hit = solve_benders(inp, mip_gap=1e-7, chunk="week", pricer=pricer)
         assert pricer.restarts == 1 and pricer.pids()[1] != pids[1] and pricer.pids()[0] == pids[0]
+        # the dead worker's kept bases died with it: its share of that call started cold, and only that call
+        assert 0 < pricer.bases_lost <= len(pricer.shares[1])
     finally:
         pricer.close()
-    _same(one, hit)
+    assert one.status == hit.status == "optimal"
+    assert abs(hit.upper - one.upper) <= 1e-7 * abs(one.upper) + 1e-6  # the same optimum, within the gap asked
+    assert hit.lower <= one.upper + 1e-6 and one.lower <= hit.upper + 1e-6
+
+
+def test_a_worker_keeps_each_batchs_last_basis_and_says_when_one_is_gone(tmp_path):
+    """KeptBases: a batch's own last basis comes back as HiGHS's object (the same solve as from its arrays); an
+    older call's, or another worker's, is a cold start and counted; arrays pass as given."""
+    inp = _case(tmp_path, 16, days=60)
+    chunks = chunk_index(inp, "week")
+    batches = {i: build_batch(inp, c, cut_groups(inp)) for i, c in enumerate(chunks)}
+    n0, n1 = np.zeros(len(inp.commitments)), np.ones(len(inp.commitments))
+    k = KeptBases()
+    first = k.price(batches, n0, [(i, None) for i in batches], False, 1.0, portable=False)
+    assert all(isinstance(r.basis, Kept) and r.basis.keeper == k.name for r in first.values())
+    arrays = {i: price(b, n0, None).basis for i, b in batches.items()}  # the same first solve, read as arrays
+    second = k.price(batches, n1, [(i, first[i].basis) for i in batches], False, 1.0, portable=False)
+    want = {i: price(b, n1, arrays[i]) for i, b in batches.items()}
+    assert k.lost == 0
+    for i in batches:  # warm from the kept object or from its arrays: the same pivots, the same cuts
+        assert second[i].iterations == want[i].iterations
+        assert np.array_equal(second[i].values, want[i].values) and np.array_equal(second[i].coef, want[i].coef)
+    assert k.resolve(0, first[0].basis) is None and k.lost == 1  # an older call's: gone
+    assert k.resolve(0, Kept("another worker", second[0].basis.call)) is None and k.lost == 2
+    assert k.resolve(0, arrays[0]) is arrays[0] and k.resolve(0, None) is None and k.lost == 2
+    last = k.price(batches, n1, [(i, second[i].basis) for i in batches], False, 1.0, portable=True)
+    assert all(isinstance(r.basis, tuple) and r.basis[0].dtype == np.int8 for r in last.values())
+
+
+def test_the_loops_bases_stay_on_the_workers_and_the_plan_gets_arrays(tmp_path):
+    inp = _case(tmp_path, 17, days=150)
+    chunks = chunk_index(inp, "week")
+    pricer = ProcessPricer(inp, chunks, cut_groups(inp), 2)
+    try:
+        got = solve_benders(inp, mip_gap=1e-7, chunk="week", pricer=pricer)
+        assert pricer.bases_lost == 0  # every call warm from the batch's own last basis
+    finally:
+        pricer.close()
+    assert got.iterations > 2
+    assert all(isinstance(r.basis, tuple) and r.basis[0].dtype == np.int8 for r in got.priced)  # nothing on a worker
 
 
 def test_a_dask_cluster_gives_exactly_one_workers_answer(tmp_path):

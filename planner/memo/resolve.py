@@ -189,14 +189,17 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
         # points are priced outwards from the plan, a few pivots each (the order is fixed: the same answer)
         done = [(float(warm.get("level", 1.0)), np.asarray(warm.get("units", np.zeros(0)), float),
                  warm_bases(warm, chunks, pricer))]
-        for i in _nearest_first(tasks, done[0]):
+        order = _nearest_first(tasks, done[0])
+        starts = _starts(tasks, order, done[0])
+        # a result's bases stay on the workers when only the next call starts from them (a worker keeps each
+        # batch's last basis); read out as arrays when a later call does (the same basis either way)
+        later = {s for m, s in enumerate(starts) if s < m}
+        for m, i in enumerate(order):
             task = tasks[i]
             t0 = time.perf_counter()
             level = float(task.get("demand_level", 1.0))
             units = np.asarray(task["units"], float)
-            start = min(done, key=lambda d: (abs(d[0] - level), float(np.abs(d[1] - units).sum())
-                                             if len(d[1]) == len(units) else np.inf))[2]
-            priced = pricer.price(units, start, solution=True, scale=level)
+            priced = pricer.price(units, done[starts[m]][2], solution=True, scale=level, portable=m + 1 in later)
             done.append((level, units, [r.basis for r in priced]))
             scaled = inp if level == 1.0 else scale_inputs(inp, demand_level=level)
             p = plan_from_priced(scaled, units, priced, pricer, chunks, cut_by, time.perf_counter() - t0,
@@ -206,6 +209,19 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
         if shared is None:
             pricer.close()
     return rows
+
+
+def _starts(tasks: list[dict], order: list[int], origin: tuple) -> list[int]:
+    """Per call (tasks in ``order``): the point it starts from, 0 the plan's own (``origin``: level, units), m + 1
+    the m-th call's result: the nearest by demand level, then by units (the first of equals)."""
+    points = [(float(origin[0]), np.asarray(origin[1], float))]
+    out = []
+    for i in order:
+        level, units = float(tasks[i].get("demand_level", 1.0)), np.asarray(tasks[i]["units"], float)
+        out.append(min(range(len(points)), key=lambda j: (abs(points[j][0] - level), float(
+            np.abs(points[j][1] - units).sum()) if len(points[j][1]) == len(units) else np.inf)))
+        points.append((level, units))
+    return out
 
 
 def _nearest_first(tasks: list[dict], origin: tuple) -> list[int]:

@@ -238,7 +238,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         """Q(n) = sum_g Q_g(n), each group's value, and the cuts (COO) at n; adds them to the master."""
         nonlocal ages, cut_lo
         t = time.perf_counter()
-        results = pricer.price(n, bases)
+        results = pricer.price(n, bases, portable=False)  # each batch's basis stays where it was priced: the
+        # loop hands it back next call (the final pricing below returns them as arrays, for the plan to keep)
         for i, r in enumerate(results):
             bases[i] = r.basis
         values = np.concatenate([r.values for r in results])

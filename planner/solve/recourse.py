@@ -250,9 +250,12 @@ def _portable(hb, batch: Batch) -> tuple:
 
 
 def portable_basis(basis, batch_shape: tuple | None = None):
-    """Any basis :func:`price` returns, as int8 arrays (None stays None)."""
+    """Any basis :func:`price` returns, as int8 arrays (None stays None). A reference to a basis a worker kept
+    (:class:`planner.solve.workers.Kept`) is not here to read: None (a cold start, for whoever keeps it)."""
     if basis is None or isinstance(basis, tuple):
         return basis
+    if not hasattr(basis, "col_status"):
+        return None
     return (np.fromiter(map(int, basis.col_status), dtype=np.int8),
             np.fromiter(map(int, basis.row_status), dtype=np.int8))
 

@@ -2,13 +2,17 @@
 
 Every pricer holds the batches of :mod:`planner.solve.recourse` (each built once, where it is priced, from the
 inputs on that worker's own periods, sent once: :func:`share_inputs`) and answers ``price(n, bases, solution)`` with one
-:class:`~planner.solve.recourse.Priced` per batch, in batch order. The bases travel with the calls (the caller
-keeps them), so the answer does not depend on the pricer or the number of workers.
+:class:`~planner.solve.recourse.Priced` per batch, in batch order. The caller keeps the bases and sends them with
+each call, so the answer does not depend on the pricer or the number of workers. Within a decomposition's loop
+(``portable=False``) a worker keeps each batch's last basis itself, as HiGHS's own object, and the caller holds a
+:class:`Kept` reference to it: a basis read out of HiGHS into arrays costs as much as a third of a warm batch's
+solve (its statuses cross into Python one by one), and the loop only ever hands a batch its own last basis back.
 
 - :class:`LocalPricer`: in this process.
 - :class:`ProcessPricer`: ``jobs`` worker processes here, each with a fixed share of the batches (balanced by
   their periods). A worker that dies (killed, out of memory) is replaced: the new one builds the same batches
-  and the call is retried with the same bases, so the iteration's answer is unchanged.
+  and the call is retried with the same bases, so the iteration's answer is unchanged (bases the dead worker kept
+  are lost with it: its batches start that call cold, and the answer is the same within the solve's gap).
 - :class:`DaskPricer`: one Dask actor per worker of a cluster (``planner.core.executors.DaskExecutor``), its share
   of the inputs scattered to it; an actor lost with its worker is made again on a live worker (its share
   scattered again) and the call retried.
@@ -20,11 +24,57 @@ import os
 import pickle
 import signal
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from planner.solve.recourse import build_batch, price
 
 RETRIES = 2  # a call is retried this many times after a worker died
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A basis kept by the worker that made it (:class:`KeptBases`): which keeper, and which of its calls."""
+
+    keeper: str
+    call: int
+
+
+class KeptBases:
+    """A worker's bases kept between calls: each batch's last, as HiGHS's own object (no conversion).
+
+    ``resolve(i, basis)`` gives what :func:`~planner.solve.recourse.price` takes: a :class:`Kept` reference
+    of this keeper to batch ``i``'s last basis becomes that basis; one it no longer has (another keeper's: a
+    worker since replaced; or an older call's) becomes None, a cold start, counted in ``lost``. Any other basis
+    passes as given."""
+
+    def __init__(self):
+        import uuid
+
+        self.name, self.call, self.last, self.lost = uuid.uuid4().hex, 0, {}, 0
+
+    def resolve(self, i: int, basis):
+        if not isinstance(basis, Kept):
+            return basis
+        call, native = self.last.get(i, (None, None))
+        if basis.keeper == self.name and basis.call == call:
+            return native
+        self.lost += 1
+        return None
+
+    def price(self, batches: dict, n, todo: list, solution, scale: float, portable: bool) -> dict:
+        """The batches ``todo`` ((position, basis) pairs) at ``n``; with ``portable=False`` each one's new basis
+        is kept here and a :class:`Kept` reference returned in its place."""
+        self.call += 1
+        out = {}
+        for i, basis in todo:
+            r = price(batches[i], n, self.resolve(i, basis), solution, portable=portable, scale=scale)
+            if not portable:
+                self.last[i] = (self.call, r.basis)
+                r.basis = Kept(self.name, self.call)
+            out[i] = r
+        return out
 
 
 def slim(inp):
@@ -81,8 +131,10 @@ class LocalPricer:
         self.row_counts = [b.row_counts for b in self.batches]
         self.sizes = [b.shape for b in self.batches]
 
-    def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0) -> list:
-        """Every batch at ``n`` from its basis (kept as HiGHS's own objects: one process, no conversion)."""
+    def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0,
+              portable: bool = True) -> list:
+        """Every batch at ``n`` from its basis (kept as HiGHS's own objects: one process, no conversion, whatever
+        ``portable`` says)."""
         return [price(b, n, basis, solution, portable=False, scale=scale) for b, basis in zip(self.batches, bases)]
 
     def keys(self) -> list[tuple]:
@@ -104,6 +156,7 @@ def _serve(inbox, outbox, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     die_with_parent(parent)
     batches: dict[int, object] = {}
+    kept = KeptBases()
     while True:
         try:
             msg = pickle.loads(inbox.recv_bytes())
@@ -122,10 +175,11 @@ def _serve(inbox, outbox, parent: int) -> None:
                 reply = {i: (batches[i].G, batches[i].keys, batches[i].block_of, batches[i].row_counts,
                              batches[i].shape) for i, _, _ in items}
             elif op == "price":
-                _, n, todo, solution, die, scale = msg
+                _, n, todo, solution, die, scale, portable = msg
                 if die:  # a test's fault: this worker dies in the middle of an iteration
                     os.kill(os.getpid(), signal.SIGKILL)
-                reply = {i: price(batches[i], n, basis, solution, scale=scale) for i, basis in todo}
+                lost = kept.lost
+                reply = (kept.price(batches, n, todo, solution, scale, portable), kept.lost - lost)
             else:
                 return
             outbox.send_bytes(pickle.dumps(("ok", reply), protocol=pickle.HIGHEST_PROTOCOL))
@@ -162,6 +216,7 @@ class ProcessPricer:
         self.fault: dict | None = None  # tests: {"call": k, "worker": w} kills worker w during price call k
         self.fault_build = fault_build  # tests: this worker kills itself on its first build
         self.restarts = 0
+        self.bases_lost = 0  # kept bases a worker no longer had (replaced since): batches started cold
         for w in range(self.workers):
             self._start(w)
         built: dict = {}
@@ -239,8 +294,10 @@ class ProcessPricer:
                                       "(out of memory? fewer --jobs, or a machine with more memory)") from None
         raise AssertionError("unreachable")
 
-    def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0) -> list:
-        """Every batch at ``n`` from its basis, the workers' shares in parallel; a dead worker is replaced."""
+    def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0,
+              portable: bool = True) -> list:
+        """Every batch at ``n`` from its basis, the workers' shares in parallel; a dead worker is replaced.
+        ``portable=False``: each batch's new basis stays on its worker, a :class:`Kept` reference returned."""
         self.calls += 1
         out: dict = {}
         todo = list(range(self.workers))
@@ -249,7 +306,7 @@ class ProcessPricer:
             for w in todo:
                 die = bool(self.fault and self.fault.get("call") == self.calls and self.fault.get("worker") == w
                            and attempt == 0)
-                msg = ("price", n, [(i, bases[i]) for i in self.shares[w]], solution, die, scale)
+                msg = ("price", n, [(i, bases[i]) for i in self.shares[w]], solution, die, scale, portable)
                 try:
                     self.conns[w][0].send_bytes(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
                 except (BrokenPipeError, ConnectionResetError, OSError):
@@ -258,9 +315,12 @@ class ProcessPricer:
                 if w in failed:
                     continue
                 try:
-                    out.update(self._receive(w))
+                    priced, lost = self._receive(w)
                 except (EOFError, OSError):
                     failed.append(w)
+                    continue
+                out.update(priced)
+                self.bases_lost += lost
             if not failed:
                 return [out[i] for i in range(len(self.chunks))]
             if attempt == RETRIES:
@@ -304,14 +364,17 @@ class RecourseActor:
 
     def __init__(self, inp, items: list, cut_by: str):
         self.batches = build_share(inp, items, cut_by)
+        self.kept = KeptBases()
 
     def built(self) -> dict:
         """Per batch: (cut groups, family keys, block_of)."""
         return {i: (b.G, b.keys, b.block_of, b.row_counts, b.shape) for i, b in self.batches.items()}
 
-    def price(self, n, todo: list, solution: bool, scale: float = 1.0) -> dict:
-        """The batches ``todo`` ((position, basis) pairs) at ``n``."""
-        return {i: price(self.batches[i], n, basis, solution, scale=scale) for i, basis in todo}
+    def price(self, n, todo: list, solution: bool, scale: float = 1.0, portable: bool = True) -> tuple:
+        """The batches ``todo`` ((position, basis) pairs) at ``n`` (:meth:`KeptBases.price`), and how many kept
+        bases were no longer here."""
+        lost = self.kept.lost
+        return self.kept.price(self.batches, n, todo, solution, scale, portable), self.kept.lost - lost
 
 
 class DaskPricer:
@@ -327,6 +390,7 @@ class DaskPricer:
         self.shares = _shares(chunks, self.workers)
         self.inp = slim(inp)  # each actor gets only its own periods of it (share_inputs)
         self.restarts = 0
+        self.bases_lost = 0  # kept bases an actor no longer had (made again since): batches started cold
         self.actors = [self._actor(w, addresses[w] if w < len(addresses) else None) for w in range(self.workers)]
         built: dict = {}
         for fut in [a.built() for a in self.actors]:
@@ -343,12 +407,14 @@ class DaskPricer:
         fut = self.client.submit(RecourseActor, data, items, self.cut_by, actor=True, pure=False, **where)
         return fut.result()
 
-    def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0) -> list:
+    def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0,
+              portable: bool = True) -> list:
         """Every batch at ``n`` from its basis; an actor lost with its worker is made again and retried.
 
         A lost actor fails when called (``RuntimeError: Worker holding Actor was lost``, raised as the call is
         made once the scheduler knows) or when its answer is awaited: either way its share is priced again on
-        a new actor, with the same bases, so the iteration's answer is unchanged."""
+        a new actor, with the same bases, so the iteration's answer is unchanged (bases the lost actor kept,
+        ``portable=False``, are lost with it: those batches start cold, the answer the same within the gap)."""
         from planner.core.errors import SolverError
 
         out: dict = {}
@@ -357,16 +423,20 @@ class DaskPricer:
             calls, failed = {}, []
             for w in todo:
                 try:  # an actor whose worker is known lost refuses the call itself ("Worker holding Actor was lost")
-                    calls[w] = self.actors[w].price(n, [(i, bases[i]) for i in self.shares[w]], solution, scale)
+                    calls[w] = self.actors[w].price(n, [(i, bases[i]) for i in self.shares[w]], solution, scale,
+                                                    portable)
                 except Exception:
                     failed.append(w)
             for w, fut in calls.items():
                 try:
-                    out.update(fut.result())
+                    priced, lost = fut.result()
                 except Exception as exc:
                     if isinstance(exc, SolverError):
                         raise
                     failed.append(w)
+                    continue
+                out.update(priced)
+                self.bases_lost += lost
             if not failed:
                 return [out[i] for i in range(len(self.chunks))]
             if attempt == RETRIES:
@@ -504,7 +574,9 @@ def _new_pricer(inp, chunks: list[np.ndarray], cut_by: str, executor=None):
 if __name__ == "__main__":
     import sys
 
-    _child_main(sys.argv[1:])
+    from planner.solve import workers  # the module by its own name: what it pickles (Kept) is read as that
+
+    workers._child_main(sys.argv[1:])
 
 
 def warm_bases(warm: dict | None, chunks: list, pricer) -> list:
