@@ -445,3 +445,21 @@ def test_a_chunk_of_a_tree_carries_its_rows_not_the_rows_before_the_split(tmp_pa
     a, b = build_batch(part, np.arange(len(idx)), "block"), build_batch(with_source, np.arange(len(idx)), "block")
     for name in ("start", "index", "value", "cost", "row_lower", "row_upper", "col_lower", "col_upper"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+@pytest.mark.parametrize("R", [7, 40_000])
+def test_the_loops_kept_cuts_read_back_exactly(R):
+    """Every pricing's cuts are kept to the loop's end in half the bytes (counts per group, narrow columns): read
+    back, the same entries, bit for bit, in both column widths."""
+    from planner.solve.decompose import _logged, _unlogged
+
+    rng = np.random.default_rng(R)
+    G = 9
+    g = np.sort(rng.choice([0, 2, 3, 8], size=50))  # groups 1, 4..7 without entries
+    c = rng.integers(0, R, size=50).astype(np.int64)
+    d, rhs = rng.normal(size=50), rng.normal(size=G)
+    kept = _logged(g, c, d, rhs, G, R)
+    assert kept[1].dtype == (np.int16 if R < 2 ** 15 else np.int32)
+    g2, c2, d2, rhs2 = _unlogged(kept)
+    assert np.array_equal(g2, g) and np.array_equal(c2, c) and c2.dtype == np.int64
+    assert d2 is d and rhs2 is rhs

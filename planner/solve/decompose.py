@@ -109,6 +109,19 @@ def _cut_rows(g: np.ndarray, c: np.ndarray, d: np.ndarray, G: int, R: int):
     return starts.astype(np.int32), index, coef
 
 
+def _logged(g: np.ndarray, c: np.ndarray, d: np.ndarray, rhs: np.ndarray, G: int, R: int) -> tuple:
+    """One pricing's cuts as the loop keeps them (every pricing's, to the end): per group its entries' count
+    instead of a group per entry, purchase columns in the narrowest integer type; half the bytes of (g, c, d)."""
+    width = np.int16 if R <= np.iinfo(np.int16).max else np.int32
+    return np.bincount(g, minlength=G).astype(np.int32), c.astype(width), d, rhs
+
+
+def _unlogged(entry: tuple) -> tuple:
+    """(g, c, d, rhs) of a kept pricing's cuts (:func:`_logged`)."""
+    counts, c, d, rhs = entry
+    return np.repeat(np.arange(len(counts)), counts), c.astype(np.int64), d, rhs
+
+
 def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads) -> dict:
     """An integer master with one theta per batch (a week): every logged pricing's cuts summed over the batch's
     groups, a valid cut on the batch's theta (a sum of valid cuts); weaker than the groups' own, far smaller."""
@@ -131,7 +144,7 @@ def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mi
         starts, index, coef = _cut_rows(rows, cols, D[rows, cols], B, R)
         h.addRows(B, rb, np.full(B, inf), len(index), starts, index, coef)
     for entry in cut_log:
-        add(entry)
+        add(_unlogged(entry))
     return {"highs": h, "B": B, "of": of, "add": add, "fixed": fixed}
 
 
@@ -254,7 +267,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         if not last.get("batch_master"):  # the batch master takes its summed cuts itself (below)
             add_cuts(g, c, d, rhs)
         last["values"] = values  # each group's value at n (the integer master's start when n is the best plan)
-        cut_log.append((g, c, d, rhs))  # every cut priced (the aggregated integer master sums them)
+        cut_log.append(_logged(g, c, d, rhs, G, R))  # every cut priced (the aggregated integer master sums them)
         cut_of[n.tobytes()] = len(cut_log) - 1
         return float(values.sum())
 
@@ -438,7 +451,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                 # a plan priced before whose cuts the pruning dropped (or the master never had: the batch master
                 # has all): put them back, so its cuts are exact there again, and solve once more
                 restored.add(key)
-                entry = cut_log[cut_of[key]]
+                entry = _unlogged(cut_log[cut_of[key]])
                 (agg["add"] if agg is not None else lambda e: add_cuts(*e))(entry)
                 log()
                 continue
@@ -449,7 +462,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                 break
             offer(n, price(n))
             if agg is not None:
-                agg["add"](cut_log[-1])
+                agg["add"](_unlogged(cut_log[-1]))
             log()
             if closed() or out_of_time():
                 break
