@@ -55,6 +55,7 @@ class KeptBases:
         self.name, self.call, self.last, self.lost = uuid.uuid4().hex, 0, {}, 0
 
     def resolve(self, i: int, basis):
+        """The basis :func:`~planner.solve.recourse.price` takes for batch ``i`` from what the caller sent (above)."""
         if not isinstance(basis, Kept):
             return basis
         call, native = self.last.get(i, (None, None))
