@@ -78,8 +78,10 @@ def test_a_worker_keeps_each_batchs_last_basis_and_says_when_one_is_gone(tmp_pat
         assert second[i].iterations == want[i].iterations
         assert np.array_equal(second[i].values, want[i].values) and np.array_equal(second[i].coef, want[i].coef)
     assert k.resolve(0, first[0].basis) is None and k.lost == 1  # an older call's: gone
-    assert k.resolve(0, Kept("another worker", second[0].basis.call)) is None and k.lost == 2
-    assert k.resolve(0, arrays[0]) is arrays[0] and k.resolve(0, None) is None and k.lost == 2
+    assert k.resolve(0, Kept("another worker", second[0].basis.call, 0)) is None and k.lost == 2
+    assert k.resolve(0, second[1].basis) is None and k.lost == 3  # another batch's: never its basis
+    assert k.resolve(0, arrays[0]) is arrays[0] and k.resolve(0, None) is None and k.lost == 3
+    assert k.resolve(0, second[0].basis) is k.last[0][1]  # its own last: HiGHS's object itself
     last = k.price(batches, n1, [(i, second[i].basis) for i in batches], False, 1.0, portable=True)
     assert all(isinstance(r.basis, tuple) and r.basis[0].dtype == np.int8 for r in last.values())
 

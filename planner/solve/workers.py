@@ -35,10 +35,11 @@ RETRIES = 2  # a call is retried this many times after a worker died
 
 @dataclass(frozen=True)
 class Kept:
-    """A basis kept by the worker that made it (:class:`KeptBases`): which keeper, and which of its calls."""
+    """A basis kept by the worker that made it (:class:`KeptBases`): which keeper, which of its calls, which batch."""
 
     keeper: str
     call: int
+    batch: int
 
 
 class KeptBases:
@@ -46,7 +47,7 @@ class KeptBases:
 
     ``resolve(i, basis)`` gives what :func:`~planner.solve.recourse.price` takes: a :class:`Kept` reference
     of this keeper to batch ``i``'s last basis becomes that basis; one it no longer has (another keeper's: a
-    worker since replaced; or an older call's) becomes None, a cold start, counted in ``lost``. Any other basis
+    worker since replaced; an older call's; another batch's) becomes None, a cold start, counted in ``lost``. Any other basis
     passes as given."""
 
     def __init__(self):
@@ -59,7 +60,7 @@ class KeptBases:
         if not isinstance(basis, Kept):
             return basis
         call, native = self.last.get(i, (None, None))
-        if basis.keeper == self.name and basis.call == call:
+        if basis.keeper == self.name and basis.call == call and basis.batch == i:
             return native
         self.lost += 1
         return None
@@ -73,7 +74,7 @@ class KeptBases:
             r = price(batches[i], n, self.resolve(i, basis), solution, portable=portable, scale=scale)
             if not portable:
                 self.last[i] = (self.call, r.basis)
-                r.basis = Kept(self.name, self.call)
+                r.basis = Kept(self.name, self.call, i)
             out[i] = r
         return out
 
