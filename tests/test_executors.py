@@ -134,3 +134,29 @@ def test_an_unreachable_scheduler_is_an_input_error():
 
     with pytest.raises(ConfigError, match="--scheduler"):
         make_executor("dask", scheduler="notanaddress")
+
+
+@pytest.mark.slow
+def test_the_local_dask_cluster_leaves_glibcs_trimming_alone_unless_the_user_set_it(monkeypatch):
+    """Dask's nannies start workers with MALLOC_TRIM_THRESHOLD_=65536 (memory handed back at once: pricing 60 %
+    slower, benchmarks/README.md); the planner's LocalCluster leaves glibc's default, and keeps a user's own value."""
+    import os
+
+    import dask
+    import distributed  # noqa: F401  (its configuration)
+
+    from planner.core.executors import DASK_TRIM_DEFAULT, DaskExecutor
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    assert dask.config.get("distributed.nanny.pre-spawn-environ")["MALLOC_TRIM_THRESHOLD_"] == DASK_TRIM_DEFAULT
+
+    def trim():
+        return os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+    with DaskExecutor(jobs=1) as ex:
+        assert set(ex.client.run(trim).values()) == {None}
+    assert "MALLOC_TRIM_THRESHOLD_" not in os.environ  # nor set here by the nanny (the next children's)
+    env = dict(dask.config.get("distributed.nanny.pre-spawn-environ"), MALLOC_TRIM_THRESHOLD_=1 << 20)
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": env}), DaskExecutor(jobs=1) as ex:
+        assert set(ex.client.run(trim).values()) == {str(1 << 20)}
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)  # the nanny put the user's value here too

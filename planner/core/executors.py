@@ -285,6 +285,27 @@ def _dask_task(fn, task, run: str, initializer, initargs):
     return _guarded(fn, task)
 
 
+DASK_TRIM_DEFAULT = 65536  # distributed's own MALLOC_TRIM_THRESHOLD_ for the workers its nannies start
+
+
+@contextlib.contextmanager
+def _glibc_trim_left_alone():
+    """Dask's nannies start their workers with ``MALLOC_TRIM_THRESHOLD_=65536`` (``distributed.nanny.pre-spawn-
+    environ``): glibc then hands freed memory back to the system at once, and takes it again page by page. A
+    pricing worker makes and frees a HiGHS model per batch: measured on XL, 1.6 s a pass against 1.0 s in a local
+    process, the same 1.0 s without it. The LocalCluster started here leaves glibc's default (a user's own
+    setting, any other value, is kept; the nannies read it once, so a worker they start again has it too)."""
+    import dask
+
+    env = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
+    if env.get("MALLOC_TRIM_THRESHOLD_") not in (DASK_TRIM_DEFAULT, str(DASK_TRIM_DEFAULT)):
+        yield
+        return
+    env.pop("MALLOC_TRIM_THRESHOLD_")
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": env}):
+        yield
+
+
 class DaskExecutor(Executor):
     """Dask distributed: a cluster's scheduler address, or a LocalCluster started here (closed by ``close``)."""
 
@@ -314,8 +335,9 @@ class DaskExecutor(Executor):
             held: list[int] = []
             prior = _hold_sigterm(held)
             try:
-                self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                                            dashboard_address=":0", silence_logs=50)  # a lost worker is retried
+                with _glibc_trim_left_alone():
+                    self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
+                                                dashboard_address=":0", silence_logs=50)  # a lost worker is retried
                 self.client = Client(self.cluster)
             except BaseException:
                 if prior is not None:
