@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from planner import make_plan
@@ -41,7 +42,7 @@ def test_two_processes_give_exactly_one_workers_answer(tmp_path):
     _same(one, two)
 
 
-def test_a_worker_killed_mid_iteration_is_replaced_and_the_answer_is_unchanged(tmp_path):
+def test_a_worker_killed_mid_iteration_is_replaced_its_lost_bases_said_and_the_answer_within_the_gap(tmp_path):
     inp = _case(tmp_path, 12, days=200)
     chunks = chunk_index(inp, "week")
     one = solve_benders(inp, mip_gap=1e-7, chunk="week")
@@ -53,6 +54,7 @@ def test_a_worker_killed_mid_iteration_is_replaced_and_the_answer_is_unchanged(t
         assert pricer.restarts == 1 and pricer.pids()[1] != pids[1] and pricer.pids()[0] == pids[0]
         # the dead worker's kept bases died with it: its share of that call started cold, and only that call
         assert 0 < pricer.bases_lost <= len(pricer.shares[1])
+        assert hit.bases_lost == pricer.bases_lost and one.bases_lost == 0  # what plan.json reports
     finally:
         pricer.close()
     assert one.status == hit.status == "optimal"
@@ -213,6 +215,57 @@ def test_a_decomposed_plans_memo_equals_the_whole_models(tmp_path):
             assert np.allclose(a[col].to_numpy(float), b[col].to_numpy(float), rtol=1e-7, atol=1e-4), (figure, col)
 
 
+def test_the_memos_re_solves_on_workers_lose_no_basis_and_equal_one_process(tmp_path):
+    """The memo's re-solves on two processes leave a result's bases on the workers only where the next re-solve
+    starts from them: none is lost (a lost one is a cold start: slower, and a degenerate figure may move), and
+    every figure equals one process's bit for bit."""
+    from planner.memo.resolve import _nearest_first, _run_batched, _starts, batches_of, downside
+    from planner.solve.workers import keep_pricers
+
+    inp = _case(tmp_path, 19, days=200)
+    bend = make_plan(_benders(inp), mip_gap=1e-7, risk=False)
+    u = bend.purchases["units"].to_numpy(float)
+    assert u.sum() > 0
+    # priced in this order; the last starts from the first's result (its level as near, its units nearer), not
+    # from the call before it
+    tasks = [{"units": 0.5 * u}, {"demand_level": 0.95, "units": u}, {"demand_level": 1.08, "units": 0.5 * u}]
+    warm = batches_of(bend, None, bend.inputs)
+    assert _nearest_first(tasks, (1.0, u)) == [0, 1, 2] and _starts(tasks, [0, 1, 2], (1.0, u)) == [0, 0, 1]
+    here = [downside(bend, bend.inputs, executor=LocalExecutor(1)),
+            pd.DataFrame(_run_batched(bend.inputs, tasks, LocalExecutor(1), warm))]
+    with keep_pricers(bend.inputs):
+        there = [downside(bend, bend.inputs, executor=LocalExecutor(2)),
+                 pd.DataFrame(_run_batched(bend.inputs, tasks, LocalExecutor(2), warm))]
+        lent = make_pricer(bend.inputs, warm["chunks"], warm.get("cut_by", "block"), LocalExecutor(2))
+        assert lent.name == "local" and lent.calls == 2 + 3 and lent.bases_lost == 0
+    for a, b in zip(here, there):
+        for col in a.columns:
+            if col != "seconds":
+                assert a[col].tolist() == b[col].tolist(), col
+
+
+def test_each_memo_re_solve_starts_from_the_nearest_point_priced():
+    """_starts by hand: the plan (level 1, units u) first, then the nearest result by level, then by units."""
+    from planner.memo.resolve import _nearest_first, _starts
+
+    u = np.array([4.0, 2.0])
+    tasks = [{"units": 0 * u}, {"units": 0.5 * u}, {"units": 1.5 * u}, {"units": 2 * u},
+             {"demand_level": 0.8, "units": u}, {"demand_level": 0.7, "units": u}]
+    order = _nearest_first(tasks, (1.0, u))
+    assert order == [1, 2, 0, 3, 4, 5]  # |units - u|: 3, 3, 6, 6; then the levels
+    # 0.5u and 1.5u from the plan; 0 from 0.5u (call 0's result); 2u from 1.5u (call 1's); 0.8 from the
+    # plan (the nearest level); 0.7 from 0.8 (the previous call's)
+    assert _starts(tasks, order, (1.0, u)) == [0, 0, 1, 2, 0, 5]
+
+
+def test_a_basis_left_on_a_worker_cannot_be_kept_on_a_plan():
+    from planner.solve.recourse import portable_basis
+
+    with pytest.raises(TypeError, match="kept on a worker"):
+        portable_basis(Kept("k", 1, 0))
+    assert portable_basis(None) is None
+
+
 def test_a_worker_killed_while_building_is_replaced(tmp_path):
     from planner.core.executors import default_jobs
 
@@ -236,9 +289,12 @@ def test_a_lost_dask_actor_can_be_made_again_anywhere(tmp_path):
     chunks = chunk_index(inp, "week")
     with DaskExecutor(jobs=2, processes=False) as ex:
         p = DaskPricer(inp, chunks, cut_groups(inp), ex)
-        p.actors[1] = p._actor(1, None)  # what price() does for an actor lost with its worker
         n = np.zeros(len(inp.commitments))
-        got = p.price(n, [None] * len(chunks))
+        first = p.price(n, [None] * len(chunks), portable=False)  # the bases stay on the actors
+        assert all(isinstance(r.basis, Kept) for r in first) and p.bases_lost == 0
+        p.actors[1] = p._actor(1, None)  # what price() does for an actor lost with its worker
+        got = p.price(n, [r.basis for r in first])
+        assert p.bases_lost == len(p.shares[1])  # the new actor has none of the old one's bases: said, started cold
         want = LocalPricer(inp, chunks, cut_groups(inp)).price(n, [None] * len(chunks))
         assert all(np.array_equal(a.values, b.values) for a, b in zip(got, want))
 

@@ -203,7 +203,7 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
             done.append((level, units, [r.basis for r in priced]))
             scaled = inp if level == 1.0 else scale_inputs(inp, demand_level=level)
             p = plan_from_priced(scaled, units, priced, pricer, chunks, cut_by, time.perf_counter() - t0,
-                                 allocation=False)  # the figures need the fleet and the costs only
+                                 allocation=False, keep_bases=False)  # the figures need the fleet and costs only
             rows[i] = dict(plan_figures(p), seconds=time.perf_counter() - t0)
     finally:
         if shared is None:

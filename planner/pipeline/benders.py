@@ -83,11 +83,16 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
                              "integer_master_solves": bd.integer_master, "cuts": bd.cuts,
                              "cuts_dropped": dict(bd.cuts_dropped),
                              "workers": bd.workers, "pricer": bd.pricer, "worker_restarts": bd.restarts,
+                             "bases_lost": bd.bases_lost,
                              "phases_s": {k: v for k, v in bd.phases.items() if k != "rounding_gap"},
                              "iterations": bd.iterations, "lower_usd": finite(bd.lower),
                              "upper_usd": finite(bd.upper), "gap": finite(bd.gap),
                              "log": [{"iteration": i, "bound_usd": finite(lo), "incumbent_usd": finite(up),
                                       "seconds": round(sec, 3)} for i, lo, up, sec in bd.history]}
+    if bd.bases_lost:
+        plan.notes.append(f"a pricing worker died and was replaced during the decomposition: {bd.bases_lost} "
+                          "batch pricings started cold (their worker kept their bases); the plan is optimal within "
+                          "the same gap, but its last digits may differ from an undisturbed run's")
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t1 = time.perf_counter()
         sub = _sub_executor(executor)

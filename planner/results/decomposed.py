@@ -16,9 +16,10 @@ from planner.results.plan import Plan, extract_plan
 
 def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunks: list, cut_by: str,
                      seconds: float, timings: dict | None = None, write_model=None, time_limit_s=None,
-                     allocation: bool = True) -> Plan:
+                     allocation: bool = True, keep_bases: bool = True) -> Plan:
     """The plan of the purchases ``n`` from every batch's pricing at them (``pricer``'s batches of ``chunks``);
-    ``allocation=False``: without the per-class allocation table (:func:`planner.results.plan.extract_plan`)."""
+    ``allocation=False``: without the per-class allocation table (:func:`planner.results.plan.extract_plan`);
+    ``keep_bases=False``: ``plan.recourse`` keeps no bases (a pricing that left them on its workers)."""
     from types import SimpleNamespace
 
     from planner.solve.decompose import row_counts
@@ -28,7 +29,7 @@ def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunk
                          chunks=sum(pricer.groups),
                          cut_by=cut_by, iterations=1, workers=pricer.workers, pricer=pricer.name,
                          chunk_periods=chunks, keys=pricer.keys(), priced=priced, row_counts=row_counts(pricer))
-    plan = plan_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model, allocation)
+    plan = plan_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model, allocation, keep_bases)
     plan.solve = replace(plan.solve, message=f"purchases fixed; the recourse priced in {len(chunks)} weekly batches "
                                              f"({pricer.workers} worker(s), {pricer.name})")
     return plan
@@ -40,7 +41,7 @@ def finite(x):
 
 
 def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, write_model=None,
-                       allocation: bool = True) -> Plan:
+                       allocation: bool = True, keep_bases: bool = True) -> Plan:
     """The plan of the purchases ``bd.n`` from every batch's pricing at them (:mod:`planner.solve.recourse`): the
     whole model is built with the purchases fixed (its columns, for the plan's tables), never solved."""
     from planner.solve.recourse import assemble
@@ -61,7 +62,7 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
     from planner.solve.recourse import portable_basis
 
     plan.recourse = {"chunks": bd.chunk_periods, "cut_by": bd.cut_by, "units": np.asarray(bd.n, float),
-                     "bases": [portable_basis(r.basis) for r in bd.priced]}
+                     "bases": [portable_basis(r.basis) if keep_bases else None for r in bd.priced]}
     return plan
 
 

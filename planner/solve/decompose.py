@@ -218,6 +218,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
           bases=None, final=True) -> BendersResult:
     """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches (from ``given`` purchases and
     ``bases`` when given)."""
+    lost0 = getattr(pricer, "bases_lost", 0)  # kept bases a replaced worker took with it (this solve's)
     R = len(inp.commitments)
     n0 = np.zeros(R)
     offsets = np.cumsum([0] + list(pricer.groups))
@@ -238,7 +239,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     cut_lo = np.zeros(0)  # and its right-hand side
 
     last: dict = {}  # the last pricing's per-group values
-    cut_log: list = []  # every pricing's cuts (group, column, coefficient; right-hand sides)
+    cut_log: list = []  # every pricing's cuts (:func:`_logged`: per-group counts, columns, coefficients, right-hand sides)
     cut_of: dict = {}  # a point priced -> its entry in cut_log
     agg_rows: list = []  # the batch master's cut rows, when it was used
     dropped = {"slack": 0, "before_integer": 0}  # cuts deleted: slack DROP_AFTER solves; slack before the integer master
@@ -484,4 +485,5 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                          cut_by=cut_by, phases={k: float(v) for k, v in phases.items()},
                          cuts=cuts_kept(), integer_master=mips, priced=final,
                          keys=pricer.keys(), row_counts=row_counts(pricer), chunk_periods=chunks, workers=pricer.workers, pricer=pricer.name,
-                         restarts=getattr(pricer, "restarts", 0), cuts_dropped=dict(dropped))
+                         restarts=getattr(pricer, "restarts", 0), cuts_dropped=dict(dropped),
+                         bases_lost=getattr(pricer, "bases_lost", 0) - lost0)

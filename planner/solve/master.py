@@ -38,6 +38,7 @@ class BendersResult:
     workers: int = 1  # processes (or Dask actors) that priced the batches
     pricer: str = "here"  # "here", "local" (worker processes) or "dask"
     restarts: int = 0  # workers replaced after they died
+    bases_lost: int = 0  # batches priced cold because the worker that kept their basis had died (this solve)
     cuts_dropped: dict = field(default_factory=dict)  # cuts deleted from the master, by why (slack; before integer)
 
     @property

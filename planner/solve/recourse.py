@@ -251,11 +251,12 @@ def _portable(hb, batch: Batch) -> tuple:
 
 def portable_basis(basis, batch_shape: tuple | None = None):
     """Any basis :func:`price` returns, as int8 arrays (None stays None). A reference to a basis a worker kept
-    (:class:`planner.solve.workers.Kept`) is not here to read: None (a cold start, for whoever keeps it)."""
+    (:class:`planner.solve.workers.Kept`) has nothing here to read: a TypeError (ask for ``portable`` bases)."""
     if basis is None or isinstance(basis, tuple):
         return basis
     if not hasattr(basis, "col_status"):
-        return None
+        raise TypeError(f"not a basis that can be read here: {type(basis).__name__} (a basis kept on a worker "
+                        "comes back as arrays only from a pricing with portable=True)")
     return (np.fromiter(map(int, basis.col_status), dtype=np.int8),
             np.fromiter(map(int, basis.row_status), dtype=np.int8))
 

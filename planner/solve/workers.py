@@ -11,8 +11,9 @@ solve (its statuses cross into Python one by one), and the loop only ever hands 
 - :class:`LocalPricer`: in this process.
 - :class:`ProcessPricer`: ``jobs`` worker processes here, each with a fixed share of the batches (balanced by
   their periods). A worker that dies (killed, out of memory) is replaced: the new one builds the same batches
-  and the call is retried with the same bases, so the iteration's answer is unchanged (bases the dead worker kept
-  are lost with it: its batches start that call cold, and the answer is the same within the solve's gap).
+  and the call is retried with the same bases. Bases the dead worker kept (inside the Benders loop) are lost with
+  it: its batches start that call cold, so the answer is optimal within the same gap but may differ in its last
+  digits from an undisturbed run (counted: ``bases_lost``, in plan.json and the plan's notes).
 - :class:`DaskPricer`: one Dask actor per worker of a cluster (``planner.core.executors.DaskExecutor``), its share
   of the inputs scattered to it; an actor lost with its worker is made again on a live worker (its share
   scattered again) and the call retried.
@@ -125,6 +126,7 @@ class LocalPricer:
 
     workers = 1
     name = "here"
+    bases_lost = 0  # its bases are HiGHS's objects here: none to lose
 
     def __init__(self, inp, chunks: list[np.ndarray], cut_by: str):
         self.batches = [build_batch(inp, idx, cut_by) for idx in chunks]
@@ -415,8 +417,8 @@ class DaskPricer:
 
         A lost actor fails when called (``RuntimeError: Worker holding Actor was lost``, raised as the call is
         made once the scheduler knows) or when its answer is awaited: either way its share is priced again on
-        a new actor, with the same bases, so the iteration's answer is unchanged (bases the lost actor kept,
-        ``portable=False``, are lost with it: those batches start cold, the answer the same within the gap)."""
+        a new actor, with the same bases; bases the lost actor kept (``portable=False``) are lost with it: those
+        batches start cold (``bases_lost``), the answer optimal within the same gap, not always to the last digit."""
         from planner.core.errors import SolverError
 
         out: dict = {}
