@@ -211,30 +211,33 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
     return rows
 
 
+def _point(task: dict) -> tuple:
+    """A re-solve's (demand level, units)."""
+    return float(task.get("demand_level", 1.0)), np.asarray(task["units"], float)
+
+
+def _distance(a: tuple, b: tuple) -> tuple:
+    """How far point ``a`` is from ``b`` (each a demand level and units): by level, then by units (summed)."""
+    far = float(np.abs(a[1] - b[1]).sum()) if len(a[1]) == len(b[1]) else np.inf
+    return abs(a[0] - b[0]), far
+
+
 def _starts(tasks: list[dict], order: list[int], origin: tuple) -> list[int]:
     """Per call (tasks in ``order``): the point it starts from, 0 the plan's own (``origin``: level, units), m + 1
-    the m-th call's result: the nearest by demand level, then by units (the first of equals)."""
+    the m-th call's result: the nearest (:func:`_distance`; the first of equals)."""
     points = [(float(origin[0]), np.asarray(origin[1], float))]
     out = []
     for i in order:
-        level, units = float(tasks[i].get("demand_level", 1.0)), np.asarray(tasks[i]["units"], float)
-        out.append(min(range(len(points)), key=lambda j: (abs(points[j][0] - level), float(
-            np.abs(points[j][1] - units).sum()) if len(points[j][1]) == len(units) else np.inf)))
-        points.append((level, units))
+        p = _point(tasks[i])
+        out.append(min(range(len(points)), key=lambda j: _distance(points[j], p)))
+        points.append(p)
     return out
 
 
 def _nearest_first(tasks: list[dict], origin: tuple) -> list[int]:
-    """Task positions ordered by their distance (demand level, then units) from ``origin`` (level, units)."""
-    level0, units0 = origin[0], origin[1]
-
-    def distance(i):
-        t = tasks[i]
-        u = np.asarray(t["units"], float)
-        far = float(np.abs(u - units0).sum()) if len(u) == len(units0) else np.inf
-        return (abs(float(t.get("demand_level", 1.0)) - level0), far, i)
-
-    return sorted(range(len(tasks)), key=distance)
+    """Task positions ordered by their distance (:func:`_distance`) from ``origin`` (level, units)."""
+    o = (float(origin[0]), np.asarray(origin[1], float))
+    return sorted(range(len(tasks)), key=lambda i: (*_distance(_point(tasks[i]), o), i))
 
 
 def _needed(make_plan):

@@ -478,12 +478,12 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         if closed():
             status = "optimal"
     t = time.perf_counter()  # the plan: every batch at the best purchases, with its columns and duals
-    final = pricer.price(best_n, bases, solution=final)
+    last_pass = pricer.price(best_n, bases, solution=final)
     phases["plan_pricing"] = time.perf_counter() - t
     return BendersResult(n=best_n, upper=best_upper, lower=min(bound, best_upper), iterations=it, chunks=G,
                          seconds=elapsed(), status=status, history=history, batches=len(chunks),
                          cut_by=cut_by, phases={k: float(v) for k, v in phases.items()},
-                         cuts=cuts_kept(), integer_master=mips, priced=final,
+                         cuts=cuts_kept(), integer_master=mips, priced=last_pass,
                          keys=pricer.keys(), row_counts=row_counts(pricer), chunk_periods=chunks, workers=pricer.workers, pricer=pricer.name,
                          restarts=getattr(pricer, "restarts", 0), cuts_dropped=dict(dropped),
                          bases_lost=getattr(pricer, "bases_lost", 0) - lost0)
