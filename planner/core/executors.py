@@ -306,6 +306,35 @@ def _glibc_trim_left_alone():
         yield
 
 
+CLUSTER_STARTS = 3  # tries at a LocalCluster whose event loop did not come up
+
+
+def _local_cluster(local_cluster, **kwargs):
+    """``local_cluster(**kwargs)``, tried again when distributed's event loop did not start.
+
+    distributed waits 10 s for the thread that runs a new cluster's event loop, then fails with a bare
+    AssertionError (``LoopRunner._start_unlocked``); on a loaded machine that thread can be late (CI saw it
+    beside LibreOffice and worker processes). Nothing was started then: the half-built cluster is dropped
+    quietly (its ``__del__`` would warn of an unclosed cluster: ignored while it is dropped) and the start tried again, at most
+    ``CLUSTER_STARTS`` times; after that, a SolverError that says what to do."""
+    import gc
+    import warnings
+
+    for _ in range(CLUSTER_STARTS):
+        with warnings.catch_warnings():  # the failed start's cluster is freed as its exception is
+            warnings.simplefilter("ignore", ResourceWarning)
+            try:
+                return local_cluster(**kwargs)
+            except AssertionError:  # the event loop was late: nothing of this cluster runs
+                pass
+            gc.collect()  # and, if held in a cycle, collected here
+    from planner.core.errors import SolverError
+
+    raise SolverError(f"the local Dask cluster's event loop did not start within distributed's 10 s, "
+                      f"{CLUSTER_STARTS} times: the machine is overloaded; try again, or run with "
+                      f"--executor local")
+
+
 class DaskExecutor(Executor):
     """Dask distributed: a cluster's scheduler address, or a LocalCluster started here (closed by ``close``)."""
 
@@ -336,8 +365,9 @@ class DaskExecutor(Executor):
             prior = _hold_sigterm(held)
             try:
                 with _glibc_trim_left_alone():
-                    self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                                                dashboard_address=":0", silence_logs=50)  # a lost worker is retried
+                    self.cluster = _local_cluster(LocalCluster, n_workers=n, threads_per_worker=1,
+                                                  processes=processes, dashboard_address=":0",
+                                                  silence_logs=50)  # a lost worker is retried
                 self.client = Client(self.cluster)
             except BaseException:
                 if prior is not None:
