@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from planner.inputs import commitments
+from planner.inputs.activity import Spans, take_periods
 from planner.sizing import economics
 from planner.sizing import queueing
 from planner.sizing.backfill import backfill_table
@@ -123,7 +124,7 @@ class PlanInputs:
     def active(self) -> np.ndarray:
         """(R, T) share of each period every purchase row is active (all 1 when not given)."""
         if self.reserved_active is None:
-            return np.ones((len(self.commitments), self.T))
+            return Spans.full(len(self.commitments), self.T)
         return self.reserved_active
 
     def cap_series(self, option: str) -> np.ndarray:
@@ -616,7 +617,8 @@ def slice_periods(inp: PlanInputs, index: np.ndarray, purchase_dates: np.ndarray
     """
     index = np.asarray(index)
     periods, hours = inp.periods[index], inp.hours[index]
-    reserved, active = inp.commitments, None if inp.reserved_active is None else inp.reserved_active[:, index]
+    reserved = inp.commitments
+    active = None if inp.reserved_active is None else take_periods(inp.reserved_active, index)
     if inp.options is not None and purchase_dates is not None:
         reserved, active = commitments.purchase_table(inp.options, periods, hours, np.asarray(purchase_dates, int),
                                                       strict=False)
@@ -624,7 +626,7 @@ def slice_periods(inp: PlanInputs, index: np.ndarray, purchase_dates: np.ndarray
         reserved, active = reserved_purchases(replace(inp.config, commitments=replace(
             inp.config.commitments, purchase_until=None)), inp.options, periods, hours, strict=False)
     if inp.reserved_source is not None and inp.options is None:  # the tree's rows, sliced: split again
-        reserved, active = inp.reserved_source[0], inp.reserved_source[1][:, index]
+        reserved, active = inp.reserved_source[0], take_periods(inp.reserved_source[1], index)
     return _refresh_backfill(retree(replace(
         inp, periods=periods, hours=hours, demand=inp.demand[:, :, index], commitments=reserved,
         reserved_active=active, reserved_member=None, reserved_source=(reserved, active),

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from planner.inputs import supply
+from planner.inputs.activity import compact, take_rows
 from planner.core.frames import concat_rows
 
 
@@ -129,7 +130,7 @@ def purchase_table(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.n
             _check_windows(blocks[~inside], periods, hours, prices_file)
         blocks = blocks[inside]
     if not len(blocks) or not len(periods):
-        return _typed(rows), active
+        return _typed(rows), compact(active)
     first = periods[0]
     ahead = blocks["block_start"] - AWS_BLOCK_AHEAD
     bought = np.where(blocks["provider"].eq("aws") & (ahead > first), ahead, first)
@@ -148,7 +149,7 @@ def purchase_table(options: pd.DataFrame, periods: pd.DatetimeIndex, hours: np.n
     b["max_units"] = b["max_units"].fillna(np.inf)
     b["parent"] = -1
     table = pd.concat([rows, b], ignore_index=True)  # exits keep their parents' positions: blocks go after
-    return _typed(table), np.vstack([active, share])
+    return _typed(table), compact(np.vstack([active, share]))
 
 
 RESALE_AFTER = pd.Timedelta(days=30)  # AWS: a Standard RI may be listed on the Marketplace after 30 days
@@ -340,10 +341,10 @@ def without_exits(inp):
         if "origin" in table:  # the split rows' positions in the source, renumbered without its resales
             renumber = np.cumsum(src_keep) - 1
             table["origin"] = renumber[table["origin"].to_numpy(int)]
-        source = (source[0][src_keep].reset_index(drop=True), source[1][src_keep])
+        source = (source[0][src_keep].reset_index(drop=True), take_rows(source[1], src_keep))
     return replace(inp, commitments=table, reserved_source=source,
                    reserved_member=None if inp.reserved_member is None else inp.reserved_member[keep],
-                   reserved_active=None if inp.reserved_active is None else inp.reserved_active[keep])
+                   reserved_active=None if inp.reserved_active is None else take_rows(inp.reserved_active, keep))
 
 
 def has_exits(inp) -> bool:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from planner.core.units import HOURS_PER_MONTH
 from planner.inputs import supply
+from planner.inputs.activity import matvec
 
 
 def month_factor(months, origin, rate: float) -> np.ndarray:
@@ -92,7 +93,7 @@ def objective_npv_per_gpu(rows: pd.DataFrame, active: np.ndarray, hours: np.ndar
     """
     if accounting == "full_term" or not len(rows):
         return purchase_npv_per_gpu(rows, origin, rate)
-    return level_rate(rows, origin, rate) * (np.asarray(active, float) @ (np.asarray(hours, float) * discount))
+    return level_rate(rows, origin, rate) * matvec(active, np.asarray(hours, float) * discount)
 
 
 def cash_npv(cash: pd.DataFrame, origin, rate: float) -> float:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from planner.inputs.activity import take_rows
+
 MODES = ("tree", "first_stage")
 
 
@@ -97,7 +99,7 @@ def expand(reserved: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex
             cand = np.flatnonzero((origin == par[e]) & np.all(member[:, member[e]], axis=1))
             new_parent[e] = int(cand[0]) if len(cand) else -1
         table["parent"] = new_parent
-    return table, active[origin], member
+    return table, take_rows(active, origin), member
 
 
 def branch_name(names: list[str], total: int) -> str:

@@ -71,7 +71,7 @@ def stack(plan) -> dict:
     rows = np.flatnonzero(holds)
     if not len(rows):
         return empty
-    gpus_t = (units * m)[:, None] * inp.active  # (R, T): exits carry a negative m
+    gpus_t = (units * m)[:, None] * np.asarray(inp.active)  # (R, T): exits carry a negative m
     if supply.mask(kind, dated_by="resale").any():
         ex = np.flatnonzero(supply.mask(kind, dated_by="resale") & (units > 0))
         np.add.at(gpus_t, res["parent"].to_numpy(int)[ex], gpus_t[ex])

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.inputs.activity import Spans
+
 
 @dataclass(frozen=True)
 class Blocks:
@@ -48,7 +50,7 @@ def make_blocks(demand: np.ndarray, inventory: np.ndarray, hours: np.ndarray,
     """
     S, K, T = demand.shape
     P = inventory.shape[0]
-    active = np.ones((0, T)) if active is None else np.asarray(active, float)
+    active = np.ones((0, T)) if active is None else active if isinstance(active, Spans) else np.asarray(active, float)
     R = active.shape[0]
     C = 0 if caps is None else caps.shape[0]
     capkey = np.zeros((0, T)) if caps is None else np.where(np.isnan(caps), -1.0, caps)  # NaN never equals itself
@@ -126,7 +128,11 @@ class Activity:
         if pairs:  # rows and blocks paired element-wise (broadcast)
             out = self.by_period[r, t]
             return out if self.member is None else out * self.member[r, s]
-        out = self.by_period[r][..., t]  # rows (one, some or all) against blocks
+        if isinstance(self.by_period, Spans):  # rows against blocks, read from the spans (never made whole)
+            ri = np.arange(len(self))[r]
+            out = self.by_period.at(ri.reshape(ri.shape + (1,) * np.ndim(t)), t)
+        else:
+            out = self.by_period[r][..., t]  # rows (one, some or all) against blocks
         return out if self.member is None else out * self.member[r][..., s]
 
     def dense(self) -> np.ndarray:

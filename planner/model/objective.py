@@ -16,6 +16,7 @@ import pandas as pd
 
 from planner.model.blocks import Blocks
 from planner.inputs import rented
+from planner.inputs.activity import matvec
 from planner.inputs.arrays import PlanInputs
 
 
@@ -35,7 +36,7 @@ def reserved_cost_per_instance(inp: PlanInputs, accounting: str | None = None) -
     weight = inp.reserved_weight
     if accounting == "full_term":
         return weight * m * full_term_usd_per_gpu(res)
-    hours_active = np.asarray(inp.active, float) @ inp.hours if len(res) else np.zeros(0)
+    hours_active = matvec(inp.active, inp.hours) if len(res) else np.zeros(0)
     return weight * m * res["r"].to_numpy(float) * hours_active
 
 

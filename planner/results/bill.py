@@ -91,7 +91,7 @@ def purchase_cost_by_period(plan) -> np.ndarray:
         return np.zeros((0, inp.T))
     units = plan.purchases["units" if "units" in plan.purchases else "instances"].to_numpy(float)  # instances or USD/h
     per_hour = units * res["m"].to_numpy(float) * res["r"].to_numpy(float) * inp.reserved_weight
-    return per_hour[:, None] * inp.active * inp.hours[None, :]
+    return per_hour[:, None] * np.asarray(inp.active) * inp.hours[None, :]
 
 
 def inventory_cost_by_period(inp, inventory: pd.DataFrame) -> np.ndarray:

@@ -20,6 +20,7 @@ from planner.model.objective import reserved_cost_per_instance
 from planner.core.units import EPS, HOURS_PER_MONTH, commitment_usd
 from planner.inputs import commitments
 from planner.inputs import rented, supply
+from planner.inputs.activity import matvec
 
 OPTIONS = supply.BUCKETS  # the cost buckets: ("reserved", "on_demand", "spot", "flex_start")
 
@@ -588,7 +589,7 @@ def _spend_table(inp: PlanInputs, fam, v: np.ndarray, blocks, purchases: pd.Data
         if len(f) else np.zeros(len(res))
     at_od = np.bincount(c, weights=x * blocks.weight[b] * od[p], minlength=len(res)) if len(f) else np.zeros(len(res))
     C = purchases["units"].to_numpy(float)
-    hours = inp.active.astype(float) @ inp.hours
+    hours = matvec(inp.active, inp.hours)
     committed = C * hours
     # a branch's savings plan (the scenario tree): its usage given its branch, like its commitment
     w = np.maximum(inp.reserved_weight, 1e-12)

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from planner.inputs.activity import take_periods
 from planner.inputs.arrays import PlanInputs
 
 
@@ -26,7 +27,7 @@ def chunk_inputs(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
     split again: the tree's rows before the split (``reserved_source``: every period's activity, 456 MB at three
     years) are not carried (a batch sent to a worker is a third of the bytes)."""
     return replace(inp, periods=inp.periods[index], hours=inp.hours[index], demand=inp.demand[:, :, index],
-                   inventory=inp.inventory[:, index], reserved_active=inp.active[:, index], reserved_source=None,
+                   inventory=inp.inventory[:, index], reserved_active=take_periods(inp.active, index), reserved_source=None,
                    availability=None if inp.availability is None else inp.availability[:, :, index],
                    requests=None if inp.requests is None else inp.requests[:, :, index])
 
