@@ -4,8 +4,8 @@ A purchase row is active from its start to its end: the share of each period it 
 first period, a share of its first period (``head``), 1 in every period strictly between, a share of its last
 period (``tail``), and 0 after (a term starting or ending inside a period holds its GPUs for that share of it;
 :func:`planner.inputs.ladder.purchase_rows`, capacity blocks and resales are all of that form). A three-year
-hourly model of 1,700 rows held 358 MB of activity for the horizon and 692 MB for the whole term; as spans it
-holds four numbers a row.
+hourly model's 1,700 rows held 358 MB of activity for the horizon, the whole term's 3,266 (split by its tree)
+692 MB; as spans each row holds four numbers.
 
 :class:`Spans` is read as numpy reads the array it stands for (``a[rows]``, ``a[r, t]`` paired, ``a[:, t]``,
 ``a[rows][:, cols]``, ``a @ v``, ``np.asarray(a)``): every read returns exactly the values of the dense array,

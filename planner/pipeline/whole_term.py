@@ -84,7 +84,7 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
         return plan
     t0 = time.perf_counter()
     basis = basis_for(inp, history)
-    # the tree's rows before the split (every period's activity: 456 MB at three hourly years) are for re-splitting
+    # the tree's rows before the split (their table and activity) are for re-splitting
     # when the demand changes; the decision never changes it
     ext = replace(whole_term.extend(inp, basis), reserved_source=None)
     decide = make_plan(ext, PlanOptions.of(o, risk=False, shadow=False, timings={}, progress=o.progress,

@@ -87,7 +87,7 @@ def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict,
     import pandas as pd
 
     from planner.inputs import rented
-    from planner.results.plan import (_purchases_table, _reserved_by_scenario, baseline_all_on_demand,
+    from planner.results.plan import (purchases_table, reserved_by_scenario, baseline_all_on_demand,
                                       commitment_costs, whole_units)
 
     t0 = time.perf_counter()
@@ -113,7 +113,7 @@ def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict,
     objective = cost["total"] + float(inp.penalty_by_class @ expected_short)
     if inp.config.finance.npv:  # the objective the solver minimised: the NPV (the loop's priced value at n)
         objective = float(bd.upper)
-    own = np.asarray(_reserved_by_scenario(inp, n, reserved_cost), float) * np.ones(S)
+    own = np.asarray(reserved_by_scenario(inp, n, reserved_cost), float) * np.ones(S)
     scenario_costs = pd.DataFrame([{"scenario": scen, "probability": float(p[s]), "reserved": float(own[s]),
                                     **{kd: float(rent[s, rented.index(kd)]) for kd in kinds},
                                     "total": float(own[s] + sum(rent[s, rented.index(kd)] for kd in kinds)),
@@ -122,7 +122,7 @@ def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict,
     result = _result(bd, gap, limit, np.zeros(0), objective)
     timings["solve"] = bd.seconds
     empty = pd.DataFrame()
-    plan = Plan(name=inp.config.name, status=result.status, solve=result, inputs=inp, purchases=_purchases_table(inp, n),
+    plan = Plan(name=inp.config.name, status=result.status, solve=result, inputs=inp, purchases=purchases_table(inp, n),
                 allocation_positions=empty, fleet=empty, shortfall=empty, spot=empty, scenario_costs=scenario_costs,
                 cost=cost, objective=objective, shortfall_gpu_hours=float(expected_short.sum()),
                 baseline_all_on_demand=baseline_all_on_demand(inp), reserved_utilisation=float("nan"),

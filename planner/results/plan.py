@@ -360,7 +360,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     if inp.config.finance.npv and have:  # the objective the solver minimised: the NPV, shortfall discounted too
         objective = float(model.cost @ v)
 
-    purchases = _purchases_table(inp, n)
+    purchases = purchases_table(inp, n)
 
     # expand blocks to (scenario, period)
     of = blocks.of  # (S, T)
@@ -410,7 +410,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     avail = float((owned_block * w[None, :]).sum() + (blocks.inventory * w[None, :]).sum()) - spares_hours
     utilisation = float(used / avail) if avail > 0 else float("nan")
 
-    scenario_costs = _scenario_costs(inp, blocks, Rb, kinds, Ub, _reserved_by_scenario(inp, n, reserved_cost), Vb)
+    scenario_costs = _scenario_costs(inp, blocks, Rb, kinds, Ub, reserved_by_scenario(inp, n, reserved_cost), Vb)
     from planner.model.budget import budget_activity
 
     budget = budget_activity(model, v) if have else budget_activity(model, np.zeros(model.n_variables))
@@ -503,7 +503,7 @@ def _by_pool(pool: np.ndarray, gpus: np.ndarray, active: np.ndarray, P: int) -> 
     return out
 
 
-def _purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
+def purchases_table(inp: PlanInputs, n: np.ndarray) -> pd.DataFrame:
     """One row per purchase row of the inputs (reserved option x purchase date), bought or not.
 
     Per GPU: ``hourly_usd``, ``upfront_usd``, ``residual_usd``, ``effective_usd_per_gpu_hour``. For the GPUs
@@ -750,7 +750,7 @@ def fleet_prices(inp: PlanInputs, fleet: pd.DataFrame, kind: str) -> np.ndarray:
     return out
 
 
-def _reserved_by_scenario(inp: PlanInputs, n: np.ndarray, expected: float) -> np.ndarray:
+def reserved_by_scenario(inp: PlanInputs, n: np.ndarray, expected: float) -> np.ndarray:
     """(S,) each scenario's own reserved cost: the expected one for all, or with a scenario tree the purchases
     of its own branches (their cost in the objective is weighted by the branch's probability: undone here)."""
     from planner.model.objective import cost_by_scenario

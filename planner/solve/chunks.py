@@ -24,8 +24,8 @@ def chunk_index(inp: PlanInputs, chunk: str | int = "month") -> list[np.ndarray]
 def chunk_inputs(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
     """``inp`` on the periods ``index``, with every purchase row kept (its activity sliced) and the backfill
     economics of the whole horizon (not re-estimated on the chunk). A chunk's rows are the whole model's, never
-    split again: the tree's rows before the split (``reserved_source``: every period's activity, 456 MB at three
-    years) are not carried (a batch sent to a worker is a third of the bytes). The chunk's activity is made whole
+    split again: the tree's rows before the split (``reserved_source``)
+    are not carried (a batch sent to a worker is a third of the bytes). The chunk's activity is made whole
     (R x its periods): the model reads it once per purchase row, and a gather is faster than reading spans."""
     return replace(inp, periods=inp.periods[index], hours=inp.hours[index], demand=inp.demand[:, :, index],
                    inventory=inp.inventory[:, index], reserved_active=np.asarray(take_periods(inp.active, index)),
