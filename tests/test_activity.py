@@ -43,6 +43,8 @@ def test_spans_read_as_the_array_reads_on_every_indexing_the_planner_uses(seed):
         got = a[key]
         assert np.shape(got) == np.shape(want), key
         assert np.array_equal(got, want), key
+    one = a[int(rows[0]), int(cols[0])]
+    assert type(one) is type(dense[int(rows[0]), int(cols[0])]) and f"{one:.3f}" == f"{dense[rows[0], cols[0]]:.3f}"
     v = rng.random(T)
     assert np.array_equal(a @ v, dense @ v)
     assert np.array_equal(matvec(a, v), matvec(dense, v))
@@ -61,6 +63,9 @@ def test_an_activity_not_of_the_spans_form_stays_the_array_it_was():
     assert spans_of(dense) is None and compact(dense) is dense
     assert isinstance(compact(np.array([[0.0, 0.25, 1.0, 1.0, 0.5]])), Spans)
     assert Spans.full(3, 4).equals(np.ones((3, 4)))
+    for R, T in [(0, 5), (3, 0), (0, 0)]:  # no rows, no periods
+        empty = compact(np.zeros((R, T)))
+        assert isinstance(empty, Spans) and np.asarray(empty).shape == (R, T) and (empty @ np.ones(T)).shape == (R,)
     assert not Spans.full(3, 4).equals(np.ones((3, 5)))
 
 

@@ -66,8 +66,8 @@ class Spans:
         other as numpy broadcasts them)."""
         lo, hi, head, tail = self.lo[r], self.hi[r], self.head[r], self.tail[r]
         out = ((t > lo) & (t < hi)).astype(float)
-        out = np.where(t == hi, tail, out)
-        return np.where(t == lo, head, out)
+        out = np.where(t == lo, head, np.where(t == hi, tail, out))
+        return out[()] if out.ndim == 0 else out  # one value: a numpy float, as the array's element is
 
     def rows(self, index) -> "Spans":
         """The rows ``index`` (an integer array, a mask or a slice), still as spans."""
@@ -125,13 +125,15 @@ def spans_of(dense: np.ndarray) -> Spans | None:
     and last non-zero periods that are not exactly 1)."""
     dense = np.asarray(dense, float)
     R, T = dense.shape
+    if T == 0:  # no periods: every row never active
+        return Spans(np.zeros(R), np.full(R, -1), np.zeros(R), np.zeros(R), 0)
     on = dense != 0
     any_on = on.any(axis=1)
     lo = np.where(any_on, on.argmax(axis=1), T)
     hi = np.where(any_on, T - 1 - on[:, ::-1].argmax(axis=1), -1)
     rows = np.arange(R)
-    head = np.where(any_on, dense[rows, np.minimum(lo, T - 1)], 0.0) if T else np.zeros(R)
-    tail = np.where(any_on, dense[rows, np.maximum(hi, 0)], 0.0) if T else np.zeros(R)
+    head = np.where(any_on, dense[rows, np.minimum(lo, T - 1)], 0.0)
+    tail = np.where(any_on, dense[rows, np.maximum(hi, 0)], 0.0)
     spans = Spans(lo, hi, head, tail, T)
     return spans if spans.equals(dense) else None
 
