@@ -102,3 +102,26 @@ def test_the_commitments_table_of_a_three_year_ladder_holds_its_activity_as_span
     want = ladder.overlap_hours(table["active_from"], table["end_date"], periods, hours) / hours[None, :]
     want = np.where(want > 1 - 1e-12, 1.0, np.where(want < 1e-12, 0.0, want))
     assert np.array_equal(active.dense(), want)
+
+
+def test_reads_in_blocks_of_rows_cover_every_row(monkeypatch):
+    """``@`` and ``equals`` read in blocks of rows: every block is read (the last one too), and a difference in
+    the last row is seen; non-consecutive periods are never taken for a window."""
+    import planner.inputs.activity as activity
+
+    monkeypatch.setattr(activity, "ROWS_PER_READ", 10)  # two rows a block at T = 5
+    dense = _random_dense(np.random.default_rng(7), 9, 5)
+    a = spans_of(dense)
+    v = np.arange(1.0, 6.0)
+    assert np.allclose(a @ v, dense @ v, rtol=0, atol=1e-12) and (a @ v).shape == (9,)
+    off = dense.copy()
+    off[-1, 2] = 0.5 if off[-1, 2] != 0.5 else 0.25
+    assert a.equals(dense) and not a.equals(off)
+    assert spans_of(np.vstack([dense[:-1], [[0.0, 0.5, 1.0, 0.5, 1.0]]])) is None
+    shuffled = take_periods(a, np.array([0, 2, 1, 3]))
+    assert not isinstance(shuffled, Spans) and np.array_equal(shuffled, dense[:, [0, 2, 1, 3]])
+    assert np.array_equal(a > 0, dense > 0) and np.array_equal(a == 0, dense == 0)
+    with pytest.raises(ValueError):
+        bool(a)
+    with pytest.raises(TypeError):
+        take_rows(a, 1)

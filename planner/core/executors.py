@@ -320,19 +320,30 @@ def _local_cluster(local_cluster, **kwargs):
     import gc
     import warnings
 
+    late = None
     for _ in range(CLUSTER_STARTS):
         with warnings.catch_warnings():  # the failed start's cluster is freed as its exception is
             warnings.simplefilter("ignore", ResourceWarning)
             try:
                 return local_cluster(**kwargs)
-            except AssertionError:  # the event loop was late: nothing of this cluster runs
-                pass
+            except AssertionError as exc:  # the event loop was late (only that: any other assertion is raised)
+                if not _loop_was_late(exc):
+                    raise
+                late = exc.with_traceback(None)
             gc.collect()  # and, if held in a cycle, collected here
     from planner.core.errors import SolverError
 
     raise SolverError(f"the local Dask cluster's event loop did not start within distributed's 10 s, "
                       f"{CLUSTER_STARTS} times: the machine is overloaded; try again, or run with "
-                      f"--executor local")
+                      f"--executor local") from late
+
+
+def _loop_was_late(exc: AssertionError) -> bool:
+    """Whether ``exc`` is distributed's own failure to see a new event loop start (its ``LoopRunner``)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_name == "_start_unlocked"
 
 
 class DaskExecutor(Executor):

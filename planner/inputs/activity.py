@@ -9,7 +9,9 @@ hourly model's 1,700 rows held 358 MB of activity for the horizon, the whole ter
 
 :class:`Spans` is read as numpy reads the array it stands for (``a[rows]``, ``a[r, t]`` paired, ``a[:, t]``,
 ``a[rows][:, cols]``, ``a @ v``, ``np.asarray(a)``): every read returns exactly the values of the dense array,
-so plans do not change. :func:`compact` turns a dense activity into spans when (and only when) every row is of
+so plans do not change; ``@`` alone sums in blocks of rows (a product over the whole array is what a spans
+form avoids), so its last bit may differ from one BLAS product over all rows (every plan compared was
+identical). :func:`compact` turns a dense activity into spans when (and only when) every row is of
 that form, checking it value for value; an activity that is not stays the array it was.
 """
 
@@ -23,7 +25,9 @@ ROWS_PER_READ = 1 << 22  # values a whole read (``@``, ``np.asarray``) makes at 
 class Spans:
     """(R, T) activity held as each row's span: ``lo``, ``hi`` (its first and last period, possibly outside
     ``0..T-1``; ``hi < lo``: never active), ``head`` and ``tail`` (its share of them: equal when ``lo == hi``),
-    1 strictly between. Read-only; indexed like the array (see the module's docstring)."""
+    1 strictly between. Read-only; indexed like the array (see the module's docstring); comparisons give the
+    array's. It is not an ndarray otherwise: ``T`` is the number of periods (not the transpose), and
+    arithmetic and reductions need ``dense()`` first."""
 
     __slots__ = ("lo", "hi", "head", "tail", "T")
     ndim = 2
@@ -72,6 +76,8 @@ class Spans:
     def rows(self, index) -> "Spans":
         """The rows ``index`` (an integer array, a mask or a slice), still as spans."""
         index = np.arange(len(self))[index]
+        if index.ndim != 1:
+            raise TypeError("Spans.rows takes an array of rows, a mask or a slice (one row: a[r])")
         return Spans(self.lo[index], self.hi[index], self.head[index], self.tail[index], self.T)
 
     def window(self, start: int, stop: int) -> "Spans":
@@ -88,6 +94,29 @@ class Spans:
         if isinstance(r, slice) or isinstance(t, slice):  # a slice: rows against periods (outer)
             return self.at(ri.reshape(ri.shape + (1,) * ti.ndim), ti)
         return self.at(ri, ti)  # both indices: paired, broadcast
+
+    def __eq__(self, other):
+        return np.asarray(self) == other
+
+    def __ne__(self, other):
+        return np.asarray(self) != other
+
+    def __lt__(self, other):
+        return np.asarray(self) < other
+
+    def __le__(self, other):
+        return np.asarray(self) <= other
+
+    def __gt__(self, other):
+        return np.asarray(self) > other
+
+    def __ge__(self, other):
+        return np.asarray(self) >= other
+
+    __hash__ = None  # compared value by value, as an array: not hashable
+
+    def __bool__(self):
+        raise ValueError("the truth value of an activity is ambiguous (as an array's is): use .dense().any()")
 
     def dense(self) -> np.ndarray:
         """The whole (R, T) array."""
@@ -156,6 +185,8 @@ def take_periods(active, index):
     the (R, len(index)) array."""
     if isinstance(active, Spans):
         index = np.arange(active.T)[index]
+        if index.ndim != 1:
+            raise TypeError("take_periods takes an array of periods, a mask or a slice")
         if len(index) and np.array_equal(index, np.arange(index[0], index[0] + len(index))):
             return active.window(int(index[0]), int(index[0]) + len(index))
         return active[:, index]

@@ -121,8 +121,9 @@ class PlanInputs:
         return period_factor(self.periods, self.discount_origin or self.periods[0].to_period("M"), rate)
 
     @property
-    def active(self) -> np.ndarray:
-        """(R, T) share of each period every purchase row is active (all 1 when not given)."""
+    def active(self) -> "np.ndarray | Spans":
+        """(R, T) share of each period every purchase row is active (all 1 when not given): spans
+        (:class:`planner.inputs.activity.Spans`) where every row is one, else an array."""
         if self.reserved_active is None:
             return Spans.full(len(self.commitments), self.T)
         return self.reserved_active
