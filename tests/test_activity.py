@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.inputs.activity import Spans, compact, matvec, spans_of, stack, take_periods, take_rows
+from planner.inputs.activity import Spans, compact, matvec, spans_of, take_periods, take_rows
 
 
 def _random_dense(rng, R, T):
@@ -55,7 +55,6 @@ def test_spans_read_as_the_array_reads_on_every_indexing_the_planner_uses(seed):
     w = take_periods(a, np.arange(lo, hi))
     assert isinstance(w, Spans) and np.array_equal(w.dense(), dense[:, lo:hi])
     assert np.array_equal(take_periods(a, np.arange(0, T, 2)), dense[:, ::2])
-    assert np.array_equal(stack([a, take_rows(a, rows)]).dense(), np.vstack([dense, dense[rows]]))
 
 
 def test_an_activity_not_of_the_spans_form_stays_the_array_it_was():

@@ -193,14 +193,6 @@ def take_periods(active, index):
     return active[:, index]
 
 
-def stack(parts: list):
-    """Activities of the same periods, one above the other: spans when every part is, else the array."""
-    if all(isinstance(p, Spans) for p in parts):
-        return Spans(np.concatenate([p.lo for p in parts]), np.concatenate([p.hi for p in parts]),
-                     np.concatenate([p.head for p in parts]), np.concatenate([p.tail for p in parts]), parts[0].T)
-    return np.vstack([np.asarray(p) for p in parts])
-
-
 def matvec(active, v) -> np.ndarray:
     """``active @ v`` (R,) for spans or any array-like activity (made float, as the array's product is)."""
     v = np.asarray(v, float)
