@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -84,6 +85,44 @@ def test_evaluate_and_benders_carry_the_resale(tmp_path):
     assert "benders" in bend.stats and bend.cost["total"] == pytest.approx(doc["cost_usd"]["total"], rel=1e-6)
 
 
+def price_path_case(folder: Path, method: str) -> Path:
+    """The three-month burst of :func:`case` on two equally likely price paths: ``sheet`` keeps the sheet's term
+    (0.50 an hour), ``cheap`` has its own at 0.20 (a scenario row: every purchase of that scenario pays it)."""
+    m = case(folder, method=method)
+    rows = pd.read_csv(folder / "prices.csv")
+    cheap = rows.iloc[[1]].assign(hourly_usd=0.2, scenario="cheap", resale_haircut=np.nan)  # the sheet's haircut
+    pd.concat([rows.assign(scenario=""), cheap]).to_csv(folder / "prices.csv", index=False)
+    m.write_text(m.read_text().replace("[commitments]", "[scenarios]\nsheet = 0.5\ncheap = 0.5\n\n[commitments]"))
+    return m
+
+
+@pytest.mark.parametrize("method", ["monolithic", "benders"])
+def test_a_resale_stops_the_fee_its_scenario_pays_by_hand(tmp_path, method):
+    """A resale on a price path stops the fee the term pays in that scenario, not the sheet's: the January
+    purchase is shared (its expected price 0.35), the April sale is each scenario's own (0.50 and 0.20 stop).
+    Built from the sheet's row, both sales stopped 0.50: a credit worth more than the cheap path's term cost, and
+    with monthly purchases a master that sold terms it never bought (a recourse LP infeasible)."""
+    inp = load_inputs(price_path_case(tmp_path, method))
+    res = inp.commitments
+    ex = np.flatnonzero(res["kind"].eq("exit").to_numpy())
+    par = res["parent"].to_numpy(int)[ex]
+    one = np.flatnonzero(inp.reserved_member[ex].sum(axis=1) == 1)  # the sales made in one scenario
+    assert len(one)
+    for e, p in zip(ex[one], par[one]):
+        s = inp.scenarios[int(np.flatnonzero(inp.reserved_member[e])[0])]
+        fee = {"sheet": HOURLY, "cheap": 0.2}[s]
+        if inp.reserved_member[p].sum() == 1:  # a parent of that scenario alone pays the scenario's fee
+            assert res["hourly_usd"].iloc[p] == pytest.approx(fee)
+        assert res["hourly_usd"].iloc[e] == pytest.approx(fee)
+    plan = make_plan(inp, mip_gap=1e-9)
+    rem = L - 90 * 24
+    fee = (HOURLY + 0.2) / 2
+    assert plan.cost["total"] == pytest.approx(20 * (fee * L + UP - fee * rem - (1 - 0.12) * UP * rem / L), rel=1e-9)
+    sold = plan.purchases[(plan.purchases["kind"] == "exit") & (plan.purchases["instances"] > 0)]
+    assert sold["instances"].sum() == pytest.approx(40)  # 20 sold in each scenario
+    assert ("benders" in plan.stats) == (method == "benders")
+
+
 @pytest.mark.parametrize("change,message", [
     ({"resale_haircut": 1.5}, "column 'resale_haircut': absurdly large value (got '1.5')"),
     ({"resale_haircut": 0.1, "residual_usd": 100}, "resale_haircut on a row with a residual value"),
@@ -131,3 +170,20 @@ def test_benders_with_a_discount_only_commitment_solves_whole_and_says_so(tmp_pa
     r = CliRunner().invoke(cli, ["plan", str(m), "--out", str(tmp_path / "out")])
     assert r.exit_code == 3, r.output  # 2 GPUs short under the cap, as the monolithic model says
     assert "solved whole (monolithic): the decomposition does not apply" in r.output
+
+
+def test_a_resale_worth_more_than_its_term_stops_the_benders_master_with_a_reason(tmp_path):
+    """A resale credited more than its term costs is a purchase that pays for itself without bound: the Benders
+    master is unbounded, and says so (before, its unbounded point sold terms never bought and a recourse LP came
+    back infeasible)."""
+    from dataclasses import replace
+
+    from planner.core.errors import SolverError
+    from planner.solve.decompose import solve_benders
+
+    inp = load_inputs(case(tmp_path, method="benders", accounting="amortised"))
+    res = inp.commitments.copy()
+    ex = res["kind"].eq("exit").to_numpy()
+    res.loc[ex, "r"] = 100.0  # each hour after the sale credits 100 (amortised): far more than the term costs
+    with pytest.raises(SolverError, match="Benders master .* is (Unbounded|Infeasible|Primal infeasible or unbounded)"):
+        solve_benders(replace(inp, commitments=res), chunk="week", mip_gap=1e-6)

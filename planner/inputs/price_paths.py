@@ -187,14 +187,15 @@ class PricePaths:
         w = mem * np.asarray(probability, float)[None, :]
         w = w / np.where(w.sum(axis=1, keepdims=True) > 0, w.sum(axis=1, keepdims=True), 1.0)
         out = table.copy()
+        per = {}
         for col in ("hourly_usd", "upfront_usd", "residual_usd"):
             own = out[col].to_numpy(float)
             sheet = self.prices[col].to_numpy(float) if col in self.prices else np.zeros(len(self.prices))
-            per = np.where(idx >= 0, sheet[np.clip(idx, 0, None)], own[:, None])  # (R, S)
-            out[col] = np.where(priced, (per * w).sum(axis=1), own)
+            per[col] = np.where(idx >= 0, sheet[np.clip(idx, 0, None)], own[:, None])  # (R, S)
+            out[col] = np.where(priced, (per[col] * w).sum(axis=1), own)
         r = effective_rate(out["hourly_usd"], out["upfront_usd"] - out["residual_usd"], out["term_months"])
         out["r"] = np.where(priced, np.asarray(r, float), out["r"].to_numpy(float))
-        return out
+        return _price_resales(out, priced, per["hourly_usd"], per["upfront_usd"], w)
 
     def signature(self, periods: pd.DatetimeIndex) -> np.ndarray | None:
         """(S, X, T) what distinguishes the scenarios' prices in each period (rented prices, and every
@@ -214,6 +215,39 @@ class PricePaths:
             for v in cols:
                 parts.append(np.where(idx >= 0, v[np.clip(idx, 0, None)], -1.0))
         return np.concatenate(parts, axis=1) if parts else None
+
+
+def _price_resales(table: pd.DataFrame, priced: np.ndarray, hourly: np.ndarray, upfront: np.ndarray,
+                   w: np.ndarray) -> pd.DataFrame:
+    """``table`` with each resale (kind ``exit``) of a row priced by scenario re-priced from its parent's price in
+    the scenarios it serves (``hourly``, ``upfront``: (R, S) every row's price per scenario; ``w``: each row's
+    weights over the scenarios). A resale stops the fee its parent pays and returns the rest of the upfront its
+    parent paid (:func:`planner.inputs.commitments.exit_rows`), both linear in the parent's price: built from the
+    sheet's own rows, it would stop the sheet's fee where a scenario's parent pays another (a resale worth more
+    than its parent cost: a purchase the plan could sell at a profit without bound)."""
+    if "parent" not in table:
+        return table
+    par = table["parent"].to_numpy(int)
+    ex = np.flatnonzero(supply.table_mask(table, dated_by="resale") & (par >= 0))
+    ex = ex[priced[par[ex]]]
+    if not len(ex):
+        return table
+    p = par[ex]
+    L = table["term_months"].to_numpy(float)[p] * 730.0  # the parent's term in hours
+    q = table["term_months"].to_numpy(float)[ex] * 730.0 / L  # the share of it left at the sale
+    h = table["resale_haircut"].to_numpy(float)[ex]
+    h_after = table["hours_active"].to_numpy(float)[ex]
+    hp, up = hourly[p], upfront[p]  # (E, S) the parent's price in each scenario
+    we = w[ex]
+    back = (1.0 - h) * q
+    spread = np.divide(h * q, h_after, out=np.zeros(len(ex)), where=h_after > 0)
+    out = table.copy()
+    for col, per in (("hourly_usd", hp), ("upfront_usd", back[:, None] * up),
+                     ("r", hp + up * (1.0 / L - spread)[:, None])):
+        v = out[col].to_numpy(float).copy()
+        v[ex] = (per * we).sum(axis=1)
+        out[col] = v
+    return out
 
 
 def paths_for(prices: pd.DataFrame, pools: pd.DataFrame, names) -> PricePaths | None:

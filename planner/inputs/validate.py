@@ -349,7 +349,8 @@ def _scenario_column(raw: RawTable, bad: Collector, out: pd.DataFrame, is_res: p
                      "and flex_start prices")
     haircut = d.get("resale_haircut", pd.Series("", index=d.index)).astype(str).str.strip()
     _report(bad, raw, scen.ne("") & is_res & haircut.ne(""), "scenario", "scenario on a row with a resale_haircut",
-            scen, expected="blank: a resale's value follows the sheet's own (undated) row",
+            scen, expected="blank: the haircut is the sheet's own (undated) row's (a resale stops the fee its term "
+                     "pays in each scenario)",
             hint="give the scenario's reserved price on a row without resale_haircut")
     out["scenario"] = scen
 

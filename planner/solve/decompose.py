@@ -289,6 +289,14 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             raise SolverError(f"HiGHS failed on the Benders master ({phase}): {h.getModelStatus()}; "
                               "nothing was written (a [solver] threads setting HiGHS refused is one cause)")
         phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - t
+        status = h.getModelStatus()
+        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible,
+                      highspy.HighsModelStatus.kInfeasible):
+            from planner.core.errors import SolverError
+
+            raise SolverError(f"the Benders master ({phase}) is {h.modelStatusToString(status)}: some purchases pay "
+                              "back more than they cost (a resale worth more than its term?) or the first-stage rows "
+                              "contradict each other; nothing was written")
         return h.getInfo(), np.asarray(h.getSolution().col_value, dtype=float)
 
     def drop_slack_cuts():
