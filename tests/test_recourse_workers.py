@@ -244,6 +244,42 @@ def test_the_memos_re_solves_on_workers_lose_no_basis_and_equal_one_process(tmp_
                 assert a[col].tolist() == b[col].tolist(), col
 
 
+@pytest.mark.parametrize("jobs", [1, 2, "dask"])
+def test_work_done_while_the_workers_price_runs_once_and_an_error_in_it_leaves_no_reply_unread(tmp_path, jobs):
+    """``price(..., meanwhile=f)``: ``f`` runs once per call (also when a worker dies in that call and its share is
+    priced again), the answer is the call's without it; an error in ``f`` is raised after every reply is read, so
+    the next call reads its own answers (not the last call's), bit for bit the same."""
+    import contextlib
+
+    inp = _case(tmp_path, 21, days=120)
+    chunks = chunk_index(inp, "week")
+    with DaskExecutor(jobs=2, processes=False) if jobs == "dask" else contextlib.nullcontext() as ex:
+        _meanwhile_once(inp, chunks, make_pricer(inp, chunks, cut_groups(inp), ex or LocalExecutor(jobs)), jobs)
+
+
+def _meanwhile_once(inp, chunks, pricer, jobs):
+    n = np.zeros(len(inp.commitments))
+    assert pricer.name == {1: "here", 2: "local", "dask": "dask"}[jobs]
+    try:
+        plain = pricer.price(n, [None] * len(chunks))
+        calls = []
+        same = pricer.price(n, [None] * len(chunks), meanwhile=lambda: calls.append(1))
+        assert calls == [1]
+        assert [r.values.tolist() for r in same] == [r.values.tolist() for r in plain]
+        with pytest.raises(ZeroDivisionError):
+            pricer.price(2 * n + 1, [None] * len(chunks), meanwhile=lambda: 1 / 0)
+        again = pricer.price(n, [None] * len(chunks))
+        assert [r.values.tolist() for r in again] == [r.values.tolist() for r in plain]
+        if jobs == 2:
+            pricer.fault = {"call": pricer.calls + 1, "worker": 1}  # worker 1 dies on the next call
+            calls.clear()
+            hit = pricer.price(n, [None] * len(chunks), meanwhile=lambda: calls.append(1))
+            assert calls == [1] and pricer.restarts == 1
+            assert [r.values.tolist() for r in hit] == [r.values.tolist() for r in plain]
+    finally:
+        pricer.close()
+
+
 def test_each_memo_re_solve_starts_from_the_nearest_point_priced():
     """_starts by hand: the plan (level 1, units u) first, then the nearest result by level, then by units."""
     from planner.memo.resolve import _nearest_first, _starts

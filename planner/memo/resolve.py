@@ -194,17 +194,29 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
         # a result's bases stay on the workers when only the next call starts from them (a worker keeps each
         # batch's last basis); read out as arrays when a later call does (the same basis either way)
         later = {s for m, s in enumerate(starts) if s < m}
+
+        def read(i: int, level: float, units: np.ndarray, priced: list, t0: float, seconds: float) -> None:
+            """Task ``i``'s figures from its pricing (``seconds``: the pricing's own; ``t0``: when it began)."""
+            scaled = inp if level == 1.0 else scale_inputs(inp, demand_level=level)
+            p = plan_from_priced(scaled, units, priced, pricer, chunks, cut_by, seconds,
+                                 allocation=False, keep_bases=False)  # the figures need the fleet and costs only
+            rows[i] = dict(plan_figures(p), seconds=time.perf_counter() - t0)
+
+        # each task's figures are read while the workers price the next task (the read is this process's work,
+        # the pricing the workers'): the last one after the loop
+        pending = None
         for m, i in enumerate(order):
             task = tasks[i]
             t0 = time.perf_counter()
             level = float(task.get("demand_level", 1.0))
             units = np.asarray(task["units"], float)
-            priced = pricer.price(units, done[starts[m]][2], solution=True, scale=level, portable=m + 1 in later)
+            behind = pending
+            priced = pricer.price(units, done[starts[m]][2], solution=True, scale=level, portable=m + 1 in later,
+                                  meanwhile=None if behind is None else (lambda: read(*behind)))
             done.append((level, units, [r.basis for r in priced]))
-            scaled = inp if level == 1.0 else scale_inputs(inp, demand_level=level)
-            p = plan_from_priced(scaled, units, priced, pricer, chunks, cut_by, time.perf_counter() - t0,
-                                 allocation=False, keep_bases=False)  # the figures need the fleet and costs only
-            rows[i] = dict(plan_figures(p), seconds=time.perf_counter() - t0)
+            pending = (i, level, units, priced, t0, time.perf_counter() - t0)
+        if pending is not None:
+            read(*pending)
     finally:
         if shared is None:
             pricer.close()

@@ -136,9 +136,10 @@ class LocalPricer:
         self.sizes = [b.shape for b in self.batches]
 
     def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0,
-              portable: bool = True) -> list:
+              portable: bool = True, meanwhile=None) -> list:
         """Every batch at ``n`` from its basis (kept as HiGHS's own objects: one process, no conversion, whatever
-        ``portable`` says)."""
+        ``portable`` says); ``meanwhile()`` is called first (one process: nothing runs beside it)."""
+        _while_pricing(meanwhile)
         return [price(b, n, basis, solution, portable=False, scale=scale) for b, basis in zip(self.batches, bases)]
 
     def keys(self) -> list[tuple]:
@@ -148,6 +149,21 @@ class LocalPricer:
     def close(self) -> None:
         """Drop the batches (their memory is the plan's to use next)."""
         self.batches = []
+
+
+def _while_pricing(meanwhile, defer: bool = False):
+    """Call ``meanwhile()`` (None: nothing); with ``defer``, return what it raised instead of raising (a caller
+    with replies still to read raises it after reading them)."""
+    if meanwhile is None:
+        return None
+    if not defer:
+        meanwhile()
+        return None
+    try:
+        meanwhile()
+    except Exception as exc:
+        return exc
+    return None
 
 
 # ---------------------------------------------------------------------------------------- local processes
@@ -299,12 +315,15 @@ class ProcessPricer:
         raise AssertionError("unreachable")
 
     def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0,
-              portable: bool = True) -> list:
+              portable: bool = True, meanwhile=None) -> list:
         """Every batch at ``n`` from its basis, the workers' shares in parallel; a dead worker is replaced.
-        ``portable=False``: each batch's new basis stays on its worker, a :class:`Kept` reference returned."""
+        ``portable=False``: each batch's new basis stays on its worker, a :class:`Kept` reference returned.
+        ``meanwhile()``: called here once every worker has its share, before their answers are read (work of this
+        process that overlaps the pricing); what it raises is raised once the answers are read."""
         self.calls += 1
         out: dict = {}
         todo = list(range(self.workers))
+        pending = meanwhile
         for attempt in range(RETRIES + 1):
             failed = []
             for w in todo:
@@ -315,6 +334,8 @@ class ProcessPricer:
                     self.conns[w][0].send_bytes(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
                 except (BrokenPipeError, ConnectionResetError, OSError):
                     failed.append(w)
+            late = _while_pricing(pending, defer=True)  # an error waits for the replies: none is left unread
+            pending = None
             for w in todo:
                 if w in failed:
                     continue
@@ -325,6 +346,8 @@ class ProcessPricer:
                     continue
                 out.update(priced)
                 self.bases_lost += lost
+            if late is not None:
+                raise late
             if not failed:
                 return [out[i] for i in range(len(self.chunks))]
             if attempt == RETRIES:
@@ -412,8 +435,9 @@ class DaskPricer:
         return fut.result()
 
     def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0,
-              portable: bool = True) -> list:
+              portable: bool = True, meanwhile=None) -> list:
         """Every batch at ``n`` from its basis; an actor lost with its worker is made again and retried.
+        ``meanwhile()``: called once the actors have their calls, before their answers are awaited.
 
         A lost actor fails when called (``RuntimeError: Worker holding Actor was lost``, raised as the call is
         made once the scheduler knows) or when its answer is awaited: either way its share is priced again on
@@ -431,6 +455,8 @@ class DaskPricer:
                                                     portable)
                 except Exception:
                     failed.append(w)
+            late = _while_pricing(meanwhile, defer=True)
+            meanwhile = None
             for w, fut in calls.items():
                 try:
                     priced, lost = fut.result()
@@ -441,6 +467,8 @@ class DaskPricer:
                     continue
                 out.update(priced)
                 self.bases_lost += lost
+            if late is not None:
+                raise late
             if not failed:
                 return [out[i] for i in range(len(self.chunks))]
             if attempt == RETRIES:
