@@ -108,9 +108,11 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
         plan.notes.append(note)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t0 = time.perf_counter()
+        # the view reads each sub-plan's objective and purchases only: decisions (no per-period tables, no exit
+        # value's extra solve)
         sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
             i, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved,
-            risk=False, extend=extend, shadow=False, executor=executor)
+            risk=False, extend=extend, shadow=False, executor=executor, decision=True)
         plan.risk = risk_view(plan, sub)
         plan.timings["risk"] = time.perf_counter() - t0
     if fixed_reserved is None and extend is None and not o.decision:
@@ -140,8 +142,8 @@ def _cvar_plan(inp: PlanInputs, *, risk: bool, shadow, **solve) -> Plan:
     if risk:  # EVPI, VSS, worst case of these purchases, on expected cost (the sub-plans are single-scenario or fixed)
         t0 = time.perf_counter()
         sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
-            i, fixed_reserved=fixed_reserved, risk=False, shadow=False, **{k: v for k, v in solve.items()
-                                                                             if k not in ("timings", "write_model")})
+            i, fixed_reserved=fixed_reserved, risk=False, shadow=False, decision=True,
+            **{k: v for k, v in solve.items() if k not in ("timings", "write_model")})
         plan.risk = risk_view(plan, sub)
         plan.timings["risk"] = time.perf_counter() - t0
 
