@@ -172,10 +172,12 @@ def test_benders_with_a_discount_only_commitment_solves_whole_and_says_so(tmp_pa
     assert "solved whole (monolithic): the decomposition does not apply" in r.output
 
 
-def test_a_resale_worth_more_than_its_term_stops_the_benders_master_with_a_reason(tmp_path):
+@pytest.mark.parametrize("how", ["weekly", "monthly", "monolithic"])
+def test_a_resale_worth_more_than_its_term_stops_the_solve_with_a_reason(tmp_path, how):
     """A resale credited more than its term costs is a purchase that pays for itself without bound: the Benders
-    master is unbounded, and says so (before, its unbounded point sold terms never bought and a recourse LP came
-    back infeasible)."""
+    master (daily or weekly cuts; the monthly scheme) and the whole model are unbounded, and say so (before, the
+    master's unbounded point sold terms never bought and a recourse LP came back infeasible; the whole model wrote
+    a plan called feasible)."""
     from dataclasses import replace
 
     from planner.core.errors import SolverError
@@ -185,5 +187,38 @@ def test_a_resale_worth_more_than_its_term_stops_the_benders_master_with_a_reaso
     res = inp.commitments.copy()
     ex = res["kind"].eq("exit").to_numpy()
     res.loc[ex, "r"] = 100.0  # each hour after the sale credits 100 (amortised): far more than the term costs
+    pumped = replace(inp, commitments=res)
+    if how == "monolithic":
+        with pytest.raises(SolverError, match="the model is unbounded"):
+            make_plan(replace(pumped, config=replace(pumped.config, solver=replace(pumped.config.solver,
+                                                                                  method="monolithic"))), risk=False)
+        return
     with pytest.raises(SolverError, match="Benders master .* is (Unbounded|Infeasible|Primal infeasible or unbounded)"):
-        solve_benders(replace(inp, commitments=res), chunk="week", mip_gap=1e-6)
+        solve_benders(pumped, chunk="week" if how == "weekly" else "month", mip_gap=1e-6, multicut=how == "weekly")
+
+
+def test_a_residual_on_a_scenarios_row_of_a_resold_term_exits_2(tmp_path):
+    """A resold term gives up its residual: a scenario's row with one, where the sheet's row may be resold, is
+    refused (before, the cheap path bought terms at 0.2 x 8,760 + 2,000 - 1,900 and sold them for more: the
+    whole model unbounded, the Benders master too)."""
+    m = price_path_case(tmp_path, "monolithic")
+    rows = pd.read_csv(tmp_path / "prices.csv")
+    rows.loc[rows["scenario"].eq("cheap"), ["upfront_usd", "residual_usd"]] = [2000.0, 1900.0]
+    rows.to_csv(tmp_path / "prices.csv", index=False)
+    r = CliRunner().invoke(cli, ["validate", str(m)])
+    assert r.exit_code == 2, r.output
+    assert "row 4, column 'residual_usd': residual value on a scenario's row of a term that may be resold" in r.output
+
+
+def test_a_haircut_in_a_scenarios_price_file_exits_2(tmp_path):
+    """The haircut is the sheet's: one given in a scenario's price file (where it was silently ignored) is refused,
+    as in the sheet's scenario column."""
+    m = case(tmp_path)
+    pd.DataFrame([{"gpu_type": "A", "region": "r1", "option": "reserved_1y", "hourly_usd": 0.2, "upfront_usd": UP,
+                   "term_months": 12, "resale_haircut": 0.9}]).to_csv(tmp_path / "late.csv", index=False)
+    m.write_text(m.read_text().replace(
+        "[commitments]", '[scenarios.sheet]\nprobability = 0.5\n\n[scenarios.late]\nprobability = 0.5\n'
+                         'prices = "late.csv"\n\n[commitments]'))
+    r = CliRunner().invoke(cli, ["validate", str(m)])
+    assert r.exit_code == 2, r.output
+    assert "late.csv, row 2, column 'resale_haircut': resale_haircut in scenario late's price file" in r.output

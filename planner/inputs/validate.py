@@ -287,6 +287,7 @@ def validate_prices(raw: RawTable, bad: Collector, partial: bool = False) -> pd.
             "resale_haircut on a row with a residual value", d.get("resale_haircut"),
             expected="one exit per row: a resale (resale_haircut) or a residual value at the end, not both")
     out["resale_haircut"] = haircut.where(is_res)
+    _resold_scenario_rows(raw, bad, out, resold_keys(out[out["scenario"].eq("")]))
     _site_columns(raw, bad, out, is_res)
     _queue_columns(raw, bad, out, has(useful_share="queued"))
     _capacity_blocks(raw, bad, out, is_block, hourly)
@@ -349,8 +350,8 @@ def _scenario_column(raw: RawTable, bad: Collector, out: pd.DataFrame, is_res: p
                      "and flex_start prices")
     haircut = d.get("resale_haircut", pd.Series("", index=d.index)).astype(str).str.strip()
     _report(bad, raw, scen.ne("") & is_res & haircut.ne(""), "scenario", "scenario on a row with a resale_haircut",
-            scen, expected="blank: the haircut is the sheet's own (undated) row's (a resale stops the fee its term "
-                     "pays in each scenario)",
+            scen, expected="blank: the haircut is that of the price sheet's row in force at the purchase date (a "
+                     "resale stops the fee its term pays in each scenario)",
             hint="give the scenario's reserved price on a row without resale_haircut")
     out["scenario"] = scen
 
@@ -376,6 +377,29 @@ def _base_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, ok: pd.Series, 
                      "offered are the sheet's)")
 
 
+def resold_keys(prices: pd.DataFrame) -> set:
+    """The (gpu_type, region, option) keys of ``prices``' rows with a ``resale_haircut``: terms that may be resold."""
+    if "resale_haircut" not in prices or not len(prices):
+        return set()
+    rows = prices[prices["resale_haircut"].notna()]
+    return set(zip(rows["gpu_type"], rows["region"], rows["option"]))
+
+
+def _resold_scenario_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, resold: set) -> None:
+    """A scenario's row (a ``scenario`` cell, or a scenario's price file) of a term that may be resold (the sheet's
+    row has a ``resale_haircut``) gives no residual value: a term sold gives up its residual, and a resale
+    re-priced on the scenario's row would be credited the fees and upfront back while its term still counted
+    the residual (a sale worth more than its term: exit 2)."""
+    if not resold or "residual_usd" not in out:
+        return
+    key = pd.Series(list(zip(out["gpu_type"], out["region"], out["option"])), index=out.index)
+    mask = out["scenario"].ne("") & out["residual_usd"].fillna(0).gt(0) & key.isin(resold)
+    _report(bad, raw, mask, "residual_usd", "residual value on a scenario's row of a term that may be resold",
+            out["residual_usd"], expected="blank or 0: the price sheet's row of this option has a resale_haircut "
+                                          "(one exit per term: a resale or a residual value at the end)",
+            hint="drop the resale_haircut, or the scenario's residual_usd")
+
+
 def _with_scenario_sheets(prices: pd.DataFrame | None, raws: dict[str, RawTable],
                           bad: Collector) -> pd.DataFrame | None:
     """The price sheet with each scenario's price file appended as that scenario's rows. A file's rows must price
@@ -391,8 +415,14 @@ def _with_scenario_sheets(prices: pd.DataFrame | None, raws: dict[str, RawTable]
         other = own["scenario"].ne("") & own["scenario"].ne(name)
         _report(bad, raw, other, "scenario", f"a row of scenario {name}'s price file names another scenario",
                 own["scenario"], expected=f"blank or {name}")
+        if "resale_haircut" in own:  # the haircut is the sheet's (the scenario column refuses it alike)
+            _report(bad, raw, own["resale_haircut"].notna(), "resale_haircut",
+                    f"resale_haircut in scenario {name}'s price file", own["resale_haircut"],
+                    expected="blank: a resale's haircut is the price sheet's row's (in force at the purchase date); "
+                             "a scenario's file changes prices only")
         own = own.assign(scenario=name)
         if prices is not None:
+            _resold_scenario_rows(raw, bad, own, resold_keys(prices[prices["scenario"].eq("")]))
             key = lambda t: t["gpu_type"] + "\x1f" + t["region"] + "\x1f" + t["option"]  # noqa: E731
             sold = set(key(prices[prices["scenario"].eq("")]))
             _report(bad, raw, ~key(own).isin(sold), "option", f"scenario {name} prices an option the price sheet "

@@ -39,7 +39,7 @@ from planner.model import stages
 from planner.model.objective import first_stage_cost
 from planner.solve.chunks import aggregate_inputs, chunk_index, chunk_inputs  # noqa: F401  (re-exported)
 from planner.solve.master import (  # noqa: F401  (re-exported)
-    ABS_TOL, REL_TOL, BendersResult, add_first_stage_rows, first_stage_feasible)
+    ABS_TOL, REL_TOL, BendersResult, add_first_stage_rows, check_master, first_stage_feasible)
 
 MAX_GROUPS = 10_000  # "auto" cuts: one theta per block up to this many, else per day, else per week
 AGGREGATE_PERIODS = 384  # the warm start's aggregate keeps about this many periods
@@ -289,14 +289,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             raise SolverError(f"HiGHS failed on the Benders master ({phase}): {h.getModelStatus()}; "
                               "nothing was written (a [solver] threads setting HiGHS refused is one cause)")
         phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - t
-        status = h.getModelStatus()
-        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible,
-                      highspy.HighsModelStatus.kInfeasible):
-            from planner.core.errors import SolverError
-
-            raise SolverError(f"the Benders master ({phase}) is {h.modelStatusToString(status)}: some purchases pay "
-                              "back more than they cost (a resale worth more than its term?) or the first-stage rows "
-                              "contradict each other; nothing was written")
+        check_master(h, highspy, phase)
         return h.getInfo(), np.asarray(h.getSolution().col_value, dtype=float)
 
     def drop_slack_cuts():

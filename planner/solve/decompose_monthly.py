@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from planner.solve.chunks import chunk_index, chunk_inputs  # noqa: F401
-from planner.solve.master import ABS_TOL, REL_TOL, BendersResult, add_first_stage_rows  # noqa: F401
+from planner.solve.master import ABS_TOL, REL_TOL, BendersResult, add_first_stage_rows, check_master  # noqa: F401
 from planner.inputs.arrays import PlanInputs
 from planner.model import build_model, unit_bounds, unit_integer
 from planner.model.objective import first_stage_cost
@@ -98,6 +98,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         if not integer:
             # relaxation: stop cutting it when it stalls; then the integer master
             master.run()
+            check_master(master, highspy, "relaxation")
             lp_bound = float(master.getInfo().objective_function_value)
             n_new = np.asarray(master.getSolution().col_value, dtype=float)[:R]
             bound = max(bound, lp_bound)
@@ -116,6 +117,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         if time_limit_s is not None:
             master.setOptionValue("time_limit", max(time_limit_s - (time.perf_counter() - t0), 1.0))
         master.run()
+        check_master(master, highspy, "integer")
         info = master.getInfo()
         bound = max(bound, float(info.mip_dual_bound if np.isfinite(info.mip_dual_bound) else
                                  info.objective_function_value))

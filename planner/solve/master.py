@@ -61,3 +61,16 @@ def first_stage_feasible(fams: dict, x: np.ndarray) -> bool:
     """Whether purchases ``x`` satisfy every first-stage family's rows."""
     return all(coefs @ x[cols] <= rhs + 1e-6 * max(1.0, abs(rhs))
                for f in fams.values() for cols, coefs, rhs in zip(f.members, f.coefs, f.rhs))
+
+
+def check_master(h, highspy, phase: str = "master") -> None:
+    """Raise a SolverError when a Benders master's LP or MIP (HiGHS ``h``, just run) is unbounded or infeasible:
+    its column values then say nothing, and pricing them would fail far from the cause."""
+    status = h.getModelStatus()
+    if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible,
+                  highspy.HighsModelStatus.kInfeasible):
+        from planner.core.errors import SolverError
+
+        raise SolverError(f"the Benders master ({phase}) is {h.modelStatusToString(status)}: some purchases pay "
+                          "back more than they cost (a resale credited more than its term?) or the first-stage rows "
+                          "contradict each other; nothing was written")

@@ -25,6 +25,9 @@ import pulp
 from planner.core.errors import SolverError
 from planner.model import PlanModel
 
+UNBOUNDED = ("{solver}: the model is unbounded: some purchases pay back more than they cost (a resale credited more "
+             "than its term?); nothing was written")
+
 
 class Status(str, enum.Enum):
     """How a solve ended: optimal (proven within the gap), feasible (a plan, not proven), infeasible or error."""
@@ -169,6 +172,8 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
     gap_v = float(gap.group(1)) if gap else None
     bound_v = float(bound.group(1)) if bound else None
     st, sol = prob.status, prob.sol_status
+    if st == pulp.LpStatusUnbounded or sol == pulp.LpSolutionUnbounded:
+        raise SolverError(UNBOUNDED.format(solver="CBC"))
     if st == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
         status = Status.optimal
         if gap_v is None:
@@ -380,6 +385,8 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
     ms = h.getModelStatus()
     text = h.modelStatusToString(ms)
     feasible = int(info.primal_solution_status) == 2
+    if ms == highspy.HighsModelStatus.kUnbounded:
+        raise SolverError(UNBOUNDED.format(solver="HiGHS"))
     if ms == highspy.HighsModelStatus.kOptimal:
         status = Status.optimal
     elif ms in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
