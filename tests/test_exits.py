@@ -121,6 +121,17 @@ def test_a_resale_stops_the_fee_its_scenario_pays_by_hand(tmp_path, method):
     sold = plan.purchases[(plan.purchases["kind"] == "exit") & (plan.purchases["instances"] > 0)]
     assert sold["instances"].sum() == pytest.approx(40)  # 20 sold in each scenario
     assert ("benders" in plan.stats) == (method == "benders")
+    # the memo's tranche: the January term, each branch's sale netted at its probability (1/2 given the term's
+    # branch, the root): its whole liability is the plan's cost (nothing rented); before, both sales counted whole
+    from planner.memo.tranches import tranche_utilisation
+
+    tr = tranche_utilisation(plan)
+    assert len(tr) == 1 and tr["capacity_gpu_hours"].iat[0] == pytest.approx(20 * 90 * 24)
+    assert tr["full_term_usd"].iat[0] == pytest.approx(plan.cost["total"], rel=1e-9)
+    # plan.json term's GPUs bought: the terms (expected over the tree), not the sales (was 20 - 2 x 20 = -20)
+    from planner.pipeline.whole_term import _expected_gpus
+
+    assert _expected_gpus(plan) == pytest.approx(20.0)
 
 
 @pytest.mark.parametrize("change,message", [

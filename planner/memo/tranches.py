@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from planner.inputs import rented, supply
+from planner.inputs.activity import take_rows
 
 TRANCHE_COLUMNS = ["row", "gpu_type", "region", "option", "kind", "purchase_date", "end_date", "firm",
                    "stack_position", "instances", "gpus", "active_periods", "capacity_gpu_hours", "used_gpu_hours",
@@ -71,17 +72,22 @@ def stack(plan) -> dict:
     rows = np.flatnonzero(holds)
     if not len(rows):
         return empty
-    gpus_t = (units * m)[:, None] * np.asarray(inp.active)  # (R, T): exits carry a negative m
-    if supply.mask(kind, dated_by="resale").any():
-        ex = np.flatnonzero(supply.mask(kind, dated_by="resale") & (units > 0))
-        np.add.at(gpus_t, res["parent"].to_numpy(int)[ex], gpus_t[ex])
     order = np.lexsort((rows, res["r"].to_numpy(float)[rows], pd.to_datetime(res["purchase_date"]).to_numpy()[rows],
                         pool[rows]))
     rows = rows[order]
-    cap = np.clip(gpus_t[rows], 0.0, None)  # (r, T)
+    gpus_t = (units[rows] * m[rows])[:, None] * np.asarray(take_rows(inp.active, rows))  # (r, T)
     # per scenario: a purchase that waits for information holds GPUs in its own branch's scenarios only
     member = inp.member[rows].T.astype(float)  # (S, r)
-    cap_s = cap[None, :, :] * member[:, :, None]  # (S, r, T)
+    cap_s = gpus_t[None, :, :] * member[:, :, None]  # (S, r, T)
+    ex = np.flatnonzero(supply.mask(kind, dated_by="resale") & (units > 0))
+    if len(ex):  # a resale nets its GPUs (a negative m) off its parent in the scenarios that sell: its own branch's
+        at = np.full(len(res), -1)
+        at[rows] = np.arange(len(rows))
+        ex = ex[at[res["parent"].to_numpy(int)[ex]] >= 0]  # (a sale's parent is bought: n[exit] <= n[parent])
+        sold = (units[ex] * m[ex])[:, None] * np.asarray(take_rows(inp.active, ex))  # (e, T), negative
+        np.add.at(cap_s, (slice(None), at[res["parent"].to_numpy(int)[ex]]),
+                  inp.member[ex].T.astype(float)[:, :, None] * sold[None])
+    cap_s = np.clip(cap_s, 0.0, None)
     pr = pool[rows]
     below = np.cumsum(cap_s, axis=1) - cap_s  # capacity of the earlier tranches (all pools)
     first = np.r_[True, pr[1:] != pr[:-1]]
@@ -137,11 +143,13 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     cost = pur["horizon_cost_usd"].to_numpy(float).copy()
     full = pur["commitment_usd"].to_numpy(float).copy()
     kind = inp.commitments["kind"].to_numpy()
-    if "parent" in inp.commitments:  # a resale's cost (negative: money back) is its parent's
+    if "parent" in inp.commitments:  # a resale's cost (negative: money back) is its parent's, in the parent's
+        # branch: each sale at its probability given that branch (a sale made in one of its branches only)
         ex = np.flatnonzero(supply.mask(kind, dated_by="resale") & (pur["units"].to_numpy(float) > 0))
         par = inp.commitments["parent"].to_numpy(int)[ex]
-        np.add.at(cost, par, cost[ex])
-        np.add.at(full, par, full[ex])
+        given = inp.reserved_weight[ex] / np.maximum(inp.reserved_weight[par], 1e-12)
+        np.add.at(cost, par, cost[ex] * given)
+        np.add.at(full, par, full[ex] * given)
     first = np.r_[True, pr[1:] != pr[:-1]]
     start = np.maximum.accumulate(np.where(first, np.arange(len(rows)), 0))
     out = pd.DataFrame({

@@ -158,15 +158,28 @@ def _term_doc(inp, ext, basis, decide, horizon_only) -> dict:
         doc["status"] = decide.status.value
         doc["branch_costs"] = [{"scenario": str(r.scenario), "probability": float(r.probability),
                                 "total_usd": float(r.total)} for r in sc.itertuples()]
-        gpus_term = float(decide.purchases.loc[_in_horizon(inp, decide), "gpus"].sum()) if len(decide.purchases) else 0.0
-        doc["gpus_bought_in_horizon"] = gpus_term
+        doc["gpus_bought_in_horizon"] = _expected_gpus(decide, _in_horizon(inp, decide))
     if horizon_only is not None and horizon_only.status.has_plan:
-        g = float(horizon_only.purchases["gpus"].sum()) if len(horizon_only.purchases) else 0.0
+        g = _expected_gpus(horizon_only)
         doc["horizon_judged_gpus"] = g
         doc["horizon_judged_cost_usd"] = float(horizon_only.cost["total"])
         doc["note"] += (f"; buys {doc.get('gpus_bought_in_horizon', 0):,.0f} GPUs in the horizon where judging on the "
                         f"horizon alone would buy {g:,.0f}")
     return doc
+
+
+def _expected_gpus(plan, rows=None) -> float:
+    """The GPUs ``plan`` buys (of ``rows``, a mask of its purchases; default all): a branch's purchase at its
+    probability, resales (negative GPUs: sales, not purchases) left out."""
+    from planner.inputs.commitments import is_exit
+
+    pur = plan.purchases
+    if not len(pur):
+        return 0.0
+    keep = ~np.asarray(is_exit(plan.inputs.commitments), bool)
+    if rows is not None:
+        keep &= np.asarray(rows, bool)
+    return float((pur["gpus"].to_numpy(float) * np.asarray(plan.inputs.reserved_weight, float))[keep].sum())
 
 
 def _in_horizon(inp, plan) -> np.ndarray:
