@@ -233,3 +233,16 @@ def test_a_haircut_in_a_scenarios_price_file_exits_2(tmp_path):
     r = CliRunner().invoke(cli, ["validate", str(m)])
     assert r.exit_code == 2, r.output
     assert "late.csv, row 2, column 'resale_haircut': resale_haircut in scenario late's price file" in r.output
+
+
+def test_the_summary_says_which_branch_sells(tmp_path):
+    """Each branch's planned sale on the Summary names its branch and probability (two lines alike before)."""
+    import openpyxl
+
+    from planner.pipeline.run import write_outputs
+
+    plan = make_plan(load_inputs(price_path_case(tmp_path, "monolithic")), mip_gap=1e-9)
+    write_outputs(plan, tmp_path / "out")
+    ws = openpyxl.load_workbook(tmp_path / "out" / "plan.xlsx")["Summary"]
+    notes = sorted(str(r[2]) for r in ws.iter_rows(values_only=True) if r[0] == "Sell later (planned)")
+    assert len(notes) == 2 and ", if cheap (50%)" in notes[0] and ", if sheet (50%)" in notes[1], notes

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from planner import __version__
 from planner.results.bill import inventory_table
@@ -177,7 +178,8 @@ def _write_summary(ws, plan: Plan, layout: list[tuple], cost_rows: int, purchase
             if "kind" in plan.purchases else []:  # resales planned: what to sell, when
         put(["Sell later (planned)", s.cell(float(-r.gpus), INT),
                   s.text(f"GPUs: {int(r.instances):,} instances of {r.gpu_type} {r.option} in {r.region}, on "
-                         f"{pd.Timestamp(r.purchase_date).date()} (resale); saves ${-r.commitment_usd:,.0f} of the term")])
+                         f"{pd.Timestamp(r.purchase_date).date()} (resale){_if_branch(r)}; saves "
+                         f"${-r.commitment_usd:,.0f} of the term")])
     for b in (plan.budget.itertuples() if plan.budget is not None else []):  # the [budget] caps and the spend
         what = "total" if b.name == "budget_total" else b.name.replace("budget_month_", "").replace("_", "-")
         put([f"Budget {what}", s.cell(float(b.spend_usd), USD0, RED if b.binding else None),
@@ -229,3 +231,12 @@ def _lines(text, width: int) -> int:
     # a long unbroken word (a sha256, a path) is digits and letters as wide as the column's unit: 1 x there
     factor = 1.0 if any(len(w) > 24 for w in value.split()) else 1.15
     return max(1, len(textwrap.wrap(value, width=max(int(width * factor), 1), break_long_words=True)))
+
+
+def _if_branch(r) -> str:
+    """ ", if <branch> (p %)" for a purchase row of one branch of the scenario tree; "" for one made whatever happens."""
+    branch = getattr(r, "branch", "all")
+    if not isinstance(branch, str) or branch in ("", "all"):
+        return ""
+    p = getattr(r, "probability", None)
+    return f", if {branch}" + (f" ({float(p):.0%})" if p is not None and np.isfinite(float(p)) else "")
