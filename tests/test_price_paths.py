@@ -347,3 +347,14 @@ def test_a_shared_purchase_reads_its_scenarios_mix_of_prices_in_libreoffice(tmp_
     total = sum(row[head.index("cost_usd")] or 0.0 for row in costs.iter_rows(min_row=2, values_only=True)
                 if row[0] in ("reserved", "on_demand", "spot"))
     assert total == pytest.approx(json.loads((out / "plan.json").read_text())["cost_usd"]["total"], rel=1e-9)
+
+
+def test_a_backtest_of_a_model_with_price_paths_says_the_scenarios_are_the_models(tmp_path):
+    """The demand file has no scenarios: the message names the model's [scenarios] (it blamed demand.csv's
+    'scenario' column, which the file does not have)."""
+    from conftest import ROOT
+
+    r = CliRunner().invoke(cli, ["backtest", str(ROOT / "models" / "price-paths.toml"), "--out", str(tmp_path / "bt")])
+    assert r.exit_code == 2, r.output
+    assert "a backtest needs one scenario; the model's [scenarios] gives 2 (hold, fall" in r.output
+    assert "column 'scenario'" not in r.output and not (tmp_path / "bt").exists()

@@ -794,7 +794,12 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
     from planner.pipeline.run import make_plan
 
     if len(history.scenarios) > 1:
-        raise InputError(Problem(source, "a backtest needs one demand history, not scenarios", column="scenario"))
+        if not np.array_equal(history.demand, np.broadcast_to(history.demand[:1], history.demand.shape),
+                              equal_nan=True):  # the scenarios' demands differ: the file gives several histories
+            raise InputError(Problem(source, "a backtest needs one demand history, not scenarios", column="scenario"))
+        raise InputError(Problem("model file", f"a backtest needs one scenario; the model's [scenarios] gives "
+                                 f"{len(history.scenarios)} ({', '.join(map(str, history.scenarios))}: price paths "
+                                 "or weights)", hint="backtest a copy of the model without [scenarios]"))
     step = float(np.median(history.hours))
     if not np.allclose(history.hours, step):
         raise InputError(Problem(source, "a backtest needs periods of one length",
