@@ -246,3 +246,22 @@ def test_the_summary_says_which_branch_sells(tmp_path):
     ws = openpyxl.load_workbook(tmp_path / "out" / "plan.xlsx")["Summary"]
     notes = sorted(str(r[2]) for r in ws.iter_rows(values_only=True) if r[0] == "Sell later (planned)")
     assert len(notes) == 2 and ", if cheap (50%)" in notes[0] and ", if sheet (50%)" in notes[1], notes
+
+
+@pytest.mark.parametrize("where", ["column", "file"])
+def test_a_scenarios_row_with_another_term_exits_2(tmp_path, where):
+    """A scenario's price for a 1-year term given as 24 months would be amortised over the sheet's 12 unseen."""
+    m = case(tmp_path)
+    row = {"gpu_type": "A", "region": "r1", "option": "reserved_1y", "hourly_usd": 0.2, "upfront_usd": UP,
+           "term_months": 24}
+    if where == "column":
+        rows = pd.read_csv(tmp_path / "prices.csv").assign(scenario="")
+        pd.concat([rows, pd.DataFrame([row | {"scenario": "late"}])]).to_csv(tmp_path / "prices.csv", index=False)
+        top = "[scenarios]\nsheet = 0.5\nlate = 0.5\n\n[commitments]"
+    else:
+        pd.DataFrame([row]).to_csv(tmp_path / "late.csv", index=False)
+        top = '[scenarios.sheet]\nprobability = 0.5\n\n[scenarios.late]\nprobability = 0.5\nprices = "late.csv"\n\n[commitments]'
+    m.write_text(m.read_text().replace("[commitments]", top))
+    r = CliRunner().invoke(cli, ["validate", str(m)])
+    assert r.exit_code == 2, r.output
+    assert "column 'term_months': term_months on a scenario's row differs from the price sheet's row" in r.output

@@ -288,6 +288,7 @@ def validate_prices(raw: RawTable, bad: Collector, partial: bool = False) -> pd.
             expected="one exit per row: a resale (resale_haircut) or a residual value at the end, not both")
     out["resale_haircut"] = haircut.where(is_res)
     _resold_scenario_rows(raw, bad, out, resold_keys(out[out["scenario"].eq("")]))
+    _scenario_terms(raw, bad, out, out[out["scenario"].eq("")])
     _site_columns(raw, bad, out, is_res)
     _queue_columns(raw, bad, out, has(useful_share="queued"))
     _capacity_blocks(raw, bad, out, is_block, hourly)
@@ -400,6 +401,24 @@ def _resold_scenario_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, reso
             hint="drop the resale_haircut, or the scenario's residual_usd")
 
 
+def _scenario_terms(raw: RawTable, bad: Collector, out: pd.DataFrame, base: pd.DataFrame) -> None:
+    """A scenario's row of a term commitment keeps the sheet's term: it re-prices the sheet's purchase rows (their
+    term, lead time and activity are the sheet's), so another ``term_months`` would be amortised over the sheet's
+    term unseen (exit 2)."""
+    if "term_months" not in out or not len(base):
+        return
+    terms = base[base["term_months"].notna()].drop_duplicates(["gpu_type", "region", "option"]).set_index(
+        ["gpu_type", "region", "option"])["term_months"]
+    if not len(terms):
+        return
+    theirs = terms.reindex(pd.MultiIndex.from_frame(out[["gpu_type", "region", "option"]])).to_numpy(float)
+    ours = pd.to_numeric(out["term_months"], errors="coerce").to_numpy(float)
+    mask = out["scenario"].ne("").to_numpy() & ~np.isnan(theirs) & ~np.isnan(ours) & (np.abs(ours - theirs) > 1e-9)
+    _report(bad, raw, pd.Series(mask, index=out.index), "term_months",
+            "term_months on a scenario's row differs from the price sheet's row of the option", out["term_months"],
+            expected="the sheet's term_months: a scenario's row changes the price of the same term")
+
+
 def _with_scenario_sheets(prices: pd.DataFrame | None, raws: dict[str, RawTable],
                           bad: Collector) -> pd.DataFrame | None:
     """The price sheet with each scenario's price file appended as that scenario's rows. A file's rows must price
@@ -423,6 +442,7 @@ def _with_scenario_sheets(prices: pd.DataFrame | None, raws: dict[str, RawTable]
         own = own.assign(scenario=name)
         if prices is not None:
             _resold_scenario_rows(raw, bad, own, resold_keys(prices[prices["scenario"].eq("")]))
+            _scenario_terms(raw, bad, own, prices[prices["scenario"].eq("")])
             key = lambda t: t["gpu_type"] + "\x1f" + t["region"] + "\x1f" + t["option"]  # noqa: E731
             sold = set(key(prices[prices["scenario"].eq("")]))
             _report(bad, raw, ~key(own).isin(sold), "option", f"scenario {name} prices an option the price sheet "
