@@ -318,3 +318,28 @@ def dataclasses_replace_method(inp, method: str):
 
     return dataclasses.replace(inp, config=dataclasses.replace(
         inp.config, solver=dataclasses.replace(inp.config.solver, method=method)))
+
+
+@pytest.mark.parametrize("cap_mw", [0.01, 1.0])
+def test_commitment_curve_points_past_a_site_power_cap_are_infeasible_not_the_memo_lost(tmp_path, cap_mw):
+    """The plan buys the 10 GPUs a 10 kW site holds: the curve's points above it break the site's power (a
+    first-stage row) and say infeasible, the others are priced; before, the batched re-solve raised and the whole
+    memo was dropped (a note, and no curve, downside or savings). Without the cap every point is priced."""
+    from conftest import write_case
+    from planner.memo.build import build_memo
+    from planner.pipeline.run import make_plan as pipeline_make_plan
+
+    prices = [{"gpu_type": "A", "region": "r1", "option": "on_demand", "hourly_usd": 4.0},
+              {"gpu_type": "A", "region": "r1", "option": "reserved_1y", "hourly_usd": 1.0, "site": "s1",
+               "kw_per_gpu": 1.0}]
+    m = write_case(tmp_path, {"work": [20.0] * 48}, prices, {"work": {}},
+                   extra_top=f'[term]\njudge = "horizon"\n[sites.s1]\nmax_mw = {cap_mw}\n')
+    pd.DataFrame(prices).to_csv(tmp_path / "prices.csv", index=False)  # with the site columns
+    plan = make_plan(load_inputs(m))
+    bought = float(plan.purchases["gpus"].sum())
+    assert bought == (10.0 if cap_mw == 0.01 else 20.0)
+    curve = build_memo(plan, make_plan=pipeline_make_plan).curve
+    over = curve["factor"] > 1.0
+    expect = "infeasible" if cap_mw == 0.01 else "optimal"
+    assert (curve.loc[over, "status"] == expect).all() and (curve.loc[~over, "status"] == "optimal").all()
+    assert curve.loc[~over, "total_cost_usd"].notna().all()

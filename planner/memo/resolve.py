@@ -193,6 +193,17 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
         starts = _starts(tasks, order, done[0])
         # a result's bases stay on the workers when only the next call starts from them (a worker keeps each
         # batch's last basis); read out as arrays when a later call does (the same basis either way)
+        # a point whose purchases break a first-stage row (a site's power, a pool's reserved cap: scaled purchases
+        # can) has no recourse to price: its row says infeasible, as a whole model's re-solve does
+        from planner.model.stages import first_stage_rows
+        from planner.solve.master import first_stage_feasible
+
+        own = first_stage_rows(inp)
+        for i in order:
+            if not first_stage_feasible(own, np.asarray(tasks[i]["units"], float)):
+                rows[i] = {"status": "infeasible", "seconds": 0.0}
+        keep = [m for m, i in enumerate(order) if rows[i] is None]
+        order, starts = [order[m] for m in keep], _starts(tasks, [order[m] for m in keep], done[0])
         later = {s for m, s in enumerate(starts) if s < m}
 
         def read(i: int, level: float, units: np.ndarray, priced: list, t0: float, seconds: float) -> None:
@@ -335,7 +346,7 @@ def _within_pool_caps(inp, x: np.ndarray, whole: np.ndarray) -> np.ndarray:
 
     res = inp.commitments
     cap = inp.pools["cap_res"].to_numpy(float)
-    term = commitments.is_term(res["option"]).to_numpy() if "option" in res else np.zeros(len(x), bool)
+    term = np.asarray(commitments.is_term_row(res), bool)  # purchases, as the model's cap rows count (not resales)
     pool = res["pool"].to_numpy(int)
     out = x.copy()
     for p in np.flatnonzero(np.isfinite(cap)):  # a loop over the few capped pools, vectorised over periods
