@@ -358,3 +358,20 @@ def test_a_backtest_of_a_model_with_price_paths_says_the_scenarios_are_the_model
     assert r.exit_code == 2, r.output
     assert "a backtest needs one scenario; the model's [scenarios] gives 2 (hold, fall" in r.output
     assert "column 'scenario'" not in r.output and not (tmp_path / "bt").exists()
+
+
+def test_a_savings_plan_is_valued_at_each_hours_on_demand_price_on_a_forward_curve(tmp_path):
+    """On-demand 4.00 for a day, then 2.00; a savings plan covers all 10 GPUs' 48 hours. Its usage at on-demand is
+    10 x 24 x (4 + 2) = 1,440 (it was valued at the undated 4.00: 1,920), its saving 1,440 - 480 = 960, and the one
+    class is charged the plan's whole cost in the showback (it was 0, the 480 left '(unallocated)')."""
+    prices = [price(hourly=4.0), price(hourly=2.0, valid_from="2027-01-05T00:00"),
+              price(option="savings_plan_1y", hourly=1.0)]
+    path = write_case(tmp_path, {"work": [10.0] * 48}, prices, {"work": {}}, extra_top='[term]\njudge = "horizon"\n')
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["plan", str(path), "--out", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "plan.json").read_text())
+    sp = doc["spend_commitments"]
+    assert len(sp) == 1 and doc["cost_usd"]["total"] == pytest.approx(480.0)
+    assert sp[0]["covered_at_on_demand_usd"] == pytest.approx(1440.0) and sp[0]["savings_usd"] == pytest.approx(960.0)
+    assert doc["cost_by_class_usd"] == pytest.approx({"work": 480.0})

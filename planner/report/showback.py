@@ -98,6 +98,13 @@ def savings_plan_credit(plan: Plan) -> pd.DataFrame:
     share = np.divide(m["class_gpus"], m["pool_gpus"], out=np.zeros(len(m)), where=m["pool_gpus"].to_numpy() > 0)
     gh = share * m["gpus"] * m["hours"] * m["scenario"].map(w).astype(float)
     price = np.nan_to_num(inp.pools["od"].to_numpy(float))[m["_p"].to_numpy(int)]
+    path = inp.rented_price_path  # (S, J, P, T) where a forward curve or price paths date the prices
+    if path is not None and len(m):
+        from planner.inputs import rented
+
+        s = pd.Index(inp.scenarios).get_indexer(m["scenario"])
+        t = inp.periods.get_indexer(pd.DatetimeIndex(m["period"]))
+        price = np.nan_to_num(path[s, rented.index("on_demand"), m["_p"].to_numpy(int), t])
     out = pd.DataFrame({"_k": m["_k"].to_numpy(int), "c": m["c"].to_numpy(int),
                         "month": m["period"].dt.strftime("%Y-%m").to_numpy(),
                         "credit_usd": (gh * price).to_numpy(float), "at_rates_usd": (gh * m["rate"]).to_numpy(float)})

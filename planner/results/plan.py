@@ -583,11 +583,11 @@ def _spend_table(inp: PlanInputs, fam, v: np.ndarray, blocks, purchases: pd.Data
     f = fam["v"]
     x = np.clip(v[f["col"].to_numpy()], 0.0, None) if len(f) else np.zeros(0)
     c, p, b = (f[k].to_numpy(int) for k in ("c", "p", "b")) if len(f) else (np.zeros(0, int),) * 3
-    od = np.nan_to_num(inp.pools["od"].to_numpy(float))
+    od = block_prices(inp, blocks)[rented.index("on_demand")]  # (P, B): a dated or scenario price where one applies
     gh = np.bincount(c, weights=x * blocks.weight[b], minlength=len(res))
     at_rates = np.bincount(c, weights=x * blocks.weight[b] * f["rate"].to_numpy(float), minlength=len(res)) \
         if len(f) else np.zeros(len(res))
-    at_od = np.bincount(c, weights=x * blocks.weight[b] * od[p], minlength=len(res)) if len(f) else np.zeros(len(res))
+    at_od = np.bincount(c, weights=x * blocks.weight[b] * od[p, b], minlength=len(res)) if len(f) else np.zeros(len(res))
     C = purchases["units"].to_numpy(float)
     hours = matvec(inp.active, inp.hours)
     committed = C * hours
