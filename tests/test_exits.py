@@ -265,3 +265,24 @@ def test_a_scenarios_row_with_another_term_exits_2(tmp_path, where):
     r = CliRunner().invoke(cli, ["validate", str(m)])
     assert r.exit_code == 2, r.output
     assert "column 'term_months': term_months on a scenario's row differs from the price sheet's row" in r.output
+
+
+@pytest.mark.parametrize("method", ["monolithic", "benders"])
+def test_a_resold_term_frees_its_gpus_under_the_pools_reserved_cap_by_hand(tmp_path, method):
+    """max_gpus caps the reserved GPUs held at once. 5 GPUs all quarter; a 1-year term at 2.00 (no upfront, 10 %
+    haircut), at 1.00 from February; cap 8. By hand: 5 bought in January (5 x 744 h x 2.00 = 7,440), sold on
+    Feb 1 (the fee stops), 5 bought at 1.00 (5 x 1,416 h = 7,080): 14,520. Before, the sold 5 still counted
+    against the cap, so only 3 could be swapped (17,352)."""
+    days = pd.date_range("2027-01-01", "2027-03-31", freq="D")
+    rows = [price(hourly=4.0),
+            price(option="reserved_1y", hourly=2.0, term_months=12, max_gpus=8.0, resale_haircut=0.1),
+            price(option="reserved_1y", hourly=1.0, term_months=12, max_gpus=8.0, resale_haircut=0.1,
+                  valid_from="2027-02-01")]
+    m = write_case(tmp_path, {"work": [5.0] * len(days)}, rows, {"work": {}}, hours=24, start="2027-01-01T00:00",
+                   solver={"method": method},
+                   extra_top='[term]\njudge = "horizon"\n[commitments]\npurchase_every = "month"')
+    pd.DataFrame(rows).to_csv(tmp_path / "prices.csv", index=False)
+    plan = make_plan(load_inputs(m), mip_gap=1e-9)
+    assert plan.cost["total"] == pytest.approx(5 * 744 * 2.0 + 5 * 1416 * 1.0)
+    sold = plan.purchases[(plan.purchases["kind"] == "exit") & (plan.purchases["instances"] > 0)]
+    assert sold["gpus"].sum() == pytest.approx(-5.0)

@@ -201,15 +201,17 @@ def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
     Returns (pool, purchase rows, their GPUs per instance, right-hand side) per set, the right-hand side being
     the cap less the most inventory owned while that set is active (the other periods' rows are implied).
     With one purchase date that is one set per capped pool. With a scenario tree a row counts only in its own
-    scenarios' periods (the patterns run over every (scenario, period)).
+    scenarios' periods (the patterns run over every (scenario, period)). The cap is on GPUs held at once: a resale
+    (kind ``exit``, negative m) counts from its date, freeing its term's GPUs for a later purchase.
     """
     cap = inp.pools["cap_res"].to_numpy(float)
     pool = inp.commitments["pool"].to_numpy(int)
     m = inp.commitments["m"].to_numpy(float)
     term = commitments.is_term_row(inp.commitments)
+    sold = np.asarray(commitments.is_exit(inp.commitments), bool)  # a resale (negative m) frees its GPUs from its date
     keys, members, coefs, rhs = [], [], [], []
     for p in np.unique(pool[term & ~np.isnan(cap[pool])]):  # capped pools only; vectorised over periods
-        mine = np.flatnonzero((pool == p) & term)  # capacity blocks are capped per offer (max_units), not here
+        mine = np.flatnonzero((pool == p) & (term | sold))  # capacity blocks are capped per offer (max_units), not here
         on = inp.active[mine] > 0  # (r, T)
         if inp.reserved_member is not None:  # (r, S, T) -> (r, S * T): each row in its own scenarios only
             on = (on[:, None, :] & inp.reserved_member[mine][:, :, None]).reshape(len(mine), -1)
@@ -218,7 +220,7 @@ def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
         owned = np.full(len(pattern), -np.inf)
         np.maximum.at(owned, which.reshape(-1), np.tile(inp.inventory[p], reps))  # peaks inside a block are seen
         for j, pat in enumerate(pattern):
-            if pat.any():
+            if (pat & term[mine]).any():  # (resales alone only lower the GPUs held)
                 keys.append(int(p))
                 members.append(mine[pat])
                 coefs.append(m[mine[pat]])
