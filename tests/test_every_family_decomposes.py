@@ -61,7 +61,13 @@ def test_every_non_linking_family_has_rows_and_the_decomposed_plan_is_the_monoli
     assert dec.objective == pytest.approx(mono.objective, rel=1e-6)
     for kind in ("reserved", "on_demand", "spot", "flex_start"):
         assert dec.cost[kind] == pytest.approx(mono.cost[kind], rel=1e-5, abs=1e-3)
-    np.testing.assert_allclose(dec.purchases["quantity"], mono.purchases["quantity"], rtol=1e-6, atol=1e-6)
+    # the GPUs held, per pool and period, are the same; the rows bought may differ where they tie: a resale of a
+    # term without upfront stops exactly the fee of an identical term bought that day (a pool's cap counts GPUs held
+    # at once, so selling 112 and buying 72 back costs what selling 40 does)
+    held = ["period", "gpu_type", "region", "reserved_owned"]
+    np.testing.assert_allclose(dec.fleet[held[-1]].to_numpy(float), mono.fleet[held[-1]].to_numpy(float),
+                               rtol=1e-6, atol=1e-6)
+    assert dec.fleet[held[:-1]].equals(mono.fleet[held[:-1]])
     # each family binds or matters somewhere: the case exercises them, not only builds them
     assert (mono.purchases["quantity"] < 0).any()  # a term resold (the exit link's rows at work)
     assert mono.cost["spot"] > 0 and mono.cost["flex_start"] > 0 and mono.spares_gpu_hours > 0
