@@ -191,8 +191,6 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
                  warm_bases(warm, chunks, pricer))]
         order = _nearest_first(tasks, done[0])
         starts = _starts(tasks, order, done[0])
-        # a result's bases stay on the workers when only the next call starts from them (a worker keeps each
-        # batch's last basis); read out as arrays when a later call does (the same basis either way)
         # a point whose purchases break a first-stage row (a site's power, a pool's reserved cap: scaled purchases
         # can) has no recourse to price: its row says infeasible, as a whole model's re-solve does
         from planner.model.stages import first_stage_rows
@@ -204,6 +202,8 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
                 rows[i] = {"status": "infeasible", "seconds": 0.0}
         keep = [m for m, i in enumerate(order) if rows[i] is None]
         order, starts = [order[m] for m in keep], _starts(tasks, [order[m] for m in keep], done[0])
+        # a result's bases stay on the workers when only the next call starts from them (a worker keeps each
+        # batch's last basis); read out as arrays when a later call does (the same basis either way)
         later = {s for m, s in enumerate(starts) if s < m}
 
         def read(i: int, level: float, units: np.ndarray, priced: list, t0: float, seconds: float) -> None:
