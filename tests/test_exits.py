@@ -286,3 +286,18 @@ def test_a_resold_term_frees_its_gpus_under_the_pools_reserved_cap_by_hand(tmp_p
     assert plan.cost["total"] == pytest.approx(5 * 744 * 2.0 + 5 * 1416 * 1.0)
     sold = plan.purchases[(plan.purchases["kind"] == "exit") & (plan.purchases["instances"] > 0)]
     assert sold["gpus"].sum() == pytest.approx(-5.0)
+
+
+def test_the_spot_economics_best_reserved_rate_is_a_term_not_a_resale(tmp_path):
+    """A resale's rate is what a sale saves on negative GPUs: never a pool's best reserved rate (plan.json
+    spot_economics showed -26.48 USD per GPU-hour on the example with resales)."""
+    m = case(tmp_path)
+    rows = pd.read_csv(tmp_path / "prices.csv")
+    rows = pd.concat([rows, pd.DataFrame([price(option="spot", hourly=1.5, interruptions_per_hour=0.05)])])
+    rows.to_csv(tmp_path / "prices.csv", index=False)
+    m.write_text(m.read_text().replace("[classes.\"c\"]", "[classes.\"c\"]\nspot = true"))
+    inp = load_inputs(m)
+    assert inp.commitments["kind"].eq("exit").any() and len(inp.spot)
+    assert (inp.spot["best_reserved_usd_per_gpu_hour"] > 0).all()
+    terms = inp.commitments[inp.commitments["kind"].eq("instance")]
+    assert inp.spot["best_reserved_usd_per_gpu_hour"].iat[0] == pytest.approx(terms["r"].min())

@@ -797,7 +797,8 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
         if not np.array_equal(history.demand, np.broadcast_to(history.demand[:1], history.demand.shape),
                               equal_nan=True):  # the scenarios' demands differ: the file gives several histories
             raise InputError(Problem(source, "a backtest needs one demand history, not scenarios", column="scenario"))
-        raise InputError(Problem("model file", f"a backtest needs one scenario; the model's [scenarios] gives "
+        raise InputError(Problem(str(history.config.path or "model file"), f"a backtest needs one scenario; the "
+                                 f"model's [scenarios] gives "
                                  f"{len(history.scenarios)} ({', '.join(map(str, history.scenarios))}: price paths "
                                  "or weights)", hint="backtest a copy of the model without [scenarios]"))
     step = float(np.median(history.hours))

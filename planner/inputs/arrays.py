@@ -441,7 +441,9 @@ def _goodput(config: ModelConfig, classes: list[str], pools: pd.DataFrame, speed
     K, P = speed.shape
     goodput = np.zeros((K, P))
     reliability = np.ones((K, P))
-    best_res = reserved.groupby("pool")["r"].min().reindex(range(P)).to_numpy(float)
+    held = reserved[np.asarray(commitments.holds_gpus(reserved), bool)] if len(reserved) else reserved  # not a
+    # resale (its rate is what a sale saves, on negative GPUs) nor a savings plan
+    best_res = held.groupby("pool")["r"].min().reindex(range(P)).to_numpy(float)
     pairs = []  # (class, spot pool) pairs to assess: collected, then assessed in two vectorised calls
     for k, name in enumerate(classes):
         pol = config.classes[name]

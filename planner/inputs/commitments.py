@@ -183,15 +183,14 @@ def exit_rows(rows: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex,
             h_after = float(a @ hrs)
             if h_after <= 0:
                 continue
-            h, u = float(r["resale_haircut"]), float(r["upfront_usd"])
             e = r.copy()
             e["kind"], e["parent"], e["m"] = supply.names(dated_by="resale")[0], int(c), -float(r["m"])
             e["purchase_date"], e["cash_date"], e["active_from"], e["date_index"] = d, d, d, j
             e["firm"] = False
             e["term_months"] = rem / 730.0
-            e["upfront_usd"] = (1.0 - h) * u * rem / L
+            e["hourly_usd"], e["upfront_usd"], e["r"] = (float(v) for v in resale_price(
+                r["hourly_usd"], r["upfront_usd"], L, rem, r["resale_haircut"], h_after))
             e["residual_usd"] = 0.0
-            e["r"] = float(r["hourly_usd"]) + u / L - h * u * rem / (L * h_after)
             e["hours_active"] = h_after
             e["max_units"] = np.inf
             out.append(e)
@@ -199,6 +198,20 @@ def exit_rows(rows: pd.DataFrame, active: np.ndarray, periods: pd.DatetimeIndex,
     if not out:
         return pd.DataFrame(columns=cols), np.zeros((0, len(periods)))
     return pd.DataFrame(out, columns=cols).reset_index(drop=True), np.vstack(acts)
+
+
+def resale_price(hourly, upfront, term_hours, left_hours, haircut, hours_after):
+    """A resale's (hourly_usd, upfront_usd, r) from its term's price (numbers or arrays, broadcast): the fee it
+    stops, the upfront that comes back less the haircut (negative cash at the sale), and the effective rate each
+    hour after the sale saves, less the haircut's loss spread over those hours (``term_hours`` L, ``left_hours``
+    rem at the sale, ``hours_after`` the active hours from the sale on). :func:`exit_rows` builds a resale with it;
+    :mod:`planner.inputs.price_paths` prices a resale on a scenario's own term price with it."""
+    hourly, u = np.asarray(hourly, float), np.asarray(upfront, float)
+    L, rem, h = np.asarray(term_hours, float), np.asarray(left_hours, float), np.asarray(haircut, float)
+    h_after = np.asarray(hours_after, float)
+    spread = np.divide(h * u * rem, L * h_after, out=np.zeros(np.broadcast(h, u, rem, L, h_after).shape),
+                       where=h_after > 0)
+    return hourly, (1.0 - h) * u * rem / L, hourly + u / L - spread
 
 
 #: The commitments table's columns every reader may rely on, with their defaults where a table built elsewhere (a

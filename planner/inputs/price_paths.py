@@ -232,20 +232,18 @@ def _price_resales(table: pd.DataFrame, priced: np.ndarray, hourly: np.ndarray, 
     ex = ex[priced[par[ex]]]
     if not len(ex):
         return table
+    from planner.inputs.commitments import resale_price
+
     p = par[ex]
-    L = table["term_months"].to_numpy(float)[p] * 730.0  # the parent's term in hours
-    q = table["term_months"].to_numpy(float)[ex] * 730.0 / L  # the share of it left at the sale
-    h = table["resale_haircut"].to_numpy(float)[ex]
-    h_after = table["hours_active"].to_numpy(float)[ex]
-    hp, up = hourly[p], upfront[p]  # (E, S) the parent's price in each scenario
-    we = w[ex]
-    back = (1.0 - h) * q
-    spread = np.divide(h * q, h_after, out=np.zeros(len(ex)), where=h_after > 0)
+    months = table["term_months"].to_numpy(float)
+    column = lambda a: np.asarray(a, float)[:, None]  # noqa: E731  (one value per resale, over the scenarios)
+    prices = resale_price(hourly[p], upfront[p], column(months[p] * 730.0), column(months[ex] * 730.0),
+                          column(table["resale_haircut"].to_numpy(float)[ex]),
+                          column(table["hours_active"].to_numpy(float)[ex]))  # (E, S) each: the parent's price
     out = table.copy()
-    for col, per in (("hourly_usd", hp), ("upfront_usd", back[:, None] * up),
-                     ("r", hp + up * (1.0 / L - spread)[:, None])):
+    for col, per in zip(("hourly_usd", "upfront_usd", "r"), prices):
         v = out[col].to_numpy(float).copy()
-        v[ex] = (per * we).sum(axis=1)
+        v[ex] = (per * w[ex]).sum(axis=1)
         out[col] = v
     return out
 
