@@ -312,6 +312,8 @@ def test_a_worker_killed_while_building_is_replaced(tmp_path):
     try:
         assert pricer.workers == min(default_jobs(), len(chunks))
         assert sorted(sum(pricer.shares, [])) == list(range(len(chunks)))  # every batch on exactly one worker
+        assert pricer.restarts == 0  # the build runs until first used (the caller's own work overlaps it)
+        assert len(pricer.groups) == len(chunks)  # read now: the dead worker was replaced and built again
         assert pricer.restarts == 1
         _same(one, solve_benders(inp, mip_gap=1e-7, chunk="week", pricer=pricer))
     finally:
@@ -573,3 +575,13 @@ def test_the_risk_view_of_a_decomposed_plan_is_the_whole_models(tmp_path):
     assert a is not None and b is not None and a.evpi_usd > 0
     for name in ("expected_cost_usd", "eev_usd", "ws_usd", "vss_usd", "evpi_usd", "first_stage_usd"):
         assert getattr(b, name) == pytest.approx(getattr(a, name), rel=1e-6, abs=1e-3), name
+
+
+def test_a_pricer_closed_before_its_build_was_read_stops_its_workers(tmp_path):
+    inp = _case(tmp_path, 23, days=60)
+    chunks = chunk_index(inp, "week")
+    pricer = ProcessPricer(inp, chunks, cut_groups(inp), 2)
+    assert pricer._built is None  # the workers build while the caller goes on
+    procs = list(pricer.procs)
+    pricer.close()  # as when the caller failed before pricing: nothing waits for the build
+    assert all(p.poll() is not None for p in procs)

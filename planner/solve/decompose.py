@@ -218,13 +218,33 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
           bases=None, final=True) -> BendersResult:
     """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches (from ``given`` purchases and
     ``bases`` when given)."""
-    lost0 = getattr(pricer, "bases_lost", 0)  # kept bases a replaced worker took with it (this solve's)
+    from planner.model.stages import first_stage_rows
+
     R = len(inp.commitments)
     n0 = np.zeros(R)
-    offsets = np.cumsum([0] + list(pricer.groups))
+    fams = first_stage_rows(inp)  # the first-stage families' own rows (reserved caps, exit links, sites)
+
+    def feasible(x):
+        """Whether purchases ``x`` satisfy the master's own rows (every first-stage family)."""
+        return first_stage_feasible(fams, x)
+
+    # 1. warm start: the purchases given, else the aggregate LP's (bound not used), else buy nothing. Worked out
+    # while the pricing workers build their batches (a ProcessPricer's build is in flight until first used)
+    t = time.perf_counter()
+    start = None
+    if given is not None:  # a start is used when it is R finite purchases >= 0 that keep every first-stage row
+        g = np.asarray(given, float).reshape(-1)
+        start = rounded(g) if len(g) == R and np.isfinite(g).all() and (g >= 0).all() else None
+    if start is None or not feasible(start):
+        start = _aggregate_start(inp, highspy, threads)
+    if start is not None and not feasible(start):  # the aggregate sees every k-th period only: its purchases may
+        start = None  # break a first-stage row of the periods it skipped (a site's power cap): start from nothing
+    phases["aggregate"] = time.perf_counter() - t
+    lost0 = getattr(pricer, "bases_lost", 0)  # kept bases a replaced worker took with it (this solve's)
+    offsets = np.cumsum([0] + list(pricer.groups))  # (waits for the batches built)
     G = int(offsets[-1])
     bases: list = list(bases) if bases is not None else [None] * len(chunks)
-    phases["build"] = elapsed()
+    phases["build"] = elapsed() - phases["aggregate"]  # the batches' build past what the aggregate start overlapped
 
     inf = highspy.kHighsInf
     master = new_highs(highspy, None, mip_gap / 4, threads)
@@ -233,7 +253,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     upper = np.r_[np.where(np.isfinite(ubound), ubound, inf), np.full(G, inf)]
     master.addVars(R + G, lower, upper)
     master.changeColsCost(R + G, np.arange(R + G, dtype=np.int32), np.r_[cost, np.ones(G)])
-    own_rows = add_first_stage_rows(master, inp, inf)  # the first-stage families' own rows (reserved caps, exit links...)
+    add_first_stage_rows(master, inp, inf, fams)
     fixed_rows = master.getNumRow()
     ages = np.zeros(0, dtype=np.int64)  # per cut row: consecutive master solves it was slack
     cut_lo = np.zeros(0)  # and its right-hand side
@@ -243,10 +263,6 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     cut_of: dict = {}  # a point priced -> its entry in cut_log
     agg_rows: list = []  # the batch master's cut rows, when it was used
     dropped = {"slack": 0, "before_integer": 0}  # cuts deleted: slack DROP_AFTER solves; slack before the integer master
-
-    def feasible(x):
-        """Whether purchases ``x`` satisfy the master's own rows (every first-stage family)."""
-        return first_stage_feasible(own_rows, x)
 
     def price(n):
         """Q(n) = sum_g Q_g(n), each group's value, and the cuts (COO) at n; adds them to the master."""
@@ -345,17 +361,6 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     def closed(gap=mip_gap):
         return best_upper < np.inf and best_upper - bound <= max(gap, REL_TOL) * abs(best_upper) + ABS_TOL
 
-    # 1. warm start: the purchases given, else the aggregate LP's (bound not used), else buy nothing
-    t = time.perf_counter()
-    start = None
-    if given is not None:  # a start is used when it is R finite purchases >= 0 that keep every first-stage row
-        g = np.asarray(given, float).reshape(-1)
-        start = rounded(g) if len(g) == R and np.isfinite(g).all() and (g >= 0).all() else None
-    if start is None or not feasible(start):
-        start = _aggregate_start(inp, highspy, threads)
-    if start is not None and not feasible(start):  # the aggregate sees every k-th period only: its purchases may
-        start = None  # break a first-stage row of the periods it skipped (a site's power cap): start from nothing
-    phases["aggregate"] = time.perf_counter() - t
     n = n0 if start is None else start
     # 2. the master's LP relaxation, cut until it closes or stalls. In-out stabilisation (Ben-Ameur and Neto
     # 2007): the cuts are taken at a point between the best priced point (n_in) and the master's (n_out), which

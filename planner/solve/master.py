@@ -47,10 +47,11 @@ class BendersResult:
         return max(self.upper - self.lower, 0.0) / max(abs(self.upper), 1e-9)
 
 
-def add_first_stage_rows(master, inp: PlanInputs, inf: float) -> dict:
+def add_first_stage_rows(master, inp: PlanInputs, inf: float, fams: dict | None = None) -> dict:
     """Add every first-stage family's rows (:data:`planner.model.stages.FIRST_STAGE`) to a HiGHS master whose
-    first columns are the purchases ``n``; returns them by family (for :func:`first_stage_feasible`)."""
-    fams = stages.first_stage_rows(inp)
+    first columns are the purchases ``n``; returns them by family (for :func:`first_stage_feasible`). ``fams``:
+    those rows when already read (:func:`planner.model.stages.first_stage_rows`)."""
+    fams = stages.first_stage_rows(inp) if fams is None else fams
     for f in fams.values():
         for cols, coefs, rhs in zip(f.members, f.coefs, f.rhs):
             master.addRow(-inf, float(rhs), len(cols), np.asarray(cols, np.int32), np.asarray(coefs, float))

@@ -237,22 +237,65 @@ class ProcessPricer:
         self.fault_build = fault_build  # tests: this worker kills itself on its first build
         self.restarts = 0
         self.bases_lost = 0  # kept bases a worker no longer had (replaced since): batches started cold
-        for w in range(self.workers):
-            self._start(w)
-        built: dict = {}
-        for w in range(self.workers):
-            try:
-                built.update(self._receive(w))
-            except (EOFError, OSError):  # it died while building (killed, out of memory): a new one builds again
-                built.update(self._restart(w))
-        self.groups = [built[i][0] for i in range(len(chunks))]
-        self._keys = [(built[i][1], built[i][2]) for i in range(len(chunks))]
-        self.row_counts = [built[i][3] for i in range(len(chunks))]
-        self.sizes = [built[i][4] for i in range(len(chunks))]
+        import threading
+
+        for w in range(self.workers):  # every process starts (imports) at once; a payload waits for its reader
+            self._spawn(w)
+        self._built: dict | None = None  # what the workers built: read when first needed (the build runs meanwhile)
+        # the payloads are written from a thread: a pipe takes 64 KB until its worker, still importing, reads it,
+        # and the caller's own work (the Benders' aggregate start) overlaps the workers' start and build
+        self._send_error: BaseException | None = None
+        self._sending = threading.Thread(target=self._send_builds, name="planner-build-payloads", daemon=True)
+        self._sending.start()
+
+    def _send_builds(self) -> None:
+        """Every worker's build (the constructor's thread); what it raised is raised by :meth:`_wait_built`."""
+        try:
+            for w in range(self.workers):
+                self._send_build(w)
+        except BaseException as exc:  # (a payload that could not be pickled: MemoryError)
+            self._send_error = exc
+
+    def _wait_built(self) -> dict:
+        """Per batch, what its worker built ((cut groups, keys, block_of, row counts, shape)): the workers' replies
+        to the build, read once (a worker that died while building is replaced and builds again). The build runs
+        from the constructor until this is first called: the caller's own work overlaps it (the Benders' start)."""
+        if self._built is None:
+            self._sending.join()
+            if self._send_error is not None:
+                raise self._send_error
+            built: dict = {}
+            for w in range(self.workers):
+                try:
+                    built.update(self._receive(w))
+                except (EOFError, OSError):  # it died while building (killed, out of memory): a new one builds again
+                    built.update(self._restart(w))
+            self._built = built
+        return self._built
+
+    @property
+    def groups(self) -> list[int]:
+        """Per batch: its cut groups (thetas)."""
+        return [b[0] for _, b in sorted(self._wait_built().items())]
+
+    @property
+    def row_counts(self) -> list[dict]:
+        """Per batch: its rows per family."""
+        return [b[3] for _, b in sorted(self._wait_built().items())]
+
+    @property
+    def sizes(self) -> list[tuple]:
+        """Per batch: its LP's (columns, rows)."""
+        return [b[4] for _, b in sorted(self._wait_built().items())]
 
     def _start(self, w: int) -> None:
-        """Start worker ``w`` (a new Python process running this module: no fork of a process where HiGHS
-        threads may run, no re-import of the caller's script) and send it the inputs and its batches."""
+        """Start worker ``w`` and send it the inputs and its batches (:meth:`_spawn`, :meth:`_send_build`)."""
+        self._spawn(w)
+        self._send_build(w)
+
+    def _spawn(self, w: int) -> None:
+        """Start worker ``w``: a new Python process running this module (no fork of a process where HiGHS
+        threads may run, no re-import of the caller's script), on two pipes."""
         import subprocess
         import sys
         from multiprocessing.connection import Connection
@@ -265,14 +308,16 @@ class ProcessPricer:
         os.close(down_r)
         os.close(up_w)
         self.conns[w] = (Connection(down_w, readable=False), Connection(up_r, writable=False))
+
+    def _send_build(self, w: int) -> None:
+        """Send worker ``w`` its inputs and batches to build (it replies once they are built)."""
         payload, items = self._payload(w)
-        # a worker dead already is seen by _receive (EOF)
         die = self.fault_build == w
         self.fault_build = None if die else self.fault_build
         try:
             self.conns[w][0].send_bytes(pickle.dumps(("build", payload, items, self.cut_by, die),
                                                      protocol=pickle.HIGHEST_PROTOCOL))
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # (broken pipe, reset) a worker dead already is seen by _receive (EOF)
             pass
 
     def _payload(self, w: int) -> tuple[bytes, list]:
@@ -320,6 +365,7 @@ class ProcessPricer:
         ``portable=False``: each batch's new basis stays on its worker, a :class:`Kept` reference returned.
         ``meanwhile()``: called here once every worker has its share, before their answers are read (work of this
         process that overlaps the pricing); what it raises is raised once the answers are read."""
+        self._wait_built()
         self.calls += 1
         out: dict = {}
         todo = list(range(self.workers))
@@ -361,14 +407,21 @@ class ProcessPricer:
 
     def keys(self) -> list[tuple]:
         """Per batch: (family keys, block_of) for assembling the plan."""
-        return self._keys
+        return [(b[1], b[2]) for _, b in sorted(self._wait_built().items())]
 
     def pids(self) -> list[int]:
         """The worker processes' ids."""
         return [p.pid for p in self.procs]
 
     def close(self) -> None:
-        """Stop the workers."""
+        """Stop the workers (still building, as when the caller failed before pricing: stopped at once)."""
+        if self._built is None:
+            for proc in self.procs:  # (a payload still being written then fails: its worker is gone)
+                try:
+                    proc.kill()
+                except Exception:
+                    pass
+            self._sending.join()
         for down, up in self.conns:
             try:
                 down.send_bytes(pickle.dumps(("stop",)))
