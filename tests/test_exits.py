@@ -286,6 +286,16 @@ def test_a_resold_term_frees_its_gpus_under_the_pools_reserved_cap_by_hand(tmp_p
     assert plan.cost["total"] == pytest.approx(5 * 744 * 2.0 + 5 * 1416 * 1.0)
     sold = plan.purchases[(plan.purchases["kind"] == "exit") & (plan.purchases["instances"] > 0)]
     assert sold["gpus"].sum() == pytest.approx(-5.0)
+    # the memo's commitment curve scales the purchases and the resale together, the cap counting GPUs held at once
+    # as the model does: x1.25 is 6 bought, 6 sold, 6 bought back (6 held <= 8): 6 x 744 x 2 + 6 x 1,416 = 17,424;
+    # x2 is 10 held in January, over the cap: scaled to 8 / 8 / 8, 23,232 (the curve fell back to 4 / 4 / 4, 20,256,
+    # below the plan's own 5, when the memo counted the sold GPUs as held)
+    from planner.memo.resolve import commitment_curve
+
+    curve = commitment_curve(plan, plan.inputs, factors=(0.8, 1.25, 2.0)).set_index("factor")
+    assert curve.loc[1.25, "total_cost_usd"] == pytest.approx(6 * 744 * 2.0 + 6 * 1416 * 1.0)
+    assert curve.loc[2.0, "total_cost_usd"] == pytest.approx(8 * 744 * 2.0 + 8 * 1416 * 1.0)
+    assert curve.loc[0.8, "total_cost_usd"] == pytest.approx(4 * 744 * 2.0 + 4 * 1416 * 1.0 + 744 * 4.0 + 1416 * 4.0)
 
 
 def test_the_spot_economics_best_reserved_rate_is_a_term_not_a_resale(tmp_path):

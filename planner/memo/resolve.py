@@ -340,30 +340,31 @@ def scaled_units(plan, inp, factor: float) -> np.ndarray:
 
 
 def _within_pool_caps(inp, x: np.ndarray, whole: np.ndarray) -> np.ndarray:
-    """``x`` with each capped pool's term purchases scaled down (whole instances rounded down) where, on some
-    set of active purchases, their GPUs exceed the reserved cap less the most inventory held on that set."""
+    """``x`` with each capped pool's purchases and resales scaled down together (whole instances: purchases
+    rounded down, resales up) where, on some set of active rows, the GPUs held at once exceed the reserved cap less
+    the most inventory held on that set: the model's own cap rows
+    (:func:`planner.model.constraints.reserved_cap_sets`: a resale frees its term's GPUs from its date)."""
     from planner.inputs import commitments
+    from planner.model.constraints import reserved_cap_sets
 
     res = inp.commitments
-    cap = inp.pools["cap_res"].to_numpy(float)
-    term = np.asarray(commitments.is_term_row(res), bool)  # purchases, as the model's cap rows count (not resales)
+    keys, members, coefs, rhs = reserved_cap_sets(inp)
     pool = res["pool"].to_numpy(int)
+    sold = np.asarray(commitments.is_exit(res), bool)
+    counted = np.asarray(commitments.is_term_row(res), bool) | sold  # what the cap rows count
     out = x.copy()
-    for p in np.flatnonzero(np.isfinite(cap)):  # a loop over the few capped pools, vectorised over periods
-        rows = np.flatnonzero(term & (pool == p))
-        if not len(rows):
-            continue
-        on = inp.active[rows] > 0  # (r, T)
-        _, group = np.unique(on.T, axis=0, return_inverse=True)
-        group = np.asarray(group).reshape(-1)
-        most = pd.Series(inp.inventory[p]).groupby(group).transform("max").to_numpy()
-        fleet = (out[rows] * res["m"].to_numpy(float)[rows]) @ on
-        allowed = cap[p] - most
+    keys = np.asarray(keys, dtype=np.int64)
+    for p in np.unique(keys):  # a loop over the few capped pools (each set's GPUs held: one product)
+        sets = np.flatnonzero(keys == p)
+        held = np.array([float(np.asarray(coefs[j], float) @ out[members[j]]) for j in sets])
+        room = np.array([rhs[j] for j in sets], dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(fleet > allowed + 1e-9, np.clip(allowed, 0.0, None) / fleet, 1.0)
-        if ratio.min() < 1:
+            ratio = np.where(held > room + 1e-9, np.clip(room, 0.0, None) / held, 1.0)
+        if ratio.min() < 1:  # every GPU held scales with the rows (a resale's m is negative): one ratio fits all
+            rows = np.flatnonzero(counted & (pool == p))
             scaled = out[rows] * ratio.min()
-            out[rows] = np.where(whole[rows], np.floor(scaled + 1e-9), scaled)
+            out[rows] = np.where(whole[rows], np.where(sold[rows], np.ceil(scaled - 1e-9), np.floor(scaled + 1e-9)),
+                                 scaled)
     return out
 
 
