@@ -267,6 +267,28 @@ def test_a_scenarios_row_with_another_term_exits_2(tmp_path, where):
     assert "column 'term_months': term_months on a scenario's row differs from the price sheet's row" in r.output
 
 
+@pytest.mark.parametrize("sheet_terms, scenario_term, ok", [((12, 24), 24, True), ((12, 24), 12, False),
+                                                            ((24, 12), 12, True), ((24, 12), 24, False)])
+def test_a_scenarios_dated_row_keeps_the_term_of_the_sheets_row_in_force_where_it_prices(tmp_path, sheet_terms,
+                                                                                         scenario_term, ok):
+    """The sheet's option is dated: one term from the start, another from April. A scenario's April row re-prices
+    the April-on purchases, whose term is the April row's: it must say that term (the rule read the option's first
+    row only: (12, 24) with 12 was accepted and the scenario's 12-month price amortised over 24 months; (24, 12)
+    with 12 was refused)."""
+    m = case(tmp_path, haircut=None)
+    term = dict(gpu_type="A", region="r1", option="reserved_x", hourly_usd=0.5, upfront_usd=UP)
+    rows = [dict(gpu_type="A", region="r1", option="on_demand", hourly_usd=OD, scenario="", valid_from=""),
+            term | dict(term_months=sheet_terms[0], scenario="", valid_from=""),
+            term | dict(term_months=sheet_terms[1], scenario="", valid_from="2027-04-01"),
+            term | dict(hourly_usd=0.2, term_months=scenario_term, scenario="cheap", valid_from="2027-04-01")]
+    pd.DataFrame(rows).to_csv(tmp_path / "prices.csv", index=False)
+    m.write_text(m.read_text().replace("[commitments]", "[scenarios]\nsheet = 0.5\ncheap = 0.5\n\n[commitments]"))
+    r = CliRunner().invoke(cli, ["validate", str(m)])
+    assert r.exit_code == (0 if ok else 2), r.output
+    if not ok:
+        assert "row 5, column 'term_months'" in r.output and f"({sheet_terms[1]})" in r.output
+
+
 @pytest.mark.parametrize("method", ["monolithic", "benders"])
 def test_a_resold_term_frees_its_gpus_under_the_pools_reserved_cap_by_hand(tmp_path, method):
     """max_gpus caps the reserved GPUs held at once. 5 GPUs all quarter; a 1-year term at 2.00 (no upfront, 10 %

@@ -403,20 +403,47 @@ def _resold_scenario_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, reso
 
 def _scenario_terms(raw: RawTable, bad: Collector, out: pd.DataFrame, base: pd.DataFrame) -> None:
     """A scenario's row of a term commitment keeps the sheet's term: it re-prices the sheet's purchase rows (their
-    term, lead time and activity are the sheet's), so another ``term_months`` would be amortised over the sheet's
-    term unseen (exit 2)."""
+    term, lead time and activity are those of the sheet's row in force at the purchase date), so another
+    ``term_months`` would be amortised over the sheet's term unseen (exit 2). A scenario's row prices the purchases
+    from its ``valid_from`` (undated: from the start) to its scenario's next row of the option; every sheet row in
+    force in that window must have its term."""
     if "term_months" not in out or not len(base):
         return
-    terms = base[base["term_months"].notna()].drop_duplicates(["gpu_type", "region", "option"]).set_index(
-        ["gpu_type", "region", "option"])["term_months"]
-    if not len(terms):
+    key = ["gpu_type", "region", "option"]
+    sheet = base[base["term_months"].notna()]
+    if not len(sheet):
         return
-    theirs = terms.reindex(pd.MultiIndex.from_frame(out[["gpu_type", "region", "option"]])).to_numpy(float)
-    ours = pd.to_numeric(out["term_months"], errors="coerce").to_numpy(float)
-    mask = out["scenario"].ne("").to_numpy() & ~np.isnan(theirs) & ~np.isnan(ours) & (np.abs(ours - theirs) > 1e-9)
-    _report(bad, raw, pd.Series(mask, index=out.index), "term_months",
-            "term_months on a scenario's row differs from the price sheet's row of the option", out["term_months"],
-            expected="the sheet's term_months: a scenario's row changes the price of the same term")
+    start = lambda f: pd.to_datetime(f["valid_from"]).fillna(pd.Timestamp.min)  # noqa: E731 (undated: always)
+    ours = pd.to_numeric(out["term_months"], errors="coerce")
+    mine = out["scenario"].ne("") & ours.notna()
+    if not mine.any():
+        return
+    spans = sheet.assign(_from=start(sheet)).sort_values(key + ["_from"])
+    spans["_to"] = spans.groupby(key)["_from"].shift(-1).fillna(pd.Timestamp.max)  # a sheet row until the next
+    rows = out.assign(_at=np.arange(len(out)), _from=start(out), _term=ours)
+    rows = rows.sort_values(key + ["scenario", "_from"])
+    rows["_to"] = rows.groupby(key + ["scenario"])["_from"].shift(-1).fillna(pd.Timestamp.max)
+    pairs = rows[mine.to_numpy()[rows["_at"].to_numpy()]].merge(spans[key + ["_from", "_to", "term_months"]],
+                                                                 on=key, suffixes=("", "_sheet"))
+    overlap = (pairs["_from_sheet"] < pairs["_to"]) & (pairs["_to_sheet"] > pairs["_from"])
+    clash = pairs[overlap & ((pairs["_term"] - pairs["term_months_sheet"]).abs() > 1e-9)]
+    if not len(clash):
+        return
+    mask = np.zeros(len(out), dtype=bool)
+    mask[clash["_at"].to_numpy()] = True
+    want = clash.groupby("_at")["term_months_sheet"].agg(lambda v: " or ".join(f"{x:g}" for x in sorted(set(v))))
+    given = raw.data["term_months"].astype(str).str.strip() if "term_months" in raw.data else \
+        pd.Series("", index=raw.data.index)
+    shown = pd.Series([given.iat[i] if given.iat[i] else f"(blank: {ours.iat[i]:g} from the option's name)"
+                       for i in range(len(out))], index=out.index)
+    for at, terms in want.items():  # one report per row, naming the sheet's term in force where it prices
+        one = np.zeros(len(out), dtype=bool)
+        one[at] = True
+        _report(bad, raw, pd.Series(one, index=out.index), "term_months",
+                "term_months on a scenario's row differs from the price sheet's row of the option in force where "
+                "it prices", shown,
+                expected=f"the sheet's term_months there ({terms}): a scenario's row changes the price of the same "
+                         "term")
 
 
 def _with_scenario_sheets(prices: pd.DataFrame | None, raws: dict[str, RawTable],
