@@ -33,3 +33,20 @@ def test_monthly_usage_adds_up_to_the_bill_less_the_liability_past_the_horizon(t
     assert liability > 1000.0  # a year's term, cheap enough to buy for 40 days: most of it owed after them
     past = liability if accounting == "full_term" else 0.0  # the bill counts the whole liability under full_term
     assert money + past == pytest.approx(d["bill_usd"]["total_usd"], rel=1e-9)
+
+
+def test_monthly_usage_leaves_the_savings_plans_commitment_to_spend_commitments(tmp_path):
+    """A savings plan is a dollar commitment, not a pool's: its fee is in the bill and in plan.json
+    spend_commitments, not in a pool's month (the months add up to the bill less it)."""
+    from planner.report import plan_json
+
+    m = write_case(tmp_path / "m", {"a": [10.0] * 48, "b": [10.0] * 48},
+                   [price("A", "r1", hourly=4.0), price("A", "r1", option="savings_plan_1y", hourly=1.0),
+                    price("B", "r1", hourly=3.0), price("B", "r1", option="savings_plan_1y", hourly=1.0)],
+                   {"a": {"gpu_types": {"A": 1.0}}, "b": {"gpu_types": {"B": 1.0}}},
+                   extra_top='[term]\njudge = "horizon"')
+    d = json.loads(plan_json(solve_case(m)))
+    fees = sum(r["committed_usd"] for r in d["spend_commitments"])
+    assert fees > 0  # a savings plan was bought
+    money = sum(v for r in d["monthly_usage"] for k, v in r.items() if k.endswith("_usd"))
+    assert money + fees == pytest.approx(d["bill_usd"]["total_usd"], rel=1e-9)
