@@ -208,6 +208,28 @@ def test_a_resale_worth_more_than_its_term_stops_the_solve_with_a_reason(tmp_pat
         solve_benders(pumped, chunk="week" if how == "weekly" else "month", mip_gap=1e-6, multicut=how == "weekly")
 
 
+@pytest.mark.parametrize("accounting", ["amortised", "full_term"])
+def test_an_unbounded_whole_model_on_the_default_path_says_unbounded_not_infeasible(tmp_path, monkeypatch, accounting):
+    """``planner plan`` on the default (whole-term) path, solved whole: HiGHS's presolve calls the model "unbounded
+    or infeasible"; the message says which (it said "The model is infeasible" where a sale paid more than its
+    term). Exit 1, nothing written."""
+    import planner.inputs.commitments as commitments
+
+    made = commitments.exit_rows
+
+    def pumped(*args, **kwargs):  # a resale credited far more than its term costs (the validator refuses such
+        rows, act = made(*args, **kwargs)  # inputs: made here, past it)
+        return (rows.assign(r=100.0, upfront_usd=1e6, hourly_usd=100.0) if len(rows) else rows), act
+
+    monkeypatch.setattr(commitments, "exit_rows", pumped)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["plan", str(case(tmp_path, method="monolithic", accounting=accounting)),
+                                 "--out", str(out), "--jobs", "1", "-q"])
+    assert r.exit_code == 1, r.output
+    assert "the model is unbounded" in r.output and "infeasible" not in r.output.replace("(a resale", "")
+    assert not out.exists()
+
+
 def test_a_residual_on_a_scenarios_row_of_a_resold_term_exits_2(tmp_path):
     """A resold term gives up its residual: a scenario's row with one, where the sheet's row may be resold, is
     refused (before, the cheap path bought terms at 0.2 x 8,760 + 2,000 - 1,900 and sold them for more: the

@@ -351,6 +351,17 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
     return None if best is None else (best[0], best[1], lower, best[3])
 
 
+def _unbounded_or_infeasible(model, highspy, threads):
+    """Which of the two a model HiGHS's presolve called "unbounded or infeasible" is: its LP relaxation solved
+    without presolve (unbounded: some purchase pays back more than it costs; else infeasible)."""
+    h = new_highs(highspy, None, 0.0, threads)
+    h.setOptionValue("presolve", "off")
+    pass_model(h, model, highspy, integer=False)
+    h.run()
+    ms = h.getModelStatus()
+    return ms if ms == highspy.HighsModelStatus.kUnbounded else highspy.HighsModelStatus.kInfeasible
+
+
 def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str = "auto") -> SolveResult:
     """HiGHS on the model's arrays. With ``strategy="auto"`` and integer columns, first the LP relaxation
     and rounding (proven within the gap by the relaxation's bound, or else), then the branch and bound."""
@@ -385,6 +396,8 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
     ms = h.getModelStatus()
     text = h.modelStatusToString(ms)
     feasible = int(info.primal_solution_status) == 2
+    if ms == highspy.HighsModelStatus.kUnboundedOrInfeasible:  # presolve's answer: which one says what to mend
+        ms = _unbounded_or_infeasible(model, highspy, threads)
     if ms == highspy.HighsModelStatus.kUnbounded:
         raise SolverError(UNBOUNDED.format(solver="HiGHS"))
     if ms == highspy.HighsModelStatus.kOptimal:
