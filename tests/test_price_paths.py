@@ -375,3 +375,19 @@ def test_a_savings_plan_is_valued_at_each_hours_on_demand_price_on_a_forward_cur
     assert len(sp) == 1 and doc["cost_usd"]["total"] == pytest.approx(480.0)
     assert sp[0]["covered_at_on_demand_usd"] == pytest.approx(1440.0) and sp[0]["savings_usd"] == pytest.approx(960.0)
     assert doc["cost_by_class_usd"] == pytest.approx({"work": 480.0})
+
+
+def test_a_backtest_of_a_demand_file_with_identical_scenarios_names_its_scenario_column(tmp_path):
+    """No [scenarios] in the model; demand.csv's scenario column gives two identical histories: the message names
+    the file's column (it blamed a [scenarios] table the model does not have)."""
+    from conftest import price, write_case
+
+    m = write_case(tmp_path / "m", {"c": [20.0] * 120}, [price(hourly=3.0)], {"c": {}}, hours=24,
+                   start="2027-01-01T00:00")
+    d = pd.read_csv(tmp_path / "m" / "demand.csv")
+    pd.concat([d.assign(scenario="x"), d.assign(scenario="y")]).to_csv(tmp_path / "m" / "demand.csv", index=False)
+    r = CliRunner().invoke(cli, ["backtest", str(m), "--train-hours", "1440", "--test-hours", "1200",
+                                 "--out", str(tmp_path / "bt")])
+    assert r.exit_code == 2, r.output
+    assert "demand.csv, column 'scenario': a backtest needs one demand history" in r.output
+    assert "[scenarios]" not in r.output and not (tmp_path / "bt").exists()

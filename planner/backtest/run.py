@@ -797,6 +797,11 @@ def backtest_hours(history: PlanInputs, train_hours: float, test_hours: float, s
         if not np.array_equal(history.demand, np.broadcast_to(history.demand[:1], history.demand.shape),
                               equal_nan=True):  # the scenarios' demands differ: the file gives several histories
             raise InputError(Problem(source, "a backtest needs one demand history, not scenarios", column="scenario"))
+        if not history.config.scenarios:  # the demand file's scenario column names them, the model does not
+            raise InputError(Problem(source, f"a backtest needs one demand history; the file's scenario column gives "
+                                     f"{len(history.scenarios)} ({', '.join(map(str, history.scenarios))}), each the "
+                                     "same", column="scenario",
+                                     hint="drop the scenario column (or keep one scenario's rows)"))
         raise InputError(Problem(str(history.config.path or "model file"), f"a backtest needs one scenario; the "
                                  f"model's [scenarios] gives "
                                  f"{len(history.scenarios)} ({', '.join(map(str, history.scenarios))}: price paths "
