@@ -391,3 +391,22 @@ def test_a_backtest_of_a_demand_file_with_identical_scenarios_names_its_scenario
     assert r.exit_code == 2, r.output
     assert "demand.csv, column 'scenario': a backtest needs one demand history" in r.output
     assert "[scenarios]" not in r.output and not (tmp_path / "bt").exists()
+
+
+@pytest.mark.parametrize("where", ["dated", "scenario"])
+def test_the_spot_economics_compare_spot_with_todays_reserved_price(tmp_path, where):
+    """docs/inputs.md: the spot economics use today's prices. A reserved row dated from February (1.00) or a
+    scenario's row (0.70) is not today's 2.00 (the best reserved rate took the cheapest purchase row of either)."""
+    from conftest import price, write_case
+
+    days = pd.date_range("2027-01-01", "2027-03-31", freq="D")
+    rows = [price(hourly=4.0, scenario=""), price(option="spot", hourly=1.5, interruptions_per_hour=0.05, scenario=""),
+            price(option="reserved_1y", hourly=2.0, term_months=12, scenario="")]
+    rows.append(price(option="reserved_1y", hourly=1.0, term_months=12, valid_from="2027-02-01", scenario="")
+                if where == "dated" else price(option="reserved_1y", hourly=0.7, term_months=12, scenario="cheap"))
+    top = '[term]\njudge = "horizon"\n' + ("" if where == "dated" else "[scenarios]\nsheet = 0.5\ncheap = 0.5\n")
+    m = write_case(tmp_path, {"work": [5.0] * len(days)}, rows, {"work": {"spot": True, "max_spot_share": 1.0}},
+                   hours=24, start="2027-01-01T00:00", extra_top=top + '[commitments]\npurchase_every = "month"')
+    pd.DataFrame(rows).to_csv(tmp_path / "prices.csv", index=False)
+    spot = load_inputs(m).spot
+    assert spot["best_reserved_usd_per_gpu_hour"].tolist() == [pytest.approx(2.0)]

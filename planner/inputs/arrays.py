@@ -335,7 +335,7 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     headroom = np.array([config.classes[c].headroom for c in classes])
     phi = np.array([config.classes[c].phi for c in classes])
 
-    goodput, reliability, spot = _goodput(config, classes, pools, speed, reserved)
+    goodput, reliability, spot = _goodput(config, classes, pools, speed, todays_terms(options, periods[0]))
     useful, backfill = backfill_table(classes, config.classes, pools, speed, reliability, demand, prob,
                                       headroom, hours, config.failure_rate_per_gpu_hour)
     penalty = config.solver.shortfall_penalty_usd_per_gpu_hour or 10.0 * float(np.nanmax(pools["od"]))
@@ -435,15 +435,28 @@ def size_slo_classes(config: ModelConfig, classes: list[str], demand: np.ndarray
     return requests, demand, speeds, pd.DataFrame(rows)
 
 
+def todays_terms(options: pd.DataFrame | None, start) -> pd.DataFrame:
+    """The price sheet's rows that hold GPUs (terms, capacity blocks: not a resale, whose rate is what a sale saves
+    on negative GPUs, nor a savings plan) at today's price: per pool and option the row in force at ``start`` (the
+    latest ``valid_from`` on or before it; undated rows always), never a scenario's row (``options`` are the sheet's
+    own). An option offered from a later date only is not offered today."""
+    if options is None or not len(options):
+        return pd.DataFrame(columns=["pool", "option", "r"])
+    held = options[np.asarray(commitments.holds_gpus(options), bool)]
+    vf = pd.to_datetime(held["valid_from"])
+    held = held[(vf.isna() | (vf <= pd.Timestamp(start))).to_numpy()]
+    held = held.assign(_from=pd.to_datetime(held["valid_from"]).fillna(pd.Timestamp.min)).sort_values("_from")
+    return held.groupby(["pool", "option", "block_start"], dropna=False).tail(1).drop(columns="_from")
+
+
 def _goodput(config: ModelConfig, classes: list[str], pools: pd.DataFrame, speed: np.ndarray,
-             reserved: pd.DataFrame):
-    """g[k, p] on spot, the non-spot reliability, and the per-(class, spot pool) economics table."""
+             today: pd.DataFrame):
+    """g[k, p] on spot, the non-spot reliability, and the per-(class, spot pool) economics table (``today``: the
+    terms at today's price, :func:`todays_terms`)."""
     K, P = speed.shape
     goodput = np.zeros((K, P))
     reliability = np.ones((K, P))
-    held = reserved[np.asarray(commitments.holds_gpus(reserved), bool)] if len(reserved) else reserved  # not a
-    # resale (its rate is what a sale saves, on negative GPUs) nor a savings plan
-    best_res = held.groupby("pool")["r"].min().reindex(range(P)).to_numpy(float)
+    best_res = today.groupby("pool")["r"].min().reindex(range(P)).to_numpy(float)
     pairs = []  # (class, spot pool) pairs to assess: collected, then assessed in two vectorised calls
     for k, name in enumerate(classes):
         pol = config.classes[name]
@@ -568,7 +581,7 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
                                                              reserved_price, 1.0)
     prices["interruptions_per_hour"] = prices["interruptions_per_hour"] * interruptions
     tables = replace(inp.tables, prices=prices)
-    goodput, reliability, spot = _goodput(inp.config, inp.classes, pools, speed, reserved)
+    goodput, reliability, spot = _goodput(inp.config, inp.classes, pools, speed, todays_terms(options, inp.periods[0]))
     return _refresh_backfill(replace(inp, pools=pools, commitments=reserved, options=options, demand=demand,
                                      reserved_source=source,
                                      speed=speed,
