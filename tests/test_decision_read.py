@@ -92,3 +92,32 @@ def test_npv_and_shortfall_read_from_the_batches(tmp_path):
     inp = replace(inp, penalty=2.0)  # a GPU-hour short costs less than on demand: some demand goes unserved
     full = _same(inp)
     assert full.shortfall_gpu_hours > 0 and full.objective != pytest.approx(full.cost["total"], rel=1e-6)
+
+
+def test_a_plan_read_from_a_kept_column_layout_is_the_plan_read_from_a_new_model(tmp_path):
+    """The memo reads each point through one column layout of its inputs (:func:`column_layout`, purchases fixed
+    per read): the same tables, bit for bit, as a model laid out for each read, after another point was read through
+    the same layout (nothing a read writes stays in it)."""
+    from planner.results.decomposed import column_layout, plan_from_priced
+    from planner.solve.decompose import chunk_index, cut_groups
+    from planner.solve.workers import LocalPricer
+
+    inp = _benders(load_inputs(family_case(tmp_path)))
+    plan = make_plan(inp, mip_gap=1e-7, risk=False, shadow=False)
+    n = plan.purchases["units"].to_numpy(float)
+    chunks, cut_by = chunk_index(inp, "week"), cut_groups(inp)
+    pricer = LocalPricer(inp, chunks, cut_by)
+    layout = column_layout(inp)
+
+    def read(units, kept):
+        priced = pricer.price(units, [None] * len(chunks), solution=True)
+        return plan_from_priced(inp, units, priced, pricer, chunks, cut_by, 0.0, allocation=False,
+                                keep_bases=False, layout=layout if kept else None)
+
+    read(np.floor(n / 2), True)  # another point first, through the same layout
+    new, kept = read(n, False), read(n, True)
+    assert n.sum() > 0
+    pd.testing.assert_frame_equal(kept.fleet, new.fleet, check_exact=True)
+    pd.testing.assert_frame_equal(kept.scenario_costs, new.scenario_costs, check_exact=True)
+    pd.testing.assert_frame_equal(kept.purchases, new.purchases, check_exact=True)
+    assert kept.cost == new.cost and kept.objective == new.objective

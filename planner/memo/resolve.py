@@ -176,7 +176,7 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
     import time
 
     from planner.inputs.arrays import scale_inputs
-    from planner.results.decomposed import plan_from_priced
+    from planner.results.decomposed import column_layout, plan_from_priced
     from planner.solve.workers import warm_bases
 
     chunks = warm["chunks"]
@@ -206,11 +206,16 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
         # batch's last basis); read out as arrays when a later call does (the same basis either way)
         later = {s for m, s in enumerate(starts) if s < m}
 
+        layouts: dict = {}  # per demand level: its inputs and their columns' layout, laid out once
+
         def read(i: int, level: float, units: np.ndarray, priced: list, t0: float, seconds: float) -> None:
             """Task ``i``'s figures from its pricing (``seconds``: the pricing's own; ``t0``: when it began)."""
-            scaled = inp if level == 1.0 else scale_inputs(inp, demand_level=level)
-            p = plan_from_priced(scaled, units, priced, pricer, chunks, cut_by, seconds,
-                                 allocation=False, keep_bases=False)  # the figures need the fleet and costs only
+            if level not in layouts:
+                scaled = inp if level == 1.0 else scale_inputs(inp, demand_level=level)
+                layouts[level] = (scaled, column_layout(scaled))
+            scaled, layout = layouts[level]
+            p = plan_from_priced(scaled, units, priced, pricer, chunks, cut_by, seconds, allocation=False,
+                                 keep_bases=False, layout=layout)  # the figures need the fleet and costs only
             rows[i] = dict(plan_figures(p), seconds=time.perf_counter() - t0)
 
         # each task's figures are read while the workers price the next task (the read is this process's work,
