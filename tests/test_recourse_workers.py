@@ -327,6 +327,8 @@ def test_a_lost_dask_actor_can_be_made_again_anywhere(tmp_path):
     chunks = chunk_index(inp, "week")
     with DaskExecutor(jobs=2, processes=False) as ex:
         p = DaskPricer(inp, chunks, cut_groups(inp), ex)
+        assert p._built is None  # every actor asked for at once, read when first used (they were made one by one)
+        assert len(p.groups) == len(chunks) and len(p.actors) == p.workers
         n = np.zeros(len(inp.commitments))
         first = p.price(n, [None] * len(chunks), portable=False)  # the bases stay on the actors
         assert all(isinstance(r.basis, Kept) for r in first) and p.bases_lost == 0

@@ -471,21 +471,55 @@ class DaskPricer:
         self.inp = slim(inp)  # each actor gets only its own periods of it (share_inputs)
         self.restarts = 0
         self.bases_lost = 0  # kept bases an actor no longer had (made again since): batches started cold
-        self.actors = [self._actor(w, addresses[w] if w < len(addresses) else None) for w in range(self.workers)]
-        built: dict = {}
-        for fut in [a.built() for a in self.actors]:
-            built.update(fut.result())
-        self.groups = [built[i][0] for i in range(len(chunks))]
-        self._keys = [(built[i][1], built[i][2]) for i in range(len(chunks))]
-        self.row_counts = [built[i][3] for i in range(len(chunks))]
-        self.sizes = [built[i][4] for i in range(len(chunks))]
+        # every actor is asked for at once (each builds its batches where it lives) and read when first used: the
+        # actors were made one after the other, each waiting for the last one's build
+        self._made = [self._submit(w, addresses[w] if w < len(addresses) else None) for w in range(self.workers)]
+        self._actors: list = []
+        self._built: dict | None = None
 
-    def _actor(self, w: int, address: str | None):
+    @property
+    def actors(self) -> list:
+        """The actors, one per share (made, their batches built)."""
+        self._wait_built()
+        return self._actors
+
+    def _wait_built(self) -> dict:
+        """Per batch, what its actor built ((cut groups, keys, block_of, row counts, shape)): the actors made
+        and their builds read once, when first needed."""
+        if self._built is None:
+            self._actors = [fut.result() for fut in self._made]
+            self._made = []
+            built: dict = {}
+            for fut in [a.built() for a in self._actors]:
+                built.update(fut.result())
+            self._built = built
+        return self._built
+
+    @property
+    def groups(self) -> list[int]:
+        """Per batch: its cut groups (thetas)."""
+        return [b[0] for _, b in sorted(self._wait_built().items())]
+
+    @property
+    def row_counts(self) -> list[dict]:
+        """Per batch: its rows per family."""
+        return [b[3] for _, b in sorted(self._wait_built().items())]
+
+    @property
+    def sizes(self) -> list[tuple]:
+        """Per batch: its LP's (columns, rows)."""
+        return [b[4] for _, b in sorted(self._wait_built().items())]
+
+    def _submit(self, w: int, address: str | None):
+        """The future of a new actor for share ``w`` (on ``address`` when given), its inputs scattered to it."""
         part, items = share_inputs(self.inp, self.chunks, self.shares[w])
         where = {"workers": [address], "allow_other_workers": True} if address else {}
         data = self.client.scatter(part, **({"workers": [address]} if address else {}))
-        fut = self.client.submit(RecourseActor, data, items, self.cut_by, actor=True, pure=False, **where)
-        return fut.result()
+        return self.client.submit(RecourseActor, data, items, self.cut_by, actor=True, pure=False, **where)
+
+    def _actor(self, w: int, address: str | None):
+        """A new actor for share ``w``, made (its batches built)."""
+        return self._submit(w, address).result()
 
     def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0,
               portable: bool = True, meanwhile=None) -> list:
@@ -498,6 +532,7 @@ class DaskPricer:
         batches start cold (``bases_lost``), the answer optimal within the same gap, not always to the last digit."""
         from planner.core.errors import SolverError
 
+        self._wait_built()
         out: dict = {}
         todo = list(range(self.workers))
         for attempt in range(RETRIES + 1):
@@ -550,11 +585,13 @@ class DaskPricer:
 
     def keys(self) -> list[tuple]:
         """Per batch: (family keys, block_of) for assembling the plan."""
-        return self._keys
+        return [(b[1], b[2]) for _, b in sorted(self._wait_built().items())]
 
     def close(self) -> None:
-        """Drop the actors (the cluster is the executor's to close)."""
-        self.actors = []
+        """Drop the actors, made or still being made (the cluster is the executor's to close)."""
+        for fut in self._made:
+            fut.cancel()
+        self._made, self._actors, self._built = [], [], {}
 
 
 def make_pricer(inp, chunks: list[np.ndarray], cut_by: str, executor=None):
