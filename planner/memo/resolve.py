@@ -206,11 +206,14 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
         # batch's last basis); read out as arrays when a later call does (the same basis either way)
         later = {s for m, s in enumerate(starts) if s < m}
 
-        layouts: dict = {}  # per demand level: its inputs and their columns' layout, laid out once
+        layouts: dict = {}  # the last demand level read: its inputs and their columns' layout (one held at a time:
+        # the curve's points share the plan's level; each of the downside's levels has one point, and three layouts
+        # held at once took 3Y's peak memory over 4 GB)
 
         def read(i: int, level: float, units: np.ndarray, priced: list, t0: float, seconds: float) -> None:
             """Task ``i``'s figures from its pricing (``seconds``: the pricing's own; ``t0``: when it began)."""
             if level not in layouts:
+                layouts.clear()
                 scaled = inp if level == 1.0 else scale_inputs(inp, demand_level=level)
                 layouts[level] = (scaled, column_layout(scaled))
             scaled, layout = layouts[level]
