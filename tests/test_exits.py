@@ -355,3 +355,30 @@ def test_the_spot_economics_best_reserved_rate_is_a_term_not_a_resale(tmp_path):
     assert (inp.spot["best_reserved_usd_per_gpu_hour"] > 0).all()
     terms = inp.commitments[inp.commitments["kind"].eq("instance")]
     assert inp.spot["best_reserved_usd_per_gpu_hour"].iat[0] == pytest.approx(terms["r"].min())
+
+
+def test_a_curve_point_above_the_plan_never_holds_fewer_gpus_than_the_plan_under_a_cap(tmp_path):
+    """One pool of 4-GPU instances, cap 22 GPUs, 4 owned until April; demand 10, 20 from March, 26 from May. The
+    plan buys 1, 3 and 1 instances (Jan, Mar, Apr: 20 GPUs). x1.25 rounds to 1, 4, 1 (24 GPUs held in May, over
+    the cap): it is brought back towards the plan, not scaled down with every row (one ratio, then floored, gave
+    0, 3, 0: 12 GPUs, 30 % dearer than the plan, below the x0.5 point)."""
+    from planner.memo.resolve import scaled_units
+
+    days = pd.date_range("2027-01-01", "2027-06-30", freq="D")
+    d = np.where(days < "2027-03-01", 10.0, np.where(days < "2027-05-01", 20.0, 26.0))
+    rows = [price(hourly=4.0, gpus_per_instance=4),
+            price(option="reserved_1y", hourly=2.0, term_months=12, max_gpus=22.0, gpus_per_instance=4)]
+    inv = [dict(gpu_type="A", region="r1", option="reserved_1y", gpus=4, start="2026-06-01T00:00",
+                end="2027-04-01T00:00")]
+    m = write_case(tmp_path, {"work": list(d)}, rows, {"work": {}}, hours=24, start="2027-01-01T00:00", inventory=inv,
+                   extra_top='[term]\njudge = "horizon"\n[commitments]\npurchase_every = "month"')
+    inp = load_inputs(m)
+    plan = make_plan(inp, mip_gap=1e-9)
+    units = plan.purchases["units"].to_numpy(float)
+    gpus = lambda u: float(u @ inp.commitments["m"].to_numpy(float))  # noqa: E731
+    assert gpus(units) == 20.0
+    for factor in (1.25, 1.5, 2.0):
+        up = scaled_units(plan, inp, factor)
+        assert gpus(up) >= gpus(units) and (up >= units).all(), factor
+        fixed = make_plan(inp, fixed_reserved=up, mip_gap=1e-9, risk=False, shadow=False)
+        assert fixed.status.has_plan  # within the cap

@@ -587,3 +587,36 @@ def test_a_pricer_closed_before_its_build_was_read_stops_its_workers(tmp_path):
     procs = list(pricer.procs)
     pricer.close()  # as when the caller failed before pricing: nothing waits for the build
     assert all(p.poll() is not None for p in procs)
+
+
+class _Unreadable:
+    """A build payload a worker cannot read (its build replies with an error)."""
+
+    def __reduce__(self):
+        return (int, ("not a number",))
+
+
+def test_a_failed_build_raises_again_when_read_again_and_its_workers_stop(tmp_path, monkeypatch):
+    """The build is read when first used: a worker whose build failed raises a SolverError, and a second read
+    (a kept pricer asked again) raises it again instead of waiting for a reply already read (it hung)."""
+    import pickle
+
+    from planner.core.errors import SolverError
+
+    made = ProcessPricer._payload
+
+    def unreadable(self, w):
+        payload, items = made(self, w)
+        return (pickle.dumps(_Unreadable()) if w == 1 else payload), items
+
+    monkeypatch.setattr(ProcessPricer, "_payload", unreadable)
+    inp = _case(tmp_path, 23, days=60)
+    chunks = chunk_index(inp, "week")
+    pricer = ProcessPricer(inp, chunks, cut_groups(inp), 2)
+    if pricer.workers < 2:
+        pytest.skip("one core: one worker")
+    for _ in range(2):
+        with pytest.raises(SolverError, match="a pricing worker failed"):
+            pricer.groups
+    pricer.close()
+    assert all(p.poll() is not None for p in pricer.procs)

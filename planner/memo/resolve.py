@@ -336,7 +336,7 @@ def scaled_units(plan, inp, factor: float) -> np.ndarray:
     whole = res["integer"].to_numpy(bool)
     x = np.where(whole, np.floor(x + 0.5), x)
     x = np.minimum(x, res["max_units"].to_numpy(float))
-    x = _within_pool_caps(inp, x, whole)
+    x = _within_pool_caps(inp, x, whole, units if factor > 1 else np.zeros_like(units))
     kind = res["kind"].to_numpy()
     if supply.mask(kind, dated_by="resale").any():  # resales of a term: cumulatively at most its instances
         ex = np.flatnonzero(supply.mask(kind, dated_by="resale"))
@@ -347,11 +347,13 @@ def scaled_units(plan, inp, factor: float) -> np.ndarray:
     return x
 
 
-def _within_pool_caps(inp, x: np.ndarray, whole: np.ndarray) -> np.ndarray:
-    """``x`` with each capped pool's purchases and resales scaled down together (whole instances: purchases
-    rounded down, resales up) where, on some set of active rows, the GPUs held at once exceed the reserved cap less
-    the most inventory held on that set: the model's own cap rows
-    (:func:`planner.model.constraints.reserved_cap_sets`: a resale frees its term's GPUs from its date)."""
+def _within_pool_caps(inp, x: np.ndarray, whole: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """``x`` with each capped pool brought within its reserved cap: where, on some set of active rows, the GPUs
+    held at once exceed the cap less the most inventory held on that set (the model's own cap rows,
+    :func:`planner.model.constraints.reserved_cap_sets`: a resale frees its term's GPUs from its date), the pool's
+    rows move back from ``x`` towards ``base`` (purchases that keep the cap: the plan's own above factor 1, none
+    below) by the largest share that keeps every set; whole instances then rounded towards fewer GPUs held
+    (purchases down, resales up). A point above the plan so never holds less than the plan."""
     from planner.inputs import commitments
     from planner.model.constraints import reserved_cap_sets
 
@@ -365,14 +367,16 @@ def _within_pool_caps(inp, x: np.ndarray, whole: np.ndarray) -> np.ndarray:
     for p in np.unique(keys):  # a loop over the few capped pools (each set's GPUs held: one product)
         sets = np.flatnonzero(keys == p)
         held = np.array([float(np.asarray(coefs[j], float) @ out[members[j]]) for j in sets])
+        held0 = np.array([float(np.asarray(coefs[j], float) @ base[members[j]]) for j in sets])
         room = np.array([rhs[j] for j in sets], dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(held > room + 1e-9, np.clip(room, 0.0, None) / held, 1.0)
-        if ratio.min() < 1:  # every GPU held scales with the rows (a resale's m is negative): one ratio fits all
-            rows = np.flatnonzero(counted & (pool == p))
-            scaled = out[rows] * ratio.min()
-            out[rows] = np.where(whole[rows], np.where(sold[rows], np.ceil(scaled - 1e-9), np.floor(scaled + 1e-9)),
-                                 scaled)
+        over = held > room + 1e-9
+        if not over.any():
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):  # held is linear along base -> x: the share that fits
+            share = np.where(over, np.clip(room - held0, 0.0, None) / (held - held0), 1.0)
+        rows = np.flatnonzero(counted & (pool == p))
+        moved = base[rows] + float(np.clip(share.min(), 0.0, 1.0)) * (out[rows] - base[rows])
+        out[rows] = np.where(whole[rows], np.where(sold[rows], np.ceil(moved - 1e-9), np.floor(moved + 1e-9)), moved)
     return out
 
 

@@ -261,15 +261,21 @@ class ProcessPricer:
         to the build, read once (a worker that died while building is replaced and builds again). The build runs
         from the constructor until this is first called: the caller's own work overlaps it (the Benders' start)."""
         if self._built is None:
+            if self._send_error is not None:  # read once already, and failed: the same error (no reply is left)
+                raise self._send_error
             self._sending.join()
             if self._send_error is not None:
                 raise self._send_error
             built: dict = {}
-            for w in range(self.workers):
-                try:
-                    built.update(self._receive(w))
-                except (EOFError, OSError):  # it died while building (killed, out of memory): a new one builds again
-                    built.update(self._restart(w))
+            try:
+                for w in range(self.workers):
+                    try:
+                        built.update(self._receive(w))
+                    except (EOFError, OSError):  # it died while building (killed, out of memory): a new one builds
+                        built.update(self._restart(w))
+            except BaseException as exc:
+                self._send_error = exc
+                raise
             self._built = built
         return self._built
 
