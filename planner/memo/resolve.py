@@ -326,8 +326,9 @@ def _reprice_own(plan, warm: dict | None) -> bool:
 
 def scaled_units(plan, inp, factor: float) -> np.ndarray:
     """The plan's purchases (``purchases["units"]``) scaled by ``factor``: whole instances (half up) where the
-    decision is integer, at most each row's ``max_units``, each pool's reserved cap kept (a pool over its
-    cap is scaled down to fit), resales no more than their parent; factor 1 is the plan exactly."""
+    decision is integer, at most each row's ``max_units``, each pool's reserved cap kept (a pool over its cap
+    moves back towards the plan above factor 1, towards nothing below: :func:`_within_pool_caps`), resales no
+    more than their parent; factor 1 is the plan exactly."""
     units = plan.purchases["units"].to_numpy(float)
     if factor == 1:
         return units.copy()
