@@ -95,12 +95,22 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
                           "the same gap, but its last digits may differ from an undisturbed run's")
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t1 = time.perf_counter()
-        sub = _sub_executor(executor)
-        plan.risk = risk_view(plan, lambda i, fixed_reserved=None: make_plan(
-            i, backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved, risk=False,
-            shadow=False, executor=sub))
+        plan.risk = _risk(plan, make_plan, executor, time_limit_s, mip_gap)
         plan.timings["risk"] = time.perf_counter() - t1
     return plan
+
+
+def _risk(plan: Plan, make_plan, executor, time_limit_s, mip_gap):
+    """The risk view of a decomposed plan: its sub-plans are decisions (the view reads their objective and purchases
+    only), solved side by side on local processes where that pays (:mod:`planner.pipeline.sub_plans`), else here,
+    pricing where :func:`_sub_executor` says."""
+    from planner.pipeline.sub_plans import many_solver
+
+    settings = dict(backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, risk=False, shadow=False,
+                    executor=_sub_executor(executor))
+    return risk_view(plan, lambda i, fixed_reserved=None: make_plan(i, fixed_reserved=fixed_reserved,
+                                                                    decision=fixed_reserved is None, **settings),
+                     many_solver(executor, plan.inputs, settings | {"decision": True}))
 
 
 def _sub_executor(executor):
@@ -130,8 +140,7 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
     plan = plan_from_priced(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model,
                             time_limit_s)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
-        sub = _sub_executor(executor)
-        plan.risk = risk_view(plan, lambda i, fixed_reserved=None: make_plan(
-            i, backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved, risk=False,
-            shadow=False, executor=sub))
+        t1 = time.perf_counter()
+        plan.risk = _risk(plan, make_plan, executor, time_limit_s, mip_gap)
+        plan.timings["risk"] = time.perf_counter() - t1
     return plan

@@ -18,6 +18,7 @@ from planner.inputs.arrays import PlanInputs, build_inputs
 from planner.model import build_model
 from planner.results.plan import Plan, extract_plan
 from planner.results.risk import risk_view
+from planner.pipeline.sub_plans import many_solver
 from planner.solve.monolithic import solve
 from planner.pipeline.benders import BENDERS_AUTO_CELLS, benders_plan, fixed_plan, monolithic_note, use_benders  # noqa: F401
 
@@ -110,10 +111,12 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
         t0 = time.perf_counter()
         # the view reads each sub-plan's objective and purchases only: decisions (no per-period tables, no exit
         # value's extra solve)
+        settings = dict(backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, risk=False, shadow=False,
+                        executor=executor, decision=True)
         sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
-            i, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, fixed_reserved=fixed_reserved,
-            risk=False, extend=extend, shadow=False, executor=executor, decision=True)
-        plan.risk = risk_view(plan, sub)
+            i, fixed_reserved=fixed_reserved, extend=extend, **settings)
+        # side by side on local processes where that pays (never with the caller's own rows: extend)
+        plan.risk = risk_view(plan, sub, many_solver(executor, inp, settings) if extend is None else None)
         plan.timings["risk"] = time.perf_counter() - t0
     if fixed_reserved is None and extend is None and not o.decision:
         plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,

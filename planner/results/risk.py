@@ -46,31 +46,68 @@ def _clamp(value: float, scale: float, gap: float) -> float:
     return 0.0 if value < 0 and -value <= gap * abs(scale) + 1e-6 else value
 
 
-def risk_view(plan: Plan, make_plan) -> RiskView | None:
+@dataclass(frozen=True)
+class SubPlan:
+    """One of the risk view's extra problems: ``kind`` "mean" (the probability-weighted mean forecast), "ws" (scenario
+    ``scenario`` alone, known to happen) or "first" (a tree's plan with every purchase common to all scenarios)."""
+    kind: str
+    scenario: int | None = None
+
+
+def sub_problems(inp: PlanInputs) -> list[SubPlan]:
+    """The independent problems of ``inp``'s risk view, in the order they are read: the mean plan, the first-stage
+    plan (a tree only), then each scenario alone. EEV (the mean plan's purchases fixed) comes after them."""
+    return ([SubPlan("mean")] + ([SubPlan("first")] if inp.reserved_member is not None else [])
+            + [SubPlan("ws", s) for s in range(len(inp.scenarios))])
+
+
+def sub_inputs(inp: PlanInputs, task: SubPlan) -> PlanInputs:
+    """The inputs of ``task`` (:class:`SubPlan`), made from the plan's own ``inp``."""
+    if task.kind == "mean":
+        mean = np.einsum("s,skt->kt", inp.probability, inp.demand)[None]
+        return with_demand(inp, mean, ["mean"], np.array([1.0]))
+    if task.kind == "first":
+        return first_stage(inp)
+    if task.kind == "ws":
+        s = int(task.scenario)
+        return with_demand(inp, inp.demand[s:s + 1], [inp.scenarios[s]], np.array([1.0]))
+    raise ValueError(f"unknown sub-plan kind {task.kind!r}")
+
+
+def solve_sub(make_plan, inp: PlanInputs, task: SubPlan) -> tuple[float, np.ndarray]:
+    """``task`` solved by ``make_plan``: its objective and its purchases (units per commitments row)."""
+    sub = make_plan(sub_inputs(inp, task))
+    return float(sub.objective), sub.purchases["units"].to_numpy()
+
+
+def risk_view(plan: Plan, make_plan, solve_many=None) -> RiskView | None:
     """Solve the extra problems behind VSS and EVPI; None for a single-scenario plan.
 
     ``make_plan(inputs, fixed_reserved=None)`` solves one problem (passed in, so this
-    module stays below the pipeline).
+    module stays below the pipeline). ``solve_many(inp, tasks)``, when given, solves the independent
+    problems (:func:`sub_problems`) at once, e.g. on worker processes, and returns ``(objective, units)`` per
+    task in task order, as :func:`solve_sub` would one by one; EEV is then solved here by ``make_plan``.
     """
     inp: PlanInputs = plan.inputs
     if len(inp.scenarios) < 2:
         return None
     gap = max(inp.config.solver.mip_gap, plan.solve.mip_gap or 0.0)
     rp = plan.objective
-    mean = np.einsum("s,skt->kt", inp.probability, inp.demand)[None]
-    mean_plan = make_plan(with_demand(inp, mean, ["mean"], np.array([1.0])))
-    n_mean = mean_plan.purchases["units"].to_numpy()
+    tasks = sub_problems(inp)
+    solved = (solve_many(inp, tasks) if solve_many is not None else
+              [solve_sub(make_plan, inp, t) for t in tasks])
+    by = dict(zip(tasks, solved))
+    n_mean = by[SubPlan("mean")][1]
     # the mean plan's purchases in every node of the tree (the same at each date whatever happened before)
     origin = inp.commitments["origin"].to_numpy(int) if "origin" in inp.commitments else np.arange(len(n_mean))
     eev = make_plan(inp, fixed_reserved=n_mean[origin]).objective
     first, waiting = None, None
     if inp.reserved_member is not None:  # a tree: the same plan made without waiting for information
-        first = make_plan(first_stage(inp)).objective
+        first = by[SubPlan("first")][0]
         waiting = _clamp(first - rp, rp, gap)
     ws = 0.0
-    for s, name in enumerate(inp.scenarios):
-        alone = make_plan(with_demand(inp, inp.demand[s:s + 1], [name], np.array([1.0])))
-        ws += inp.probability[s] * alone.objective
+    for s in range(len(inp.scenarios)):
+        ws += inp.probability[s] * by[SubPlan("ws", s)][0]
     totals = plan.scenario_costs.set_index("scenario")["total"]
     return RiskView(expected_cost_usd=plan.cost["total"], worst_case_usd=float(totals.max()),
                     worst_scenario=str(totals.idxmax()), eev_usd=eev, ws_usd=ws,

@@ -1,0 +1,58 @@
+"""The risk view's independent sub-plans solved at once, one per local worker process.
+
+A plan over scenarios reports EVPI and VSS (:mod:`planner.results.risk`): besides the plan, the mean forecast's plan,
+each scenario's plan alone and, on a tree, the first-stage plan. Each is a whole plan of its own (a Benders loop on a
+long horizon), independent of the others; in one process they ran one after another, each pricing its batches in
+that process. Here they run side by side on ``jobs`` local processes, each sub-plan priced in its own process as it
+was before, so every figure is the one the serial run gives (the same inputs, the same solver calls: a test compares
+them to the last digit).
+
+Only where it pays: a local executor of two jobs or more, and sub-plans of more than ``SUB_PLAN_CELLS`` periods x
+classes (a worker's start, about a second with its inputs, against a sub-plan of seconds to minutes). A Dask
+executor keeps pricing each sub-plan's batches on its cluster, one sub-plan after another; a model extended by
+rows of the caller's own (``extend=``) keeps them in the plan's process (its function need not pickle).
+"""
+
+from __future__ import annotations
+
+from planner.results.risk import solve_sub
+
+SUB_PLAN_CELLS = 30_000  # periods x classes of one sub-plan above which the sub-plans run on worker processes
+
+_STATE: dict = {}  # in a worker: the plan's inputs and the sub-plans' solve settings (sent once per worker)
+
+
+def _start(inp, settings: dict) -> None:
+    _STATE["inp"], _STATE["settings"] = inp, settings
+
+
+def _solve(task):
+    from planner.pipeline.run import make_plan
+
+    settings = _STATE["settings"]
+    return solve_sub(lambda i: make_plan(i, **settings), _STATE["inp"], task)
+
+
+def many_solver(executor, inp, settings: dict):
+    """A ``solve_many(inp, tasks)`` for :func:`planner.results.risk.risk_view` that solves ``tasks`` on the local
+    processes of ``executor``, each as ``make_plan(sub_inputs, **settings)`` would here; None where the sub-plans
+    should be solved one by one in this process (see the module docstring)."""
+    from planner.core.executors import LocalExecutor
+
+    if not isinstance(executor, LocalExecutor) or executor.workers < 2 or inp.T * inp.K <= SUB_PLAN_CELLS:
+        return None
+    jobs = executor.workers
+
+    def solve_many(inp, tasks):
+        from planner.core.errors import SolverError
+
+        outcomes = LocalExecutor(jobs=min(jobs, len(tasks))).map(_solve, tasks, initializer=_start,
+                                                                 initargs=(inp, dict(settings)), progress=False)
+        failed = [(t, o) for t, o in zip(tasks, outcomes) if not o.ok]
+        if failed:
+            task, out = failed[0]
+            what = f"scenario {inp.scenarios[task.scenario]} alone" if task.kind == "ws" else f"the {task.kind} plan"
+            raise SolverError(f"the risk view's sub-plan ({what}) failed on a worker process: {out.error}")
+        return [o.value for o in outcomes]
+
+    return solve_many
