@@ -59,10 +59,12 @@ def monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
 
 
 def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, timings, risk, write_model,
-                 progress: bool = False, executor=None, allocation: bool = True, decision: bool = False) -> Plan:
+                 progress: bool = False, executor=None, allocation: bool = True, decision: bool = False,
+                 warm: dict | None = None) -> Plan:
     """Purchases by Benders decomposition (proven gap); the plan read from the batches' last pricing (``make_plan``:
     the pipeline's, for the risk view's sub-plans); ``decision``: the purchases and their costs only, read from
-    each batch's costs without building the whole model (:func:`~planner.results.decomposed.decision_from_batches`)."""
+    each batch's costs without building the whole model (:func:`~planner.results.decomposed.decision_from_batches`);
+    ``warm``: a plan's ``recourse`` on the same batches, whose bases start the first pricing."""
     from planner.solve.decompose import solve_benders
     from planner.core.progress import BendersProgress
 
@@ -73,7 +75,7 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
     bar = BendersProgress(enabled=progress)
     try:
         bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar,
-                           executor=executor, final="costs" if decision else True)
+                           executor=executor, final="costs" if decision else True, warm=warm)
     finally:
         bar.close()
     timings["benders"] = time.perf_counter() - t0
@@ -108,9 +110,14 @@ def _risk(plan: Plan, make_plan, executor, time_limit_s, mip_gap):
 
     settings = dict(backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, risk=False, shadow=False,
                     executor=_sub_executor(executor))
-    return risk_view(plan, lambda i, fixed_reserved=None: make_plan(i, fixed_reserved=fixed_reserved,
-                                                                    decision=fixed_reserved is None, **settings),
-                     many_solver(executor, plan.inputs, settings | {"decision": True}))
+
+    def sub(i, fixed_reserved=None):
+        if fixed_reserved is not None:  # EEV: the plan's own batches at other purchases, from the plan's bases
+            return make_plan(i, fixed_reserved=fixed_reserved, warm=plan.recourse if i is plan.inputs else None,
+                             **settings)
+        return make_plan(i, decision=True, **settings)
+
+    return risk_view(plan, sub, many_solver(executor, plan.inputs, settings | {"decision": True}))
 
 
 def _sub_executor(executor):

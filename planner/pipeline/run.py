@@ -58,8 +58,9 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     model file sets a ``[budget]``) adds the shadow prices (:mod:`planner.solve.duals`, one more LP solve).
     ``progress`` draws a bar of the Benders iterations (bound, incumbent, gap) on stderr when it is a terminal.
     ``executor`` (:mod:`planner.core.executors`): where the decomposition prices its batches (worker processes or
-    a Dask cluster; default here). Long horizons with the purchases fixed are priced batch by batch too,
-    warm from ``warm`` (a decomposed plan's ``recourse``: its batches' last bases) when given.
+    a Dask cluster; default here). Long horizons with the purchases fixed are priced batch by batch too;
+    ``warm`` (a decomposed plan's ``recourse``: its batches' last bases) starts the first pricing of either from
+    those bases when the batches are the same (where the loop starts, never what it proves).
     """
     o = PlanOptions.of(options, **overrides)
     backend, time_limit_s, mip_gap, timings = o.backend, o.time_limit_s, o.mip_gap, o.timings
@@ -78,7 +79,7 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     if fixed_reserved is None and extend is None and use_benders(inp, backend or s.backend):
         plan = benders_plan(inp, make_plan, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
                             risk=risk, write_model=write_model, progress=progress, executor=executor,
-                            allocation=allocation, decision=o.decision)
+                            allocation=allocation, decision=o.decision, warm=warm)
         if not o.decision:
             plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
                                     executor=executor)

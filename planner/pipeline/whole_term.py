@@ -102,8 +102,9 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
         if not plan.status.has_plan:
             return plan
         t1 = time.perf_counter()
+        # its first pricing starts from the plan's bases (the same batches, priced at the whole-term purchases)
         horizon_only = make_plan(inp, PlanOptions.of(o, risk=False, shadow=False, timings={}, write_model=None,
-                                                     progress=False, decision=True))
+                                                     progress=False, decision=True, warm=plan.recourse))
         plan.timings["horizon_only"] = time.perf_counter() - t1  # the comparison: the horizon's own optimum
     # the purchases are the whole-term solve's: its status, gap and limits are the plan's (its recourse in the
     # horizon is one LP with them fixed, solved to optimality)
