@@ -62,3 +62,17 @@ def test_a_sub_plan_that_fails_on_its_worker_says_which(tmp_path, monkeypatch):
     many = sub_plans.many_solver(LocalExecutor(2), inp, {"decision": True, "risk": False})
     with pytest.raises(SolverError, match="the bogus plan.*unknown sub-plan kind 'bogus'"):
         many(inp, [SubPlan("mean"), SubPlan("bogus")])
+
+
+def test_no_more_sub_plans_side_by_side_than_the_memory_holds(tmp_path, monkeypatch):
+    """A three-year sub-plan (26,280 h x 20 classes) holds about 5 GB where it is priced: two fit in 12 GB, one in
+    8 GB (then one by one, in this process), and none is refused where the memory cannot be read."""
+    cells = 26_280 * 20
+    assert sub_plans.fits(cells, available=12 * 2 ** 30) == 2
+    assert sub_plans.fits(cells, available=8 * 2 ** 30) == 1
+    inp = _case(tmp_path, 23, scenarios=True, days=60)
+    monkeypatch.setattr(sub_plans, "SUB_PLAN_CELLS", 0)
+    monkeypatch.setattr(sub_plans, "_available_bytes", lambda: inp.T * inp.K * sub_plans.SUB_PLAN_BYTES_PER_CELL)
+    assert sub_plans.many_solver(LocalExecutor(2), inp, {}) is None  # room for one: in this process
+    monkeypatch.setattr(sub_plans, "_available_bytes", lambda: None)
+    assert sub_plans.many_solver(LocalExecutor(2), inp, {}) is not None

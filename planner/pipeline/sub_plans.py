@@ -8,7 +8,8 @@ was before, so every figure is the one the serial run gives (the same inputs, th
 them to the last digit).
 
 Only where it pays: a local executor of two jobs or more, and sub-plans of more than ``SUB_PLAN_CELLS`` periods x
-classes (a worker's start, about a second with its inputs, against a sub-plan of seconds to minutes). A Dask
+classes (a worker's start, about a second with its inputs, against a sub-plan of seconds to minutes); and no more
+at once than the memory available holds (``SUB_PLAN_BYTES_PER_CELL`` each: one sub-plan's batches in its process). A Dask
 executor keeps pricing each sub-plan's batches on its cluster, one sub-plan after another; a model extended by
 rows of the caller's own (``extend=``) keeps them in the plan's process (its function need not pickle).
 """
@@ -18,6 +19,8 @@ from __future__ import annotations
 from planner.results.risk import solve_sub
 
 SUB_PLAN_CELLS = 30_000  # periods x classes of one sub-plan above which the sub-plans run on worker processes
+SUB_PLAN_BYTES_PER_CELL = 10_000  # what one sub-plan priced in its own process holds, per period x class (measured:
+# a three-year sub-plan of 525,600 cells grew the process that priced it by 4.9 GB)
 
 _STATE: dict = {}  # in a worker: the plan's inputs and the sub-plans' solve settings (sent once per worker)
 
@@ -41,7 +44,9 @@ def many_solver(executor, inp, settings: dict):
 
     if not isinstance(executor, LocalExecutor) or executor.workers < 2 or inp.T * inp.K <= SUB_PLAN_CELLS:
         return None
-    jobs = executor.workers
+    jobs = min(executor.workers, fits(inp.T * inp.K))  # never more at once than this machine's memory holds
+    if jobs < 2:
+        return None
 
     def solve_many(inp, tasks):
         from planner.core.errors import SolverError
@@ -56,3 +61,24 @@ def many_solver(executor, inp, settings: dict):
         return [o.value for o in outcomes]
 
     return solve_many
+
+
+def fits(cells: int, available: int | None = None) -> int:
+    """How many sub-plans of ``cells`` periods x classes fit side by side in the memory available now
+    (``/proc/meminfo`` MemAvailable, or ``available`` bytes; where it cannot be read, as many as asked)."""
+    if available is None:
+        available = _available_bytes()
+        if available is None:
+            return 1 << 30
+    return int(available // max(1, cells * SUB_PLAN_BYTES_PER_CELL))
+
+
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
