@@ -19,8 +19,8 @@ from __future__ import annotations
 from planner.results.risk import solve_sub
 
 SUB_PLAN_CELLS = 30_000  # periods x classes of one sub-plan above which the sub-plans run on worker processes
-SUB_PLAN_BYTES_PER_CELL = 10_000  # what one sub-plan priced in its own process holds, per period x class (measured:
-# a three-year sub-plan of 525,600 cells grew the process that priced it by 4.9 GB)
+SUB_PLAN_BYTES_PER_CELL = 5_000  # what one sub-plan priced in its own process holds, per period x class (measured:
+# a three-year sub-plan of 525,600 cells, 2.1 GB at its peak in a process of its own, reading included)
 
 _STATE: dict = {}  # in a worker: the plan's inputs and the sub-plans' solve settings (sent once per worker)
 
