@@ -65,15 +65,21 @@ def test_a_sub_plan_that_fails_on_its_worker_says_which(tmp_path, monkeypatch):
 
 
 def test_no_more_sub_plans_side_by_side_than_the_memory_holds(tmp_path, monkeypatch):
-    """A three-year sub-plan (26,280 h x 20 classes) is counted at 2.6 GB where it is priced (2.1 GB measured): two
-    fit in 6 GB, one in 4 GB (then one by one, in this process), and none is refused where the memory cannot be
-    read."""
-    cells = 26_280 * 20
-    assert sub_plans.fits(cells, available=6 * 2 ** 30) == 2
-    assert sub_plans.fits(cells, available=4 * 2 ** 30) == 1
+    """At three years x 5 scenarios (26,280 h x 20 classes) a scenario's sub-plan is counted at 2.2 GB (2.1 GB
+    measured) and the first-stage plan of all five at 6.8 GB: the two largest together need 9 GB, so two run side by
+    side in 10 GB, one in 8 GB (then one by one, in this process); none is refused where the memory cannot be read."""
+    from types import SimpleNamespace
+
+    big = SimpleNamespace(T=26_280, K=20, scenarios=list("abcde"))
+    needs = [sub_plans.need(big, t) for t in [SubPlan("mean"), SubPlan("first")] + [SubPlan("ws", s) for s in range(5)]]
+    assert needs[1] == 2 ** 30 + 5 * 525_600 * 2_200 and needs[0] == needs[2] == 2 ** 30 + 525_600 * 2_200
+    assert sub_plans.fits(needs, available=10 * 2 ** 30) == 2
+    assert sub_plans.fits(needs, available=8 * 2 ** 30) == 1
+    assert sub_plans.fits(needs, available=40 * 2 ** 30) == 7
     inp = _case(tmp_path, 23, scenarios=True, days=60)
     monkeypatch.setattr(sub_plans, "SUB_PLAN_CELLS", 0)
-    monkeypatch.setattr(sub_plans, "_available_bytes", lambda: inp.T * inp.K * sub_plans.SUB_PLAN_BYTES_PER_CELL)
+    small = [sub_plans.need(inp, t) for t in sub_problems(inp)]
+    monkeypatch.setattr(sub_plans, "_available_bytes", lambda: max(small) + 1)
     assert sub_plans.many_solver(LocalExecutor(2), inp, {}) is None  # room for one: in this process
     monkeypatch.setattr(sub_plans, "_available_bytes", lambda: None)
     assert sub_plans.many_solver(LocalExecutor(2), inp, {}) is not None

@@ -9,18 +9,20 @@ them to the last digit).
 
 Only where it pays: a local executor of two jobs or more, and sub-plans of more than ``SUB_PLAN_CELLS`` periods x
 classes (a worker's start, about a second with its inputs, against a sub-plan of seconds to minutes); and no more
-at once than the memory available holds (``SUB_PLAN_BYTES_PER_CELL`` each: one sub-plan's batches in its process). A Dask
-executor keeps pricing each sub-plan's batches on its cluster, one sub-plan after another; a model extended by
-rows of the caller's own (``extend=``) keeps them in the plan's process (its function need not pickle).
+at once than the memory available holds (:func:`need`: a process's base and its batches, the first-stage plan's
+for every scenario). A Dask executor keeps pricing each sub-plan's batches on its cluster, one sub-plan after
+another; a model extended by rows of the caller's own (``extend=``) keeps them in the plan's process (its function
+need not pickle).
 """
 
 from __future__ import annotations
 
-from planner.results.risk import solve_sub
+from planner.results.risk import solve_sub, sub_problems
 
 SUB_PLAN_CELLS = 30_000  # periods x classes of one sub-plan above which the sub-plans run on worker processes
-SUB_PLAN_BYTES_PER_CELL = 5_000  # what one sub-plan priced in its own process holds, per period x class (measured:
-# a three-year sub-plan of 525,600 cells, 2.1 GB at its peak in a process of its own, reading included)
+SUB_PLAN_BASE_BYTES = 1 << 30  # a sub-plan's process before its batches: Python, the plan's inputs sent to it
+SUB_PLAN_BYTES_PER_CELL = 2_200  # and its batches, per period x class x scenario it prices (measured at three
+# years: one scenario's sub-plan 2.1 GB at its peak in a process of its own, the first-stage plan of 5 scenarios 6-7 GB)
 
 _STATE: dict = {}  # in a worker: the plan's inputs and the sub-plans' solve settings (sent once per worker)
 
@@ -44,7 +46,8 @@ def many_solver(executor, inp, settings: dict):
 
     if not isinstance(executor, LocalExecutor) or executor.workers < 2 or inp.T * inp.K <= SUB_PLAN_CELLS:
         return None
-    jobs = min(executor.workers, fits(inp.T * inp.K))  # never more at once than this machine's memory holds
+    needs = [need(inp, t) for t in sub_problems(inp)]
+    jobs = min(executor.workers, fits(needs))  # never more at once than this machine's memory holds
     if jobs < 2:
         return None
 
@@ -63,14 +66,28 @@ def many_solver(executor, inp, settings: dict):
     return solve_many
 
 
-def fits(cells: int, available: int | None = None) -> int:
-    """How many sub-plans of ``cells`` periods x classes fit side by side in the memory available now
-    (``/proc/meminfo`` MemAvailable, or ``available`` bytes; where it cannot be read, as many as asked)."""
+def need(inp, task) -> int:
+    """The bytes ``task`` (a :class:`~planner.results.risk.SubPlan`) is counted at in a process of its own: the first-
+    stage plan prices every scenario, the others one."""
+    scenarios = len(inp.scenarios) if task.kind == "first" else 1
+    return SUB_PLAN_BASE_BYTES + inp.T * inp.K * scenarios * SUB_PLAN_BYTES_PER_CELL
+
+
+def fits(needs: list[int], available: int | None = None) -> int:
+    """How many of the sub-plans that need ``needs`` bytes each may run side by side in the memory available now
+    (``/proc/meminfo`` MemAvailable, or ``available`` bytes): the most whose largest together fit (where the memory
+    cannot be read, all of them)."""
     if available is None:
         available = _available_bytes()
         if available is None:
-            return 1 << 30
-    return int(available // max(1, cells * SUB_PLAN_BYTES_PER_CELL))
+            return len(needs)
+    total, k = 0, 0
+    for n in sorted(needs, reverse=True):
+        total += n
+        if total > available:
+            break
+        k += 1
+    return k
 
 
 def _available_bytes() -> int | None:
