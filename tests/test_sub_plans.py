@@ -50,16 +50,16 @@ def test_the_sub_plans_on_two_processes_give_the_view_of_one_by_one(tmp_path, mo
 def test_one_job_or_no_executor_or_a_small_sub_plan_stays_in_this_process(tmp_path):
     inp = _case(tmp_path, 23, scenarios=True, days=60)
     settings = {"decision": True}
-    assert sub_plans.many_solver(None, inp, settings) is None
-    assert sub_plans.many_solver(LocalExecutor(1), inp, settings) is None
+    assert sub_plans.many_solver(None, inp, settings, make_plan) is None
+    assert sub_plans.many_solver(LocalExecutor(1), inp, settings, make_plan) is None
     assert inp.T * inp.K <= sub_plans.SUB_PLAN_CELLS
-    assert sub_plans.many_solver(LocalExecutor(2), inp, settings) is None
+    assert sub_plans.many_solver(LocalExecutor(2), inp, settings, make_plan) is None
 
 
 def test_a_sub_plan_that_fails_on_its_worker_says_which(tmp_path, monkeypatch):
     inp = _case(tmp_path, 23, scenarios=True, days=60)
     monkeypatch.setattr(sub_plans, "SUB_PLAN_CELLS", 0)
-    many = sub_plans.many_solver(LocalExecutor(2), inp, {"decision": True, "risk": False})
+    many = sub_plans.many_solver(LocalExecutor(2), inp, {"decision": True, "risk": False}, make_plan)
     with pytest.raises(SolverError, match="the bogus plan.*unknown sub-plan kind 'bogus'"):
         many(inp, [SubPlan("mean"), SubPlan("bogus")])
 
@@ -80,6 +80,6 @@ def test_no_more_sub_plans_side_by_side_than_the_memory_holds(tmp_path, monkeypa
     monkeypatch.setattr(sub_plans, "SUB_PLAN_CELLS", 0)
     small = [sub_plans.need(inp, t) for t in sub_problems(inp)]
     monkeypatch.setattr(sub_plans, "_available_bytes", lambda: max(small) + 1)
-    assert sub_plans.many_solver(LocalExecutor(2), inp, {}) is None  # room for one: in this process
+    assert sub_plans.many_solver(LocalExecutor(2), inp, {}, make_plan) is None  # room for one: in this process
     monkeypatch.setattr(sub_plans, "_available_bytes", lambda: None)
-    assert sub_plans.many_solver(LocalExecutor(2), inp, {}) is not None
+    assert sub_plans.many_solver(LocalExecutor(2), inp, {}, make_plan) is not None

@@ -117,7 +117,7 @@ def _risk(plan: Plan, make_plan, executor, time_limit_s, mip_gap):
                              **settings)
         return make_plan(i, decision=True, **settings)
 
-    return risk_view(plan, sub, many_solver(executor, plan.inputs, settings | {"decision": True}))
+    return risk_view(plan, sub, many_solver(executor, plan.inputs, settings | {"decision": True}, make_plan))
 
 
 def _sub_executor(executor):

@@ -117,7 +117,7 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
         sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
             i, fixed_reserved=fixed_reserved, extend=extend, **settings)
         # side by side on local processes where that pays (never with the caller's own rows: extend)
-        plan.risk = risk_view(plan, sub, many_solver(executor, inp, settings) if extend is None else None)
+        plan.risk = risk_view(plan, sub, many_solver(executor, inp, settings, make_plan) if extend is None else None)
         plan.timings["risk"] = time.perf_counter() - t0
     if fixed_reserved is None and extend is None and not o.decision:
         plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,

@@ -27,21 +27,20 @@ SUB_PLAN_BYTES_PER_CELL = 2_200  # and its batches, per period x class x scenari
 _STATE: dict = {}  # in a worker: the plan's inputs and the sub-plans' solve settings (sent once per worker)
 
 
-def _start(inp, settings: dict) -> None:
-    _STATE["inp"], _STATE["settings"] = inp, settings
+def _start(inp, settings: dict, make_plan) -> None:
+    _STATE["inp"], _STATE["settings"], _STATE["make_plan"] = inp, settings, make_plan
 
 
 def _solve(task):
-    from planner.pipeline.run import make_plan
-
-    settings = _STATE["settings"]
+    settings, make_plan = _STATE["settings"], _STATE["make_plan"]
     return solve_sub(lambda i: make_plan(i, **settings), _STATE["inp"], task)
 
 
-def many_solver(executor, inp, settings: dict):
+def many_solver(executor, inp, settings: dict, make_plan):
     """A ``solve_many(inp, tasks)`` for :func:`planner.results.risk.risk_view` that solves ``tasks`` on the local
-    processes of ``executor``, each as ``make_plan(sub_inputs, **settings)`` would here; None where the sub-plans
-    should be solved one by one in this process (see the module docstring)."""
+    processes of ``executor``, each as ``make_plan(sub_inputs, **settings)`` would here (``make_plan``: the
+    pipeline's, a module-level function: it is sent to the workers by name); None where the sub-plans should be
+    solved one by one in this process (see the module docstring)."""
     from planner.core.executors import LocalExecutor
 
     if not isinstance(executor, LocalExecutor) or executor.workers < 2 or inp.T * inp.K <= SUB_PLAN_CELLS:
@@ -55,7 +54,8 @@ def many_solver(executor, inp, settings: dict):
         from planner.core.errors import SolverError
 
         outcomes = LocalExecutor(jobs=min(jobs, len(tasks))).map(_solve, tasks, initializer=_start,
-                                                                 initargs=(inp, dict(settings)), progress=False)
+                                                                 initargs=(inp, dict(settings), make_plan),
+                                                                 progress=False)
         failed = [(t, o) for t, o in zip(tasks, outcomes) if not o.ok]
         if failed:
             task, out = failed[0]
