@@ -83,3 +83,33 @@ def test_no_more_sub_plans_side_by_side_than_the_memory_holds(tmp_path, monkeypa
     assert sub_plans.many_solver(LocalExecutor(2), inp, {}, make_plan) is None  # room for one: in this process
     monkeypatch.setattr(sub_plans, "_available_bytes", lambda: None)
     assert sub_plans.many_solver(LocalExecutor(2), inp, {}, make_plan) is not None
+
+
+def test_a_script_without_a_main_guard_solves_its_sub_plans_here_and_finishes(tmp_path, monkeypatch):
+    """A spawned worker imports the caller's script again: one without ``if __name__ == "__main__"`` would run its
+    plan again in every worker (the parent then waited for ever, helper-34). Such a script's sub-plans stay in its
+    own process; a guarded one's, ``-m`` and ``-c`` go to the workers."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    inp_dir = tmp_path / "case"
+    inp_dir.mkdir()
+    _case(inp_dir, 23, scenarios=True, days=60)
+    root = Path(sub_plans.__file__).resolve().parents[2]
+    body = ("import sys; sys.path[:0] = [%r, %r]\n"
+            "from planner import make_plan\nfrom planner.pipeline import sub_plans\n"
+            "from planner.core.executors import LocalExecutor\nfrom test_decompose import load_inputs\n"
+            "sub_plans.SUB_PLAN_CELLS = 0\nprint('safe', sub_plans.main_is_safe())\n"
+            "p = make_plan(load_inputs(%r), executor=LocalExecutor(2))\nprint('evpi', p.risk.evpi_usd)\n"
+            % (str(root), str(Path(__file__).parent), str(inp_dir / "model.toml")))
+    script = tmp_path / "unguarded.py"
+    script.write_text(body)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "safe False" in out.stdout and "evpi" in out.stdout and out.stdout.count("safe") == 1
+    guarded = tmp_path / "guarded.py"
+    guarded.write_text('if __name__ == "__main__":\n' + "".join("    " + line + "\n" for line in body.splitlines()))
+    out = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "safe True" in out.stdout and "evpi" in out.stdout

@@ -45,6 +45,8 @@ def many_solver(executor, inp, settings: dict, make_plan):
 
     if not isinstance(executor, LocalExecutor) or executor.workers < 2 or inp.T * inp.K <= SUB_PLAN_CELLS:
         return None
+    if not main_is_safe():  # a spawned worker would run the caller's script again
+        return None
     needs = [need(inp, t) for t in sub_problems(inp)]
     jobs = min(executor.workers, fits(needs))  # never more at once than this machine's memory holds
     if jobs < 2:
@@ -59,11 +61,31 @@ def many_solver(executor, inp, settings: dict, make_plan):
         failed = [(t, o) for t, o in zip(tasks, outcomes) if not o.ok]
         if failed:
             task, out = failed[0]
-            what = f"scenario {inp.scenarios[task.scenario]} alone" if task.kind == "ws" else f"the {task.kind} plan"
+            what = (f"scenario {inp.scenarios[task.scenario]} alone" if task.kind == "ws" else
+                    "the first-stage plan" if task.kind == "first" else f"the {task.kind} plan")
             raise SolverError(f"the risk view's sub-plan ({what}) failed on a worker process: {out.error}")
         return [o.value for o in outcomes]
 
     return solve_many
+
+
+def main_is_safe() -> bool:
+    """Whether a spawned worker may import this program's ``__main__``: run with ``-m`` (the ``planner`` command,
+    pytest), interactive or ``-c``, or a script that guards its work with ``if __name__ == "__main__"``. A script
+    without that guard would run again in every worker (which then fails; the parent waited for ever): its sub-plans
+    are solved one by one in its own process instead, as before."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or getattr(main, "__spec__", None) is not None or not path:
+        return True
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return False
+    return "__main__" in text and "__name__" in text
 
 
 def need(inp, task) -> int:
