@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.model.blocks import Blocks
+from planner.model.blocks import Blocks, unique_columns
 from planner.model.rows import GE as LpConstraintGE, LE as LpConstraintLE, Rows
 from planner.inputs.arrays import PlanInputs
 from planner.inputs import commitments
@@ -146,16 +146,38 @@ def define_reserved_share_constraints(out: Rows, inp: PlanInputs, blocks: Blocks
 
 def _purchased_terms(inp: PlanInputs, blocks: Blocks, fam, rp: np.ndarray, rb: np.ndarray,
                      rows: list, cols: list, coefs: list) -> None:
-    """Append -m_p a[c,b] n[c] to each row (p, b) for every purchase c of pool p active in block b (a: its share)."""
+    """Append -m_p a[c,b] n[c] to each row (p, b) for every purchase c of pool p active in block b (a: its share).
+
+    Read pool by pool: each pool's purchases against its rows' blocks (in pieces of a few MB), not every purchase
+    against every row (a weekly batch of a three-year tree has 15,594 purchase rows: a Python step each was a
+    quarter of its build). The entries come out purchase by purchase, rows ascending, as they always did."""
     n = fam["n"]
     m = inp.commitments["m"].to_numpy(float)
     active = blocks.active
-    for c, (pool, col) in enumerate(zip(n["p"].to_numpy(), n["col"].to_numpy())):  # per purchase, not per period
-        share = active[c, rb] if active is not None else np.ones(len(rb))
-        hit = np.flatnonzero((rp == pool) & (share > 0))
-        rows.append(hit)
-        cols.append(np.full(len(hit), col))
-        coefs.append(-m[c] * share[hit])  # a term ending inside a period holds its GPUs for that share of it
+    pool_of, col_of = n["p"].to_numpy(), n["col"].to_numpy()
+    hit_r, hit_c, hit_v = [], [], []
+    for pool in np.unique(pool_of):  # per pool, not per purchase or period
+        mine = np.flatnonzero(pool_of == pool)
+        at = np.flatnonzero(rp == pool)
+        if not len(at):
+            continue
+        step = max(1, (1 << 22) // len(mine))
+        for a in range(0, len(at), step):
+            part = at[a:a + step]
+            share = (np.asarray(active[mine[:, None], rb[part][None, :]], float) if active is not None
+                     else np.ones((len(mine), len(part))))
+            i, j = np.nonzero(share > 0)
+            hit_r.append(part[j])
+            hit_c.append(mine[i])
+            hit_v.append(share[i, j])
+    if not hit_r:
+        return
+    r, c, v = np.concatenate(hit_r), np.concatenate(hit_c), np.concatenate(hit_v)
+    order = np.lexsort((r, c))  # purchase by purchase, rows ascending
+    r, c, v = r[order], c[order], v[order]
+    rows.append(r)
+    cols.append(col_of[c])
+    coefs.append(-m[c] * v)  # a term ending inside a period holds its GPUs for that share of it
 
 
 def block_caps(inp: PlanInputs, blocks: Blocks, option: str) -> np.ndarray:
@@ -216,7 +238,7 @@ def reserved_cap_sets(inp: PlanInputs) -> tuple[list, list, list, list]:
         if inp.reserved_member is not None:  # (r, S, T) -> (r, S * T): each row in its own scenarios only
             on = (on[:, None, :] & inp.reserved_member[mine][:, :, None]).reshape(len(mine), -1)
         reps = on.shape[1] // max(inp.T, 1)
-        pattern, which = np.unique(on.T, axis=0, return_inverse=True)
+        pattern, which = unique_columns(on)
         owned = np.full(len(pattern), -np.inf)
         np.maximum.at(owned, which.reshape(-1), np.tile(inp.inventory[p], reps))  # peaks inside a block are seen
         for j, pat in enumerate(pattern):
