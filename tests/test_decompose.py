@@ -158,3 +158,32 @@ def test_a_start_changes_where_the_loop_starts_not_its_answer(tmp_path):
         bd = solve_benders(inp, mip_gap=1e-7, start=start, warm=fixed.recourse)
         assert bd.status == "optimal", start
         assert bd.upper == pytest.approx(mono.objective, rel=1e-6) and bd.lower <= bd.upper + 1e-6
+
+
+@pytest.mark.parametrize("seed,scenarios", [(3, True), (12, False)])
+def test_a_plans_pricing_as_cuts_starts_the_master_not_its_answer(tmp_path, seed, scenarios):
+    """A fixed plan's pricing kept as cuts (``keep_cuts``: the horizon-only comparison's start) puts one exact cut per
+    group into the master and its purchases as the first incumbent: the same proven optimum as the monolithic
+    model's from any purchases (the optimum's, none, half); the cuts of other inputs are never used."""
+    from dataclasses import replace
+
+    inp = _case(tmp_path, seed, scenarios)
+    inp = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders")))
+    mono = make_plan(inp, mip_gap=0.0, risk=False)
+    opt = mono.purchases["units"].to_numpy(float)
+    assert opt.sum() > 0
+    for units in (opt, np.zeros_like(opt), np.floor(opt * 0.5)):
+        fixed = make_plan(inp, fixed_reserved=units, risk=False, keep_cuts=True)
+        cuts = fixed.recourse["cuts"]
+        assert cuts["inputs"] is inp and np.array_equal(cuts["units"], units)
+        bd = solve_benders(inp, chunk="week", mip_gap=1e-7, warm=fixed.recourse)
+        assert bd.seeded_cuts == bd.chunks > 0
+        assert bd.status == "optimal" and bd.upper == pytest.approx(mono.objective, rel=1e-6)
+        assert bd.lower <= mono.objective * (1 + 1e-9) + 1e-6
+        # the seed's incumbent is the fixed plan's exact cost: never above it
+        assert bd.upper <= fixed.objective * (1 + 1e-9) + 1e-6
+    plain = make_plan(inp, fixed_reserved=opt, risk=False)
+    assert "cuts" not in plain.recourse  # kept only when asked
+    other = replace(inp)  # equal inputs, another object: its cuts are not taken on trust
+    assert solve_benders(other, chunk="week", mip_gap=1e-7, warm=fixed.recourse).seeded_cuts == 0
+    assert solve_benders(inp, chunk="month", mip_gap=1e-7, warm=fixed.recourse).seeded_cuts == 0  # other batches

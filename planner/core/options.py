@@ -24,6 +24,9 @@ class PlanOptions:
     - ``progress``: a bar of the Benders iterations on stderr (a terminal only).
     - ``executor``: where the decomposition prices its batches (:mod:`planner.core.executors`; default here).
     - ``warm``: a decomposed plan's ``recourse`` (its batches' last bases), a warm start for fixed purchases.
+    - ``keep_cuts``: with ``fixed_reserved`` on a decomposed model, keep that pricing as Benders cuts in the plan's
+      ``recourse`` (``"cuts"``): a decomposed solve of the very same inputs given that ``recourse`` as ``warm``
+      starts its master with them and with those purchases as its first incumbent (the horizon-only comparison).
     - ``timings``: seconds already spent (e.g. reading), carried into the plan's timings.
     - ``decision``: only what deciding the purchases needs (the whole-term decision, the horizon-only comparison):
       the purchases, costs, objective and per-scenario costs, without the exit value's extra solve; a decomposed
@@ -44,6 +47,7 @@ class PlanOptions:
     warm: dict | None = None
     timings: dict | None = None
     decision: bool = False
+    keep_cuts: bool = False
 
     @classmethod
     def of(cls, options: "PlanOptions | None" = None, **overrides) -> "PlanOptions":

@@ -129,11 +129,12 @@ def _sub_executor(executor):
 
 
 def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: bool, write_model, executor,
-               time_limit_s, mip_gap, warm: dict | None = None) -> Plan:
+               time_limit_s, mip_gap, warm: dict | None = None, keep_cuts: bool = False) -> Plan:
     """The plan of the purchases ``n`` on a long horizon: every batch priced once at ``n`` (here, on worker
     processes or on Dask) and read into the whole model's columns; the same LP as the whole model's, solved
-    apart (the recourse separates by period)."""
-    from planner.solve.decompose import chunk_index, cut_groups
+    apart (the recourse separates by period). ``keep_cuts``: that pricing kept in ``plan.recourse["cuts"]`` as
+    the Benders cuts at ``n`` (:func:`~planner.solve.decompose.point_cuts`)."""
+    from planner.solve.decompose import chunk_index, cut_groups, point_cuts
     from planner.solve.workers import make_pricer
 
     t0 = time.perf_counter()
@@ -146,6 +147,8 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
         pricer.close()
     plan = plan_from_priced(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model,
                             time_limit_s)
+    if keep_cuts and plan.recourse is not None:
+        plan.recourse["cuts"] = point_cuts(inp, n, priced, pricer.groups)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t1 = time.perf_counter()
         plan.risk = _risk(plan, make_plan, executor, time_limit_s, mip_gap)

@@ -86,7 +86,7 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
         return _with_shadow(plan, shadow)
     if fixed_reserved is not None and extend is None and use_benders(inp, backend or s.backend):
         return _with_shadow(fixed_plan(inp, make_plan, np.asarray(fixed_reserved, float), timings, risk, write_model,
-                                       executor, time_limit_s, mip_gap, warm), shadow)
+                                       executor, time_limit_s, mip_gap, warm, o.keep_cuts), shadow)
     reduce = None if extend is None else False
     model = build_model(inp, fixed_reserved=fixed_reserved, merge_periods=reduce,
                         dominance=extend is None)

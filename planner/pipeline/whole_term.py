@@ -98,14 +98,18 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
     from planner.solve.workers import keep_pricers
 
     with keep_pricers(inp):  # the horizon's weekly batches, built once for the plan and its comparison
-        plan = make_plan(inp, PlanOptions.of(o, fixed_reserved=units, timings=timings, write_model=None))
+        plan = make_plan(inp, PlanOptions.of(o, fixed_reserved=units, timings=timings, write_model=None,
+                                             keep_cuts=True))
         if not plan.status.has_plan:
             return plan
         t1 = time.perf_counter()
-        # its first pricing starts from the plan's bases (the same batches, priced at the whole-term purchases)
+        # its first pricing starts from the plan's bases (the same batches, priced at the whole-term purchases),
+        # and its master from the plan's pricing as cuts, the whole-term purchases its first incumbent
         horizon_only = make_plan(inp, PlanOptions.of(o, risk=False, shadow=False, timings={}, write_model=None,
                                                      progress=False, decision=True, warm=plan.recourse))
         plan.timings["horizon_only"] = time.perf_counter() - t1  # the comparison: the horizon's own optimum
+        if plan.recourse is not None:
+            plan.recourse.pop("cuts", None)  # (held by the plan no longer: tens of MB at three years)
     # the purchases are the whole-term solve's: its status, gap and limits are the plan's (its recourse in the
     # horizon is one LP with them fixed, solved to optimality)
     plan.status = decide.status

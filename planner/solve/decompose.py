@@ -122,6 +122,45 @@ def _unlogged(entry: tuple) -> tuple:
     return np.repeat(np.arange(len(counts)), counts), c.astype(np.int64), d, rhs
 
 
+def _assemble(results: list, offsets: np.ndarray, n: np.ndarray, G: int) -> tuple:
+    """One pricing's cuts from every batch's :class:`~planner.solve.recourse.Priced` at purchases ``n``: each
+    group's value, and the cut entries (group, purchase column, coefficient; sorted by group, then column) with
+    each group's right-hand side ``Q_g(n) - d_g . n``."""
+    values = np.concatenate([r.values for r in results])
+    g = np.concatenate([r.group + off for r, off in zip(results, offsets)])
+    c = np.concatenate([r.row for r in results])
+    d = np.concatenate([r.coef for r in results])
+    order = np.lexsort((c, g))
+    g, c, d = g[order], c[order], d[order]
+    rhs = values - np.bincount(g, weights=d * n[c], minlength=G)
+    return values, g, c, d, rhs
+
+
+def point_cuts(inp: PlanInputs, n: np.ndarray, priced: list, groups: list[int]) -> dict:
+    """Every batch priced at purchases ``n`` (``priced``, of a pricer whose batches have ``groups`` cut groups
+    each) as the Benders loop's cuts there: one per group, exact at ``n`` and valid everywhere for ``inp``
+    (a batch's duals at ``n`` bound its LP's value at any purchases). ``solve_benders`` of the very same ``inp``
+    object on the same batches, given them in ``warm["cuts"]``, starts its master with them and with ``n`` as
+    its first incumbent (:func:`solve_benders`); for other inputs they prove nothing and are not used."""
+    n = np.asarray(n, float)
+    offsets = np.cumsum([0] + list(groups))
+    G, R = int(offsets[-1]), len(n)
+    values, g, c, d, rhs = _assemble(priced, offsets, n, G)
+    return {"inputs": inp, "units": n.copy(), "groups": [int(x) for x in groups], "values": values,
+            "cuts": _logged(g, c, d, rhs, G, R)}
+
+
+def _seed(warm: dict | None, inp: PlanInputs, chunks: list, groups: list[int], R: int) -> dict | None:
+    """``warm["cuts"]`` (:func:`point_cuts`) when they were made for this very ``inp`` on the same batches and
+    cut groups, else None."""
+    cuts = (warm or {}).get("cuts")
+    if cuts is None or cuts.get("inputs") is not inp or len(cuts["units"]) != R:
+        return None
+    same = (len(warm.get("chunks", [])) == len(chunks) and list(cuts["groups"]) == [int(x) for x in groups]
+            and all(np.array_equal(a, b) for a, b in zip(warm["chunks"], chunks)))
+    return cuts if same else None
+
+
 def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads) -> dict:
     """An integer master with one theta per batch (a week): every logged pricing's cuts summed over the batch's
     groups, a valid cut on the batch's theta (a sum of valid cuts); weaker than the groups' own, far smaller."""
@@ -207,7 +246,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
         return _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases,
                      mip_gap, time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0,
-                     start, warm_bases(warm, chunks, pricer), final)
+                     start, warm_bases(warm, chunks, pricer), final, warm)
     finally:
         if own:
             pricer.close()
@@ -215,9 +254,9 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
 def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases, mip_gap,
           time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0, given=None,
-          bases=None, final=True) -> BendersResult:
+          bases=None, final=True, warm=None) -> BendersResult:
     """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches (from ``given`` purchases and
-    ``bases`` when given)."""
+    ``bases`` when given; with ``warm``'s cuts when they were made for ``inp``: :func:`_seed`)."""
     from planner.model.stages import first_stage_rows
 
     R = len(inp.commitments)
@@ -272,15 +311,9 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         # loop hands it back next call (the final pricing below returns them as arrays, for the plan to keep)
         for i, r in enumerate(results):
             bases[i] = r.basis
-        values = np.concatenate([r.values for r in results])
-        g = np.concatenate([r.group + off for r, off in zip(results, offsets)])
-        c = np.concatenate([r.row for r in results])
-        d = np.concatenate([r.coef for r in results])
         phases["pricing"] += time.perf_counter() - t
         # cut g: theta_g - d_g . n >= Q_g - d_g . n_bar   (rows sorted by group)
-        order = np.lexsort((c, g))
-        g, c, d = g[order], c[order], d[order]
-        rhs = values - np.bincount(g, weights=d * n[c], minlength=G)
+        values, g, c, d, rhs = _assemble(results, offsets, n, G)
         if not last.get("batch_master"):  # the batch master takes its summed cuts itself (below)
             add_cuts(g, c, d, rhs)
         last["values"] = values  # each group's value at n (the integer master's start when n is the best plan)
@@ -368,6 +401,19 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     # is priced (lam = 1: Kelley), so the loop converges as plain Kelley does
     n_lp, lp_stall = n, 0
     n_in, best_lp, lam, n_out = None, np.inf, IN_OUT, None
+    seed = _seed(warm, inp, chunks, pricer.groups, R)
+    seeded = 0
+    if seed is not None:  # a pricing of these very inputs at other purchases (the plan's): its cuts go in first,
+        # and its purchases, when whole and within every first-stage row, are the first incumbent (exact cost)
+        entry, x = seed["cuts"], np.asarray(seed["units"], float)
+        add_cuts(*_unlogged(entry))
+        seeded = G
+        cut_log.append(entry)
+        cut_of[x.tobytes()] = len(cut_log) - 1
+        last["values"] = seed["values"]
+        if np.array_equal(rounded(x), x) and feasible(x):
+            offer(x, float(seed["values"].sum()))
+            best_lp, n_in = float(cost @ x) + float(seed["values"].sum()), x.copy()
     while it < max_iterations:
         it += 1
         recourse = price(n)
@@ -492,4 +538,4 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                          cuts=cuts_kept(), integer_master=mips, priced=last_pass,
                          keys=pricer.keys(), row_counts=row_counts(pricer), chunk_periods=chunks, workers=pricer.workers, pricer=pricer.name,
                          restarts=getattr(pricer, "restarts", 0), cuts_dropped=dict(dropped),
-                         bases_lost=getattr(pricer, "bases_lost", 0) - lost0)
+                         bases_lost=getattr(pricer, "bases_lost", 0) - lost0, seeded_cuts=seeded)
