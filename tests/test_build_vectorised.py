@@ -115,3 +115,32 @@ def test_reserved_share_entries_equal_the_purchase_by_purchase_read(tmp_path):
     assert np.array_equal(share.rows[purchase], np.concatenate(rows))
     assert np.array_equal(share.cols[purchase], np.concatenate(cols))
     assert np.array_equal(share.coefs[purchase], np.concatenate(coefs))
+
+
+def test_tree_labels_fall_back_to_the_whole_columns_where_the_nodes_cannot_say():
+    """NaN or inf in the activity (NaN x 0 is NaN: a group outside a scenario is not then zero), more membership
+    patterns than a tree's nested nodes (2S), or a membership of another row count: the whole columns' labels,
+    as before (the review of this change found the first two split differently, the last raised)."""
+    rng = np.random.default_rng(2)
+    S, T, R = 3, 12, 8
+    active, member = _random_tree(rng, R, S, T)
+    mem = np.asarray(member, float)
+    for bad in (np.nan, np.inf):
+        a = active.copy()
+        a[2, 3] = bad
+        with np.errstate(invalid="ignore"):  # inf x 0
+            plain = _column_labels(R, S * T, lambda j: a[:, j % T] * mem[:, j // T]).reshape(S, T)
+            assert _same_partition(_tree_labels(a, member, S, T), plain)
+    many = rng.random((40, 6)) < 0.5  # arbitrary sets of scenarios, not a tree's nested nodes
+    act = rng.choice([0.0, 1.0], (40, T))
+    assert len(unique_columns(many.T)[0]) > 12
+    plain = _column_labels(40, 6 * T, lambda j: act[:, j % T] * many[:, j // T]).reshape(6, T)
+    assert _same_partition(_tree_labels(act, many, 6, T), plain)
+    assert np.array_equal(_tree_labels(np.ones((0, T)), member, S, T), np.zeros((S, T)))  # no activity rows
+
+
+def test_unique_columns_refuses_what_is_not_boolean():
+    import pytest
+
+    with pytest.raises(TypeError, match="boolean"):
+        unique_columns(np.array([[0, 1, 2], [2, 1, 0]]))

@@ -184,21 +184,33 @@ def _tree_labels(active, member: np.ndarray, S: int, T: int) -> np.ndarray:
     column), and a (scenario, period)'s label is that of its (groups, S) vector of those labels times the
     membership: equal exactly when every group's part is equal, that is when the columns are. (R x T values read
     and G x S x T labelled, where the columns themselves are R x S x T: a weekly batch's build spent 40 % of its
-    time there.) A membership of shares (not 0/1) labels the columns themselves."""
-    R = member.shape[0]
+    time there.) A membership of shares (not 0/1), more patterns than a tree's nested nodes make (2S), or an activity
+    that is not finite (NaN x 0 is not 0) labels the columns themselves."""
+    R = active.shape[0]
+    mem = np.asarray(member, float)
+
+    def whole():  # the columns themselves (R x S x T values, read a few MB at a time)
+        return _column_labels(R, S * T, lambda j: active[:, j % T] * mem[:, j // T]).reshape(S, T)
+
+    if member.shape[0] != R or not np.isin(member, (0, 1)).all():
+        return whole()
     if T == 0 or R == 0:
         return np.zeros((S, T), dtype=np.int64)
-    if not np.isin(member, (0, 1)).all():
-        mem = np.asarray(member, float)
-        return _column_labels(R, S * T, lambda j: active[:, j % T] * mem[:, j // T]).reshape(S, T)
     patterns, group = unique_columns(np.asarray(member, bool).T)  # the tree's nodes' membership patterns
+    if len(patterns) > 2 * S:  # more than a tree's nested nodes can make (at most 2S - 1 and none): whole columns
+        return whole()
     label = np.zeros((len(patterns), T))
     for g in range(len(patterns)):  # one per membership pattern (a tree node's scenarios), not per period
         part = take_rows(active, np.flatnonzero(group == g))
         n = int((group == g).sum())
-        lab = _column_labels(n, T, lambda j: part[:, j]).astype(float)
         step = max(1, (1 << 22) // max(n, 1))
-        nonzero = np.concatenate([(np.asarray(part[:, a:a + step]) != 0).any(axis=0) for a in range(0, T, step)])
+        nonzero = np.zeros(T, dtype=bool)
+        for a in range(0, T, step):
+            piece = np.asarray(part[:, a:a + step], float)
+            if not np.isfinite(piece).all():  # NaN x 0 is NaN, not 0: only the columns themselves say what is equal
+                return whole()
+            nonzero[a:a + step] = (piece != 0).any(axis=0)
+        lab = _column_labels(n, T, lambda j: part[:, j]).astype(float)
         label[g] = np.where(nonzero, lab + 1.0, 0.0)  # 0: the group is zero in that period, whatever its scenarios
     mem = patterns.astype(float)  # (G, S)
     return _column_labels(len(patterns), S * T, lambda j: label[:, j % T] * mem[:, j // T]).reshape(S, T)
@@ -208,6 +220,8 @@ def unique_columns(on: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(on.T, axis=0, return_inverse=True)`` of a boolean (rows, cols) matrix, its columns compared
     as packed bits (8 rows a byte: a weekly batch's columns of a three-year tree sorted an eighth of the bytes).
     The same patterns in the same order: bits packed first row first compare bytewise as the booleans do."""
+    if on.dtype != bool:
+        raise TypeError(f"unique_columns compares boolean columns, not {on.dtype}")
     rows = on.shape[0]
     if rows == 0 or on.shape[1] == 0:
         pattern, which = np.unique(on.T, axis=0, return_inverse=True)

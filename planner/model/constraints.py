@@ -148,9 +148,11 @@ def _purchased_terms(inp: PlanInputs, blocks: Blocks, fam, rp: np.ndarray, rb: n
                      rows: list, cols: list, coefs: list) -> None:
     """Append -m_p a[c,b] n[c] to each row (p, b) for every purchase c of pool p active in block b (a: its share).
 
-    Read pool by pool: each pool's purchases against its rows' blocks (in pieces of a few MB), not every purchase
+    Read pool by pool: each pool's purchases against its rows' blocks (4M shares at a time), not every purchase
     against every row (a weekly batch of a three-year tree has 15,594 purchase rows: a Python step each was a
-    quarter of its build). The entries come out purchase by purchase, rows ascending, as they always did."""
+    quarter of its build). The entries come out purchase by purchase, rows ascending, as they always did (each
+    pool's are, piece after piece: a stable sort by purchase orders them all), in about 36 bytes an entry at
+    the most (the row, purchase and share of each, then the order and one array sorted at a time)."""
     n = fam["n"]
     m = inp.commitments["m"].to_numpy(float)
     active = blocks.active
@@ -166,15 +168,22 @@ def _purchased_terms(inp: PlanInputs, blocks: Blocks, fam, rp: np.ndarray, rb: n
             part = at[a:a + step]
             share = (np.asarray(active[mine[:, None], rb[part][None, :]], float) if active is not None
                      else np.ones((len(mine), len(part))))
-            i, j = np.nonzero(share > 0)
+            i, j = np.nonzero(share > 0)  # purchase by purchase, rows ascending
             hit_r.append(part[j])
-            hit_c.append(mine[i])
+            hit_c.append(mine[i].astype(np.int32))
             hit_v.append(share[i, j])
+            del share, i, j
     if not hit_r:
         return
-    r, c, v = np.concatenate(hit_r), np.concatenate(hit_c), np.concatenate(hit_v)
-    order = np.lexsort((r, c))  # purchase by purchase, rows ascending
-    r, c, v = r[order], c[order], v[order]
+    c = np.concatenate(hit_c)
+    hit_c.clear()
+    order = np.argsort(c, kind="stable")
+    c = c[order]
+    r = np.concatenate(hit_r)[order]
+    hit_r.clear()
+    v = np.concatenate(hit_v)[order]
+    hit_v.clear()
+    del order
     rows.append(r)
     cols.append(col_of[c])
     coefs.append(-m[c] * v)  # a term ending inside a period holds its GPUs for that share of it
