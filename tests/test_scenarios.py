@@ -115,3 +115,14 @@ def test_evaluate_with_a_bad_plan_file_exits_2(tmp_path):
     assert not (tmp_path / "ev").exists()
 
 
+
+
+def test_a_risk_figure_within_the_gap_of_zero_is_zero_either_way():
+    """VSS, EVPI and the value of waiting are differences of objectives each proven to the gap: within it of zero
+    neither sign is known, so both are 0 (a positive $1,879 VSS on a $45 M plan at gap 1e-4 was shown as a saving);
+    beyond it the sign stands."""
+    from planner.results.risk import _clamp
+
+    assert _clamp(1_879.0, 45e6, 1e-4) == 0.0 and _clamp(-1_879.0, 45e6, 1e-4) == 0.0
+    assert _clamp(4_600.0, 45e6, 1e-4) == 4_600.0 and _clamp(-4_600.0, 45e6, 1e-4) == -4_600.0
+    assert _clamp(2.0, 100.0, 0.0) == 2.0 and _clamp(5e-7, 100.0, 0.0) == 0.0
