@@ -187,3 +187,29 @@ def test_a_plans_pricing_as_cuts_starts_the_master_not_its_answer(tmp_path, seed
     other = replace(inp)  # equal inputs, another object: its cuts are not taken on trust
     assert solve_benders(other, chunk="week", mip_gap=1e-7, warm=fixed.recourse).seeded_cuts == 0
     assert solve_benders(inp, chunk="month", mip_gap=1e-7, warm=fixed.recourse).seeded_cuts == 0  # other batches
+
+
+def test_fixed_purchases_over_a_pools_cap_are_infeasible_and_say_which_pool(tmp_path):
+    """make_plan(fixed_reserved=...) over a pool's max_gpus: the decomposed path (weekly batches) ends infeasible
+    as the whole model does, never a batch's solver error, and both name the pool and the GPUs held (hand count:
+    45 one-GPU instances of the first reserved_1y row against a cap of 40)."""
+    from dataclasses import replace
+
+    inp = _case(tmp_path, 1)
+    n = np.zeros(len(inp.commitments))
+    first = int(np.flatnonzero((inp.commitments["option"] == "reserved_1y") & (inp.commitments["gpu_type"] == "A"))[0])
+    n[first] = 45
+    mono = make_plan(inp, fixed_reserved=n, risk=False)
+    bend = make_plan(replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders"))),
+                     fixed_reserved=n, risk=False)
+    for p in (mono, bend):
+        assert p.status.value == "infeasible" and not p.status.has_plan
+        assert any("pool A/r1: the purchases hold 45 GPUs at once; its max_gpus 40" in note for note in p.notes)
+        assert "pool A/r1" in p.solve.message
+    n[first] = 30  # within the cap: a plan, the same cost both ways
+    ok_mono = make_plan(inp, fixed_reserved=n, risk=False)
+    ok_bend = make_plan(replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders"))),
+                        fixed_reserved=n, risk=False)
+    assert ok_mono.status.value == ok_bend.status.value == "optimal"
+    assert ok_bend.objective == pytest.approx(ok_mono.objective, rel=1e-7)
+    assert not any("break first-stage rows" in note for note in ok_mono.notes + ok_bend.notes)

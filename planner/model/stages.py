@@ -51,6 +51,45 @@ def first_stage_rows(inp) -> dict[str, FirstStageRows]:
     return {name: rows(inp) for name, rows in FIRST_STAGE.items()}
 
 
+def violations(inp, x: np.ndarray, fams: dict | None = None, tol: float = 1e-6) -> list[str]:
+    """What purchases ``x`` (units per commitments row) break among the first-stage rows, in words a user acts on
+    (the pool, site or commitments row; what the purchases hold against what is left), the worst row of each, the
+    worst first; empty when they hold. Purchases that break one have no recourse to price: a plan of them is
+    infeasible, as the whole model's is."""
+    fams = first_stage_rows(inp) if fams is None else fams
+    x = np.asarray(x, float)
+    worst: dict = {}  # (family, pool / site / row) -> (excess, words)
+    for name, f in fams.items():
+        for r, (cols, coefs, rhs) in enumerate(zip(f.members, f.coefs, f.rhs)):
+            lhs = float(np.asarray(coefs, float) @ x[cols])
+            excess = lhs - float(rhs)
+            if excess <= tol * max(1.0, abs(rhs)):
+                continue
+            key = (name, int(f.keys[0][r]) if len(f.keys) else r)
+            if key in worst and worst[key][0] >= excess:
+                continue
+            if name == "reserved_cap":
+                pool = inp.pools.iloc[key[1]]
+                words = (f"pool {pool['gpu_type']}/{pool['region']}: the purchases hold {lhs:,.6g} GPUs at once; its "
+                         f"max_gpus {pool['cap_res']:,.6g} leaves room for {rhs:,.6g} beside the inventory owned then")
+            elif name == "site_power":
+                site = sorted(getattr(inp.config, "sites", {}) or {})[key[1]]
+                words = f"site {site}: the purchases draw {lhs:,.6g} MW at once, over its max_mw {rhs:,.6g}"
+            elif name == "exit_link":
+                words = (f"commitments row {key[1]}: its resales sell {lhs + float(x[key[1]]):,.6g} units of the "
+                         f"{float(x[key[1]]):,.6g} bought")
+            else:
+                words = f"{name} row {r}: {lhs:,.6g} against {rhs:,.6g}"
+            worst[key] = (excess, words)
+    return [w for _e, w in sorted(worst.values(), key=lambda v: -v[0])]
+
+
+def why_infeasible(broken: list[str]) -> str:
+    """One sentence of :func:`violations` (the first three; how many more)."""
+    more = f" (and {len(broken) - 3} more)" if len(broken) > 3 else ""
+    return "the purchases fixed break first-stage rows: " + "; ".join(broken[:3]) + more
+
+
 def _backfill(inp) -> bool:
     return any(inp.config.classes[c].backfill for c in inp.classes)
 

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from planner.inputs.arrays import PlanInputs
-from planner.results.decomposed import decision_from_batches, finite, plan_from_batches, plan_from_priced
+from planner.results.decomposed import decision_from_batches, finite, infeasible_plan, plan_from_batches, plan_from_priced
 from planner.results.plan import Plan
 from planner.results.risk import risk_view
 from planner.solve.workers import warm_bases
@@ -137,7 +137,12 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
     from planner.solve.decompose import chunk_index, cut_groups, point_cuts
     from planner.solve.workers import make_pricer
 
+    from planner.model.stages import violations
+
     t0 = time.perf_counter()
+    broken = violations(inp, n)  # purchases over a pool's cap or a site's power: nothing to price
+    if broken:
+        return infeasible_plan(inp, n, broken, time.perf_counter() - t0, timings, time_limit_s)
     chunks = chunk_index(inp, "week")
     cut_by = cut_groups(inp)
     pricer = make_pricer(inp, chunks, cut_by, executor)

@@ -53,6 +53,26 @@ def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunk
     return plan
 
 
+def infeasible_plan(inp: PlanInputs, n: np.ndarray, broken: list[str], seconds: float, timings: dict | None = None,
+                    time_limit_s=None) -> Plan:
+    """The plan of purchases ``n`` that break first-stage rows (``broken``: :func:`planner.model.stages.violations`):
+    no plan, status infeasible, as the whole model with ``n`` fixed ends; its notes say which rows and by how
+    much (a batch's recourse cannot be priced at them, and a solver's "infeasible" would not say why)."""
+    from planner.model.stages import why_infeasible
+    from planner.solve.monolithic import SolveResult, Status
+
+    model = build_model(inp, fixed_reserved=n, rows=False)
+    why = why_infeasible(broken)
+    result = SolveResult(status=Status.infeasible, values=np.zeros(model.n_variables), objective=float("nan"),
+                         mip_gap=None, best_bound=None, seconds=seconds, backend="highs", message=why,
+                         time_limit_s=time_limit_s)
+    timings = dict(timings or {})
+    timings["build"] = model.seconds
+    plan = extract_plan(inp, model, result, timings)
+    plan.notes.append(why)
+    return plan
+
+
 def finite(x):
     """``x``, or None where it is not a finite number (a bound not yet known: JSON has no infinity)."""
     return float(x) if x is not None and np.isfinite(x) else None
