@@ -213,3 +213,25 @@ def test_fixed_purchases_over_a_pools_cap_are_infeasible_and_say_which_pool(tmp_
     assert ok_mono.status.value == ok_bend.status.value == "optimal"
     assert ok_bend.objective == pytest.approx(ok_mono.objective, rel=1e-7)
     assert not any("break first-stage rows" in note for note in ok_mono.notes + ok_bend.notes)
+
+
+def test_a_seeded_loop_out_of_time_still_prices_a_point_of_its_own(tmp_path, monkeypatch):
+    """Out of time before the master ran, a seeded loop answers with the better of the seed and its own first point
+    priced, as an unseeded loop prices its own (it answered with the seed: the horizon-only comparison reported the
+    plan it was compared against). Seeded from a plan dearer than its own first point, it answers that point, as the unseeded loop
+    does."""
+    from dataclasses import replace
+
+    inp = _case(tmp_path, 12)
+    inp = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders")))
+    dear = np.where(inp.commitments["gpu_type"].to_numpy() == "B", 30.0, 0.0)  # pool B has no cap
+    fixed = make_plan(inp, fixed_reserved=dear, risk=False, keep_cuts=True)
+    import planner.solve.decompose as decompose
+
+    # the first point priced is a relaxation's, fractional (as the aggregate start's can be): never an incumbent
+    monkeypatch.setattr(decompose, "_aggregate_start", lambda *a: np.full(len(dear), 0.5))
+    plain = solve_benders(inp, chunk="week", mip_gap=1e-7, time_limit_s=1e-9)
+    seeded = solve_benders(inp, chunk="week", mip_gap=1e-7, time_limit_s=1e-9, warm=fixed.recourse)
+    assert fixed.status.value == "optimal" and plain.upper < fixed.objective * (1 - 1e-3)  # the seed is dearer
+    assert seeded.seeded_cuts > 0 and seeded.status == "feasible"
+    assert seeded.upper == pytest.approx(plain.upper, rel=1e-9) and np.array_equal(seeded.n, plain.n)

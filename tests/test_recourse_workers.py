@@ -502,7 +502,7 @@ def test_a_kept_pricer_that_raised_is_not_lent_again(tmp_path):
     fresh = [cost(n), cost(np.maximum(n - 1, 0))]
     with keep_pricers(inp):
         with pytest.raises(SolverError):
-            cost(n + 100)  # above a max_gpus cap: a batch's LP is infeasible
+            cost(n - 100)  # negative purchases: a batch's LP is infeasible (a pool's cap is refused before pricing)
         assert [cost(n), cost(np.maximum(n - 1, 0))] == fresh
 
 

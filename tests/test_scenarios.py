@@ -117,12 +117,27 @@ def test_evaluate_with_a_bad_plan_file_exits_2(tmp_path):
 
 
 
-def test_a_risk_figure_within_the_gap_of_zero_is_zero_either_way():
-    """VSS, EVPI and the value of waiting are differences of objectives each proven to the gap: within it of zero
-    neither sign is known, so both are 0 (a positive $1,879 VSS on a $45 M plan at gap 1e-4 was shown as a saving);
-    beyond it the sign stands."""
-    from planner.results.risk import _clamp
+def test_a_risk_figure_within_its_solves_gaps_of_zero_is_zero(tmp_path):
+    """EVPI and the value of waiting are differences of objectives each known to its solve's achieved gap: within
+    those of zero their sign is not known (0); beyond, it stands. A positive VSS is proven (EEV is exact at the
+    mean plan's purchases, RP at most its gap above the optimum): only a negative one within RP's gap is 0. The
+    gap is the one each solve achieved, never the model file's limit: the hand-checked case (RP 45, EEV 47, WS 27)
+    solved exactly under a model file asking for 5 % keeps its VSS of 2 and EVPI of 18."""
+    from types import SimpleNamespace
 
-    assert _clamp(1_879.0, 45e6, 1e-4) == 0.0 and _clamp(-1_879.0, 45e6, 1e-4) == 0.0
-    assert _clamp(4_600.0, 45e6, 1e-4) == 4_600.0 and _clamp(-4_600.0, 45e6, 1e-4) == -4_600.0
-    assert _clamp(2.0, 100.0, 0.0) == 2.0 and _clamp(5e-7, 100.0, 0.0) == 0.0
+    from planner.results.risk import _clamp, unproven
+
+    assert _clamp(1_879.0, 4_500.0) == 0.0 and _clamp(-1_879.0, 4_500.0) == 0.0
+    assert _clamp(4_600.0, 4_500.0) == 4_600.0 and _clamp(-4_600.0, 4_500.0) == -4_600.0
+    assert _clamp(1_879.0, 4_500.0, proven_above=True) == 1_879.0
+    assert _clamp(-1_879.0, 4_500.0, proven_above=True) == 0.0 and _clamp(5e-7, 0.0) == 0.0
+    assert unproven(100.0, SimpleNamespace(best_bound=97.0, mip_gap=0.01)) == pytest.approx(3.0)
+    assert unproven(100.0, SimpleNamespace(best_bound=None, mip_gap=0.01)) == pytest.approx(1.0)
+    assert unproven(100.0, SimpleNamespace(best_bound=100.0, mip_gap=0.0)) == 0.0
+    m = scenario_case(tmp_path)
+    m.write_text(m.read_text().replace("mip_gap = 0.0", "mip_gap = 0.05"))
+    inp = load_inputs(m)
+    assert inp.config.solver.mip_gap == 0.05
+    plan = make_plan(inp, mip_gap=0)
+    assert plan.objective == pytest.approx(45) and plan.risk.eev_usd == pytest.approx(47)
+    assert plan.risk.vss_usd == pytest.approx(2) and plan.risk.evpi_usd == pytest.approx(18)

@@ -5,7 +5,8 @@ each scenario's plan alone and, on a tree, the first-stage plan. Each is a whole
 long horizon), independent of the others; in one process they ran one after another, each pricing its batches in
 that process. Here they run side by side on ``jobs`` local processes, each sub-plan priced in its own process as it
 was before, so every figure is the one the serial run gives (the same inputs, the same solver calls: a test compares
-them to the last digit).
+them to the last digit). The first-stage plan, which prices every scenario and outlasts the others together, prices
+on ``jobs`` processes of its own, which have both cores once the others are done.
 
 Only where it pays: a local executor of two jobs or more, and sub-plans of more than ``SUB_PLAN_CELLS`` periods x
 classes (a worker's start, about a second with its inputs, against a sub-plan of seconds to minutes); and no more
@@ -27,12 +28,20 @@ SUB_PLAN_BYTES_PER_CELL = 2_200  # and its batches, per period x class x scenari
 _STATE: dict = {}  # in a worker: the plan's inputs and the sub-plans' solve settings (sent once per worker)
 
 
-def _start(inp, settings: dict, make_plan) -> None:
+def _start(inp, settings: dict, make_plan, first_jobs: int = 1) -> None:
     _STATE["inp"], _STATE["settings"], _STATE["make_plan"] = inp, settings, make_plan
+    _STATE["first_jobs"] = first_jobs
 
 
 def _solve(task):
     settings, make_plan = _STATE["settings"], _STATE["make_plan"]
+    if task.kind == "first" and _STATE.get("first_jobs", 1) > 1 and settings.get("executor") is None:
+        # the first-stage plan prices every scenario: the long pole (3Y x 5: longer than the mean plan and every
+        # scenario alone one after another). Its batches are priced on processes of its own, which take both
+        # cores once the other sub-plans are done (the same numbers: a pricer's answer does not depend on where)
+        from planner.core.executors import LocalExecutor
+
+        settings = settings | {"executor": LocalExecutor(jobs=_STATE["first_jobs"])}
     return solve_sub(lambda i: make_plan(i, **settings), _STATE["inp"], task)
 
 
@@ -56,7 +65,8 @@ def many_solver(executor, inp, settings: dict, make_plan):
         from planner.core.errors import SolverError
 
         outcomes = LocalExecutor(jobs=min(jobs, len(tasks))).map(_solve, tasks, initializer=_start,
-                                                                 initargs=(inp, dict(settings), make_plan),
+                                                                 initargs=(inp, dict(settings), make_plan,
+                                                                           executor.workers),
                                                                  progress=False)
         failed = [(t, o) for t, o in zip(tasks, outcomes) if not o.ok]
         if failed:

@@ -168,8 +168,11 @@ def _term_doc(inp, ext, basis, decide, horizon_only) -> dict:
         g = _expected_gpus(horizon_only)
         doc["horizon_judged_gpus"] = g
         doc["horizon_judged_cost_usd"] = float(horizon_only.cost["total"])
+        doc["horizon_judged_status"] = horizon_only.status.value  # "feasible": the comparison's time limit came
+        doc["horizon_judged_mip_gap"] = horizon_only.solve.mip_gap  # first, its optimum not proven
+        proven = "" if horizon_only.status.value == "optimal" else " (not proven: the time limit came first)"
         doc["note"] += (f"; buys {doc.get('gpus_bought_in_horizon', 0):,.0f} GPUs in the horizon where judging on the "
-                        f"horizon alone would buy {g:,.0f}")
+                        f"horizon alone would buy {g:,.0f}{proven}")
     return doc
 
 

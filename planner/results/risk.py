@@ -10,11 +10,13 @@ objective:
 - WS: plan each scenario alone, knowing it will happen; EVPI = RP - WS >= 0 is
   what a perfect forecast would be worth.
 - With a scenario tree (purchases on later dates wait for what is known then, planner.inputs.tree): FS is the
-  same plan with every purchase common to all scenarios; value of waiting = FS - RP >= 0.
+  same plan with every purchase common to all scenarios; value of waiting = FS - RP >= 0 (negative
+  possible under whole-term judgement, as VSS: RP is then the horizon cost of purchases judged over the term).
 
-Objectives include the shortfall penalty, as in the formulation. Values within
-the solver's relative gap of zero are reported as 0 (a MIP solved to a gap g is
-only known to within g of its optimum).
+Objectives include the shortfall penalty, as in the formulation. A value within what its solves' achieved gaps
+leave unknown of zero is reported as 0 (a MIP solved to a gap g is only known to within g of its optimum): EVPI
+within RP's and the WS plans' gaps, the value of waiting within FS's and RP's; a VSS only when negative within
+RP's (EEV is exact at the mean plan's purchases: a positive VSS is proven).
 """
 
 from __future__ import annotations
@@ -42,11 +44,24 @@ class RiskView:
     value_of_waiting_usd: float | None = None  # first_stage_usd - the tree's: what waiting for information saves
 
 
-def _clamp(value: float, scale: float, gap: float) -> float:
-    """``value`` (a difference of two objectives each solved to relative ``gap`` of ``scale``), or 0 when it is
-    within that gap of zero either way: neither sign is proven there (a positive VSS of $1,879 on a $45 M plan
-    solved to 1e-4 was reported as a saving)."""
-    return 0.0 if abs(value) <= gap * abs(scale) + 1e-6 else value
+def _clamp(value: float, err: float, proven_above: bool = False) -> float:
+    """``value`` (a difference of objectives, ``err`` the most their solves' gaps leave it unknown by, USD), or 0
+    when it is within that of zero: its sign is not proven there. ``proven_above``: a positive value is a proven
+    lower bound (VSS = EEV - RP: EEV is exact at the mean plan's purchases and RP at most the plan's cost above
+    the optimum), so only a negative one within ``err`` is zeroed."""
+    if proven_above and value > 0:
+        return value
+    return 0.0 if abs(value) <= err + 1e-6 else value
+
+
+def unproven(objective: float, solve) -> float:
+    """How far above its optimum a solve's ``objective`` may be (USD): its achieved relative gap of it, or more
+    where its proven bound says so (0 for an LP or a plan of fixed purchases: exact)."""
+    by_gap = abs(float(objective)) * float(getattr(solve, "mip_gap", None) or 0.0)
+    bound = getattr(solve, "best_bound", None)
+    if bound is not None and np.isfinite(bound):  # (the larger: a bound of another objective, e.g. mean-CVaR's)
+        return max(float(objective) - float(bound), by_gap, 0.0)
+    return by_gap
 
 
 @dataclass(frozen=True)
@@ -77,10 +92,11 @@ def sub_inputs(inp: PlanInputs, task: SubPlan) -> PlanInputs:
     raise ValueError(f"unknown sub-plan kind {task.kind!r}")
 
 
-def solve_sub(make_plan, inp: PlanInputs, task: SubPlan) -> tuple[float, np.ndarray]:
-    """``task`` solved by ``make_plan``: its objective and its purchases (units per commitments row)."""
+def solve_sub(make_plan, inp: PlanInputs, task: SubPlan) -> tuple[float, np.ndarray, float]:
+    """``task`` solved by ``make_plan``: its objective, its purchases (units per commitments row) and how far above
+    its optimum the objective may be (:func:`unproven`, USD)."""
     sub = make_plan(sub_inputs(inp, task))
-    return float(sub.objective), sub.purchases["units"].to_numpy()
+    return float(sub.objective), sub.purchases["units"].to_numpy(), unproven(sub.objective, sub.solve)
 
 
 def risk_view(plan: Plan, make_plan, solve_many=None) -> RiskView | None:
@@ -94,8 +110,8 @@ def risk_view(plan: Plan, make_plan, solve_many=None) -> RiskView | None:
     inp: PlanInputs = plan.inputs
     if len(inp.scenarios) < 2:
         return None
-    gap = max(inp.config.solver.mip_gap, plan.solve.mip_gap or 0.0)
     rp = plan.objective
+    rp_err = unproven(rp, plan.solve)  # each figure is zeroed within what the solves' own gaps leave unknown
     tasks = sub_problems(inp)
     solved = (solve_many(inp, tasks) if solve_many is not None else
               [solve_sub(make_plan, inp, t) for t in tasks])
@@ -107,12 +123,13 @@ def risk_view(plan: Plan, make_plan, solve_many=None) -> RiskView | None:
     first, waiting = None, None
     if inp.reserved_member is not None:  # a tree: the same plan made without waiting for information
         first = by[SubPlan("first")][0]
-        waiting = _clamp(first - rp, rp, gap)
-    ws = 0.0
+        waiting = _clamp(first - rp, by[SubPlan("first")][2] + rp_err)
+    ws, ws_err = 0.0, 0.0
     for s in range(len(inp.scenarios)):
         ws += inp.probability[s] * by[SubPlan("ws", s)][0]
+        ws_err += inp.probability[s] * by[SubPlan("ws", s)][2]
     totals = plan.scenario_costs.set_index("scenario")["total"]
     return RiskView(expected_cost_usd=plan.cost["total"], worst_case_usd=float(totals.max()),
                     worst_scenario=str(totals.idxmax()), eev_usd=eev, ws_usd=ws,
-                    vss_usd=_clamp(eev - rp, rp, gap), evpi_usd=_clamp(rp - ws, rp, gap),
+                    vss_usd=_clamp(eev - rp, rp_err, proven_above=True), evpi_usd=_clamp(rp - ws, rp_err + ws_err),
                     mean_plan_purchases=[int(x) for x in n_mean], first_stage_usd=first, value_of_waiting_usd=waiting)

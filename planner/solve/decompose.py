@@ -402,7 +402,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     n_lp, lp_stall = n, 0
     n_in, best_lp, lam, n_out = None, np.inf, IN_OUT, None
     seed = _seed(warm, inp, chunks, pricer.groups, R)
-    seeded = 0
+    seeded, seed_only = 0, False  # seed_only: the seed's purchases are the one integer plan priced so far
     if seed is not None:  # a pricing of these very inputs at other purchases (the plan's): its cuts go in first,
         # and its purchases, when whole and within every first-stage row, are the first incumbent (exact cost)
         entry, x = seed["cuts"], np.asarray(seed["units"], float)
@@ -413,6 +413,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         last["values"] = seed["values"]
         if np.array_equal(rounded(x), x) and feasible(x):
             offer(x, float(seed["values"].sum()))
+            seed_only = True
             best_lp, n_in = float(cost @ x) + float(seed["values"].sum()), x.copy()
     while it < max_iterations:
         it += 1
@@ -523,7 +524,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             agg_rows.append(im.getNumRow() - agg["fixed"])
     if closed():
         status = "optimal"
-    if best_n is None:  # never priced an integer point (time limit): price the last one (or buy nothing)
+    if best_n is None or (seed_only and len(priced) == 1):  # never priced an integer point of its own (time
+        # limit): price the last one (or buy nothing); the seed alone would answer with the plan it was seeded from
         cand = rounded(n) if feasible(rounded(n)) else np.where(whole, np.floor(n + 1e-9), n)
         cand = cand if feasible(cand) else n0
         offer(cand, price(cand))
