@@ -131,7 +131,7 @@ def test_a_risk_figure_within_its_solves_gaps_of_zero_is_zero(tmp_path):
     assert _clamp(4_600.0, 4_500.0) == 4_600.0 and _clamp(-4_600.0, 4_500.0) == -4_600.0
     assert _clamp(1_879.0, 4_500.0, proven_above=True) == 1_879.0
     assert _clamp(-1_879.0, 4_500.0, proven_above=True) == 0.0 and _clamp(5e-7, 0.0) == 0.0
-    assert unproven(100.0, SimpleNamespace(best_bound=97.0, mip_gap=0.01)) == pytest.approx(3.0)
+    assert unproven(100.0, SimpleNamespace(best_bound=90.0, mip_gap=0.01)) == pytest.approx(1.0)
     assert unproven(100.0, SimpleNamespace(best_bound=None, mip_gap=0.01)) == pytest.approx(1.0)
     assert unproven(100.0, SimpleNamespace(best_bound=100.0, mip_gap=0.0)) == 0.0
     m = scenario_case(tmp_path)

@@ -55,13 +55,10 @@ def _clamp(value: float, err: float, proven_above: bool = False) -> float:
 
 
 def unproven(objective: float, solve) -> float:
-    """How far above its optimum a solve's ``objective`` may be (USD): its achieved relative gap of it, or more
-    where its proven bound says so (0 for an LP or a plan of fixed purchases: exact)."""
-    by_gap = abs(float(objective)) * float(getattr(solve, "mip_gap", None) or 0.0)
-    bound = getattr(solve, "best_bound", None)
-    if bound is not None and np.isfinite(bound):  # (the larger: a bound of another objective, e.g. mean-CVaR's)
-        return max(float(objective) - float(bound), by_gap, 0.0)
-    return by_gap
+    """How far above its optimum a solve's ``objective`` may be (USD): its achieved relative gap of it (0 for an LP or
+    a plan of fixed purchases: exact). Not its bound's distance: a decomposed solve's bound is the master's, which
+    can leave out costs the plan reports (the inventory's own, fixed whatever is bought)."""
+    return abs(float(objective)) * float(getattr(solve, "mip_gap", None) or 0.0)
 
 
 @dataclass(frozen=True)
