@@ -241,3 +241,24 @@ def test_compare_sees_a_block_price_change(tmp_path):
     text = r.output + (r.stderr if r.stderr_bytes is not None else "")
     assert "no price changes" not in text
     assert "H100/r capacity_block 2027-01-18T00:00 7d upfront_usd 1092 -> 1512" in text
+
+
+def test_fixed_block_purchases_above_the_offer_are_infeasible_and_say_so(tmp_path):
+    """make_plan(fixed_reserved=...) buying more of a capacity block than its offer (max_units) holds is never
+    priced: infeasible, the block named (a review priced 7 units of a 4-unit offer, a negative regret)."""
+    import numpy as np
+
+    from planner import load_inputs, make_plan
+    from planner.model import unit_bounds
+
+    inp = load_inputs(block_case(tmp_path))
+    cap = unit_bounds(inp)
+    blocks = np.flatnonzero(np.isfinite(cap))
+    assert len(blocks)
+    n = np.zeros(len(cap))
+    n[blocks[0]] = cap[blocks[0]] + 3
+    plan = make_plan(inp, fixed_reserved=n, risk=False)
+    assert plan.status.value == "infeasible"
+    assert any(f"{cap[blocks[0]] + 3:g} units bought where the offer has {cap[blocks[0]]:g}" in x for x in plan.notes)
+    n[blocks[0]] = cap[blocks[0]]
+    assert make_plan(inp, fixed_reserved=n, risk=False).status.has_plan

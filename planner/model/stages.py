@@ -81,6 +81,12 @@ def violations(inp, x: np.ndarray, fams: dict | None = None, tol: float = 1e-6) 
             else:
                 words = f"{name} row {r}: {lhs:,.6g} against {rhs:,.6g}"
             worst[key] = (excess, words)
+    res = inp.commitments  # a capacity block's offer (max_units): the purchase column's own bound
+    cap = res["max_units"].to_numpy(float) if "max_units" in res and len(res) == len(x) else np.full(len(x), np.inf)
+    for c in np.flatnonzero(x > cap + tol * np.maximum(1.0, np.abs(np.where(np.isfinite(cap), cap, 0.0)))):
+        worst[("max_units", int(c))] = (float(x[c] - cap[c]),
+                                        f"{res['gpu_type'].iat[c]}/{res['region'].iat[c]} {res['option'].iat[c]}: "
+                                        f"{x[c]:,.6g} units bought where the offer has {cap[c]:,.6g} (max_gpus)")
     return [w for _e, w in sorted(worst.values(), key=lambda v: -v[0])]
 
 

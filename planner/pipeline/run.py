@@ -87,6 +87,13 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     if fixed_reserved is not None and extend is None and use_benders(inp, backend or s.backend):
         return _with_shadow(fixed_plan(inp, make_plan, np.asarray(fixed_reserved, float), timings, risk, write_model,
                                        executor, time_limit_s, mip_gap, warm, o.keep_cuts), shadow)
+    if fixed_reserved is not None:  # purchases no plan may hold (an offer's max_units, a cap): never priced
+        from planner.model.stages import violations
+        from planner.results.decomposed import infeasible_plan
+
+        broken = violations(inp, np.asarray(fixed_reserved, float))
+        if broken:
+            return infeasible_plan(inp, np.asarray(fixed_reserved, float), broken, 0.0, timings, time_limit_s)
     reduce = None if extend is None else False
     model = build_model(inp, fixed_reserved=fixed_reserved, merge_periods=reduce,
                         dominance=extend is None)

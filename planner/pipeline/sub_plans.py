@@ -66,7 +66,7 @@ def many_solver(executor, inp, settings: dict, make_plan):
 
         outcomes = LocalExecutor(jobs=min(jobs, len(tasks))).map(_solve, tasks, initializer=_start,
                                                                  initargs=(inp, dict(settings), make_plan,
-                                                                           executor.workers),
+                                                                           jobs),
                                                                  progress=False)
         failed = [(t, o) for t, o in zip(tasks, outcomes) if not o.ok]
         if failed:

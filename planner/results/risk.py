@@ -58,7 +58,12 @@ def unproven(objective: float, solve) -> float:
     """How far above its optimum a solve's ``objective`` may be (USD): its achieved relative gap of it (0 for an LP or
     a plan of fixed purchases: exact). Not its bound's distance: a decomposed solve's bound is the master's, which
     can leave out costs the plan reports (the inventory's own, fixed whatever is bought)."""
-    return abs(float(objective)) * float(getattr(solve, "mip_gap", None) or 0.0)
+    gap = getattr(solve, "mip_gap", None)
+    status = getattr(getattr(solve, "status", None), "value", getattr(solve, "status", None))
+    if status not in (None, "optimal") and (gap is None or not np.isfinite(gap)):
+        return float("inf")  # stopped short (a time limit) with no gap known: nothing about it is proven
+    gap = gap if gap is not None and np.isfinite(gap) else 0.0  # (an LP, or fixed purchases: exact)
+    return abs(float(objective)) * float(gap)
 
 
 @dataclass(frozen=True)
