@@ -115,8 +115,6 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
         plan.dual_sums = family_sums(model, inp, result.row_duals)
     if note:
         plan.notes.append(note)
-    if fixed_reserved is not None and not plan.status.has_plan:  # say which first-stage row the purchases break
-        plan = _why_fixed_fails(plan, inp, fixed_reserved)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t0 = time.perf_counter()
         # the view reads each sub-plan's objective and purchases only: decisions (no per-period tables, no exit
@@ -132,21 +130,6 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
         plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
                                 executor=executor)
     return _with_shadow(plan, shadow and extend is None)
-
-
-def _why_fixed_fails(plan: Plan, inp: PlanInputs, n) -> Plan:
-    """A plan of fixed purchases that did not solve, with the first-stage rows they break in its message and notes
-    (the decomposed path says the same: :func:`planner.results.decomposed.infeasible_plan`)."""
-    from dataclasses import replace
-
-    from planner.model.stages import violations, why_infeasible
-
-    broken = violations(inp, np.asarray(n, float))
-    if broken:
-        why = why_infeasible(broken)
-        plan.solve = replace(plan.solve, message=why + (f" ({plan.solve.message})" if plan.solve.message else ""))
-        plan.notes.append(why)
-    return plan
 
 
 def _cvar_plan(inp: PlanInputs, *, risk: bool, shadow, **solve) -> Plan:
