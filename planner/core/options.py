@@ -27,6 +27,12 @@ class PlanOptions:
     - ``keep_cuts``: with ``fixed_reserved`` on a decomposed model, keep that pricing as Benders cuts in the plan's
       ``recourse`` (``"cuts"``): a decomposed solve of the very same inputs given that ``recourse`` as ``warm``
       starts its master with them and with those purchases as its first incumbent (the horizon-only comparison).
+      Without ``fixed_reserved``, a decomposed solve keeps every pricing's cuts in the plan's ``recourse``
+      (``"prior"``): a later decomposed solve of the very same inputs given ``{"prior": ...}`` in ``warm`` starts its
+      master with them (the risk view's first-stage plan, after the comparison).
+    - ``common``: on a scenario tree, every purchase common to all scenarios (the plan that cannot wait for
+      information; the risk view's first-stage plan): a decomposed solve ties the tree's node copies of each row in
+      its master and prices the tree's own batches; a whole model is solved on the first-stage inputs.
     - ``timings``: seconds already spent (e.g. reading), carried into the plan's timings.
     - ``decision``: only what deciding the purchases needs (the whole-term decision, the horizon-only comparison):
       the purchases, costs, objective and per-scenario costs, without the exit value's extra solve; a decomposed
@@ -48,6 +54,7 @@ class PlanOptions:
     timings: dict | None = None
     decision: bool = False
     keep_cuts: bool = False
+    common: bool = False
 
     @classmethod
     def of(cls, options: "PlanOptions | None" = None, **overrides) -> "PlanOptions":

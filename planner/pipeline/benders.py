@@ -60,11 +60,14 @@ def monolithic_note(inp: PlanInputs, backend: str, free: bool) -> str | None:
 
 def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, timings, risk, write_model,
                  progress: bool = False, executor=None, allocation: bool = True, decision: bool = False,
-                 warm: dict | None = None) -> Plan:
+                 warm: dict | None = None, common: bool = False, keep_cuts: bool = False) -> Plan:
     """Purchases by Benders decomposition (proven gap); the plan read from the batches' last pricing (``make_plan``:
     the pipeline's, for the risk view's sub-plans); ``decision``: the purchases and their costs only, read from
     each batch's costs without building the whole model (:func:`~planner.results.decomposed.decision_from_batches`);
-    ``warm``: a plan's ``recourse`` on the same batches, whose bases start the first pricing."""
+    ``warm``: a plan's ``recourse`` on the same batches, whose bases start the first pricing (and its ``"prior"``
+    cuts, the master); ``common``: on a tree, every purchase common to all scenarios (the node copies of each row
+    tied in the master, priced on the tree's own batches); ``keep_cuts``: every pricing's cuts kept in
+    ``plan.recourse["prior"]``."""
     from planner.solve.decompose import solve_benders
     from planner.core.progress import BendersProgress
 
@@ -73,9 +76,14 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
     limit = s.time_limit_s if time_limit_s is None else time_limit_s
     t0 = time.perf_counter()
     bar = BendersProgress(enabled=progress)
+    tree = inp.reserved_member is not None
+    tie = inp.commitments["origin"].to_numpy(int) if common and tree and "origin" in inp.commitments else None
+    # the first-stage plan of the risk view is solved after the plan, on its batches, from its cuts
+    keep_log = keep_cuts or (risk and tree and len(inp.scenarios) > 1)
     try:
         bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar,
-                           executor=executor, final="costs" if decision else True, warm=warm)
+                           executor=executor, final="costs" if decision else True, warm=warm, tie=tie,
+                           keep_log=keep_log)
     finally:
         bar.close()
     timings["benders"] = time.perf_counter() - t0
@@ -95,19 +103,26 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
         plan.notes.append(f"a pricing worker died and was replaced during the decomposition: {bd.bases_lost} "
                           "batch pricings started cold (their worker kept their bases); the plan is optimal within "
                           "the same gap, but its last digits may differ from an undisturbed run's")
+    if keep_cuts and bd.cut_log is not None:
+        plan.recourse = dict(plan.recourse or {}, prior=bd.cut_log)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t1 = time.perf_counter()
-        plan.risk = _risk(plan, make_plan, executor, time_limit_s, mip_gap)
+        plan.risk = risk_of(plan, make_plan, executor, time_limit_s, mip_gap, bd.cut_log)
         plan.timings["risk"] = time.perf_counter() - t1
     return plan
 
 
-def _risk(plan: Plan, make_plan, executor, time_limit_s, mip_gap):
+def risk_of(plan: Plan, make_plan, executor, time_limit_s, mip_gap, prior: dict | None = None):
     """The risk view of a decomposed plan: its sub-plans are decisions (the view reads their objective and purchases
     only), solved side by side on local processes where that pays (:mod:`planner.pipeline.sub_plans`), else here,
-    pricing where :func:`_sub_executor` says."""
+    pricing where :func:`_sub_executor` says. On a tree, the first-stage plan is solved here first, on the plan's
+    own batches (lent where they are kept: :func:`planner.solve.workers.keep_pricers`) with each row's node copies
+    tied, its master started from ``prior`` (a solve's ``cut_log`` on these inputs: the plan's own, or the
+    horizon-only comparison's): the same problem as the first-stage inputs' plan, without building its batches."""
     from planner.pipeline.sub_plans import many_solver
+    from planner.results.risk import unproven
 
+    inp = plan.inputs
     settings = dict(backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, risk=False, shadow=False,
                     executor=_sub_executor(executor))
 
@@ -117,7 +132,17 @@ def _risk(plan: Plan, make_plan, executor, time_limit_s, mip_gap):
                              **settings)
         return make_plan(i, decision=True, **settings)
 
-    return risk_view(plan, sub, many_solver(executor, plan.inputs, settings | {"decision": True}, make_plan))
+    first = None
+    if inp.reserved_member is not None and "origin" in inp.commitments:
+        def first():
+            warm = {k: v for k, v in (plan.recourse or {}).items() if k not in ("cuts", "prior")}
+            if prior is not None:
+                warm["prior"] = prior
+            p = make_plan(inp, decision=True, common=True, warm=warm, **(settings | {"executor": executor}))
+            return float(p.objective), p.purchases["units"].to_numpy(), unproven(p.objective, p.solve)
+
+    return risk_view(plan, sub, many_solver(executor, inp, settings | {"decision": True}, make_plan,
+                                            first_here=first is not None), first=first)
 
 
 def _sub_executor(executor):
@@ -156,6 +181,10 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
         plan.recourse["cuts"] = point_cuts(inp, n, priced, pricer.groups)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t1 = time.perf_counter()
-        plan.risk = _risk(plan, make_plan, executor, time_limit_s, mip_gap)
+        prior = None
+        if keep_cuts and plan.recourse is not None and "cuts" in plan.recourse:  # this pricing, as cuts
+            c = plan.recourse["cuts"]
+            prior = {"inputs": inp, "chunks": chunks, "groups": c["groups"], "entries": [c["cuts"]]}
+        plan.risk = risk_of(plan, make_plan, executor, time_limit_s, mip_gap, prior)
         plan.timings["risk"] = time.perf_counter() - t1
     return plan

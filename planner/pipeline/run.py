@@ -67,19 +67,26 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     fixed_reserved, risk, extend, write_model, shadow = o.fixed_reserved, o.risk, o.extend, o.write_model, o.shadow
     progress, executor, warm = o.progress, o.executor, o.warm
     allocation = not o.decision
+    s = inp.config.solver
+    benders = fixed_reserved is None and extend is None and use_benders(inp, backend or s.backend)
+    if o.common and fixed_reserved is None and inp.reserved_member is not None and \
+            (not benders or inp.config.finance.cvar_weight > 0):
+        from planner.inputs.arrays import first_stage
+
+        inp = first_stage(inp)  # every purchase common: the first-stage inputs (a decomposed solve ties instead)
     f = inp.config.finance
     if f.cvar_weight > 0 and len(inp.scenarios) > 1 and fixed_reserved is None and extend is None:
         return _cvar_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
                           risk=risk, write_model=write_model, shadow=shadow)
-    s = inp.config.solver
     timings = dict(timings or {})
     b = inp.config.budget
     if shadow is None:
         shadow = b.max_total_usd is not None or b.monthly
-    if fixed_reserved is None and extend is None and use_benders(inp, backend or s.backend):
+    if benders:
         plan = benders_plan(inp, make_plan, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,
                             risk=risk, write_model=write_model, progress=progress, executor=executor,
-                            allocation=allocation, decision=o.decision, warm=warm)
+                            allocation=allocation, decision=o.decision, warm=warm, common=o.common,
+                            keep_cuts=o.keep_cuts)
         if not o.decision:
             plan = _with_exit_value(plan, inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
                                     executor=executor)

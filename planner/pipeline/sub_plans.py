@@ -45,18 +45,19 @@ def _solve(task):
     return solve_sub(lambda i: make_plan(i, **settings), _STATE["inp"], task)
 
 
-def many_solver(executor, inp, settings: dict, make_plan):
+def many_solver(executor, inp, settings: dict, make_plan, first_here: bool = False):
     """A ``solve_many(inp, tasks)`` for :func:`planner.results.risk.risk_view` that solves ``tasks`` on the local
     processes of ``executor``, each as ``make_plan(sub_inputs, **settings)`` would here (``make_plan``: the
     pipeline's, a module-level function: it is sent to the workers by name); None where the sub-plans should be
-    solved one by one in this process (see the module docstring)."""
+    solved one by one in this process (see the module docstring). ``first_here``: the first-stage plan is solved
+    apart (:func:`planner.pipeline.benders.risk_of`), not on these processes."""
     from planner.core.executors import LocalExecutor
 
     if not isinstance(executor, LocalExecutor) or executor.workers < 2 or inp.T * inp.K <= SUB_PLAN_CELLS:
         return None
     if not main_is_safe():  # a spawned worker would run the caller's script again
         return None
-    needs = [need(inp, t) for t in sub_problems(inp)]
+    needs = [need(inp, t) for t in sub_problems(inp) if not (first_here and t.kind == "first")]
     jobs = min(executor.workers, fits(needs))  # never more at once than this machine's memory holds
     if jobs < 2:
         return None

@@ -39,7 +39,8 @@ from planner.model import stages
 from planner.model.objective import first_stage_cost
 from planner.solve.chunks import aggregate_inputs, chunk_index, chunk_inputs  # noqa: F401  (re-exported)
 from planner.solve.master import (  # noqa: F401  (re-exported)
-    ABS_TOL, REL_TOL, BendersResult, add_first_stage_rows, check_master, first_stage_feasible)
+    ABS_TOL, REL_TOL, BendersResult, add_first_stage_rows, add_tie_rows, check_master, first_stage_feasible,
+    tie_leads, tied_mean)
 
 MAX_GROUPS = 10_000  # "auto" cuts: one theta per block up to this many, else per day, else per week
 AGGREGATE_PERIODS = 384  # the warm start's aggregate keeps about this many periods
@@ -161,7 +162,18 @@ def _seed(warm: dict | None, inp: PlanInputs, chunks: list, groups: list[int], R
     return cuts if same else None
 
 
-def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads) -> dict:
+def _prior(warm: dict | None, inp: PlanInputs, chunks: list, groups: list[int]) -> list:
+    """``warm["prior"]`` (a :attr:`BendersResult.cut_log`: every pricing's cuts of an earlier solve) when it was
+    made for this very ``inp`` on the same batches and cut groups, else []. Its cuts bound these batches' recourse
+    at any purchases, whatever else the master asks of them (ties, :func:`solve_benders`)."""
+    log = (warm or {}).get("prior")
+    if not log or log.get("inputs") is not inp or list(log["groups"]) != [int(x) for x in groups]:
+        return []
+    same = len(log["chunks"]) == len(chunks) and all(np.array_equal(a, b) for a, b in zip(log["chunks"], chunks))
+    return list(log["entries"]) if same else []
+
+
+def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads, lead=None) -> dict:
     """An integer master with one theta per batch (a week): every logged pricing's cuts summed over the batch's
     groups, a valid cut on the batch's theta (a sum of valid cuts); weaker than the groups' own, far smaller."""
     R = len(cost)
@@ -172,6 +184,8 @@ def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mi
     h.addVars(R + B, np.zeros(R + B), np.r_[np.where(np.isfinite(ubound), ubound, inf), np.full(B, inf)])
     h.changeColsCost(R + B, np.arange(R + B, dtype=np.int32), np.r_[cost, np.ones(B)])
     add_first_stage_rows(h, inp, inf)
+    if lead is not None:
+        add_tie_rows(h, lead)
     fixed = h.getNumRow()
 
     def add(entry):
@@ -191,7 +205,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
                   time_limit_s: float | None = None, threads: int | None = None, max_iterations: int = 500,
                   progress=None, cut: str = "auto", multicut: bool = True, executor=None,
                   pricer=None, start: np.ndarray | None = None, warm: dict | None = None,
-                  final: bool | str = True) -> BendersResult:
+                  final: bool | str = True, tie: np.ndarray | None = None, keep_log: bool = False) -> BendersResult:
     """Decide the purchases of ``inp`` by per-period multi-cut Benders decomposition (see the module).
 
     ``chunk``: the periods of one batched recourse LP (calendar ``"month"``, ``"week"``, ``"day"`` or N
@@ -209,6 +223,12 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     loop starts, not what it proves. ``final``: what the last pricing at the plan's purchases returns (``True``:
     every column's value and the dual sums; ``"costs"``: each scenario's costs only, a decision's:
     :func:`planner.solve.recourse.scenario_costs`).
+
+    ``tie`` (a label per purchase row): rows of one label are bought alike (a tree's node copies of one row, for the
+    plan that cannot wait for information, solved on the tree's own batches); ``warm["prior"]``: an earlier solve's
+    :attr:`~planner.solve.master.BendersResult.cut_log` on the very same inputs and batches, whose cuts the master
+    starts with (its first point is the master's own, not the aggregate's). ``keep_log``: the result carries
+    this solve's ``cut_log`` for such a later solve.
     """
     if not multicut:
         from planner.solve.decompose_monthly import solve_benders as monthly
@@ -246,7 +266,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
         return _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases,
                      mip_gap, time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0,
-                     start, warm_bases(warm, chunks, pricer), final, warm)
+                     start, warm_bases(warm, chunks, pricer), final, warm, tie, keep_log)
     finally:
         if own:
             pricer.close()
@@ -254,7 +274,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
 def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases, mip_gap,
           time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0, given=None,
-          bases=None, final=True, warm=None) -> BendersResult:
+          bases=None, final=True, warm=None, tie=None, keep_log=False) -> BendersResult:
     """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches (from ``given`` purchases and
     ``bases`` when given; with ``warm``'s cuts when they were made for ``inp``: :func:`_seed`)."""
     from planner.model.stages import first_stage_rows
@@ -262,10 +282,19 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     R = len(inp.commitments)
     n0 = np.zeros(R)
     fams = first_stage_rows(inp)  # the first-stage families' own rows (reserved caps, exit links, sites)
+    lead = None if tie is None else tie_leads(tie)  # each row's tie's first row (rows bought alike)
 
     def feasible(x):
-        """Whether purchases ``x`` satisfy the master's own rows (every first-stage family)."""
-        return first_stage_feasible(fams, x)
+        """Whether purchases ``x`` satisfy the master's own rows (every first-stage family, the ties)."""
+        return first_stage_feasible(fams, x) and (lead is None or np.array_equal(x, x[lead]))
+
+    def tied(x):
+        """``x`` made common over each tie (its rows' probability-weighted mean, whole where instances are)."""
+        if x is None or lead is None:
+            return x
+        from planner.inputs.tree import weight_of
+
+        return rounded(tied_mean(x, lead, weight_of(inp)))
 
     # 1. warm start: the purchases given, else the aggregate LP's (bound not used), else buy nothing. Worked out
     # while the pricing workers build their batches (a ProcessPricer's build is in flight until first used)
@@ -274,8 +303,10 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     if given is not None:  # a start is used when it is R finite purchases >= 0 that keep every first-stage row
         g = np.asarray(given, float).reshape(-1)
         start = rounded(g) if len(g) == R and np.isfinite(g).all() and (g >= 0).all() else None
-    if start is None or not feasible(start):
-        start = _aggregate_start(inp, highspy, threads)
+    start = tied(start)
+    has_prior = ((warm or {}).get("prior") or {}).get("inputs") is inp
+    if (start is None or not feasible(start)) and not has_prior:  # (with prior cuts: the master's own point)
+        start = tied(_aggregate_start(inp, highspy, threads))
     if start is not None and not feasible(start):  # the aggregate sees every k-th period only: its purchases may
         start = None  # break a first-stage row of the periods it skipped (a site's power cap): start from nothing
     phases["aggregate"] = time.perf_counter() - t
@@ -293,6 +324,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     master.addVars(R + G, lower, upper)
     master.changeColsCost(R + G, np.arange(R + G, dtype=np.int32), np.r_[cost, np.ones(G)])
     add_first_stage_rows(master, inp, inf, fams)
+    if lead is not None:
+        add_tie_rows(master, lead)
     fixed_rows = master.getNumRow()
     ages = np.zeros(0, dtype=np.int64)  # per cut row: consecutive master solves it was slack
     cut_lo = np.zeros(0)  # and its right-hand side
@@ -415,6 +448,15 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             offer(x, float(seed["values"].sum()))
             seed_only = True
             best_lp, n_in = float(cost @ x) + float(seed["values"].sum()), x.copy()
+    for entry in _prior(warm, inp, chunks, pricer.groups):  # an earlier solve's cuts on these very batches
+        add_cuts(*_unlogged(entry))
+        cut_log.append(entry)
+        seeded += G
+    if start is None and seeded:  # the first point: the master's own, cut by what was given
+        info, sol = solve_master()
+        bound = max(bound, float(info.objective_function_value))
+        n = np.clip(sol[:R], 0.0, None)
+        n = n if lead is None else tied_mean(n, lead, np.ones(R))  # (equal already, but for the solver's noise)
     while it < max_iterations:
         it += 1
         recourse = price(n)
@@ -468,7 +510,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         ints = np.flatnonzero(whole).astype(np.int32)
         agg = None
         if INTEGER_THETA == "batch":  # one theta per batch: each pricing's cuts summed over the batch's groups
-            agg = _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads)
+            agg = _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads, lead)
         im = agg["highs"] if agg is not None else master  # the integer master
         last["batch_master"] = agg is not None
         im.changeColsIntegrality(len(ints), ints, np.full(len(ints), highspy.HighsVarType.kInteger))
@@ -540,4 +582,6 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                          cuts=cuts_kept(), integer_master=mips, priced=last_pass,
                          keys=pricer.keys(), row_counts=row_counts(pricer), chunk_periods=chunks, workers=pricer.workers, pricer=pricer.name,
                          restarts=getattr(pricer, "restarts", 0), cuts_dropped=dict(dropped),
-                         bases_lost=getattr(pricer, "bases_lost", 0) - lost0, seeded_cuts=seeded)
+                         bases_lost=getattr(pricer, "bases_lost", 0) - lost0, seeded_cuts=seeded,
+                         cut_log={"inputs": inp, "chunks": list(chunks), "groups": [int(x) for x in pricer.groups],
+                                  "entries": list(cut_log)} if keep_log else None)

@@ -41,6 +41,7 @@ class BendersResult:
     bases_lost: int = 0  # batches priced cold because the worker that kept their basis had died (this solve)
     cuts_dropped: dict = field(default_factory=dict)  # cuts deleted from the master, by why (slack; before integer)
     seeded_cuts: int = 0  # cuts the master started with (a plan's pricing of the same inputs: ``warm["cuts"]``)
+    cut_log: dict | None = None  # every pricing's cuts (``keep_log=True``): a later solve's ``warm["prior"]``
 
     @property
     def gap(self) -> float:
@@ -57,6 +58,32 @@ def add_first_stage_rows(master, inp: PlanInputs, inf: float, fams: dict | None 
         for cols, coefs, rhs in zip(f.members, f.coefs, f.rhs):
             master.addRow(-inf, float(rhs), len(cols), np.asarray(cols, np.int32), np.asarray(coefs, float))
     return fams
+
+
+def tie_leads(tie: np.ndarray) -> np.ndarray:
+    """Per purchase row, the first row of its tie (``tie``: a label per row; rows of one label are bought alike)."""
+    _, first, inverse = np.unique(np.asarray(tie), return_index=True, return_inverse=True)
+    return first[inverse.reshape(-1)]
+
+
+def add_tie_rows(master, lead: np.ndarray) -> int:
+    """``n_c - n_lead(c) = 0`` in a HiGHS master for every row ``c`` that is not its tie's first (``lead``:
+    :func:`tie_leads`); returns how many rows were added."""
+    rows = np.flatnonzero(lead != np.arange(len(lead)))
+    if len(rows):
+        index = np.empty(2 * len(rows), dtype=np.int32)
+        index[0::2], index[1::2] = rows, lead[rows]
+        master.addRows(len(rows), np.zeros(len(rows)), np.zeros(len(rows)), len(index),
+                       np.arange(0, len(index), 2, dtype=np.int32), index, np.tile([1.0, -1.0], len(rows)))
+    return len(rows)
+
+
+def tied_mean(x: np.ndarray, lead: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``x`` with every tie's rows set to their ``weight``-weighted mean (a plan of node copies made common)."""
+    w = np.asarray(weight, float)
+    total = np.bincount(lead, weights=w, minlength=len(x))
+    mean = np.bincount(lead, weights=w * x, minlength=len(x)) / np.where(total > 0, total, 1.0)
+    return mean[lead]
 
 
 def first_stage_feasible(fams: dict, x: np.ndarray) -> bool:

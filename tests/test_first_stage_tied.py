@@ -1,0 +1,130 @@
+"""The risk view's first-stage plan solved on the tree's own batches with each row's node copies tied in the
+Benders master (``make_plan(..., common=True)``), started from an earlier solve's cuts (``warm["prior"]``).
+
+Oracles: the first-stage inputs' plan (:func:`planner.inputs.arrays.first_stage`, every purchase one row common to
+all scenarios) solved whole by HiGHS's branch and bound; and the same tied solve without the cuts. Tying the copies
+is the same problem (a scenario's recourse sees one copy of each row; equal copies cost the row's price), so the
+optimum is the same to the gap; cuts of the very same inputs bound the same recourse, so they change where the loop
+starts, never what it proves."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from planner import make_plan
+from planner.inputs.arrays import first_stage
+from planner.solve import decompose
+from test_decompose import _case
+
+
+def _method(inp, method):
+    return replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method=method)))
+
+
+@pytest.fixture(params=["block", "week"])
+def tree(request, tmp_path, monkeypatch):
+    """A two-scenario tree with quarterly purchases, its groups per block or (MAX_GROUPS 0) per week."""
+    if request.param == "week":
+        monkeypatch.setattr(decompose, "MAX_GROUPS", 0)
+    inp = _method(_case(tmp_path, 23, scenarios=True, days=200), "benders")
+    assert inp.reserved_member is not None and (inp.reserved_member.sum(axis=1) < 2).any()  # rows split by node
+    return inp
+
+
+def _spy(monkeypatch) -> list:
+    """Each solve_benders call's (tie given, the prior's cuts all in its master, result)."""
+    calls = []
+    original = decompose.solve_benders
+
+    def spy(inp, **kw):
+        bd = original(inp, **kw)
+        given = ((kw.get("warm") or {}).get("prior") or {}).get("entries", [])
+        calls.append({"tie": kw.get("tie") is not None, "prior": bd.seeded_cuts >= len(given) * bd.chunks > 0,
+                      "bd": bd})
+        return bd
+
+    monkeypatch.setattr(decompose, "solve_benders", spy)
+    return calls
+
+
+def test_the_tied_tree_is_the_first_stage_inputs_plan(tree):
+    whole = make_plan(_method(first_stage(tree), "monolithic"), mip_gap=1e-9, risk=False)
+    tied = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, common=True)
+    assert "benders" in tied.stats and "benders" not in whole.stats
+    assert tied.objective == pytest.approx(whole.objective, rel=1e-7)
+    units = tied.purchases["units"].to_numpy(float)
+    origin = tree.commitments["origin"].to_numpy(int)
+    for o in np.unique(origin):  # every copy of a row bought alike
+        assert np.all(units[origin == o] == units[origin == o][0])
+    # read through origin, the tied purchases cost the first-stage plan's (its purchases may differ at a tie)
+    fs = first_stage(tree)
+    by_origin = np.zeros(len(fs.commitments))
+    by_origin[origin] = units
+    priced = make_plan(_method(fs, "monolithic"), fixed_reserved=by_origin, risk=False)
+    assert priced.objective == pytest.approx(whole.objective, rel=1e-7)
+    # untied, the tree may wait: it costs no more
+    assert make_plan(tree, mip_gap=1e-9, risk=False, decision=True).objective <= tied.objective + 1e-6
+
+
+def test_the_trees_cuts_start_the_tied_master_and_change_only_the_iterations(tree, monkeypatch):
+    own = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, keep_cuts=True)
+    prior = own.recourse["prior"]
+    assert prior["inputs"] is tree and 0 < len(prior["entries"]) <= own.stats["benders"]["iterations"]  # a pricing each
+    calls = _spy(monkeypatch)
+    cold = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, common=True)
+    warm = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, common=True, warm={"prior": prior})
+    assert [(c["tie"], c["prior"]) for c in calls] == [(True, False), (True, True)]
+    assert warm.objective == pytest.approx(cold.objective, rel=1e-9)
+    assert calls[1]["bd"].seeded_cuts == len(prior["entries"]) * calls[1]["bd"].chunks
+    assert warm.stats["benders"]["iterations"] < cold.stats["benders"]["iterations"]
+
+
+def test_cuts_of_other_inputs_are_never_used(tree, monkeypatch, tmp_path):
+    """The prior's cuts are used for the very same inputs object only: an equal-looking copy (which may have been
+    edited) and a tree of other demand start cold."""
+    prior = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, keep_cuts=True).recourse["prior"]
+    calls = _spy(monkeypatch)
+    copy = replace(tree)
+    (tmp_path / "other").mkdir()
+    other = _method(_case(tmp_path / "other", 24, scenarios=True, days=200), "benders")
+    a = make_plan(copy, mip_gap=1e-9, risk=False, decision=True, common=True, warm={"prior": prior})
+    make_plan(other, mip_gap=1e-9, risk=False, decision=True, common=True, warm={"prior": prior})
+    assert [c["prior"] for c in calls] == [False, False]
+    assert all(c["bd"].seeded_cuts == 0 for c in calls)
+    assert a.objective == pytest.approx(make_plan(tree, mip_gap=1e-9, risk=False, decision=True,
+                                                  common=True).objective, rel=1e-9)
+
+
+def test_common_on_a_whole_model_solves_the_first_stage_inputs(tmp_path):
+    inp = _method(_case(tmp_path, 23, scenarios=True, days=200), "monolithic")
+    a = make_plan(inp, mip_gap=1e-9, risk=False, common=True)
+    b = make_plan(first_stage(inp), mip_gap=1e-9, risk=False)
+    assert "benders" not in a.stats and a.objective == pytest.approx(b.objective, rel=1e-9)
+    assert len(a.purchases) == len(first_stage(inp).commitments) < len(inp.commitments)
+
+
+def test_the_whole_term_plans_risk_view_starts_its_first_stage_plan_from_the_comparisons_cuts(tmp_path,
+                                                                                              monkeypatch):
+    """``planner plan``'s default on a decomposed tree: the risk view after the horizon-only comparison, its
+    first-stage plan on the horizon's batches from the comparison's cuts; the value of waiting against the first-
+    stage inputs' plan solved whole."""
+    from planner.pipeline.run import make_plan as pipeline_plan
+    from planner.pipeline.whole_term import plan_over_term
+    from planner.solve.workers import keep_pricers
+
+    inp = _method(_case(tmp_path, 23, scenarios=True, days=200), "benders")
+    calls = _spy(monkeypatch)
+    with keep_pricers(inp):
+        plan = plan_over_term(inp, pipeline_plan, mip_gap=1e-9)
+    assert plan.term["judge"] == "term" and plan.risk is not None and plan.risk.first_stage_usd is not None
+    tied = [c for c in calls if c["tie"]]
+    assert len(tied) == 1 and tied[0]["prior"]  # the comparison's cuts, on the very same inputs
+    assert "prior" not in (plan.recourse or {}) and "cuts" not in (plan.recourse or {})
+    whole = make_plan(_method(first_stage(inp), "monolithic"), mip_gap=1e-9, risk=False)
+    assert plan.risk.first_stage_usd == pytest.approx(whole.objective, rel=1e-7)
+    assert plan.risk.value_of_waiting_usd == pytest.approx(whole.objective - plan.objective, abs=1e-6) or \
+        plan.risk.value_of_waiting_usd == 0.0
+    assert list(plan.timings).index("risk") > list(plan.timings).index("horizon_only")
