@@ -35,15 +35,15 @@ def tree(request, tmp_path, monkeypatch):
 
 
 def _spy(monkeypatch) -> list:
-    """Each solve_benders call's (tie given, the prior's cuts all in its master, result)."""
+    """Each solve_benders call's (tie given, the prior's cuts in its master: a few per group, result)."""
     calls = []
     original = decompose.solve_benders
 
     def spy(inp, **kw):
         bd = original(inp, **kw)
         given = ((kw.get("warm") or {}).get("prior") or {}).get("entries", [])
-        calls.append({"tie": kw.get("tie") is not None, "prior": bd.seeded_cuts >= len(given) * bd.chunks > 0,
-                      "bd": bd})
+        kept = min(len(given), decompose.PRIOR_PER_GROUP)
+        calls.append({"tie": kw.get("tie") is not None, "prior": bd.seeded_cuts >= kept * bd.chunks > 0, "bd": bd})
         return bd
 
     monkeypatch.setattr(decompose, "solve_benders", spy)
@@ -78,7 +78,8 @@ def test_the_trees_cuts_start_the_tied_master_and_change_only_the_iterations(tre
     warm = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, common=True, warm={"prior": prior})
     assert [(c["tie"], c["prior"]) for c in calls] == [(True, False), (True, True)]
     assert warm.objective == pytest.approx(cold.objective, rel=1e-9)
-    assert calls[1]["bd"].seeded_cuts == len(prior["entries"]) * calls[1]["bd"].chunks
+    kept = min(len(prior["entries"]), decompose.PRIOR_PER_GROUP)  # the few per group tightest at the tree's plan
+    assert calls[1]["bd"].seeded_cuts >= kept * calls[1]["bd"].chunks  # (and those pooled, added where violated)
     assert warm.stats["benders"]["iterations"] < cold.stats["benders"]["iterations"]
 
 
@@ -128,3 +129,32 @@ def test_the_whole_term_plans_risk_view_starts_its_first_stage_plan_from_the_com
     assert plan.risk.value_of_waiting_usd == pytest.approx(whole.objective - plan.objective, abs=1e-6) or \
         plan.risk.value_of_waiting_usd == 0.0
     assert list(plan.timings).index("risk") > list(plan.timings).index("horizon_only")
+
+
+def test_the_prior_cuts_kept_are_the_highest_at_the_point_per_group():
+    """Brute force on random cuts: per group, the k cuts kept are those of the k highest values at the point, each
+    read back whole (its right-hand side and every coefficient of its group)."""
+    from planner.solve.decompose import _logged, _select, _unlogged
+
+    rng = np.random.default_rng(5)
+    G, R, E, k = 7, 11, 6, 3
+    entries, full = [], []
+    for _ in range(E):
+        rows = {g: np.sort(rng.choice(R, size=rng.integers(0, 4), replace=False)) for g in range(G)}
+        g = np.concatenate([np.full(len(rows[j]), j) for j in range(G)]).astype(np.int64)
+        c = np.concatenate([rows[j] for j in range(G)]).astype(np.int64)
+        d, rhs = rng.normal(size=len(g)), rng.normal(size=G)
+        entries.append(_logged(g, c, d, rhs, G, R))
+        full.append({j: (rhs[j], dict(zip(c[g == j].tolist(), d[g == j].tolist()))) for j in range(G)})
+    x = rng.uniform(0, 3, R)
+    value = np.array([[f[j][0] + sum(v * x[col] for col, v in f[j][1].items()) for j in range(G)] for f in full])
+    kept = _select(entries, x, G, R, k)
+    assert len(kept) == k
+    for rank, entry in enumerate(kept):
+        g, c, d, rhs = _unlogged(entry)
+        assert np.all(np.diff(g) >= 0)
+        for j in range(G):
+            want = np.argsort(-value[:, j], kind="stable")[rank]
+            assert rhs[j] == full[want][j][0]
+            assert dict(zip(c[g == j].tolist(), d[g == j].tolist())) == full[want][j][1]
+    assert _select(entries[:2], x, G, R, k) == entries[:2]  # no more than k: all of them

@@ -5,8 +5,10 @@ each scenario's plan alone and, on a tree, the first-stage plan. Each is a whole
 long horizon), independent of the others; in one process they ran one after another, each pricing its batches in
 that process. Here they run side by side on ``jobs`` local processes, each sub-plan priced in its own process as it
 was before, so every figure is the one the serial run gives (the same inputs, the same solver calls: a test compares
-them to the last digit). The first-stage plan, which prices every scenario and outlasts the others together, prices
-on ``jobs`` processes of its own, which have both cores once the others are done.
+them to the last digit). A decomposed tree's first-stage plan is solved before them in the plan's process, on the
+plan's own batches (:func:`planner.pipeline.benders.risk_of`); elsewhere the first-stage plan, which prices every
+scenario and outlasts the others together, prices on ``jobs`` processes of its own inside its worker, which start
+at once and share the cores with the other sub-plans.
 
 Only where it pays: a local executor of two jobs or more, and sub-plans of more than ``SUB_PLAN_CELLS`` periods x
 classes (a worker's start, about a second with its inputs, against a sub-plan of seconds to minutes); and no more
@@ -37,8 +39,8 @@ def _solve(task):
     settings, make_plan = _STATE["settings"], _STATE["make_plan"]
     if task.kind == "first" and _STATE.get("first_jobs", 1) > 1 and settings.get("executor") is None:
         # the first-stage plan prices every scenario: the long pole (3Y x 5: longer than the mean plan and every
-        # scenario alone one after another). Its batches are priced on processes of its own, which take both
-        # cores once the other sub-plans are done (the same numbers: a pricer's answer does not depend on where)
+        # scenario alone one after another). Its batches are priced on processes of its own, beside the other
+        # sub-plans (the same numbers: a pricer's answer does not depend on where)
         from planner.core.executors import LocalExecutor
 
         settings = settings | {"executor": LocalExecutor(jobs=_STATE["first_jobs"])}

@@ -48,6 +48,9 @@ DROP_AFTER = 8  # a cut slack in this many consecutive master solves is dropped 
 INTEGER_THETA = "group"  # the integer master's thetas: the LP phase's ("group") or one per batch ("batch": summed cuts)
 PRUNE_BEFORE_INTEGER = True  # drop the LP phase's cuts slack at the relaxation's optimum before the integer master
 MASTER_GAP = 0.9  # the integer master's relative gap, as a share of the gap asked for (it starts from the best plan)
+PRIOR_PER_GROUP = 3  # of an earlier solve's cuts (warm["prior"]), the master starts with this many per group: those
+# highest at the earlier solve's purchases (all of them at once, 14 pricings x 5,475 groups at 3Y x 5, made a cold
+# master LP of minutes); the rest wait in a pool, each added when the master's point violates it
 IN_OUT = 0.5  # in-out stabilisation of the LP phase: price n_in + IN_OUT (n_master - n_in); 1.0 = off (Kelley).
 # benchmarks/master.py, fresh processes, idle: three hourly years 12 iterations / 150 s against 16 / 196 s; a year 7 / 38 s
 # against 6 / 38 s
@@ -97,16 +100,17 @@ def _aggregate_start(inp: PlanInputs, highspy, threads) -> np.ndarray | None:
     return np.clip(x[model.families["n"]["col"].to_numpy()], 0.0, None)
 
 
-def _cut_rows(g: np.ndarray, c: np.ndarray, d: np.ndarray, G: int, R: int):
+def _cut_rows(g: np.ndarray, c: np.ndarray, d: np.ndarray, G: int, R: int, thetas: np.ndarray | None = None):
     """The CSR rows ``theta_g - d_g . n >= rhs_g`` of one pricing's cuts (entries sorted by group ``g``, purchase
-    columns ``c`` first, thetas after the ``R`` purchases): (starts, index, coef) for ``Highs.addRows``."""
+    columns ``c`` first, thetas after the ``R`` purchases): (starts, index, coef) for ``Highs.addRows``.
+    ``thetas``: row ``g``'s theta when the ``G`` rows are some groups only (default: theta ``g``)."""
     starts = np.searchsorted(g, np.arange(G)) + np.arange(G)  # each row: its d entries then its theta
     index = np.empty(len(g) + G, dtype=np.int32)
     coef = np.empty(len(g) + G)
     pos = np.arange(len(g)) + g  # entry i of group g sits after g theta entries
     index[pos], coef[pos] = c, -d
     tpos = np.searchsorted(g, np.arange(G), side="right") + np.arange(G)
-    index[tpos], coef[tpos] = R + np.arange(G), 1.0
+    index[tpos], coef[tpos] = R + (np.arange(G) if thetas is None else thetas), 1.0
     return starts.astype(np.int32), index, coef
 
 
@@ -171,6 +175,43 @@ def _prior(warm: dict | None, inp: PlanInputs, chunks: list, groups: list[int]) 
         return []
     same = len(log["chunks"]) == len(chunks) and all(np.array_equal(a, b) for a, b in zip(log["chunks"], chunks))
     return list(log["entries"]) if same else []
+
+
+def _select(entries: list, x: np.ndarray, G: int, R: int, k: int = PRIOR_PER_GROUP) -> list:
+    """Of ``entries`` (logged pricings' cuts, one per group each: :func:`_logged`), the ``k`` highest at purchases
+    ``x`` in each group, as ``k`` logged entries of one cut per group: the cuts that bound the recourse tightest near
+    ``x`` (any subset of valid cuts is valid)."""
+    if len(entries) <= k:
+        return list(entries)
+    cuts = [_unlogged(e) for e in entries]
+    value = np.stack([rhs + np.bincount(g, weights=d * x[c], minlength=G) for g, c, d, rhs in cuts])  # (E, G)
+    rank = np.argsort(-value, axis=0, kind="stable")[:k]  # (k, G): per group, the entries of its k highest cuts
+    rhs_all = np.stack([cut[3] for cut in cuts])
+    out = []
+    for pick in rank:
+        parts = [(g[m], c[m], d[m]) for i, (g, c, d, _) in enumerate(cuts) for m in [pick[g] == i]]
+        g, c, d = (np.concatenate([p[j] for p in parts]) for j in range(3))
+        order = np.argsort(g, kind="stable")  # by group; within a group, one entry's columns, sorted already
+        out.append(_logged(g[order], c[order], d[order], rhs_all[pick, np.arange(G)], G, R))
+    return out
+
+
+def _violated(pool: list, x: np.ndarray, theta: np.ndarray, G: int) -> tuple:
+    """Per group, the cut of ``pool`` (unlogged entries, one cut per group each) highest at purchases ``x``, where
+    it is above the group's ``theta`` (beyond noise): (groups, and their cuts' g, c, d, rhs; sorted by group)."""
+    value = np.stack([rhs + np.bincount(g, weights=d * x[c], minlength=G) for g, c, d, rhs in pool])
+    best = value.argmax(axis=0)
+    top = value[best, np.arange(G)]
+    groups = np.flatnonzero(top - theta > 1e-7 * np.maximum(1.0, np.abs(top)))
+    if not len(groups):
+        return groups, None
+    on = np.zeros(G, dtype=bool)
+    on[groups] = True
+    parts = [(g[m], c[m], d[m]) for i, (g, c, d, _) in enumerate(pool) for m in [on[g] & (best[g] == i)]]
+    g, c, d = (np.concatenate([p[j] for p in parts]) for j in range(3))
+    order = np.argsort(g, kind="stable")
+    rhs = np.stack([e[3] for e in pool])[best[groups], groups]
+    return groups, (np.searchsorted(groups, g[order]), c[order], d[order], rhs)
 
 
 def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads, lead=None) -> dict:
@@ -334,6 +375,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     cut_log: list = []  # every pricing's cuts (:func:`_logged`: per-group counts, columns, coefficients, right-hand sides)
     cut_of: dict = {}  # a point priced -> its entry in cut_log
     agg_rows: list = []  # the batch master's cut rows, when it was used
+    pool: list = []  # an earlier solve's cuts (warm["prior"]) not all in the master: added where violated
+    pooled = [0]  # how many of them were
     dropped = {"slack": 0, "before_integer": 0}  # cuts deleted: slack DROP_AFTER solves; slack before the integer master
 
     def price(n):
@@ -354,15 +397,30 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         cut_of[n.tobytes()] = len(cut_log) - 1
         return float(values.sum())
 
-    def add_cuts(g, c, d, rhs):
-        """One cut per group into the master (theta_g - d_g . n >= rhs_g; entries sorted by group)."""
+    def add_cuts(g, c, d, rhs, groups=None):
+        """One cut per group into the master (theta_g - d_g . n >= rhs_g; entries sorted by group); ``groups``:
+        the groups of the rows when some only (``g`` then numbers them 0..len(groups)-1)."""
         nonlocal ages, cut_lo
-        starts, index, coef = _cut_rows(g, c, d, G, R)
-        master.addRows(G, rhs, np.full(G, inf), len(index), starts, index, coef)
-        ages = np.r_[ages, np.zeros(G, dtype=np.int64)]
+        rows = G if groups is None else len(groups)
+        starts, index, coef = _cut_rows(g, c, d, rows, R, groups)
+        master.addRows(rows, rhs, np.full(rows, inf), len(index), starts, index, coef)
+        ages = np.r_[ages, np.zeros(rows, dtype=np.int64)]
         cut_lo = np.r_[cut_lo, rhs]
 
     def solve_master(phase="master", h=None):
+        """Solve the master (or ``h``); while an earlier solve's pooled cut is violated at its point, add the most
+        violated per group and solve again (cheap cuts before a pricing)."""
+        info, sol = _solve_master(phase, h)
+        while pool and (h is None or h is master):
+            groups, cuts = _violated(pool, sol[:R], sol[R:R + G], G)
+            if cuts is None:
+                break
+            add_cuts(*cuts, groups=groups)
+            pooled[0] += len(groups)
+            info, sol = _solve_master(phase, h)
+        return info, sol
+
+    def _solve_master(phase="master", h=None):
         h = master if h is None else h
         t = time.perf_counter()
         if h.run() == highspy.HighsStatus.kError:  # (a threads setting HiGHS refuses once its scheduler runs...)
@@ -448,11 +506,17 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             offer(x, float(seed["values"].sum()))
             seed_only = True
             best_lp, n_in = float(cost @ x) + float(seed["values"].sum()), x.copy()
-    for entry in _prior(warm, inp, chunks, pricer.groups):  # an earlier solve's cuts on these very batches
-        add_cuts(*_unlogged(entry))
-        cut_log.append(entry)
-        seeded += G
-    if start is None and seeded:  # the first point: the master's own, cut by what was given
+    prior = _prior(warm, inp, chunks, pricer.groups)  # an earlier solve's cuts on these very batches
+    if prior:  # a few per group: those tightest at the earlier solve's purchases (made common over the ties)
+        x0 = np.asarray(warm["prior"].get("units", n), float)
+        x0 = tied(x0) if len(x0) == R and np.isfinite(x0).all() else n
+        for entry in _select(prior, np.clip(x0, 0.0, None), G, R):
+            add_cuts(*_unlogged(entry))
+            cut_log.append(entry)
+            seeded += G
+        pool.extend(_unlogged(e) for e in prior)  # the rest, added where the master's point violates them
+    if start is None and seeded:  # the first point: the master's own, cut by what was given (on small trees it took
+        # the first-stage plan from 9-17 pricings to 4; starting at the earlier purchases made common, 8-12)
         info, sol = solve_master()
         bound = max(bound, float(info.objective_function_value))
         n = np.clip(sol[:R], 0.0, None)
@@ -582,6 +646,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                          cuts=cuts_kept(), integer_master=mips, priced=last_pass,
                          keys=pricer.keys(), row_counts=row_counts(pricer), chunk_periods=chunks, workers=pricer.workers, pricer=pricer.name,
                          restarts=getattr(pricer, "restarts", 0), cuts_dropped=dict(dropped),
-                         bases_lost=getattr(pricer, "bases_lost", 0) - lost0, seeded_cuts=seeded,
+                         bases_lost=getattr(pricer, "bases_lost", 0) - lost0, seeded_cuts=seeded + pooled[0],
                          cut_log={"inputs": inp, "chunks": list(chunks), "groups": [int(x) for x in pricer.groups],
-                                  "entries": list(cut_log)} if keep_log else None)
+                                  "entries": list(cut_log), "units": np.asarray(best_n, float).copy()}
+                         if keep_log else None)

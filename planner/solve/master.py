@@ -40,7 +40,7 @@ class BendersResult:
     restarts: int = 0  # workers replaced after they died
     bases_lost: int = 0  # batches priced cold because the worker that kept their basis had died (this solve)
     cuts_dropped: dict = field(default_factory=dict)  # cuts deleted from the master, by why (slack; before integer)
-    seeded_cuts: int = 0  # cuts the master started with (a plan's pricing of the same inputs: ``warm["cuts"]``)
+    seeded_cuts: int = 0  # cuts from an earlier solve: a plan's pricing (``warm["cuts"]``), a solve's log (``warm["prior"]``)
     cut_log: dict | None = None  # every pricing's cuts (``keep_log=True``): a later solve's ``warm["prior"]``
 
     @property
