@@ -158,3 +158,32 @@ def test_the_prior_cuts_kept_are_the_highest_at_the_point_per_group():
             assert rhs[j] == full[want][j][0]
             assert dict(zip(c[g == j].tolist(), d[g == j].tolist())) == full[want][j][1]
     assert _select(entries[:2], x, G, R, k) == entries[:2]  # no more than k: all of them
+
+
+def test_a_pooled_cut_is_added_where_the_masters_point_violates_it_the_most():
+    """Brute force on random cuts: the groups whose highest pooled cut at the point is above their theta, each with
+    that cut (right-hand side and coefficients), numbered in group order; none where theta already holds it."""
+    from planner.solve.decompose import _violated
+
+    rng = np.random.default_rng(8)
+    G, R, E = 9, 6, 4
+    pool, full = [], []
+    for _ in range(E):
+        rows = {j: np.sort(rng.choice(R, size=rng.integers(0, 4), replace=False)) for j in range(G)}
+        g = np.concatenate([np.full(len(rows[j]), j) for j in range(G)]).astype(np.int64)
+        c = np.concatenate([rows[j] for j in range(G)]).astype(np.int64)
+        d, rhs = rng.normal(size=len(g)), rng.normal(size=G)
+        pool.append((g, c, d, rhs))
+        full.append({j: (rhs[j], dict(zip(c[g == j].tolist(), d[g == j].tolist()))) for j in range(G)})
+    x = rng.uniform(0, 2, R)
+    value = np.array([[f[j][0] + sum(v * x[col] for col, v in f[j][1].items()) for j in range(G)] for f in full])
+    theta = value.max(axis=0) + rng.choice([-0.5, 0.5], size=G)  # half the groups under their best cut
+    groups, cuts = _violated(pool, x, theta, G)
+    assert list(groups) == [j for j in range(G) if value[:, j].max() > theta[j]] and len(groups) > 0
+    g, c, d, rhs = cuts
+    assert np.all(np.diff(g) >= 0)
+    for local, j in enumerate(groups):
+        best = int(np.argmax(value[:, j]))
+        assert rhs[local] == full[best][j][0]
+        assert dict(zip(c[g == local].tolist(), d[g == local].tolist())) == full[best][j][1]
+    assert _violated(pool, x, value.max(axis=0) + 1.0, G)[1] is None  # every theta above: nothing to add

@@ -51,6 +51,7 @@ MASTER_GAP = 0.9  # the integer master's relative gap, as a share of the gap ask
 PRIOR_PER_GROUP = 3  # of an earlier solve's cuts (warm["prior"]), the master starts with this many per group: those
 # highest at the earlier solve's purchases (all of them at once, 14 pricings x 5,475 groups at 3Y x 5, made a cold
 # master LP of minutes); the rest wait in a pool, each added when the master's point violates it
+POOL_ROUNDS = 50  # at most this many re-solves of the master for pooled cuts per solve (each adds one per group)
 IN_OUT = 0.5  # in-out stabilisation of the LP phase: price n_in + IN_OUT (n_master - n_in); 1.0 = off (Kelley).
 # benchmarks/master.py, fresh processes, idle: three hourly years 12 iterations / 150 s against 16 / 196 s; a year 7 / 38 s
 # against 6 / 38 s
@@ -202,7 +203,7 @@ def _violated(pool: list, x: np.ndarray, theta: np.ndarray, G: int) -> tuple:
     value = np.stack([rhs + np.bincount(g, weights=d * x[c], minlength=G) for g, c, d, rhs in pool])
     best = value.argmax(axis=0)
     top = value[best, np.arange(G)]
-    groups = np.flatnonzero(top - theta > 1e-7 * np.maximum(1.0, np.abs(top)))
+    groups = np.flatnonzero(top - theta > 1e-6 * np.maximum(1.0, np.abs(top)))  # (above the solver's tolerance)
     if not len(groups):
         return groups, None
     on = np.zeros(G, dtype=bool)
@@ -409,9 +410,11 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
 
     def solve_master(phase="master", h=None):
         """Solve the master (or ``h``); while an earlier solve's pooled cut is violated at its point, add the most
-        violated per group and solve again (cheap cuts before a pricing)."""
+        violated per group and solve again (cheap cuts before a pricing; at most ``POOL_ROUNDS`` times a solve)."""
         info, sol = _solve_master(phase, h)
-        while pool and (h is None or h is master):
+        for _ in range(POOL_ROUNDS if h is None or h is master else 0):
+            if not pool:
+                break
             groups, cuts = _violated(pool, sol[:R], sol[R:R + G], G)
             if cuts is None:
                 break
