@@ -1,10 +1,11 @@
-"""The risk view's first-stage plan solved on the tree's own batches with each row's node copies tied in the
-Benders master (``make_plan(..., common=True)``), started from an earlier solve's cuts (``warm["prior"]``).
+"""The risk view's first-stage plan decided on the tree's own batches (``make_plan(..., common=True,
+decision=True)``: its first-stage inputs priced through :class:`planner.solve.tied.TiedPricer`), started from an
+earlier solve's cuts (``warm["prior"]``, mapped by :func:`planner.solve.tied.first_stage_log`).
 
 Oracles: the first-stage inputs' plan (:func:`planner.inputs.arrays.first_stage`, every purchase one row common to
-all scenarios) solved whole by HiGHS's branch and bound; and the same tied solve without the cuts. Tying the copies
-is the same problem (a scenario's recourse sees one copy of each row; equal copies cost the row's price), so the
-optimum is the same to the gap; cuts of the very same inputs bound the same recourse, so they change where the loop
+all scenarios) solved whole by HiGHS's branch and bound, and by Benders on batches of its own; and the same solve
+without the cuts. Every copy of a row bought alike is the same problem (a scenario's recourse sees one copy of each
+row), so the optimum is the same to the gap; the tree's cuts bound the same recourse, so they change where the loop
 starts, never what it proves."""
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ def tree(request, tmp_path, monkeypatch):
 
 
 def _spy(monkeypatch) -> list:
-    """Each solve_benders call's (tie given, the prior's cuts in its master: a few per group, result)."""
+    from planner.solve.tied import TiedPricer
+
+    """Each solve_benders call's (priced on the tree's batches, the prior's cuts in its master: a few per group,
+    result)."""
     calls = []
     original = decompose.solve_benders
 
@@ -43,29 +47,34 @@ def _spy(monkeypatch) -> list:
         bd = original(inp, **kw)
         given = ((kw.get("warm") or {}).get("prior") or {}).get("entries", [])
         kept = min(len(given), decompose.PRIOR_PER_GROUP)
-        calls.append({"tie": kw.get("tie") is not None, "prior": bd.seeded_cuts >= kept * bd.chunks > 0, "bd": bd})
+        calls.append({"tie": isinstance(kw.get("pricer"), TiedPricer), "prior": bd.seeded_cuts >= kept * bd.chunks > 0,
+                      "bd": bd})
         return bd
 
     monkeypatch.setattr(decompose, "solve_benders", spy)
     return calls
 
 
-def test_the_tied_tree_is_the_first_stage_inputs_plan(tree):
-    whole = make_plan(_method(first_stage(tree), "monolithic"), mip_gap=1e-9, risk=False)
+def test_the_first_stage_plan_on_the_trees_batches_is_the_first_stage_inputs_plan(tree, monkeypatch):
+    from planner.solve.tied import first_stage_view
+
+    fs, origin = first_stage_view(tree)
+    assert len(fs.commitments) == origin.max() + 1 < len(tree.commitments)  # the copies, and their rows
+    whole = make_plan(_method(fs, "monolithic"), mip_gap=1e-9, risk=False)
+    own = make_plan(fs, mip_gap=1e-9, risk=False, decision=True)  # Benders on batches of its own
+    calls = _spy(monkeypatch)
     tied = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, common=True)
-    assert "benders" in tied.stats and "benders" not in whole.stats
+    assert [c["tie"] for c in calls] == [True]  # priced on the tree's batches
+    assert "benders" in tied.stats and "benders" in own.stats and "benders" not in whole.stats
     assert tied.objective == pytest.approx(whole.objective, rel=1e-7)
-    units = tied.purchases["units"].to_numpy(float)
-    origin = tree.commitments["origin"].to_numpy(int)
-    for o in np.unique(origin):  # every copy of a row bought alike
-        assert np.all(units[origin == o] == units[origin == o][0])
-    # read through origin, the tied purchases cost the first-stage plan's (its purchases may differ at a tie)
-    fs = first_stage(tree)
-    by_origin = np.zeros(len(fs.commitments))
-    by_origin[origin] = units
-    priced = make_plan(_method(fs, "monolithic"), fixed_reserved=by_origin, risk=False)
-    assert priced.objective == pytest.approx(whole.objective, rel=1e-7)
-    # untied, the tree may wait: it costs no more
+    assert tied.objective == pytest.approx(own.objective, rel=1e-7)
+    sc = tied.scenario_costs.set_index("scenario")["total"]
+    assert np.allclose(sc.to_numpy(float), own.scenario_costs.set_index("scenario")["total"].reindex(sc.index), rtol=1e-7)
+    assert len(tied.purchases) == len(fs.commitments)  # one row per first-stage row
+    # its purchases cost, priced whole, what it says
+    priced = make_plan(_method(fs, "monolithic"), fixed_reserved=tied.purchases["units"].to_numpy(float), risk=False)
+    assert priced.objective == pytest.approx(tied.objective, rel=1e-7)
+    # the tree may wait: it costs no more
     assert make_plan(tree, mip_gap=1e-9, risk=False, decision=True).objective <= tied.objective + 1e-6
 
 

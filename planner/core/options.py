@@ -31,8 +31,8 @@ class PlanOptions:
       (``"prior"``): a later decomposed solve of the very same inputs given ``{"prior": ...}`` in ``warm`` starts its
       master with them (the risk view's first-stage plan, after the comparison).
     - ``common``: on a scenario tree, every purchase common to all scenarios (the plan that cannot wait for
-      information; the risk view's first-stage plan): a decomposed solve ties the tree's node copies of each row in
-      its master and prices the tree's own batches; a whole model is solved on the first-stage inputs.
+      information; the risk view's first-stage plan): the plan of the first-stage inputs; a decomposed decision
+      prices them on the tree's own batches (:mod:`planner.solve.tied`), the tree's ``warm`` bases and cuts its start.
     - ``timings``: seconds already spent (e.g. reading), carried into the plan's timings.
     - ``decision``: only what deciding the purchases needs (the whole-term decision, the horizon-only comparison):
       the purchases, costs, objective and per-scenario costs, without the exit value's extra solve; a decomposed

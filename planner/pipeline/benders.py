@@ -65,9 +65,9 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
     the pipeline's, for the risk view's sub-plans); ``decision``: the purchases and their costs only, read from
     each batch's costs without building the whole model (:func:`~planner.results.decomposed.decision_from_batches`);
     ``warm``: a plan's ``recourse`` on the same batches, whose bases start the first pricing (and its ``"prior"``
-    cuts, the master); ``common``: on a tree, every purchase common to all scenarios (the node copies of each row
-    tied in the master, priced on the tree's own batches); ``keep_cuts``: every pricing's cuts kept in
-    ``plan.recourse["prior"]``."""
+    cuts, the master); ``common`` (with ``decision``): on a tree, every purchase common to all scenarios, decided
+    on its first-stage inputs priced on the tree's own batches (:mod:`planner.solve.tied`); ``keep_cuts``: every
+    pricing's cuts kept in ``plan.recourse["prior"]``."""
     from planner.solve.decompose import solve_benders
     from planner.core.progress import BendersProgress
 
@@ -77,13 +77,23 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
     t0 = time.perf_counter()
     bar = BendersProgress(enabled=progress)
     tree = inp.reserved_member is not None
-    tie = inp.commitments["origin"].to_numpy(int) if common and tree and "origin" in inp.commitments else None
+    view = None
+    if common and tree:
+        from planner.inputs.arrays import first_stage
+        from planner.solve.tied import first_stage_view
+
+        view = first_stage_view(inp)
+        if view is None:  # its rows are not the tree's before the split: on batches of its own
+            inp = first_stage(inp)
     # the first-stage plan of the risk view is solved after the plan, on its batches, from its cuts
-    keep_log = keep_cuts or (risk and tree and len(inp.scenarios) > 1)
+    keep_log = keep_cuts or (risk and tree and view is None and len(inp.scenarios) > 1)
     try:
-        bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar,
-                           executor=executor, final="costs" if decision else True, warm=warm, tie=tie,
-                           keep_log=keep_log)
+        if view is not None:
+            bd, inp = _first_stage_on_tree(inp, view, warm, executor, gap, limit, s.threads, bar), view[0]
+        else:
+            bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar,
+                               executor=executor, final="costs" if decision else True, warm=warm,
+                               keep_log=keep_log)
     finally:
         bar.close()
     timings["benders"] = time.perf_counter() - t0
@@ -112,13 +122,34 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
     return plan
 
 
+def _first_stage_on_tree(tree: PlanInputs, view: tuple, warm: dict | None, executor, gap, limit, threads, bar):
+    """The first-stage plan's decision (every purchase common) on its first-stage inputs ``view[0]``, priced on the
+    tree's own batches (lent where they are kept), its master started from the tree's ``warm["prior"]`` cuts."""
+    from planner.solve.decompose import chunk_index, cut_groups, solve_benders
+    from planner.solve.tied import TiedPricer, first_stage_log
+    from planner.solve.workers import make_pricer
+
+    fs, origin = view
+    chunks = chunk_index(tree, "week")
+    pricer = make_pricer(tree, chunks, cut_groups(tree), executor)
+    try:
+        start = {k: v for k, v in (warm or {}).items() if k in ("chunks", "bases")}  # the tree's bases
+        prior = first_stage_log((warm or {}).get("prior"), tree, fs, origin)
+        if prior is not None:
+            start["prior"] = prior
+        return solve_benders(fs, chunk="week", mip_gap=gap, time_limit_s=limit, threads=threads, progress=bar,
+                             pricer=TiedPricer(pricer, origin, len(fs.commitments)), final="costs", warm=start)
+    finally:
+        pricer.close()
+
+
 def risk_of(plan: Plan, make_plan, executor, time_limit_s, mip_gap, prior: dict | None = None):
     """The risk view of a decomposed plan: its sub-plans are decisions (the view reads their objective and purchases
     only), solved side by side on local processes where that pays (:mod:`planner.pipeline.sub_plans`), else here,
     pricing where :func:`_sub_executor` says. On a tree, the first-stage plan is solved here first, on the plan's
-    own batches (lent where they are kept: :func:`planner.solve.workers.keep_pricers`) with each row's node copies
-    tied, its master started from ``prior`` (a solve's ``cut_log`` on these inputs: the plan's own, or the
-    horizon-only comparison's): the same problem as the first-stage inputs' plan, without building its batches."""
+    own batches (lent where they are kept: :func:`planner.solve.workers.keep_pricers`; :mod:`planner.solve.tied`),
+    its master started from ``prior`` (a solve's ``cut_log`` on these inputs: the plan's own, or the horizon-only
+    comparison's): the same problem as the first-stage inputs' plan on batches of its own, without building them."""
     from planner.pipeline.sub_plans import many_solver
     from planner.results.risk import unproven
 

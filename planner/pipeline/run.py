@@ -70,10 +70,11 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     s = inp.config.solver
     benders = fixed_reserved is None and extend is None and use_benders(inp, backend or s.backend)
     if o.common and fixed_reserved is None and inp.reserved_member is not None and \
-            (not benders or inp.config.finance.cvar_weight > 0):
+            (not benders or not o.decision or inp.config.finance.cvar_weight > 0):
         from planner.inputs.arrays import first_stage
 
-        inp = first_stage(inp)  # every purchase common: the first-stage inputs (a decomposed solve ties instead)
+        inp = first_stage(inp)  # every purchase common: the first-stage inputs (a decomposed decision prices them
+        # on the tree's own batches instead: pipeline.benders)
     f = inp.config.finance
     if f.cvar_weight > 0 and len(inp.scenarios) > 1 and fixed_reserved is None and extend is None:
         return _cvar_plan(inp, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap, timings=timings,

@@ -39,8 +39,7 @@ from planner.model import stages
 from planner.model.objective import first_stage_cost
 from planner.solve.chunks import aggregate_inputs, chunk_index, chunk_inputs  # noqa: F401  (re-exported)
 from planner.solve.master import (  # noqa: F401  (re-exported)
-    ABS_TOL, REL_TOL, BendersResult, add_first_stage_rows, add_tie_rows, check_master, first_stage_feasible,
-    tie_leads, tied_mean)
+    ABS_TOL, REL_TOL, BendersResult, add_first_stage_rows, check_master, first_stage_feasible)
 
 MAX_GROUPS = 10_000  # "auto" cuts: one theta per block up to this many, else per day, else per week
 AGGREGATE_PERIODS = 384  # the warm start's aggregate keeps about this many periods
@@ -215,7 +214,7 @@ def _violated(pool: list, x: np.ndarray, theta: np.ndarray, G: int) -> tuple:
     return groups, (np.searchsorted(groups, g[order]), c[order], d[order], rhs)
 
 
-def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads, lead=None) -> dict:
+def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads) -> dict:
     """An integer master with one theta per batch (a week): every logged pricing's cuts summed over the batch's
     groups, a valid cut on the batch's theta (a sum of valid cuts); weaker than the groups' own, far smaller."""
     R = len(cost)
@@ -226,8 +225,6 @@ def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mi
     h.addVars(R + B, np.zeros(R + B), np.r_[np.where(np.isfinite(ubound), ubound, inf), np.full(B, inf)])
     h.changeColsCost(R + B, np.arange(R + B, dtype=np.int32), np.r_[cost, np.ones(B)])
     add_first_stage_rows(h, inp, inf)
-    if lead is not None:
-        add_tie_rows(h, lead)
     fixed = h.getNumRow()
 
     def add(entry):
@@ -247,7 +244,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
                   time_limit_s: float | None = None, threads: int | None = None, max_iterations: int = 500,
                   progress=None, cut: str = "auto", multicut: bool = True, executor=None,
                   pricer=None, start: np.ndarray | None = None, warm: dict | None = None,
-                  final: bool | str = True, tie: np.ndarray | None = None, keep_log: bool = False) -> BendersResult:
+                  final: bool | str = True, keep_log: bool = False) -> BendersResult:
     """Decide the purchases of ``inp`` by per-period multi-cut Benders decomposition (see the module).
 
     ``chunk``: the periods of one batched recourse LP (calendar ``"month"``, ``"week"``, ``"day"`` or N
@@ -266,11 +263,10 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     every column's value and the dual sums; ``"costs"``: each scenario's costs only, a decision's:
     :func:`planner.solve.recourse.scenario_costs`).
 
-    ``tie`` (a label per purchase row): rows of one label are bought alike (a tree's node copies of one row, for the
-    plan that cannot wait for information, solved on the tree's own batches); ``warm["prior"]``: an earlier solve's
-    :attr:`~planner.solve.master.BendersResult.cut_log` on the very same inputs and batches, whose cuts the master
-    starts with (its first point is the master's own, not the aggregate's). ``keep_log``: the result carries
-    this solve's ``cut_log`` for such a later solve.
+    ``warm["prior"]``: an earlier solve's :attr:`~planner.solve.master.BendersResult.cut_log` on the very same inputs
+    and batches (or one made for them: :func:`planner.solve.tied.first_stage_log`), whose cuts the master starts
+    with, a few per group, the rest added where its point violates them (its first point is then the master's own,
+    not the aggregate's). ``keep_log``: the result carries this solve's ``cut_log`` for such a later solve.
     """
     if not multicut:
         from planner.solve.decompose_monthly import solve_benders as monthly
@@ -308,7 +304,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
         return _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases,
                      mip_gap, time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0,
-                     start, warm_bases(warm, chunks, pricer), final, warm, tie, keep_log)
+                     start, warm_bases(warm, chunks, pricer), final, warm, keep_log)
     finally:
         if own:
             pricer.close()
@@ -316,7 +312,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
 
 def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, out_of_time, phases, mip_gap,
           time_limit_s, threads, max_iterations, progress, highspy, new_highs, t0, given=None,
-          bases=None, final=True, warm=None, tie=None, keep_log=False) -> BendersResult:
+          bases=None, final=True, warm=None, keep_log=False) -> BendersResult:
     """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches (from ``given`` purchases and
     ``bases`` when given; with ``warm``'s cuts when they were made for ``inp``: :func:`_seed`)."""
     from planner.model.stages import first_stage_rows
@@ -324,19 +320,10 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     R = len(inp.commitments)
     n0 = np.zeros(R)
     fams = first_stage_rows(inp)  # the first-stage families' own rows (reserved caps, exit links, sites)
-    lead = None if tie is None else tie_leads(tie)  # each row's tie's first row (rows bought alike)
 
     def feasible(x):
-        """Whether purchases ``x`` satisfy the master's own rows (every first-stage family, the ties)."""
-        return first_stage_feasible(fams, x) and (lead is None or np.array_equal(x, x[lead]))
-
-    def tied(x):
-        """``x`` made common over each tie (its rows' probability-weighted mean, whole where instances are)."""
-        if x is None or lead is None:
-            return x
-        from planner.inputs.tree import weight_of
-
-        return rounded(tied_mean(x, lead, weight_of(inp)))
+        """Whether purchases ``x`` satisfy the master's own rows (every first-stage family)."""
+        return first_stage_feasible(fams, x)
 
     # 1. warm start: the purchases given, else the aggregate LP's (bound not used), else buy nothing. Worked out
     # while the pricing workers build their batches (a ProcessPricer's build is in flight until first used)
@@ -345,10 +332,9 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     if given is not None:  # a start is used when it is R finite purchases >= 0 that keep every first-stage row
         g = np.asarray(given, float).reshape(-1)
         start = rounded(g) if len(g) == R and np.isfinite(g).all() and (g >= 0).all() else None
-    start = tied(start)
     has_prior = ((warm or {}).get("prior") or {}).get("inputs") is inp
     if (start is None or not feasible(start)) and not has_prior:  # (with prior cuts: the master's own point)
-        start = tied(_aggregate_start(inp, highspy, threads))
+        start = _aggregate_start(inp, highspy, threads)
     if start is not None and not feasible(start):  # the aggregate sees every k-th period only: its purchases may
         start = None  # break a first-stage row of the periods it skipped (a site's power cap): start from nothing
     phases["aggregate"] = time.perf_counter() - t
@@ -366,8 +352,6 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     master.addVars(R + G, lower, upper)
     master.changeColsCost(R + G, np.arange(R + G, dtype=np.int32), np.r_[cost, np.ones(G)])
     add_first_stage_rows(master, inp, inf, fams)
-    if lead is not None:
-        add_tie_rows(master, lead)
     fixed_rows = master.getNumRow()
     ages = np.zeros(0, dtype=np.int64)  # per cut row: consecutive master solves it was slack
     cut_lo = np.zeros(0)  # and its right-hand side
@@ -510,9 +494,9 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             seed_only = True
             best_lp, n_in = float(cost @ x) + float(seed["values"].sum()), x.copy()
     prior = _prior(warm, inp, chunks, pricer.groups)  # an earlier solve's cuts on these very batches
-    if prior:  # a few per group: those tightest at the earlier solve's purchases (made common over the ties)
+    if prior:  # a few per group: those tightest at the earlier solve's purchases
         x0 = np.asarray(warm["prior"].get("units", n), float)
-        x0 = tied(x0) if len(x0) == R and np.isfinite(x0).all() else n
+        x0 = x0 if len(x0) == R and np.isfinite(x0).all() else n
         for entry in _select(prior, np.clip(x0, 0.0, None), G, R):
             add_cuts(*_unlogged(entry))
             cut_log.append(entry)
@@ -523,7 +507,6 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         info, sol = solve_master()
         bound = max(bound, float(info.objective_function_value))
         n = np.clip(sol[:R], 0.0, None)
-        n = n if lead is None else tied_mean(n, lead, np.ones(R))  # (equal already, but for the solver's noise)
     while it < max_iterations:
         it += 1
         recourse = price(n)
@@ -577,7 +560,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         ints = np.flatnonzero(whole).astype(np.int32)
         agg = None
         if INTEGER_THETA == "batch":  # one theta per batch: each pricing's cuts summed over the batch's groups
-            agg = _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads, lead)
+            agg = _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads)
         im = agg["highs"] if agg is not None else master  # the integer master
         last["batch_master"] = agg is not None
         im.changeColsIntegrality(len(ints), ints, np.full(len(ints), highspy.HighsVarType.kInteger))

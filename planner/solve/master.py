@@ -60,32 +60,6 @@ def add_first_stage_rows(master, inp: PlanInputs, inf: float, fams: dict | None 
     return fams
 
 
-def tie_leads(tie: np.ndarray) -> np.ndarray:
-    """Per purchase row, the first row of its tie (``tie``: a label per row; rows of one label are bought alike)."""
-    _, first, inverse = np.unique(np.asarray(tie), return_index=True, return_inverse=True)
-    return first[inverse.reshape(-1)]
-
-
-def add_tie_rows(master, lead: np.ndarray) -> int:
-    """``n_c - n_lead(c) = 0`` in a HiGHS master for every row ``c`` that is not its tie's first (``lead``:
-    :func:`tie_leads`); returns how many rows were added."""
-    rows = np.flatnonzero(lead != np.arange(len(lead)))
-    if len(rows):
-        index = np.empty(2 * len(rows), dtype=np.int32)
-        index[0::2], index[1::2] = rows, lead[rows]
-        master.addRows(len(rows), np.zeros(len(rows)), np.zeros(len(rows)), len(index),
-                       np.arange(0, len(index), 2, dtype=np.int32), index, np.tile([1.0, -1.0], len(rows)))
-    return len(rows)
-
-
-def tied_mean(x: np.ndarray, lead: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """``x`` with every tie's rows set to their ``weight``-weighted mean (a plan of node copies made common)."""
-    w = np.asarray(weight, float)
-    total = np.bincount(lead, weights=w, minlength=len(x))
-    mean = np.bincount(lead, weights=w * x, minlength=len(x)) / np.where(total > 0, total, 1.0)
-    return mean[lead]
-
-
 def first_stage_feasible(fams: dict, x: np.ndarray) -> bool:
     """Whether purchases ``x`` satisfy every first-stage family's rows."""
     return all(coefs @ x[cols] <= rhs + 1e-6 * max(1.0, abs(rhs))
