@@ -196,3 +196,27 @@ def test_a_pooled_cut_is_added_where_the_masters_point_violates_it_the_most():
         assert rhs[local] == full[best][j][0]
         assert dict(zip(c[g == local].tolist(), d[g == local].tolist())) == full[best][j][1]
     assert _violated(pool, x, value.max(axis=0) + 1.0, G)[1] is None  # every theta above: nothing to add
+
+
+def test_where_the_first_stage_rows_are_not_the_trees_it_is_solved_on_batches_of_its_own(tree, monkeypatch):
+    """A first-stage table whose rows differ from the tree's rows before the split (a column not equal at a row's
+    first copy) is not priced on the tree's batches: the first-stage inputs are solved as they are, the same plan."""
+    from planner.solve import tied
+
+    calls = _spy(monkeypatch)
+    a = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, common=True)
+    original = tied.first_stage
+
+    def edited(inp):
+        fs = original(inp)
+        table = fs.commitments.copy()
+        table["term_months"] = table["term_months"] + 1  # no longer the tree's rows
+        return replace(fs, commitments=table)
+
+    monkeypatch.setattr(tied, "first_stage", edited)
+    assert tied.first_stage_view(tree) is None
+    monkeypatch.setattr(tied, "first_stage", original)
+    monkeypatch.setattr(tied, "first_stage_view", lambda inp: None)
+    b = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, common=True)
+    assert [c["tie"] for c in calls] == [True, False]
+    assert b.objective == pytest.approx(a.objective, rel=1e-7) and len(b.purchases) == len(a.purchases)
