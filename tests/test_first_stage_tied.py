@@ -220,3 +220,25 @@ def test_where_the_first_stage_rows_are_not_the_trees_it_is_solved_on_batches_of
     b = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, common=True)
     assert [c["tie"] for c in calls] == [True, False]
     assert b.objective == pytest.approx(a.objective, rel=1e-7) and len(b.purchases) == len(a.purchases)
+
+
+def test_plan_json_says_how_far_each_risk_figure_is_unproven(tmp_path):
+    """A figure within its solves' gaps of zero is reported as 0: plan.json says by how much, so a 0 beside a
+    bound can be told from a proven 0. Solved exactly, every bound is 0 and the figures stand."""
+    import json
+
+    from planner.report import plan_json
+    from planner.results.risk import unproven
+
+    inp = _method(_case(tmp_path, 23, scenarios=True, days=200), "monolithic")
+    exact = make_plan(inp, mip_gap=0.0)
+    doc = json.loads(plan_json(exact))
+    assert doc["risk_view_unproven_usd"] == {"vss_usd": 0.0, "evpi_usd": 0.0, "value_of_waiting_usd": 0.0}
+    assert doc["evpi_usd"] == exact.risk.evpi_usd > 0
+    loose = make_plan(inp, mip_gap=0.05)
+    bound = loose.risk.unproven_usd
+    assert bound["vss_usd"] == pytest.approx(unproven(loose.objective, loose.solve))
+    assert bound["evpi_usd"] >= bound["vss_usd"] and bound["value_of_waiting_usd"] >= bound["vss_usd"]
+    for name in ("evpi_usd", "value_of_waiting_usd"):
+        value = getattr(loose.risk, name)
+        assert value == 0.0 or abs(value) > bound[name]  # never a figure inside its own bound

@@ -221,6 +221,9 @@ def plan_to_dict(plan: Plan) -> dict:
         "worst_case_usd": _num(plan.risk.worst_case_usd if plan.risk else plan.cost["total"]),
         "vss_usd": _num(plan.risk.vss_usd if plan.risk else 0.0),
         "evpi_usd": _num(plan.risk.evpi_usd if plan.risk else 0.0),
+        # how far the solves' achieved gaps leave each figure unknown: within it of zero, a figure is reported as 0
+        "risk_view_unproven_usd": ({k: _num(v) for k, v in plan.risk.unproven_usd.items()}
+                                   if plan.risk is not None and plan.risk.unproven_usd else None),
         "tree": _tree(plan),
         "term": _term(plan),
         "risk": {k: _num(v) for k, v in plan.cvar.items()} if getattr(plan, "cvar", None) else None,

@@ -42,6 +42,9 @@ class RiskView:
     mean_plan_purchases: list[int]
     first_stage_usd: float | None = None  # expected objective with every purchase common to all scenarios
     value_of_waiting_usd: float | None = None  # first_stage_usd - the tree's: what waiting for information saves
+    # per figure, how far its solves' achieved gaps leave it unknown (USD): a figure within that of zero is reported
+    # as 0, so a 0 here is "not proven non-zero", not "proven zero" (plan.json ``risk_view_unproven_usd``)
+    unproven_usd: dict | None = None
 
 
 def _clamp(value: float, err: float, proven_above: bool = False) -> float:
@@ -129,10 +132,11 @@ def risk_view(plan: Plan, make_plan, solve_many=None, first=None) -> RiskView | 
     # the mean plan's purchases in every node of the tree (the same at each date whatever happened before)
     origin = inp.commitments["origin"].to_numpy(int) if "origin" in inp.commitments else np.arange(len(n_mean))
     eev = make_plan(inp, fixed_reserved=n_mean[origin]).objective
-    first, waiting = None, None
+    first, waiting, fs_err = None, None, None
     if inp.reserved_member is not None:  # a tree: the same plan made without waiting for information
         first = by[SubPlan("first")][0]
-        waiting = _clamp(first - rp, by[SubPlan("first")][2] + rp_err)
+        fs_err = by[SubPlan("first")][2] + rp_err
+        waiting = _clamp(first - rp, fs_err)
     ws, ws_err = 0.0, 0.0
     for s in range(len(inp.scenarios)):
         ws += inp.probability[s] * by[SubPlan("ws", s)][0]
@@ -141,4 +145,5 @@ def risk_view(plan: Plan, make_plan, solve_many=None, first=None) -> RiskView | 
     return RiskView(expected_cost_usd=plan.cost["total"], worst_case_usd=float(totals.max()),
                     worst_scenario=str(totals.idxmax()), eev_usd=eev, ws_usd=ws,
                     vss_usd=_clamp(eev - rp, rp_err, proven_above=True), evpi_usd=_clamp(rp - ws, rp_err + ws_err),
-                    mean_plan_purchases=[int(x) for x in n_mean], first_stage_usd=first, value_of_waiting_usd=waiting)
+                    mean_plan_purchases=[int(x) for x in n_mean], first_stage_usd=first, value_of_waiting_usd=waiting,
+                    unproven_usd={"vss_usd": rp_err, "evpi_usd": rp_err + ws_err, "value_of_waiting_usd": fs_err})

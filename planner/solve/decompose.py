@@ -283,7 +283,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     ubound = unit_bounds(inp)
 
     def rounded(x):
-        return np.minimum(np.where(whole, np.round(x), np.clip(x, 0.0, None)), ubound)
+        return np.minimum(np.where(whole, np.round(x), np.clip(x, 0.0, None)), ubound) + 0.0  # (-0.0 is 0.0)
 
     def elapsed():
         return time.perf_counter() - t0

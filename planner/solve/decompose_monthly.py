@@ -56,7 +56,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     whole = unit_integer(inp)  # instances are whole; savings plans' USD per hour are continuous
 
     def rounded(x):
-        return np.where(whole, np.round(x), np.clip(x, 0.0, None))
+        return np.where(whole, np.round(x), np.clip(x, 0.0, None)) + 0.0  # (-0.0 is 0.0)
 
     cost = first_stage_cost(inp)  # cost, or NPV under [finance] objective = "npv" (the chunks discount alike)
     index = chunk_index(inp, chunk)
