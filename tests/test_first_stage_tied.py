@@ -1,6 +1,7 @@
-"""The risk view's first-stage plan decided on the tree's own batches (``make_plan(..., common=True,
-decision=True)``: its first-stage inputs priced through :class:`planner.solve.tied.TiedPricer`), started from an
-earlier solve's cuts (``warm["prior"]``, mapped by :func:`planner.solve.tied.first_stage_log`).
+"""A tree's first-stage plan (every purchase common to all scenarios) decided on the tree's own batches
+(``make_plan(..., common=True, decision=True)``: its first-stage inputs priced through
+:class:`planner.solve.tied.TiedPricer`), started from an earlier solve's cuts (``warm["prior"]``, mapped by
+:func:`planner.solve.tied.first_stage_log`).
 
 Oracles: the first-stage inputs' plan (:func:`planner.inputs.arrays.first_stage`, every purchase one row common to
 all scenarios) solved whole by HiGHS's branch and bound, and by Benders on batches of its own; and the same solve
@@ -116,30 +117,6 @@ def test_common_on_a_whole_model_solves_the_first_stage_inputs(tmp_path):
     assert len(a.purchases) == len(first_stage(inp).commitments) < len(inp.commitments)
 
 
-def test_the_whole_term_plans_risk_view_starts_its_first_stage_plan_from_the_comparisons_cuts(tmp_path,
-                                                                                              monkeypatch):
-    """``planner plan``'s default on a decomposed tree: the risk view after the horizon-only comparison, its
-    first-stage plan on the horizon's batches from the comparison's cuts; the value of waiting against the first-
-    stage inputs' plan solved whole."""
-    from planner.pipeline.run import make_plan as pipeline_plan
-    from planner.pipeline.whole_term import plan_over_term
-    from planner.solve.workers import keep_pricers
-
-    inp = _method(_case(tmp_path, 23, scenarios=True, days=200), "benders")
-    calls = _spy(monkeypatch)
-    with keep_pricers(inp):
-        plan = plan_over_term(inp, pipeline_plan, mip_gap=1e-9)
-    assert plan.term["judge"] == "term" and plan.risk is not None and plan.risk.first_stage_usd is not None
-    tied = [c for c in calls if c["tie"]]
-    assert len(tied) == 1 and tied[0]["prior"]  # the comparison's cuts, on the very same inputs
-    assert "prior" not in (plan.recourse or {}) and "cuts" not in (plan.recourse or {})
-    whole = make_plan(_method(first_stage(inp), "monolithic"), mip_gap=1e-9, risk=False)
-    assert plan.risk.first_stage_usd == pytest.approx(whole.objective, rel=1e-7)
-    assert plan.risk.value_of_waiting_usd == pytest.approx(whole.objective - plan.objective, abs=1e-6) or \
-        plan.risk.value_of_waiting_usd == 0.0
-    assert list(plan.timings).index("risk") > list(plan.timings).index("horizon_only")
-
-
 def test_the_prior_cuts_kept_are_the_highest_at_the_point_per_group():
     """Brute force on random cuts: per group, the k cuts kept are those of the k highest values at the point, each
     read back whole (its right-hand side and every coefficient of its group)."""
@@ -242,3 +219,20 @@ def test_plan_json_says_how_far_each_risk_figure_is_unproven(tmp_path):
     for name in ("evpi_usd", "value_of_waiting_usd"):
         value = getattr(loose.risk, name)
         assert value == 0.0 or abs(value) > bound[name]  # never a figure inside its own bound
+
+
+def test_an_unusable_prior_changes_nothing_and_common_refuses_fixed_purchases(tree):
+    """A prior of the same inputs but other batches (or none of its cuts) is not used, and the loop starts where a
+    cold one does (the aggregate start: the same iterations, the same bounds), never from buying nothing."""
+    from planner.solve.decompose import chunk_index, solve_benders
+
+    cold = solve_benders(tree, chunk="week", mip_gap=1e-9, keep_log=True)
+    log = cold.cut_log
+    assert log["cut_by"] == cold.cut_by and len(log["entries"]) > 0
+    for bad in ({**log, "chunks": chunk_index(tree, "month")}, {**log, "entries": []},
+                {**log, "cut_by": "week" if log["cut_by"] != "week" else "day"}):
+        again = solve_benders(tree, chunk="week", mip_gap=1e-9, warm={"prior": bad})
+        assert again.seeded_cuts == 0 and again.iterations == cold.iterations
+        assert [h[1:3] for h in again.history] == [h[1:3] for h in cold.history]
+    with pytest.raises(ValueError, match="common=True.*fixed_reserved"):
+        make_plan(tree, common=True, fixed_reserved=np.zeros(len(tree.commitments)))

@@ -40,10 +40,7 @@ def test_the_sub_plans_on_two_processes_give_the_view_of_one_by_one(tmp_path, mo
     monkeypatch.setattr(LocalExecutor, "map", spy)
     monkeypatch.setattr(sub_plans, "SUB_PLAN_CELLS", 0)
     two = make_plan(inp, mip_gap=1e-9, executor=LocalExecutor(2))
-    # the sub-plans on two processes, once; a decomposed tree's first-stage plan is solved in the plan's process
-    # first, on the tree's own batches with its node copies tied (pipeline.benders.risk_of)
-    here = [SubPlan("first")] if method == "benders" else []
-    assert mapped == [("_solve", [t for t in sub_problems(inp) if t not in here], 2)]
+    assert mapped == [("_solve", sub_problems(inp), 2)]  # the four sub-plans, on two processes, once
     assert ("benders" in two.stats) == (method == "benders")
     assert one.risk is not None and one.risk.evpi_usd > 0 and one.risk.value_of_waiting_usd is not None
     for name in FIELDS:

@@ -85,8 +85,7 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
         view = first_stage_view(inp)
         if view is None:  # its rows are not the tree's before the split: on batches of its own
             inp = first_stage(inp)
-    # the first-stage plan of the risk view is solved after the plan, on its batches, from its cuts
-    keep_log = keep_cuts or (risk and tree and view is None and len(inp.scenarios) > 1)
+    keep_log = keep_cuts
     try:
         if view is not None:
             bd, inp = _first_stage_on_tree(inp, view, warm, executor, gap, limit, s.threads, bar), view[0]
@@ -117,7 +116,7 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
         plan.recourse = dict(plan.recourse or {}, prior=bd.cut_log)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t1 = time.perf_counter()
-        plan.risk = risk_of(plan, make_plan, executor, time_limit_s, mip_gap, bd.cut_log)
+        plan.risk = risk_of(plan, make_plan, executor, time_limit_s, mip_gap)
         plan.timings["risk"] = time.perf_counter() - t1
     return plan
 
@@ -143,17 +142,12 @@ def _first_stage_on_tree(tree: PlanInputs, view: tuple, warm: dict | None, execu
         pricer.close()
 
 
-def risk_of(plan: Plan, make_plan, executor, time_limit_s, mip_gap, prior: dict | None = None):
+def risk_of(plan: Plan, make_plan, executor, time_limit_s, mip_gap):
     """The risk view of a decomposed plan: its sub-plans are decisions (the view reads their objective and purchases
     only), solved side by side on local processes where that pays (:mod:`planner.pipeline.sub_plans`), else here,
-    pricing where :func:`_sub_executor` says. On a tree, the first-stage plan is solved here first, on the plan's
-    own batches (lent where they are kept: :func:`planner.solve.workers.keep_pricers`; :mod:`planner.solve.tied`),
-    its master started from ``prior`` (a solve's ``cut_log`` on these inputs: the plan's own, or the horizon-only
-    comparison's): the same problem as the first-stage inputs' plan on batches of its own, without building them."""
+    pricing where :func:`_sub_executor` says."""
     from planner.pipeline.sub_plans import many_solver
-    from planner.results.risk import unproven
 
-    inp = plan.inputs
     settings = dict(backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, risk=False, shadow=False,
                     executor=_sub_executor(executor))
 
@@ -163,17 +157,7 @@ def risk_of(plan: Plan, make_plan, executor, time_limit_s, mip_gap, prior: dict 
                              **settings)
         return make_plan(i, decision=True, **settings)
 
-    first = None
-    if inp.reserved_member is not None and "origin" in inp.commitments:
-        def first():
-            warm = {k: v for k, v in (plan.recourse or {}).items() if k not in ("cuts", "prior")}
-            if prior is not None:
-                warm["prior"] = prior
-            p = make_plan(inp, decision=True, common=True, warm=warm, **(settings | {"executor": executor}))
-            return float(p.objective), p.purchases["units"].to_numpy(), unproven(p.objective, p.solve)
-
-    return risk_view(plan, sub, many_solver(executor, inp, settings | {"decision": True}, make_plan,
-                                            first_here=first is not None), first=first)
+    return risk_view(plan, sub, many_solver(executor, plan.inputs, settings | {"decision": True}, make_plan))
 
 
 def _sub_executor(executor):
@@ -212,10 +196,6 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
         plan.recourse["cuts"] = point_cuts(inp, n, priced, pricer.groups)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t1 = time.perf_counter()
-        prior = None
-        if keep_cuts and plan.recourse is not None and "cuts" in plan.recourse:  # this pricing, as cuts
-            c = plan.recourse["cuts"]
-            prior = {"inputs": inp, "chunks": chunks, "groups": c["groups"], "entries": [c["cuts"]]}
-        plan.risk = risk_of(plan, make_plan, executor, time_limit_s, mip_gap, prior)
+        plan.risk = risk_of(plan, make_plan, executor, time_limit_s, mip_gap)
         plan.timings["risk"] = time.perf_counter() - t1
     return plan

@@ -68,6 +68,10 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     progress, executor, warm = o.progress, o.executor, o.warm
     allocation = not o.decision
     s = inp.config.solver
+    if o.common and fixed_reserved is not None:
+        raise ValueError("common=True (every purchase common to all scenarios) decides the purchases; it cannot be "
+                         "given fixed_reserved too (fix the first-stage inputs' purchases instead: "
+                         "planner.inputs.arrays.first_stage)")
     benders = fixed_reserved is None and extend is None and use_benders(inp, backend or s.backend)
     if o.common and fixed_reserved is None and inp.reserved_member is not None and \
             (not benders or not o.decision or inp.config.finance.cvar_weight > 0):

@@ -5,10 +5,9 @@ each scenario's plan alone and, on a tree, the first-stage plan. Each is a whole
 long horizon), independent of the others; in one process they ran one after another, each pricing its batches in
 that process. Here they run side by side on ``jobs`` local processes, each sub-plan priced in its own process as it
 was before, so every figure is the one the serial run gives (the same inputs, the same solver calls: a test compares
-them to the last digit). A decomposed tree's first-stage plan is solved before them in the plan's process, on the
-plan's own batches (:func:`planner.pipeline.benders.risk_of`); elsewhere the first-stage plan, which prices every
-scenario and outlasts the others together, prices on ``jobs`` processes of its own inside its worker, which start
-at once and share the cores with the other sub-plans.
+them to the last digit). The first-stage plan, which prices every scenario and outlasts the others together, prices
+on ``jobs`` processes of its own inside its worker, which start at once and share the cores with the other
+sub-plans.
 
 Only where it pays: a local executor of two jobs or more, and sub-plans of more than ``SUB_PLAN_CELLS`` periods x
 classes (a worker's start, about a second with its inputs, against a sub-plan of seconds to minutes); and no more
@@ -47,19 +46,18 @@ def _solve(task):
     return solve_sub(lambda i: make_plan(i, **settings), _STATE["inp"], task)
 
 
-def many_solver(executor, inp, settings: dict, make_plan, first_here: bool = False):
+def many_solver(executor, inp, settings: dict, make_plan):
     """A ``solve_many(inp, tasks)`` for :func:`planner.results.risk.risk_view` that solves ``tasks`` on the local
     processes of ``executor``, each as ``make_plan(sub_inputs, **settings)`` would here (``make_plan``: the
     pipeline's, a module-level function: it is sent to the workers by name); None where the sub-plans should be
-    solved one by one in this process (see the module docstring). ``first_here``: the first-stage plan is solved
-    apart (:func:`planner.pipeline.benders.risk_of`), not on these processes."""
+    solved one by one in this process (see the module docstring)."""
     from planner.core.executors import LocalExecutor
 
     if not isinstance(executor, LocalExecutor) or executor.workers < 2 or inp.T * inp.K <= SUB_PLAN_CELLS:
         return None
     if not main_is_safe():  # a spawned worker would run the caller's script again
         return None
-    needs = [need(inp, t) for t in sub_problems(inp) if not (first_here and t.kind == "first")]
+    needs = [need(inp, t) for t in sub_problems(inp)]
     jobs = min(executor.workers, fits(needs))  # never more at once than this machine's memory holds
     if jobs < 2:
         return None

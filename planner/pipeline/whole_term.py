@@ -96,31 +96,20 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
     timings = dict(o.timings or {})
     timings["whole_term"] = time.perf_counter() - t0  # the tree built and the purchases decided on it (wall)
     from planner.solve.workers import keep_pricers
-    from planner.pipeline.benders import risk_of, use_benders
 
-    # a decomposed plan's risk view comes after the comparison: its first-stage plan starts from the comparison's
-    # cuts, on the same batches (pipeline.benders.risk_of)
-    later = o.risk and len(inp.scenarios) > 1 and use_benders(inp, o.backend or inp.config.solver.backend)
-    with keep_pricers(inp):  # the horizon's weekly batches, built once for the plan, its comparison and risk view
+    with keep_pricers(inp):  # the horizon's weekly batches, built once for the plan and its comparison
         plan = make_plan(inp, PlanOptions.of(o, fixed_reserved=units, timings=timings, write_model=None,
-                                             keep_cuts=True, risk=o.risk and not later))
+                                             keep_cuts=True))
         if not plan.status.has_plan:
             return plan
         t1 = time.perf_counter()
         # its first pricing starts from the plan's bases (the same batches, priced at the whole-term purchases),
         # and its master from the plan's pricing as cuts, the whole-term purchases its first incumbent
         horizon_only = make_plan(inp, PlanOptions.of(o, risk=False, shadow=False, timings={}, write_model=None,
-                                                     progress=False, decision=True, warm=plan.recourse,
-                                                     keep_cuts=later))
+                                                     progress=False, decision=True, warm=plan.recourse))
         plan.timings["horizon_only"] = time.perf_counter() - t1  # the comparison: the horizon's own optimum
         if plan.recourse is not None:
             plan.recourse.pop("cuts", None)  # (held by the plan no longer: tens of MB at three years)
-        prior = (horizon_only.recourse or {}).pop("prior", None)  # the comparison's cuts (its every pricing)
-        if later:
-            t1 = time.perf_counter()
-            plan.risk = risk_of(plan, make_plan, o.executor, o.time_limit_s, o.mip_gap, prior)
-            plan.timings["risk"] = time.perf_counter() - t1
-        del prior
     # the purchases are the whole-term solve's: its status, gap and limits are the plan's (its recourse in the
     # horizon is one LP with them fixed, solved to optimality)
     plan.status = decide.status

@@ -104,16 +104,13 @@ def solve_sub(make_plan, inp: PlanInputs, task: SubPlan) -> tuple[float, np.ndar
     return float(sub.objective), sub.purchases["units"].to_numpy(), unproven(sub.objective, sub.solve)
 
 
-def risk_view(plan: Plan, make_plan, solve_many=None, first=None) -> RiskView | None:
+def risk_view(plan: Plan, make_plan, solve_many=None) -> RiskView | None:
     """Solve the extra problems behind VSS and EVPI; None for a single-scenario plan.
 
     ``make_plan(inputs, fixed_reserved=None)`` solves one problem (passed in, so this
     module stays below the pipeline). ``solve_many(inp, tasks)``, when given, solves the independent
     problems (:func:`sub_problems`) at once, e.g. on worker processes, and returns ``(objective, units)`` per
     task in task order, as :func:`solve_sub` would one by one; EEV is then solved here by ``make_plan``.
-    ``first()``, when given, solves a tree's first-stage plan here, before the others, and returns what
-    :func:`solve_sub` would for it (e.g. on the tree's own batches with the node copies tied); ``solve_many`` then
-    gets the other tasks only.
     """
     inp: PlanInputs = plan.inputs
     if len(inp.scenarios) < 2:
@@ -121,13 +118,9 @@ def risk_view(plan: Plan, make_plan, solve_many=None, first=None) -> RiskView | 
     rp = plan.objective
     rp_err = unproven(rp, plan.solve)  # each figure is zeroed within what the solves' own gaps leave unknown
     tasks = sub_problems(inp)
-    here = {}
-    if first is not None and SubPlan("first") in tasks:
-        here[SubPlan("first")] = first()
-        tasks = [t for t in tasks if t not in here]
     solved = (solve_many(inp, tasks) if solve_many is not None else
               [solve_sub(make_plan, inp, t) for t in tasks])
-    by = dict(zip(tasks, solved)) | here
+    by = dict(zip(tasks, solved))
     n_mean = by[SubPlan("mean")][1]
     # the mean plan's purchases in every node of the tree (the same at each date whatever happened before)
     origin = inp.commitments["origin"].to_numpy(int) if "origin" in inp.commitments else np.arange(len(n_mean))

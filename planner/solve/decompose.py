@@ -166,12 +166,14 @@ def _seed(warm: dict | None, inp: PlanInputs, chunks: list, groups: list[int], R
     return cuts if same else None
 
 
-def _prior(warm: dict | None, inp: PlanInputs, chunks: list, groups: list[int]) -> list:
+def _prior(warm: dict | None, inp: PlanInputs, chunks: list, groups: list[int], cut_by: str | None = None) -> list:
     """``warm["prior"]`` (a :attr:`BendersResult.cut_log`: every pricing's cuts of an earlier solve) when it was
-    made for this very ``inp`` on the same batches and cut groups, else []. Its cuts bound these batches' recourse
-    at any purchases, whatever else the master asks of them (ties, :func:`solve_benders`)."""
+    made for this very ``inp`` on the same batches and cut groups (``cut_by``, when the log says), else []. Its cuts
+    bound these batches' recourse at any purchases."""
     log = (warm or {}).get("prior")
     if not log or log.get("inputs") is not inp or list(log["groups"]) != [int(x) for x in groups]:
+        return []
+    if cut_by is not None and log.get("cut_by", cut_by) != cut_by:
         return []
     same = len(log["chunks"]) == len(chunks) and all(np.array_equal(a, b) for a, b in zip(log["chunks"], chunks))
     return list(log["entries"]) if same else []
@@ -332,7 +334,10 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     if given is not None:  # a start is used when it is R finite purchases >= 0 that keep every first-stage row
         g = np.asarray(given, float).reshape(-1)
         start = rounded(g) if len(g) == R and np.isfinite(g).all() and (g >= 0).all() else None
-    has_prior = ((warm or {}).get("prior") or {}).get("inputs") is inp
+    earlier = (warm or {}).get("prior") or {}  # an earlier solve's cuts for these very inputs, batches and groups
+    has_prior = bool(earlier.get("entries")) and earlier.get("inputs") is inp and \
+        earlier.get("cut_by", cut_by) == cut_by and len(earlier.get("chunks", [])) == len(chunks) and \
+        all(np.array_equal(a, b) for a, b in zip(earlier["chunks"], chunks))
     if (start is None or not feasible(start)) and not has_prior:  # (with prior cuts: the master's own point)
         start = _aggregate_start(inp, highspy, threads)
     if start is not None and not feasible(start):  # the aggregate sees every k-th period only: its purchases may
@@ -393,11 +398,13 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         cut_lo = np.r_[cut_lo, rhs]
 
     def solve_master(phase="master", h=None):
-        """Solve the master (or ``h``); while an earlier solve's pooled cut is violated at its point, add the most
-        violated per group and solve again (cheap cuts before a pricing; at most ``POOL_ROUNDS`` times a solve)."""
+        """Solve the master (or ``h``); in the LP phase, while an earlier solve's pooled cut is violated at its point,
+        add the most violated per group and solve again (cheap cuts before a pricing; at most ``POOL_ROUNDS`` times
+        a solve, never past the time limit). The integer master is not re-solved for them: its start would be lost,
+        and the plans it proposes are priced exactly anyway."""
         info, sol = _solve_master(phase, h)
-        for _ in range(POOL_ROUNDS if h is None or h is master else 0):
-            if not pool:
+        for _ in range(POOL_ROUNDS if phase == "master" and (h is None or h is master) else 0):
+            if not pool or out_of_time() or not info.primal_solution_status:
                 break
             groups, cuts = _violated(pool, sol[:R], sol[R:R + G], G)
             if cuts is None:
@@ -493,7 +500,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             offer(x, float(seed["values"].sum()))
             seed_only = True
             best_lp, n_in = float(cost @ x) + float(seed["values"].sum()), x.copy()
-    prior = _prior(warm, inp, chunks, pricer.groups)  # an earlier solve's cuts on these very batches
+    prior = _prior(warm, inp, chunks, pricer.groups, cut_by)  # an earlier solve's cuts on these very batches
     if prior:  # a few per group: those tightest at the earlier solve's purchases
         x0 = np.asarray(warm["prior"].get("units", n), float)
         x0 = x0 if len(x0) == R and np.isfinite(x0).all() else n
@@ -633,6 +640,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                          keys=pricer.keys(), row_counts=row_counts(pricer), chunk_periods=chunks, workers=pricer.workers, pricer=pricer.name,
                          restarts=getattr(pricer, "restarts", 0), cuts_dropped=dict(dropped),
                          bases_lost=getattr(pricer, "bases_lost", 0) - lost0, seeded_cuts=seeded + pooled[0],
-                         cut_log={"inputs": inp, "chunks": list(chunks), "groups": [int(x) for x in pricer.groups],
+                         cut_log={"inputs": inp, "chunks": list(chunks), "cut_by": cut_by,
+                                  "groups": [int(x) for x in pricer.groups],
                                   "entries": list(cut_log), "units": np.asarray(best_n, float).copy()}
                          if keep_log else None)

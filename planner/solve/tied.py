@@ -90,6 +90,8 @@ def first_stage_log(log: dict | None, tree: PlanInputs, fs: PlanInputs, origin: 
         gs, o, ds = _summed(g, c, d, origin, k)
         entries.append(_logged(gs, o, ds, rhs, G, k))
     out = {"inputs": fs, "chunks": log["chunks"], "groups": log["groups"], "entries": entries}
+    if "cut_by" in log:
+        out["cut_by"] = log["cut_by"]
     units = log.get("units")
     if units is not None and len(units) == len(origin):
         w = np.asarray(weight_of(tree), float)
