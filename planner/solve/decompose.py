@@ -509,8 +509,9 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             cut_log.append(entry)
             seeded += G
         pool.extend(_unlogged(e) for e in prior)  # the rest, added where the master's point violates them
-    if start is None and seeded:  # the first point: the master's own, cut by what was given (on small trees it took
-        # the first-stage plan from 9-17 pricings to 4; starting at the earlier purchases made common, 8-12)
+    if start is None and prior:  # the first point: the master's own, cut by the earlier solve's cuts (on small
+        # trees the first-stage plan took 4-10 pricings so, 9-17 cold); a plan's single pricing (warm["cuts"]) keeps
+        # the loop's own start (buy nothing where the aggregate has none)
         info, sol = solve_master()
         bound = max(bound, float(info.objective_function_value))
         n = np.clip(sol[:R], 0.0, None)
