@@ -117,6 +117,20 @@ def test_common_on_a_whole_model_solves_the_first_stage_inputs(tmp_path):
     assert len(a.purchases) == len(first_stage(inp).commitments) < len(inp.commitments)
 
 
+def _random_cuts(rng, G: int, R: int, E: int) -> tuple:
+    """``E`` random pricings' cuts (one per group, 0-3 columns each) as (g, c, d, rhs), and each as a dict per group
+    of (rhs, {column: coefficient}) for brute force."""
+    cuts, full = [], []
+    for _ in range(E):
+        rows = {j: np.sort(rng.choice(R, size=rng.integers(0, 4), replace=False)) for j in range(G)}
+        g = np.concatenate([np.full(len(rows[j]), j) for j in range(G)]).astype(np.int64)
+        c = np.concatenate([rows[j] for j in range(G)]).astype(np.int64)
+        d, rhs = rng.normal(size=len(g)), rng.normal(size=G)
+        cuts.append((g, c, d, rhs))
+        full.append({j: (rhs[j], dict(zip(c[g == j].tolist(), d[g == j].tolist()))) for j in range(G)})
+    return cuts, full
+
+
 def test_the_prior_cuts_kept_are_the_highest_at_the_point_per_group():
     """Brute force on random cuts: per group, the k cuts kept are those of the k highest values at the point, each
     read back whole (its right-hand side and every coefficient of its group)."""
@@ -124,14 +138,8 @@ def test_the_prior_cuts_kept_are_the_highest_at_the_point_per_group():
 
     rng = np.random.default_rng(5)
     G, R, E, k = 7, 11, 6, 3
-    entries, full = [], []
-    for _ in range(E):
-        rows = {g: np.sort(rng.choice(R, size=rng.integers(0, 4), replace=False)) for g in range(G)}
-        g = np.concatenate([np.full(len(rows[j]), j) for j in range(G)]).astype(np.int64)
-        c = np.concatenate([rows[j] for j in range(G)]).astype(np.int64)
-        d, rhs = rng.normal(size=len(g)), rng.normal(size=G)
-        entries.append(_logged(g, c, d, rhs, G, R))
-        full.append({j: (rhs[j], dict(zip(c[g == j].tolist(), d[g == j].tolist()))) for j in range(G)})
+    cuts, full = _random_cuts(rng, G, R, E)
+    entries = [_logged(*cut, G, R) for cut in cuts]
     x = rng.uniform(0, 3, R)
     value = np.array([[f[j][0] + sum(v * x[col] for col, v in f[j][1].items()) for j in range(G)] for f in full])
     kept = _select(entries, x, G, R, k)
@@ -153,14 +161,7 @@ def test_a_pooled_cut_is_added_where_the_masters_point_violates_it_the_most():
 
     rng = np.random.default_rng(8)
     G, R, E = 9, 6, 4
-    pool, full = [], []
-    for _ in range(E):
-        rows = {j: np.sort(rng.choice(R, size=rng.integers(0, 4), replace=False)) for j in range(G)}
-        g = np.concatenate([np.full(len(rows[j]), j) for j in range(G)]).astype(np.int64)
-        c = np.concatenate([rows[j] for j in range(G)]).astype(np.int64)
-        d, rhs = rng.normal(size=len(g)), rng.normal(size=G)
-        pool.append((g, c, d, rhs))
-        full.append({j: (rhs[j], dict(zip(c[g == j].tolist(), d[g == j].tolist()))) for j in range(G)})
+    pool, full = _random_cuts(rng, G, R, E)
     x = rng.uniform(0, 2, R)
     value = np.array([[f[j][0] + sum(v * x[col] for col, v in f[j][1].items()) for j in range(G)] for f in full])
     theta = value.max(axis=0) + rng.choice([-0.5, 0.5], size=G)  # half the groups under their best cut

@@ -85,14 +85,13 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
         view = first_stage_view(inp)
         if view is None:  # its rows are not the tree's before the split: on batches of its own
             inp = first_stage(inp)
-    keep_log = keep_cuts
     try:
         if view is not None:
             bd, inp = _first_stage_on_tree(inp, view, warm, executor, gap, limit, s.threads, bar), view[0]
         else:
             bd = solve_benders(inp, chunk="week", mip_gap=gap, time_limit_s=limit, threads=s.threads, progress=bar,
                                executor=executor, final="costs" if decision else True, warm=warm,
-                               keep_log=keep_log)
+                               keep_log=keep_cuts)
     finally:
         bar.close()
     timings["benders"] = time.perf_counter() - t0

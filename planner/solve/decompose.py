@@ -166,17 +166,38 @@ def _seed(warm: dict | None, inp: PlanInputs, chunks: list, groups: list[int], R
     return cuts if same else None
 
 
+def _prior_matches(log: dict | None, inp: PlanInputs, chunks: list, cut_by: str | None = None) -> bool:
+    """Whether ``log`` (a :attr:`BendersResult.cut_log`) has cuts and was made for this very ``inp`` on the same
+    batches (and cut groups, ``cut_by``, when the log says)."""
+    if not log or not log.get("entries") or log.get("inputs") is not inp:
+        return False
+    if cut_by is not None and log.get("cut_by", cut_by) != cut_by:
+        return False
+    return len(log.get("chunks", [])) == len(chunks) and all(np.array_equal(a, b) for a, b in zip(log["chunks"], chunks))
+
+
 def _prior(warm: dict | None, inp: PlanInputs, chunks: list, groups: list[int], cut_by: str | None = None) -> list:
     """``warm["prior"]`` (a :attr:`BendersResult.cut_log`: every pricing's cuts of an earlier solve) when it was
-    made for this very ``inp`` on the same batches and cut groups (``cut_by``, when the log says), else []. Its cuts
-    bound these batches' recourse at any purchases."""
+    made for this very ``inp`` on the same batches and cut groups (:func:`_prior_matches`, and the same groups per
+    batch), else []. Its cuts bound these batches' recourse at any purchases."""
     log = (warm or {}).get("prior")
-    if not log or log.get("inputs") is not inp or list(log["groups"]) != [int(x) for x in groups]:
+    if not _prior_matches(log, inp, chunks, cut_by) or list(log["groups"]) != [int(x) for x in groups]:
         return []
-    if cut_by is not None and log.get("cut_by", cut_by) != cut_by:
-        return []
-    same = len(log["chunks"]) == len(chunks) and all(np.array_equal(a, b) for a, b in zip(log["chunks"], chunks))
-    return list(log["entries"]) if same else []
+    return list(log["entries"])
+
+
+def _values(cuts: list, x: np.ndarray, G: int) -> np.ndarray:
+    """(E, G): each of ``cuts`` (unlogged entries, one cut per group each) at purchases ``x``, per group."""
+    return np.stack([rhs + np.bincount(g, weights=d * x[c], minlength=G) for g, c, d, rhs in cuts])
+
+
+def _gather(cuts: list, pick: np.ndarray) -> tuple:
+    """Per group ``j``, the entries of cut ``pick[j]`` of ``cuts`` (none where it is -1): (g, c, d) sorted by group;
+    within a group, one cut's columns, sorted already."""
+    parts = [(g[m], c[m], d[m]) for i, (g, c, d, _) in enumerate(cuts) for m in [pick[g] == i]]
+    g, c, d = (np.concatenate([p[j] for p in parts]) for j in range(3))
+    order = np.argsort(g, kind="stable")
+    return g[order], c[order], d[order]
 
 
 def _select(entries: list, x: np.ndarray, G: int, R: int, k: int = PRIOR_PER_GROUP) -> list:
@@ -186,34 +207,25 @@ def _select(entries: list, x: np.ndarray, G: int, R: int, k: int = PRIOR_PER_GRO
     if len(entries) <= k:
         return list(entries)
     cuts = [_unlogged(e) for e in entries]
-    value = np.stack([rhs + np.bincount(g, weights=d * x[c], minlength=G) for g, c, d, rhs in cuts])  # (E, G)
-    rank = np.argsort(-value, axis=0, kind="stable")[:k]  # (k, G): per group, the entries of its k highest cuts
+    rank = np.argsort(-_values(cuts, x, G), axis=0, kind="stable")[:k]  # (k, G): per group, its k highest cuts
     rhs_all = np.stack([cut[3] for cut in cuts])
-    out = []
-    for pick in rank:
-        parts = [(g[m], c[m], d[m]) for i, (g, c, d, _) in enumerate(cuts) for m in [pick[g] == i]]
-        g, c, d = (np.concatenate([p[j] for p in parts]) for j in range(3))
-        order = np.argsort(g, kind="stable")  # by group; within a group, one entry's columns, sorted already
-        out.append(_logged(g[order], c[order], d[order], rhs_all[pick, np.arange(G)], G, R))
-    return out
+    return [_logged(*_gather(cuts, pick), rhs_all[pick, np.arange(G)], G, R) for pick in rank]
 
 
 def _violated(pool: list, x: np.ndarray, theta: np.ndarray, G: int) -> tuple:
     """Per group, the cut of ``pool`` (unlogged entries, one cut per group each) highest at purchases ``x``, where
     it is above the group's ``theta`` (beyond noise): (groups, and their cuts' g, c, d, rhs; sorted by group)."""
-    value = np.stack([rhs + np.bincount(g, weights=d * x[c], minlength=G) for g, c, d, rhs in pool])
+    value = _values(pool, x, G)
     best = value.argmax(axis=0)
     top = value[best, np.arange(G)]
     groups = np.flatnonzero(top - theta > 1e-6 * np.maximum(1.0, np.abs(top)))  # (above the solver's tolerance)
     if not len(groups):
         return groups, None
-    on = np.zeros(G, dtype=bool)
-    on[groups] = True
-    parts = [(g[m], c[m], d[m]) for i, (g, c, d, _) in enumerate(pool) for m in [on[g] & (best[g] == i)]]
-    g, c, d = (np.concatenate([p[j] for p in parts]) for j in range(3))
-    order = np.argsort(g, kind="stable")
+    pick = np.full(G, -1)
+    pick[groups] = best[groups]
+    g, c, d = _gather(pool, pick)
     rhs = np.stack([e[3] for e in pool])[best[groups], groups]
-    return groups, (np.searchsorted(groups, g[order]), c[order], d[order], rhs)
+    return groups, (np.searchsorted(groups, g), c, d, rhs)
 
 
 def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads) -> dict:
@@ -334,10 +346,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     if given is not None:  # a start is used when it is R finite purchases >= 0 that keep every first-stage row
         g = np.asarray(given, float).reshape(-1)
         start = rounded(g) if len(g) == R and np.isfinite(g).all() and (g >= 0).all() else None
-    earlier = (warm or {}).get("prior") or {}  # an earlier solve's cuts for these very inputs, batches and groups
-    has_prior = bool(earlier.get("entries")) and earlier.get("inputs") is inp and \
-        earlier.get("cut_by", cut_by) == cut_by and len(earlier.get("chunks", [])) == len(chunks) and \
-        all(np.array_equal(a, b) for a, b in zip(earlier["chunks"], chunks))
+    has_prior = _prior_matches((warm or {}).get("prior"), inp, chunks, cut_by)  # an earlier solve's cuts for these
     if (start is None or not feasible(start)) and not has_prior:  # (with prior cuts: the master's own point)
         start = _aggregate_start(inp, highspy, threads)
     if start is not None and not feasible(start):  # the aggregate sees every k-th period only: its purchases may
