@@ -382,3 +382,24 @@ def test_a_curve_point_above_the_plan_never_holds_fewer_gpus_than_the_plan_under
         assert gpus(up) >= gpus(units) and (up >= units).all(), factor
         fixed = make_plan(inp, fixed_reserved=up, mip_gap=1e-9, risk=False, shadow=False)
         assert fixed.status.has_plan  # within the cap
+
+
+@pytest.mark.parametrize("scenario_term, ok", [(12, True), (24, False)])
+def test_an_undated_scenario_row_is_checked_from_the_horizons_first_period(tmp_path, scenario_term, ok):
+    """The sheet's option: 24 months undated, 12 from the demand's first period. Purchases are dated from that
+    period, so the 24-month row prices none of them: an undated scenario row of 12 months re-prices the 12-month
+    purchases (it was refused, checked against the superseded row too; dated at the start it was accepted), and
+    one of 24 is still refused, naming the term in force (12)."""
+    m = case(tmp_path, haircut=None)
+    first = pd.to_datetime(pd.read_csv(tmp_path / "demand.csv")["period"]).min()
+    term = dict(gpu_type="A", region="r1", option="reserved_x", hourly_usd=0.5, upfront_usd=UP)
+    rows = [dict(gpu_type="A", region="r1", option="on_demand", hourly_usd=OD, scenario="", valid_from=""),
+            term | dict(term_months=24, scenario="", valid_from=""),
+            term | dict(term_months=12, scenario="", valid_from=first.strftime("%Y-%m-%d")),
+            term | dict(hourly_usd=0.2, term_months=scenario_term, scenario="cheap", valid_from="")]
+    pd.DataFrame(rows).to_csv(tmp_path / "prices.csv", index=False)
+    m.write_text(m.read_text().replace("[commitments]", "[scenarios]\nsheet = 0.5\ncheap = 0.5\n\n[commitments]"))
+    r = CliRunner().invoke(cli, ["validate", str(m)])
+    assert r.exit_code == (0 if ok else 2), r.output
+    if not ok:
+        assert "row 5, column 'term_months'" in r.output and "(12)" in r.output and "(24 or 12)" not in r.output

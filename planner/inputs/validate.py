@@ -170,9 +170,11 @@ def normalise_option(text: pd.Series) -> pd.Series:
     return text.str.lower().str.strip().str.replace(r"[\s\-]+", "_", regex=True)
 
 
-def validate_prices(raw: RawTable, bad: Collector, partial: bool = False) -> pd.DataFrame | None:
+def validate_prices(raw: RawTable, bad: Collector, partial: bool = False,
+                    start: pd.Timestamp | None = None) -> pd.DataFrame | None:
     """The price sheet as typed columns, or None after reporting every bad cell to ``bad``. ``partial``: a
-    scenario's price file (it changes some prices of the sheet: no pool needs an on_demand row of its own)."""
+    scenario's price file (it changes some prices of the sheet: no pool needs an on_demand row of its own).
+    ``start``: the demand's first period, where purchases begin (None: not known, every row's window checked)."""
     what = "price sheet"
     if not check_columns(raw, schema.PRICES, bad, what):
         return None
@@ -288,7 +290,7 @@ def validate_prices(raw: RawTable, bad: Collector, partial: bool = False) -> pd.
             expected="one exit per row: a resale (resale_haircut) or a residual value at the end, not both")
     out["resale_haircut"] = haircut.where(is_res)
     _resold_scenario_rows(raw, bad, out, resold_keys(out[out["scenario"].eq("")]))
-    _scenario_terms(raw, bad, out, out[out["scenario"].eq("")])
+    _scenario_terms(raw, bad, out, out[out["scenario"].eq("")], start)
     _site_columns(raw, bad, out, is_res)
     _queue_columns(raw, bad, out, has(useful_share="queued"))
     _capacity_blocks(raw, bad, out, is_block, hourly)
@@ -401,31 +403,36 @@ def _resold_scenario_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, reso
             hint="drop the resale_haircut, or the scenario's residual_usd")
 
 
-def _scenario_terms(raw: RawTable, bad: Collector, out: pd.DataFrame, base: pd.DataFrame) -> None:
+def _scenario_terms(raw: RawTable, bad: Collector, out: pd.DataFrame, base: pd.DataFrame,
+                    start: pd.Timestamp | None = None) -> None:
     """A scenario's row of a term commitment keeps the sheet's term: it re-prices the sheet's purchase rows (their
     term, lead time and activity are those of the sheet's row in force at the purchase date), so another
     ``term_months`` would be amortised over the sheet's term unseen (exit 2). A scenario's row prices the purchases
     from its ``valid_from`` (undated: from the start) to its scenario's next row of the option; every sheet row in
-    force in that window must have its term."""
+    force in that window must have its term. Purchases are dated from ``start`` (the demand's first period): a
+    sheet row superseded before it prices none of them (None: every window from the start of time)."""
     if "term_months" not in out or not len(base):
         return
     key = ["gpu_type", "region", "option"]
     sheet = base[base["term_months"].notna()]
     if not len(sheet):
         return
-    start = lambda f: pd.to_datetime(f["valid_from"]).fillna(pd.Timestamp.min)  # noqa: E731 (undated: always)
+    since = lambda f: pd.to_datetime(f["valid_from"]).fillna(pd.Timestamp.min)  # noqa: E731 (undated: always)
     ours = pd.to_numeric(out["term_months"], errors="coerce")
     mine = out["scenario"].ne("") & ours.notna()
     if not mine.any():
         return
-    spans = sheet.assign(_from=start(sheet)).sort_values(key + ["_from"])
+    spans = sheet.assign(_from=since(sheet)).sort_values(key + ["_from"])
     spans["_to"] = spans.groupby(key)["_from"].shift(-1).fillna(pd.Timestamp.max)  # a sheet row until the next
-    rows = out.assign(_at=np.arange(len(out)), _from=start(out), _term=ours)
+    rows = out.assign(_at=np.arange(len(out)), _from=since(out), _term=ours)
     rows = rows.sort_values(key + ["scenario", "_from"])
     rows["_to"] = rows.groupby(key + ["scenario"])["_from"].shift(-1).fillna(pd.Timestamp.max)
     pairs = rows[mine.to_numpy()[rows["_at"].to_numpy()]].merge(spans[key + ["_from", "_to", "term_months"]],
                                                                  on=key, suffixes=("", "_sheet"))
-    overlap = (pairs["_from_sheet"] < pairs["_to"]) & (pairs["_to_sheet"] > pairs["_from"])
+    begin = pairs[["_from_sheet", "_from"]].max(axis=1)  # the window both rows price in, from ``start``
+    if start is not None:
+        begin = begin.clip(lower=pd.Timestamp(start))
+    overlap = begin < pairs[["_to_sheet", "_to"]].min(axis=1)
     clash = pairs[overlap & ((pairs["_term"] - pairs["term_months_sheet"]).abs() > 1e-9)]
     if not len(clash):
         return
@@ -447,7 +454,7 @@ def _scenario_terms(raw: RawTable, bad: Collector, out: pd.DataFrame, base: pd.D
 
 
 def _with_scenario_sheets(prices: pd.DataFrame | None, raws: dict[str, RawTable],
-                          bad: Collector) -> pd.DataFrame | None:
+                          bad: Collector, start: pd.Timestamp | None = None) -> pd.DataFrame | None:
     """The price sheet with each scenario's price file appended as that scenario's rows. A file's rows must price
     options the sheet sells (same gpu_type, region and option) and change their price only: instance size and
     kind as the sheet's; a ``scenario`` cell in it is blank or the scenario's own name."""
@@ -469,7 +476,7 @@ def _with_scenario_sheets(prices: pd.DataFrame | None, raws: dict[str, RawTable]
         own = own.assign(scenario=name)
         if prices is not None:
             _resold_scenario_rows(raw, bad, own, resold_keys(prices[prices["scenario"].eq("")]))
-            _scenario_terms(raw, bad, own, prices[prices["scenario"].eq("")])
+            _scenario_terms(raw, bad, own, prices[prices["scenario"].eq("")], start)
             key = lambda t: t["gpu_type"] + "\x1f" + t["region"] + "\x1f" + t["option"]  # noqa: E731
             sold = set(key(prices[prices["scenario"].eq("")]))
             _report(bad, raw, ~key(own).isin(sold), "option", f"scenario {name} prices an option the price sheet "
@@ -1109,9 +1116,10 @@ def validate(config: ModelConfig, demand_raw: RawTable, prices_raw: RawTable,
     for raw in (prices_raw, demand_raw, inventory_raw, availability_raw, *scenario_prices_raw.values()):
         if raw is not None:
             check_control_characters(raw, bad)
-    prices = validate_prices(prices_raw, bad)
-    prices = _with_scenario_sheets(prices, scenario_prices_raw, bad)
     demand = validate_demand(demand_raw, config, bad)
+    start = None if demand is None or not len(demand) else pd.Timestamp(demand["period"].min())  # purchases' first date
+    prices = validate_prices(prices_raw, bad, start=start)
+    prices = _with_scenario_sheets(prices, scenario_prices_raw, bad, start)
     inventory = None
     if inventory_raw is not None and prices is not None:
         inventory = validate_inventory(inventory_raw, prices, bad)
