@@ -50,3 +50,30 @@ def test_monthly_usage_leaves_the_savings_plans_commitment_to_spend_commitments(
     assert fees > 0  # a savings plan was bought
     money = sum(v for r in d["monthly_usage"] for k, v in r.items() if k.endswith("_usd"))
     assert money + fees == pytest.approx(d["bill_usd"]["total_usd"], rel=1e-9)
+
+
+def test_on_a_tree_each_branchs_savings_plan_carries_its_branch_and_probability(tmp_path):
+    """Daily 2027, one class: 10 GPUs to June, then 20 (p 0.3) or 4 (p 0.7); a savings plan each month. A branch's
+    commitment is one entry per branch: ``branch`` and ``probability`` make the identity computable from plan.json
+    alone (the months' money plus each fee times its probability is the bill); without them the fee of every branch
+    counted whole."""
+    import pandas as pd
+
+    from planner.report import plan_json
+
+    days = pd.date_range("2027-01-01", periods=365, freq="D")
+    rows = [{"period": d.strftime("%Y-%m-%dT%H:%M"), "workload_class": "c", "scenario": s,
+             "gpus": 10.0 if i < 181 else g} for s, g in (("up", 20.0), ("down", 4.0)) for i, d in enumerate(days)]
+    m = write_case(tmp_path, {"c": [0.0]}, [price(hourly=4.0), price(option="savings_plan_1y", hourly=1.0)], {"c": {}},
+                   extra_top='[commitments]\npurchase_every = "month"\n[term]\njudge = "horizon"\n'
+                             '[scenarios]\nup = 0.3\ndown = 0.7')
+    pd.DataFrame(rows).to_csv(tmp_path / "demand.csv", index=False)
+    d = json.loads(plan_json(solve_case(m)))
+    sp = d["spend_commitments"]
+    branched = [r for r in sp if r["branch"] != "all"]
+    assert branched and {r["probability"] for r in branched} <= {0.3, 0.7}
+    assert all(r["probability"] == 1.0 for r in sp if r["branch"] == "all")
+    fees = sum(r["committed_usd"] * r["probability"] for r in sp)
+    money = sum(v for r in d["monthly_usage"] for k, v in r.items() if k.endswith("_usd"))
+    assert money + fees == pytest.approx(d["bill_usd"]["total_usd"], rel=1e-9)
+    assert money + sum(r["committed_usd"] for r in sp) > d["bill_usd"]["total_usd"] + 1.0

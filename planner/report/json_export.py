@@ -304,7 +304,8 @@ def _block_fields(r, dated: bool) -> dict:
 
 
 def _spend(plan: Plan) -> list[dict]:
-    """plan.json ``spend_commitments``: one entry per savings-plan commitment (option, family, purchase date)."""
+    """plan.json ``spend_commitments``: one entry per savings-plan commitment (option, family, purchase date; on a
+    scenario tree, per branch: ``branch`` and its ``probability``, the weight of its fee in the expected cost)."""
     sp = plan.spend
     if sp is None or not len(sp):
         return []
@@ -313,7 +314,8 @@ def _spend(plan: Plan) -> list[dict]:
              "hours_active": _num(r.hours_active), "committed_usd": _num(r.committed_usd),
              "utilisation": _num(r.utilisation), "covered_gpu_hours": _num(r.covered_gpu_hours),
              "covered_at_rates_usd": _num(r.covered_at_rates_usd),
-             "covered_at_on_demand_usd": _num(r.covered_at_on_demand_usd), "savings_usd": _num(r.savings_usd)}
+             "covered_at_on_demand_usd": _num(r.covered_at_on_demand_usd), "savings_usd": _num(r.savings_usd),
+             "branch": getattr(r, "branch", "all"), "probability": _num(getattr(r, "probability", 1.0))}
             for r in sp.itertuples()]
 
 
