@@ -24,6 +24,7 @@ import pulp
 
 from planner.core.errors import SolverError
 from planner.model import PlanModel
+from planner.solve.interrupt import run
 
 UNBOUNDED = ("{solver}: the model is unbounded: some purchases pay back more than they cost (a resale credited more "
              "than its term?); nothing was written")
@@ -324,7 +325,7 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
     h = new_highs(highspy, time_limit_s, mip_gap, threads)
     if pass_model(h, model, highspy, integer=False) == highspy.HighsStatus.kError:
         raise SolverError("HiGHS rejected the model")
-    h.run()
+    run(h)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     lower = float(h.getInfo().objective_function_value)
@@ -338,7 +339,7 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
         h.changeColsBounds(len(cols), cols.astype(np.int32), rounded, rounded)
         if time_limit_s is not None:
             h.setOptionValue("time_limit", max(float(time_limit_s) - (time.perf_counter() - t0), 0.01))
-        h.run()  # warm: the basis of the relaxation is a few pivots away
+        run(h)  # warm: the basis of the relaxation is a few pivots away
         if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
             sol = h.getSolution()
             values = np.asarray(sol.col_value, dtype=float)
@@ -357,7 +358,7 @@ def _unbounded_or_infeasible(model, highspy, threads):
     h = new_highs(highspy, None, 0.0, threads)
     h.setOptionValue("presolve", "off")
     pass_model(h, model, highspy, integer=False)
-    h.run()
+    run(h)
     ms = h.getModelStatus()
     return ms if ms == highspy.HighsModelStatus.kUnbounded else highspy.HighsModelStatus.kInfeasible
 
@@ -389,8 +390,7 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
         raise SolverError("HiGHS rejected the model")
     # no setSolution(model.start): with HiGHS 1.16 a MIP start made run() stop at once and call the
     # start optimal (bound 0, gap 0). HiGHS finds its own first incumbent early.
-    run = h.run()
-    if run == highspy.HighsStatus.kError:
+    if run(h) == highspy.HighsStatus.kError:
         raise SolverError(f"HiGHS failed: {h.modelStatusToString(h.getModelStatus())}")
     info = h.getInfo()
     ms = h.getModelStatus()
