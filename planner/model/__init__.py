@@ -147,8 +147,8 @@ class PlanModel:
         prob = LpProblem("fleet_plan", LpMinimize)
         variables = []
         for col, name in enumerate(self.column_names()):
-            up = self.upper[col]
-            variables.append(prob.add_variable(name, lowBound=float(self.lower[col]),
+            up, lo = self.upper[col], self.lower[col]
+            variables.append(prob.add_variable(name, lowBound=None if np.isinf(lo) else float(lo),  # free: None
                                                upBound=None if np.isinf(up) else float(up),
                                                cat=LpInteger if self.integer[col] else LpContinuous))
         self.constraints.to_pulp(prob, variables)

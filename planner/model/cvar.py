@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-ETA, EXCESS, ROWS = "cvar_eta", "cvar_excess", "cvar_tail"
+ETA, EXCESS, ROWS, CAP = "cvar_eta", "cvar_excess", "cvar_tail", "cvar_cap"
 
 
 def _own(inp):
@@ -60,8 +60,10 @@ def scenario_cost_matrix(model, inp) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return np.concatenate(scen), np.concatenate(cols), np.concatenate(coefs)
 
 
-def add_cvar(model, inp, alpha: float, weight: float) -> dict:
-    """Turn ``model``'s expected-cost objective into mean-CVaR (in place); returns its column indices."""
+def add_cvar(model, inp, alpha: float, weight: float, cap: float | None = None) -> dict:
+    """Turn ``model``'s expected-cost objective into mean-CVaR (in place); returns its column indices. With
+    ``cap``: the objective stays the expected cost (``weight`` unused) and the alpha CVaR is held at most ``cap``
+    (one row: ``eta + 1/(1 - alpha) sum_s p_s u_s <= cap``), the second, lexicographic solve of CVaR alone."""
     if not 0 < alpha < 1:
         raise ValueError(f"cvar_alpha must lie strictly between 0 and 1 (got {alpha!r})")
     if not 0 <= weight <= 1:
@@ -69,6 +71,8 @@ def add_cvar(model, inp, alpha: float, weight: float) -> dict:
     prob = np.asarray(inp.probability, float)
     S = len(prob)
     scen, cols, coefs = scenario_cost_matrix(model, inp)
+    if cap is not None:
+        weight = 0.0
     model.cost = model.cost * (1.0 - weight)
     eta = model.add_columns(ETA, 1, lower=-np.inf, cost=weight)
     u = model.add_columns(EXCESS, S, cost=weight * prob / (1.0 - alpha))
@@ -77,6 +81,9 @@ def add_cvar(model, inp, alpha: float, weight: float) -> dict:
     cc = np.concatenate([u, np.repeat(eta, S), cols])
     cf = np.concatenate([np.ones(S), np.ones(S), -coefs])
     model.add_rows(ROWS, rows, cc, cf, ">=", np.zeros(S))
+    if cap is not None:
+        model.add_rows(CAP, np.zeros(S + 1, dtype=np.int64), np.concatenate([np.atleast_1d(eta), u]),
+                       np.concatenate([[1.0], prob / (1.0 - alpha)]), "<=", np.array([float(cap)]))
     return {"eta": eta, "excess": u}
 
 

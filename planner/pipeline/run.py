@@ -154,11 +154,12 @@ def _cvar_plan(inp: PlanInputs, *, risk: bool, shadow, **solve) -> Plan:
     f = inp.config.finance
     neutral_inp = replace(inp, config=replace(inp.config, finance=replace(f, cvar_weight=0.0)))
     neutral = make_plan(neutral_inp, risk=False, shadow=False, **solve)
-    plan = make_plan(inp, extend=lambda model: add_cvar(model, inp, f.cvar_alpha, f.cvar_weight), risk=False,
-                     shadow=False, **solve)
+    cols: dict = {}  # the CVaR columns (eta, the tail excess) of the model solved
+    plan = make_plan(inp, extend=lambda model: cols.update(add_cvar(model, inp, f.cvar_alpha, f.cvar_weight)),
+                     risk=False, shadow=False, **solve)
     if not plan.status.has_plan:
         return plan
-    plan = _cheapest_recourse(plan, inp, {k: v for k, v in solve.items() if k not in ("timings", "write_model")})
+    plan = _on_expected_cost(plan, inp, solve, cols)
     if risk:  # EVPI, VSS, worst case of these purchases, on expected cost (the sub-plans are single-scenario or fixed)
         t0 = time.perf_counter()
         sub = lambda i, fixed_reserved=None: make_plan(  # noqa: E731
@@ -167,48 +168,101 @@ def _cvar_plan(inp: PlanInputs, *, risk: bool, shadow, **solve) -> Plan:
         plan.risk = risk_view(plan, sub)
         plan.timings["risk"] = time.perf_counter() - t0
 
-    def tail(p: Plan) -> float:
+    def tail(p: Plan) -> float:  # the CVaR of each scenario's cost and shortfall penalty, as the solve weighs it
         sc = p.scenario_costs
-        return cvar(sc["total"].to_numpy(float), sc["probability"].to_numpy(float), f.cvar_alpha)
+        return cvar(sc["total"].to_numpy(float) + _penalty_by_scenario(p), sc["probability"].to_numpy(float),
+                    f.cvar_alpha)
+
+    def expected(p: Plan) -> float:  # expected cost and shortfall penalty
+        sc = p.scenario_costs
+        return float(sc["probability"].to_numpy(float) @ (sc["total"].to_numpy(float) + _penalty_by_scenario(p)))
 
     plan.cvar = {"cvar_alpha": f.cvar_alpha, "cvar_weight": f.cvar_weight, "cvar_usd": tail(plan),
                  "expected_cost_usd": float(plan.cost["total"])}
     if neutral.status.has_plan:
         plan.cvar |= {"risk_neutral_cost_usd": float(neutral.cost["total"]),
                       "risk_neutral_cvar_usd": tail(neutral),
-                      "cost_of_less_risk_usd": float(plan.cost["total"] - neutral.cost["total"])}
+                      "cost_of_less_risk_usd": expected(plan) - expected(neutral) + 0.0}
         plan.notes.append(
             f"risk preference: mean-CVaR (weight {f.cvar_weight:g}, alpha {f.cvar_alpha:g}): CVaR "
             f"{plan.cvar['cvar_usd']:,.0f} USD against the risk-neutral plan's {plan.cvar['risk_neutral_cvar_usd']:,.0f}; "
             f"expected cost {plan.cvar['expected_cost_usd']:,.0f} against {plan.cvar['risk_neutral_cost_usd']:,.0f} USD "
-            f"(less term risk costs {plan.cvar['cost_of_less_risk_usd']:,.0f} USD)")
+            f"(less term risk costs {_whole(plan.cvar['cost_of_less_risk_usd'])} USD"
+            + (", shortfall penalty included" if plan.shortfall_gpu_hours > 0 or neutral.shortfall_gpu_hours > 0
+               else "") + ")")
     b = inp.config.budget
     return _with_shadow(plan, (b.max_total_usd is not None or b.monthly) if shadow is None else shadow)
 
 
-def _cheapest_recourse(plan: Plan, inp: PlanInputs, solve: dict) -> Plan:
-    """The mean-CVaR plan's purchases with each scenario's cheapest recourse: what the plan pays once they are
-    bought. Its cost, objective (expected cost, or expected NPV under ``objective = "npv"``, shortfall penalty
-    included: the CVaR part out) and per-scenario costs are that LP's; its status, solve (gap), model size and
-    notes the mean-CVaR solve's, which decided the purchases. The CVaR objective leaves a scenario's recourse free
-    wherever that scenario is outside the tail (at ``cvar_weight = 1`` on-demand bought beside idle reserved GPUs
-    cost nothing in it), and under npv its value mixed the CVaR part into the risk view's RP (a VSS of -4,118 USD
-    where it is 15,317). Where that LP has no plan, the CVaR solve's own, its CVaR part taken out of cost."""
-    cheap = make_plan(inp, fixed_reserved=plan.purchases["units"].to_numpy(float), risk=False, shadow=False,
-                      **solve)
-    if not cheap.status.has_plan:
-        ext = plan.cost.pop("extension", 0.0)  # eta and the tail excess: the objective's CVaR part, not a cost paid
-        plan.cost["total"] -= ext
-        w = inp.config.finance.cvar_weight
-        if inp.config.finance.npv and w < 1:  # the solver's objective is (1 - w) E[NPV] + w CVaR: its E part
-            plan.objective = (plan.objective - ext) / (1.0 - w)
-        elif not inp.config.finance.npv:
-            plan.objective -= ext
-        return plan
-    cheap.status, cheap.solve, cheap.stats, cheap.notes = plan.status, plan.solve, plan.stats, plan.notes
-    cheap.timings = {**plan.timings, "recourse": float(sum(cheap.timings.get(k, 0.0)
-                                                           for k in ("build", "solve", "extract")))}
-    return cheap
+def _penalty_by_scenario(p: Plan) -> np.ndarray:
+    """Each scenario's shortfall penalty (USD: its unmet GPU-hours at each class's penalty), in scenario order."""
+    inp = p.inputs
+    out = np.zeros(len(inp.scenarios))
+    sf = p.shortfall
+    if sf is None or not len(sf):
+        return out
+    pen = dict(zip(inp.classes, np.asarray(inp.penalty_by_class, float)))
+    usd = sf["unmet_gpu_hours"].to_numpy(float) * sf["workload_class"].map(pen).to_numpy(float)
+    at = {s: i for i, s in enumerate(inp.scenarios)}
+    np.add.at(out, sf["scenario"].map(at).to_numpy(int), usd)
+    return out
+
+
+def _whole(usd: float) -> str:
+    """Whole dollars with thousands separators, never "-0"."""
+    return f"{round(float(usd)) + 0:,.0f}"
+
+
+def _on_expected_cost(plan: Plan, inp: PlanInputs, solve: dict, cols: dict) -> Plan:
+    """The mean-CVaR plan reported on its expected figures: its cost is what it pays, its objective the expected cost
+    (or the expected NPV under ``objective = "npv"``), shortfall penalty included, the CVaR part (``eta`` and the
+    tail excess, an extension column's cost) taken out of both, as the risk view's EEV and WS are.
+
+    - ``cvar_weight`` < 1: every scenario's cost weighs in the objective, so each scenario's recourse is the cheapest
+      of the purchases. Under npv the solver's objective is ``(1 - w) E[NPV] + w CVaR``: the expected NPV is
+      ``(objective - CVaR part) / (1 - w)`` (it once stayed the mixed objective: a VSS of -4,118 USD where it is
+      15,317).
+    - ``cvar_weight`` = 1: CVaR alone leaves the scenarios outside the tail free (on-demand rented beside idle
+      reserved GPUs, a branch's purchases not made) and the expected cost arbitrary. A second solve minimises the
+      expected cost among the plans whose CVaR is at most the first's (lexicographic: ``add_cvar(cap=...)``); its
+      plan is reported, with the worse status and the larger gap of the two solves. Where it finds no plan, the
+      first solve's own, its objective the mixed one under npv. ``cols``: the first solve's CVaR columns (eta,
+      excess): its CVaR is read from their values.
+
+    The solve's best bound is of the mean-CVaR objective, not of the expected figure reported: dropped (None), as
+    a whole-term plan's is. The purchases' decision is the one the solves made: never re-decided here."""
+    from dataclasses import replace
+
+    from planner.model.cvar import add_cvar
+    from planner.solve.monolithic import Status
+
+    f = inp.config.finance
+    w = float(f.cvar_weight)
+    first = plan
+    if w >= 1.0:
+        x = np.asarray(plan.solve.values, float)
+        cap = float(x[cols["eta"]].sum() + inp.probability @ x[cols["excess"]] / (1.0 - f.cvar_alpha))
+        cap += max(abs(cap) * 1e-9, 1e-6)  # the first solve's incumbent meets it: the second is never infeasible
+        lex = make_plan(inp, extend=lambda model: add_cvar(model, inp, f.cvar_alpha, w, cap=cap), risk=False,
+                        shadow=False, **{k: v for k, v in solve.items() if k != "write_model"})
+        if lex.status.has_plan:
+            status = first.status if first.status is not Status.optimal else lex.status
+            gaps = (first.solve.mip_gap, lex.solve.mip_gap)
+            lex.status = status
+            lex.solve = replace(lex.solve, status=status, mip_gap=None if None in gaps else max(gaps),
+                                seconds=first.solve.seconds + lex.solve.seconds,
+                                message=first.solve.message or lex.solve.message)
+            lex.notes = first.notes + [n for n in lex.notes if n not in first.notes]
+            lex.timings = {**first.timings, "cvar_second_solve": float(lex.timings.get("solve", 0.0))}
+            plan, w = lex, 0.0  # its objective is the expected cost (the CVaR held by a row, not priced)
+    ext = plan.cost.pop("extension", 0.0)  # eta and the tail excess: the objective's CVaR part, not a cost paid
+    plan.cost["total"] -= ext
+    if not f.npv:
+        plan.objective -= ext
+    elif w < 1.0:
+        plan.objective = (plan.objective - ext) / (1.0 - w)
+    plan.solve = replace(plan.solve, best_bound=None)
+    return plan
 
 
 def with_memo(plan: Plan, *, executor=None, backend: str | None = None, time_limit_s: float | None = None,
