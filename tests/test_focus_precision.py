@@ -75,3 +75,43 @@ def test_every_row_of_the_examples_export_prices_to_the_cent(example_plan, tmp_p
     for g in ("month", "period"):
         out, _ = write_focus(paths["json"], tmp_path / f"{g}.csv", granularity=g)
         check_rows(out)
+
+
+def test_each_branchs_savings_plan_lists_at_its_own_markup(tmp_path):
+    """A savings plan bought on the same date in two branches of a tree (on-demand 4.00, 2.00 in the down branch):
+    each branch's used rows list at its own markup (covered at on-demand / covered at the plan's rates: 4.0 up, 2.0
+    down). Keyed without the branch, the down branch's 2.0 priced the up branch's July rows too (ListCost 892.8
+    where it is 1,785.6)."""
+    import json
+
+    from planner.report import plan_json
+
+    days = pd.date_range("2027-01-01", periods=365, freq="D")
+    levels = {"up": [12.0, 20.0], "down": [11.0, 18.0, 13.0]}
+    rows = [{"period": d.strftime("%Y-%m-%dT%H:%M"), "workload_class": "c", "scenario": s,
+             "gpus": 10.0 if i < 181 else g[min((i - 181) // 31, len(g) - 1)]}
+            for s, g in levels.items() for i, d in enumerate(days)]
+    m = write_case(tmp_path, {"c": [0.0]}, [price(hourly=4.0), price(option="savings_plan_1y", hourly=1.0)], {"c": {}},
+                   extra_top='[commitments]\npurchase_every = "month"\n[term]\njudge = "horizon"\n'
+                             '[scenarios]\nup = 0.3\ndown = 0.7')
+    pd.DataFrame(rows).to_csv(tmp_path / "demand.csv", index=False)
+    pr = pd.read_csv(tmp_path / "prices.csv").assign(scenario="")
+    pd.concat([pr, pr.iloc[[0]].assign(hourly_usd=2.0, scenario="down")]).to_csv(tmp_path / "prices.csv", index=False)
+    doc = json.loads(plan_json(solve_case(m)))
+    markup = {(c["purchase_date"], c["branch"]): c["covered_at_on_demand_usd"] / c["covered_at_rates_usd"]
+              for c in doc["spend_commitments"] if c["covered_at_rates_usd"] > 0}
+    july = {b for (d, b) in markup if d == "2027-07-01"}
+    assert july == {"up", "down"} and markup[("2027-07-01", "up")] == pytest.approx(4.0)
+    (tmp_path / "plan.json").write_text(json.dumps(doc))
+    path, _rows = write_focus(tmp_path / "plan.json", tmp_path / "focus.csv")
+    f, _ = check_rows(path)
+    used = f[f["CommitmentDiscountId"].astype(str).str.startswith("savings_plan/")
+             & f["CommitmentDiscountStatus"].eq("Used") & f["ListUnitPrice"].ne(1.0)]
+    seen = 0
+    for r in used.itertuples():
+        cid = str(r.CommitmentDiscountId)
+        date = cid.split("/")[3]
+        branch = cid.split("/if ")[1].split(" ")[0] if "/if " in cid else "all"
+        assert r.ListUnitPrice == pytest.approx(markup[(date, branch)], rel=1e-9), cid
+        seen += 1
+    assert seen >= 4

@@ -113,11 +113,13 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                      "ChargePeriodStart": _iso(max(start, b0)), "ChargePeriodEnd": _iso(min(end, b1)), **cols})
 
     commitments = []  # one per commitment active in the horizon: this plan's purchases, then the inventory
-    spend_use = {(c["option"], c["family"], c["purchase_date"]): float(c.get("utilisation") or 0.0)
-                 for c in plan.get("spend_commitments", [])}
+    # keyed by option, family, purchase date and branch (on a scenario tree two branches' savings plans of one date
+    # are two commitments: keyed without the branch the last took the other's utilisation and markup)
+    spend_use = {(c["option"], c["family"], c["purchase_date"], c.get("branch") or "all"):
+                 float(c.get("utilisation") or 0.0) for c in plan.get("spend_commitments", [])}
     # on-demand USD per USD a savings plan drew: the on-demand value of the usage it paid over its value at the
     # plan's rates (each drawn dollar lists at this: ListCost - EffectiveCost is what the plan saved)
-    spend_markup = {(c["option"], c["family"], c["purchase_date"]):
+    spend_markup = {(c["option"], c["family"], c["purchase_date"], c.get("branch") or "all"):
                     float(c.get("covered_at_on_demand_usd") or 0.0) / float(c["covered_at_rates_usd"])
                     if float(c.get("covered_at_rates_usd") or 0.0) > 0 else 0.0
                     for c in plan.get("spend_commitments", [])}
@@ -146,10 +148,10 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             "bought": pd.Timestamp(p.get("cash_date") or p["purchase_date"]) if p.get("purchase_date") else lo,
             "source": "new purchase",  # a capacity block is paid in the month its window starts (cash_date)
             "capacity": p.get("guarantees_capacity", True) is not False,
-            "spend_share": spend_use.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10]))
+            "spend_share": spend_use.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10], branch))
             if spend else None,
-            "spend_markup": spend_markup.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10]),
-                                             0.0) if spend else None})
+            "spend_markup": spend_markup.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10],
+                                              branch), 0.0) if spend else None})
     for i, r in enumerate(plan.get("inventory", [])):
         if not r.get("priced"):
             continue
