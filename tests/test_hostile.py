@@ -351,3 +351,25 @@ def test_invisible_characters_are_refused_too(tmp_path, text):
     m = write_case(tmp_path, {"a": [1.0, 2.0]}, [price()], {"a": {"description": text}})
     r = CliRunner().invoke(cli_mod.cli, ["validate", str(m)])
     assert r.exit_code == 2 and "has a control character" in r.output, r.output
+
+
+def test_evaluate_refuses_purchases_that_cannot_run_without_solving_the_hindsight_plan(tmp_path):
+    """Purchases over a reserved cap have no realised plan: the evaluation stops there. The hindsight MILP (the
+    costliest solve of an evaluation) was solved first and thrown away."""
+    import numpy as np
+
+    from planner import load_inputs, make_plan
+    from planner.whatif.evaluate import evaluate
+
+    res = price(option="reserved_1y", hourly=1.0, term_months=12, max_gpus=1)
+    inp = load_inputs(write_case(tmp_path, {"a": [4.0, 4.0]}, [price(hourly=3.0), res], {"a": {}}))
+    calls = []
+
+    def counted(i, **kw):
+        calls.append(kw.get("fixed_reserved") is not None)
+        return make_plan(i, **kw)
+
+    ev = evaluate(inp, np.array([4.0]), counted)
+    assert not ev.realised.status.has_plan and calls == [True]
+    ok = evaluate(inp, np.array([1.0]), counted)  # purchases that run: the hindsight plan is solved beside them
+    assert ok.realised.status.has_plan and ok.hindsight.status.has_plan and calls == [True, True, False]

@@ -227,9 +227,12 @@ def read_plan_purchases(path: str | Path, inp: PlanInputs, forecast: PlanInputs 
 
 def evaluate(inp: PlanInputs, purchases: np.ndarray, make_plan, plan_file: str = "",
              hindsight: Plan | None = None) -> Evaluation:
-    """Fix ``purchases`` on the actual-demand inputs ``inp``; compare with the hindsight plan (solved if not given)."""
+    """Fix ``purchases`` on the actual-demand inputs ``inp``; compare with the hindsight plan (solved if not given,
+    and only when the purchases can run: a refusal does not wait for the hindsight MILP; its status is then the
+    realised plan's)."""
     realised = make_plan(inp, fixed_reserved=purchases, risk=False)
-    hindsight = hindsight if hindsight is not None else make_plan(inp, risk=False)
+    if hindsight is None:
+        hindsight = make_plan(inp, risk=False) if realised.status.has_plan else realised
     return Evaluation(realised=realised, hindsight=hindsight, purchases=purchases, plan_file=plan_file)
 
 
