@@ -352,9 +352,42 @@ class _Sheet:
             self.omitted += 1
             return
         r = self.rows
-        for j, (name, v) in enumerate(zip(self.columns, values)):
-            self._write(r, j, v, self.formats.get(name))
+        fast = self._fast()
+        if fast is None:
+            for j, (name, v) in enumerate(zip(self.columns, values)):
+                self._write(r, j, v, self.formats.get(name))
+        else:  # the common cells (numbers, formulas, text) written as _write writes them, formats looked up once
+            ws, text_fmt = self.ws, fast[1]
+            for j, (num, v) in enumerate(zip(fast[0], values)):
+                t = type(v)
+                if t is float or t is np.float64 or t is int:
+                    if math.isfinite(v):
+                        ws.write_number(r, j, float(v), num[1])
+                elif t is F:
+                    value = v.value
+                    if value is not None and _number(value) and not math.isfinite(float(value)):
+                        value = None
+                    ws.write_formula(r, j, str(v), num[1], float(value) if _number(value) else
+                                     ("" if value is None else value))
+                elif t is str:
+                    ws.write_string(r, j, v, text_fmt)
+                else:
+                    self._write(r, j, v, num[0])
         self.rows += 1
+
+    def _fast(self):
+        """Per column (number format, its format object) and the text format, where every cell of this sheet is
+        written with them (no finance-pack widths to measure, no wrapped column); else None."""
+        cached = self.__dict__.get("_fast_formats", False)
+        if cached is not False and cached is not None and len(cached[0]) == len(self.columns):
+            return cached
+        if self.pack or self.wrap:
+            fast = None
+        else:
+            book = self.book
+            fast = ([(self.formats.get(n), book.fmt(self.formats.get(n))) for n in self.columns], book.fmt(None))
+        self.__dict__["_fast_formats"] = fast
+        return fast
 
     def note(self, text: str = ""):
         """A line of text below the table (column A). On a finance-pack sheet a long note is broken into lines no

@@ -238,11 +238,12 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         return
     bought_idx, bought, months, hours, gh, pool_cols = _cash_layout(plan, purchases)
     label = list(months.strftime("%Y-%m"))
+    brows = list(bought.itertuples())  # read once: the month loop below reads them several times a month
     kinds = _cash_kinds(plan)  # on_demand_usd, spot_usd (, flex_start_usd): the rented kinds' cash
     names = ["month", "upfront_usd", "reserved_recurring_usd", *kinds, "total_usd", ""]
-    names += [f"hours {_purchase_label(r)}" for r in bought.itertuples()]
+    names += [f"hours {_purchase_label(r)}" for r in brows]
     names += [f"GPU-hours {opt} {gt}/{rg}" for opt, gt, rg in pool_cols]
-    names += [f"GPUs {_purchase_label(r)}" for r in bought.itertuples()]
+    names += [f"GPUs {_purchase_label(r)}" for r in brows]
     names += ["discount_factor", "discounted_usd", "owned_fees_usd", "total_with_owned_usd"]
     s = _Sheet(ws, names, {n: USD for n in names[1:names.index("total_usd") + 1]} | {"discount_factor": "0.0000", "discounted_usd": USD,
                                                           "owned_fees_usd": USD, "total_with_owned_usd": USD})
@@ -259,15 +260,15 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         spelled = False
     rate = float(plan.finance.get("discount_rate", 0.0)) if plan.finance else 0.0
     purchase_month = {j: pd.Timestamp(getattr(r, "cash_date", r.purchase_date)).strftime("%Y-%m")
-                      for j, r in enumerate(bought.itertuples())}  # the upfront's month (a block: its start)
+                      for j, r in enumerate(brows)}  # the upfront's month (a block: its start)
     end_month = {j: (pd.Timestamp(r.end_date) - pd.Timedelta(hours=1)).strftime("%Y-%m")
-                 for j, r in enumerate(bought.itertuples())}
+                 for j, r in enumerate(brows)}
     prices = inp.tables.prices
-    hourly = {j: float(prices["hourly_usd"].iat[price_row[_price_key(r)] - 2]) for j, r in enumerate(bought.itertuples())}
+    hourly = {j: float(prices["hourly_usd"].iat[price_row[_price_key(r)] - 2]) for j, r in enumerate(brows)}
     pool_price = {q: _price_value(plan, price_row, (gt, rg, opt, None)) for q, (opt, gt, rg) in enumerate(pool_cols)}
     spend_cash = _spend_cash(plan)  # savings plans (no Prices row): their upfront and recurring cash, values
     # a purchase that waits for information (a branch of the scenario tree) pays in its branch only: expected cash
-    w = [float(getattr(r, "probability", 1.0)) for r in bought.itertuples()]
+    w = [float(getattr(r, "probability", 1.0)) for r in brows]
     tree = any(x < 1.0 for x in w)
 
     def pw(j: int) -> str:
@@ -279,13 +280,13 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         if spelled:
             up = [f"{ref('Purchases', 'upfront_usd', bought_idx[j] + 2)}{pw(j)}" for j in range(len(bought))
                   if purchase_month[j] == m]
-            up_v = sum(float(r.upfront_total_usd) * w[j] for j, r in enumerate(bought.itertuples()) if purchase_month[j] == m)
+            up_v = sum(float(r.upfront_total_usd) * w[j] for j, r in enumerate(brows) if purchase_month[j] == m)
             up += [f"-{ref('Purchases', 'gpus', bought_idx[j] + 2)}*{ref('Prices', 'residual_usd', price_row[_price_key(r)])}{pw(j)}"
-                   for j, r in enumerate(bought.itertuples()) if end_month[j] == m]  # residual value back
-            up_v -= sum(float(r.residual_total_usd) * w[j] for j, r in enumerate(bought.itertuples()) if end_month[j] == m)
+                   for j, r in enumerate(brows) if end_month[j] == m]  # residual value back
+            up_v -= sum(float(r.residual_total_usd) * w[j] for j, r in enumerate(brows) if end_month[j] == m)
             rec = [f"{letter(h0 + j)}{row}*{ref('Purchases', 'gpus', bought_idx[j] + 2)}*{ref('Prices', 'hourly_usd', price_row[_price_key(r)])}{pw(j)}"
-                   for j, r in enumerate(bought.itertuples())]
-            rec_v = sum(float(hours[j, i]) * float(r.gpus) * hourly[j] * w[j] for j, r in enumerate(bought.itertuples()))
+                   for j, r in enumerate(brows)]
+            rec_v = sum(float(hours[j, i]) * float(r.gpus) * hourly[j] * w[j] for j, r in enumerate(brows))
             by_kind = [([f"{letter(g0 + q)}{row}*{ref('Prices', 'hourly_usd', price_row[(gt, rg, opt, None)])}"
                          for q, (opt, gt, rg) in enumerate(pool_cols) if f"{opt}_usd" == kind],
                         sum(gh_m[q] * pool_price[q] for q, (opt, _g, _r) in enumerate(pool_cols)
@@ -309,7 +310,7 @@ def _write_cash_flow(ws, plan: Plan, purchases: pd.DataFrame, price_row: dict) -
         values += [float(x) for x in hours[:, i]]
         values += gh_m
         values += [F(f"=IF({letter(h0 + j)}{row}>0,{ref('Purchases', 'gpus', bought_idx[j] + 2)},0)",
-                     float(r.gpus) if hours[j, i] > 0 else 0.0) for j, r in enumerate(bought.itertuples())]
+                     float(r.gpus) if hours[j, i] > 0 else 0.0) for j, r in enumerate(brows)]
         factor = (1.0 + rate) ** (-i / 12.0)
         d0 = l0 + len(bought)  # the discount factor's column (1-based)
         values += [F(f"=(1+discount_rate)^(-{i}/12)", factor),
