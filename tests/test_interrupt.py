@@ -34,7 +34,10 @@ try:
     with sigterm_raises():
         status = run(h)
 except BaseException as exc:
-    print("raised", type(exc).__name__, round(time.perf_counter() - t0, 2), flush=True)
+    from planner.solve.interrupt import solving
+
+    print("raised", type(exc).__name__, round(time.perf_counter() - t0, 2), "solving" if solving() else "stopped",
+          str(h.getModelStatus()).split(".")[-1], flush=True)
     raise SystemExit(1)
 print("solved", round(time.perf_counter() - t0, 2), flush=True)
 """
@@ -43,8 +46,9 @@ print("solved", round(time.perf_counter() - t0, 2), flush=True)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_a_long_highs_solve_at_once(sig):
     """The LP takes seconds; the signal comes 0.5 s into it: the handler's exception (KeyboardInterrupt; SIGTERM's
-    Terminated, a KeyboardInterrupt) is raised within a second, the solve abandoned. Before, ``Highs.run()`` held
-    the main thread until the LP ended (minutes on a three-year master)."""
+    Terminated, a KeyboardInterrupt) is raised within a second, the solve stopped (HiGHS's interrupt status, its
+    thread gone: a library caller's next solve does not run beside it) and the process ends normally (exit 1, not
+    an abort). Before, ``Highs.run()`` held the main thread until the LP ended (minutes on a three-year master)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -65,4 +69,41 @@ def test_a_signal_stops_a_long_highs_solve_at_once(sig):
         pytest.skip(f"the LP solved before the signal on this machine ({out.strip()})")
     words = out.split()  # the lines after "started"
     assert words[:2] == ["raised", "Terminated" if sig == signal.SIGTERM else "KeyboardInterrupt"], out
+    assert words[3:5] == ["stopped", "kInterrupt"], out
     assert child.returncode == 1 and waited < 1.5, (out, waited)
+
+
+def test_a_second_run_of_one_highs_object_gets_the_seconds_left():
+    """HiGHS's time limit is measured on its own clock, which adds up over every run of the object: a second run
+    given "the seconds left" (less than the first run took) stopped at once with "Time limit reached".
+    ``time_left`` gives it that many seconds more than the clock shows."""
+    import highspy
+    import numpy as np
+    import scipy.sparse as sp
+
+    from planner.solve.monolithic import time_left
+
+    n = 4000
+    rng = np.random.default_rng(0)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("presolve", "off")
+    h.addVars(n, np.zeros(n), np.full(n, highspy.kHighsInf))
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), rng.random(n))
+    A = sp.random(n, n, density=20 / n, random_state=1, format="csr")
+    A.data = rng.random(len(A.data))
+    h.addRows(n, np.ones(n), np.full(n, highspy.kHighsInf), A.nnz, A.indptr[:-1].astype(np.int32),
+              A.indices.astype(np.int32), A.data)
+    h.run()
+    first = h.getRunTime()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal and first > 0.05
+    x = np.asarray(h.getSolution().col_value)
+    big = np.argsort(-x)[:2].astype(np.int32)  # two columns in the basis: halving their bounds takes pivots
+    h.changeColsBounds(1, big[:1], np.zeros(1), x[big[:1]] / 2)
+    time_left(h, first / 2)  # fewer seconds than the first run took, ample for the second
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal and h.getInfo().simplex_iteration_count > 0
+    h.setOptionValue("time_limit", first / 2)  # the seconds left alone: stopped at once (what was done before)
+    h.changeColsBounds(1, big[1:], np.zeros(1), x[big[1:]] / 2)
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit

@@ -58,6 +58,13 @@ def handle_errors(fn):
             raise
         except KeyboardInterrupt:
             click.secho("Interrupted: no outputs were changed.", fg="red", err=True)
+            from planner.solve.interrupt import solving
+
+            if solving():  # a solve that did not stop in time: a normal exit would abort under HiGHS's threads
+                import os
+
+                sys.stdout.flush(), sys.stderr.flush()
+                os._exit(EXIT_ERROR)
             sys.exit(EXIT_ERROR)
         except BrokenPipeError:  # the reader went away (e.g. `| head`): outputs are already written
             import os

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import sys
@@ -92,28 +91,30 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
         refuse_overwriting_inputs({"--write-lp": write_lp}, config_inputs(inp.config) | (
             {"--history": history} if history is not None else {}))
     pool = executor_from(executor, scheduler, jobs) if (executor == "dask" or scheduler or jobs) else None
-    stop = sigterm_raises() if pool is not None else contextlib.nullcontext()
-    try:
-        # SIGTERM raises here, so the finally below closes the workers or the Dask cluster cleanly; the horizon's
-        # batches are built once for the plan, its comparison and the memo's re-solves (keep_pricers)
-        with stop, keep_pricers(inp):
-            options = PlanOptions(backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
-                                  timings={"read_validate": time.perf_counter() - t0}, shadow=True,
-                                  progress=not quiet, executor=pool or _default_pricing(inp))
-            result = plan_over_term(inp, make_plan, options, history=history)
-            if not result.status.has_plan:
-                hint = (" The model is infeasible." if result.status is Status.infeasible else
-                        f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
-                click.secho(f"Error: the solver found no plan ({result.status.value}"
-                            f"{': ' + result.solve.message if result.solve.message else ''}); nothing was written.{hint}",
-                            fg="red", err=True)
-                sys.exit(EXIT_ERROR)
-            if memo:  # the memo's re-solves where the plan's were asked to run (default: by the model's size)
-                result = with_memo(result, executor=pool, **options.solve_settings())
-    finally:
-        if pool is not None:
-            pool.close()
-    paths = write_outputs(result, target)
+    # SIGTERM raises (Terminated, handled as Ctrl-C) from here to the last output written: the finally below
+    # closes the workers or the Dask cluster, and an output half written is removed (no temporary file left)
+    with sigterm_raises():
+        try:
+            # the horizon's batches are built once for the plan, its comparison and the memo's re-solves
+            # (keep_pricers)
+            with keep_pricers(inp):
+                options = PlanOptions(backend=solver, time_limit_s=time_limit, mip_gap=mip_gap, write_model=write_lp,
+                                      timings={"read_validate": time.perf_counter() - t0}, shadow=True,
+                                      progress=not quiet, executor=pool or _default_pricing(inp))
+                result = plan_over_term(inp, make_plan, options, history=history)
+                if not result.status.has_plan:
+                    hint = (" The model is infeasible." if result.status is Status.infeasible else
+                            f" Hint: no plan was found within the time limit ({inp.config.solver.time_limit_s if time_limit is None else time_limit} s); raise --time-limit.")
+                    click.secho(f"Error: the solver found no plan ({result.status.value}"
+                                f"{': ' + result.solve.message if result.solve.message else ''}); nothing was written.{hint}",
+                                fg="red", err=True)
+                    sys.exit(EXIT_ERROR)
+                if memo:  # the memo's re-solves where the plan's were asked to run (default: by the model's size)
+                    result = with_memo(result, executor=pool, **options.solve_settings())
+        finally:
+            if pool is not None:
+                pool.close()
+        paths = write_outputs(result, target)
     if not quiet:
         click.echo(result.summary())
         click.echo(f"  wrote {paths['xlsx']} and {paths['json']} (every period: allocation.csv, fleet.csv)"

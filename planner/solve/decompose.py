@@ -331,6 +331,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     """The Benders iterations of :func:`solve_benders` over ``pricer``'s batches (from ``given`` purchases and
     ``bases`` when given; with ``warm``'s cuts when they were made for ``inp``: :func:`_seed`)."""
     from planner.model.stages import first_stage_rows
+    from planner.solve.monolithic import time_left
 
     R = len(inp.commitments)
     n0 = np.zeros(R)
@@ -573,7 +574,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     if not closed() and not out_of_time() and it < max_iterations:
         if PRUNE_BEFORE_INTEGER:
             if time_limit_s is not None:
-                master.setOptionValue("time_limit", max(time_limit_s - elapsed(), 1.0))
+                time_left(master, time_limit_s - elapsed(), 1.0)
             dropped["before_integer"] = prune(lp_rows)
         ints = np.flatnonzero(whole).astype(np.int32)
         agg = None
@@ -596,7 +597,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         while it < max_iterations:
             it += 1
             if time_limit_s is not None:
-                im.setOptionValue("time_limit", max(time_limit_s - elapsed(), 1.0))
+                time_left(im, time_limit_s - elapsed(), 1.0)
             if best_n is not None and best_theta is not None and len(best_theta) == G:
                 theta0 = np.bincount(agg["of"], best_theta, agg["B"]) if agg is not None else best_theta
                 x0 = np.r_[best_n, theta0].astype(float)

@@ -237,6 +237,7 @@ class ProcessPricer:
         self.fault_build = fault_build  # tests: this worker kills itself on its first build
         self.restarts = 0
         self.bases_lost = 0  # kept bases a worker no longer had (replaced since): batches started cold
+        self.busy = False  # a pricing's requests sent, its answers not all read (see close)
         import threading
 
         for w in range(self.workers):  # every process starts (imports) at once; a payload waits for its reader
@@ -376,6 +377,7 @@ class ProcessPricer:
         out: dict = {}
         todo = list(range(self.workers))
         pending = meanwhile
+        self.busy = True  # until every answer is read: a close() before then (an interrupt) stops them at once
         for attempt in range(RETRIES + 1):
             failed = []
             for w in todo:
@@ -399,8 +401,10 @@ class ProcessPricer:
                 out.update(priced)
                 self.bases_lost += lost
             if late is not None:
+                self.busy = False
                 raise late
             if not failed:
+                self.busy = False
                 return [out[i] for i in range(len(self.chunks))]
             if attempt == RETRIES:
                 from planner.core.errors import SolverError
@@ -420,8 +424,9 @@ class ProcessPricer:
         return [p.pid for p in self.procs]
 
     def close(self) -> None:
-        """Stop the workers (still building, as when the caller failed before pricing: stopped at once)."""
-        if self._built is None:
+        """Stop the workers (still building, as when the caller failed before pricing, or still pricing, as after an
+        interrupt: stopped at once; they answer a stop only between requests, 5-10 s later at XL)."""
+        if self._built is None or self.busy:
             for proc in self.procs:  # (a payload still being written then fails: its worker is gone)
                 try:
                     proc.kill()
@@ -562,8 +567,10 @@ class DaskPricer:
                 out.update(priced)
                 self.bases_lost += lost
             if late is not None:
+                self.busy = False
                 raise late
             if not failed:
+                self.busy = False
                 return [out[i] for i in range(len(self.chunks))]
             if attempt == RETRIES:
                 raise SolverError(f"Dask pricing actors {failed} were lost {RETRIES + 1} times in one iteration")
