@@ -107,3 +107,30 @@ def test_a_second_run_of_one_highs_object_gets_the_seconds_left():
     h.changeColsBounds(1, big[1:], np.zeros(1), x[big[1:]] / 2)
     h.run()
     assert h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
+
+
+def test_solves_asking_for_other_threads_each_get_a_scheduler_of_their_own():
+    """Every solve runs on one thread made for them; HiGHS refuses another ``threads`` on a scheduler already running
+    ("HiGHS failed: Not Set" on a library's second make_plan with other [solver] threads): such a solve gets a new
+    thread. Both orders, each solve optimal."""
+    import highspy
+    import numpy as np
+
+    from planner.solve.interrupt import run
+
+    def tiny(threads):
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", threads)
+        h.addVars(2, np.zeros(2), np.full(2, 10.0))
+        h.changeColsCost(2, np.arange(2, dtype=np.int32), np.array([1.0, 2.0]))
+        h.changeColsIntegrality(2, np.arange(2, dtype=np.int32),
+                                np.full(2, highspy.HighsVarType.kInteger))
+        h.addRows(1, np.array([3.5]), np.array([highspy.kHighsInf]), 2, np.array([0], dtype=np.int32),
+                  np.arange(2, dtype=np.int32), np.array([1.0, 1.0]))
+        return h
+
+    for threads in (1, 2, 1, 2):
+        h = tiny(threads)
+        assert run(h) != highspy.HighsStatus.kError
+        assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal and h.getInfo().objective_function_value == 4.0

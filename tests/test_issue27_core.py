@@ -359,3 +359,41 @@ def test_an_slo_class_that_misses_on_mixed_gpu_types_says_so_and_exits_3(tmp_pat
                               "slo_percentile": 99, "replicas": {"H100": {"service_ms": 400}}}})
     r1 = CliRunner().invoke(cli, ["plan", str(m1), "--out", str(tmp_path / "o1")])
     assert r1.exit_code == 0 and "SLO MISSED" not in r1.output
+
+
+def test_an_interrupt_while_outputs_are_replaced_one_by_one_says_which_are_new(tmp_path):
+    """A folder holding another file takes the outputs one by one. Interrupted after the first, the exception says
+    which are the new run's (the CLI said "no outputs were changed" while plan.json was already replaced); in a
+    folder of outputs only (exchanged whole) nothing is replaced and nothing is said."""
+    import pytest
+
+    from planner.core.atomic import publish_together
+
+    def writers(stop_at):
+        def make(name):
+            def write(path):
+                if name == stop_at:
+                    raise KeyboardInterrupt
+                path.write_text("new " + name)
+            return write
+        return {name: make(name) for name in ("plan.json", "plan.xlsx", "fleet.csv")}
+
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "notes.txt").write_text("mine")
+    for name in ("plan.json", "plan.xlsx", "fleet.csv"):
+        (mixed / name).write_text("old " + name)
+    with pytest.raises(KeyboardInterrupt) as info:
+        publish_together(mixed, writers("plan.xlsx"))
+    assert info.value.replaced_outputs == ["plan.json"]
+    assert (mixed / "plan.json").read_text() == "new plan.json" and (mixed / "plan.xlsx").read_text() == "old plan.xlsx"
+    assert sorted(p.name for p in mixed.iterdir()) == ["fleet.csv", "notes.txt", "plan.json", "plan.xlsx"]
+    only = tmp_path / "only"
+    only.mkdir()
+    for name in ("plan.json", "plan.xlsx", "fleet.csv"):
+        (only / name).write_text("old " + name)
+    with pytest.raises(KeyboardInterrupt) as info:
+        publish_together(only, writers("plan.xlsx"))
+    assert not hasattr(info.value, "replaced_outputs")
+    assert {p.name: p.read_text() for p in only.iterdir()} == {n: "old " + n for n in ("plan.json", "plan.xlsx",
+                                                                                      "fleet.csv")}

@@ -56,8 +56,11 @@ def handle_errors(fn):
             sys.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
-        except KeyboardInterrupt:
-            click.secho("Interrupted: no outputs were changed.", fg="red", err=True)
+        except KeyboardInterrupt as exc:
+            replaced = getattr(exc, "replaced_outputs", None)
+            click.secho("Interrupted: no outputs were changed." if not replaced else
+                        f"Interrupted while writing the outputs one by one (the folder holds other files): "
+                        f"{', '.join(replaced)} are this run's, the others the previous run's.", fg="red", err=True)
             from planner.solve.interrupt import solving
 
             if solving():  # a solve that did not stop in time: a normal exit would abort under HiGHS's threads

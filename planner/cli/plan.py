@@ -215,17 +215,20 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
     forecast = _forecast_of(model or default_model(), prices, plan_file)
     followed: list = []
     purchases = read_plan_purchases(plan_file, inp, forecast, scenario, followed_out=followed)
-    ev = run_evaluation(inp, purchases, functools.partial(make_plan, backend=solver, time_limit_s=time_limit),
-                        plan_file=str(plan_file))
-    ev.branches = followed
-    if not ev.realised.status.has_plan:
-        click.secho(f"Error: the plan's purchases cannot be run on these inputs (status "
-                    f"{ev.realised.status.value}: {ev.realised.solve.message}). A reserved cap (max_gpus) below "
-                    f"the purchases, or purchases of an option the price sheet no longer has, make it infeasible; "
-                    f"no cost is reported and nothing was written.", fg="red", err=True)
-        sys.exit(EXIT_NOT_MET)
-    data = ev.to_dict()
-    paths = write_evaluation(ev, out_dir or default_out_dir(inp.config, "-evaluate"))
+    from planner.core.executors import sigterm_raises
+
+    with sigterm_raises():  # SIGTERM as Ctrl-C: the solves stop, a half-written output is removed
+        ev = run_evaluation(inp, purchases, functools.partial(make_plan, backend=solver, time_limit_s=time_limit),
+                            plan_file=str(plan_file))
+        ev.branches = followed
+        if not ev.realised.status.has_plan:
+            click.secho(f"Error: the plan's purchases cannot be run on these inputs (status "
+                        f"{ev.realised.status.value}: {ev.realised.solve.message}). A reserved cap (max_gpus) below "
+                        f"the purchases, or purchases of an option the price sheet no longer has, make it infeasible; "
+                        f"no cost is reported and nothing was written.", fg="red", err=True)
+            sys.exit(EXIT_NOT_MET)
+        data = ev.to_dict()
+        paths = write_evaluation(ev, out_dir or default_out_dir(inp.config, "-evaluate"))
     if as_json:
         click.echo(json.dumps(data, indent=2, default=float))
     else:

@@ -198,9 +198,16 @@ def publish_together(out_dir: str | Path, writers: dict) -> dict[str, Path]:
                 return paths  # ``new`` now holds the old outputs: removed below
         finally:
             _remove_outputs_folder(new, writers)
-    for name, write in writers.items():  # fallback: file by file, each atomic
-        with atomic_path(paths[name]) as tmp:
-            write(tmp)
+    done: list[str] = []
+    try:
+        for name, write in writers.items():  # fallback: file by file, each atomic
+            with atomic_path(paths[name]) as tmp:
+                write(tmp)
+            done.append(name)
+    except BaseException as exc:  # an interrupt (or an error) part way: which outputs are the new run's now
+        if done:
+            exc.replaced_outputs = list(done)  # (read by the CLI: its message must not say "no outputs were changed")
+        raise
     return paths
 
 

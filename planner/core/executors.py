@@ -192,7 +192,8 @@ def _context():
     not copied (a notebook that plans, then sweeps). Forked workers inherit the loaded inputs for free.
     """
     methods = multiprocessing.get_all_start_methods()
-    solver = sys.modules.get(__package__ + ".solve")
+    solver = sys.modules.get("planner.solve.monolithic")  # where HIGHS_RAN is kept (a lookup of "planner.core.solve"
+    # never found it)
     highs_ran = bool(getattr(solver, "HIGHS_RAN", False))
     if sys.platform.startswith("linux") and "fork" in methods and threading.active_count() == 1 and not highs_ran:
         return multiprocessing.get_context("fork")

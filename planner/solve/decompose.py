@@ -597,7 +597,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         while it < max_iterations:
             it += 1
             if time_limit_s is not None:
-                time_left(im, time_limit_s - elapsed(), 1.0)
+                im.setOptionValue("time_limit", max(time_limit_s - elapsed(), 1.0))  # a MIP's limit is per run
             if best_n is not None and best_theta is not None and len(best_theta) == G:
                 theta0 = np.bincount(agg["of"], best_theta, agg["B"]) if agg is not None else best_theta
                 x0 = np.r_[best_n, theta0].astype(float)

@@ -50,7 +50,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
     """Decide the purchases of ``inp`` by the one-cut-per-chunk Benders decomposition (see the module)."""
     import highspy
 
-    from planner.solve.monolithic import new_highs, time_left
+    from planner.solve.monolithic import new_highs
 
     t0 = time.perf_counter()
     R = len(inp.commitments)
@@ -116,7 +116,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
                 n = n_new
                 continue
         if time_limit_s is not None:
-            time_left(master, time_limit_s - (time.perf_counter() - t0), 1.0)
+            master.setOptionValue("time_limit", max(time_limit_s - (time.perf_counter() - t0), 1.0))  # per run (a MIP)
         run(master)
         check_master(master, highspy, "integer")
         info = master.getInfo()

@@ -31,7 +31,7 @@ def run(h):
     done = threading.Event()
     if not h.HandleUserInterrupt:  # cancelSolve() then stops the solve within milliseconds (its interrupt callbacks:
         h.HandleUserInterrupt = True  # no measurable cost, 3.42 s against 3.39 s on an LP of 22,000 pivots)
-    _solver().put((h, box, done))
+    _solver(h.getOptionValue("threads")).put((h, box, done))
     try:
         while not done.wait(POLL_S):  # a signal's handler runs here (KeyboardInterrupt, Terminated): raised to
             pass  # the caller
@@ -53,23 +53,33 @@ def solving() -> bool:
 _SOLVER: dict = {}  # the one thread that runs this process's solves (made when first needed, again after a fork)
 
 
-def _solver():
+def _solver(threads=None):
     """The queue of the thread that runs every solve :func:`run` is given, one after another. One thread for them
     all, as when they ran on the main thread: HiGHS keeps its task scheduler (and the allocator its arenas) per
-    thread, and a thread per solve took three years' peak from 3,888 MB to 4,478 MB."""
+    thread, and a thread per solve took three years' peak from 3,888 MB to 4,478 MB. A solve asking for another
+    ``threads`` than the thread's scheduler was made with gets a new thread (HiGHS refuses the change on a running
+    scheduler: "HiGHS failed: Not Set"); the old one ends."""
     t = _SOLVER.get("thread")
+    if t is not None and t.is_alive() and threads is not None and _SOLVER.get("threads") not in (None, threads):
+        _SOLVER["queue"].put(None)  # the old thread ends (its scheduler with it)
+        t = None
     if t is None or not t.is_alive():
         q = queue.SimpleQueue()
         t = threading.Thread(target=_serve, args=(q,), name="highs-run", daemon=True)
-        _SOLVER.update(queue=q, thread=t, busy=False)
+        _SOLVER.update(queue=q, thread=t, busy=False, threads=None)
         t.start()
+    if threads is not None:
+        _SOLVER["threads"] = threads
     return _SOLVER["queue"]
 
 
 def _serve(q) -> None:
     """The solving thread: each (HiGHS object, answer, done) from ``q`` run, its status or error in the answer."""
     while True:
-        h, box, done = q.get()
+        job = q.get()
+        if job is None:  # replaced (another threads setting)
+            return
+        h, box, done = job
         _SOLVER["busy"] = True
         try:
             box["status"] = h.run()

@@ -316,10 +316,11 @@ def new_highs(highspy, time_limit_s, mip_gap, threads):
 
 
 def time_left(h, seconds: float, least: float = 0.01) -> None:
-    """Give ``h``'s next run ``seconds`` more (at least ``least``). HiGHS measures its ``time_limit`` against its
-    own clock, which adds up over every run of the object: a limit of the seconds left alone stopped a second run
-    at once whenever the first had taken longer (a warm re-solve after 3.5 s of relaxation, given 1.5 s, ended in
-    0.03 s with "Time limit reached"; a Benders master re-solved for minutes likewise)."""
+    """Give ``h``'s next LP run ``seconds`` more (at least ``least``). HiGHS measures an LP's ``time_limit`` against
+    its own clock, which adds up over every run of the object: a limit of the seconds left alone stopped a second
+    run at once whenever the first had taken longer (a warm re-solve after 3.5 s of relaxation, given 1.5 s, ended
+    in 0.03 s with "Time limit reached"; a Benders master LP re-solved for minutes likewise). A MIP's limit is per
+    run: set it to the seconds left as they are."""
     h.setOptionValue("time_limit", float(h.getRunTime()) + max(float(seconds), least))
 
 
