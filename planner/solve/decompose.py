@@ -37,7 +37,6 @@ from planner.inputs.arrays import PlanInputs
 from planner.model import build_model, unit_bounds, unit_integer
 from planner.model import stages
 from planner.model.objective import first_stage_cost
-from planner.solve.interrupt import run
 from planner.solve.chunks import aggregate_inputs, chunk_index, chunk_inputs  # noqa: F401  (re-exported)
 from planner.solve.master import (  # noqa: F401  (re-exported)
     ABS_TOL, REL_TOL, BendersResult, add_first_stage_rows, check_master, first_stage_feasible)
@@ -94,7 +93,7 @@ def _aggregate_start(inp: PlanInputs, highspy, threads) -> np.ndarray | None:
     model = build_model(aggregate_inputs(inp, k))
     h = new_highs(highspy, None, 0.0, threads)
     pass_model(h, model, highspy, integer=False)
-    run(h)
+    h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     x = np.asarray(h.getSolution().col_value, dtype=float)
@@ -428,7 +427,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     def _solve_master(phase="master", h=None):
         h = master if h is None else h
         t = time.perf_counter()
-        if run(h) == highspy.HighsStatus.kError:  # (a threads setting HiGHS refuses once its scheduler runs...)
+        if h.run() == highspy.HighsStatus.kError:  # (a threads setting HiGHS refuses once its scheduler runs...)
             from planner.core.errors import SolverError
 
             raise SolverError(f"HiGHS failed on the Benders master ({phase}): {h.getModelStatus()}; "

@@ -15,7 +15,6 @@ from planner.solve.master import ABS_TOL, REL_TOL, BendersResult, add_first_stag
 from planner.inputs.arrays import PlanInputs
 from planner.model import build_model, unit_bounds, unit_integer
 from planner.model.objective import first_stage_cost
-from planner.solve.interrupt import run
 
 
 class _Chunk:
@@ -98,7 +97,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
         add_cuts(n, values, duals)
         if not integer:
             # relaxation: stop cutting it when it stalls; then the integer master
-            run(master)
+            master.run()
             check_master(master, highspy, "relaxation")
             lp_bound = float(master.getInfo().objective_function_value)
             n_new = np.asarray(master.getSolution().col_value, dtype=float)[:R]
@@ -117,7 +116,7 @@ def solve_benders(inp: PlanInputs, *, chunk: str | int = "month", mip_gap: float
                 continue
         if time_limit_s is not None:
             master.setOptionValue("time_limit", max(time_limit_s - (time.perf_counter() - t0), 1.0))  # per run (a MIP)
-        run(master)
+        master.run()
         check_master(master, highspy, "integer")
         info = master.getInfo()
         bound = max(bound, float(info.mip_dual_bound if np.isfinite(info.mip_dual_bound) else

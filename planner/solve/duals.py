@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from planner.solve.interrupt import run
 
 COLUMNS = ["family", "name", "gpu_type", "region", "workload_class", "unit", "shadow_price_usd", "per_month_usd",
            "meaning"]
@@ -40,7 +39,7 @@ def row_duals(inp, purchases: np.ndarray, threads: int | None = None):
         return model, np.zeros(model.n_constraints)
     h = new_highs(highspy, None, 1e-9, threads)
     pass_model(h, model, highspy, integer=False)
-    run(h)
+    h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return model, None
     return model, np.asarray(h.getSolution().row_dual, dtype=float)
