@@ -13,21 +13,34 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+def random_lp(n: int):
+    """A random covering LP of ``n`` rows and columns, presolve off: seconds of dual simplex at n = 5000."""
+    import highspy
+    import numpy as np
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("presolve", "off")
+    h.addVars(n, np.zeros(n), np.full(n, highspy.kHighsInf))
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), rng.random(n))
+    A = sp.random(n, n, density=20 / n, random_state=1, format="csr")
+    A.data = rng.random(len(A.data))
+    h.addRows(n, np.ones(n), np.full(n, highspy.kHighsInf), A.nnz, A.indptr[:-1].astype(np.int32),
+              A.indices.astype(np.int32), A.data)
+    return h
+
+
 CHILD = r"""
 import sys, time
-import numpy as np, scipy.sparse as sp, highspy
+sys.path.insert(0, 'TESTS_DIR')
 from planner.core.executors import sigterm_raises
 from planner.solve.interrupt import run
+from test_interrupt import random_lp
 
-n = 5000  # a random covering LP: about 3 s of dual simplex on this machine's core
-rng = np.random.default_rng(0)
-h = highspy.Highs(); h.setOptionValue("output_flag", False); h.setOptionValue("presolve", "off")
-h.addVars(n, np.zeros(n), np.full(n, highspy.kHighsInf))
-h.changeColsCost(n, np.arange(n, dtype=np.int32), rng.random(n))
-A = sp.random(n, n, density=20 / n, random_state=1, format="csr")
-A.data = rng.random(len(A.data))
-h.addRows(n, np.ones(n), np.full(n, highspy.kHighsInf), A.nnz, A.indptr[:-1].astype(np.int32),
-          A.indices.astype(np.int32), A.data)
+h = random_lp(5000)  # about 3 s of dual simplex on this machine's core
 print("started", flush=True)
 t0 = time.perf_counter()
 try:
@@ -40,7 +53,7 @@ except BaseException as exc:
           str(h.getModelStatus()).split(".")[-1], flush=True)
     raise SystemExit(1)
 print("solved", round(time.perf_counter() - t0, 2), flush=True)
-"""
+""".replace("'TESTS_DIR'", repr(str(ROOT / "tests")))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -79,21 +92,10 @@ def test_a_second_run_of_one_highs_object_gets_the_seconds_left():
     ``time_left`` gives it that many seconds more than the clock shows."""
     import highspy
     import numpy as np
-    import scipy.sparse as sp
 
     from planner.solve.monolithic import time_left
 
-    n = 4000
-    rng = np.random.default_rng(0)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("presolve", "off")
-    h.addVars(n, np.zeros(n), np.full(n, highspy.kHighsInf))
-    h.changeColsCost(n, np.arange(n, dtype=np.int32), rng.random(n))
-    A = sp.random(n, n, density=20 / n, random_state=1, format="csr")
-    A.data = rng.random(len(A.data))
-    h.addRows(n, np.ones(n), np.full(n, highspy.kHighsInf), A.nnz, A.indptr[:-1].astype(np.int32),
-              A.indices.astype(np.int32), A.data)
+    h = random_lp(4000)
     h.run()
     first = h.getRunTime()
     assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal and first > 0.05

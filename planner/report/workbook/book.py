@@ -378,16 +378,11 @@ class _Sheet:
     def _fast(self):
         """Per column (number format, its format object) and the text format, where every cell of this sheet is
         written with them (no finance-pack widths to measure, no wrapped column); else None."""
-        cached = self.__dict__.get("_fast_formats", False)
-        if cached is not False and cached is not None and len(cached[0]) == len(self.columns):
-            return cached
-        if self.pack or self.wrap:
-            fast = None
-        else:
+        if "_fast_formats" not in self.__dict__:  # (columns, formats and wrap are set before the first row)
             book = self.book
-            fast = ([(self.formats.get(n), book.fmt(self.formats.get(n))) for n in self.columns], book.fmt(None))
-        self.__dict__["_fast_formats"] = fast
-        return fast
+            self.__dict__["_fast_formats"] = None if self.pack or self.wrap else (
+                [(self.formats.get(n), book.fmt(self.formats.get(n))) for n in self.columns], book.fmt(None))
+        return self.__dict__["_fast_formats"]
 
     def note(self, text: str = ""):
         """A line of text below the table (column A). On a finance-pack sheet a long note is broken into lines no
