@@ -132,7 +132,13 @@ def test_solves_asking_for_other_threads_each_get_a_scheduler_of_their_own():
                   np.arange(2, dtype=np.int32), np.array([1.0, 1.0]))
         return h
 
-    for threads in (1, 2, 1, 2):
-        h = tiny(threads)
-        assert run(h) != highspy.HighsStatus.kError
-        assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal and h.getInfo().objective_function_value == 4.0
+    # the solving thread is used where Ctrl-C has a Python handler (a test worker may run with SIGINT ignored)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        for threads in (1, 2, 1, 2):
+            h = tiny(threads)
+            assert run(h) != highspy.HighsStatus.kError
+            assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+            assert h.getInfo().objective_function_value == 4.0
+    finally:
+        signal.signal(signal.SIGINT, old)
