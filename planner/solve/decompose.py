@@ -51,6 +51,9 @@ PRIOR_PER_GROUP = 3  # of an earlier solve's cuts (warm["prior"]), the master st
 # highest at the earlier solve's purchases (all of them at once, 14 pricings x 5,475 groups at 3Y x 5, made a cold
 # master LP of minutes); the rest wait in a pool, each added when the master's point violates it
 POOL_ROUNDS = 50  # at most this many re-solves of the master for pooled cuts per solve (each adds one per group)
+EARLY_ROUND = 2.0  # the LP phase tries its master's point rounded once the relaxation's own gap is within this many
+# gaps asked for, and again each time that gap halves: a plan within the gap ends the loop there (benchmarks/README,
+# fourteenth round: XL's decision stopped at its 10th pricing of 14, its comparison at its 2nd of 4)
 IN_OUT = 0.5  # in-out stabilisation of the LP phase: price n_in + IN_OUT (n_master - n_in); 1.0 = off (Kelley).
 # benchmarks/master.py, fresh processes, idle: three hourly years 12 iterations / 150 s against 16 / 196 s; a year 7 / 38 s
 # against 6 / 38 s
@@ -496,6 +499,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     # is priced (lam = 1: Kelley), so the loop converges as plain Kelley does
     n_lp, lp_stall = n, 0
     n_in, best_lp, lam, n_out = None, np.inf, IN_OUT, None
+    early = EARLY_ROUND * mip_gap  # the relaxation's gap at which its point is tried rounded
     seed = _seed(warm, inp, chunks, pricer.groups, R)
     seeded, seed_only = 0, False  # seed_only: the seed's purchases are the one integer plan priced so far
     if seed is not None:  # a pricing of these very inputs at other purchases (the plan's): its cuts go in first,
@@ -542,6 +546,20 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         n_prev_out, n_out = n_out, np.clip(sol[:R], 0.0, None)
         n_lp = n
         log()
+        lp_gap = (best_lp - bound) / max(abs(best_lp), 1e-12)
+        if lp_gap <= early and not closed() and not out_of_time():
+            early = lp_gap / 2  # the next try once the relaxation's gap has halved
+            # an integer plan near the master's point (rounded, else rounded down: rounding up can pass a cap),
+            # priced on every period: its cost is an upper bound (and its cuts tighten the master too)
+            cand = next((c for c in (rounded(n_out), np.where(whole, np.floor(n_out + 1e-9), n_out))
+                         if c.tobytes() not in priced and feasible(c)), None)
+            if cand is not None:
+                it += 1
+                offer(cand, price(cand))
+                log()
+                if closed():
+                    n = n_out
+                    break
         if closed() or best_lp - bound <= mip_gap / 4 * abs(best_lp) + ABS_TOL or np.allclose(n_out, n, atol=1e-9) \
                 or (n_prev_out is not None and lam >= 1.0 and np.allclose(n_out, n_prev_out, atol=1e-9)):
             n = n_out
