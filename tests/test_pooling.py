@@ -60,6 +60,24 @@ def test_pooled_backfill_hand_case(tmp_path):
     assert res.metrics["pooled"]["training_lost_to_preemption_pct"] == pytest.approx(40.0)
 
 
+def test_backfill_uses_its_own_idle_gpus_before_reclaimable_ones(tmp_path):
+    # inference 2 / 6 GPUs alternately, training 2 / 1 useful GPUs at backfill goodput 0.5. Buying 7 (112 USD) beats
+    # 6 and an on-demand GPU in the busy hours (96 + 20): the 7th is training's own, never reclaimed. In a quiet hour
+    # training's 2 can come from its own GPU and 2 reclaimable ones (1 + 2 x 0.5) or from 4 reclaimable ones
+    # (4 x 0.5), at the same cost: a scheduler fills its own GPU first, and so must the plan's figures
+    # (backfilled 2 + 2 GPU-hours, own 4; not 4 + 4 and 2, which says training loses 40 % where it loses 25 %)
+    classes = {"inf": {}, "tr": {"backfill": True, "backfill_goodput": 0.5}}
+    m = write_case(tmp_path / "own", {"inf": [2, 6, 2, 6], "tr": [2, 1, 2, 1]}, PRICES, classes)
+    res = compare_pooling(load_inputs(m), _plan)
+    assert res.metrics["pooled"]["total_cost_usd"] == pytest.approx(112.0)
+    bf = res.pooled.backfill.iloc[0]
+    assert bf["own_reserved_gpu_hours"] == pytest.approx(4.0)
+    assert bf["backfilled_gpu_hours"] == pytest.approx(4.0)
+    assert res.metrics["pooled"]["training_gpu_hours"] == pytest.approx(8.0)
+    assert res.metrics["pooled"]["training_lost_to_preemption_pct"] == pytest.approx(25.0)
+    assert res.pooled.objective == pytest.approx(112.0)  # the tie-break is not a cost
+
+
 def _bundled_copy(tmp_path: Path, goodput: float | None) -> Path:
     data = tmp_path / "data" / "pooling"
     shutil.copytree(ROOT / "data" / "pooling", data)
@@ -178,6 +196,15 @@ def test_pooling_command_writes_json_and_workbook(tmp_path):
     assert ws["B2"].value == pytest.approx(d["separate"]["total_cost_usd"])
     assert ws["C2"].value == pytest.approx(d["pooled"]["total_cost_usd"])
     assert len(ws._charts) == 1
+    # the pooled plan is `planner plan`'s own: its purchases judged over their whole term (the default), and said so
+    assert d["purchases_judged"].startswith("purchases judged over their whole term: 3-year terms judged on a ")
+    assert "purchases judged over their whole term" in r.output
+    from planner.pipeline.whole_term import plan_over_term
+
+    alone = plan_over_term(load_inputs(POOLING), make_plan, risk=False)
+    assert alone.term["judge"] == "term"
+    assert d["pooled"]["reserved_gpus_bought"] == pytest.approx(float(alone.purchases["gpus"].sum()))
+    assert d["pooled"]["total_cost_usd"] == pytest.approx(alone.cost["total"], rel=1e-4)
 
 
 def test_pooling_without_backfill_class_is_an_input_error(tmp_path):

@@ -141,6 +141,7 @@ def pooling(model, out_dir, solver, time_limit, mip_gap, as_json):
     Plans MODEL twice: the classes with priority (no backfill) and the backfill classes each on a
     fleet of their own, and all together with backfill preempted when the priority classes need their
     GPUs back. Prints both costs, the inference latency, what training loses, and a recommendation.
+    Purchases are judged as `planner plan` judges them: over their whole term by default ([term]).
 
     Example:
 
@@ -148,14 +149,16 @@ def pooling(model, out_dir, solver, time_limit, mip_gap, as_json):
         planner pooling models/pooling.toml --out outputs/pooling
     """
     from planner.pipeline.run import default_out_dir, load_inputs, make_plan
+    from planner.pipeline.whole_term import plan_over_term
     from planner.pooling import compare_pooling
     from planner.report.pooling_report import pooling_dict, pooling_text, write_pooling
 
     if model is None:
         model = default_model("pooling")
     inp = load_inputs(model)
-    result = compare_pooling(inp, lambda i: make_plan(i, backend=solver, time_limit_s=time_limit,
-                                                      mip_gap=mip_gap, risk=False))
+    # each arrangement's purchases judged as `planner plan` judges them (over their whole term by default)
+    result = compare_pooling(inp, lambda i: plan_over_term(i, make_plan, backend=solver, time_limit_s=time_limit,
+                                                           mip_gap=mip_gap, risk=False))
     bad = [p for p in result.separate + [result.pooled] if not p.status.has_plan]
     if bad:
         click.secho(f"Error: a plan could not be solved: {bad[0].solve.message}", fg="red", err=True)

@@ -78,6 +78,11 @@ def cost_by_scenario(inp: PlanInputs, cost=None) -> np.ndarray | None:
     return out
 
 
+BACKFILL_TIE_USD = 1e-4  # per GPU-hour of a backfill class's at-risk (backfilled) reserved use: a tie-break, not a
+# cost (plan costs are read from the quantities): where the class's own reserved GPUs are idle, the solve uses them
+# first, as a scheduler does, instead of any of the equal-cost splits (a hundredth of a cent: $10 per 100,000 h)
+
+
 def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame],
                            n_vars: int, npv: bool = False) -> np.ndarray:
     """The objective coefficient of every column (USD over the horizon), shortfall penalty included.
@@ -95,6 +100,10 @@ def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.Da
         v = fam["v"]
         c[v["col"]] = -w[v["b"]] * block_price(inp, blocks, np.full(len(v), rented.index("on_demand")), v["p"],
                                                v["b"])
+    if "xd" in fam and len(fam["xd"]):  # backfill classes: their own GPUs before the reclaimable ones, at equal cost
+        x = fam["x"]
+        at_risk = np.isin(x["k"].to_numpy(), np.unique(fam["xd"]["k"].to_numpy()))
+        c[x["col"].to_numpy()[at_risk]] += w[x["b"].to_numpy()[at_risk]] * BACKFILL_TIE_USD
     return c
 
 

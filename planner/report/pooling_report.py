@@ -53,7 +53,21 @@ def pooling_dict(result: PoolingResult) -> dict:
         "backfill_classes": result.backfill_classes,
         "plans": {"separate_priority": brief(result.separate[0]), "separate_backfill": brief(result.separate[1]),
                   "pooled": brief(result.pooled)},
+        "purchases_judged": judgement(result),
     })
+
+
+def judgement(result: PoolingResult) -> str:
+    """How the arrangements' purchases were judged (each plan's ``term``): over their whole term, or on the
+    horizon and why; the same for the three plans but where they differ (each is then named)."""
+    plans = {"separate, priority": result.separate[0], "separate, backfill": result.separate[1],
+             "pooled": result.pooled}
+    notes = {k: (p.term or {}).get("note") or "on the horizon (no term outlives it)" for k, p in plans.items()}
+    judge = {k: (p.term or {}).get("judge", "horizon") for k, p in plans.items()}
+    if len(set(judge.values())) == 1:
+        how = "over their whole term" if judge["pooled"] == "term" else "on the horizon"
+        return f"purchases judged {how}: {notes['pooled']}"
+    return "purchases judged " + "; ".join(f"{k}: {judge[k]} ({notes[k]})" for k in plans)
 
 
 def write_pooling(result: PoolingResult, out_dir: Path) -> dict[str, Path]:
@@ -118,5 +132,5 @@ def pooling_text(result: PoolingResult) -> str:
                 return f"{v:,.1f}"
             return f"{v:,.0f}"
         lines.append(f"  {label[:44]:<44}{f(a):>16}{f(b):>16}")
-    lines += ["", result.recommendation]
+    lines += ["", result.recommendation, judgement(result)]
     return "\n".join(lines)
