@@ -138,6 +138,15 @@ def test_hindsight_bounds_every_strategy_and_regret_recomputes(tmp_path):
     stoch = r.windows[r.windows["strategy"] == "stochastic"]
     assert stoch["scenarios"].max() > 1
     assert s.loc["all_on_demand", "gpus_bought"] == 0
+    # the table shows the basis of its regret: total regret % recomputes from its own "cost + shortfall" column
+    from planner.backtest.report import COLUMNS, REGRET_BASIS, rows, strategy_table
+
+    cells = {row[0]: dict(zip(COLUMNS, row[1:])) for row in rows(r)}
+    hind = float(cells["hindsight"]["cost + shortfall (USD)"].replace(",", ""))
+    for name in STRATEGIES:
+        obj = float(cells[name]["cost + shortfall (USD)"].replace(",", ""))
+        assert float(cells[name]["total regret %"]) == pytest.approx(100 * (obj - hind) / hind, abs=0.006 + 100 / hind)  # (whole USD)
+    assert REGRET_BASIS in strategy_table(r)
 
 
 def test_error_scenarios_average_to_the_point_forecast():

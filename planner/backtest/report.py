@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-COLUMNS = ("cost (USD)", "mean regret %", "90 % CI", "total regret %", "full-term regret %", "90 % CI (full term)",
+COLUMNS = ("cost (USD)", "cost + shortfall (USD)", "mean regret %", "90 % CI", "total regret %", "full-term regret %", "90 % CI (full term)",
            "signed (USD)", "shortfall GPU-h", "SLO-hours missed", "GPUs bought", "vs rule, points (90 % CI)")
+REGRET_BASIS = ("regret is on cost + shortfall: the cost, plus each GPU-hour of demand left unmet at the shortfall "
+                "penalty (the objective every plan weighs; cost alone counts unmet demand as free)")
 
 
 def _ci(ci) -> str:
@@ -28,12 +30,13 @@ def rows(result) -> list[list[str]]:
     """One row of formatted cells per strategy, in the order of COLUMNS (the hindsight's full-term row last)."""
     out = []
     for r in result.strategies.itertuples():
-        out.append([r.strategy, f"{r.total_cost_usd:,.0f}", _pct(r.mean_regret_pct), _ci(r.mean_regret_ci90),
+        out.append([r.strategy, f"{r.total_cost_usd:,.0f}", f"{r.total_objective_usd:,.0f}", _pct(r.mean_regret_pct), _ci(r.mean_regret_ci90),
                     _pct(r.total_regret_pct), _pct(r.full_term_regret_pct), _ci(r.full_term_regret_ci90),
                     f"{r.signed_usd:,.0f}", f"{r.shortfall_gpu_hours:,.1f}", f"{r.slo_hours_missed:,.0f}",
                     f"{r.gpus_bought:,.0f}", _vs(getattr(r, "vs_rule", None))])
     h = result.hindsight.get("full_term", {})
-    out.append(["hindsight", f"{result.hindsight_total_usd:,.0f}", "0", "-", "0", "0", "-",
+    out.append(["hindsight", f"{result.hindsight_total_usd:,.0f}", f"{result.hindsight_objective_usd:,.0f}", "0", "-",
+                "0", "0", "-",
                 f"{h.get('signed_usd', 0.0):,.0f}", "-", "-",
                 f"{sum(p['gpus'] for p in result.hindsight.get('purchases', [])):,.0f}", "-"])
     return out
@@ -55,7 +58,7 @@ def ranking_lines(result) -> list[str]:
 def strategy_table(result) -> str:
     """The terminal table: a column per figure, a row per strategy, then the rankings."""
     table = pd.DataFrame([r[1:] for r in rows(result)], index=[r[0] for r in rows(result)], columns=list(COLUMNS))
-    return table.to_string() + "\n" + "\n".join(ranking_lines(result))
+    return table.to_string() + "\n" + REGRET_BASIS + "\n" + "\n".join(ranking_lines(result))
 
 
 def markdown(result) -> str:
@@ -63,4 +66,4 @@ def markdown(result) -> str:
     head = "| strategy | " + " | ".join(COLUMNS) + " |"
     rule = "|---|" + "---:|" * len(COLUMNS)
     body = ["| " + " | ".join(r) + " |" for r in rows(result)]
-    return "\n".join([head, rule, *body, "", *("- " + line for line in ranking_lines(result))]) + "\n"
+    return "\n".join([head, rule, *body, "", REGRET_BASIS + ".", "", *("- " + line for line in ranking_lines(result))]) + "\n"
