@@ -282,3 +282,27 @@ def test_benders_at_a_zero_gap_proves_optimality(tmp_path):
                      mip_gap=0.0, time_limit_s=60)
     assert bend.status.value == "optimal" and "Benders" in bend.solve.message
     assert bend.objective == pytest.approx(mono.objective, rel=1e-9)
+
+
+def test_a_terms_hours_in_the_horizons_gaps_are_not_after_its_end(tmp_path):
+    # 2 GPUs in four 1-hour periods with a gap from 02:00 to 10:00 (8 hours without a period). A 1-year term at 4 USD/h
+    # (on-demand 10) is bought: 2 x 4 x 4 = 32 USD in the horizon's hours, 2 x 4 x 8 = 64 USD in its gap (before the
+    # horizon ends: not "after the forecast ends"), the rest of 2 x 4 x 12 x 730 = 70,080 USD after it
+    import pandas as pd
+
+    from planner.pipeline.run import load_inputs, make_plan
+
+    m = write_case(tmp_path, {"a": [2, 2, 2, 2]}, [price(hourly=10.0), price(option="reserved_1y", hourly=4.0,
+                                                                              term_months=12)],
+                   {"a": {}}, extra_top='[term]\njudge = "horizon"')
+    pd.DataFrame({"period": ["2027-01-04T00:00", "2027-01-04T01:00", "2027-01-04T10:00", "2027-01-04T11:00"],
+                  "workload_class": "a", "gpus": 2.0, "hours": 1.0}).to_csv(tmp_path / "demand.csv", index=False)
+    plan = make_plan(load_inputs(m), risk=False)
+    c = plan.commitments
+    assert float(plan.purchases["gpus"].sum()) == pytest.approx(2.0)
+    assert c["reserved_amortised_usd"] == pytest.approx(32.0)
+    assert c["liability_in_gaps_usd"] == pytest.approx(64.0)
+    assert c["liability_past_horizon_usd"] == pytest.approx(70_080.0 - 32.0)  # full term less amortised, as before
+    text = plan.summary()
+    assert "of which $69,984 falls after the horizon ends and $64 in the horizon's gaps" in text
+    assert "($69,984 of $70,080) is owed after the forecast ends" in text

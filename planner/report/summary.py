@@ -187,9 +187,12 @@ def _liability_lines(plan: Plan) -> list[str]:
     c = plan.commitments
     if not c:
         return []
-    full, amortised, past = c["reserved_full_term_usd"], c["reserved_amortised_usd"], c["liability_past_horizon_usd"]
+    full, amortised = c["reserved_full_term_usd"], c["reserved_amortised_usd"]
+    gaps = float(c.get("liability_in_gaps_usd", 0.0))  # owed in the horizon's gaps: before its end, not after
+    past = c["liability_past_horizon_usd"] - gaps
     lines = [f"    reserved cost counted {c['accounting'].replace('_', ' ')}: amortised over the horizon "
-             f"{_usd(amortised)}, full term {_usd(full)}, of which {_usd(past)} falls after the horizon ends"]
+             f"{_usd(amortised)}, full term {_usd(full)}, of which {_usd(past)} falls after the horizon ends"
+             + (f" and {_usd(gaps)} in the horizon's gaps (time between periods)" if gaps > 0.005 else "")]
     if full > 0 and past > 0.5 * full:
         end = plan.inputs.periods[-1] + pd.Timedelta(hours=float(plan.inputs.hours[-1]))
         what = "signed" if plan.inputs.reserved_member is None else "planned (expected over the tree's branches)"

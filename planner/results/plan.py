@@ -288,15 +288,39 @@ def whole_units(inp: PlanInputs, n: np.ndarray) -> np.ndarray:
     return np.where(whole, np.rint(n), np.where(np.abs(n) < 1e-9, 0.0, n))
 
 
+def gap_hours(inp: PlanInputs) -> np.ndarray:
+    """Per commitments row: the hours of its term that fall in the horizon's gaps (from one period's end to the next
+    period's start, where the demand skips time). They are before the horizon's end, yet not in its active hours."""
+    res = inp.commitments
+    out = np.zeros(len(res))
+    if not len(res) or inp.T < 2 or "active_from" not in res:
+        return out
+    periods = pd.DatetimeIndex(inp.periods)
+    ends = (periods[:-1] + pd.to_timedelta(np.asarray(inp.hours[:-1], float), unit="h")).asi8
+    starts = periods[1:].asi8
+    gap = starts > ends
+    if not gap.any():
+        return out
+    a = pd.DatetimeIndex(res["active_from"]).asi8[:, None]
+    e = pd.DatetimeIndex(res["end_date"]).asi8[:, None]
+    ns = np.clip(np.minimum(e, starts[gap][None, :]) - np.maximum(a, ends[gap][None, :]), 0, None)
+    return ns.sum(axis=1) / 3.6e12
+
+
 def commitment_costs(inp: PlanInputs, n: np.ndarray) -> dict:
     """What purchases ``n`` cost: ``plan.commitments`` (accounting, amortised and full-term USD, the liability past
-    the horizon) and ``reserved_usd``, the one of the two the plan's accounting counts."""
+    the horizon) and ``reserved_usd``, the one of the two the plan's accounting counts. The liability past the
+    horizon is the full term less the horizon's active hours (so amortised + past = full term); of it,
+    ``liability_in_gaps_usd`` is owed in the horizon's gaps (:func:`gap_hours`: before the horizon ends, though the
+    plan has no period there), 0 where the periods leave no gap."""
     res = inp.commitments
     amortised = float(np.sum(n * reserved_cost_per_instance(inp, "amortised"))) if len(res) else 0.0
     full_term = float(np.sum(n * reserved_cost_per_instance(inp, "full_term"))) if len(res) else 0.0
+    in_gaps = float(np.sum(n * inp.reserved_weight * res["m"].to_numpy(float) * res["r"].to_numpy(float)
+                           * gap_hours(inp))) if len(res) else 0.0
     accounting = inp.config.commitments.accounting
     return {"accounting": accounting, "reserved_amortised_usd": amortised, "reserved_full_term_usd": full_term,
-            "liability_past_horizon_usd": full_term - amortised,
+            "liability_past_horizon_usd": full_term - amortised, "liability_in_gaps_usd": in_gaps,
             "reserved_usd": full_term if accounting == "full_term" else amortised}
 
 

@@ -78,7 +78,8 @@ def _savings_note(plan: Plan) -> str:
 def _liability_note(plan: Plan) -> str:
     """The plain sentence when most of the liability falls past the forecast; the Cash flow sheet otherwise."""
     c = plan.commitments
-    full, past = c.get("reserved_full_term_usd", 0.0), c.get("liability_past_horizon_usd", 0.0)
+    full = c.get("reserved_full_term_usd", 0.0)
+    past = c.get("liability_past_horizon_usd", 0.0) - c.get("liability_in_gaps_usd", 0.0)  # (gaps: before the end)
     if full > 0 and past > 0.5 * full:
         t = plan.term or {}
         judged = (f"each was judged on {t.get('tail_months', 0):.0f} months of demand past it ({t.get('source')}, "
