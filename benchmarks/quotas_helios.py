@@ -74,10 +74,10 @@ def main() -> None:
         return
     print(f"Helios Earth, May 2020: {out['teams']} VCs share {out['gpus']} GPUs for {out['hours']:.0f} h; "
           f"{out['demanded_gpu_hours']:,.0f} GPU-hours demanded ({out['seconds']:.1f} s)")
-    print(f"  {'policy':<22}{'utilisation':>12}{'Jain':>8}{'waiting GPU-h':>15}{'h below guarantee':>19}")
+    print(f"  {'policy':<22}{'utilisation':>12}{'Jain':>8}{'waiting GPU-h':>15}{'team-h below guarantee':>24}")
     for p in out["pool"]:
         print(f"  {p['policy']:<22}{p['utilisation']:>12.1%}{p['jain_index']:>8.3f}{p['waiting_gpu_hours']:>15,.0f}"
-              f"{p['hours_below_guarantee']:>19,.0f}")
+              f"{p['hours_below_guarantee']:>24,.0f}")
     print(f"  gaming by {out['gamer']} (GPU-hours):")
     for g in out["gaming"]:
         print(f"    {g['behaviour']:<9}{g['policy']:<16} gain {g['gamer_gain_gpu_hours']:>9,.0f}"

@@ -249,3 +249,22 @@ def test_a_free_checkpoint_and_restart_meet_any_goodput_target_at_any_mtbi():
     d = json.loads(CliRunner().invoke(cli, args + ["--json"]).output)
     assert d["job_mtbi_for_goodput_target_hours"] is None and d["gpu_mtbf_for_goodput_target_hours"] is None
     assert d["goodput"] == 1.0
+
+
+def test_free_or_dearer_spot_says_any_or_never_not_a_numerical_limit():
+    # spot at 0 USD pays at every finite rate (goodput > 0): the break-even and the largest job are unbounded, not
+    # where goodput underflows (2,977 per instance-hour, 11,906 GPUs); spot dearer than on-demand never pays
+    from planner.sizing.economics import break_even_rate, max_paying_job_gpus
+
+    assert break_even_rate(0.0, 11.0, 5 / 60, 10 / 60, 8, 8) == math.inf
+    assert max_paying_job_gpus(0.0, 11.0, 0.25, 5 / 60, 10 / 60, 8) == math.inf
+    assert break_even_rate(12.0, 11.0, 5 / 60, 10 / 60, 8, 8) == 0.0
+    free = CliRunner().invoke(cli, ["spot", "--mtbi-hours", "4", "--spot-price", "0", "--on-demand-price", "11"])
+    assert free.exit_code == 0, free.output
+    assert "break-even interruptions per instance-hour     any" in free.output
+    assert "largest job (GPUs) for which spot pays         any" in free.output
+    dear = CliRunner().invoke(cli, ["spot", "--mtbi-hours", "4", "--spot-price", "12", "--on-demand-price", "11"])
+    assert "never (spot costs more even without interruptions)" in dear.output
+    assert "none (not even 1 GPU)" in dear.output
+    vast = CliRunner().invoke(cli, ["spot", "--mtbi-hours", "1e300", "--spot-price", "3", "--on-demand-price", "11"])
+    assert "job mean time between interruptions (h)        1e+300" in vast.output

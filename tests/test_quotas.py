@@ -228,6 +228,10 @@ def test_quotas_json_has_teams_and_gaming(tmp_path):
     assert len(d["teams"]) == 8 and len(d["gaming"]) == 16
     assert sum(t["nominal_gpus"] for t in d["teams"]) == 1024
     assert (tmp_path / "q" / "quotas.xlsx").exists()
+    # latency-critical means a latency SLO: pretraining kept off spot (spot = false, no SLO) is not
+    team = {t["team"]: t for t in d["teams"]}
+    assert team["llm"]["latency_critical"] is False and team["llm"]["preemptible_work"] is False
+    assert not any(t["latency_critical"] for t in d["teams"])  # no class of the bundled model declares an SLO
 
 
 @pytest.mark.parametrize("teams,message", [

@@ -176,8 +176,14 @@ def _cell(key: str, value) -> str:
         return usd(value)
     if key.endswith("_for_goodput_target_hours") and value is None:
         return "any (no checkpoint or restart cost)"
-    if key.endswith("_hours") and isinstance(value, float) and math.isfinite(value) and value >= 1e4:
-        return f"{value:,.0f}"  # a GPU's MTBF: 49,152 rather than 4.915e+04
+    if key.startswith("break_even") and isinstance(value, (int, float)) and value == 0:
+        return "never (spot costs more even without interruptions)"
+    if key == "max_paying_job_gpus" and isinstance(value, (int, float)) and value == 0:
+        return "none (not even 1 GPU)"
+    if (key.startswith("break_even") or key == "max_paying_job_gpus") and value == math.inf:
+        return "any"
+    if key.endswith("_hours") and isinstance(value, float) and math.isfinite(value) and 1e4 <= value < 1e12:
+        return f"{value:,.0f}"  # a GPU's MTBF: 49,152 rather than 4.915e+04 (not 300 digits of 1e300)
     return fmt(value)
 
 

@@ -28,7 +28,7 @@ class TeamDemand:
     floors: np.ndarray
     classes_of: dict  # team -> [classes]
     preemptible_team: dict  # team -> True when all its classes tolerate preemption (spot or backfill)
-    latency_team: dict  # team -> True when one of its classes has an SLO or may not use spot
+    latency_team: dict  # team -> True when one of its classes has a latency SLO
     # reserved GPUs held as a class's spares (spares_target): gpu_type, region, gpus (peak), classes; not quota
     standby: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=STANDBY_COLUMNS))
     periods: pd.DatetimeIndex | None = None  # each hour's start (the plan's periods): Slurm resets by the calendar
@@ -74,8 +74,8 @@ def _teams(inp: PlanInputs):
     weights = np.array([cfg.teams[t].fair_share_weight for t in teams])
     floors = np.array([cfg.teams[t].guaranteed_gpus for t in teams])
     pre = {t: all(cfg.classes[c].phi > 0 or cfg.classes[c].backfill for c in cs) for t, cs in classes_of.items()}
-    lat = {t: any(cfg.classes[c].slo is not None or cfg.classes[c].phi == 0 for c in cs)
-           for t, cs in classes_of.items()}
+    lat = {t: any(cfg.classes[c].slo is not None for c in cs) for t, cs in classes_of.items()}  # (not "no spot":
+    # batch pretraining kept off spot is not latency-critical)
     return teams, classes_of, weights, floors, pre, lat
 
 

@@ -110,10 +110,10 @@ def quotas_text(r: QuotaResult) -> str:
                         f"{rep.loc[('fcfs', t), 'satisfaction']:>11.1%}"
                         f"{rep.loc[('equal_split', t), 'satisfaction']:>12.1%}")
             lines.append(head + row)
-    lines += ["", f"  {'policy':<16}{'utilisation':>12}{'Jain':>8}{'waiting GPU-h':>15}{'h below guarantee':>19}"]
-    for p in r.pool.itertuples():
+    lines += ["", f"  {'policy':<16}{'utilisation':>12}{'Jain':>8}{'waiting GPU-h':>15}{'team-h below guarantee':>24}"]
+    for p in r.pool.itertuples():  # summed over the teams: a team-hour per team below its guarantee in an hour
         lines.append(f"  {p.policy:<16}{p.utilisation:>12.1%}{p.jain_index:>8.3f}{p.waiting_gpu_hours:>15,.0f}"
-                     f"{p.hours_below_guarantee:>19,.0f}")
+                     f"{p.hours_below_guarantee:>24,.0f}")
     lines += ["", f"  gaming by '{r.gamer}' (GPU-hours over the horizon):",
               f"  {'behaviour':<10}{'policy':<16}{'its gain':>10}{'others lose':>13}{'held idle':>11}"]
     for g in r.gaming.itertuples():

@@ -365,7 +365,8 @@ def break_even_rate(spot_price, reference_price, checkpoint_h, restart_h, job_gp
     out = np.full(spot.shape, np.nan)
     valid = ~(np.isnan(spot) | np.isnan(ref))
     never = valid & ~pays(np.zeros(spot.shape))
-    always = valid & ~never & pays(np.full(spot.shape, BREAK_EVEN_MAX_RATE))
+    # free spot pays at every finite rate (goodput stays above 0), though goodput underflows to 0 at vast rates
+    always = valid & ~never & ((spot <= 0) | pays(np.full(spot.shape, BREAK_EVEN_MAX_RATE)))
     todo = valid & ~never & ~always
     out[never] = 0.0
     out[always] = np.inf
@@ -395,7 +396,7 @@ def _max_paying_scalar(spot, ref, rate, c, r, m, interval, f):
 
     if not pays(1):
         return 0.0
-    if rate == 0 and f == 0:
+    if (rate == 0 and f == 0) or spot <= 0:  # no interruption, or free spot: every gang pays (goodput > 0)
         return math.inf
     lo, hi = 1, 2
     while pays(hi):
