@@ -51,9 +51,9 @@ PRIOR_PER_GROUP = 3  # of an earlier solve's cuts (warm["prior"]), the master st
 # highest at the earlier solve's purchases (all of them at once, 14 pricings x 5,475 groups at 3Y x 5, made a cold
 # master LP of minutes); the rest wait in a pool, each added when the master's point violates it
 POOL_ROUNDS = 50  # at most this many re-solves of the master for pooled cuts per solve (each adds one per group)
-EARLY_ROUND = 2.0  # the LP phase tries its master's point rounded once the relaxation's own gap is within this many
-# gaps asked for, and again each time that gap halves: a plan within the gap ends the loop there (benchmarks/README,
-# fourteenth round: XL's decision stopped at its 10th pricing of 14, its comparison at its 2nd of 4)
+EARLY_ROUND = 1.0  # the LP phase tries its master's point rounded once the relaxation's own gap is within this many
+# gaps asked for; after a try that did not close, once the relaxation's gap plus what that rounding cost above the
+# relaxation fits in the gap. A plan within the gap ends the loop there (benchmarks/README, fourteenth round)
 IN_OUT = 0.5  # in-out stabilisation of the LP phase: price n_in + IN_OUT (n_master - n_in); 1.0 = off (Kelley).
 # benchmarks/master.py, fresh processes, idle: three hourly years 12 iterations / 150 s against 16 / 196 s; a year 7 / 38 s
 # against 6 / 38 s
@@ -548,18 +548,24 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         log()
         lp_gap = (best_lp - bound) / max(abs(best_lp), 1e-12)
         if lp_gap <= early and not closed() and not out_of_time():
-            early = lp_gap / 2  # the next try once the relaxation's gap has halved
+            tried_at, early = lp_gap, lp_gap / 2  # (the next try: set below from this one's rounding when priced)
             # an integer plan near the master's point (rounded, else rounded down: rounding up can pass a cap),
             # priced on every period: its cost is an upper bound (and its cuts tighten the master too)
             cand = next((c for c in (rounded(n_out), np.where(whole, np.floor(n_out + 1e-9), n_out))
                          if c.tobytes() not in priced and feasible(c)), None)
             if cand is not None:
                 it += 1
-                offer(cand, price(cand))
+                recourse = price(cand)
+                offer(cand, recourse)
                 log()
                 if closed():
                     n = n_out
                     break
+                # what rounding added above the relaxation's best priced value: the next try waits until the
+                # relaxation's gap leaves that much room in the gap asked for (and has at least halved)
+                total = float(cost @ cand) + recourse
+                excess = max(total - best_lp, 0.0) / max(abs(total), 1e-12)
+                early = min(max(mip_gap - excess, 0.0), tried_at / 2)
         if closed() or best_lp - bound <= mip_gap / 4 * abs(best_lp) + ABS_TOL or np.allclose(n_out, n, atol=1e-9) \
                 or (n_prev_out is not None and lam >= 1.0 and np.allclose(n_out, n_prev_out, atol=1e-9)):
             n = n_out
