@@ -355,3 +355,34 @@ def test_the_commit_now_line_of_a_savings_plan_gives_its_npv_and_break_even(tmp_
     total = float(plan.purchases[plan.purchases["option"] == "savings_plan_1y"]["commitment_usd"].sum())
     assert f"whole commitment ${total:,.0f}" in term and "NPV $" in term and "break-even 60.0 %" in term
     assert term.endswith("pays" if used >= 0.6 else "DOES NOT PAY")
+
+
+def test_a_savings_plans_unused_dollars_never_run_gpus_beyond_demand(tmp_path):
+    # An on-demand GPU-hour that a savings plan's unused dollars cover costs nothing net, so a solve could run GPUs
+    # past demand there: coverage and utilisation overstated, stranded dollars understated (a review's case, this
+    # one: 2,685 GPU-hours over demand, utilisation 98.46 % where it is 97.61 %). Two pools share one plan for a
+    # year: east runs 32 GPUs to August plus a daily swing all year, west 32 from August
+    periods = pd.date_range("2027-02-01", periods=8760, freq="h")
+    h = np.arange(len(periods))
+    east = np.where(periods < "2027-08-01", 32.0, 0.0) + 8 + 8 * np.sin(2 * np.pi * h / 24)
+    west = np.where(periods < "2027-08-01", 0.0, 32.0)
+    prices = [price("A100", g, "on_demand", 2.7447, gpus_per_instance=8) for g in ("e", "w")]
+    prices += [dict(gpu_type="A100", region=g, option=o, hourly_usd=r, upfront_usd=u, gpus_per_instance=8)
+               for g in ("e", "w") for o, r, u in (("savings_plan_1y_no_upfront", 1.8445, 0.0),
+                                                   ("savings_plan_1y_partial_upfront", 1.80, 4380.0))]
+    m = write_case(tmp_path, {"east": east.round(6).tolist(), "west": west.tolist()}, prices,
+                   {"east": {"gpu_types": {"A100": 1.0}, "regions": ["e"]},
+                    "west": {"gpu_types": {"A100": 1.0}, "regions": ["w"]}}, start="2027-02-01T00:00",
+                   extra_top='[term]\njudge = "horizon"\n[commitments]\naccounting = "full_term"')
+    pd.DataFrame(prices).to_csv(tmp_path / "prices.csv", index=False)
+    plan = solve_case(m)
+    served = plan.allocation.groupby(["workload_class", "period"])["gpus"].sum().unstack(0).reindex(
+        plan.inputs.periods).fillna(0.0)
+    assert served["east"].to_numpy() == pytest.approx(east.round(6), abs=1e-6)
+    assert served["west"].to_numpy() == pytest.approx(west, abs=1e-6)
+    # the coverage by hand: each hour min(demand, C / rate), C the plan's dollars an hour at its rate
+    sp = plan.spend[plan.spend["usd_per_hour"] > 1e-9]
+    assert len(sp) == 1
+    C, rate = float(sp["usd_per_hour"].iat[0]), 1.80 if "partial" in sp["option"].iat[0] else 1.8445
+    covered = np.minimum(east.round(6) + west, C / rate).sum()
+    assert float(sp["covered_gpu_hours"].iat[0]) == pytest.approx(covered, rel=1e-7)

@@ -25,7 +25,7 @@ from planner.model import naming
 from planner.model import stages
 from planner.model.blocks import Blocks, make_blocks
 from planner.model.budget import define_budget_constraints
-from planner.model.objective import objective_coefficients
+from planner.model.objective import objective_coefficients, tie_breaks
 from planner.model.rows import EQ, GE, LE, Rows
 from planner.model.variables import define_variables
 from planner.inputs.arrays import PlanInputs
@@ -102,6 +102,14 @@ class PlanModel:
     seconds: float = 0.0
     labels: dict = field(default_factory=dict)  # names a person reads: classes, pools, options, block periods
     user_columns: dict[str, np.ndarray] = field(default_factory=dict)  # extension columns by name
+    tie: tuple = (np.zeros(0, np.int64), np.zeros(0))  # (columns, coefficients) of the tie-breaks within ``cost``
+    # (planner.model.objective.tie_breaks: not costs; ``untied_cost()`` is the cost without them)
+
+    def untied_cost(self) -> np.ndarray:
+        """Every column's objective coefficient without the tie-breaks: what it costs (or its NPV)."""
+        c = self.cost.copy()
+        np.subtract.at(c, self.tie[0], self.tie[1])
+        return c
 
     def __repr__(self) -> str:
         return (f"PlanModel({self.n_variables:,} columns ({int(self.integer.sum())} integer), "
@@ -381,11 +389,13 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     out = Rows()
     with_rows = rows
     rows = {name: define(out, inp, blocks, fam) for name, define in families()} if with_rows else {}
-    cost = objective_coefficients(inp, blocks, fam, n_cols)
-    if with_rows:
-        rows["budget"] = define_budget_constraints(out, inp, blocks, fam, cost)  # budgets cap cost, not NPV
+    cost = objective_coefficients(inp, blocks, fam, n_cols, ties=False)
+    if with_rows:  # budgets cap cost, not NPV, and not the objective's tie-breaks
+        rows["budget"] = define_budget_constraints(out, inp, blocks, fam, cost)
     if npv:
-        cost = objective_coefficients(inp, blocks, fam, n_cols, npv=True)
+        cost = objective_coefficients(inp, blocks, fam, n_cols, npv=True, ties=False)
+    tie = tie_breaks(inp, blocks, fam, npv)
+    np.add.at(cost, tie[0], tie[1])
     lower, upper = np.zeros(n_cols), np.full(n_cols, np.inf)
     integer = np.zeros(n_cols, dtype=bool)
     n_cols_res = fam["n"]["col"].to_numpy()
@@ -399,7 +409,7 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     start[u["col"].to_numpy()] = (1 + inp.headroom[u["k"].to_numpy()]) * blocks.demand[u["k"], u["b"]]
     return PlanModel(families=fam, blocks=blocks, cost=cost, lower=lower, upper=upper, integer=integer,
                      start=start, constraints=out, rows=rows, seconds=time.perf_counter() - t0,
-                     labels=_labels(inp, blocks))
+                     labels=_labels(inp, blocks), tie=tie)
 
 
 def rented_bounds(inp: PlanInputs, blocks, r) -> np.ndarray:

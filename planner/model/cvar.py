@@ -43,7 +43,7 @@ def scenario_cost_matrix(model, inp) -> tuple[np.ndarray, np.ndarray, np.ndarray
         if not len(frame):
             continue
         col = frame["col"].to_numpy()
-        c = model.cost[col]
+        c = model.untied_cost()[col] if len(model.tie[0]) else model.cost[col]  # (the tie-breaks are not costs)
         if name == "n":
             weight = np.asarray(inp.reserved_weight, float) * np.ones(len(col))
             member = (np.ones((len(col), S)) if inp.reserved_member is None
@@ -74,6 +74,7 @@ def add_cvar(model, inp, alpha: float, weight: float, cap: float | None = None) 
     if cap is not None:
         weight = 0.0
     model.cost = model.cost * (1.0 - weight)
+    model.tie = (model.tie[0], model.tie[1] * (1.0 - weight))  # (scaled with the objective they are in)
     eta = model.add_columns(ETA, 1, lower=-np.inf, cost=weight)
     u = model.add_columns(EXCESS, S, cost=weight * prob / (1.0 - alpha))
     # u_s + eta - cost_s >= 0

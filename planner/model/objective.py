@@ -78,17 +78,22 @@ def cost_by_scenario(inp: PlanInputs, cost=None) -> np.ndarray | None:
     return out
 
 
+SPEND_TIE_USD = 1e-4  # per GPU-hour covered by a savings plan: a tie-break, not a cost. An on-demand GPU-hour the
+# plan's unused dollars cover costs nothing net, so without it a solve could run GPUs beyond demand there (coverage,
+# utilisation and stranded dollars overstated); with it covered usage saves on-demand less 1e-4, and none is idle
 BACKFILL_TIE_USD = 1e-4  # per GPU-hour of a backfill class's at-risk (backfilled) reserved use: a tie-break, not a
 # cost (plan costs are read from the quantities): where the class's own reserved GPUs are idle, the solve uses them
 # first, as a scheduler does, instead of any of the equal-cost splits (a hundredth of a cent: $10 per 100,000 h)
 
 
 def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame],
-                           n_vars: int, npv: bool = False) -> np.ndarray:
+                           n_vars: int, npv: bool = False, ties: bool = True) -> np.ndarray:
     """The objective coefficient of every column (USD over the horizon), shortfall penalty included.
 
     ``npv``: the NPV of each column's cash at ``[finance] discount_rate`` instead (purchases by
-    :func:`first_stage_cost`, the per-period columns by their blocks' discounted weights).
+    :func:`first_stage_cost`, the per-period columns by their blocks' discounted weights). ``ties``: with the
+    tie-breaks (:data:`SPEND_TIE_USD`, :data:`BACKFILL_TIE_USD`), as the objective; without, each column's cost
+    alone (what a budget caps).
     """
     c = np.zeros(n_vars)
     c[fam["n"]["col"]] = first_stage_cost(inp) if npv else reserved_cost_per_instance(inp)
@@ -100,11 +105,28 @@ def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.Da
         v = fam["v"]
         c[v["col"]] = -w[v["b"]] * block_price(inp, blocks, np.full(len(v), rented.index("on_demand")), v["p"],
                                                v["b"])
+    if ties:
+        cols, coefs = tie_breaks(inp, blocks, fam, npv)
+        np.add.at(c, cols, coefs)
+    return c
+
+
+def tie_breaks(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame], npv: bool = False) -> tuple:
+    """(columns, coefficients) the objective adds to break ties between equal-cost answers, never costs: covered
+    usage saves on-demand less :data:`SPEND_TIE_USD`, a backfill class's reclaimable reserved use costs
+    :data:`BACKFILL_TIE_USD` (per GPU-hour, at the block's weight)."""
+    w = blocks.npv_weight if npv and blocks.npv_weight is not None else blocks.weight
+    cols, coefs = [np.zeros(0, int)], [np.zeros(0)]
+    if "v" in fam and len(fam["v"]):
+        v = fam["v"]
+        cols.append(v["col"].to_numpy())
+        coefs.append(w[v["b"].to_numpy()] * SPEND_TIE_USD)
     if "xd" in fam and len(fam["xd"]):  # backfill classes: their own GPUs before the reclaimable ones, at equal cost
         x = fam["x"]
         at_risk = np.isin(x["k"].to_numpy(), np.unique(fam["xd"]["k"].to_numpy()))
-        c[x["col"].to_numpy()[at_risk]] += w[x["b"].to_numpy()[at_risk]] * BACKFILL_TIE_USD
-    return c
+        cols.append(x["col"].to_numpy()[at_risk])
+        coefs.append(w[x["b"].to_numpy()[at_risk]] * BACKFILL_TIE_USD)
+    return np.concatenate(cols).astype(np.int64), np.concatenate(coefs).astype(float)
 
 
 def block_price(inp: PlanInputs, blocks: Blocks, j, p, b) -> np.ndarray:

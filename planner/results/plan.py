@@ -382,7 +382,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
         cost["total"] += cost["extension"]
     objective = cost["total"] + short_usd
     if inp.config.finance.npv and have:  # the objective the solver minimised: the NPV, shortfall discounted too
-        objective = float(model.cost @ v)
+        objective = float(model.untied_cost() @ v)
 
     purchases = purchases_table(inp, n)
 
