@@ -250,6 +250,25 @@ def test_negative_quantities_are_netted_and_counted(tmp_path):
     assert h[("2024-09-01T00:00", "H100-80GB@us-east-1")] == pytest.approx(4.0)  # 8 - 8 / 2 h
 
 
+@pytest.mark.parametrize("column", ["ChargeCategory", "RegionId"])
+def test_a_bill_without_the_columns_that_find_usage_exits_2(tmp_path, column):
+    # without ChargeCategory every row was dropped (exit 0, an empty history); without RegionId: an internal error
+    path = _bill(tmp_path, lambda b: b.pop(column))
+    r = run("--focus", path, "--prices", FIX / "prices.csv", "--out", tmp_path / "h.csv")
+    assert r.exit_code == 2, r.output
+    assert f"b.csv, row 1, column '{column}': missing column '{column}'" in r.output
+    assert not (tmp_path / "h.csv").exists()
+
+
+def test_a_line_exported_twice_is_one_charge_with_a_note(tmp_path):
+    def edit(b):
+        b.loc[len(b)] = b.iloc[0]  # the H100 line again, every column alike (row 8)
+    r = run("--focus", _bill(tmp_path, edit), "--prices", FIX / "prices.csv", "--out", tmp_path / "h.csv")
+    assert r.exit_code == 0, r.output
+    assert "1 rows repeat an earlier row in every column: read once (rows 8)" in r.output
+    assert table(tmp_path / "h.csv")[("2024-09-01T00:00", "H100-80GB@us-east-1")] == pytest.approx(8.0)  # not 16
+
+
 @pytest.mark.parametrize("tags", ['{"team": "vis', '["team", "vision"]'])
 def test_tags_not_a_json_object_are_untagged_with_a_note(tmp_path, tags):
     def edit(b):

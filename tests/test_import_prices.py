@@ -329,3 +329,26 @@ def test_azure_errors_name_the_file_and_aws_offer_without_metadata_is_one_clear_
     assert_refused(res, out, "bare.csv, row 1: the 5 metadata lines of an AWS offer file are missing (header "
                              "expected on row 6)")
     assert res.stderr.count(" - ") == 1
+
+
+def test_a_wide_row_without_a_region_is_counted_not_dropped_silently(tmp_path):
+    src = wide(tmp_path, "aws,us-east-1,region,A100-40GB,8,p4d.24xlarge,32,10,,,gpu,<5%",
+               "aws,,region,A100-40GB,8,p4d.24xlarge,30,9,,,gpu,<5%")
+    res, out = run(tmp_path, "wide", src)
+    assert res.exit_code == 0, res.output
+    assert "2 priced rows of GPU instances name no region: left out (p4d.24xlarge)." in res.stderr
+    assert pd.read_csv(out)["region"].tolist() == ["us-east-1"] * 2  # on-demand and spot of the one region
+
+
+def test_one_azure_meter_at_two_prices_exits_2_naming_both_items(tmp_path):
+    import json
+
+    item = json.loads((FIX / "azure_retail_page1.json").read_text())["Items"][0]
+    page = tmp_path / "az.json"
+    page.write_text(json.dumps({"Items": [dict(item, retailPrice=99.0, unitPrice=99.0), item], "NextPageLink": None}))
+    res, out = run(tmp_path, "azure-retail", page)
+    assert_refused(res, out, "az.json, row 2, column 'retailPrice'", "where Items entry 1 of",
+                   "the same meter at 99")
+    page.write_text(json.dumps({"Items": [item, item], "NextPageLink": None}))  # the same price again: read once
+    res, out = run(tmp_path, "azure-retail", page)
+    assert res.exit_code == 0 and "1 items repeated across pages were read once" in res.stderr

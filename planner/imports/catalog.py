@@ -144,7 +144,13 @@ def finish(raw: pd.DataFrame, opts: ImportOptions, notes: Notes, files: list[str
     """Offer rows (per instance) -> (price sheet, provenance, GPUs of every instance type read): filtered, one
     instance type per pool, per GPU."""
     df = offers(raw)
-    df = df[df["gpu_type"].ne("") & df["region"].ne("") & df["hourly_usd"].notna()]
+    no_region = df["gpu_type"].ne("") & df["region"].fillna("").astype(str).str.strip().eq("") & df["hourly_usd"].notna()
+    if no_region.any():  # a price for no place: not a pool of the sheet, and said so
+        named = df.loc[no_region, "instance_type"].replace("", np.nan).dropna().unique()
+        notes.add(f"{int(no_region.sum())} priced rows of GPU instances name no region: left out"
+                  + (f" ({', '.join(map(str, named[:8]))}{' ...' if len(named) > 8 else ''})" if len(named) else "")
+                  + ".")
+    df = df[df["gpu_type"].ne("") & ~no_region & df["region"].ne("") & df["hourly_usd"].notna()]
     _refuse_control_characters(df)
     if df.empty:
         raise InputError(Problem(", ".join(files), "no GPU prices found in the files",

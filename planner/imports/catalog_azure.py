@@ -49,8 +49,10 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     vm = items["unitOfMeasure"].eq("1 Hour") & ~items["productName"].str.contains("Windows", regex=False)
     vm &= items["serviceName"].isin(["Virtual Machines", ""])
     low = items["skuName"].str.contains("Low Priority", regex=False)
-    dup = items.duplicated(["armSkuName", "armRegionName", "type", "skuName", "productName", "reservationTerm"])
+    key = ["armSkuName", "armRegionName", "type", "skuName", "productName", "reservationTerm"]
+    dup = items.duplicated(key)
     if dup.any():
+        _refuse_conflicts(items, key)  # the same meter at two prices: which one is meant is not ours to guess
         notes.add(f"{int(dup.sum())} items repeated across pages were read once.")
     kept = items[vm & ~low & ~dup & items["type"].isin(["Consumption", "Reservation"])].merge(
         sizes, left_on="armSkuName", right_on="instance_type", how="inner")
@@ -87,6 +89,29 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     kept = kept.assign(price=kept["price"] * rate, _fx=rate)
     return offers(pd.concat([_consumption(kept, opts, notes), _reservations(kept, notes), _savings(kept, notes)],
                             ignore_index=True))
+
+
+def _refuse_conflicts(items: pd.DataFrame, key: list[str]) -> None:
+    """Exit 2 naming both items where one meter (``key``) is priced twice differently (``retailPrice``)."""
+    k = items[key].fillna("").astype(str).agg("|".join, axis=1)
+    first = ~k.duplicated()
+    ref = pd.Series(items["retailPrice"].to_numpy(float)[first.to_numpy()], index=k[first].to_numpy())
+    other = ref.reindex(k.to_numpy()).to_numpy()
+    price = items["retailPrice"].to_numpy(float)
+    clash = np.flatnonzero(~np.isclose(price, other, rtol=1e-12, atol=0.0))
+    if not len(clash):
+        return
+    origin = {kk: i for i, kk in zip(np.flatnonzero(first.to_numpy()), k[first])}
+    problems = []
+    for i in clash[:10]:
+        j = origin[k.iat[i]]
+        a, b = items.iloc[j], items.iloc[i]
+        problems.append(Problem(str(b["_file"]), f"Items entry {int(b['_row'])} prices {b['armSkuName']} in "
+                                f"{b['armRegionName']} ({b['type']}, {b['skuName']}) at {price[i]:g}, where Items entry "
+                                f"{int(a['_row'])} of {a['_file']} prices the same meter at {price[j]:g}",
+                                row=int(b["_row"]), column="retailPrice", value=price[i],
+                                expected="one price per meter: pages saved at one time"))
+    raise InputError(problems)
 
 
 def _page(path: Path, priced: Collector) -> pd.DataFrame:

@@ -95,6 +95,10 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
     bill = read_focus(path, progress)
     pools, types, notes = read_sheet(prices)
     name = Path(path).name
+    again = bill.attrs.get("repeated_rows", [])
+    if again:  # an exported line twice is one charge, not two
+        notes.append(f"{name}: {len(again)} rows repeat an earlier row in every column: read once (rows "
+                     + ", ".join(map(str, again[:12])) + (" ..." if len(again) > 12 else "") + ").")
     usage = _lower(bill, "ChargeCategory").eq("usage")
     unused = _lower(bill, "CommitmentDiscountStatus").eq("unused")
     compute = usage & _lower(bill, "ServiceCategory").eq("compute")

@@ -20,6 +20,7 @@ from planner.imports.guards import DATE_RANGE_TEXT, MAX_QUANTITY, out_of_range
 RENAMES = {"ChargeType": "ChargeCategory", "Provider": "ProviderName", "UsageQuantity": "ConsumedQuantity",
            "UsageUnit": "ConsumedUnit", "ResourceID": "ResourceId", "Region": "RegionId"}
 REQUIRED = ["ChargePeriodStart", "ChargePeriodEnd"]
+NEEDED = ["ChargeCategory", "RegionId"]  # (not dates): which rows are usage, and the region that finds their pool
 NUMBERS = ["ConsumedQuantity", "PricingQuantity", "CommitmentDiscountQuantity"]
 USED = ["ChargeCategory", "ChargeClass", "ServiceCategory", "ResourceType", "SkuId", "ChargeDescription",
         "RegionId", "ProviderName", "PricingUnit", "ConsumedUnit", "CommitmentDiscountId", "CommitmentDiscountType",
@@ -71,17 +72,20 @@ def read_focus(path: str | Path, progress: bool = False) -> pd.DataFrame:
     for old, new in RENAMES.items():
         if old in raw.columns and new not in raw.columns:
             raw = raw.rename(columns={old: new})
-    missing = [c for c in REQUIRED if c not in raw.columns]
+    missing = [c for c in REQUIRED + NEEDED if c not in raw.columns]
     if missing:
         raise InputError([Problem(str(path), f"missing column '{c}'", row=1, column=c,
                                   expected="a FOCUS 1.0-1.2 cost-and-usage file (ChargePeriodStart, ChargePeriodEnd, "
                                            "ConsumedQuantity or PricingQuantity, ...)") for c in missing])
+    repeated = raw.duplicated(keep="first").to_numpy()  # a whole line again, every column alike: read once
     keep = [c for c in raw.columns if c in USED or c.startswith("x_")]
     out = raw[keep].copy()
     for c in keep:
         out[c] = out[c].str.strip()
         out[c] = out[c].where(~out[c].isin(NULLS))
     out["_row"] = np.arange(2, len(out) + 2)
+    out.attrs["repeated_rows"] = out["_row"].to_numpy()[repeated].tolist()
+    out = out[~repeated]
     problems: list[Problem] = []
     for c in REQUIRED:
         parsed = pd.to_datetime(out[c], utc=True, errors="coerce", format="mixed")
