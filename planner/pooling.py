@@ -231,9 +231,12 @@ def recommend(metrics: dict) -> str:
     diff = a - b
     if abs(diff) <= 1e-6 * max(abs(a), 1.0):
         return "Both arrangements cost the same; keep separate pools (no preemption of training)."
+    apart = sep["training_lost_to_preemption_pct"]
+    also = (f"; separately it loses {apart:.1f} % to spot ({sep['preemptions_per_day']:.1f} a day)"
+            if apart is not None and apart > 0.05 else "")
     if diff > 0:
         return (f"One pool with preemption: ${diff:,.0f} ({diff / a:.1%}) cheaper than separate pools, with "
                 f"inference at the same latency; training loses {pool['training_lost_to_preemption_pct']:.1f} % "
-                f"of its GPU-hours to preemption ({pool['preemptions_per_day']:.1f} job preemptions a day).")
+                f"of its GPU-hours to preemption ({pool['preemptions_per_day']:.1f} job preemptions a day){also}.")
     return (f"Separate pools: ${-diff:,.0f} ({-diff / a:.1%}) cheaper than one pool with preemption, where "
             f"training would lose {pool['training_lost_to_preemption_pct']:.1f} % of its GPU-hours to preemption.")

@@ -214,6 +214,11 @@ def test_evaluate_tells_two_offers_of_one_pool_apart(tmp_path):
     plan = json.loads((out / "plan.json").read_text())
     assert doc["cost_usd"]["total"] == pytest.approx(plan["cost_usd"]["total"])
     assert doc["regret_usd"] == pytest.approx(0.0, abs=1e-6)
+    # the text names the regret's basis and both objectives, not a cost beside an objective
+    r = CliRunner().invoke(cli, ["evaluate", str(m), "--out", str(tmp_path / "ev2"), "--plan", str(out / "plan.json"),
+                                 "--demand", str(tmp_path / "demand.csv")])
+    assert (f"against hindsight, on the objective (cost + unmet GPU-hours at the shortfall penalty: "
+            f"${doc['objective_usd']:,.0f} realised, ${doc['hindsight']['objective_usd']:,.0f} in hindsight)") in r.output
 
 
 def test_backtest_fixes_each_block_it_bought_by_its_window(tmp_path):

@@ -35,8 +35,9 @@ def rows(result) -> list[list[str]]:
                     f"{r.signed_usd:,.0f}", f"{r.shortfall_gpu_hours:,.1f}", f"{r.slo_hours_missed:,.0f}",
                     f"{r.gpus_bought:,.0f}", _vs(getattr(r, "vs_rule", None))])
     h = result.hindsight.get("full_term", {})
+    full = "full_term_regret_pct" in result.strategies and result.strategies["full_term_regret_pct"].notna().any()
     out.append(["hindsight", f"{result.hindsight_total_usd:,.0f}", f"{result.hindsight_objective_usd:,.0f}", "0", "-",
-                "0", "0", "-",
+                "0", "0" if full else "-", "-",
                 f"{h.get('signed_usd', 0.0):,.0f}", "-", "-",
                 f"{sum(p['gpus'] for p in result.hindsight.get('purchases', [])):,.0f}", "-"])
     return out

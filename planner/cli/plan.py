@@ -122,6 +122,13 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
     exit_not_proven(not_proven_reasons([("", result)]))
 
 
+def _objective_basis(inp) -> str:
+    """What the plans' objective (the regret's basis) is: cost, or its NPV, with unmet demand at the penalty."""
+    f = inp.config.finance
+    what = f"the NPV at {100 * f.discount_rate:g} %" if f.npv else "cost"
+    return f"{what} + unmet GPU-hours at the shortfall penalty"
+
+
 @cli.command()
 @model_argument
 @prices_option
@@ -236,7 +243,8 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
         click.echo(f"Realised cost ${c['total']:,.0f} (reserved ${c['reserved']:,.0f}, on-demand "
                    f"${c['on_demand']:,.0f}, spot ${c['spot']:,.0f}); shortfall {data['shortfall_gpu_hours']:,.1f} "
                    f"GPU-hours; reserved utilisation {100 * data['reserved_utilisation']:.1f} %; regret "
-                   f"${data['regret_usd']:,.0f} against hindsight (${data['hindsight']['objective_usd']:,.0f})")
+                   f"${data['regret_usd']:,.0f} against hindsight, on the objective ({_objective_basis(inp)}: "
+                   f"${data['objective_usd']:,.0f} realised, ${data['hindsight']['objective_usd']:,.0f} in hindsight)")
         turns = [(d, b) for i, (d, b) in enumerate(followed) if b != "all" and (i == 0 or followed[i - 1][1] != b)]
         if turns:
             click.echo("  the plan's scenario tree, followed: " + "; ".join(f"from {d} {b}" for d, b in turns))

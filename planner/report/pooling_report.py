@@ -116,7 +116,9 @@ def pooling_text(result: PoolingResult) -> str:
            f"inference p99 {p99_sep or 0:,.0f} ms separate, {p99 or 0:,.0f} ms pooled")
     lines = [
         f"separate: ${sep['total_cost_usd']:,.0f}, one pool with preemption: ${pool['total_cost_usd']:,.0f}; "
-        f"{lat}; training loses {pool['training_lost_to_preemption_pct']:.1f} % to preemption",
+        f"{lat}; training loses {pool['training_lost_to_preemption_pct']:.1f} % to preemption"
+        + (f" ({sep['training_lost_to_preemption_pct']:.1f} % separately, on spot)"
+           if (sep['training_lost_to_preemption_pct'] or 0.0) > 0.05 else ""),
         "",
         f"  {'':<44}{'separate':>16}{'pooled':>16}",
     ]
