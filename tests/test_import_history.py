@@ -260,6 +260,21 @@ def test_a_bill_without_the_columns_that_find_usage_exits_2(tmp_path, column):
     assert not (tmp_path / "h.csv").exists()
 
 
+def test_the_history_spans_the_bills_charge_periods_hours_without_gpu_usage_zero(tmp_path):
+    # the storage row runs to 06:00: the bill covers six hours, the GPUs were used in the first two only. The
+    # history ended at the last GPU hour, so the hours the bill shows idle were lost (a mean over them overstated)
+    def edit(b):
+        b.loc[4, "ChargePeriodEnd"] = "2024-09-01 06:00:00"
+    r = run("--focus", _bill(tmp_path, edit), "--prices", FIX / "prices.csv", "--out", tmp_path / "h.csv")
+    assert r.exit_code == 0, r.output
+    h = table(tmp_path / "h.csv")
+    hours = sorted(h.index.get_level_values("period").unique())
+    assert hours == [f"2024-09-01T{k:02d}:00" for k in range(6)]
+    assert h[("2024-09-01T05:00", "H100-80GB@us-east-1")] == 0.0
+    assert h.xs("H100-80GB@us-east-1", level="workload_class").sum() == pytest.approx(24.0)  # 8 + 16: unchanged
+    assert "the history spans the bill's charge periods, 2024-09-01 00:00 to 2024-09-01 05:00 UTC" in r.output
+
+
 def test_a_line_exported_twice_is_one_charge_with_a_note(tmp_path):
     def edit(b):
         b.loc[len(b)] = b.iloc[0]  # the H100 line again, every column alike (row 8)

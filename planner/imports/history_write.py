@@ -26,12 +26,16 @@ class HistoryResult:
     notes: list = field(default_factory=list)
 
 
-def hourly_grid(spread: pd.DataFrame) -> pd.DataFrame:
-    """``period, key, gpus`` -> the long-form history: every hour from the first to the last, every class in
+def hourly_grid(spread: pd.DataFrame, span: tuple | None = None) -> pd.DataFrame:
+    """``period, key, gpus`` -> the long-form history: every hour from the first to the last (or of ``span``,
+    (first hour, last hour), where wider: a bill's charge periods, its hours without GPU usage 0), every class in
     each (0 where a class had no usage), ``period`` as ``YYYY-MM-DDTHH:MM``."""
     if not len(spread):
         return pd.DataFrame(columns=HISTORY_COLUMNS)
-    hours = pd.date_range(spread["period"].min(), spread["period"].max(), freq="h")
+    first, last = spread["period"].min(), spread["period"].max()
+    if span is not None:
+        first, last = min(first, span[0]), max(last, span[1])
+    hours = pd.date_range(first, last, freq="h")
     classes = sorted(spread["key"].unique())
     full = pd.MultiIndex.from_product([hours, classes], names=["period", "key"])
     g = spread.groupby(["period", "key"])["gpus"].sum().reindex(full, fill_value=0.0).reset_index()
