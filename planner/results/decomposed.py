@@ -93,7 +93,8 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
     model.rows = dict(bd.row_counts or {})  # the rows the batches solved, for the plan's statistics
     values = assemble(inp, model, bd.chunk_periods, [(k, b, r.solution) for (k, b), r in zip(bd.keys, bd.priced)],
                       bd.n)
-    result = _result(bd, gap, limit, values, float(model.cost @ values))
+    tie = float(model.tie[1] @ values[model.tie[0]]) if len(model.tie[0]) else 0.0  # (tie-breaks: not costs)
+    result = _result(bd, gap, limit, values, float(model.cost @ values) - tie, tie)
     timings["build"] = model.seconds
     timings["solve"] = bd.seconds
     plan = extract_plan(inp, model, result, timings, allocation=allocation)
@@ -150,16 +151,17 @@ def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict,
     cost = {"reserved": reserved_cost, **{kd: float(p @ rent[:, rented.index(kd)]) for kd in kinds}}
     cost["total"] = reserved_cost + sum(cost[kd] for kd in kinds)
     expected_short = p @ short  # (K,) GPU-hours
+    tie = float(sum(r.costs.get("tie", 0.0) for r in bd.priced))  # the objective's tie-breaks at n: not costs
     objective = cost["total"] + float(inp.penalty_by_class @ expected_short)
     if inp.config.finance.npv:  # the objective the solver minimised: the NPV (the loop's priced value at n)
-        objective = float(bd.upper)
+        objective = float(bd.upper) - tie
     own = np.asarray(reserved_by_scenario(inp, n, reserved_cost), float) * np.ones(S)
     scenario_costs = pd.DataFrame([{"scenario": scen, "probability": float(p[s]), "reserved": float(own[s]),
                                     **{kd: float(rent[s, rented.index(kd)]) for kd in kinds},
                                     "total": float(own[s] + sum(rent[s, rented.index(kd)] for kd in kinds)),
                                     "shortfall_gpu_hours": float(short[s].sum())}
                                    for s, scen in enumerate(inp.scenarios)])
-    result = _result(bd, gap, limit, np.zeros(0), objective)
+    result = _result(bd, gap, limit, np.zeros(0), objective, tie)
     timings["solve"] = bd.seconds
     empty = pd.DataFrame()
     plan = Plan(name=inp.config.name, status=result.status, solve=result, inputs=inp, purchases=purchases_table(inp, n),
@@ -173,13 +175,14 @@ def decision_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict,
     return plan
 
 
-def _result(bd, gap: float, limit, values: np.ndarray, objective: float):
-    """How a decomposed solve ended, as a SolveResult: status, proven bound and gap, and what was done."""
+def _result(bd, gap: float, limit, values: np.ndarray, objective: float, tie: float = 0.0):
+    """How a decomposed solve ended, as a SolveResult: status, proven bound and gap, and what was done. ``tie``:
+    what the objective's tie-breaks add at the plan (the loop's bound holds them: it is reported without)."""
     from planner.solve.monolithic import SolveResult, Status
 
     status = Status.optimal if bd.status == "optimal" else Status.feasible
     what = "proven" if status is Status.optimal else "not proven (time limit)"
-    bound = finite(bd.lower)
+    bound = finite(bd.lower - tie) if bd.lower is not None else None
     return SolveResult(status=status, values=values, objective=objective, mip_gap=finite(bd.gap), best_bound=bound,
                        seconds=bd.seconds, backend="highs", time_limit_s=limit, mip_gap_limit=gap,
                        message=f"Benders decomposition, {bd.chunks} cuts per iteration (one per {bd.cut_by}), "

@@ -62,6 +62,8 @@ class Batch:
     # a decision's costs (price(..., solution="costs")): rented prices per block, each scenario's hours per block
     block_price: np.ndarray | None = None  # (J, P, B)
     block_hours: np.ndarray | None = None  # (S, B)
+    tie: tuple = (np.zeros(0, np.int32), np.zeros(0))  # (columns, coefficients) of the objective's tie-breaks within
+    # ``cost`` (planner.model.objective.tie_breaks: not costs; a pricing's values less them are costs)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -132,7 +134,7 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
                  e_group=rowgroup[e_row].astype(np.int32), keys=keys,
                  block_of=model.blocks.of.astype(np.int32), row_code=code, row_key=rkey, row_weight=weight,
                  classes_pools=(inp.K, inp.P), row_counts=dict(model.rows), block_price=block_price,
-                 block_hours=block_hours)
+                 block_hours=block_hours, tie=(model.tie[0].astype(np.int32), model.tie[1].astype(float)))
 
 
 @dataclass
@@ -198,6 +200,13 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
                   costs=scenario_costs(batch, x) if solution == "costs" else None)
 
 
+def tie_amount(batch: Batch, x: np.ndarray) -> float:
+    """What the objective's tie-breaks add at the column values ``x`` (in the batch's objective: a value less it
+    is what the columns cost)."""
+    cols, coefs = getattr(batch, "tie", (np.zeros(0, np.int32), np.zeros(0)))
+    return float(coefs @ np.asarray(x, float)[cols]) if len(cols) else 0.0
+
+
 def scenario_costs(batch: Batch, x: np.ndarray) -> dict:
     """The batch's costs per scenario at the column values ``x``, as the plan reads them from the whole model's
     (:func:`planner.results.plan.extract_plan`): ``rented`` (S, J) USD by rented kind at each block's prices,
@@ -209,7 +218,8 @@ def scenario_costs(batch: Batch, x: np.ndarray) -> dict:
     J, P, B = batch.block_price.shape
     H = batch.block_hours
     K = batch.classes_pools[0]
-    out = {"rented": np.zeros((len(H), J)), "covered": np.zeros(len(H)), "short": np.zeros((len(H), K))}
+    out = {"rented": np.zeros((len(H), J)), "covered": np.zeros(len(H)), "short": np.zeros((len(H), K)),
+           "tie": tie_amount(batch, x)}
     r, u, v = (batch.keys.get(f) for f in ("r", "u", "v"))
     if r is not None and len(r["col"]):
         q = x[r["col"]]
