@@ -147,6 +147,12 @@ def test_hindsight_bounds_every_strategy_and_regret_recomputes(tmp_path):
         obj = float(cells[name]["cost + shortfall (USD)"].replace(",", ""))
         assert float(cells[name]["total regret %"]) == pytest.approx(100 * (obj - hind) / hind, abs=0.006 + 100 / hind)  # (whole USD)
     assert REGRET_BASIS in strategy_table(r)
+    # the hindsight row's signed dollars and GPUs bought are one plan's: the full term's where its regret is shown
+    full = s["full_term_regret_pct"].notna().any()
+    assert (cells["hindsight"]["signed (USD)"] == "-") is (not full)
+    assert (cells["hindsight"]["full-term regret %"] == "0") is bool(full)
+    hs = r.hindsight["full_term"]["purchases"] if full else r.hindsight["purchases"]
+    assert cells["hindsight"]["GPUs bought"] == f"{sum(p['gpus'] for p in hs):,.0f}"
 
 
 def test_error_scenarios_average_to_the_point_forecast():

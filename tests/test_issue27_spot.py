@@ -264,7 +264,7 @@ def test_free_or_dearer_spot_says_any_or_never_not_a_numerical_limit():
     assert "break-even interruptions per instance-hour     any" in free.output
     assert "largest job (GPUs) for which spot pays         any" in free.output
     dear = CliRunner().invoke(cli, ["spot", "--mtbi-hours", "4", "--spot-price", "12", "--on-demand-price", "11"])
-    assert "never (spot costs more even without interruptions)" in dear.output
+    assert "never (spot costs as much or more even without interruptions)" in dear.output
     assert "none (not even 1 GPU)" in dear.output
     vast = CliRunner().invoke(cli, ["spot", "--mtbi-hours", "1e300", "--spot-price", "3", "--on-demand-price", "11"])
     assert "job mean time between interruptions (h)        1e+300" in vast.output

@@ -36,10 +36,13 @@ def rows(result) -> list[list[str]]:
                     f"{r.gpus_bought:,.0f}", _vs(getattr(r, "vs_rule", None))])
     h = result.hindsight.get("full_term", {})
     full = "full_term_regret_pct" in result.strategies and result.strategies["full_term_regret_pct"].notna().any()
+    # signed and GPUs bought of one hindsight plan: the full term's where its regret is reported, else the span's
+    # (whose signed dollars the table does not hold)
+    bought = h.get("purchases", []) if full else result.hindsight.get("purchases", [])
     out.append(["hindsight", f"{result.hindsight_total_usd:,.0f}", f"{result.hindsight_objective_usd:,.0f}", "0", "-",
                 "0", "0" if full else "-", "-",
-                f"{h.get('signed_usd', 0.0):,.0f}", "-", "-",
-                f"{sum(p['gpus'] for p in result.hindsight.get('purchases', [])):,.0f}", "-"])
+                f"{h.get('signed_usd', 0.0):,.0f}" if full else "-", "-", "-",
+                f"{sum(p['gpus'] for p in bought):,.0f}", "-"])
     return out
 
 

@@ -177,7 +177,7 @@ def _cell(key: str, value) -> str:
     if key.endswith("_for_goodput_target_hours") and value is None:
         return "any (no checkpoint or restart cost)"
     if key.startswith("break_even") and isinstance(value, (int, float)) and value == 0:
-        return "never (spot costs more even without interruptions)"
+        return "never (spot costs as much or more even without interruptions)"
     if key == "max_paying_job_gpus" and isinstance(value, (int, float)) and value == 0:
         return "none (not even 1 GPU)"
     if (key.startswith("break_even") or key == "max_paying_job_gpus") and value == math.inf:

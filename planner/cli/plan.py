@@ -242,7 +242,9 @@ def evaluate(model, plan_file, demand, prices, solver, time_limit, out_dir, as_j
         c = data["cost_usd"]
         click.echo(f"Realised cost ${c['total']:,.0f} (reserved ${c['reserved']:,.0f}, on-demand "
                    f"${c['on_demand']:,.0f}, spot ${c['spot']:,.0f}); shortfall {data['shortfall_gpu_hours']:,.1f} "
-                   f"GPU-hours; reserved utilisation {100 * data['reserved_utilisation']:.1f} %; regret "
+                   f"GPU-hours; reserved utilisation "
+                   + (f"{100 * data['reserved_utilisation']:.1f} %" if data["reserved_utilisation"] is not None
+                      else "n/a (no reserved GPUs)") + "; regret "
                    f"${data['regret_usd']:,.0f} against hindsight, on the objective ({_objective_basis(inp)}: "
                    f"${data['objective_usd']:,.0f} realised, ${data['hindsight']['objective_usd']:,.0f} in hindsight)")
         turns = [(d, b) for i, (d, b) in enumerate(followed) if b != "all" and (i == 0 or followed[i - 1][1] != b)]
@@ -352,11 +354,12 @@ def backtest(model, history, train_hours, test_hours, step_hours, horizon_hours,
         if len(table) > 12:
             click.echo(f"{len(table)} windows; regret per window in {paths['csv']}")
         else:
-            click.echo("Regret against the hindsight optimum, % of its cost, per test window:")
+            click.echo("Regret against the hindsight optimum, % of its cost + shortfall at the penalty, per test window:")
             click.echo(table.round(2).to_string())
         click.echo(f"Whole period ({result.windows['test_start'].min()[:16]} to "
-                   f"{result.windows['test_end'].max()[:16]}), hindsight optimum "
-                   f"${result.hindsight_total_usd:,.0f} ({result.hindsight_status}):")
+                   f"{result.windows['test_end'].max()[:16]}), hindsight optimum: cost "
+                   f"${result.hindsight_total_usd:,.0f}, cost + shortfall ${result.hindsight_objective_usd:,.0f} "
+                   f"({result.hindsight_status}):")
         from planner.backtest.report import strategy_table
 
         click.echo(strategy_table(result))

@@ -51,8 +51,10 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     low = items["skuName"].str.contains("Low Priority", regex=False)
     key = ["armSkuName", "armRegionName", "type", "skuName", "productName", "reservationTerm"]
     dup = items.duplicated(key)
-    if dup.any():
-        _refuse_conflicts(items, key)  # the same meter at two prices: which one is meant is not ours to guess
+    if dup.any():  # the same meter at two prices: which one is meant is not ours to guess (the items kept only:
+        # a storage meter's price tiers, left out anyway, are not a conflict)
+        cand = vm & ~low & items["type"].isin(["Consumption", "Reservation"])
+        _refuse_conflicts(items[cand], key + (["tierMinimumUnits"] if "tierMinimumUnits" in items else []))
         notes.add(f"{int(dup.sum())} items repeated across pages were read once.")
     kept = items[vm & ~low & ~dup & items["type"].isin(["Consumption", "Reservation"])].merge(
         sizes, left_on="armSkuName", right_on="instance_type", how="inner")

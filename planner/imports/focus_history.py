@@ -121,7 +121,7 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
                      "skipped, not counted as usage (rows " + ", ".join(map(str, bill.loc[no_qty, "_row"].head(12)))
                      + (" ..." if no_qty.sum() > 12 else "") + ").")
     gpu = gpu_hours.notna()
-    counts = {"rows read": len(bill), "usage rows": int(usage.sum()), "compute usage rows": int(compute.sum()),
+    counts = {"rows read": len(bill) + len(again), "usage rows": int(usage.sum()), "compute usage rows": int(compute.sum()),
               "GPU usage rows": int(gpu.sum())}
     sized = bill["gpu_type"].notna()
     lost_units = usage & ~unused & sized & factor.isna() & qty.notna()  # no quantity at all: counted above

@@ -74,8 +74,10 @@ def read_focus(path: str | Path, progress: bool = False) -> pd.DataFrame:
             raw = raw.rename(columns={old: new})
     missing = [c for c in REQUIRED + NEEDED if c not in raw.columns]
     if missing:
+        why = {"ChargeCategory": " (which rows are usage)", "RegionId": " (the region that finds a row's pool)"}
         raise InputError([Problem(str(path), f"missing column '{c}'", row=1, column=c,
-                                  expected="a FOCUS 1.0-1.2 cost-and-usage file (ChargePeriodStart, ChargePeriodEnd, "
+                                  expected=f"a FOCUS 1.0-1.2 cost-and-usage file with {c}{why.get(c, '')} "
+                                           "(ChargePeriodStart, ChargePeriodEnd, ChargeCategory, RegionId, "
                                            "ConsumedQuantity or PricingQuantity, ...)") for c in missing])
     repeated = raw.duplicated(keep="first").to_numpy()  # a whole line again, every column alike: read once
     keep = [c for c in raw.columns if c in USED or c.startswith("x_")]

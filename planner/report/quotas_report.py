@@ -70,7 +70,8 @@ def write_quotas(r: QuotaResult, out_dir: Path) -> dict[str, Path]:
         "Gaming": r.gaming,
     }
     for name, df in sheets.items():
-        heads = [c.replace("_", " ") for c in df.columns]
+        heads = [("team-hours below guarantee" if name == "Pool" and c == "hours_below_guarantee" else  # (summed
+                  c.replace("_", " ")) for c in df.columns]  # over the teams on the Pool sheet: a team-hour each)
         formats = {h: ("0.000" if c == "jain_index" else "0.0%" if c in ("satisfaction", "utilisation") else "#,##0")
                    for h, c in zip(heads, df.columns) if df[c].dtype.kind in "fi" and c != "fair_share_weight"}
         s = _Sheet(wb.create_sheet(name), heads, formats)  # team names are text, never formulas

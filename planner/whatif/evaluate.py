@@ -46,7 +46,7 @@ class Evaluation:
             "cost_usd": dict(r.cost),
             "objective_usd": r.objective,
             "shortfall_gpu_hours": r.shortfall_gpu_hours,
-            "reserved_utilisation": r.reserved_utilisation,
+            "reserved_utilisation": r.reserved_utilisation if np.isfinite(r.reserved_utilisation) else None,
             "regret_usd": self.regret_usd,
             "hindsight": {"cost_usd": dict(self.hindsight.cost), "objective_usd": self.hindsight.objective,
                           "reserved_purchases": _purchases(self.hindsight)},

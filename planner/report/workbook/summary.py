@@ -39,7 +39,8 @@ def _summary_layout(plan: Plan) -> list[tuple]:
         ("savings_pct", "Savings %", ""),
         ("commitment_usd", "Commitment liability (cash over the terms)", "Purchases sheet"),
         ("amortised_usd", "Reserved cost amortised over the horizon", "Purchases sheet, horizon_cost_usd"),
-        ("liability_past_horizon_usd", "Liability falling after the horizon ends",
+        ("liability_past_horizon_usd", "Liability falling after the horizon ends"
+         + (" or in its gaps" if (plan.commitments or {}).get("liability_in_gaps_usd", 0.0) > 0.005 else ""),
          _liability_note(plan)),
         ("reserved_utilisation", "Reserved utilisation (as solved)", "reserved GPU-hours used / owned"),
         ("shortfall_gpu_hours", "Shortfall (GPU-hours not met) (as solved)", "0 when every class's demand is met; "
@@ -85,8 +86,10 @@ def _liability_note(plan: Plan) -> str:
         judged = (f"each was judged on {t.get('tail_months', 0):.0f} months of demand past it ({t.get('source')}, "
                   f"{t.get('branches')} branches: plan.json term)" if t.get("judge") == "term"
                   else "the plan assumes demand past the forecast keeps them busy")
-        return (f"{100 * past / full:.0f} % of the commitments signed is owed after the forecast ends: {judged}. "
-                "Cash flow sheet: when each dollar is paid")
+        gaps = c.get("liability_in_gaps_usd", 0.0)
+        return (f"{100 * past / full:.0f} % of the commitments signed is owed after the forecast ends: {judged}"
+                + (f" (this row adds ${gaps:,.0f} owed in the horizon's gaps, time between its periods)"
+                   if gaps > 0.005 else "") + ". Cash flow sheet: when each dollar is paid")
     return "Cash flow sheet: when each dollar is paid"
 
 
