@@ -164,18 +164,24 @@ def test_evaluate_fixes_the_plans_commitment(tmp_path):
     assert json.loads(r.output)["cost_usd"]["total"] == pytest.approx(hand_cost(11.2, a=[2.0] * 4, b=[1.0] * 4))
 
 
-def test_benders_equals_the_monolithic_model_with_savings_plans(tmp_path):
-    rng = np.random.default_rng(7)
-    n = 24 * 70
+def both_methods(tmp_path, days: int, seed: int, top: str) -> dict:
+    """A diurnal two-class savings-plan case of ``days`` written twice, solved whole and decomposed: their model
+    paths by method."""
+    rng = np.random.default_rng(seed)
+    n = 24 * days
     a = (8 + 4 * np.sin(np.arange(n) / 24 * 2 * np.pi) + rng.normal(0, 1, n)).clip(0).round(2)
     b = (5 + rng.normal(0, 1, n)).clip(0).round(2)
-    top = '[commitments]\npurchase_every = "month"\n'
-    plans = {}
+    out = {}
     for method in ("monolithic", "benders"):
         m = sp_case(tmp_path / method, a=a, b=b, extra_top=top)
-        text = m.read_text().replace('[solver]', f'[solver]\nmethod = "{method}"')
-        m.write_text(text)
-        plans[method] = make_plan(load_inputs(m), mip_gap=1e-9)
+        m.write_text(m.read_text().replace('[solver]', f'[solver]\nmethod = "{method}"'))
+        out[method] = m
+    return out
+
+
+def test_benders_equals_the_monolithic_model_with_savings_plans(tmp_path):
+    models = both_methods(tmp_path, 70, 7, '[commitments]\npurchase_every = "month"\n')
+    plans = {method: make_plan(load_inputs(m), mip_gap=1e-9) for method, m in models.items()}
     assert "benders" in plans["benders"].stats
     assert plans["benders"].cost["total"] == pytest.approx(plans["monolithic"].cost["total"], rel=1e-6)
     # the bound reported holds no tie-break (1e-4 USD per covered GPU-hour): never above the plan's own objective
@@ -190,18 +196,11 @@ def test_benders_equals_the_monolithic_model_with_savings_plans(tmp_path):
 def test_a_decomposed_npv_decision_reports_no_tie_break(tmp_path):
     # a whole-term decision decomposed reads its NPV objective from the loop's priced value, which held the
     # tie-breaks: it said 672,362.11 where the whole model (and the same purchases) say 672,333.00
-    rng = np.random.default_rng(3)
-    n = 24 * 56
-    a = (8 + 4 * np.sin(np.arange(n) / 24 * 2 * np.pi) + rng.normal(0, 1, n)).clip(0).round(2)
-    b = (5 + rng.normal(0, 1, n)).clip(0).round(2)
-    top = '[finance]\nobjective = "npv"\ndiscount_rate = 0.08\n'
     from planner.pipeline.whole_term import plan_over_term
 
-    plans = {}
-    for method in ("monolithic", "benders"):
-        m = sp_case(tmp_path / method, a=a, b=b, extra_top=top)
-        m.write_text(m.read_text().replace('[solver]', f'[solver]\nmethod = "{method}"'))
-        plans[method] = plan_over_term(load_inputs(m), make_plan, mip_gap=1e-9, risk=False)
+    models = both_methods(tmp_path, 56, 3, '[finance]\nobjective = "npv"\ndiscount_rate = 0.08\n')
+    plans = {method: plan_over_term(load_inputs(m), make_plan, mip_gap=1e-9, risk=False)
+             for method, m in models.items()}
     assert plans["benders"].term["judge"] == "term"
     assert plans["benders"].term["objective_over_term"] == pytest.approx(
         plans["monolithic"].term["objective_over_term"], rel=1e-7)

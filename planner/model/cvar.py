@@ -39,11 +39,12 @@ def scenario_cost_matrix(model, inp) -> tuple[np.ndarray, np.ndarray, np.ndarray
                              "with merge_periods=False")
         block_scen[mine] = s
     scen, cols, coefs = [], [], []
+    untied = model.untied_cost() if len(model.tie[0]) else model.cost  # (the objective's tie-breaks are not costs)
     for name, frame in model.families.items():
         if not len(frame):
             continue
         col = frame["col"].to_numpy()
-        c = model.untied_cost()[col] if len(model.tie[0]) else model.cost[col]  # (the tie-breaks are not costs)
+        c = untied[col]
         if name == "n":
             weight = np.asarray(inp.reserved_weight, float) * np.ones(len(col))
             member = (np.ones((len(col), S)) if inp.reserved_member is None
