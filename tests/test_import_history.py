@@ -272,7 +272,15 @@ def test_the_history_spans_the_bills_charge_periods_hours_without_gpu_usage_zero
     assert hours == [f"2024-09-01T{k:02d}:00" for k in range(6)]
     assert h[("2024-09-01T05:00", "H100-80GB@us-east-1")] == 0.0
     assert h.xs("H100-80GB@us-east-1", level="workload_class").sum() == pytest.approx(24.0)  # 8 + 16: unchanged
-    assert "the history spans the bill's charge periods, 2024-09-01 00:00 to 2024-09-01 05:00 UTC" in r.output
+    assert "the history spans the bill's usage, 2024-09-01 00:00 to 2024-09-01 05:00 UTC" in r.output
+    # a purchase row whose period spans a year does not stretch the history to a year of zeros
+    def fee(b):
+        edit(b)
+        b.loc[len(b)] = b.iloc[4]
+        b.loc[len(b) - 1, ["ChargeCategory", "ChargePeriodEnd"]] = ["Purchase", "2025-09-01 00:00:00"]
+    r = run("--focus", _bill(tmp_path, fee, name="fee.csv"), "--prices", FIX / "prices.csv", "--out", tmp_path / "f.csv")
+    assert r.exit_code == 0, r.output
+    assert sorted(table(tmp_path / "f.csv").index.get_level_values("period").unique()) == hours
 
 
 def test_a_line_exported_twice_is_one_charge_with_a_note(tmp_path):

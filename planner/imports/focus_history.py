@@ -180,11 +180,12 @@ def import_focus(path: str | Path, prices: str | Path, class_by: str | None = No
     bill["_cid"] = bill.get("CommitmentDiscountId")
     inventory = commitments(bill, covered, notes, str(path))
     span = None
-    if gpu.any():  # the bill's hours: from its first charge to its last, of any kind (an hour without a GPU
-        # usage row is an hour the bill shows none: 0, not unknown)
-        first = bill["ChargePeriodStart"].min().floor("h")
-        last = (bill["ChargePeriodEnd"].max() - pd.Timedelta(microseconds=1)).floor("h")
+    if gpu.any():  # the hours the bill shows usage in: from its first usage row to its last, of any service (an
+        # hour without a GPU usage row is an hour the bill shows none: 0, not unknown; purchases, fees and credits,
+        # whose periods can span a term, do not stretch it)
+        first = bill.loc[usage, "ChargePeriodStart"].min().floor("h")
+        last = (bill.loc[usage, "ChargePeriodEnd"].max() - pd.Timedelta(microseconds=1)).floor("h")
         span = (first, last)
-        notes.append(f"the history spans the bill's charge periods, {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} "
-                     "UTC (its first charge to its last, of any kind): hours without GPU usage are 0.")
+        notes.append(f"the history spans the bill's usage, {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC (its "
+                     "first usage row to its last, of any service): hours without GPU usage are 0.")
     return HistoryResult(history=hourly_grid(spread, span), inventory=inventory, counts=counts, notes=notes)
