@@ -412,27 +412,3 @@ def test_a_savings_plans_unused_dollars_never_run_gpus_beyond_demand(tmp_path):
     C, rate = float(sp["usd_per_hour"].iat[0]), 1.80 if "partial" in sp["option"].iat[0] else 1.8445
     covered = np.minimum(east.round(6) + west, C / rate).sum()
     assert float(sp["covered_gpu_hours"].iat[0]) == pytest.approx(covered, rel=1e-7)
-
-
-def test_focus_draws_a_savings_plan_each_month_by_that_months_coverage(tmp_path):
-    # 10 GPUs of A for January's 672 hours, 2 in February's first 168: C = 12 USD/h covers January's 10 (a dollar
-    # drawn 80 % of the hours saves 0.8 x 2 / 1.2 = 1.33 > 1). Its Used rows: January 100 % of C, February 20 %;
-    # the export spread the term's 84 % over both months (a month's draw not the one it had)
-    from planner.export.focus import focus_frame
-
-    a = [10.0] * 672 + [2.0] * 168
-    m = sp_case(tmp_path, a=a, b=[0.0] * len(a))
-    plan = solve_case(m)
-    C = float(plan.spend["usd_per_hour"].iat[0])
-    assert C == pytest.approx(12.0)
-    write_outputs(plan, tmp_path / "out")
-    f = focus_frame(json.loads((tmp_path / "out" / "plan.json").read_text()))
-    sp = f[f["CommitmentDiscountType"].eq("Savings Plan") & f["ChargeCategory"].eq("Usage")]
-    used = sp[sp["CommitmentDiscountStatus"].eq("Used")].groupby(sp["ChargePeriodStart"].str[:7])["EffectiveCost"].sum()
-    assert used["2027-01"] == pytest.approx(12.0 * 672)
-    assert used["2027-02"] == pytest.approx(2 * 1.2 * 168)
-    unused = sp[sp["CommitmentDiscountStatus"].eq("Unused")].groupby(sp["ChargePeriodStart"].str[:7])[
-        "EffectiveCost"].sum()
-    assert unused.get("2027-01", 0.0) == pytest.approx(0.0, abs=1e-6)
-    assert unused["2027-02"] == pytest.approx((12.0 - 2.4) * 168)
-    assert f["EffectiveCost"].sum() == pytest.approx(plan.cost["total"])

@@ -123,13 +123,6 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                     float(c.get("covered_at_on_demand_usd") or 0.0) / float(c["covered_at_rates_usd"])
                     if float(c.get("covered_at_rates_usd") or 0.0) > 0 else 0.0
                     for c in plan.get("spend_commitments", [])}
-    # a savings plan's mean rate (USD it drew per GPU-hour it paid): its month's draw from the GPU-hours covered then
-    spend_rate = {(c["option"], c["family"], c["purchase_date"], c.get("branch") or "all"):
-                  float(c["covered_at_rates_usd"]) / float(c["covered_gpu_hours"])
-                  for c in plan.get("spend_commitments", []) if float(c.get("covered_gpu_hours") or 0.0) > 0}
-    covered_in = {}  # month -> on-demand GPU-hours savings plans paid (every pool)
-    for u in plan.get("monthly_usage", []):
-        covered_in[u["month"]] = covered_in.get(u["month"], 0.0) + float(u.get("on_demand_covered_gpu_hours") or 0.0)
     for p in plan.get("reserved_purchases", []):
         spend = bool(p.get("kind")) and supply.is_(p.get("kind"), unit="usd_per_hour")
         if not (p.get("usd_per_hour") if spend else p.get("instances")):
@@ -157,8 +150,6 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
             "capacity": p.get("guarantees_capacity", True) is not False,
             "spend_share": spend_use.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10], branch))
             if spend else None,
-            "spend_rate": spend_rate.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10], branch))
-            if spend and prob == 1.0 else None,
             "spend_markup": spend_markup.get((p["option"], p.get("plan_family"), str(p.get("purchase_date"))[:10],
                                               branch), 0.0) if spend else None})
     for i, r in enumerate(plan.get("inventory", [])):
@@ -184,12 +175,6 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 "CommitmentDiscountUnit": "GPU-Hours", "ResourceType": "GPU",
                 "CapacityReservationId": c["cid"] if c.get("capacity") else None,
                 "SkuId": f"{c['gpu_type']}/{c['region']}/{c['option']}", "x_Source": c["source"], **extra}
-
-    def sole_spend(month: str):
-        """The one savings plan drawing in ``month`` (else None: two share its covered hours, in no known split)."""
-        b0, b1 = _month_bounds(month)
-        on = [c for c in commitments if c.get("spend") and c["gpus"] > 0 and c["start"] < b1 and c["end"] > b0]
-        return on[0] if len(on) == 1 else None
 
     def unit_of(c) -> str:
         return "USD" if c.get("spend") else "GPU-Hours"  # a savings plan is counted in dollars committed
@@ -241,10 +226,6 @@ def focus_frame(plan: dict, provider: str = "unspecified", billing_account: str 
                 **kind(c, CommitmentDiscountQuantity=gh))
             share = c["spend_share"] if c.get("spend_share") is not None else \
                 share_used.get((month, c["gpu_type"], c["region"]), 0.0)
-            if c.get("spend_rate") is not None and gh > 0 and sole_spend(month) is c:  # the month's own draw (USD
-                # of its gh committed): the GPU-hours savings plans paid that month at its rate (the whole term's
-                # share was spread evenly over the months before)
-                share = min(max(covered_in.get(month, 0.0) * c["spend_rate"] / gh, 0.0), 1.0)
             list_rate = od_rates.get((c["gpu_type"], c["region"]))
             list_rate = list_rate if list_rate is not None and math.isfinite(list_rate) else None
             if fleet is not None and not c.get("spend"):
