@@ -352,3 +352,18 @@ def test_one_azure_meter_at_two_prices_exits_2_naming_both_items(tmp_path):
     page.write_text(json.dumps({"Items": [item, item], "NextPageLink": None}))  # the same price again: read once
     res, out = run(tmp_path, "azure-retail", page)
     assert res.exit_code == 0 and "1 items repeated across pages were read once" in res.stderr
+
+
+@pytest.mark.parametrize("upper_first", [True, False])
+def test_an_azure_meters_higher_usage_tier_is_left_out_whatever_its_place(tmp_path, upper_first):
+    import json
+
+    item = json.loads((FIX / "azure_retail_page1.json").read_text())["Items"][0]
+    tiers = [dict(item, tierMinimumUnits=100, retailPrice=20.0, unitPrice=20.0), dict(item, tierMinimumUnits=0)]
+    page = tmp_path / "az.json"
+    page.write_text(json.dumps({"Items": tiers if upper_first else tiers[::-1], "NextPageLink": None}))
+    res, out = run(tmp_path, "azure-retail", page)
+    assert res.exit_code == 0, res.output
+    assert "1 items of a meter's higher usage tiers (tierMinimumUnits > 0) were left out" in res.stderr
+    od = pd.read_csv(out).set_index("option")["hourly_usd"]["on_demand"]
+    assert od == pytest.approx(float(item["retailPrice"]) / 8)

@@ -49,13 +49,22 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
     vm = items["unitOfMeasure"].eq("1 Hour") & ~items["productName"].str.contains("Windows", regex=False)
     vm &= items["serviceName"].isin(["Virtual Machines", ""])
     low = items["skuName"].str.contains("Low Priority", regex=False)
+    if "tierMinimumUnits" in items:  # a meter's higher usage tiers: the base tier (from 0 units) is the hourly price
+        tier = pd.to_numeric(items["tierMinimumUnits"], errors="coerce").fillna(0.0)
+        upper = vm & (tier > 0)
+        if upper.any():
+            notes.add(f"{int(upper.sum())} items of a meter's higher usage tiers (tierMinimumUnits > 0) were left out: "
+                      "the base tier is the price per hour.")
+            vm &= ~upper
     key = ["armSkuName", "armRegionName", "type", "skuName", "productName", "reservationTerm"]
     dup = items.duplicated(key)
     if dup.any():  # the same meter at two prices: which one is meant is not ours to guess (the items kept only:
         # a storage meter's price tiers, left out anyway, are not a conflict)
         cand = vm & ~low & items["type"].isin(["Consumption", "Reservation"])
-        _refuse_conflicts(items[cand], key + (["tierMinimumUnits"] if "tierMinimumUnits" in items else []))
-        notes.add(f"{int(dup.sum())} items repeated across pages were read once.")
+        _refuse_conflicts(items[cand], key)
+        dup = items[vm].duplicated(key).reindex(items.index, fill_value=False) | (dup & ~vm)
+        if dup.any():
+            notes.add(f"{int(dup.sum())} items repeated across pages were read once.")
     kept = items[vm & ~low & ~dup & items["type"].isin(["Consumption", "Reservation"])].merge(
         sizes, left_on="armSkuName", right_on="instance_type", how="inner")
     unknown = sorted(set(items.loc[vm & ~items["armSkuName"].isin(sizes["instance_type"]), "armSkuName"]))
