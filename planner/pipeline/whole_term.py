@@ -152,7 +152,7 @@ def _term_doc(inp, ext, basis, decide, horizon_only) -> dict:
            "growth_per_year": [float(x) for x in np.broadcast_to(basis.growth, (inp.K,))],
            "band_per_year": [float(x) for x in np.broadcast_to(basis.band, (inp.K,))],
            "classes": list(inp.classes)}
-    tail = f"{tail_months:.0f}" if tail_months >= 1 else f"{tail_months:.1g}"  # (never "a 0-month tree")
+    tail = f"{tail_months:.0f}" if tail_months >= 1 else f"{tail_months:.2g}"  # (never "a 0-month tree")
     how = (f"{span} terms judged on a {tail}-month tree past the horizon ({basis.branches} branches, "
            f"{basis.step}ly) {basis.note}")
     doc["note"] = how
