@@ -21,9 +21,19 @@ def inert_text(value):
 
 
 def inert_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``frame`` whose text cells are inert (see :func:`inert_text`); numeric columns unchanged."""
-    out = frame.copy()
+    """A copy of ``frame`` whose text cells are inert (see :func:`inert_text`); numeric columns unchanged.
+
+    Each text column is read through its distinct values (a per-period table repeats a few labels over
+    hundreds of thousands of rows): a column none of whose values would run is kept as it is."""
+    out = frame.copy(deep=False)
     for col in out.columns:
-        if not (pd.api.types.is_numeric_dtype(out[col]) or pd.api.types.is_bool_dtype(out[col])):
-            out[col] = out[col].map(inert_text)
+        s = out[col]
+        if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+            continue
+        try:
+            uniques = pd.unique(s.to_numpy(dtype=object, na_value=None) if s.dtype != object else s.to_numpy())
+        except TypeError:  # a value that cannot be hashed (a list): every cell read
+            uniques = s.to_numpy(dtype=object)
+        if any(inert_text(u) is not u for u in uniques):
+            out[col] = s.map(inert_text)
     return out

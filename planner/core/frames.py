@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 
@@ -18,3 +19,19 @@ def concat_rows(frames: list[pd.DataFrame], **kwargs) -> pd.DataFrame:
     for c in dict.fromkeys(missing):
         out[c] = pd.NA
     return out
+
+
+def time_text(values, fmt: str) -> np.ndarray:
+    """``values`` (timestamps: a column or an index) as text in ``fmt`` (``strftime``), NaN where missing: each
+    distinct timestamp formatted once (a per-period table repeats its periods over every class and pool row)."""
+    codes, uniques = pd.factorize(pd.Series(values))
+    text = np.asarray(pd.DatetimeIndex(uniques).strftime(fmt), dtype=object)
+    return np.append(text, np.nan)[codes]
+
+
+def lookup(values, mapping: dict) -> np.ndarray:
+    """``values`` (a column) through ``mapping`` as floats, NaN where a value is not in it: each distinct value
+    looked up once (a per-period table repeats a few labels over hundreds of thousands of rows)."""
+    codes, uniques = pd.factorize(pd.Series(values))
+    table = np.array([float(mapping[u]) if u in mapping else np.nan for u in uniques] + [np.nan], dtype=float)
+    return table[codes]

@@ -339,10 +339,13 @@ def write_outputs(plan: Plan, out_dir: str | Path) -> dict[str, Path]:
         write_workbook(plan, path)
         plan.timings["write_xlsx"] = time.perf_counter() - t0
 
-    found = publish_together(out_dir, {"plan.xlsx": xlsx,
-                                       "plan.json": lambda path: path.write_text(plan_json(plan), encoding="utf-8"),
-                                       "allocation.csv": lambda path: period_csv(plan.allocation, path),
-                                       "fleet.csv": lambda path: period_csv(plan.fleet, path)})
+    from planner.report.showback import kept
+
+    with kept(plan):  # the showback tables both files read, computed once
+        found = publish_together(out_dir, {"plan.xlsx": xlsx,
+                                           "plan.json": lambda path: path.write_text(plan_json(plan), encoding="utf-8"),
+                                           "allocation.csv": lambda path: period_csv(plan.allocation, path),
+                                           "fleet.csv": lambda path: period_csv(plan.fleet, path)})
     return {"xlsx": found["plan.xlsx"], "json": found["plan.json"], "allocation": found["allocation.csv"],
             "fleet": found["fleet.csv"]}
 
@@ -350,9 +353,10 @@ def write_outputs(plan: Plan, out_dir: str | Path) -> dict[str, Path]:
 def period_csv(frame, path: Path) -> None:
     """A per-period table as CSV: ISO periods, text made inert for spreadsheets (:mod:`planner.core.csvsafe`)."""
     from planner.core.csvsafe import inert_frame
+    from planner.core.frames import time_text
 
-    out = frame.copy()
-    out["period"] = out["period"].dt.strftime("%Y-%m-%dT%H:%M")
+    out = frame.copy(deep=False)
+    out["period"] = time_text(out["period"], "%Y-%m-%dT%H:%M")
     inert_frame(out).to_csv(path, index=False, float_format="%.10g")
 
 

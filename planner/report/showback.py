@@ -21,15 +21,47 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from planner.core.frames import lookup, time_text
 from planner.results.plan import Plan
 from planner.inputs import commitments
 from planner.inputs import rented, supply
 
 
+_KIND_INDEX = {k: i for i, k in enumerate(rented.KINDS)}
+
+_KEPT: dict = {}  # id(plan) -> {(table, owned): table} while a ``kept(plan)`` block is open
+
+
+class kept:
+    """``with kept(plan):`` :func:`by_class` and :func:`by_month` of ``plan`` are computed once inside (plan.json and
+    the workbook read them several times: at XL, 3 s of the outputs); outside, every call computes them afresh (a
+    plan's tables may be edited between calls)."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+
+    def __enter__(self):
+        _KEPT[id(self.plan)] = {}
+        return self
+
+    def __exit__(self, *exc):
+        _KEPT.pop(id(self.plan), None)
+
+
+def _kept_or_made(plan: Plan, name: str, owned: bool, make) -> pd.DataFrame:
+    store = _KEPT.get(id(plan))
+    if store is None:
+        return make(plan, owned)
+    key = (name, bool(owned))
+    if key not in store:
+        store[key] = make(plan, owned)
+    return store[key].copy()
+
+
 def _rented_price(option: pd.Series, p: np.ndarray, price: np.ndarray) -> np.ndarray:
     """Per allocation row: its rented kind's price in its pool ``p`` (``price``: (J, P) by rented kind,
     :data:`planner.inputs.rented.KINDS`); 0 for reserved GPUs."""
-    j = pd.Series(option, dtype=object).map({k: i for i, k in enumerate(rented.KINDS)}).to_numpy()
+    j = lookup(option, _KIND_INDEX)
     hit = ~pd.isna(j)
     out = np.zeros(len(j))
     if hit.any():
@@ -44,7 +76,7 @@ def _row_prices(plan: Plan, a: pd.DataFrame, p: np.ndarray) -> np.ndarray:
     path = inp.rented_price_path
     if path is None:
         return _rented_price(a["option"], p, inp.rented_price)
-    j = pd.Series(a["option"], dtype=object).map({k: i for i, k in enumerate(rented.KINDS)}).to_numpy()
+    j = lookup(a["option"], _KIND_INDEX)
     s = pd.Index(inp.scenarios).get_indexer(a["scenario"])
     t = pd.DatetimeIndex(inp.periods).get_indexer(pd.DatetimeIndex(a["period"]))
     hit = ~pd.isna(j) & (s >= 0) & (t >= 0)
@@ -71,7 +103,7 @@ def _pool_cost_and_owned(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
     weight = pur["probability"].to_numpy(float) if "probability" in pur else 1.0  # a branch's: expected
     np.add.at(cost_p, [pool_of[(g, r)] for g, r in zip(pur["gpu_type"], pur["region"])],
               pur["horizon_cost_usd"].to_numpy(float) * weight)
-    f = plan.fleet.assign(wt=plan.fleet["scenario"].map(w).astype(float))
+    f = plan.fleet.assign(wt=lookup(plan.fleet["scenario"], w))
     owned_p = (f["reserved_owned"] * f["hours"] * f["wt"]).groupby([f["gpu_type"], f["region"]]).sum()
     owned = np.array([owned_p.get((g, r), 0.0) for g, r in zip(inp.pools["gpu_type"], inp.pools["region"])])
     return cost_p, owned
@@ -96,7 +128,7 @@ def savings_plan_credit(plan: Plan) -> pd.DataFrame:
     m = cov.merge(od[key + ["_k", "gpus"]].rename(columns={"gpus": "class_gpus"}), on=key).merge(total, on=key)
     w = dict(zip(inp.scenarios, inp.probability))
     share = np.divide(m["class_gpus"], m["pool_gpus"], out=np.zeros(len(m)), where=m["pool_gpus"].to_numpy() > 0)
-    gh = share * m["gpus"] * m["hours"] * m["scenario"].map(w).astype(float)
+    gh = share * m["gpus"] * m["hours"] * lookup(m["scenario"], w)
     price = np.nan_to_num(inp.pools["od"].to_numpy(float))[m["_p"].to_numpy(int)]
     path = inp.rented_price_path  # (S, J, P, T) where a forward curve or price paths date the prices
     if path is not None and len(m):
@@ -106,7 +138,7 @@ def savings_plan_credit(plan: Plan) -> pd.DataFrame:
         t = inp.periods.get_indexer(pd.DatetimeIndex(m["period"]))
         price = np.nan_to_num(path[s, rented.index("on_demand"), m["_p"].to_numpy(int), t])
     out = pd.DataFrame({"_k": m["_k"].to_numpy(int), "c": m["c"].to_numpy(int),
-                        "month": m["period"].dt.strftime("%Y-%m").to_numpy(),
+                        "month": time_text(m["period"], "%Y-%m"),
                         "credit_usd": (gh * price).to_numpy(float), "at_rates_usd": (gh * m["rate"]).to_numpy(float)})
     return out.groupby(["_k", "c", "month"], as_index=False)[["credit_usd", "at_rates_usd"]].sum()
 
@@ -169,7 +201,7 @@ def reserved_use(plan: Plan) -> dict:
     sel = a[supply.mask(a["option"], stage="first")]
     use = np.zeros((inp.K, inp.P))
     np.add.at(use, (sel["_k"].to_numpy(int), sel["_p"].to_numpy(int)),
-              (sel["gpu_hours"] * sel["scenario"].map(w).astype(float)).to_numpy(float))
+              (sel["gpu_hours"] * lookup(sel["scenario"], w)).to_numpy(float))
     cost, owned = _pool_cost_and_owned(plan)
     return {"use": use, "owned": owned, "cost": cost}
 
@@ -224,10 +256,14 @@ def by_class(plan: Plan, owned: bool = False) -> pd.DataFrame:
     ``owned``: also charge the commitments already owned (:func:`owned_charges`): an ``owned_commitments_usd``
     column in the totals and a ``(unused commitments)`` row; the rows then add up to the bill.
     """
+    return _kept_or_made(plan, "by_class", owned, _by_class)
+
+
+def _by_class(plan: Plan, owned: bool) -> pd.DataFrame:
     include_owned = owned
     inp = plan.inputs
     w = dict(zip(inp.scenarios, inp.probability))
-    a = plan.allocation_positions.assign(wt=plan.allocation_positions["scenario"].map(w).astype(float))
+    a = plan.allocation_positions.assign(wt=lookup(plan.allocation_positions["scenario"], w))
     a["wgh"] = a["gpu_hours"] * a["wt"]
     price = _row_prices(plan, a, a["_p"].to_numpy(int))
     a["usd"] = a["wgh"] * price
@@ -307,12 +343,16 @@ def by_month(plan: Plan, owned: bool = False) -> pd.DataFrame:
     the month's idle cost is spread over the classes in proportion to their use of the pool that month
     (``(unallocated)`` when nobody used it). The months add up to the amortised total cost.
     """
+    return _kept_or_made(plan, "by_month", owned, _by_month)
+
+
+def _by_month(plan: Plan, owned: bool) -> pd.DataFrame:
     include_owned = owned
     inp = plan.inputs
     w = dict(zip(inp.scenarios, inp.probability))
     a = plan.allocation_positions
-    month = a["period"].dt.strftime("%Y-%m")
-    wgh = a["gpu_hours"] * a["scenario"].map(w).astype(float)
+    month = time_text(a["period"], "%Y-%m")
+    wgh = a["gpu_hours"] * lookup(a["scenario"], w)
     p = a["_p"].to_numpy(int)
     frame = pd.DataFrame({"month": month, "k": a["_k"].to_numpy(int), "p": p, "option": a["option"], "gh": wgh,
                           "usd": wgh * _row_prices(plan, a, p)})
@@ -338,8 +378,8 @@ def by_month(plan: Plan, owned: bool = False) -> pd.DataFrame:
         cost_pm.index = cost_pm.index.swaplevel()  # (month, p)
     f = plan.fleet
     pool_of = {(g, r): i for i, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
-    owned_pm = (f["reserved_owned"] * f["hours"] * f["scenario"].map(w).astype(float)).groupby(
-        [f["period"].dt.strftime("%Y-%m"), [pool_of[(g, r)] for g, r in zip(f["gpu_type"], f["region"])]]).sum()
+    owned_pm = (f["reserved_owned"] * f["hours"] * lookup(f["scenario"], w)).groupby(
+        [time_text(f["period"], "%Y-%m"), [pool_of[(g, r)] for g, r in zip(f["gpu_type"], f["region"])]]).sum()
     rows: dict = {}
     unallocated: dict = {}
     for (m, pp), cost in cost_pm.items():

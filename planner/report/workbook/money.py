@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
+from planner.core.frames import lookup, time_text
 from planner.results.plan import Plan
 from planner.report.workbook.book import MONTH, DAY, COLUMNS, ref, span, F, INT, NUM, PCT, RATE, USD, USD0, _Sheet, _date
 from planner.report.workbook.costs import _covered_gpu_hours, _price_key, _price_value, _spend_rows
@@ -187,8 +188,8 @@ def _cash_layout(plan: Plan, purchases: pd.DataFrame):
     hours = active_hours_by_month(bought, months) if len(bought) else np.zeros((0, len(months)))
     a = plan.allocation
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
-    gh = pd.DataFrame({"month": a["period"].dt.strftime("%Y-%m"), "gpu_type": a["gpu_type"], "region": a["region"],
-                       "option": a["option"], "gh": a["gpu_hours"] * a["scenario"].map(prob)})
+    gh = pd.DataFrame({"month": time_text(a["period"], "%Y-%m"), "gpu_type": a["gpu_type"], "region": a["region"],
+                       "option": a["option"], "gh": a["gpu_hours"].to_numpy(float) * lookup(a["scenario"], prob)})
     gh = gh[gh["option"].isin(supply.RENTED)].groupby(["option", "gpu_type", "region", "month"])["gh"].sum()
     for (gt, rg, m), c in _covered_gpu_hours(plan, by_month=True).items():  # what savings plans paid is not billed
         gh[("on_demand", gt, rg, m)] = gh.get(("on_demand", gt, rg, m), 0.0) - float(c)
