@@ -111,10 +111,6 @@ def benders_plan(inp: PlanInputs, make_plan, *, backend, time_limit_s, mip_gap, 
         plan.notes.append(f"a pricing worker died and was replaced during the decomposition: {bd.bases_lost} "
                           "batch pricings started cold (their worker kept their bases); the plan is optimal within "
                           "the same gap, but its last digits may differ from an undisturbed run's")
-    if decision and bd.priced is not None:  # its last pricing's bases (as priced: read out by the caller that
-        # wants them, :func:`planner.solve.recourse.carried_bases`), a warm start for the same batches' LPs
-        plan.recourse = {"chunks": bd.chunk_periods, "cut_by": bd.cut_by, "units": np.asarray(bd.n, float),
-                         "bases": [r.basis for r in bd.priced], "purchases": len(inp.commitments)}
     if keep_cuts and bd.cut_log is not None:
         plan.recourse = dict(plan.recourse or {}, prior=bd.cut_log)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:

@@ -97,11 +97,9 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
     timings["whole_term"] = time.perf_counter() - t0  # the tree built and the purchases decided on it (wall)
     from planner.solve.workers import keep_pricers
 
-    start = _horizon_start(inp, decide)
-    decide.recourse = None  # (its bases, once carried: the whole term's batches are not the plan's)
     with keep_pricers(inp):  # the horizon's weekly batches, built once for the plan and its comparison
         plan = make_plan(inp, PlanOptions.of(o, fixed_reserved=units, timings=timings, write_model=None,
-                                             keep_cuts=True, warm=start))
+                                             keep_cuts=True))
         if not plan.status.has_plan:
             return plan
         t1 = time.perf_counter()
@@ -129,28 +127,6 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
     plan.term = _term_doc(inp, ext, basis, decide, horizon_only)
     plan.notes.append(plan.term["note"])
     return plan
-
-
-def _horizon_start(inp, decide) -> dict | None:
-    """The decision's last bases on the horizon's weekly batches, fitted to the horizon's own (a warm start of the
-    plan's pricing at the same purchases: the whole-term inputs' first periods are the horizon's, and their
-    batches the same LPs but for the tail's purchase columns; measured in benchmarks/README, fifteenth round);
-    None where the decision kept none or no batch of it is one of the horizon's."""
-    rec = getattr(decide, "recourse", None)
-    if not rec or not rec.get("bases") or "purchases" not in rec:
-        return None
-    from planner.solve.chunks import chunk_index
-    from planner.solve.recourse import carried_bases
-
-    chunks = chunk_index(inp, "week")
-    ext = list(rec["chunks"])[:len(chunks)]
-    same = [i < len(ext) and np.array_equal(a, ext[i]) for i, a in enumerate(chunks)]  # (the horizon's last week
-    # holds the tail's first periods too where the horizon ends mid-week: that batch starts cold)
-    if not any(same):
-        return None
-    bases = carried_bases([b if ok else None for b, ok in zip(rec["bases"], same)], int(rec["purchases"]),
-                          len(inp.commitments))
-    return {"chunks": chunks, "bases": bases + [None] * (len(chunks) - len(bases))}
 
 
 def _horizon_term(inp, why) -> dict | None:

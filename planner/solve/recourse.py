@@ -271,27 +271,6 @@ def portable_basis(basis, batch_shape: tuple | None = None):
             np.fromiter(map(int, basis.row_status), dtype=np.int8))
 
 
-def carried_bases(bases: list, purchases: int, to_purchases: int) -> list:
-    """Bases of batches priced with ``purchases`` purchase rows, each fitted to the same recourse LP with
-    ``to_purchases`` rows (the horizon's batches of a whole-term decision's: the same periods, blocks, columns and
-    rows but the purchases', which are fixed, so nonbasic, and come first in a batch's columns). A basis whose
-    purchase columns are not all nonbasic (a degenerate optimum can leave a fixed column basic) has no fit: None
-    (that batch starts cold). A start only: the pricing solves its own LP to optimality from it (or from the slack
-    basis, where HiGHS finds it does not fit)."""
-    out = []
-    for b in bases:
-        b = portable_basis(b)
-        if b is None or len(b[0]) < purchases or (b[0][:purchases] == BASIC).any():
-            out.append(None)
-            continue
-        col = np.concatenate([np.zeros(to_purchases, np.int8), b[0][purchases:]])  # nonbasic at their (fixed) value
-        out.append((col, b[1]))
-    return out
-
-
-BASIC = 1  # highspy.HighsBasisStatus.kBasic (kLower = 0)
-
-
 _ENUMS: list = []
 
 
