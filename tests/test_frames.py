@@ -71,3 +71,24 @@ def test_showback_is_computed_once_inside_kept_and_afresh_outside(example_plan):
         assert len(c) >= len(b)
     finally:
         showback._by_class = real
+
+
+def test_inert_frame_writes_the_csv_the_row_by_row_rule_writes():
+    def old(frame):  # the rule before it read distinct values: every text column mapped cell by cell
+        out = frame.copy()
+        for col in out.columns:
+            if not (pd.api.types.is_numeric_dtype(out[col]) or pd.api.types.is_bool_dtype(out[col])):
+                out[col] = out[col].map(inert_text)
+        return out
+
+    f = pd.DataFrame({"num_obj": pd.Series([0.1 + 0.2, 1.0, 2.5], dtype=object),
+                      "mixed": pd.Series([0.1 + 0.2, "x", None], dtype=object),
+                      "text_obj": pd.Series(["a", "b", "a"], dtype=object),
+                      "text_nan": pd.Series(["a", None, "=b"], dtype=object),
+                      "nan_obj": pd.Series([None, None, None], dtype=object),
+                      "string": pd.Series(["u", None, "v"], dtype="string"),
+                      "when": pd.to_datetime(["2027-01-04", None, "2027-01-05"]),
+                      "cat": pd.Categorical(["p", "q", "p"]), "x": [0.1 + 0.2, 1.0, 2.0]})
+    got = inert_frame(f).to_csv(index=False, float_format="%.10g")
+    assert got == old(f).to_csv(index=False, float_format="%.10g")
+    assert "0.3," in got.splitlines()[1] and "'=b" in got  # numbers held as objects formatted; formulas inert

@@ -30,10 +30,15 @@ def inert_frame(frame: pd.DataFrame) -> pd.DataFrame:
         s = out[col]
         if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
             continue
-        try:
-            uniques = pd.unique(s.to_numpy(dtype=object, na_value=None) if s.dtype != object else s.to_numpy())
-        except TypeError:  # a value that cannot be hashed (a list): every cell read
-            uniques = s.to_numpy(dtype=object)
-        if any(inert_text(u) is not u for u in uniques):
-            out[col] = s.map(inert_text)
+        if s.dtype == object:  # kept only when every cell is harmless text: a map could change nothing then, not
+            # even the dtype pandas infers (numbers held as objects become a number column, which a CSV's
+            # float_format then formats)
+            try:
+                uniques = pd.unique(s.to_numpy())
+            except TypeError:  # a value that cannot be hashed (a list)
+                uniques = [None]
+            if not all(isinstance(u, str) for u in uniques) or any(u.startswith(FORMULA_STARTS) for u in uniques):
+                out[col] = s.map(inert_text)
+        elif any(inert_text(u) is not u for u in pd.unique(s.to_numpy(dtype=object, na_value=None))):
+            out[col] = s.map(inert_text)  # a string column (missing values stay missing)
     return out
