@@ -62,6 +62,8 @@ def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | Non
     if not path.is_file():
         raise InputError(Problem(str(path), "no such file", expected="a catalog file"))
     check_gzip(path)
+    if not _PANDAS_KEEPS_NUL:
+        _refuse_nul_lines(path, skip)
     try:
         reader = pd.read_csv(path, skiprows=skip, compression="infer", dtype=str, keep_default_na=False, skip_blank_lines=False,
                              usecols=(lambda c: c in usecols) if usecols else None, chunksize=chunksize or 10**9,
@@ -93,6 +95,42 @@ def _refuse_nul(chunk: pd.DataFrame, path: Path) -> None:
         problems += [Problem(str(path), "a NUL byte in the cell", row=int(r), column=col, value=v,
                              expected="text without NUL bytes (a damaged or binary file?)")
                      for r, v in zip(chunk.loc[hit, "_row"].head(20), chunk.loc[hit, col].head(20))]
+    if problems:
+        raise InputError(problems[:20])
+
+
+def _keeps_nul() -> bool:
+    """Whether pandas' CSV reader keeps a NUL byte in a cell (pandas 3) or ends the cell there (pandas 2: "us-e\\0ast-1"
+    read as "us-e", silently)."""
+    import io
+
+    return pd.read_csv(io.StringIO("a\nx\x00y\n"), dtype=str)["a"].iat[0] == "x\x00y"
+
+
+_PANDAS_KEEPS_NUL = _keeps_nul()
+
+
+def _refuse_nul_lines(path: Path, skip: int) -> None:
+    """Exit 2 naming file, line and column of every NUL byte (at most 20), read from the text itself: where pandas
+    would cut the cell at it (:func:`_keeps_nul`)."""
+    import csv
+
+    problems, header = [], None
+    with open_text(path) as f:
+        for number, line in enumerate(f, start=1):
+            if number == skip + 1:
+                header = [c.strip() for c in next(csv.reader([line.replace("\x00", "")]), [])]
+            if "\x00" not in line:
+                continue
+            cells = next(csv.reader([line.replace("\x00", "\ufffe")]), [])
+            for j, cell in enumerate(cells):
+                if "\ufffe" in cell:
+                    col = header[j] if header and j < len(header) else f"column {j + 1}"
+                    problems.append(Problem(str(path), "a NUL byte in the cell", row=number, column=col,
+                                            value=cell.replace("\ufffe", "\x00"),
+                                            expected="text without NUL bytes (a damaged or binary file?)"))
+            if len(problems) >= 20:
+                break
     if problems:
         raise InputError(problems[:20])
 

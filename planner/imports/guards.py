@@ -35,6 +35,30 @@ def out_of_range(stamps: pd.Series) -> pd.Series:
     return s.notna() & ((s < DATE_MIN) | (s > DATE_MAX))
 
 
+def outside_range(values: pd.Series, parsed: pd.Series) -> pd.Series:
+    """True where the text ``values`` (parsed into ``parsed``) is a date outside ``DATE_MIN .. DATE_MAX``: parsed
+    there, or one pandas could not hold at all (its nanosecond timestamps end at 1677 and 2262: pandas 2 reads
+    "1500-09-01" or "2400-01-01" as missing, where pandas 3 parses them), so it is named as out of range and never
+    taken as missing."""
+    far = out_of_range(parsed).to_numpy(bool).copy()
+    lost = (parsed.isna() & values.notna()).to_numpy(bool)
+    if lost.any():
+        far[lost] |= np.array([_iso_date(v) for v in values.to_numpy(dtype=object)[lost]], dtype=bool)
+    return pd.Series(far, index=values.index)
+
+
+def _iso_date(text) -> bool:
+    """True when ``text`` is an ISO 8601 date (and time) of any year 1-9999."""
+    import datetime as dt
+
+    t = str(text).strip()
+    try:
+        dt.datetime.fromisoformat(t[:-1] + "+00:00" if t.endswith("Z") else t)
+        return True
+    except ValueError:
+        return False
+
+
 def bad_class_names(names: pd.Series) -> pd.Series:
     """Why each class name would be refused later ("" where it is fine): a control character (newline, NUL,
     tab...), or text that is a JSON object (the planner reads such a cell as a table of values)."""

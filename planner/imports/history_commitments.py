@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.core.errors import InputError, Problem
-from planner.imports.guards import DATE_RANGE_TEXT, out_of_range
+from planner.imports.guards import DATE_RANGE_TEXT, outside_range
 from planner.imports.history_spread import spread_hourly
 from planner.imports.history_write import INVENTORY_COLUMNS
 
@@ -51,7 +51,7 @@ def commitments(bill: pd.DataFrame, gpu_hours: pd.Series, notes: list[str], file
     for col, name in (("x_CommitmentDiscountStart", "start"), ("x_CommitmentDiscountEnd", "end")):
         if col in rows:
             parsed = pd.to_datetime(rows[col], utc=True, errors="coerce", format="mixed")
-            far = out_of_range(parsed)
+            far = outside_range(rows[col], parsed)
             if far.any():
                 raise InputError([Problem(file, "a date outside the range the planner can hold", row=int(r), column=col,
                                           value=v, expected=DATE_RANGE_TEXT)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.core.errors import InputError, Problem
-from planner.imports.guards import DATE_RANGE_TEXT, MAX_QUANTITY, out_of_range
+from planner.imports.guards import DATE_RANGE_TEXT, MAX_QUANTITY, outside_range
 
 # older spelling -> the name used here (the first one present wins; the current name always wins)
 RENAMES = {"ChargeType": "ChargeCategory", "Provider": "ProviderName", "UsageQuantity": "ConsumedQuantity",
@@ -91,11 +91,11 @@ def read_focus(path: str | Path, progress: bool = False) -> pd.DataFrame:
     problems: list[Problem] = []
     for c in REQUIRED:
         parsed = pd.to_datetime(out[c], utc=True, errors="coerce", format="mixed")
-        bad = parsed.isna()
+        far = outside_range(out[c], parsed)
+        bad = parsed.isna() & ~far
         problems += [Problem(str(path), "not a date and time", row=int(r), column=c, value=v,
                              expected="ISO 8601, e.g. 2024-09-01T00:00:00Z")
                      for r, v in zip(out.loc[bad, "_row"].head(20), out.loc[bad, c].head(20))]
-        far = out_of_range(parsed)
         problems += [Problem(str(path), "a date outside the range the planner can hold", row=int(r), column=c, value=v,
                              expected=DATE_RANGE_TEXT)
                      for r, v in zip(out.loc[far, "_row"].head(20), out.loc[far, c].head(20))]
