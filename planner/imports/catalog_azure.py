@@ -58,14 +58,14 @@ def read(paths: list[Path], opts: ImportOptions, notes: Notes) -> pd.DataFrame:
             vm &= ~upper
     key = ["armSkuName", "armRegionName", "type", "skuName", "productName", "reservationTerm"]
     dup = items.duplicated(key)
+    wanted = vm & ~low & items["type"].isin(["Consumption", "Reservation"])  # the items a sheet row can come from
     if dup.any():  # the same meter at two prices: which one is meant is not ours to guess (the items kept only:
         # a storage meter's price tiers, left out anyway, are not a conflict)
-        cand = vm & ~low & items["type"].isin(["Consumption", "Reservation"])
-        _refuse_conflicts(items[cand], key)
+        _refuse_conflicts(items[wanted], key)
         dup = items[vm].duplicated(key).reindex(items.index, fill_value=False) | (dup & ~vm)
         if dup.any():
             notes.add(f"{int(dup.sum())} items repeated across pages were read once.")
-    kept = items[vm & ~low & ~dup & items["type"].isin(["Consumption", "Reservation"])].merge(
+    kept = items[wanted & ~dup].merge(
         sizes, left_on="armSkuName", right_on="instance_type", how="inner")
     unknown = sorted(set(items.loc[vm & ~items["armSkuName"].isin(sizes["instance_type"]), "armSkuName"]))
     if unknown:

@@ -111,6 +111,12 @@ class PlanModel:
         np.subtract.at(c, self.tie[0], self.tie[1])
         return c
 
+    def tie_at(self, values: np.ndarray) -> float:
+        """What the tie-breaks add to the objective at the column values ``values`` (the objective less it is the
+        cost)."""
+        cols, coefs = self.tie
+        return float(coefs @ np.asarray(values, float)[cols]) if len(cols) else 0.0
+
     def __repr__(self) -> str:
         return (f"PlanModel({self.n_variables:,} columns ({int(self.integer.sum())} integer), "
                 f"{self.n_constraints:,} rows, {self.nonzeros:,} nonzeros, {self.blocks.B} blocks"

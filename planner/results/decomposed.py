@@ -93,7 +93,7 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
     model.rows = dict(bd.row_counts or {})  # the rows the batches solved, for the plan's statistics
     values = assemble(inp, model, bd.chunk_periods, [(k, b, r.solution) for (k, b), r in zip(bd.keys, bd.priced)],
                       bd.n)
-    tie = float(model.tie[1] @ values[model.tie[0]]) if len(model.tie[0]) else 0.0  # (tie-breaks: not costs)
+    tie = model.tie_at(values)  # (tie-breaks: not costs)
     result = _result(bd, gap, limit, values, float(model.cost @ values) - tie, tie)
     timings["build"] = model.seconds
     timings["solve"] = bd.seconds

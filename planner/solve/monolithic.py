@@ -131,9 +131,8 @@ def _result(model: PlanModel, backend: str, status: Status, t0: float, gap, boun
     else:
         values = np.full(model.n_variables, np.nan)
     objective = float(model.cost @ values) if ok else float("nan")
-    cols, coefs = getattr(model, "tie", (np.zeros(0, int), np.zeros(0)))
-    if ok and len(cols):  # the objective's tie-breaks are not costs: the objective and its bound without them (the
-        tie = float(coefs @ values[cols])  # bound less the tie-breaks at the plan, as the gap was proven on)
+    if ok and len(model.tie[0]):  # the objective's tie-breaks are not costs: the objective and its bound without
+        tie = model.tie_at(values)  # them (the bound less the tie-breaks at the plan, as the gap was proven on)
         objective -= tie
         bound = bound - tie if bound is not None and np.isfinite(bound) else bound
     return SolveResult(status=status, values=values, objective=objective, mip_gap=gap, best_bound=bound,
