@@ -374,6 +374,14 @@ def test_commitment_term_dates_outside_the_range_exit_2(tmp_path):
     assert not out.exists() and not (tmp_path / "inv.csv").exists()
 
 
+@pytest.mark.parametrize("value", ["2024-13-01", "1e20", "soon"])
+def test_a_commitment_term_date_that_is_no_date_exits_2_never_the_bills_hours(tmp_path, value):
+    src = bill(tmp_path, x_CommitmentDiscountEnd={2: value})
+    res, out = focus(tmp_path, src, "--inventory", tmp_path / "inv.csv")
+    refused(res, "b.csv, row 4, column 'x_CommitmentDiscountEnd'", value, "not a date and time")
+    assert not out.exists() and not (tmp_path / "inv.csv").exists()
+
+
 def test_azure_items_left_out_are_counted_by_reason(tmp_path):
     src = azure_page(tmp_path, azure_item(), azure_item(productName="Virtual Machines ND Series Windows"),
                      azure_item(type="DevTestConsumption"), azure_item(unitOfMeasure="1 GB/Month", armRegionName="x"),

@@ -62,8 +62,8 @@ def read_csv(path: str | Path, skip: int = 0, usecols=None, chunksize: int | Non
     if not path.is_file():
         raise InputError(Problem(str(path), "no such file", expected="a catalog file"))
     check_gzip(path)
-    if not _PANDAS_KEEPS_NUL:
-        _refuse_nul_lines(path, skip)
+    if not PANDAS_KEEPS_NUL:
+        refuse_nul_cells(path, skip)
     try:
         reader = pd.read_csv(path, skiprows=skip, compression="infer", dtype=str, keep_default_na=False, skip_blank_lines=False,
                              usecols=(lambda c: c in usecols) if usecols else None, chunksize=chunksize or 10**9,
@@ -107,27 +107,27 @@ def _keeps_nul() -> bool:
     return pd.read_csv(io.StringIO("a\nx\x00y\n"), dtype=str)["a"].iat[0] == "x\x00y"
 
 
-_PANDAS_KEEPS_NUL = _keeps_nul()
+PANDAS_KEEPS_NUL = _keeps_nul()
 
 
-def _refuse_nul_lines(path: Path, skip: int) -> None:
-    """Exit 2 naming file, line and column of every NUL byte (at most 20), read from the text itself: where pandas
-    would cut the cell at it (:func:`_keeps_nul`)."""
+def refuse_nul_cells(path: Path, skip: int = 0) -> None:
+    """Exit 2 naming file, row and column of every data cell holding a NUL byte (at most 20), read with Python's
+    own CSV reader (a quoted cell may span lines; rows numbered as pandas' are, the ``skip`` lines before the header
+    not read): where pandas would cut the cell at it (:data:`PANDAS_KEEPS_NUL`), so both pandas refuse alike."""
     import csv
 
-    problems, header = [], None
+    problems, header = [], []
     with open_text(path) as f:
-        for number, line in enumerate(f, start=1):
-            if number == skip + 1:
-                header = [c.strip() for c in next(csv.reader([line.replace("\x00", "")]), [])]
-            if "\x00" not in line:
+        for _ in range(skip):
+            f.readline()
+        for k, cells in enumerate(csv.reader(f), start=1):
+            if k == 1:
+                header = [c.strip() for c in cells]
                 continue
-            cells = next(csv.reader([line.replace("\x00", "\ufffe")]), [])
             for j, cell in enumerate(cells):
-                if "\ufffe" in cell:
-                    col = header[j] if header and j < len(header) else f"column {j + 1}"
-                    problems.append(Problem(str(path), "a NUL byte in the cell", row=number, column=col,
-                                            value=cell.replace("\ufffe", "\x00"),
+                if "\x00" in cell:
+                    problems.append(Problem(str(path), "a NUL byte in the cell", row=skip + k,
+                                            column=header[j] if j < len(header) else f"column {j + 1}", value=cell,
                                             expected="text without NUL bytes (a damaged or binary file?)"))
             if len(problems) >= 20:
                 break

@@ -38,25 +38,25 @@ def out_of_range(stamps: pd.Series) -> pd.Series:
 def outside_range(values: pd.Series, parsed: pd.Series) -> pd.Series:
     """True where the text ``values`` (parsed into ``parsed``) is a date outside ``DATE_MIN .. DATE_MAX``: parsed
     there, or one pandas could not hold at all (its nanosecond timestamps end at 1677 and 2262: pandas 2 reads
-    "1500-09-01" or "2400-01-01" as missing, where pandas 3 parses them), so it is named as out of range and never
+    "1500-09-01" or "Jan 1 2300" as missing, where pandas 3 parses them), so it is named as out of range and never
     taken as missing."""
     far = out_of_range(parsed).to_numpy(bool).copy()
     lost = (parsed.isna() & values.notna()).to_numpy(bool)
     if lost.any():
-        far[lost] |= np.array([_iso_date(v) for v in values.to_numpy(dtype=object)[lost]], dtype=bool)
+        far[lost] = np.array([_far_date(v) for v in values.to_numpy(dtype=object)[lost]], dtype=bool)
     return pd.Series(far, index=values.index)
 
 
-def _iso_date(text) -> bool:
-    """True when ``text`` is an ISO 8601 date (and time) of any year 1-9999."""
-    import datetime as dt
+def _far_date(text) -> bool:
+    """True when ``text`` reads as a date (dateutil's parser, years 1-9999) outside ``DATE_MIN .. DATE_MAX``."""
+    from dateutil import parser
 
-    t = str(text).strip()
     try:
-        dt.datetime.fromisoformat(t[:-1] + "+00:00" if t.endswith("Z") else t)
-        return True
-    except ValueError:
+        when = parser.parse(str(text).strip())
+    except (ValueError, OverflowError):
         return False
+    when = when.replace(tzinfo=None) - (when.utcoffset() or pd.Timedelta(0)) if when.tzinfo else when
+    return not (DATE_MIN.to_pydatetime() <= when <= DATE_MAX.to_pydatetime())
 
 
 def bad_class_names(names: pd.Series) -> pd.Series:

@@ -52,10 +52,14 @@ def commitments(bill: pd.DataFrame, gpu_hours: pd.Series, notes: list[str], file
         if col in rows:
             parsed = pd.to_datetime(rows[col], utc=True, errors="coerce", format="mixed")
             far = outside_range(rows[col], parsed)
-            if far.any():
+            bad = parsed.isna() & rows[col].notna() & ~far  # given, but no date: never the bill's hours instead
+            if far.any() or bad.any():
                 raise InputError([Problem(file, "a date outside the range the planner can hold", row=int(r), column=col,
                                           value=v, expected=DATE_RANGE_TEXT)
-                                  for r, v in zip(rows.loc[far, "_row"].head(20), rows.loc[far, col].head(20))])
+                                  for r, v in zip(rows.loc[far, "_row"].head(20), rows.loc[far, col].head(20))]
+                                 + [Problem(file, "not a date and time", row=int(r), column=col, value=v,
+                                            expected="ISO 8601, e.g. 2027-01-01T00:00:00Z (or blank: the bill's hours)")
+                                    for r, v in zip(rows.loc[bad, "_row"].head(20), rows.loc[bad, col].head(20))])
             told = parsed.dt.tz_convert(None).groupby(rows["_cid"]).first()
             first[name] = told.where(told.notna(), first[name])
             given = given or bool(told.notna().any())

@@ -32,7 +32,7 @@ CHUNK_ROWS = 500_000  # rows read at once (the progress bar counts them)
 
 def _read_raw(path: Path, progress: bool = False) -> pd.DataFrame:
     from planner.core.progress import bar
-    from planner.imports.catalog_read import GZIP_ERRORS, check_gzip, not_gzip
+    from planner.imports.catalog_read import GZIP_ERRORS, PANDAS_KEEPS_NUL, check_gzip, not_gzip, refuse_nul_cells
 
     name = path.name.lower()
     try:
@@ -40,6 +40,8 @@ def _read_raw(path: Path, progress: bool = False) -> pd.DataFrame:
             frame = pd.read_parquet(path)
             return frame.astype(object).where(frame.notna(), None).astype(str).where(frame.notna(), "")
         check_gzip(path)
+        if not PANDAS_KEEPS_NUL:  # (pandas 2 would end a cell at a NUL byte, silently)
+            refuse_nul_cells(path)
         rows = bar(None, f"reading {path.name}", enabled=progress, unit="row")
         parts = []
         for chunk in pd.read_csv(path, dtype=str, keep_default_na=False, compression="infer", encoding="utf-8-sig",
