@@ -92,3 +92,12 @@ def test_inert_frame_writes_the_csv_the_row_by_row_rule_writes():
     got = inert_frame(f).to_csv(index=False, float_format="%.10g")
     assert got == old(f).to_csv(index=False, float_format="%.10g")
     assert "0.3," in got.splitlines()[1] and "'=b" in got  # numbers held as objects formatted; formulas inert
+
+
+def test_inert_frame_reads_columns_by_position_so_two_may_share_a_name():
+    f = pd.DataFrame([["=a", "b", 1.0], ["c", "+d", 2.0]], columns=["x", "x", "y"])
+    got = inert_frame(f)
+    assert got.columns.tolist() == ["x", "x", "y"]
+    assert got.values.tolist() == [["'=a", "b", 1.0], ["c", "'+d", 2.0]]
+    assert f.values.tolist() == [["=a", "b", 1.0], ["c", "+d", 2.0]]  # the caller's frame unchanged
+    assert got.to_csv(index=False, float_format="%.10g") == "x,x,y\n'=a,b,1\nc,'+d,2\n"

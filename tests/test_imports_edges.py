@@ -382,6 +382,29 @@ def test_a_commitment_term_date_that_is_no_date_exits_2_never_the_bills_hours(tm
     assert not out.exists() and not (tmp_path / "inv.csv").exists()
 
 
+@pytest.mark.parametrize("cells", [
+    {"x_CommitmentDiscountEnd": {2: "2024-09-01T00:30:00Z"}},  # before the bill's first hour of it (the start)
+    {"x_CommitmentDiscountStart": {2: "2027-01-01T00:00:00+00:00"},
+     "x_CommitmentDiscountEnd": {2: "2027-01-01T03:00:00+05:00"}},  # 22:00 UTC the day before: the offset
+    {"x_CommitmentDiscountStart": {2: "2027-01-01T00:00:00Z"}, "x_CommitmentDiscountEnd": {2: "2027-01-01T00:00:00Z"}},
+])
+def test_a_commitment_term_that_ends_before_it_starts_exits_2(tmp_path, cells):
+    src = bill(tmp_path, **cells)
+    res, out = focus(tmp_path, src, "--inventory", tmp_path / "inv.csv")
+    refused(res, "b.csv, row 4, column 'x_CommitmentDiscountEnd'", "ends at or before it starts",
+            list(cells["x_CommitmentDiscountEnd"].values())[0])
+    assert not out.exists() and not (tmp_path / "inv.csv").exists()
+
+
+def test_a_commitment_term_given_forwards_is_written_as_given(tmp_path):
+    src = bill(tmp_path, x_CommitmentDiscountStart={2: "2024-09-01T00:00:00+05:00"},
+               x_CommitmentDiscountEnd={2: "2027-09-01T00:00:00+05:00"})
+    res, out = focus(tmp_path, src, "--inventory", tmp_path / "inv.csv")
+    assert res.exit_code == 0, res.output
+    inv = pd.read_csv(tmp_path / "inv.csv")
+    assert inv["start"].tolist() == ["2024-08-31T19:00"] and inv["end"].tolist() == ["2027-08-31T19:00"]
+
+
 def test_azure_items_left_out_are_counted_by_reason(tmp_path):
     src = azure_page(tmp_path, azure_item(), azure_item(productName="Virtual Machines ND Series Windows"),
                      azure_item(type="DevTestConsumption"), azure_item(unitOfMeasure="1 GB/Month", armRegionName="x"),

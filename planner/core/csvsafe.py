@@ -26,8 +26,8 @@ def inert_frame(frame: pd.DataFrame) -> pd.DataFrame:
     Each text column is read through its distinct values (a per-period table repeats a few labels over
     hundreds of thousands of rows): a column none of whose values would run is kept as it is."""
     out = frame.copy(deep=False)
-    for col in out.columns:
-        s = out[col]
+    for at in range(out.shape[1]):  # by position: two columns may share a name
+        s = out.iloc[:, at]
         if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
             continue
         if s.dtype == object:  # kept only when every cell is harmless text: a map could change nothing then, not
@@ -38,7 +38,7 @@ def inert_frame(frame: pd.DataFrame) -> pd.DataFrame:
             except TypeError:  # a value that cannot be hashed (a list)
                 uniques = [None]
             if not all(isinstance(u, str) for u in uniques) or any(u.startswith(FORMULA_STARTS) for u in uniques):
-                out[col] = s.map(inert_text)
+                out.isetitem(at, s.map(inert_text))
         elif any(inert_text(u) is not u for u in pd.unique(s.to_numpy(dtype=object, na_value=None))):
-            out[col] = s.map(inert_text)  # a string column (missing values stay missing)
+            out.isetitem(at, s.map(inert_text))  # a string column (missing values stay missing)
     return out

@@ -63,6 +63,8 @@ def commitments(bill: pd.DataFrame, gpu_hours: pd.Series, notes: list[str], file
             told = parsed.dt.tz_convert(None).groupby(rows["_cid"]).first()
             first[name] = told.where(told.notna(), first[name])
             given = given or bool(told.notna().any())
+    if given:
+        _refuse_backwards(rows, first, file)
     first["gpus"] = gpus.reindex(first.index).round(6)
     out = first.reset_index(drop=True)
     for c in ("start", "end"):
@@ -76,3 +78,25 @@ def commitments(bill: pd.DataFrame, gpu_hours: pd.Series, notes: list[str], file
         notes.append(f"{len(out)} commitments written to the inventory, start and end from x_CommitmentDiscountStart "
                      "/ x_CommitmentDiscountEnd.")
     return out[INVENTORY_COLUMNS]
+
+
+def _refuse_backwards(rows: pd.DataFrame, first: pd.DataFrame, file: str) -> None:
+    """Exit 2 where a commitment's term, as its rows give it, ends at or before it starts (an offset such as
+    ``+05:00`` on one date and not the other can place it there): never an inventory row no plan can read. The row
+    named is the first that gives the end (else the start) of that commitment."""
+    back = first.index[(pd.to_datetime(first["end"]) <= pd.to_datetime(first["start"])).to_numpy()]
+    if not len(back):
+        return
+    problems = []
+    for cid in back[:20]:
+        mine = rows[rows["_cid"] == cid]
+        col = next((c for c in ("x_CommitmentDiscountEnd", "x_CommitmentDiscountStart")
+                    if c in mine and mine[c].notna().any()), "x_CommitmentDiscountEnd")
+        at = mine[mine[col].notna()] if col in mine else mine
+        start, end = first.at[cid, "start"], first.at[cid, "end"]
+        problems.append(Problem(file, "a commitment's term ends at or before it starts", row=int(at["_row"].iat[0]),
+                                column=col, value=at[col].iat[0] if col in at else end,
+                                expected=f"an end after the start ({pd.Timestamp(start):%Y-%m-%dT%H:%M} UTC; "
+                                         f"the end read is {pd.Timestamp(end):%Y-%m-%dT%H:%M} UTC)"))
+    raise InputError(problems)
+
