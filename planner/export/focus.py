@@ -322,9 +322,12 @@ def decimal_text(x: float) -> str:
     return np.format_float_positional(x, precision=12, unique=True, trim="0")
 
 
-def read_fleet(plan_file) -> pd.DataFrame:
+def read_fleet(plan_file, plan: dict) -> pd.DataFrame:
     """The fleet.csv published beside ``plan_file`` (per period and pool: reserved owned / used, on-demand,
-    spot); InputError when it is missing."""
+    spot), typed and checked against ``plan`` (:func:`planner.results.fleet_file.read_fleet_file`); InputError
+    when it is missing or refused."""
+    from planner.results.fleet_file import read_fleet_file
+
     from pathlib import Path
 
     from planner.core.errors import InputError, Problem
@@ -333,7 +336,7 @@ def read_fleet(plan_file) -> pd.DataFrame:
     if not path.is_file():
         raise InputError(Problem(str(path), "the per-period export needs the plan's fleet.csv beside its plan.json",
                                  expected="the folder `planner plan` wrote (plan.json, fleet.csv)"))
-    return pd.read_csv(path)
+    return read_fleet_file(path, plan)
 
 
 def write_focus(plan_file, out, granularity: str = "month", **options) -> tuple:
@@ -364,7 +367,7 @@ def write_focus(plan_file, out, granularity: str = "month", **options) -> tuple:
                                  hint="plan again with this version of planner"))
     if granularity not in ("month", "period"):
         raise InputError(Problem("--granularity", "unknown granularity", value=granularity, expected="month or period"))
-    fleet = read_fleet(plan_file) if granularity == "period" else None
+    fleet = read_fleet(plan_file, data) if granularity == "period" else None
     try:
         frame = focus_frame(data, fleet=fleet, **options)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:

@@ -13,24 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from planner.inputs import supply
+from planner.results.fleet_file import expected_fleet
 
 HOUR = pd.Timedelta(hours=1)
-
-
-def expected_fleet(plan: dict, fleet: pd.DataFrame) -> pd.DataFrame:
-    """fleet.csv expected over the plan's scenarios: one row per period and pool, with ``end`` of the period."""
-    prob = {s["name"]: float(s["probability"]) for s in plan.get("scenarios", [])} or None
-    f = fleet.copy()
-    f["period"] = pd.to_datetime(f["period"])
-    w = f["scenario"].astype(str).map(prob).fillna(0.0) if prob and "scenario" in f else 1.0
-    cols = [c for c in ("reserved_owned", "reserved_used", *supply.RENTED, "on_demand_covered") if c in f]
-    f[cols] = f[cols].mul(w, axis=0)
-    g = f.groupby(["period", "gpu_type", "region"], sort=True).agg({**{c: "sum" for c in cols}, "hours": "first"})
-    g = g.reset_index()
-    if "on_demand_covered" not in g:
-        g["on_demand_covered"] = 0.0
-    g["end"] = g["period"] + pd.to_timedelta(g["hours"].astype(float), unit="h")
-    return g
 
 
 def other_rates(plan: dict) -> dict:

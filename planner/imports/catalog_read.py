@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from planner.core.csvscan import NUL_EXPECTED, refuse_nul_text
 from planner.core.errors import Collector, InputError, Problem
 
 MAX_PER_CHECK = 10
@@ -93,7 +94,7 @@ def _refuse_nul(chunk: pd.DataFrame, path: Path) -> None:
     for col in chunk.columns.drop("_row"):
         hit = chunk[col].str.contains("\x00", regex=False).fillna(False).to_numpy(bool)
         problems += [Problem(str(path), "a NUL byte in the cell", row=int(r), column=col, value=v,
-                             expected="text without NUL bytes (a damaged or binary file?)")
+                             expected=NUL_EXPECTED)
                      for r, v in zip(chunk.loc[hit, "_row"].head(20), chunk.loc[hit, col].head(20))]
     if problems:
         raise InputError(problems[:20])
@@ -112,27 +113,11 @@ PANDAS_KEEPS_NUL = _keeps_nul()
 
 def refuse_nul_cells(path: Path, skip: int = 0) -> None:
     """Exit 2 naming file, row and column of every data cell holding a NUL byte (at most 20), read with Python's
-    own CSV reader (a quoted cell may span lines; rows numbered as pandas' are, the ``skip`` lines before the header
-    not read): where pandas would cut the cell at it (:data:`PANDAS_KEEPS_NUL`), so both pandas refuse alike."""
-    import csv
-
-    problems, header = [], []
+    own CSV reader (:func:`planner.core.csvscan.refuse_nul_text`: a quoted cell may span lines; rows numbered as
+    pandas' are, the ``skip`` lines before the header not read): where pandas would cut the cell at it
+    (:data:`PANDAS_KEEPS_NUL`), so both pandas refuse alike."""
     with open_text(path) as f:
-        for _ in range(skip):
-            f.readline()
-        for k, cells in enumerate(csv.reader(f), start=1):
-            if k == 1:
-                header = [c.strip() for c in cells]
-                continue
-            for j, cell in enumerate(cells):
-                if "\x00" in cell:
-                    problems.append(Problem(str(path), "a NUL byte in the cell", row=skip + k,
-                                            column=header[j] if j < len(header) else f"column {j + 1}", value=cell,
-                                            expected="text without NUL bytes (a damaged or binary file?)"))
-            if len(problems) >= 20:
-                break
-    if problems:
-        raise InputError(problems[:20])
+        refuse_nul_text(f, str(path), skip)
 
 
 def header_line(path: str | Path, skip: int = 0) -> list[str]:

@@ -29,7 +29,6 @@ from planner.memo.tranches import spend_verdict, verdict
 
 REQUIRED_KEYS = ("status", "horizon", "cost_usd", "reserved_purchases", "cash_schedule")
 EXPECTED = "a plan.json written by `planner plan` (a JSON object with " + ", ".join(REQUIRED_KEYS) + ")"
-FLEET_COLUMNS = ("period", "hours", "gpu_type", "region", "reserved_owned", "reserved_used", "on_demand", "spot")
 CURVE_POINTS = 400      # samples of each load-duration curve (it is monotone: nothing is lost that matters)
 DAILY_AFTER_DAYS = 21   # the fleet mix is averaged per day past three weeks of periods
 OTHER_RENTED = tuple(k for k in supply.RENTED if k not in supply.RENTED[:2])  # rented beyond on-demand, spot
@@ -77,28 +76,18 @@ def read_fleet(plan_path: str | Path, plan: dict) -> tuple[pd.DataFrame | None, 
     path = Path(plan_path).with_name("fleet.csv")
     if not path.is_file():
         return None, f"{path} not found: the curves use monthly means (plan.json monthly_usage)"
-    try:
-        f = pd.read_csv(path)
-    except (ValueError, OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(str(path), f"cannot be read as CSV ({exc})",
-                                 expected="the fleet.csv `planner plan` wrote beside plan.json")) from None
-    missing = [c for c in FLEET_COLUMNS if c not in f]
-    if missing:
-        raise InputError(Problem(str(path), "missing column(s) " + ", ".join(missing),
-                                 expected="the fleet.csv `planner plan` wrote beside plan.json"))
-    try:
-        f["period"] = pd.to_datetime(f["period"])
-        num = ["hours", "reserved_owned", "reserved_used", "on_demand", "spot", *(k for k in OTHER_RENTED if k in f)]
-        f[num] = f[num].apply(pd.to_numeric, errors="raise").astype(float)
-    except (ValueError, TypeError) as exc:
-        raise InputError(Problem(str(path), f"has a value that is not a date or a number ({exc})",
-                                 expected="the fleet.csv `planner plan` wrote beside plan.json")) from None
-    prob = {s.get("name"): float(s.get("probability") or 0.0) for s in plan.get("scenarios") or []}
-    w = f["scenario"].astype(str).map(prob).fillna(0.0) if prob and "scenario" in f else 1.0
-    cols = ["reserved_owned", "reserved_used", "on_demand", "spot", *(k for k in OTHER_RENTED if k in f)]
-    f[cols] = f[cols].mul(w, axis=0)
-    g = f.groupby(["period", "gpu_type", "region"], sort=True).agg(
-        {**{c: "sum" for c in cols}, "hours": "first"}).reset_index()
+    from planner.results.fleet_file import expected_fleet, not_this_plans, read_fleet_file
+
+    fleet = read_fleet_file(path)  # a damaged cell: exit 2 naming it
+    foreign = not_this_plans(fleet, plan, str(path))
+    if foreign:
+        p = foreign[0]
+        return None, (f"{path} does not match this plan.json (row {p.row}: {p.message}, {p.value!r}; "
+                      f"{len(foreign)}{'+' if len(foreign) == 20 else ''} such rows): the curves use monthly means "
+                      "(plan.json monthly_usage)")
+    g = expected_fleet(plan, fleet)
+    cols = ["reserved_owned", "reserved_used", "on_demand", "spot", *(k for k in OTHER_RENTED if k in g)]
+    g = g[["period", "gpu_type", "region", *cols, "hours"]]
     hz = plan["horizon"]
     periods = g["period"].drop_duplicates()
     if (len(periods) != hz.get("periods", len(periods)) or periods.iloc[0] != pd.Timestamp(hz["start"])

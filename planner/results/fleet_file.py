@@ -1,0 +1,103 @@
+"""fleet.csv read back beside its plan.json: ``planner report --html`` and ``planner export focus --granularity
+period`` read it through here, typed and checked against the plan.
+
+fleet.csv (``planner plan`` writes it, :func:`planner.pipeline.run.period_csv`) holds per scenario, period and
+pool the GPUs reserved owned and used, on-demand (``on_demand_covered``: of which a savings plan paid), spot and
+the other rented kinds. A file edited or damaged since is refused with exit 2 naming the row, the column and the
+value: a NUL byte in a cell (pandas 2 would end the cell there), a period that is no date, a count that is no
+finite number >= 0, a pool or scenario this plan.json does not have. Read silently, each of these moved or
+dropped GPU-hours: a region cut short was a pool of its own, priced at nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from planner.core.csvscan import refuse_nul_text
+from planner.core.errors import InputError, Problem
+from planner.inputs import supply
+
+COLUMNS = ("period", "hours", "gpu_type", "region", "reserved_owned", "reserved_used", "on_demand", "spot")
+COUNTS = ("hours", "reserved_owned", "reserved_used", *supply.RENTED, "on_demand_covered", "reserved_spares")
+EXPECTED = "the fleet.csv `planner plan` wrote beside plan.json"
+
+
+def read_fleet_file(path: str | Path, plan: dict | None = None) -> pd.DataFrame:
+    """fleet.csv at ``path``, typed (``period`` a timestamp, every count a float) and, when ``plan`` (the plan.json
+    beside it, as a dict) is given, checked against it (:func:`not_this_plans`): InputError naming file, row,
+    column and value of the first 20 bad cells."""
+    path = Path(path)
+    file = str(path)
+    try:
+        if b"\x00" in path.read_bytes():  # (rare: the cells are then found by the CSV reader)
+            with open(path, encoding="utf-8", errors="replace", newline="") as text:
+                refuse_nul_text(text, file)
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise InputError(Problem(file, f"cannot be read as CSV ({exc})", expected=EXPECTED)) from None
+    missing = [c for c in COLUMNS if c not in raw]
+    if missing:
+        raise InputError(Problem(file, "missing column(s) " + ", ".join(missing), expected=EXPECTED))
+    rows = np.arange(2, len(raw) + 2)
+    problems: list[Problem] = []
+    out = raw.copy()
+    period = pd.to_datetime(raw["period"], errors="coerce", format="ISO8601")
+    _collect(problems, file, rows, raw["period"], period.isna().to_numpy(), "period",
+             "not a date and time", "an ISO 8601 period start, e.g. 2027-01-04T00:00")
+    out["period"] = period
+    for col in (c for c in COUNTS if c in raw):
+        x = pd.to_numeric(raw[col].str.strip(), errors="coerce").astype(float)
+        bad = ~np.isfinite(x.to_numpy()) | (x.to_numpy() < 0)
+        _collect(problems, file, rows, raw[col], bad, col, "not a number of GPUs (or hours) >= 0",
+                 "a finite number >= 0")
+        out[col] = x
+    if problems:
+        raise InputError(problems[:20])
+    if plan is not None:
+        problems = not_this_plans(out, plan, file)
+        if problems:
+            raise InputError(problems)
+    return out
+
+
+def not_this_plans(fleet: pd.DataFrame, plan: dict, file: str = "fleet.csv") -> list[Problem]:
+    """The rows of ``fleet`` (:func:`read_fleet_file`, unchecked against a plan) naming a pool or a scenario that
+    ``plan`` (plan.json as a dict) does not have: at most 20 problems, none when the fleet is the plan's."""
+    problems: list[Problem] = []
+    rows = np.arange(2, len(fleet) + 2)
+    pools = {(r.get("gpu_type"), r.get("region")) for r in plan.get("monthly_usage") or []}
+    if pools:
+        known = pd.Series(list(zip(fleet["gpu_type"], fleet["region"])), index=fleet.index).isin(pools).to_numpy()
+        _collect(problems, file, rows, fleet["gpu_type"] + "/" + fleet["region"], ~known, "gpu_type, region",
+                 "a pool this plan.json does not have", "a pool of plan.json monthly_usage")
+    names = {s.get("name") for s in plan.get("scenarios") or []}
+    if names and "scenario" in fleet:
+        _collect(problems, file, rows, fleet["scenario"], ~fleet["scenario"].isin(names).to_numpy(), "scenario",
+                 "a scenario this plan.json does not have", "one of plan.json scenarios: " + ", ".join(sorted(names)))
+    return problems[:20]
+
+
+def _collect(problems: list, file: str, rows: np.ndarray, values: pd.Series, bad: np.ndarray, column: str,
+             what: str, expected: str) -> None:
+    for i in np.flatnonzero(bad)[:20]:
+        problems.append(Problem(file, what, row=int(rows[i]), column=column, value=values.iat[i], expected=expected))
+
+
+def expected_fleet(plan: dict, fleet: pd.DataFrame) -> pd.DataFrame:
+    """A fleet (:func:`read_fleet_file`) expected over the plan's scenarios (weighted by their probability): one
+    row per period and pool, every count column summed (``hours`` the period's), ``on_demand_covered`` 0 where
+    absent, and ``end`` of the period."""
+    prob = {s["name"]: float(s["probability"]) for s in plan.get("scenarios") or []} or None
+    f = fleet.copy()
+    w = f["scenario"].astype(str).map(prob).fillna(0.0) if prob and "scenario" in f else 1.0
+    cols = [c for c in COUNTS if c in f and c != "hours"]
+    f[cols] = f[cols].mul(w, axis=0)
+    g = f.groupby(["period", "gpu_type", "region"], sort=True).agg({**{c: "sum" for c in cols}, "hours": "first"})
+    g = g.reset_index()
+    if "on_demand_covered" not in g:
+        g["on_demand_covered"] = 0.0
+    g["end"] = g["period"] + pd.to_timedelta(g["hours"].astype(float), unit="h")
+    return g

@@ -1,0 +1,87 @@
+"""fleet.csv read back beside its plan.json (planner.results.fleet_file): ``planner export focus --granularity
+period`` refuses a damaged or foreign cell with exit 2 naming it (read silently, a region cut at a NUL byte was a
+pool of its own, priced at nothing, and its reserved rows were dropped); ``planner report --html`` refuses a
+damaged cell and falls back to monthly means, saying why, for a fleet that is not this plan's."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from conftest import price, solve_case, write_case
+from planner.cli import cli
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory):
+    """A week of daily periods, one class over two pools, reserved bought in one: the outputs written."""
+    from planner.pipeline.run import write_outputs
+
+    tmp = tmp_path_factory.mktemp("fleet")
+    rows = [price("H", "us-east-1", hourly=10.0), price("H", "us-east-1", option="reserved_1y", hourly=4.0),
+            price("H", "eu-west-1", hourly=11.0)]
+    m = write_case(tmp / "m", {"a": [40.0, 48.0, 44.0, 40.0, 52.0, 46.0, 42.0]}, rows, {"a": {}},
+                   start="2027-01-04T00:00", hours=24.0, extra_top='[term]\njudge = "horizon"')
+    return write_outputs(solve_case(m), tmp / "out")["json"].parent
+
+
+def edited(planned, tmp_path, row: int, column: str, value: str):
+    """A copy of the plan's folder with fleet.csv's cell (data row ``row``, 0-based) set to ``value``."""
+    out = tmp_path / "plan"
+    shutil.copytree(planned, out)
+    f = pd.read_csv(out / "fleet.csv", dtype=str, keep_default_na=False)
+    f.loc[row, column] = value
+    f.to_csv(out / "fleet.csv", index=False)
+    return out
+
+
+def export(folder):
+    return CliRunner().invoke(cli, ["export", "focus", str(folder / "plan.json"), "--granularity", "period",
+                                    "--out", str(folder / "focus.csv")])
+
+
+def test_the_plans_own_fleet_exports_per_period_with_the_monthly_money(planned, tmp_path):
+    res = export(edited(planned, tmp_path, 0, "region", pd.read_csv(planned / "fleet.csv")["region"].iat[0]))
+    assert res.exit_code == 0, res.output
+    period = pd.read_csv(tmp_path / "plan" / "focus.csv")
+    assert CliRunner().invoke(cli, ["export", "focus", str(tmp_path / "plan" / "plan.json"),
+                                    "--out", str(tmp_path / "m.csv")]).exit_code == 0
+    month = pd.read_csv(tmp_path / "m.csv")
+    assert period["EffectiveCost"].sum() == pytest.approx(month["EffectiveCost"].sum(), rel=1e-9)
+    assert (period["ConsumedQuantity"].fillna(0) >= 0).all()
+
+
+@pytest.mark.parametrize("column, value, what", [
+    ("region", "us-e\x00ast-1", "a NUL byte in the cell"),  # pandas 2 read 'us-e', pandas 3 kept it: both exit 0
+    ("on_demand", "1\x002", "a NUL byte in the cell"),  # pandas 2 read 1
+    ("hours", "2\x004", "a NUL byte in the cell"),  # pandas 2 read a 2-hour period
+    ("region", "us-east-9", "a pool this plan.json does not have"),
+    ("gpu_type", "H200", "a pool this plan.json does not have"),
+    ("on_demand", "-3", "not a number of GPUs (or hours) >= 0"),
+    ("spot", "lots", "not a number of GPUs (or hours) >= 0"),
+    ("period", "2027-13-01T00:00", "not a date and time"),
+    ("scenario", "other", "a scenario this plan.json does not have"),
+])
+def test_a_damaged_or_foreign_cell_exits_2_naming_it_and_writes_nothing(planned, tmp_path, column, value, what):
+    folder = edited(planned, tmp_path, 3, column, value)
+    res = export(folder)
+    assert res.exit_code == 2, res.output
+    assert "fleet.csv, row 5, column" in res.output and what in res.output, res.output
+    assert "Traceback" not in res.output and not (folder / "focus.csv").exists()
+
+
+def test_the_html_report_refuses_a_damaged_cell_and_falls_back_for_another_plans_pool(planned, tmp_path):
+    folder = edited(planned, tmp_path, 3, "on_demand", "1\x002")
+    res = CliRunner().invoke(cli, ["report", str(folder / "plan.json"), "--html", str(folder / "r.html")])
+    assert res.exit_code == 2 and "fleet.csv, row 5, column 'on_demand'" in res.output, res.output
+    assert not (folder / "r.html").exists()
+    other = tmp_path / "other"
+    other.mkdir()
+    folder = edited(planned, other, 3, "region", "us-east-9")
+    res = CliRunner().invoke(cli, ["report", str(folder / "plan.json"), "--html", str(folder / "r.html")])
+    assert res.exit_code == 0, res.output
+    page = (folder / "r.html").read_text(encoding="utf-8")
+    assert "does not match this plan.json (row 5: a pool this plan.json does not have" in page
