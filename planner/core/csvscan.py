@@ -14,15 +14,15 @@ from planner.core.errors import InputError, Problem
 NUL_EXPECTED = "text without NUL bytes (a damaged or binary file?)"
 
 
-def refuse_nul_text(text: TextIO, file: str, skip: int = 0) -> None:
-    """Exit 2 naming ``file``, row and column of every data cell of ``text`` (an open text file) holding a NUL
-    byte, at most 20; the ``skip`` lines before the header are not read."""
+def refuse_nul_text(text: TextIO, file: str, skip: int = 0, delimiter: str = ",") -> None:
+    """Exit 2 naming ``file``, row and column of every data cell of ``text`` (an open text file, cells split at
+    ``delimiter``) holding a NUL byte, at most 20; the ``skip`` lines before the header are not read."""
     import csv
 
     problems, header = [], []
     for _ in range(skip):
         text.readline()
-    for k, cells in enumerate(csv.reader(text), start=1):
+    for k, cells in enumerate(csv.reader(text, delimiter=delimiter), start=1):
         if k == 1:
             header = [c.strip() for c in cells]
             continue

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from planner.core.csvscan import refuse_nul_text
 from planner.core.errors import InputError, Problem
 
 
@@ -108,7 +109,7 @@ def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, bool, int]:
             break
         except UnicodeDecodeError:
             continue
-    if text is None or "\x00" in text:
+    if text is None or text.count("\x00") * 100 > len(text):  # (a few NULs in cells are named below)
         raise InputError(Problem(file, f"the {what} file is not text (it cannot be decoded as UTF-8 or UTF-16)",
                                  hint="save it as 'CSV UTF-8 (comma delimited)' or as .xlsx"))
     lines = text.splitlines()
@@ -120,6 +121,8 @@ def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, bool, int]:
         sep = ";"
     elif header.count("\t") > header.count(","):
         sep = "\t"
+    if "\x00" in text:  # a NUL byte in a cell: named by row and column (pandas 2 would end the cell there)
+        refuse_nul_text(_io.StringIO(text), file, delimiter=sep)
     try:
         table = pd.read_csv(_io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
                             header=None, skipinitialspace=True, skip_blank_lines=False,
