@@ -26,6 +26,7 @@ from planner.model import stages
 from planner.model.blocks import Blocks, make_blocks
 from planner.model.budget import define_budget_constraints
 from planner.model.objective import objective_coefficients, tie_breaks
+from planner.model.objective import owned_tie as owned_tie_of
 from planner.model.rows import EQ, GE, LE, Rows
 from planner.model.variables import define_variables
 from planner.inputs.arrays import PlanInputs
@@ -104,6 +105,8 @@ class PlanModel:
     user_columns: dict[str, np.ndarray] = field(default_factory=dict)  # extension columns by name
     tie: tuple = (np.zeros(0, np.int64), np.zeros(0))  # (columns, coefficients) of the tie-breaks within ``cost``
     # (planner.model.objective.tie_breaks: not costs; ``untied_cost()`` is the cost without them)
+    owned: tuple = (np.zeros(0, np.int64), np.zeros(0))  # the owned-GPU tie-break's part of ``tie``
+    # (planner.model.objective.owned_tie: a plan is read with it, a decision's pricing leaves it out)
 
     def untied_cost(self) -> np.ndarray:
         """Every column's objective coefficient without the tie-breaks: what it costs (or its NPV)."""
@@ -375,12 +378,15 @@ def families() -> tuple:
 
 
 def build_model(inp: PlanInputs, merge_periods: bool | None = None,
-                fixed_reserved: np.ndarray | None = None, dominance: bool = True, rows: bool = True) -> PlanModel:
+                fixed_reserved: np.ndarray | None = None, dominance: bool = True, rows: bool = True,
+                owned_tie: bool = True) -> PlanModel:
     """The MILP for ``inp``; ``fixed_reserved`` fixes the instances bought per reserved option (recourse only).
 
     ``merge_periods`` (default: the model file's) and ``dominance`` switch the exact reductions. ``rows=False``
     lays out the columns and the objective only (no constraint rows): what reading a plan from values solved
-    elsewhere needs (:mod:`planner.solve.recourse`), at a fraction of the memory.
+    elsewhere needs (:mod:`planner.solve.recourse`), at a fraction of the memory. ``owned_tie=False``: without
+    the owned-GPU tie-break (:func:`planner.model.objective.owned_tie`): a decision's own LPs (the aggregate
+    start).
     """
     t0 = time.perf_counter()
     merge = inp.config.solver.merge_periods if merge_periods is None else merge_periods
@@ -400,7 +406,9 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
         rows["budget"] = define_budget_constraints(out, inp, blocks, fam, cost)
     if npv:
         cost = objective_coefficients(inp, blocks, fam, n_cols, npv=True, ties=False)
-    tie = tie_breaks(inp, blocks, fam, npv)
+    owned = owned_tie_of(inp, blocks, fam, npv) if owned_tie else (np.zeros(0, np.int64), np.zeros(0))
+    rest = tie_breaks(inp, blocks, fam, npv, owned=False)
+    tie = (np.concatenate([owned[0], rest[0]]), np.concatenate([owned[1], rest[1]]))
     np.add.at(cost, tie[0], tie[1])
     lower, upper = np.zeros(n_cols), np.full(n_cols, np.inf)
     integer = np.zeros(n_cols, dtype=bool)
@@ -415,7 +423,7 @@ def build_model(inp: PlanInputs, merge_periods: bool | None = None,
     start[u["col"].to_numpy()] = (1 + inp.headroom[u["k"].to_numpy()]) * blocks.demand[u["k"], u["b"]]
     return PlanModel(families=fam, blocks=blocks, cost=cost, lower=lower, upper=upper, integer=integer,
                      start=start, constraints=out, rows=rows, seconds=time.perf_counter() - t0,
-                     labels=_labels(inp, blocks), tie=tie)
+                     labels=_labels(inp, blocks), tie=tie, owned=owned)
 
 
 def rented_bounds(inp: PlanInputs, blocks, r) -> np.ndarray:

@@ -76,6 +76,7 @@ def add_cvar(model, inp, alpha: float, weight: float, cap: float | None = None) 
         weight = 0.0
     model.cost = model.cost * (1.0 - weight)
     model.tie = (model.tie[0], model.tie[1] * (1.0 - weight))  # (scaled with the objective they are in)
+    model.owned = (model.owned[0], model.owned[1] * (1.0 - weight))
     eta = model.add_columns(ETA, 1, lower=-np.inf, cost=weight)
     u = model.add_columns(EXCESS, S, cost=weight * prob / (1.0 - alpha))
     # u_s + eta - cost_s >= 0

@@ -85,6 +85,14 @@ BACKFILL_TIE_USD = 1e-4  # per GPU-hour of a backfill class's at-risk (backfille
 # cost (plan costs are read from the quantities): where the class's own reserved GPUs are idle, the solve uses them
 # first, as a scheduler does, instead of any of the equal-cost splits (a hundredth of a cent: $10 per 100,000 h)
 
+OWNED_TIE_USD = 1e-5  # per GPU-hour of reserved (owned or bought) use, times a pool and class order in [1, 4): a
+# tie-break, not a cost. Reserved GPUs cost the same used or idle, so where several pools hold idle GPUs the work
+# could run on any of them, at any split between classes: the figures read from which GPUs ran it (a tranche's use,
+# stranded dollars, the term downside, chargeback) were whichever vertex the solve path reached (the whole model and
+# the decomposition differed by 5 % on the example's term downside). With it the answer is one: work runs on the
+# fewest reserved GPU-hours (the fastest idle GPUs), then pools in the price sheet's order, then classes in the
+# model's. Below SPEND_TIE_USD (covered on-demand stays dearer than an idle reserved GPU) and any price.
+
 
 def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame],
                            n_vars: int, npv: bool = False, ties: bool = True) -> np.ndarray:
@@ -111,12 +119,31 @@ def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.Da
     return c
 
 
-def tie_breaks(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame], npv: bool = False) -> tuple:
-    """(columns, coefficients) the objective adds to break ties between equal-cost answers, never costs: covered
-    usage saves on-demand less :data:`SPEND_TIE_USD`, a backfill class's reclaimable reserved use costs
-    :data:`BACKFILL_TIE_USD` (per GPU-hour, at the block's weight)."""
+def owned_tie(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame], npv: bool = False) -> tuple:
+    """(columns, coefficients) of the owned-GPU tie-break: every reserved GPU-hour used (``x``, and a backfill
+    class's own ``xd``) costs :data:`OWNED_TIE_USD` x :func:`owned_order` (per GPU-hour, at the block's weight)."""
     w = blocks.npv_weight if npv and blocks.npv_weight is not None else blocks.weight
     cols, coefs = [np.zeros(0, int)], [np.zeros(0)]
+    for name in ("x", "xd"):
+        x = fam.get(name)
+        if x is not None and len(x):
+            cols.append(x["col"].to_numpy())
+            coefs.append(w[x["b"].to_numpy()] * OWNED_TIE_USD
+                         * owned_order(x["k"].to_numpy(), x["p"].to_numpy(), inp.K, inp.P))
+    return np.concatenate(cols).astype(np.int64), np.concatenate(coefs).astype(float)
+
+
+def tie_breaks(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame], npv: bool = False,
+               owned: bool = True) -> tuple:
+    """(columns, coefficients) the objective adds to break ties between equal-cost answers, never costs: covered
+    usage saves on-demand less :data:`SPEND_TIE_USD`, a backfill class's reclaimable reserved use costs
+    :data:`BACKFILL_TIE_USD` (per GPU-hour, at the block's weight) and, with ``owned``, every reserved GPU-hour used
+    :func:`owned_tie`: what a plan is read with. A decision's own solves leave that one out (the purchases are the
+    same; which idle GPU runs the work is read after them, and the LPs price faster without it)."""
+    w = blocks.npv_weight if npv and blocks.npv_weight is not None else blocks.weight
+    cols, coefs = [np.zeros(0, int)], [np.zeros(0)]
+    if owned:
+        cols[0], coefs[0] = owned_tie(inp, blocks, fam, npv)
     if "v" in fam and len(fam["v"]):
         v = fam["v"]
         cols.append(v["col"].to_numpy())
@@ -127,6 +154,13 @@ def tie_breaks(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame], np
         cols.append(x["col"].to_numpy()[at_risk])
         coefs.append(w[x["b"].to_numpy()[at_risk]] * BACKFILL_TIE_USD)
     return np.concatenate(cols).astype(np.int64), np.concatenate(coefs).astype(float)
+
+
+def owned_order(k: np.ndarray, p: np.ndarray, K: int, P: int) -> np.ndarray:
+    """The factor in [1, 4) of :data:`OWNED_TIE_USD` for class ``k`` on pool ``p``: ``(1 + (p + 1) / (P + 1)) (1 + (k
+    + 1) / (K + 1))``, increasing in the pool's and the class's position; a product, so that two classes trading
+    two pools (same GPUs, each class's work unchanged) differ too."""
+    return (1.0 + (np.asarray(p, float) + 1.0) / (P + 1.0)) * (1.0 + (np.asarray(k, float) + 1.0) / (K + 1.0))
 
 
 def block_price(inp: PlanInputs, blocks: Blocks, j, p, b) -> np.ndarray:

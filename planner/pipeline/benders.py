@@ -186,7 +186,7 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
     cut_by = cut_groups(inp)
     pricer = make_pricer(inp, chunks, cut_by, executor)
     try:
-        priced = pricer.price(n, warm_bases(warm, chunks, pricer), solution=True)
+        priced = pricer.price(n, warm_bases(warm, chunks, pricer), solution="plan+cuts" if keep_cuts else True)
     finally:
         pricer.close()
     plan = plan_from_priced(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model,

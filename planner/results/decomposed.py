@@ -94,7 +94,10 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
     values = assemble(inp, model, bd.chunk_periods, [(k, b, r.solution) for (k, b), r in zip(bd.keys, bd.priced)],
                       bd.n)
     tie = model.tie_at(values)  # (tie-breaks: not costs)
-    result = _result(bd, gap, limit, values, float(model.cost @ values) - tie, tie)
+    held = tie  # what the loop's bound holds of them: a decision's pricing leaves the owned-GPU tie-break out
+    if not getattr(bd, "fixed", False) and len(model.owned[0]):
+        held -= float(model.owned[1] @ values[model.owned[0]])
+    result = _result(bd, gap, limit, values, float(model.cost @ values) - tie, held)
     timings["build"] = model.seconds
     timings["solve"] = bd.seconds
     plan = extract_plan(inp, model, result, timings, allocation=allocation)

@@ -93,7 +93,7 @@ def _aggregate_start(inp: PlanInputs, highspy, threads) -> np.ndarray | None:
     k = inp.T // AGGREGATE_PERIODS
     if k < 2:
         return None
-    model = build_model(aggregate_inputs(inp, k))
+    model = build_model(aggregate_inputs(inp, k), owned_tie=False)  # a decision's LP (objective.tie_breaks)
     h = new_highs(highspy, None, 0.0, threads)
     pass_model(h, model, highspy, integer=False)
     h.run()
@@ -153,7 +153,7 @@ def point_cuts(inp: PlanInputs, n: np.ndarray, priced: list, groups: list[int]) 
     n = np.asarray(n, float)
     offsets = np.cumsum([0] + list(groups))
     G, R = int(offsets[-1]), len(n)
-    values, g, c, d, rhs = _assemble(priced, offsets, n, G)
+    values, g, c, d, rhs = _assemble([r.cut if r.cut is not None else r for r in priced], offsets, n, G)
     return {"inputs": inp, "units": n.copy(), "groups": [int(x) for x in groups], "values": values,
             "cuts": _logged(g, c, d, rhs, G, R)}
 

@@ -23,7 +23,7 @@ class _Chunk:
     def __init__(self, inp: PlanInputs, n0: np.ndarray, highspy, threads):
         from planner.solve.monolithic import new_highs, pass_model
 
-        self.model = build_model(inp, fixed_reserved=n0)
+        self.model = build_model(inp, fixed_reserved=n0, owned_tie=False)  # a decision's LP (objective.tie_breaks)
         self.model.cost[self.model.families["n"]["col"].to_numpy()] = 0.0  # purchases are paid in the master
         self.cols = self.model.families["n"]["col"].to_numpy().astype(np.int32)
         self.h = new_highs(highspy, None, 0.0, threads)

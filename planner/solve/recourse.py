@@ -64,6 +64,8 @@ class Batch:
     block_hours: np.ndarray | None = None  # (S, B)
     tie: tuple = (np.zeros(0, np.int32), np.zeros(0))  # (columns, coefficients) of the objective's tie-breaks within
     # ``cost`` (planner.model.objective.tie_breaks: not costs; a pricing's values less them are costs)
+    owned: tuple = (np.zeros(0, np.int32), np.zeros(0))  # their owned-GPU part (planner.model.objective.owned_tie):
+    # in a plan's pricing (``solution=True``), left out of a decision's (cuts, costs)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -134,7 +136,8 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
                  e_group=rowgroup[e_row].astype(np.int32), keys=keys,
                  block_of=model.blocks.of.astype(np.int32), row_code=code, row_key=rkey, row_weight=weight,
                  classes_pools=(inp.K, inp.P), row_counts=dict(model.rows), block_price=block_price,
-                 block_hours=block_hours, tie=(model.tie[0].astype(np.int32), model.tie[1].astype(float)))
+                 block_hours=block_hours, tie=(model.tie[0].astype(np.int32), model.tie[1].astype(float)),
+                 owned=(model.owned[0].astype(np.int32), model.owned[1].astype(float)))
 
 
 @dataclass
@@ -151,6 +154,8 @@ class Priced:
     dual_sums: dict | None = None  # shadow-price sums of the row duals (asked for the plan)
     costs: dict | None = None  # per scenario: rented USD by kind, USD savings plans paid, shortfall GPU-hours by
     # class (asked for a decision: :func:`scenario_costs`)
+    cut: "Priced | None" = None  # ``solution="plan+cuts"``: the decision's pricing at the same purchases, whose
+    # values and duals are the Benders cuts there (the plan's own LP holds the owned-GPU tie-break; the loop's not)
 
 
 def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, portable: bool = True,
@@ -167,7 +172,22 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
     ``basis``: None (cold), a (column status, row status) pair of int8 arrays, or a ``highspy.HighsBasis``
     (in the process that made it). The basis returned is int8 arrays when ``portable`` (to travel between
     processes), else the HighsBasis itself (no conversion: a pricer in one process keeps them so).
+
+    A plan's pricing (``solution=True``) holds the owned-GPU tie-break (:func:`planner.model.objective.owned_tie`:
+    which idle GPUs run the work, one answer whatever the path); a decision's (cuts, ``"costs"``) leaves it out.
+    ``solution="plan+cuts"``: both, the plan's first, then the decision's from its basis (``.cut``: exact Benders
+    cuts at ``n``).
     """
+    if solution == "plan+cuts":
+        if _decision_cost(batch) is None:  # no owned-GPU tie-break here: the plan's LP is the decision's
+            return price(batch, n, basis, True, portable, scale)
+        import highspy
+
+        out = price(batch, n, basis, True, True, scale)  # the plan's LP first; the decision's from its basis (the
+        out.cut = price(batch, n, out.basis, False, True, scale)  # plan's optimum is one of its own: few pivots)
+        if not portable:
+            out.basis = _highs_basis(out.basis, highspy)
+        return out
     import highspy
 
     from planner.solve.duals import sums_from_codes
@@ -175,7 +195,8 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
     from planner.solve.monolithic import new_highs
 
     h = new_highs(highspy, None, 0.0, None)
-    _pass(h, batch, n, highspy, scale)
+    cost = _decision_cost(batch) if solution is not True else None  # a plan's pricing holds the owned-GPU tie
+    _pass(h, batch, n, highspy, scale, cost)
     if basis is not None:
         h.setBasis(basis if isinstance(basis, highspy.HighsBasis) else _highs_basis(basis, highspy))
     h.run()
@@ -185,7 +206,8 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
     sol = h.getSolution()
     x = np.asarray(sol.col_value, dtype=float)
     y = np.asarray(sol.row_dual, dtype=float)
-    values = np.bincount(batch.cost_group, weights=batch.cost_vals * x[batch.cost_cols], minlength=batch.G)
+    vals = batch.cost_vals if cost is None else cost[batch.cost_cols]
+    values = np.bincount(batch.cost_group, weights=vals * x[batch.cost_cols], minlength=batch.G)
     key = batch.e_group.astype(np.int64) * batch.R + batch.e_c
     uniq, inv = np.unique(key, return_inverse=True)
     d = np.bincount(inv.reshape(-1), weights=-batch.e_coef * y[batch.e_row], minlength=len(uniq))
@@ -200,11 +222,25 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
                   costs=scenario_costs(batch, x) if solution == "costs" else None)
 
 
-def tie_amount(batch: Batch, x: np.ndarray) -> float:
+def _decision_cost(batch: Batch) -> np.ndarray | None:
+    """The batch's objective without the owned-GPU tie-break (None when it has none): a decision's pricing."""
+    cols, coefs = getattr(batch, "owned", (np.zeros(0, np.int32), np.zeros(0)))
+    if not len(cols):
+        return None
+    cost = batch.cost.copy()
+    np.subtract.at(cost, cols, coefs)
+    return cost
+
+
+def tie_amount(batch: Batch, x: np.ndarray, owned: bool = True) -> float:
     """What the objective's tie-breaks add at the column values ``x`` (in the batch's objective: a value less it
-    is what the columns cost)."""
+    is what the columns cost); ``owned=False``: without the owned-GPU tie-break (a decision's pricing)."""
     cols, coefs = getattr(batch, "tie", (np.zeros(0, np.int32), np.zeros(0)))
-    return float(coefs @ np.asarray(x, float)[cols]) if len(cols) else 0.0
+    out = float(coefs @ np.asarray(x, float)[cols]) if len(cols) else 0.0
+    if not owned:
+        cols, coefs = getattr(batch, "owned", (np.zeros(0, np.int32), np.zeros(0)))
+        out -= float(coefs @ np.asarray(x, float)[cols]) if len(cols) else 0.0
+    return out
 
 
 def scenario_costs(batch: Batch, x: np.ndarray) -> dict:
@@ -219,7 +255,7 @@ def scenario_costs(batch: Batch, x: np.ndarray) -> dict:
     H = batch.block_hours
     K = batch.classes_pools[0]
     out = {"rented": np.zeros((len(H), J)), "covered": np.zeros(len(H)), "short": np.zeros((len(H), K)),
-           "tie": tie_amount(batch, x)}
+           "tie": tie_amount(batch, x, owned=False)}  # (priced as a decision: without the owned-GPU tie-break)
     r, u, v = (batch.keys.get(f) for f in ("r", "u", "v"))
     if r is not None and len(r["col"]):
         q = x[r["col"]]
@@ -287,8 +323,9 @@ def _highs_basis(basis: tuple, highspy):
     return b
 
 
-def _pass(h, batch: Batch, n: np.ndarray, highspy, scale: float = 1.0):
-    """Hand ``h`` the batch's LP with the purchases' columns fixed at ``n`` (and the demand scaled by ``scale``)."""
+def _pass(h, batch: Batch, n: np.ndarray, highspy, scale: float = 1.0, cost: np.ndarray | None = None):
+    """Hand ``h`` the batch's LP with the purchases' columns fixed at ``n`` (and the demand scaled by ``scale``;
+    ``cost``: another objective than the batch's own)."""
     from planner.core.errors import SolverError
     from planner.solve.monolithic import pass_arrays
 
@@ -301,7 +338,7 @@ def _pass(h, batch: Batch, n: np.ndarray, highspy, scale: float = 1.0):
         linear = np.isin(batch.row_code, (CODES["demand"], CODES["spot_share"]))
         row_lower, row_upper = np.where(linear, row_lower * scale, row_lower), np.where(linear, row_upper * scale,
                                                                                          row_upper)
-    if pass_arrays(h, highspy, batch.cost, lower, upper, row_lower, row_upper, batch.start, batch.index,
+    if pass_arrays(h, highspy, batch.cost if cost is None else cost, lower, upper, row_lower, row_upper, batch.start, batch.index,
                    batch.value) == highspy.HighsStatus.kError:
         raise SolverError("HiGHS rejected a batch's recourse LP")
 

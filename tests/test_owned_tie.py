@@ -1,0 +1,96 @@
+"""Reserved GPUs cost the same used or idle, so where several pools hold idle reserved GPUs the work can run on
+any of them at one cost: the objective's owned-GPU tie-break (planner.model.objective.OWNED_TIE_USD) makes the
+answer one, so the figures read from which GPUs ran the work (tranche use, the fleet's reserved use, the
+allocation, the term downside) are the same on every solve path. Oracles: hand-solved cases (the rule: the fewest
+reserved GPU-hours, then pools in the sheet's order, then classes in the model's) and the whole model against the
+weekly decomposition, each solved to gap 0."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import price, write_case
+from planner import load_inputs, make_plan
+from planner.model.objective import OWNED_TIE_USD, owned_order
+
+INV = {"option": "reserved_1y", "start": "2026-06-01T00:00", "end": "2028-01-01T00:00"}
+
+
+def used(plan) -> dict:
+    f = plan.fleet
+    return (f["reserved_used"] * f["hours"]).groupby([f["gpu_type"], f["region"]]).sum().round(6).to_dict()
+
+
+def test_work_runs_on_the_fewest_reserved_gpu_hours_and_costs_stay_costs(tmp_path):
+    # 10 idle H100 (2x the A100's speed) and 10 idle A100 owned; 8 reference GPUs of demand: any split is free.
+    prices = [price("A100", "r1", hourly=4.0), price("H100", "r1", hourly=9.0)]
+    inv = [dict(INV, gpu_type="A100", region="r1", gpus=10), dict(INV, gpu_type="H100", region="r1", gpus=10)]
+    m = write_case(tmp_path, {"a": [8.0] * 48}, prices, {"a": {"gpu_types": {"A100": 1.0, "H100": 2.0}}},
+                   inventory=inv, extra_top='[term]\njudge = "horizon"')
+    plan = make_plan(load_inputs(m), mip_gap=0.0, risk=False)
+    assert used(plan) == {("A100", "r1"): 0.0, ("H100", "r1"): 4.0 * 48}  # 4 H100 do it in half the GPU-hours
+    assert plan.cost["on_demand"] == 0.0 and plan.cost["spot"] == 0.0
+    assert plan.objective == pytest.approx(plan.cost["total"], abs=1e-9)  # the tie-break is not a cost
+    assert plan.cost["total"] == pytest.approx(plan.cost["reserved"], abs=1e-9)
+
+
+def test_between_equal_pools_the_sheets_order_then_the_models_class_order(tmp_path):
+    # the same GPU in two regions, both with idle owned GPUs: the region listed first runs the work
+    prices = [price("A", "east", hourly=4.0), price("A", "west", hourly=4.0)]
+    inv = [dict(INV, gpu_type="A", region="west", gpus=10), dict(INV, gpu_type="A", region="east", gpus=10)]
+    m = write_case(tmp_path, {"a": [6.0] * 24, "b": [3.0] * 24}, prices, {"a": {}, "b": {}}, inventory=inv,
+                   extra_top='[term]\njudge = "horizon"')
+    inp = load_inputs(m)
+    plan = make_plan(inp, mip_gap=0.0, risk=False)
+    first = tuple(inp.pools[["gpu_type", "region"]].iloc[0])
+    assert used(plan)[first] == 9.0 * 24 and sum(used(plan).values()) == 9.0 * 24
+    # four units of room left in the other pool: a and b both fit in the first; which class goes first is fixed
+    assert owned_order(np.array([0]), np.array([0]), 2, 2)[0] < owned_order(np.array([1]), np.array([0]), 2, 2)[0]
+    assert 1.0 <= owned_order(np.array([0]), np.array([0]), 50, 24)[0] < owned_order(np.array([49]), np.array([23]), 50, 24)[0] < 4.0
+    assert OWNED_TIE_USD * 4 < 1e-4  # below the savings plans' tie-break (covered on-demand stays dearer)
+
+
+def test_classes_trading_pools_is_no_longer_a_tie(tmp_path):
+    # two classes, two regions of one GPU, exactly enough owned GPUs in each pool for one class: a on east and b on
+    # west, or a on west and b on east, cost the same; the product order picks one, the same one every time
+    prices = [price("A", "east", hourly=4.0), price("A", "west", hourly=4.0)]
+    inv = [dict(INV, gpu_type="A", region="east", gpus=5), dict(INV, gpu_type="A", region="west", gpus=5)]
+    m = write_case(tmp_path, {"a": [5.0] * 24, "b": [5.0] * 24}, prices, {"a": {}, "b": {}}, inventory=inv,
+                   extra_top='[term]\njudge = "horizon"')
+    inp = load_inputs(m)
+    a = make_plan(inp, mip_gap=0.0, risk=False).allocation
+    got = a.groupby(["workload_class", "region"])["gpu_hours"].sum().to_dict()
+    # (k + 1)(p + 1) is smallest summed with a on the first pool and b on the second... or the other way: the rule
+    # minimises sum owned_order(k, p) x GPUs, computed here independently
+    east, west = list(inp.pools["region"]).index("east"), list(inp.pools["region"]).index("west")
+    k = {c: i for i, c in enumerate(inp.classes)}
+    cost = {(ca, cb): owned_order(np.array([k["a"], k["b"]]), np.array([ca, cb]), 2, 2).sum()
+            for ca, cb in ((east, west), (west, east))}
+    pa, pb = min(cost, key=cost.get)
+    name = {east: "east", west: "west"}
+    assert got == {("a", name[pa]): 5.0 * 24, ("b", name[pb]): 5.0 * 24}
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_the_whole_model_and_the_decomposition_read_the_same_fleet(tmp_path, seed):
+    """Gap 0, the same purchases: the reserved use per pool and period, and the allocation per class, pool and
+    option, are the same to 1e-6 GPU on both paths (before the tie-break they were different vertices)."""
+    from test_decompose import _case
+
+    inp = _case(tmp_path, seed, scenarios=seed == 11, days=120)
+    mono = make_plan(inp, mip_gap=0.0, risk=False)
+    bend = make_plan(replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders"))),
+                     mip_gap=0.0, risk=False)
+    assert "Benders" in bend.solve.message
+    assert np.allclose(mono.purchases["units"], bend.purchases["units"])
+    keys = ["scenario", "period", "gpu_type", "region"]
+    fm, fb = mono.fleet.set_index(keys).sort_index(), bend.fleet.set_index(keys).sort_index()
+    assert np.allclose(fm["reserved_used"], fb["reserved_used"], atol=1e-6)
+    alloc = [pl.allocation.groupby(["scenario", "workload_class", "gpu_type", "region", "option"])["gpu_hours"].sum()
+             for pl in (mono, bend)]
+    both = pd.concat(alloc, axis=1).fillna(0.0)
+    assert np.allclose(both.iloc[:, 0], both.iloc[:, 1], atol=1e-5), both[(both.iloc[:, 0] - both.iloc[:, 1]).abs() > 1e-5]
