@@ -185,6 +185,7 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
 
         out = price(batch, n, basis, True, True, scale)  # the plan's LP first; the decision's from its basis (the
         out.cut = price(batch, n, out.basis, False, True, scale)  # plan's optimum is one of its own: few pivots)
+        out.cut.basis = None  # (its cuts only: a basis per batch held twice took three years' peak over 4 GB)
         if not portable:
             out.basis = _highs_basis(out.basis, highspy)
         return out
