@@ -180,15 +180,22 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
     """
     if solution == "plan+cuts":
         if _decision_cost(batch) is None:  # no owned-GPU tie-break here: the plan's LP is the decision's
-            return price(batch, n, basis, True, portable, scale)
+            return _price(batch, n, basis, True, portable, scale, cuts=True)
         import highspy
 
-        out = price(batch, n, basis, True, True, scale)  # the plan's LP first; the decision's from its basis (the
-        out.cut = price(batch, n, out.basis, False, True, scale)  # plan's optimum is one of its own: few pivots)
+        out = _price(batch, n, basis, True, True, scale)  # the plan's LP first; the decision's from its basis (the
+        out.cut = _price(batch, n, out.basis, False, True, scale)  # plan's optimum is one of its own: few pivots)
         out.cut.basis = None  # (its cuts only: a basis per batch held twice took three years' peak over 4 GB)
         if not portable:
             out.basis = _highs_basis(out.basis, highspy)
         return out
+    return _price(batch, n, basis, solution, portable, scale, cuts=solution is not True)
+
+
+def _price(batch: Batch, n: np.ndarray, basis, solution, portable: bool, scale: float,
+           cuts: bool = True) -> Priced:
+    """:func:`price` of one LP; ``cuts=False``: without the subgradient (a plan's read needs none: its entries,
+    one per group and purchase row in its rows, are most of a pricing's bytes at three years)."""
     import highspy
 
     from planner.solve.duals import sums_from_codes
@@ -209,10 +216,13 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
     y = np.asarray(sol.row_dual, dtype=float)
     vals = batch.cost_vals if cost is None else cost[batch.cost_cols]
     values = np.bincount(batch.cost_group, weights=vals * x[batch.cost_cols], minlength=batch.G)
-    key = batch.e_group.astype(np.int64) * batch.R + batch.e_c
-    uniq, inv = np.unique(key, return_inverse=True)
-    d = np.bincount(inv.reshape(-1), weights=-batch.e_coef * y[batch.e_row], minlength=len(uniq))
-    keep = np.abs(d) > 1e-12
+    if cuts:
+        key = batch.e_group.astype(np.int64) * batch.R + batch.e_c
+        uniq, inv = np.unique(key, return_inverse=True)
+        d = np.bincount(inv.reshape(-1), weights=-batch.e_coef * y[batch.e_row], minlength=len(uniq))
+        keep = np.abs(d) > 1e-12
+    else:
+        uniq, d, keep = np.zeros(0, np.int64), np.zeros(0), np.zeros(0, bool)
     hb = h.getBasis()
     iters = int(h.getInfo().simplex_iteration_count)
     return Priced(values=values, group=uniq[keep] // batch.R, row=uniq[keep] % batch.R, coef=d[keep],
