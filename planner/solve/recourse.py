@@ -183,8 +183,8 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
             return _price(batch, n, basis, True, portable, scale, cuts=True)
         import highspy
 
-        out = _price(batch, n, basis, True, True, scale)  # the plan's LP first; the decision's from its basis (the
-        out.cut = _price(batch, n, out.basis, False, True, scale)  # plan's optimum is one of its own: few pivots)
+        out = _price(batch, n, basis, True, True, scale, cuts=False)  # the plan's LP first; the decision's from its
+        out.cut = _price(batch, n, out.basis, False, True, scale)  # basis (the plan's optimum is one of its own)
         out.cut.basis = None  # (its cuts only: a basis per batch held twice took three years' peak over 4 GB)
         if not portable:
             out.basis = _highs_basis(out.basis, highspy)
