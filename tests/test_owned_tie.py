@@ -20,6 +20,16 @@ from planner.model.objective import OWNED_TIE_USD, owned_order
 INV = {"option": "reserved_1y", "start": "2026-06-01T00:00", "end": "2028-01-01T00:00"}
 
 
+def two_regions(tmp_path, owned: dict, demand: dict):
+    """One GPU type in regions east and west (on-demand at 4 USD), ``owned`` GPUs per region held all along,
+    classes ``demand`` (name: GPUs per hour, 24 hours): the inputs, judged on their horizon."""
+    prices = [price("A", "east", hourly=4.0), price("A", "west", hourly=4.0)]
+    inv = [dict(INV, gpu_type="A", region=r, gpus=g) for r, g in owned.items()]
+    m = write_case(tmp_path, {k: [v] * 24 for k, v in demand.items()}, prices, {k: {} for k in demand},
+                   inventory=inv, extra_top='[term]\njudge = "horizon"')
+    return load_inputs(m)
+
+
 def used(plan) -> dict:
     f = plan.fleet
     return (f["reserved_used"] * f["hours"]).groupby([f["gpu_type"], f["region"]]).sum().round(6).to_dict()
@@ -40,11 +50,7 @@ def test_work_runs_on_the_fewest_reserved_gpu_hours_and_costs_stay_costs(tmp_pat
 
 def test_between_equal_pools_the_sheets_order_then_the_models_class_order(tmp_path):
     # the same GPU in two regions, both with idle owned GPUs: the region listed first runs the work
-    prices = [price("A", "east", hourly=4.0), price("A", "west", hourly=4.0)]
-    inv = [dict(INV, gpu_type="A", region="west", gpus=10), dict(INV, gpu_type="A", region="east", gpus=10)]
-    m = write_case(tmp_path, {"a": [6.0] * 24, "b": [3.0] * 24}, prices, {"a": {}, "b": {}}, inventory=inv,
-                   extra_top='[term]\njudge = "horizon"')
-    inp = load_inputs(m)
+    inp = two_regions(tmp_path, {"west": 10, "east": 10}, {"a": 6.0, "b": 3.0})
     plan = make_plan(inp, mip_gap=0.0, risk=False)
     first = tuple(inp.pools[["gpu_type", "region"]].iloc[0])
     assert used(plan)[first] == 9.0 * 24 and sum(used(plan).values()) == 9.0 * 24
@@ -57,11 +63,7 @@ def test_between_equal_pools_the_sheets_order_then_the_models_class_order(tmp_pa
 def test_classes_trading_pools_is_no_longer_a_tie(tmp_path):
     # two classes, two regions of one GPU, exactly enough owned GPUs in each pool for one class: a on east and b on
     # west, or a on west and b on east, cost the same; the product order picks one, the same one every time
-    prices = [price("A", "east", hourly=4.0), price("A", "west", hourly=4.0)]
-    inv = [dict(INV, gpu_type="A", region="east", gpus=5), dict(INV, gpu_type="A", region="west", gpus=5)]
-    m = write_case(tmp_path, {"a": [5.0] * 24, "b": [5.0] * 24}, prices, {"a": {}, "b": {}}, inventory=inv,
-                   extra_top='[term]\njudge = "horizon"')
-    inp = load_inputs(m)
+    inp = two_regions(tmp_path, {"east": 5, "west": 5}, {"a": 5.0, "b": 5.0})
     a = make_plan(inp, mip_gap=0.0, risk=False).allocation
     got = a.groupby(["workload_class", "region"])["gpu_hours"].sum().to_dict()
     # (k + 1)(p + 1) is smallest summed with a on the first pool and b on the second... or the other way: the rule
