@@ -85,3 +85,38 @@ def test_the_html_report_refuses_a_damaged_cell_and_falls_back_for_another_plans
     assert res.exit_code == 0, res.output
     page = (folder / "r.html").read_text(encoding="utf-8")
     assert "does not match this plan.json (row 5: a pool this plan.json does not have" in page
+
+
+def test_a_row_given_twice_a_moved_period_or_a_period_of_other_hours_exit_2(planned, tmp_path):
+    folder = tmp_path / "twice"
+    shutil.copytree(planned, folder)
+    f = pd.read_csv(folder / "fleet.csv", dtype=str, keep_default_na=False)
+    pd.concat([f, f.iloc[[3]]]).to_csv(folder / "fleet.csv", index=False)  # read as it was: its GPU-hours counted twice
+    res = export(folder)
+    assert res.exit_code == 2 and "a period and pool given twice" in res.output, res.output
+    for name, column, value, what in (("moved", "period", "2026-12-01T00:00", "before the plan's start"),
+                                      ("long", "hours", "240", "hours differ between its rows"),
+                                      ("zoned", "period", "2027-01-05T00:00+05:00", "of the plan's clock")):
+        folder = edited(planned, tmp_path / name, 3, column, value)
+        res = export(folder)
+        assert res.exit_code == 2 and what in res.output and "Traceback" not in res.output, (name, res.output)
+        assert not (folder / "focus.csv").exists()
+
+
+def test_a_fleet_of_other_periods_is_not_this_plans(planned, tmp_path):
+    folder = tmp_path / "short"
+    shutil.copytree(planned, folder)
+    f = pd.read_csv(folder / "fleet.csv", dtype=str, keep_default_na=False)
+    f[f["period"] != f["period"].iat[-1]].to_csv(folder / "fleet.csv", index=False)  # the last day dropped
+    res = export(folder)
+    assert res.exit_code == 2 and "not this plan's horizon" in res.output, res.output
+
+
+def test_nul_scan_of_a_cell_past_the_csv_modules_limit_exits_2(tmp_path):
+    from planner.core.csvscan import refuse_nul_text
+    from planner.core.errors import InputError
+    import io
+
+    with pytest.raises(InputError) as err:
+        refuse_nul_text(io.StringIO("a,b\nx\x00,\"" + "y" * 200_000 + "\"\n"), "f.csv")
+    assert any("NUL" in p.message or "not a readable CSV" in p.message for p in err.value.problems)

@@ -387,6 +387,7 @@ def test_a_commitment_term_date_that_is_no_date_exits_2_never_the_bills_hours(tm
     {"x_CommitmentDiscountStart": {2: "2027-01-01T00:00:00+00:00"},
      "x_CommitmentDiscountEnd": {2: "2027-01-01T03:00:00+05:00"}},  # 22:00 UTC the day before: the offset
     {"x_CommitmentDiscountStart": {2: "2027-01-01T00:00:00Z"}, "x_CommitmentDiscountEnd": {2: "2027-01-01T00:00:00Z"}},
+    {"x_CommitmentDiscountEnd": {2: "2024-09-01T01:00:00.5+00:00"}},  # after the start, but the same written minute
 ])
 def test_a_commitment_term_that_ends_before_it_starts_exits_2(tmp_path, cells):
     src = bill(tmp_path, **cells)

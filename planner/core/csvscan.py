@@ -19,19 +19,23 @@ def refuse_nul_text(text: TextIO, file: str, skip: int = 0, delimiter: str = ","
     ``delimiter``) holding a NUL byte, at most 20; the ``skip`` lines before the header are not read."""
     import csv
 
-    problems, header = [], []
+    problems, header, k = [], [], 0
     for _ in range(skip):
         text.readline()
-    for k, cells in enumerate(csv.reader(text, delimiter=delimiter), start=1):
-        if k == 1:
-            header = [c.strip() for c in cells]
-            continue
-        for j, cell in enumerate(cells):
-            if "\x00" in cell:
-                problems.append(Problem(file, "a NUL byte in the cell", row=skip + k,
-                                        column=header[j] if j < len(header) else f"column {j + 1}", value=cell,
-                                        expected=NUL_EXPECTED))
-        if len(problems) >= 20:
-            break
+    try:
+        for k, cells in enumerate(csv.reader(text, delimiter=delimiter), start=1):
+            if k == 1:
+                header = [c.strip() for c in cells]
+                continue
+            for j, cell in enumerate(cells):
+                if "\x00" in cell:
+                    problems.append(Problem(file, "a NUL byte in the cell", row=skip + k,
+                                            column=header[j] if j < len(header) else f"column {j + 1}", value=cell,
+                                            expected=NUL_EXPECTED))
+            if len(problems) >= 20:
+                break
+    except csv.Error as exc:  # (a cell past the CSV module's size limit: the file is no table to read)
+        problems.append(Problem(file, f"not a readable CSV file ({exc})", row=skip + k + 1,
+                                expected="a CSV table: " + NUL_EXPECTED))
     if problems:
         raise InputError(problems[:20])

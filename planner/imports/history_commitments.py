@@ -84,7 +84,8 @@ def _refuse_backwards(rows: pd.DataFrame, first: pd.DataFrame, file: str) -> Non
     """Exit 2 where a commitment's term, as its rows give it, ends at or before it starts (an offset such as
     ``+05:00`` on one date and not the other can place it there): never an inventory row no plan can read. The row
     named is the first that gives the end (else the start) of that commitment."""
-    back = first.index[(pd.to_datetime(first["end"]) <= pd.to_datetime(first["start"])).to_numpy()]
+    minute = lambda c: pd.to_datetime(first[c]).dt.floor("min")  # noqa: E731 (the inventory is written to the minute)
+    back = first.index[(minute("end") <= minute("start")).to_numpy()]
     if not len(back):
         return
     problems = []

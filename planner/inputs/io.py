@@ -121,8 +121,8 @@ def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, bool, int]:
         sep = ";"
     elif header.count("\t") > header.count(","):
         sep = "\t"
-    if "\x00" in text:  # a NUL byte in a cell: named by row and column (pandas 2 would end the cell there)
-        refuse_nul_text(_io.StringIO(text), file, delimiter=sep)
+    if "\x00" in text:  # a NUL byte in a cell: named by row and column (pandas 2 would end the cell there), rows
+        refuse_nul_text(_io.StringIO("\n".join(lines)), file, skip=lead, delimiter=sep)  # counted from the file's top
     try:
         table = pd.read_csv(_io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
                             header=None, skipinitialspace=True, skip_blank_lines=False,

@@ -90,8 +90,10 @@ OWNED_TIE_USD = 1e-5  # per GPU-hour of reserved (owned or bought) use, times a 
 # could run on any of them, at any split between classes: the figures read from which GPUs ran it (a tranche's use,
 # stranded dollars, the term downside, chargeback) were whichever vertex the solve path reached (the whole model and
 # the decomposition differed by 5 % on the example's term downside). With it the answer is one: work runs on the
-# fewest reserved GPU-hours (the fastest idle GPUs), then pools in the price sheet's order, then classes in the
-# model's. Below SPEND_TIE_USD (covered on-demand stays dearer than an idle reserved GPU) and any price.
+# fewest reserved GPU-hours (the fastest idle GPUs) weighed by a pool and class order (pools sorted by GPU type and
+# region, classes in the model file), then that order alone (docs/formulation.md: what it means for a tranche's
+# "used" and for chargeback). Below SPEND_TIE_USD (covered on-demand stays dearer than an idle reserved GPU of like
+# speed) and any price.
 
 
 def objective_coefficients(inp: PlanInputs, blocks: Blocks, fam: dict[str, pd.DataFrame],

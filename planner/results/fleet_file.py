@@ -44,9 +44,11 @@ def read_fleet_file(path: str | Path, plan: dict | None = None) -> pd.DataFrame:
     rows = np.arange(2, len(raw) + 2)
     problems: list[Problem] = []
     out = raw.copy()
-    period = pd.to_datetime(raw["period"], errors="coerce", format="ISO8601")
+    zoned = raw["period"].str.strip().str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", regex=True).to_numpy()
+    period = pd.to_datetime(raw["period"].where(~zoned, ""), errors="coerce", format="ISO8601")
     _collect(problems, file, rows, raw["period"], period.isna().to_numpy(), "period",
-             "not a date and time", "an ISO 8601 period start, e.g. 2027-01-04T00:00")
+             "not a date and time of the plan's clock" , "an ISO 8601 period start without a time zone, as "
+             "`planner plan` writes it, e.g. 2027-01-04T00:00")
     out["period"] = period
     for col in (c for c in COUNTS if c in raw):
         x = pd.to_numeric(raw[col].str.strip(), errors="coerce").astype(float)
@@ -77,6 +79,24 @@ def not_this_plans(fleet: pd.DataFrame, plan: dict, file: str = "fleet.csv") -> 
     if names and "scenario" in fleet:
         _collect(problems, file, rows, fleet["scenario"], ~fleet["scenario"].isin(names).to_numpy(), "scenario",
                  "a scenario this plan.json does not have", "one of plan.json scenarios: " + ", ".join(sorted(names)))
+    keys = [c for c in ("scenario", "period", "gpu_type", "region") if c in fleet]
+    twice = fleet.duplicated(keys, keep="first").to_numpy()
+    _collect(problems, file, rows, fleet["period"].astype(str), twice, "period",
+             "a period and pool given twice (the row before it has them)", "one row per scenario, period and pool")
+    hz = plan.get("horizon") if isinstance(plan.get("horizon"), dict) else {}
+    hours = fleet.groupby("period")["hours"]
+    if hz.get("start") is not None and len(fleet) and not twice.any():
+        start = pd.Timestamp(hz["start"])
+        moved = fleet["period"].lt(start).to_numpy() | (hours.transform("nunique") > 1).to_numpy()
+        _collect(problems, file, rows, fleet["period"].astype(str), moved, "period, hours",
+                 "a period before the plan's start, or one whose hours differ between its rows",
+                 f"the plan's periods from {hz['start']}, each with one length")
+        count, total = hz.get("periods"), hz.get("hours")
+        if not moved.any() and ((count is not None and hours.ngroups != count)
+                                or (total is not None and abs(hours.first().sum() - float(total)) > 1e-6 * max(1.0, float(total)))):
+            problems.append(Problem(file, f"{hours.ngroups} periods of {hours.first().sum():g} hours in all: not this "
+                                          "plan's horizon", column="period, hours",
+                                    expected=f"plan.json horizon: {count} periods, {total} hours"))
     return problems[:20]
 
 
