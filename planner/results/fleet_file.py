@@ -47,7 +47,7 @@ def read_fleet_file(path: str | Path, plan: dict | None = None) -> pd.DataFrame:
     zoned = raw["period"].str.strip().str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", regex=True).to_numpy()
     period = pd.to_datetime(raw["period"].where(~zoned, ""), errors="coerce", format="ISO8601")
     _collect(problems, file, rows, raw["period"], period.isna().to_numpy(), "period",
-             "not a date and time of the plan's clock" , "an ISO 8601 period start without a time zone, as "
+             "not a date and time of the plan's clock", "an ISO 8601 period start without a time zone, as "
              "`planner plan` writes it, e.g. 2027-01-04T00:00")
     out["period"] = period
     for col in (c for c in COUNTS if c in raw):
@@ -66,8 +66,10 @@ def read_fleet_file(path: str | Path, plan: dict | None = None) -> pd.DataFrame:
 
 
 def not_this_plans(fleet: pd.DataFrame, plan: dict, file: str = "fleet.csv") -> list[Problem]:
-    """The rows of ``fleet`` (:func:`read_fleet_file`, unchecked against a plan) naming a pool or a scenario that
-    ``plan`` (plan.json as a dict) does not have: at most 20 problems, none when the fleet is the plan's."""
+    """Why ``fleet`` (:func:`read_fleet_file`, unchecked against a plan) is not ``plan``'s (plan.json as a dict):
+    rows naming a pool or a scenario it does not have, a scenario, period and pool given twice, a period before its
+    start or whose hours differ between rows, or periods and hours other than its ``horizon``; at most 20
+    problems, none when the fleet is the plan's."""
     problems: list[Problem] = []
     rows = np.arange(2, len(fleet) + 2)
     pools = {(r.get("gpu_type"), r.get("region")) for r in plan.get("monthly_usage") or []}
