@@ -120,3 +120,20 @@ def test_nul_scan_of_a_cell_past_the_csv_modules_limit_exits_2(tmp_path):
     with pytest.raises(InputError) as err:
         refuse_nul_text(io.StringIO("a,b\nx\x00,\"" + "y" * 200_000 + "\"\n"), "f.csv")
     assert any("NUL" in p.message or "not a readable CSV" in p.message for p in err.value.problems)
+
+
+def test_a_period_moved_past_the_end_or_a_row_deleted_disagrees_with_the_plans_months(planned, tmp_path):
+    f = pd.read_csv(planned / "fleet.csv", dtype=str, keep_default_na=False)
+    last = f["period"].iat[-1]
+    for name, edit, what in (
+            ("moved", lambda g: g.assign(period=g["period"].where(g["period"] != last, "2027-02-15T00:00")),
+             "monthly_usage says"),  # read as it was: that day's GPU-hours and money left the export, exit 0
+            ("deleted", lambda g: g.drop(index=g.index[(g["on_demand"].astype(float) > 0).to_numpy()][:1]),
+             "monthly_usage says"),
+            ("empty", lambda g: g.iloc[:0], "no rows")):
+        folder = tmp_path / name
+        shutil.copytree(planned, folder)
+        edit(f).to_csv(folder / "fleet.csv", index=False)
+        res = export(folder)
+        assert res.exit_code == 2 and what in res.output and "Traceback" not in res.output, (name, res.output)
+        assert "plan.json:" not in res.output.split("fleet.csv")[0]  # the fleet is named, not the plan

@@ -82,7 +82,9 @@ def read_fleet(plan_path: str | Path, plan: dict) -> tuple[pd.DataFrame | None, 
     foreign = not_this_plans(fleet, plan, str(path))
     if foreign:
         p = foreign[0]
-        return None, (f"{path} does not match this plan.json (row {p.row}: {p.message}, {p.value!r}; "
+        where = f"row {p.row}: " if p.row is not None else ""
+        got = f", {p.value!r}" if p.value is not None else ""
+        return None, (f"{path} does not match this plan.json ({where}{p.message}{got}; "
                       f"{len(foreign)}{'+' if len(foreign) == 20 else ''} such rows): the curves use monthly means "
                       "(plan.json monthly_usage)")
     g = expected_fleet(plan, fleet)

@@ -99,7 +99,40 @@ def not_this_plans(fleet: pd.DataFrame, plan: dict, file: str = "fleet.csv") -> 
             problems.append(Problem(file, f"{hours.ngroups} periods of {hours.first().sum():g} hours in all: not this "
                                           "plan's horizon", column="period, hours",
                                     expected=f"plan.json horizon: {count} periods, {total} hours"))
+    if not problems:
+        problems += _not_its_months(fleet, plan, file)
     return problems[:20]
+
+
+def _not_its_months(fleet: pd.DataFrame, plan: dict, file: str) -> list[Problem]:
+    """The (month, pool) GPU-hours of ``fleet``, expected over the plan's scenarios, that differ from plan.json
+    ``monthly_usage`` (its rows are those sums): a period moved past the horizon, a row deleted, hours changed."""
+    mu = pd.DataFrame(plan.get("monthly_usage") or [])
+    if not len(mu) or not {"month", "gpu_type", "region"} <= set(mu):
+        return []
+    if not len(fleet):
+        return [Problem(file, "no rows", expected="a row per scenario, period and pool of the plan")]
+    prob = {s.get("name"): float(s.get("probability") or 0.0) for s in plan.get("scenarios") or []}
+    w = fleet["scenario"].astype(str).map(prob).fillna(0.0).to_numpy() if prob and "scenario" in fleet else 1.0
+    w = w * fleet["hours"].to_numpy(float)
+    key = pd.DataFrame({"month": fleet["period"].dt.strftime("%Y-%m"), "gpu_type": fleet["gpu_type"],
+                        "region": fleet["region"]})
+    cols = [c for c in ("reserved_owned", "reserved_used", *supply.RENTED) if c in fleet and f"{c}_gpu_hours" in mu]
+    got = key.assign(**{c: fleet[c].to_numpy(float) * w for c in cols}).groupby(["month", "gpu_type", "region"])[cols].sum()
+    want = mu.set_index(["month", "gpu_type", "region"])[[f"{c}_gpu_hours" for c in cols]]
+    want.columns = cols
+    both = got.add_suffix("_fleet").join(want.add_suffix("_plan"), how="outer").fillna(0.0)
+    out = []
+    for c in cols:
+        a, b = both[c + "_fleet"].to_numpy(float), both[c + "_plan"].to_numpy(float)
+        off = np.flatnonzero(np.abs(a - b) > 1e-6 * np.maximum(1.0, np.abs(b)))
+        for i in off[:20 - len(out)]:
+            month, gpu, region = both.index[i]
+            out.append(Problem(file, f"{c} GPU-hours of {month} in {gpu}/{region} are {a[i]:,.6g}, plan.json "
+                                     f"monthly_usage says {b[i]:,.6g}", column=c,
+                               expected="the fleet.csv written with this plan.json (a period moved, a row "
+                                        "deleted, hours changed?)"))
+    return out
 
 
 def _collect(problems: list, file: str, rows: np.ndarray, values: pd.Series, bad: np.ndarray, column: str,
