@@ -326,11 +326,10 @@ def read_fleet(plan_file, plan: dict) -> pd.DataFrame:
     """The fleet.csv published beside ``plan_file`` (per period and pool: reserved owned / used, on-demand,
     spot), typed and checked against ``plan`` (:func:`planner.results.fleet_file.read_fleet_file`); InputError
     when it is missing or refused."""
-    from planner.results.fleet_file import read_fleet_file
-
     from pathlib import Path
 
     from planner.core.errors import InputError, Problem
+    from planner.results.fleet_file import read_fleet_file
 
     path = Path(plan_file).with_name("fleet.csv")
     if not path.is_file():

@@ -94,11 +94,13 @@ def not_this_plans(fleet: pd.DataFrame, plan: dict, file: str = "fleet.csv") -> 
                  "a period before the plan's start, or one whose hours differ between its rows",
                  f"the plan's periods from {hz['start']}, each with one length")
         count, total = hz.get("periods"), hz.get("hours")
-        if not moved.any() and ((count is not None and hours.ngroups != count)
-                                or (total is not None and abs(hours.first().sum() - float(total)) > 1e-6 * max(1.0, float(total)))):
-            problems.append(Problem(file, f"{hours.ngroups} periods of {hours.first().sum():g} hours in all: not this "
+        other = ((count is not None and hours.ngroups != count) or fleet["period"].min() != start
+                 or (total is not None and abs(hours.first().sum() - float(total)) > 1e-6 * max(1.0, float(total))))
+        if not moved.any() and other:
+            problems.append(Problem(file, f"{hours.ngroups} periods of {hours.first().sum():g} hours in all from "
+                                          f"{fleet['period'].min():%Y-%m-%dT%H:%M}: not this "
                                           "plan's horizon", column="period, hours",
-                                    expected=f"plan.json horizon: {count} periods, {total} hours"))
+                                    expected=f"plan.json horizon: {count} periods, {total} hours from {hz['start']}"))
     if not problems:
         problems += _not_its_months(fleet, plan, file)
     return problems[:20]
