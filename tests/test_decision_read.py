@@ -109,15 +109,20 @@ def test_a_plan_read_from_a_kept_column_layout_is_the_plan_read_from_a_new_model
     pricer = LocalPricer(inp, chunks, cut_by)
     layout = column_layout(inp)
 
+    reuse: dict = {}  # the column map kept with the layout (planner.solve.recourse.assemble)
+
     def read(units, kept):
         priced = pricer.price(units, [None] * len(chunks), solution=True)
         return plan_from_priced(inp, units, priced, pricer, chunks, cut_by, 0.0, allocation=False,
-                                keep_bases=False, layout=layout if kept else None)
+                                keep_bases=False, layout=layout if kept else None, reuse=reuse if kept else None)
 
-    read(np.floor(n / 2), True)  # another point first, through the same layout
+    half = read(np.floor(n / 2), True)  # another point first, through the same layout and column map
+    assert "map" in reuse
     new, kept = read(n, False), read(n, True)
     assert n.sum() > 0
     pd.testing.assert_frame_equal(kept.fleet, new.fleet, check_exact=True)
     pd.testing.assert_frame_equal(kept.scenario_costs, new.scenario_costs, check_exact=True)
     pd.testing.assert_frame_equal(kept.purchases, new.purchases, check_exact=True)
     assert kept.cost == new.cost and kept.objective == new.objective
+    np.testing.assert_array_equal(kept.solve.values, new.solve.values)
+    assert half.cost["total"] != pytest.approx(kept.cost["total"], rel=1e-6)  # the map read each point's own values

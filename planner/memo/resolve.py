@@ -215,10 +215,10 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
             if level not in layouts:
                 layouts.clear()
                 scaled = inp if level == 1.0 else scale_inputs(inp, demand_level=level)
-                layouts[level] = (scaled, column_layout(scaled))
-            scaled, layout = layouts[level]
+                layouts[level] = (scaled, column_layout(scaled), {})  # its inputs, columns, column map
+            scaled, layout, reuse = layouts[level]
             p = plan_from_priced(scaled, units, priced, pricer, chunks, cut_by, seconds, allocation=False,
-                                 keep_bases=False, layout=layout)  # the figures need the fleet and costs only
+                                 keep_bases=False, layout=layout, reuse=reuse)  # the figures need the fleet and costs only
             rows[i] = dict(plan_figures(p), seconds=time.perf_counter() - t0)
 
         # each task's figures are read while the workers price the next task (the read is this process's work,

@@ -32,11 +32,12 @@ def _with_purchases(layout, n: np.ndarray):
 
 def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunks: list, cut_by: str,
                      seconds: float, timings: dict | None = None, write_model=None, time_limit_s=None,
-                     allocation: bool = True, keep_bases: bool = True, layout=None) -> Plan:
+                     allocation: bool = True, keep_bases: bool = True, layout=None, reuse: dict | None = None) -> Plan:
     """The plan of the purchases ``n`` from every batch's pricing at them (``pricer``'s batches of ``chunks``);
     ``allocation=False``: without the per-class allocation table (:func:`planner.results.plan.extract_plan`);
     ``keep_bases=False``: ``plan.recourse`` keeps no bases (a pricing that left them on its workers); ``layout``:
-    ``inp``'s :func:`column_layout` when the caller keeps one (else built here)."""
+    ``inp``'s :func:`column_layout` when the caller keeps one (else built here); ``reuse``: a dict kept with it
+    across reads (:func:`planner.solve.recourse.assemble`)."""
     from types import SimpleNamespace
 
     from planner.solve.decompose import row_counts
@@ -47,7 +48,7 @@ def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunk
                          cut_by=cut_by, iterations=1, workers=pricer.workers, pricer=pricer.name,
                          chunk_periods=chunks, keys=pricer.keys(), priced=priced, row_counts=row_counts(pricer))
     plan = plan_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model, allocation, keep_bases,
-                             layout)
+                             layout, reuse)
     plan.solve = replace(plan.solve, message=f"purchases fixed; the recourse priced in {len(chunks)} weekly batches "
                                              f"({pricer.workers} worker(s), {pricer.name})")
     return plan
@@ -79,7 +80,7 @@ def finite(x):
 
 
 def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, write_model=None,
-                       allocation: bool = True, keep_bases: bool = True, layout=None) -> Plan:
+                       allocation: bool = True, keep_bases: bool = True, layout=None, reuse: dict | None = None) -> Plan:
     """The plan of the purchases ``bd.n`` from every batch's pricing at them (:mod:`planner.solve.recourse`): the
     whole model is built with the purchases fixed (its columns, for the plan's tables; from ``layout``, the
     inputs' :func:`column_layout`, when given), never solved."""
@@ -92,7 +93,7 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
         _with_purchases(layout, bd.n)  # its columns: the plan's tables are read from them
     model.rows = dict(bd.row_counts or {})  # the rows the batches solved, for the plan's statistics
     values = assemble(inp, model, bd.chunk_periods, [(k, b, r.solution) for (k, b), r in zip(bd.keys, bd.priced)],
-                      bd.n)
+                      bd.n, reuse)
     tie = model.tie_at(values)  # (tie-breaks: not costs)
     held = tie  # what the loop's bound holds of them: a decision's pricing leaves the owned-GPU tie-break out
     if not getattr(bd, "fixed", False) and len(model.owned[0]):

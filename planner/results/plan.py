@@ -212,9 +212,13 @@ def _periods(arr: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def _dense(frame: pd.DataFrame, values: np.ndarray, shape: tuple, keys: tuple[str, ...]) -> np.ndarray:
+    """The family's column values laid out by its keys (``shape``), values below ``EPS`` read as 0 (the solver's
+    noise: set to 0 on the family's columns, not on the whole array)."""
     out = np.zeros(shape)
     if len(frame):
-        out[tuple(frame[k].to_numpy() for k in keys)] = values[frame["col"].to_numpy()]
+        got = values[frame["col"].to_numpy()]
+        got[got < EPS] = 0.0
+        out[tuple(frame[k].to_numpy() for k in keys)] = got
     return out
 
 
@@ -344,9 +348,6 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     Ub = _dense(fam["u"], v, (K, B), ("k", "b"))
     has_xd = "xd" in fam and len(fam["xd"]) > 0  # backfill classes' GPUs of their own
     Xd = _dense(fam["xd"], v, (K, P, B), ("k", "p", "b")) if has_xd else None
-    for a in (Xb, Xd, Rb, Ub):
-        if a is not None:
-            a[a < EPS] = 0.0
     _trim_free_surplus(inp, blocks, Xb, Rb, Ub, Xd)
     Xrisk = Xb  # backfilled (at risk) reserved use; Xb becomes all reserved use (a new array, with Xd)
     if has_xd:
@@ -428,7 +429,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                                         kind="stable").reset_index(drop=True)
     fleet = pd.concat(fleet_rows, ignore_index=True)
 
-    used = (Xb * w).sum() if B else 0.0
+    used = float(np.einsum("kpb,b->", Xb, w)) if B else 0.0
     spares_hours = float((held * w[None, :]).sum())
     # the working fleet's utilisation: spares are held idle on purpose, not waste
     avail = float((owned_block * w[None, :]).sum() + (blocks.inventory * w[None, :]).sum()) - spares_hours

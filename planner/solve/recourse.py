@@ -354,17 +354,43 @@ def _pass(h, batch: Batch, n: np.ndarray, highspy, scale: float = 1.0, cost: np.
         raise SolverError("HiGHS rejected a batch's recourse LP")
 
 
-def assemble(inp: PlanInputs, model, chunks: list[np.ndarray], batches_keys: list[tuple], n: np.ndarray
-             ) -> np.ndarray:
+def assemble(inp: PlanInputs, model, chunks: list[np.ndarray], batches_keys: list[tuple], n: np.ndarray,
+             reuse: dict | None = None) -> np.ndarray:
     """The whole model's column values from every batch's solution at the purchases ``n``.
 
     ``model`` is the whole model (built with ``n`` fixed); ``batches_keys[j]`` is (keys, block_of, solution) of
     the batch of periods ``chunks[j]``. A block of the whole model takes the values of the batch block of its
     first (scenario, period): periods merge only where their data are equal, so that batch block's optimal
     recourse is optimal for every period of the merged block (the recourse separates by period).
+
+    ``reuse``: a dict the caller keeps for several reads of the same columns (``model.families``) from the same
+    batches (the same key objects): which batch column each whole-model column reads (:func:`column_map`) is
+    worked out once (the memo's points: 0.8 s a read saved at XL).
     """
     v = np.zeros(model.n_variables)
     v[model.families["n"]["col"].to_numpy()] = n
+    keys = [k for k, _b, _x in batches_keys]
+    blocks_of = [b for _k, b, _x in batches_keys]
+    held = None if reuse is None else reuse.get("map")
+    mine = (model.families, model.blocks, *chunks, *keys, *blocks_of)  # what the map is worked out from
+    if held is not None and len(held[0]) == len(mine) and all(a is b for a, b in zip(held[0], mine)):
+        dst, batch, local = held[1]
+    else:
+        dst, batch, local = column_map(model, chunks, keys, blocks_of)
+        if reuse is not None:  # the objects are held with the map: their ids cannot be reused while it is kept
+            reuse["map"] = (mine, (dst, batch, local))
+    if len(dst):
+        xs = [np.asarray(x, float) for _k, _b, x in batches_keys]
+        offset = np.concatenate([[0], np.cumsum([len(x) for x in xs])[:-1]]).astype(np.int64)
+        v[dst] = np.concatenate(xs)[offset[batch] + local]
+    return v
+
+
+def column_map(model, chunks: list[np.ndarray], keys: list[dict], blocks_of: list[np.ndarray]
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(whole-model columns ``dst``, their batches ``batch``, columns within them ``local``): the whole model's
+    column ``dst[i]`` takes batch ``batch[i]``'s column ``local[i]`` (see :func:`assemble`; a column no batch holds
+    is left out)."""
     S, T = model.blocks.of.shape
     flat = model.blocks.of.reshape(-1)
     _, first = np.unique(flat, return_index=True)
@@ -376,10 +402,11 @@ def assemble(inp: PlanInputs, model, chunks: list[np.ndarray], batches_keys: lis
         local[idx] = np.arange(len(idx))
     cj = chunk_of[t0]
     bb = np.empty(len(first), dtype=np.int64)  # per whole-model block: its batch block
-    for j, (_keys, block_of, _x) in enumerate(batches_keys):
+    for j, block_of in enumerate(blocks_of):
         hit = np.flatnonzero(cj == j)
         bb[hit] = block_of[s0[hit], local[t0[hit]]]
-    nb = len(batches_keys)
+    nb = len(keys)
+    dsts, batches, locals_ = [], [], []
     for name in EXTRACT_FAMILIES:
         frame = model.families.get(name)
         if frame is None or not len(frame):
@@ -388,11 +415,11 @@ def assemble(inp: PlanInputs, model, chunks: list[np.ndarray], batches_keys: lis
         fb = frame["b"].to_numpy()
         radix = [nb] + [int(frame[c].max()) + 1 for c in cols]
         tail = max([int(bb.max()) + 1 if len(bb) else 1] +
-                   [int(k[name]["b"].max()) + 1 for k, _b, _x in batches_keys if name in k and len(k[name]["b"])])
+                   [int(k[name]["b"].max()) + 1 for k in keys if name in k and len(k[name]["b"])])
         target = _mixed([cj[fb]] + [frame[c].to_numpy() for c in cols] + [bb[fb]], radix + [tail])
-        src, vals = [], []
-        for j, (keys, _block_of, x) in enumerate(batches_keys):
-            k = keys.get(name)
+        src, at, of = [], [], []
+        for j, k in enumerate(keys):
+            k = k.get(name)
             if k is None or not len(k["col"]):
                 continue
             inside = np.ones(len(k["col"]), dtype=bool)
@@ -400,17 +427,23 @@ def assemble(inp: PlanInputs, model, chunks: list[np.ndarray], batches_keys: lis
                 inside &= k[c] < base
             src.append(_mixed([np.full(int(inside.sum()), j)] + [k[c][inside] for c in cols] + [k["b"][inside]],
                               radix + [tail]))
-            vals.append(x[k["col"][inside]])
+            at.append(k["col"][inside].astype(np.int64))
+            of.append(np.full(len(at[-1]), j, dtype=np.int32))
         if not src:
             continue
-        src, vals = np.concatenate(src), np.concatenate(vals)
+        src, at, of = np.concatenate(src), np.concatenate(at), np.concatenate(of)
         order = np.argsort(src)
-        src, vals = src[order], vals[order]
+        src, at, of = src[order], at[order], of[order]
         del order
         pos = np.clip(np.searchsorted(src, target), 0, len(src) - 1)
         found = src[pos] == target
-        v[frame["col"].to_numpy()[found]] = vals[pos[found]]
-    return v
+        pos = pos[found]
+        dsts.append(frame["col"].to_numpy()[found])
+        batches.append(of[pos])
+        locals_.append(at[pos])
+    if not dsts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64)
+    return np.concatenate(dsts).astype(np.int64), np.concatenate(batches), np.concatenate(locals_)
 
 
 def _mixed(columns: list, radix: list) -> np.ndarray:
