@@ -403,3 +403,23 @@ def test_an_undated_scenario_row_is_checked_from_the_horizons_first_period(tmp_p
     assert r.exit_code == (0 if ok else 2), r.output
     if not ok:
         assert "row 5, column 'term_months'" in r.output and "(12)" in r.output and "(24 or 12)" not in r.output
+
+
+def test_purchases_that_resell_more_than_they_bought_are_named_by_option_pool_and_date(tmp_path):
+    """A resale above what its term bought breaks the exit link (a first-stage row): the refusal names the term as
+    the plan lists it (option, pool, purchase date), not the commitments table's internal row number."""
+    from planner.model.stages import violations, why_infeasible
+
+    inp = load_inputs(case(tmp_path))
+    res = inp.commitments
+    term = np.flatnonzero((res["option"] == "reserved_1y").to_numpy() & ~np.asarray(res["kind"] == "exit"))[0]
+    sale = np.flatnonzero((res["kind"] == "exit").to_numpy() & (res["parent"].to_numpy(int) == term))[0]
+    units = np.zeros(len(res))
+    units[term], units[sale] = 2.0, 5.0  # 5 sold of 2 bought
+    broken = violations(inp, units)
+    assert len(broken) == 1, broken
+    assert broken[0].startswith("reserved_1y of ") and "bought 2027-01-01 00:00" in broken[0], broken
+    assert "sell 5 units of the 2 bought" in broken[0] and "row" not in broken[0]
+    assert "break first-stage rows: reserved_1y of " in why_infeasible(broken)
+    units[sale] = 2.0  # all it bought: nothing broken
+    assert violations(inp, units) == []

@@ -15,6 +15,7 @@ is one entry of ``LINKING_FAMILIES`` saying when it is present and why it stops 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from planner.model.rows import LE as LpConstraintLE, FirstStageRows  # FirstStageRows: the type every first-stage family returns
 
@@ -76,8 +77,8 @@ def violations(inp, x: np.ndarray, fams: dict | None = None, tol: float = 1e-6) 
                 site = sorted(getattr(inp.config, "sites", {}) or {})[key[1]]
                 words = f"site {site}: the purchases draw {lhs:,.6g} MW at once, over its max_mw {rhs:,.6g}"
             elif name == "exit_link":
-                words = (f"commitments row {key[1]}: its resales sell {lhs + float(x[key[1]]):,.6g} units of the "
-                         f"{float(x[key[1]]):,.6g} bought")
+                words = (f"{_commitment(inp.commitments, key[1])}: its resales sell {lhs + float(x[key[1]]):,.6g} "
+                         f"units of the {float(x[key[1]]):,.6g} bought")
             else:
                 words = f"{name} row {r}: {lhs:,.6g} against {rhs:,.6g}"
             worst[key] = (excess, words)
@@ -88,6 +89,14 @@ def violations(inp, x: np.ndarray, fams: dict | None = None, tol: float = 1e-6) 
                                         f"{res['gpu_type'].iat[c]}/{res['region'].iat[c]} {res['option'].iat[c]}: "
                                         f"{x[c]:,.6g} units bought where the offer has {cap[c]:,.6g} (max_gpus)")
     return [w for _e, w in sorted(worst.values(), key=lambda v: -v[0])]
+
+
+def _commitment(res, i: int) -> str:
+    """Commitments row ``i`` in words a user finds in the plan: its option, pool and purchase date."""
+    row = res.iloc[int(i)]
+    when = pd.Timestamp(row["purchase_date"]) if "purchase_date" in res and pd.notna(row["purchase_date"]) else None
+    return (f"{row['option']} of {row['gpu_type']}/{row['region']}" +
+            (f" bought {when:%Y-%m-%d %H:%M}" if when is not None else ""))
 
 
 def why_infeasible(broken: list[str]) -> str:
