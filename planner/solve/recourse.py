@@ -382,7 +382,7 @@ def assemble(inp: PlanInputs, model, chunks: list[np.ndarray], batches_keys: lis
     if len(dst):
         xs = [np.asarray(x, float) for _k, _b, x in batches_keys]
         offset = np.concatenate([[0], np.cumsum([len(x) for x in xs])[:-1]]).astype(np.int64)
-        v[dst] = np.concatenate(xs)[offset[batch] + local]
+        v[dst] = np.concatenate(xs)[offset[batch] + local]  # (int64 + int32: int64 positions)
     return v
 
 
@@ -442,8 +442,10 @@ def column_map(model, chunks: list[np.ndarray], keys: list[dict], blocks_of: lis
         batches.append(of[pos])
         locals_.append(at[pos])
     if not dsts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64)
-    return np.concatenate(dsts).astype(np.int64), np.concatenate(batches), np.concatenate(locals_)
+        return np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
+    small = np.int32 if model.n_variables < 2**31 else np.int64  # kept across reads: 10 bytes a column, not 20
+    return (np.concatenate(dsts).astype(small), np.concatenate(batches),
+            np.concatenate(locals_).astype(np.int32))
 
 
 def _mixed(columns: list, radix: list) -> np.ndarray:
