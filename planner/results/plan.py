@@ -342,8 +342,10 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     B = blocks.B
     n = whole_units(inp, v[fam["n"]["col"].to_numpy()] if len(fam["n"]) else np.zeros(0))
     Xb = _dense(fam["x"], v, (K, P, B), ("k", "p", "b"))
-    J = len(rented.KINDS)
-    Rb = _dense(fam["r"], v, (J, K, P, B), ("j", "k", "p", "b"))  # every rented kind (views below: on-demand, spot)
+    kinds = rented.reported(inp.pools)  # on-demand, spot, and any other rented kind a pool sells
+    J = max([rented.index(kd) + 1 for kd in kinds] + [int(fam["r"]["j"].max()) + 1 if len(fam["r"]) else 0])
+    Rb = _dense(fam["r"], v, (J, K, P, B), ("j", "k", "p", "b"))  # the rented kinds up to the last a pool sells
+    # (views below: on-demand, spot; a kind no pool sells, e.g. flex-start, takes no (K, P, B) array)
     Yb, Zb = Rb[rented.index("on_demand")], Rb[rented.index("spot")]
     Ub = _dense(fam["u"], v, (K, B), ("k", "b"))
     has_xd = "xd" in fam and len(fam["xd"]) > 0  # backfill classes' GPUs of their own
@@ -366,7 +368,6 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
     commitments = commitment_costs(inp, n)
     reserved_cost = commitments.pop("reserved_usd")
     Vb = _covered(inp, fam, v, (P, B))  # on-demand GPUs paid by savings plans
-    kinds = rented.reported(inp.pools)  # on-demand, spot, and any other rented kind a pool sells
     price_b = block_prices(inp, blocks)  # (J, P, B)
     rent_cost = {kind: float(np.einsum("kpb,b,pb->", Rb[rented.index(kind)], w, price_b[rented.index(kind)]))
                  for kind in kinds}
@@ -739,7 +740,7 @@ def _trim_free_surplus(inp: PlanInputs, blocks, Xb, Rb, Ub, Xd=None) -> None:
     """
     q = inp.q_reserved  # (K, P)
     qd = inp.speed * inp.reliability
-    cover = (np.einsum("kp,kpb->kb", q, Xb) + np.einsum("jkp,jkpb->kb", inp.rented_useful, Rb)
+    cover = (np.einsum("kp,kpb->kb", q, Xb) + np.einsum("jkp,jkpb->kb", inp.rented_useful[:len(Rb)], Rb)
              + (np.einsum("kp,kpb->kb", qd, Xd) if Xd is not None else 0.0) + Ub)
     surplus = cover - (1 + inp.headroom)[:, None] * blocks.demand
     surplus[surplus < 1e-9] = 0.0
