@@ -418,8 +418,36 @@ def test_purchases_that_resell_more_than_they_bought_are_named_by_option_pool_an
     units[term], units[sale] = 2.0, 5.0  # 5 sold of 2 bought
     broken = violations(inp, units)
     assert len(broken) == 1, broken
-    assert broken[0].startswith("reserved_1y of ") and "bought 2027-01-01 00:00" in broken[0], broken
+    assert broken[0].startswith("reserved_1y of A/r1 bought 2027-01-01:"), broken  # a midnight: the date alone
     assert "sell 5 units of the 2 bought" in broken[0] and "row" not in broken[0]
     assert "break first-stage rows: reserved_1y of " in why_infeasible(broken)
     units[sale] = 2.0  # all it bought: nothing broken
     assert violations(inp, units) == []
+
+
+def test_on_a_tree_an_oversold_term_is_named_with_the_branch_that_buys_it(tmp_path):
+    """Two scenarios (low, high) split the month's purchases into nodes: the same option, pool and date bought in
+    each branch. Overselling both names each with its branch and probability, as the summary does, so the two
+    lines differ (they read alike before)."""
+    from planner.model.constraints import exit_links
+    from planner.model.stages import violations
+
+    m = case(tmp_path, months=3)
+    d = pd.read_csv(tmp_path / "demand.csv")
+    pd.concat([d.assign(scenario="low"), d.assign(scenario="high", gpus=d["gpus"] * 1.5)]).to_csv(
+        tmp_path / "demand.csv", index=False)
+    m.write_text(m.read_text().replace("[commitments]", "[scenarios]\nlow = 0.5\nhigh = 0.5\n\n[commitments]"))
+    inp = load_inputs(m)
+    res = inp.commitments
+    links = exit_links(inp)
+    by_date: dict = {}
+    for parent, sales in links:
+        if res["branch"].iat[parent] != "all":
+            by_date.setdefault(res["purchase_date"].iat[parent], []).append((parent, sales))
+    pair = next(v for v in by_date.values() if len({res["branch"].iat[p] for p, _ in v}) == 2)
+    units = np.zeros(len(res))
+    for parent, sales in pair[:2]:
+        units[parent], units[sales[0]] = 2.0, 5.0
+    broken = violations(inp, units)
+    assert len(broken) == 2 and broken[0] != broken[1], broken
+    assert {b.split(":")[0].rsplit(" if ", 1)[1] for b in broken} == {"low (50%)", "high (50%)"}, broken

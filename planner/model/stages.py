@@ -54,7 +54,8 @@ def first_stage_rows(inp) -> dict[str, FirstStageRows]:
 
 def violations(inp, x: np.ndarray, fams: dict | None = None, tol: float = 1e-6) -> list[str]:
     """What purchases ``x`` (units per commitments row) break among the first-stage rows, in words a user acts on
-    (the pool, site or commitments row; what the purchases hold against what is left), the worst row of each, the
+    (the pool, the site, or the term by option, pool, date and branch; what the purchases hold against what is
+    left), the worst row of each, the
     worst first; empty when they hold. Purchases that break one have no recourse to price: a plan of them is
     infeasible, as the whole model's is."""
     fams = first_stage_rows(inp) if fams is None else fams
@@ -92,11 +93,18 @@ def violations(inp, x: np.ndarray, fams: dict | None = None, tol: float = 1e-6) 
 
 
 def _commitment(res, i: int) -> str:
-    """Commitments row ``i`` in words a user finds in the plan: its option, pool and purchase date."""
+    """Commitments row ``i`` in words a user finds in the plan: its option, pool, purchase date (its hour where it
+    is not midnight) and, on a scenario tree, the branch that buys it and its probability, as the summary says."""
     row = res.iloc[int(i)]
     when = pd.Timestamp(row["purchase_date"]) if "purchase_date" in res and pd.notna(row["purchase_date"]) else None
-    return (f"{row['option']} of {row['gpu_type']}/{row['region']}" +
-            (f" bought {when:%Y-%m-%d %H:%M}" if when is not None else ""))
+    words = f"{row['option']} of {row['gpu_type']}/{row['region']}"
+    if when is not None:
+        words += f" bought {when:%Y-%m-%d}" + ("" if when == when.normalize() else f" {when:%H:%M}")
+    branch = row["branch"] if "branch" in res else "all"
+    if isinstance(branch, str) and branch and branch != "all":
+        share = float(row["probability"]) if "probability" in res and pd.notna(row["probability"]) else None
+        words += f" if {branch}" + (f" ({share:.0%})" if share is not None else "")
+    return words
 
 
 def why_infeasible(broken: list[str]) -> str:

@@ -430,7 +430,7 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                                         kind="stable").reset_index(drop=True)
     fleet = pd.concat(fleet_rows, ignore_index=True)
 
-    used = float(np.einsum("kpb,b->", Xb, w)) if B else 0.0
+    used = (Xb * w).sum() if B else 0.0  # (summed as the fleet's capacity below: full use reads exactly 1)
     spares_hours = float((held * w[None, :]).sum())
     # the working fleet's utilisation: spares are held idle on purpose, not waste
     avail = float((owned_block * w[None, :]).sum() + (blocks.inventory * w[None, :]).sum()) - spares_hours
