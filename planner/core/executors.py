@@ -339,6 +339,24 @@ def _local_cluster(local_cluster, **kwargs):
                       f"--executor local") from late
 
 
+@contextlib.contextmanager
+def _no_collection_while_loops_start():
+    """No garbage collection while distributed starts an event loop: a forgotten ``Client`` collected then closes
+    itself from its ``__del__`` and takes ``LoopRunner``'s class-wide lock, which the start already holds in this
+    thread: a deadlock (seen once in the test suite: a cluster's start waited forever). Garbage is collected first,
+    and after."""
+    import gc
+
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _loop_was_late(exc: AssertionError) -> bool:
     """Whether ``exc`` is distributed's own failure to see a new event loop start (its ``LoopRunner``)."""
     tb = exc.__traceback__
@@ -362,7 +380,8 @@ class DaskExecutor(Executor):
         self.cluster = None
         if scheduler:
             try:
-                self.client = Client(scheduler, timeout="30s")
+                with _no_collection_while_loops_start():
+                    self.client = Client(scheduler, timeout="30s")
             except (OSError, ValueError, TypeError) as exc:  # unreachable, or not an address
                 from planner.core.errors import ConfigError, Problem
 
@@ -376,11 +395,11 @@ class DaskExecutor(Executor):
             held: list[int] = []
             prior = _hold_sigterm(held)
             try:
-                with _glibc_trim_left_alone():
+                with _glibc_trim_left_alone(), _no_collection_while_loops_start():
                     self.cluster = _local_cluster(LocalCluster, n_workers=n, threads_per_worker=1,
                                                   processes=processes, dashboard_address=":0",
                                                   silence_logs=50)  # a lost worker is retried
-                self.client = Client(self.cluster)
+                    self.client = Client(self.cluster)
             except BaseException:
                 if prior is not None:
                     with contextlib.suppress(ValueError, OSError):
