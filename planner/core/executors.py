@@ -343,8 +343,8 @@ def _local_cluster(local_cluster, **kwargs):
 def _no_collection_while_loops_start():
     """No garbage collection while distributed starts an event loop: a forgotten ``Client`` collected then closes
     itself from its ``__del__`` and takes ``LoopRunner``'s class-wide lock, which the start already holds in this
-    thread: a deadlock (seen once in the test suite: a cluster's start waited forever). Garbage is collected first,
-    and after."""
+    thread: a deadlock (seen once in the test suite: a cluster's start waited forever). Garbage is collected first;
+    the collector is switched back on after (the start's processes are spawned: theirs is on)."""
     import gc
 
     was = gc.isenabled()
