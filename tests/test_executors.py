@@ -214,3 +214,34 @@ def test_an_assertion_that_is_not_a_late_event_loop_is_raised_at_once():
     with pytest.raises(AssertionError, match="something else"):
         _local_cluster(broken, n_workers=1)
     assert len(calls) == 1
+
+
+def test_no_garbage_is_collected_while_distributed_holds_its_loop_lock(monkeypatch):
+    """A forgotten ``Client`` collected inside ``LoopRunner.start`` closes itself from ``__del__`` and waits for the
+    class-wide lock that start holds: the suite hung so once (py-spy's stack). While any loop starts (the cluster's,
+    the client's), the collector is off; it is back on after, and the user's own setting is kept."""
+    import gc
+
+    from distributed.utils import LoopRunner
+
+    seen: list[bool] = []
+    start = LoopRunner._start_unlocked
+
+    def recording(self):
+        seen.append(gc.isenabled())  # the lock is held here
+        return start(self)
+
+    monkeypatch.setattr(LoopRunner, "_start_unlocked", recording)
+    assert gc.isenabled()
+    with DaskExecutor(jobs=1, processes=False) as ex:
+        assert ex.map(abs, [-2])[0].value == 2
+    assert seen and not any(seen)  # every loop start in this process ran with the collector off
+    assert gc.isenabled()
+    gc.disable()  # a caller that switched it off keeps it off
+    try:
+        seen.clear()
+        with DaskExecutor(jobs=1, processes=False):
+            pass
+        assert seen and not any(seen) and not gc.isenabled()
+    finally:
+        gc.enable()
