@@ -126,3 +126,51 @@ def test_a_plan_read_from_a_kept_column_layout_is_the_plan_read_from_a_new_model
     assert kept.cost == new.cost and kept.objective == new.objective
     np.testing.assert_array_equal(kept.solve.values, new.solve.values)
     assert half.cost["total"] != pytest.approx(kept.cost["total"], rel=1e-6)  # the map read each point's own values
+
+
+def _fixed_same(inp, n):
+    """``make_plan(fixed_reserved=n, decision=True)`` (the risk view's EEV: costs only) against the plan of the same
+    purchases read from the whole model's columns."""
+    full = make_plan(inp, fixed_reserved=n, risk=False, shadow=False)
+    read = make_plan(inp, fixed_reserved=n, risk=False, shadow=False, decision=True)
+    assert read.allocation_positions.empty and read.fleet.empty and not read.solve.values.size
+    assert full.solve.values.size and len(full.fleet)
+    np.testing.assert_array_equal(read.purchases["units"].to_numpy(), np.asarray(n, float))
+    for k in full.cost:
+        assert read.cost[k] == pytest.approx(full.cost[k], rel=1e-7, abs=1e-4), k
+    assert read.objective == pytest.approx(full.objective, rel=1e-7, abs=1e-4)
+    assert read.shortfall_gpu_hours == pytest.approx(full.shortfall_gpu_hours, rel=1e-7, abs=1e-6)
+    pd.testing.assert_frame_equal(read.scenario_costs, full.scenario_costs, rtol=1e-7, atol=1e-4)
+    assert read.status == full.status
+    return full, read
+
+
+def test_fixed_purchases_costed_from_the_batches(tmp_path):
+    """Other purchases than the plan's (half of them: more on demand), every family, read from each batch's costs."""
+    inp = _benders(load_inputs(family_case(tmp_path)))
+    n = np.floor(make_plan(inp, mip_gap=1e-7, risk=False, shadow=False, decision=True)
+                 .purchases["units"].to_numpy(float) / 2)
+    full, _ = _fixed_same(inp, n)
+    assert full.cost["on_demand"] > 0
+
+
+def test_fixed_purchases_on_a_tree_and_under_npv_costed_from_the_batches(tmp_path):
+    """Per scenario on a tree; under NPV the objective is the discounted value of the purchases and the recourse."""
+    inp = _benders(ladder_case(tmp_path, 6, scenarios=True, days=150), objective="npv", discount_rate=0.12)
+    n = make_plan(inp, mip_gap=1e-7, risk=False, shadow=False, decision=True).purchases["units"].to_numpy(float)
+    full, read = _fixed_same(inp, np.floor(n * 0.7))
+    assert full.scenario_costs["total"].nunique() == 2
+    assert read.objective != pytest.approx(read.cost["total"], rel=1e-6)  # the NPV, not the cost
+
+
+def test_the_risk_views_eev_is_the_mean_plans_purchases_costed(tmp_path):
+    """EEV (the mean plan's purchases in every scenario) priced as a fixed plan of the whole model's columns."""
+    inp = _benders(ladder_case(tmp_path, 3, scenarios=True, days=150))
+    plan = make_plan(inp, mip_gap=1e-7, risk=True, shadow=False)
+    rv = plan.risk
+    assert rv is not None and inp.reserved_member is not None  # a tree: the mean plan's rows in every node
+    n_mean = np.asarray(rv.mean_plan_purchases, float)[inp.commitments["origin"].to_numpy(int)]
+    assert n_mean.sum() > 0
+    full = make_plan(inp, fixed_reserved=n_mean, risk=False, shadow=False)
+    assert rv.eev_usd == pytest.approx(full.objective, rel=1e-7, abs=1e-4)
+    assert rv.eev_usd >= plan.objective - 1e-6 * abs(plan.objective)

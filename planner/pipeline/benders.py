@@ -8,7 +8,8 @@ import time
 import numpy as np
 
 from planner.inputs.arrays import PlanInputs
-from planner.results.decomposed import decision_from_batches, finite, infeasible_plan, plan_from_batches, plan_from_priced
+from planner.results.decomposed import (costs_plan, decision_from_batches, finite, infeasible_plan, plan_from_batches,
+                                       plan_from_priced)
 from planner.results.plan import Plan
 from planner.results.risk import risk_view
 from planner.solve.workers import warm_bases
@@ -151,9 +152,10 @@ def risk_of(plan: Plan, make_plan, executor, time_limit_s, mip_gap):
                     executor=_sub_executor(executor))
 
     def sub(i, fixed_reserved=None):
-        if fixed_reserved is not None:  # EEV: the plan's own batches at other purchases, from the plan's bases
+        if fixed_reserved is not None:  # EEV: the plan's own batches at other purchases, from the plan's bases;
+            # its cost only (read from each batch's costs: no tie-break LP, no whole model laid out)
             return make_plan(i, fixed_reserved=fixed_reserved, warm=plan.recourse if i is plan.inputs else None,
-                             **settings)
+                             decision=True, **settings)
         return make_plan(i, decision=True, **settings)
 
     return risk_view(plan, sub, many_solver(executor, plan.inputs, settings | {"decision": True}, make_plan))
@@ -168,11 +170,15 @@ def _sub_executor(executor):
 
 
 def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: bool, write_model, executor,
-               time_limit_s, mip_gap, warm: dict | None = None, keep_cuts: bool = False) -> Plan:
+               time_limit_s, mip_gap, warm: dict | None = None, keep_cuts: bool = False,
+               decision: bool = False) -> Plan:
     """The plan of the purchases ``n`` on a long horizon: every batch priced once at ``n`` (here, on worker
     processes or on Dask) and read into the whole model's columns; the same LP as the whole model's, solved
     apart (the recourse separates by period). ``keep_cuts``: that pricing kept in ``plan.recourse["cuts"]`` as
-    the Benders cuts at ``n`` (:func:`~planner.solve.decompose.point_cuts`)."""
+    the Benders cuts at ``n`` (:func:`~planner.solve.decompose.point_cuts`). ``decision``: what the purchases cost
+    only (the risk view's EEV: the mean plan's purchases in every scenario), read from each batch's costs
+    (:func:`~planner.results.decomposed.decision_from_batches`): no owned-GPU tie-break, no whole model laid out,
+    empty per-period tables."""
     from planner.solve.decompose import chunk_index, cut_groups, point_cuts
     from planner.solve.workers import make_pricer
 
@@ -186,9 +192,13 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
     cut_by = cut_groups(inp)
     pricer = make_pricer(inp, chunks, cut_by, executor)
     try:
-        priced = pricer.price(n, warm_bases(warm, chunks, pricer), solution="plan+cuts" if keep_cuts else True)
+        priced = pricer.price(n, warm_bases(warm, chunks, pricer),
+                              solution="costs" if decision else "plan+cuts" if keep_cuts else True)
     finally:
         pricer.close()
+    if decision:
+        return costs_plan(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model,
+                          time_limit_s)
     plan = plan_from_priced(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model,
                             time_limit_s)
     if keep_cuts and plan.recourse is not None:

@@ -54,6 +54,28 @@ def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunk
     return plan
 
 
+def costs_plan(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunks: list, cut_by: str, seconds: float,
+               timings: dict | None = None, write_model=None, time_limit_s=None) -> Plan:
+    """What the purchases ``n`` cost, from every batch's costs at them (``price(..., solution="costs")``): the
+    :func:`decision_from_batches` of a pricing with the purchases fixed (the risk view's EEV needs its objective
+    only). Its purchases, costs, objective and per-scenario costs are :func:`plan_from_priced`'s; its per-period
+    tables are empty."""
+    from types import SimpleNamespace
+
+    from planner.model.objective import first_stage_cost
+    from planner.solve.decompose import row_counts
+
+    # the objective at n as the loop prices it (purchases' cost, or NPV, + every batch's recourse)
+    upper = float(first_stage_cost(inp) @ np.asarray(n, float)) + float(sum(r.values.sum() for r in priced))
+    bd = SimpleNamespace(n=n, status="optimal", gap=0.0, lower=upper, upper=upper, seconds=seconds,
+                         chunks=sum(pricer.groups), cut_by=cut_by, iterations=1, workers=pricer.workers,
+                         pricer=pricer.name, priced=priced, row_counts=row_counts(pricer))
+    plan = decision_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model)
+    plan.solve = replace(plan.solve, message=f"purchases fixed; the recourse's costs priced in {len(chunks)} weekly "
+                                             f"batches ({pricer.workers} worker(s), {pricer.name})")
+    return plan
+
+
 def infeasible_plan(inp: PlanInputs, n: np.ndarray, broken: list[str], seconds: float, timings: dict | None = None,
                     time_limit_s=None) -> Plan:
     """The plan of purchases ``n`` that break first-stage rows (``broken``: :func:`planner.model.stages.violations`):
