@@ -76,6 +76,18 @@ def test_no_more_sub_plans_side_by_side_than_the_memory_holds(tmp_path, monkeypa
     assert sub_plans.fits(needs, available=10 * 2 ** 30) == 2
     assert sub_plans.fits(needs, available=8 * 2 ** 30) == 1
     assert sub_plans.fits(needs, available=40 * 2 ** 30) == 7
+    # priced on two processes of its own beside one other sub-plan, the first-stage plan is counted at 10.4 GB
+    # (10.2 GB measured: 3.0 GB in its process, 3.5-3.6 GB in each pricing process): 12.7 GB for two side by side,
+    # where the count of one process (9 GB) let two start in 11 GiB and the machine ran out
+    assert sub_plans.need(big, SubPlan("first"), first_jobs=2) == 3 * 2 ** 30 + int(5 * 525_600 * 2_200 * 1.25)
+    assert sub_plans.need(big, SubPlan("mean"), first_jobs=2) == needs[0]
+    tree = SimpleNamespace(T=26_280, K=20, scenarios=list("abcde"), reserved_member=True)
+    assert [t.kind for t in sub_problems(tree)].count("first") == 1
+    assert sub_plans.side_by_side(tree, 2, available=14 * 2 ** 30) == 2
+    assert sub_plans.side_by_side(tree, 2, available=11 * 2 ** 30) == 1
+    assert sub_plans.side_by_side(tree, 4, available=40 * 2 ** 30) == 4  # never more than the workers
+    flat = SimpleNamespace(T=26_280, K=20, scenarios=list("abcde"), reserved_member=None)
+    assert sub_plans.side_by_side(flat, 2, available=5 * 2 ** 30) == 2  # no tree, no first-stage plan: 2 x 2.2 GB
     inp = _case(tmp_path, 23, scenarios=True, days=60)
     monkeypatch.setattr(sub_plans, "SUB_PLAN_CELLS", 0)
     small = [sub_plans.need(inp, t) for t in sub_problems(inp)]

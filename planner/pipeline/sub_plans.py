@@ -12,7 +12,7 @@ sub-plans.
 Only where it pays: a local executor of two jobs or more, and sub-plans of more than ``SUB_PLAN_CELLS`` periods x
 classes (a worker's start, about a second with its inputs, against a sub-plan of seconds to minutes); and no more
 at once than the memory available holds (:func:`need`: a process's base and its batches, the first-stage plan's
-for every scenario). A Dask executor keeps pricing each sub-plan's batches on its cluster, one sub-plan after
+for every scenario, on as many processes of its own as run side by side). A Dask executor keeps pricing each sub-plan's batches on its cluster, one sub-plan after
 another; a model extended by rows of the caller's own (``extend=``) keeps them in the plan's process (its function
 need not pickle).
 """
@@ -25,6 +25,9 @@ SUB_PLAN_CELLS = 30_000  # periods x classes of one sub-plan above which the sub
 SUB_PLAN_BASE_BYTES = 1 << 30  # a sub-plan's process before its batches: Python, the plan's inputs sent to it
 SUB_PLAN_BYTES_PER_CELL = 2_200  # and its batches, per period x class x scenario it prices (measured at three
 # years: one scenario's sub-plan 2.1 GB at its peak in a process of its own, the first-stage plan of 5 scenarios 6-7 GB)
+FIRST_SPLIT_FACTOR = 1.25  # the first-stage plan priced on processes of its own: each holds a base, and its batches
+# and their bases (split between them) with the reads in its parent take a quarter more (measured at three years x 5
+# scenarios: 3.0 GB in its process and 3.5-3.6 GB in each of its two pricing processes, 10.2 GB against 6.8 counted)
 
 _STATE: dict = {}  # in a worker: the plan's inputs and the sub-plans' solve settings (sent once per worker)
 
@@ -57,8 +60,7 @@ def many_solver(executor, inp, settings: dict, make_plan):
         return None
     if not main_is_safe():  # a spawned worker would run the caller's script again
         return None
-    needs = [need(inp, t) for t in sub_problems(inp)]
-    jobs = min(executor.workers, fits(needs))  # never more at once than this machine's memory holds
+    jobs = side_by_side(inp, executor.workers)  # never more at once than this machine's memory holds
     if jobs < 2:
         return None
 
@@ -99,11 +101,29 @@ def main_is_safe() -> bool:
     return "__main__" in text and "__name__" in text
 
 
-def need(inp, task) -> int:
+def need(inp, task, first_jobs: int = 1) -> int:
     """The bytes ``task`` (a :class:`~planner.results.risk.SubPlan`) is counted at in a process of its own: the first-
-    stage plan prices every scenario, the others one."""
-    scenarios = len(inp.scenarios) if task.kind == "first" else 1
-    return SUB_PLAN_BASE_BYTES + inp.T * inp.K * scenarios * SUB_PLAN_BYTES_PER_CELL
+    stage plan prices every scenario, the others one; ``first_jobs`` > 1: the first-stage plan's batches are priced
+    on that many processes of its own (each a base more, the batches and the reads a quarter more)."""
+    if task.kind != "first":
+        return SUB_PLAN_BASE_BYTES + inp.T * inp.K * SUB_PLAN_BYTES_PER_CELL
+    batches = inp.T * inp.K * len(inp.scenarios) * SUB_PLAN_BYTES_PER_CELL
+    if first_jobs <= 1:
+        return SUB_PLAN_BASE_BYTES + batches
+    return (1 + first_jobs) * SUB_PLAN_BASE_BYTES + int(batches * FIRST_SPLIT_FACTOR)
+
+
+def side_by_side(inp, workers: int, available: int | None = None) -> int:
+    """How many sub-plans run at once on ``workers`` processes: the most, ``j``, whose ``j`` largest fit in the memory
+    available (:func:`fits`; where it cannot be read, ``workers``), the first-stage plan counted priced on ``j``
+    processes of its own (:func:`_solve`); 1 where no two fit (then one by one, in the plan's process)."""
+    if available is None:
+        available = _available_bytes()
+    tasks = sub_problems(inp)
+    for j in range(min(workers, len(tasks)), 1, -1):
+        if fits([need(inp, t, first_jobs=j) for t in tasks], available) >= j:
+            return j
+    return 1
 
 
 def fits(needs: list[int], available: int | None = None) -> int:
