@@ -12,9 +12,9 @@ sub-plans.
 Only where it pays: a local executor of two jobs or more, and sub-plans of more than ``SUB_PLAN_CELLS`` periods x
 classes (a worker's start, about a second with its inputs, against a sub-plan of seconds to minutes); and no more
 at once than the memory available holds (:func:`need`: a process's base and its batches, the first-stage plan's
-for every scenario, on as many processes of its own as run side by side). A Dask executor keeps pricing each sub-plan's batches on its cluster, one sub-plan after
-another; a model extended by rows of the caller's own (``extend=``) keeps them in the plan's process (its function
-need not pickle).
+for every scenario, on as many processes of its own as run side by side). A Dask executor keeps pricing each
+sub-plan's batches on its cluster, one sub-plan after another; a model extended by rows of the caller's own
+(``extend=``) keeps them in the plan's process (its function need not pickle).
 """
 
 from __future__ import annotations
