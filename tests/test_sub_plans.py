@@ -125,3 +125,29 @@ def test_a_script_without_a_main_guard_solves_its_sub_plans_here_and_finishes(tm
     out = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True, timeout=240, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "safe True" in out.stdout and "evpi" in out.stdout
+
+
+def test_the_kept_batches_are_freed_beside_the_sub_plans_and_built_again_for_eev(tmp_path, monkeypatch):
+    """planner plan keeps the horizon's batches on their workers (keep_pricers: GBs at three years); while the
+    sub-plans run on processes of their own, they are closed, then built again on the plan's processes for EEV and
+    kept for what follows. The risk view is the one a run that never kept them gives, to the last digit."""
+    from planner.solve import workers
+
+    inp = _method(_case(tmp_path, 23, scenarios=True, days=200), "benders")
+    monkeypatch.setattr(sub_plans, "SUB_PLAN_CELLS", 0)
+    plain = make_plan(inp, mip_gap=1e-9, executor=LocalExecutor(2))
+    n = plain.purchases["units"].to_numpy(float)
+    ref = make_plan(inp, fixed_reserved=n, executor=LocalExecutor(2))  # never kept
+    with workers.keep_pricers(inp):
+        make_plan(inp, fixed_reserved=n, executor=LocalExecutor(2), risk=False)  # builds and keeps the batches
+        first = list(workers._KEPT[id(inp)]["pricers"])
+        assert len(first) == 1 and isinstance(first[0], workers.ProcessPricer)
+        kept = make_plan(inp, fixed_reserved=n, executor=LocalExecutor(2))
+        again = workers._KEPT[id(inp)]["pricers"]
+        assert len(again) == 1 and again[0] is not first[0]  # closed for the sub-plans, built again for EEV
+        assert isinstance(again[0], workers.ProcessPricer) and again[0].workers == 2
+        assert all(p.poll() is not None for p in first[0].procs)  # its workers are gone
+    assert ref.risk is not None and ref.risk.vss_usd is not None
+    for name in FIELDS:
+        assert getattr(kept.risk, name) == getattr(ref.risk, name), name
+    assert kept.objective == ref.objective

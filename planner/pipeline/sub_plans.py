@@ -56,9 +56,7 @@ def many_solver(executor, inp, settings: dict, make_plan):
     solved one by one in this process (see the module docstring)."""
     from planner.core.executors import LocalExecutor
 
-    if not isinstance(executor, LocalExecutor) or executor.workers < 2 or inp.T * inp.K <= SUB_PLAN_CELLS:
-        return None
-    if not main_is_safe():  # a spawned worker would run the caller's script again
+    if not on_processes(executor, inp):
         return None
     jobs = side_by_side(inp, executor.workers)  # never more at once than this machine's memory holds
     if jobs < 2:
@@ -80,6 +78,16 @@ def many_solver(executor, inp, settings: dict, make_plan):
         return [o.value for o in outcomes]
 
     return solve_many
+
+
+def on_processes(executor, inp) -> bool:
+    """Whether ``inp``'s sub-plans may run on local processes of their own (:func:`many_solver`; then as many at once
+    as the memory holds): a local executor of two jobs or more, sub-plans over ``SUB_PLAN_CELLS``, a safe
+    ``__main__``."""
+    from planner.core.executors import LocalExecutor
+
+    return (isinstance(executor, LocalExecutor) and executor.workers >= 2 and inp.T * inp.K > SUB_PLAN_CELLS
+            and main_is_safe())  # (a spawned worker would run an unguarded script again)
 
 
 def main_is_safe() -> bool:

@@ -672,6 +672,19 @@ class keep_pricers:
                 p.close()
 
 
+def release_kept(inp) -> int:
+    """Close the pricers kept for ``inp`` (:class:`keep_pricers`): their worker processes and batches are freed (GBs
+    at three hourly years), and the next pricer asked for is built again, and kept. For work in between that holds
+    memory of its own (the risk view's sub-plans on processes of their own). Returns how many were closed."""
+    kept = _KEPT.get(id(inp))
+    if kept is None:
+        return 0
+    pricers, kept["pricers"] = list(kept["pricers"]), []
+    for p in pricers:
+        p.close()
+    return len(pricers)
+
+
 class _Lent:
     """A kept pricer lent to one caller: everything but ``close()``, which the :class:`keep_pricers` block does. A
     pricing that raises drops the kept pricer (closed): a worker's unread reply would answer the next call."""
