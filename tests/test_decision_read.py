@@ -163,8 +163,37 @@ def test_fixed_purchases_on_a_tree_and_under_npv_costed_from_the_batches(tmp_pat
     assert read.objective != pytest.approx(read.cost["total"], rel=1e-6)  # the NPV, not the cost
 
 
-def test_the_risk_views_eev_is_the_mean_plans_purchases_costed(tmp_path):
-    """EEV (the mean plan's purchases in every scenario) priced as a fixed plan of the whole model's columns."""
+def test_fixed_purchases_costed_keep_the_risk_view_cuts_and_written_model_of_a_full_read(tmp_path):
+    """``decision=True`` changes how the costs are read, nothing else a caller asked for: the risk view, the cuts
+    kept for a later solve, the bases, and the LP written (the purchases fixed in it)."""
+    inp = _benders(ladder_case(tmp_path, 6, scenarios=True, days=150))
+    n = np.floor(make_plan(inp, mip_gap=1e-7, risk=False, shadow=False, decision=True)
+                 .purchases["units"].to_numpy(float) * 0.7)
+    kw = dict(fixed_reserved=n, risk=True, shadow=False, keep_cuts=True, mip_gap=1e-7)
+    full = make_plan(inp, write_model=tmp_path / "full.lp", **kw)
+    read = make_plan(inp, write_model=tmp_path / "read.lp", decision=True, **kw)
+    assert read.fleet.empty and full.risk is not None and read.risk is not None
+    for name in ("eev_usd", "ws_usd", "vss_usd", "evpi_usd", "first_stage_usd", "value_of_waiting_usd"):
+        assert getattr(read.risk, name) == pytest.approx(getattr(full.risk, name), rel=1e-7, abs=1e-4), name
+    assert set(read.recourse) == set(full.recourse) >= {"bases", "cuts", "chunks", "units"}
+    assert len(read.recourse["bases"]) == len(full.recourse["bases"]) and all(b is not None for b in read.recourse["bases"])
+    assert len(read.recourse["cuts"]) == len(full.recourse["cuts"])
+    assert (tmp_path / "read.lp").read_text() == (tmp_path / "full.lp").read_text()  # the fixed LP, not the MILP
+
+
+def test_the_risk_views_eev_is_the_mean_plans_purchases_costed(tmp_path, monkeypatch):
+    """EEV (the mean plan's purchases in every scenario) priced as a fixed plan of the whole model's columns; read
+    from the batches' costs (costs_plan), once."""
+    from planner.pipeline import benders
+
+    costed = []
+    original = benders.costs_plan
+
+    def spy(*args, **kwargs):
+        costed.append(args[1])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(benders, "costs_plan", spy)
     inp = _benders(ladder_case(tmp_path, 3, scenarios=True, days=150))
     plan = make_plan(inp, mip_gap=1e-7, risk=True, shadow=False)
     rv = plan.risk
@@ -173,4 +202,5 @@ def test_the_risk_views_eev_is_the_mean_plans_purchases_costed(tmp_path):
     assert n_mean.sum() > 0
     full = make_plan(inp, fixed_reserved=n_mean, risk=False, shadow=False)
     assert rv.eev_usd == pytest.approx(full.objective, rel=1e-7, abs=1e-4)
+    assert len(costed) == 1 and np.array_equal(costed[0], n_mean)
     assert rv.eev_usd >= plan.objective - 1e-6 * abs(plan.objective)

@@ -218,30 +218,70 @@ def test_an_assertion_that_is_not_a_late_event_loop_is_raised_at_once():
 
 def test_no_garbage_is_collected_while_distributed_holds_its_loop_lock(monkeypatch):
     """A forgotten ``Client`` collected inside ``LoopRunner.start`` closes itself from ``__del__`` and waits for the
-    class-wide lock that start holds: the suite hung so once (py-spy's stack). While any loop starts (the cluster's,
-    the client's), the collector is off; it is back on after, and the user's own setting is kept."""
+    class-wide lock that start holds: the suite hung so once (py-spy's stack). While any loop starts or stops (the
+    cluster's, the client's, a client of a scheduler's), the collector is off; it is back on after, and the user's
+    own setting is kept."""
     import gc
 
+    from distributed import LocalCluster
     from distributed.utils import LoopRunner
 
-    seen: list[bool] = []
-    start = LoopRunner._start_unlocked
+    seen: list[tuple[str, bool]] = []
+    for name in ("_start_unlocked", "_stop_unlocked"):
+        def recording(self, *args, _name=name, _original=getattr(LoopRunner, name), **kwargs):
+            seen.append((_name, gc.isenabled()))  # the class-wide lock is held here
+            return _original(self, *args, **kwargs)
 
-    def recording(self):
-        seen.append(gc.isenabled())  # the lock is held here
-        return start(self)
-
-    monkeypatch.setattr(LoopRunner, "_start_unlocked", recording)
+        monkeypatch.setattr(LoopRunner, name, recording)
     assert gc.isenabled()
     with DaskExecutor(jobs=1, processes=False) as ex:
         assert ex.map(abs, [-2])[0].value == 2
-    assert seen and not any(seen)  # every loop start in this process ran with the collector off
+    assert {k for k, _ in seen} == {"_start_unlocked", "_stop_unlocked"}
+    assert not any(on for _, on in seen)  # every loop start and stop in this process ran with the collector off
+    assert gc.isenabled()
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:  # a scheduler of the user's
+        seen.clear()
+        with DaskExecutor(scheduler=cluster.scheduler_address) as ex:
+            assert ex.map(abs, [-3])[0].value == 3
+        assert seen and not any(on for _, on in seen)
     assert gc.isenabled()
     gc.disable()  # a caller that switched it off keeps it off
     try:
         seen.clear()
         with DaskExecutor(jobs=1, processes=False):
             pass
-        assert seen and not any(seen) and not gc.isenabled()
+        assert seen and not any(on for _, on in seen) and not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_collector_stays_off_until_the_last_of_two_threads_starting_loops_is_done():
+    """The collector is one per process: a thread whose start ends first does not switch it on under another's."""
+    import gc
+    import threading
+
+    from planner.core.executors import _no_collection_while_loops_start as guard
+
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    states = {}
+
+    def first():
+        with guard():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second():
+        first_in.wait(10)
+        with guard():
+            second_in.set()
+            first_out.wait(10)
+            states["after the first left"] = gc.isenabled()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert states == {"after the first left": False}
+    assert gc.isenabled()

@@ -339,22 +339,31 @@ def _local_cluster(local_cluster, **kwargs):
                       f"--executor local") from late
 
 
+_NO_GC = {"lock": threading.Lock(), "depth": 0, "was": True}  # the guards open now, and the collector before them
+
+
 @contextlib.contextmanager
 def _no_collection_while_loops_start():
-    """No garbage collection while distributed starts an event loop: a forgotten ``Client`` collected then closes
-    itself from its ``__del__`` and takes ``LoopRunner``'s class-wide lock, which the start already holds in this
-    thread: a deadlock (seen once in the test suite: a cluster's start waited forever). Garbage is collected first;
-    the collector is switched back on after (the start's processes are spawned: theirs is on)."""
+    """No garbage collection while distributed starts or stops an event loop: a forgotten ``Client`` collected then
+    closes itself from its ``__del__`` and takes ``LoopRunner``'s class-wide lock, which the start (or stop) already
+    holds in this thread: a deadlock (seen once in the test suite: a cluster's start waited forever). Garbage is
+    collected first; the collector is switched back on when the last guard open (in any thread: it is one per
+    process) ends, if it was on when the first began (the start's processes are spawned: theirs is on)."""
     import gc
 
-    was = gc.isenabled()
-    gc.collect()
-    gc.disable()
+    with _NO_GC["lock"]:
+        if _NO_GC["depth"] == 0:
+            _NO_GC["was"] = gc.isenabled()
+            gc.collect()
+            gc.disable()
+        _NO_GC["depth"] += 1
     try:
         yield
     finally:
-        if was:
-            gc.enable()
+        with _NO_GC["lock"]:
+            _NO_GC["depth"] -= 1
+            if _NO_GC["depth"] == 0 and _NO_GC["was"]:
+                gc.enable()
 
 
 def _loop_was_late(exc: AssertionError) -> bool:
@@ -449,9 +458,11 @@ class DaskExecutor(Executor):
 
     def close(self) -> None:
         """Close the client, and the LocalCluster when this executor started one (SIGTERM's handler restored)."""
-        self.client.close()
+        with _no_collection_while_loops_start():  # (a stop holds LoopRunner's class-wide lock too)
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
         if self.cluster is not None:
-            self.cluster.close()
             old, self._old_sigterm = getattr(self, "_old_sigterm", None), None
             if old is not None:
                 with contextlib.suppress(ValueError, OSError):

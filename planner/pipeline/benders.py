@@ -183,8 +183,9 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
     apart (the recourse separates by period). ``keep_cuts``: that pricing kept in ``plan.recourse["cuts"]`` as
     the Benders cuts at ``n`` (:func:`~planner.solve.decompose.point_cuts`). ``decision``: what the purchases cost
     only (the risk view's EEV: the mean plan's purchases in every scenario), read from each batch's costs
-    (:func:`~planner.results.decomposed.decision_from_batches`): no owned-GPU tie-break, no whole model laid out,
-    empty per-period tables."""
+    (:func:`~planner.results.decomposed.costs_plan`): no owned-GPU tie-break, no whole model laid out, empty
+    per-period tables; its cuts (``keep_cuts``), risk view and written model (the LP with the purchases fixed) as
+    a full read's."""
     from planner.solve.decompose import chunk_index, cut_groups, point_cuts
     from planner.solve.workers import make_pricer
 
@@ -202,11 +203,8 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
                               solution="costs" if decision else "plan+cuts" if keep_cuts else True)
     finally:
         pricer.close()
-    if decision:
-        return costs_plan(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model,
-                          time_limit_s)
-    plan = plan_from_priced(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model,
-                            time_limit_s)
+    read = costs_plan if decision else plan_from_priced
+    plan = read(inp, n, priced, pricer, chunks, cut_by, time.perf_counter() - t0, timings, write_model, time_limit_s)
     if keep_cuts and plan.recourse is not None:
         plan.recourse["cuts"] = point_cuts(inp, n, priced, pricer.groups)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:

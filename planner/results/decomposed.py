@@ -59,7 +59,7 @@ def costs_plan(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunks: lis
     """What the purchases ``n`` cost, from every batch's costs at them (``price(..., solution="costs")``): the
     :func:`decision_from_batches` of a pricing with the purchases fixed (the risk view's EEV needs its objective
     only). Its purchases, costs, objective and per-scenario costs are :func:`plan_from_priced`'s; its per-period
-    tables are empty."""
+    tables are empty; ``recourse`` holds the batches' bases; ``write_model``: the whole model with ``n`` fixed."""
     from types import SimpleNamespace
 
     from planner.model.objective import first_stage_cost
@@ -70,9 +70,15 @@ def costs_plan(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunks: lis
     bd = SimpleNamespace(n=n, status="optimal", gap=0.0, lower=upper, upper=upper, seconds=seconds,
                          chunks=sum(pricer.groups), cut_by=cut_by, iterations=1, workers=pricer.workers,
                          pricer=pricer.name, priced=priced, row_counts=row_counts(pricer))
-    plan = decision_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model)
+    if write_model is not None:  # the LP priced: the whole model with the purchases fixed
+        build_model(inp, fixed_reserved=np.asarray(n, float)).write(write_model)
+    plan = decision_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}))
     plan.solve = replace(plan.solve, message=f"purchases fixed; the recourse's costs priced in {len(chunks)} weekly "
                                              f"batches ({pricer.workers} worker(s), {pricer.name})")
+    from planner.solve.recourse import portable_basis
+
+    plan.recourse = {"chunks": chunks, "cut_by": cut_by, "units": np.asarray(n, float),
+                     "bases": [portable_basis(r.basis) for r in priced]}  # (a later pricing's warm start)
     return plan
 
 
