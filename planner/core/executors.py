@@ -339,7 +339,7 @@ def _local_cluster(local_cluster, **kwargs):
                       f"--executor local") from late
 
 
-_NO_GC = {"lock": threading.Lock(), "depth": 0, "was": True}  # the guards open now, and the collector before them
+_NO_GC = {"lock": threading.RLock(), "depth": 0, "was": True}  # the guards open now, and the collector before them
 
 
 @contextlib.contextmanager
@@ -351,10 +351,10 @@ def _no_collection_while_loops_start():
     process) ends, if it was on when the first began (the start's processes are spawned: theirs is on)."""
     import gc
 
+    gc.collect()  # (outside the lock: a finalizer it runs may close an executor, and so open a guard)
     with _NO_GC["lock"]:
         if _NO_GC["depth"] == 0:
             _NO_GC["was"] = gc.isenabled()
-            gc.collect()
             gc.disable()
         _NO_GC["depth"] += 1
     try:
