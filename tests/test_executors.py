@@ -285,3 +285,32 @@ def test_the_collector_stays_off_until_the_last_of_two_threads_starting_loops_is
         t.join(20)
     assert states == {"after the first left": False}
     assert gc.isenabled()
+
+
+def test_a_finalizer_that_closes_an_executor_inside_the_guards_collection_does_not_hang():
+    """The guard collects garbage first: a finalizer run then (a caller's object that closes its executor when
+    collected) opens a guard itself; it must not wait for a lock its own thread holds (helper-57: it hung so)."""
+    import gc
+    import threading
+
+    from planner.core.executors import _NO_GC, _no_collection_while_loops_start as guard
+
+    finalized = []
+
+    class Owner:
+        def __del__(self):
+            with guard():  # as DaskExecutor.close() does
+                finalized.append(gc.isenabled())
+
+    def run():
+        owner = Owner()
+        owner.cycle = owner  # freed only by the collector: the guard's own collection
+        del owner
+        with guard():
+            pass
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive() and len(finalized) == 1
+    assert _NO_GC["depth"] == 0 and gc.isenabled()
