@@ -154,7 +154,7 @@ def risk_of(plan: Plan, make_plan, executor, time_limit_s, mip_gap):
 
     released = on_processes(executor, plan.inputs)  # the sub-plans' processes hold GBs of batches of their own:
     if released:  # the horizon's kept batches are freed meanwhile (built again for EEV: at three hourly years x 5
-        release_kept(plan.inputs)  # scenarios 31 s, where their 8 GB beside the sub-plans took 23 of 24 GB)
+        release_kept(plan.inputs)  # scenarios 45 s, where their 8 GB beside the sub-plans took 23 of 24 GB)
 
     def sub(i, fixed_reserved=None):
         if fixed_reserved is not None:  # EEV: the plan's own batches at other purchases, from the plan's bases
