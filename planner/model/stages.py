@@ -55,8 +55,8 @@ def first_stage_rows(inp) -> dict[str, FirstStageRows]:
 def violations(inp, x: np.ndarray, fams: dict | None = None, tol: float = 1e-6) -> list[str]:
     """What purchases ``x`` (units per commitments row) break among the first-stage rows, in words a user acts on
     (the pool, the site, or the term by option, pool, date and branch; what the purchases hold against what is
-    left), the worst row of each, the worst first; empty when they hold. Purchases that break one have no recourse to price: a plan of them is
-    infeasible, as the whole model's is."""
+    left), the worst row of each, the worst first; empty when they hold. Purchases that break one have no recourse
+    to price: a plan of them is infeasible, as the whole model's is."""
     fams = first_stage_rows(inp) if fams is None else fams
     x = np.asarray(x, float)
     worst: dict = {}  # (family, pool / site / row) -> (excess, words)

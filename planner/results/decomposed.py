@@ -64,6 +64,7 @@ def costs_plan(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunks: lis
 
     from planner.model.objective import first_stage_cost
     from planner.solve.decompose import row_counts
+    from planner.solve.recourse import portable_basis
 
     # the objective at n as the loop prices it (purchases' cost, or NPV, + every batch's recourse)
     upper = float(first_stage_cost(inp) @ np.asarray(n, float)) + float(sum(r.values.sum() for r in priced))
@@ -75,8 +76,6 @@ def costs_plan(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunks: lis
     plan = decision_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}))
     plan.solve = replace(plan.solve, message=f"purchases fixed; the recourse's costs priced in {len(chunks)} weekly "
                                              f"batches ({pricer.workers} worker(s), {pricer.name})")
-    from planner.solve.recourse import portable_basis
-
     plan.recourse = {"chunks": chunks, "cut_by": cut_by, "units": np.asarray(n, float),
                      "bases": [portable_basis(r.basis) for r in priced]}  # (a later pricing's warm start)
     return plan
