@@ -96,3 +96,37 @@ def test_the_whole_model_and_the_decomposition_read_the_same_fleet(tmp_path, see
              for pl in (mono, bend)]
     both = pd.concat(alloc, axis=1).fillna(0.0)
     assert np.allclose(both.iloc[:, 0], both.iloc[:, 1], atol=1e-5), both[(both.iloc[:, 0] - both.iloc[:, 1]).abs() > 1e-5]
+
+
+def test_a_plans_lp_runs_without_highs_cost_perturbation_and_costs_the_same(tmp_path, monkeypatch):
+    """A plan's pricing (the owned-GPU tie-break in) turns HiGHS's cost perturbation off (it is larger than the
+    tie-break it would hide; planner.solve.recourse.lp_options); a decision's pricing keeps HiGHS's default. The
+    LP is the same either way: each batch's cost at the purchases agrees with a solve under the default to 1e-9,
+    and the tie-broken reserved use with it to HiGHS's tolerance."""
+    from test_decompose import _case
+
+    from planner.solve import recourse
+    from planner.solve.decompose import chunk_index, cut_groups
+
+    inp = _case(tmp_path, 3, days=60)
+    plan = make_plan(inp, mip_gap=0.0, risk=False)
+    n = plan.purchases["units"].to_numpy(float)
+    assert n.sum() > 0
+    chunks = chunk_index(inp, "week")
+    batches = [recourse.build_batch(inp, c, cut_groups(inp)) for c in chunks[:3]]
+    assert all(len(b.owned[0]) for b in batches)
+    for b in batches:
+        assert recourse.lp_options(b, True) == {"dual_simplex_cost_perturbation_multiplier": 0.0}
+        assert recourse.lp_options(b, "costs") == {} and recourse.lp_options(b, False) == {}
+        assert recourse.lp_options(b, "plan+cuts") == {}  # (the plan's LP inside it is priced with True)
+    asked, options = [], recourse.lp_options
+    monkeypatch.setattr(recourse, "lp_options", lambda b, s: asked.append(s) or options(b, s))
+    ours = [recourse.price(b, n, solution=True) for b in batches]
+    recourse.price(batches[0], n, solution="plan+cuts")
+    assert asked == [True] * len(batches) + [True, False]  # every LP priced asks; the plan's first, then the cuts'
+    monkeypatch.setattr(recourse, "PLAN_LP_OPTIONS", {})
+    default = [recourse.price(b, n, solution=True) for b in batches]
+    for b, a, d in zip(batches, ours, default):
+        assert np.allclose(a.values, d.values, rtol=1e-9, atol=1e-6)
+        r = b.keys["x"]["col"] if "x" in b.keys else np.zeros(0, int)
+        assert np.allclose(a.solution[r], d.solution[r], atol=1e-6)
