@@ -99,34 +99,47 @@ def test_the_whole_model_and_the_decomposition_read_the_same_fleet(tmp_path, see
 
 
 def test_a_plans_lp_runs_without_highs_cost_perturbation_and_costs_the_same(tmp_path, monkeypatch):
-    """A plan's pricing (the owned-GPU tie-break in) turns HiGHS's cost perturbation off (it is larger than the
-    tie-break it would hide; planner.solve.recourse.lp_options); a decision's pricing keeps HiGHS's default. The
-    LP is the same either way: each batch's cost at the purchases agrees with a solve under the default to 1e-9,
-    and the tie-broken reserved use with it to HiGHS's tolerance."""
+    """A plan's pricing (the owned-GPU tie-break in) runs HiGHS without its cost perturbation (it is larger than the
+    differences the tie-break draws; planner.solve.recourse.lp_options); a decision's pricing keeps HiGHS's default,
+    also inside ``"plan+cuts"``. The LP is the same either way: each batch's cost, with rented GPUs in it, cold and
+    warm at another demand level, agrees with a solve under HiGHS's default to 1e-9."""
     from test_decompose import _case
 
-    from planner.solve import recourse
+    from planner.solve import monolithic, recourse
     from planner.solve.decompose import chunk_index, cut_groups
 
-    inp = _case(tmp_path, 3, days=60)
+    inp = _case(tmp_path, 11, scenarios=True, days=90)
     plan = make_plan(inp, mip_gap=0.0, risk=False)
-    n = plan.purchases["units"].to_numpy(float)
-    assert n.sum() > 0
+    n = np.floor(0.5 * plan.purchases["units"].to_numpy(float))  # half the purchases: on-demand and spot in every week
+    assert plan.purchases["units"].sum() > 0
     chunks = chunk_index(inp, "week")
-    batches = [recourse.build_batch(inp, c, cut_groups(inp)) for c in chunks[:3]]
+    batches = [recourse.build_batch(inp, c, cut_groups(inp)) for c in chunks[::4]]
     assert all(len(b.owned[0]) for b in batches)
-    for b in batches:
-        assert recourse.lp_options(b, True) == {"dual_simplex_cost_perturbation_multiplier": 0.0}
-        assert recourse.lp_options(b, "costs") == {} and recourse.lp_options(b, False) == {}
-        assert recourse.lp_options(b, "plan+cuts") == {}  # (the plan's LP inside it is priced with True)
-    asked, options = [], recourse.lp_options
-    monkeypatch.setattr(recourse, "lp_options", lambda b, s: asked.append(s) or options(b, s))
-    ours = [recourse.price(b, n, solution=True) for b in batches]
-    recourse.price(batches[0], n, solution="plan+cuts")
-    assert asked == [True] * len(batches) + [True, False]  # every LP priced asks; the plan's first, then the cuts'
+    made, new_highs = [], monolithic.new_highs
+    monkeypatch.setattr(monolithic, "new_highs", lambda *a: made.append(new_highs(*a)) or made[-1])
+    key = "dual_simplex_cost_perturbation_multiplier"
+
+    def perturbation(*args, **kwargs) -> list:
+        made.clear()
+        recourse.price(*args, **kwargs)
+        return [h.getOptionValue(key)[1] for h in made]
+
+    b = batches[0]
+    assert perturbation(b, n, solution=True) == [0.0]
+    assert perturbation(b, n, solution="plan+cuts") == [0.0, 1.0]  # the plan's LP, then the cuts' (HiGHS's default)
+    assert perturbation(b, n) == [1.0] and perturbation(b, n, solution="costs") == [1.0]
+
+    def both_levels():
+        out = []
+        for b in batches:
+            cold = recourse.price(b, n, solution=True)
+            out.append((cold.values, recourse.price(b, n, cold.basis, solution=True, scale=0.8).values))
+        return out
+
+    ours = both_levels()
     monkeypatch.setattr(recourse, "PLAN_LP_OPTIONS", {})
-    default = [recourse.price(b, n, solution=True) for b in batches]
-    for b, a, d in zip(batches, ours, default):
-        assert np.allclose(a.values, d.values, rtol=1e-9, atol=1e-6)
-        r = b.keys["x"]["col"] if "x" in b.keys else np.zeros(0, int)
-        assert np.allclose(a.solution[r], d.solution[r], atol=1e-6)
+    assert perturbation(b, n, solution=True) == [1.0]
+    default = both_levels()
+    assert sum(v.sum() for v, _ in ours) > 1_000  # rented GPUs priced, not the tie-break's cents
+    for (a1, a8), (d1, d8) in zip(ours, default):
+        assert np.allclose(a1, d1, rtol=1e-9, atol=1e-6) and np.allclose(a8, d8, rtol=1e-9, atol=1e-6)

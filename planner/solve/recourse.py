@@ -204,7 +204,8 @@ def _price(batch: Batch, n: np.ndarray, basis, solution, portable: bool, scale: 
 
     h = new_highs(highspy, None, 0.0, None)
     for option, value in lp_options(batch, solution).items():
-        h.setOptionValue(option, value)
+        if h.setOptionValue(option, value) != highspy.HighsStatus.kOk:  # a renamed option is said, not lost
+            raise SolverError(f"HiGHS refused option {option}={value!r}")
     cost = _decision_cost(batch) if solution is not True else None  # a plan's pricing holds the owned-GPU tie
     _pass(h, batch, n, highspy, scale, cost)
     if basis is not None:
@@ -240,15 +241,18 @@ PLAN_LP_OPTIONS = {"dual_simplex_cost_perturbation_multiplier": 0.0}  # a plan's
 
 def lp_options(batch: Batch, solution) -> dict:
     """HiGHS options of one pricing's LP beyond :func:`~planner.solve.monolithic.new_highs`'s: a plan's LP that holds
-    the owned-GPU tie-break (``solution=True``) runs without HiGHS's cost perturbation (:data:`PLAN_LP_OPTIONS`).
+    the owned-GPU tie-break (``solution=True``) runs without HiGHS's cost perturbation (:data:`PLAN_LP_OPTIONS`;
+    an option of HiGHS's dual simplex).
 
-    The tie-break (:data:`planner.model.objective.OWNED_TIE_USD`, 1e-5 USD x an order per GPU-hour) already
-    perturbs the costs it must tell apart, deterministically; HiGHS's own perturbation (random, scaled on the
-    largest cost: above the tie-break's size) hides it, and removing it at the end costs a primal clean-up. Measured
-    on the memo's re-solves, warm as they run (benchmarks/README.md, issue 37, nineteenth round): a one-year
-    five-scenario tree's 152.8 -> 78.8 s, XL's 33.0 -> 30.0 s; the costs the same, the tie-broken use within
-    HiGHS's tolerance (as any two solve paths: docs/formulation.md). A decision's LP (cuts, ``"costs"``), priced
-    warm in the Benders loop, keeps HiGHS's default."""
+    The tie-break (:data:`planner.model.objective.OWNED_TIE_USD`, 1e-5 to 4e-5 USD per GPU-hour) tells apart
+    choices that differ by far less than itself (two classes trading two pools: a second-order term). HiGHS's own
+    perturbation (pseudo-random, on a scale set by the largest cost and each column's own) is larger than those
+    differences; the dual simplex works on the perturbed costs, then removes them and cleans up. Measured on the memo's re-solves, warm as they run
+    (benchmarks/README.md, issue 37, nineteenth round): a one-year five-scenario tree's 152.8 -> 78.8 s, XL's
+    33.0 -> 30.0 s; on small cases the iterations fall a few per cent. The costs are the same; which idle GPUs
+    run the work is one answer only within HiGHS's tolerance either way (docs/formulation.md), so the tie-broken
+    figures (stranded dollars, the allocation) can move at that level. A decision's LP (cuts, ``"costs"``), priced
+    warm in the Benders loop, keeps HiGHS's default (it ran no faster without)."""
     return dict(PLAN_LP_OPTIONS) if solution is True and len(getattr(batch, "owned", ((),))[0]) else {}
 
 
