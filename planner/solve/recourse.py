@@ -247,12 +247,13 @@ def lp_options(batch: Batch, solution) -> dict:
     The tie-break (:data:`planner.model.objective.OWNED_TIE_USD`, 1e-5 to 4e-5 USD per GPU-hour) tells apart
     choices that differ by far less than itself (two classes trading two pools: a second-order term). HiGHS's own
     perturbation (pseudo-random, on a scale set by the largest cost and each column's own) is larger than those
-    differences; the dual simplex works on the perturbed costs, then removes them and cleans up. Measured on the memo's re-solves, warm as they run
-    (benchmarks/README.md, issue 37, nineteenth round): a one-year five-scenario tree's 152.8 -> 78.8 s, XL's
-    33.0 -> 30.0 s; on small cases the iterations fall a few per cent. The costs are the same; which idle GPUs
-    run the work is one answer only within HiGHS's tolerance either way (docs/formulation.md), so the tie-broken
-    figures (stranded dollars, the allocation) can move at that level. A decision's LP (cuts, ``"costs"``), priced
-    warm in the Benders loop, keeps HiGHS's default (it ran no faster without)."""
+    differences; the dual simplex works on the perturbed costs, then removes them and cleans up. Measured on the
+    memo's re-solves, warm as they run (benchmarks/README.md, issue 37, nineteenth round): a one-year five-scenario
+    tree's 152.8 -> 78.8 s, XL's 33.0 -> 30.0 s; on small cases the iterations fall a few per cent. The costs are
+    the same; which idle GPUs run the work is one answer only within HiGHS's tolerance either way
+    (docs/formulation.md), so the tie-broken figures (stranded dollars, the allocation) can move at that level. A
+    decision's LP (cuts, ``"costs"``), priced warm in the Benders loop, keeps HiGHS's default (it ran no faster
+    without)."""
     return dict(PLAN_LP_OPTIONS) if solution is True and len(getattr(batch, "owned", ((),))[0]) else {}
 
 
