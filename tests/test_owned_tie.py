@@ -126,6 +126,7 @@ def test_a_plans_lp_runs_without_highs_cost_perturbation_and_costs_the_same(tmp_
 
     b = batches[0]
     assert perturbation(b, n, solution=True) == [0.0]
+    assert [h.getOptionValue("dual_feasibility_tolerance")[1] for h in made] == [1e-9]
     assert perturbation(b, n, solution="plan+cuts") == [0.0, 1.0]  # the plan's LP, then the cuts' (HiGHS's default)
     assert perturbation(b, n) == [1.0] and perturbation(b, n, solution="costs") == [1.0]
 
@@ -143,3 +144,28 @@ def test_a_plans_lp_runs_without_highs_cost_perturbation_and_costs_the_same(tmp_
     assert sum(v.sum() for v, _ in ours) > 1_000  # rented GPUs priced, not the tie-break's cents
     for (a1, a8), (d1, d8) in zip(ours, default):
         assert np.allclose(a1, d1, rtol=1e-9, atol=1e-6) and np.allclose(a8, d8, rtol=1e-9, atol=1e-6)
+
+
+def test_a_plans_lp_that_does_not_end_optimal_at_the_tighter_settings_is_run_again_at_highs_defaults(tmp_path,
+                                                                                                   monkeypatch):
+    """Where the plan's LP settings (recourse.PLAN_LP_OPTIONS) do not end optimal (here a time limit too short to
+    start), the batch is priced again at HiGHS's defaults: the same answer as a pricing under the defaults, not an
+    error; a refused option name is an error that names it."""
+    from test_decompose import _case
+
+    from planner.core.errors import SolverError
+    from planner.solve import recourse
+    from planner.solve.decompose import chunk_index, cut_groups
+
+    inp = _case(tmp_path, 11, scenarios=True, days=30)
+    n = np.zeros(len(inp.commitments))
+    b = recourse.build_batch(inp, chunk_index(inp, "week")[1], cut_groups(inp))
+    monkeypatch.setattr(recourse, "PLAN_LP_OPTIONS", {})
+    default = recourse.price(b, n, solution=True)
+    monkeypatch.setattr(recourse, "PLAN_LP_OPTIONS", {"time_limit": 1e-12, "simplex_iteration_limit": 0})
+    again = recourse.price(b, n, solution=True)
+    assert again.iterations == default.iterations > 0
+    assert np.array_equal(again.values, default.values) and np.array_equal(again.solution, default.solution)
+    monkeypatch.setattr(recourse, "PLAN_LP_OPTIONS", {"no_such_option": 1.0})
+    with pytest.raises(SolverError, match="no_such_option"):
+        recourse.price(b, n, solution=True)

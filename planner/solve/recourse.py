@@ -200,17 +200,12 @@ def _price(batch: Batch, n: np.ndarray, basis, solution, portable: bool, scale: 
 
     from planner.solve.duals import sums_from_codes
     from planner.core.errors import SolverError
-    from planner.solve.monolithic import new_highs
 
-    h = new_highs(highspy, None, 0.0, None)
-    for option, value in lp_options(batch, solution).items():
-        if h.setOptionValue(option, value) != highspy.HighsStatus.kOk:  # a renamed option is said, not lost
-            raise SolverError(f"HiGHS refused option {option}={value!r}")
     cost = _decision_cost(batch) if solution is not True else None  # a plan's pricing holds the owned-GPU tie
-    _pass(h, batch, n, highspy, scale, cost)
-    if basis is not None:
-        h.setBasis(basis if isinstance(basis, highspy.HighsBasis) else _highs_basis(basis, highspy))
-    h.run()
+    options = lp_options(batch, solution)
+    h = _run(batch, n, basis, scale, cost, options, highspy)
+    if options and h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # the tighter settings did not end
+        h = _run(batch, n, basis, scale, cost, {}, highspy)  # optimal: HiGHS's defaults, as a decision's LP
     status = h.getModelStatus()
     if status != highspy.HighsModelStatus.kOptimal:
         raise SolverError(f"a batch's recourse LP did not solve: {h.modelStatusToString(status)}")
@@ -236,24 +231,44 @@ def _price(batch: Batch, n: np.ndarray, basis, solution, portable: bool, scale: 
                   costs=scenario_costs(batch, x) if solution == "costs" else None)
 
 
-PLAN_LP_OPTIONS = {"dual_simplex_cost_perturbation_multiplier": 0.0}  # a plan's LP (the owned-GPU tie-break in)
+def _run(batch: Batch, n: np.ndarray, basis, scale: float, cost, options: dict, highspy):
+    """A HiGHS object with ``batch``'s LP at ``n`` (``options`` set; warm from ``basis``), run."""
+    from planner.core.errors import SolverError
+    from planner.solve.monolithic import new_highs
+
+    h = new_highs(highspy, None, 0.0, None)
+    for option, value in options.items():
+        if h.setOptionValue(option, value) != highspy.HighsStatus.kOk:  # a renamed option is said, not lost
+            raise SolverError(f"HiGHS refused option {option}={value!r}")
+    _pass(h, batch, n, highspy, scale, cost)
+    if basis is not None:
+        h.setBasis(basis if isinstance(basis, highspy.HighsBasis) else _highs_basis(basis, highspy))
+    h.run()
+    return h
+
+
+PLAN_LP_OPTIONS = {"dual_simplex_cost_perturbation_multiplier": 0.0, "dual_feasibility_tolerance": 1e-9,
+                   "primal_feasibility_tolerance": 1e-9}  # a plan's LP (the owned-GPU tie-break in): lp_options
 
 
 def lp_options(batch: Batch, solution) -> dict:
     """HiGHS options of one pricing's LP beyond :func:`~planner.solve.monolithic.new_highs`'s: a plan's LP that holds
-    the owned-GPU tie-break (``solution=True``) runs without HiGHS's cost perturbation (:data:`PLAN_LP_OPTIONS`;
-    an option of HiGHS's dual simplex).
+    the owned-GPU tie-break (``solution=True``) runs without HiGHS's cost perturbation and at feasibility
+    tolerances of 1e-9 (:data:`PLAN_LP_OPTIONS`); where that does not end optimal, it is run again at HiGHS's
+    defaults (:func:`_price`).
 
-    The tie-break (:data:`planner.model.objective.OWNED_TIE_USD`, 1e-5 to 4e-5 USD per GPU-hour) tells apart
-    choices that differ by far less than itself (two classes trading two pools: a second-order term). HiGHS's own
-    perturbation (pseudo-random, on a scale set by the largest cost and each column's own) is larger than those
-    differences; the dual simplex works on the perturbed costs, then removes them and cleans up. Measured on the
-    memo's re-solves, warm as they run (benchmarks/README.md, issue 37, nineteenth round): a one-year five-scenario
-    tree's 152.8 -> 78.8 s, XL's 33.0 -> 30.0 s; on small cases the iterations fall a few per cent. The costs are
-    the same; which idle GPUs run the work is one answer only within HiGHS's tolerance either way
-    (docs/formulation.md), so the tie-broken figures (stranded dollars, the allocation) can move at that level. A
-    decision's LP (cuts, ``"costs"``), priced warm in the Benders loop, keeps HiGHS's default (it ran no faster
-    without)."""
+    The tie-break (:data:`planner.model.objective.OWNED_TIE_USD`, 1e-5 to 4e-5 USD per GPU-hour, times the block's
+    weight: a scenario's probability x its hours) tells apart choices that differ by far less than itself (two pools
+    or two classes trading places: a difference of order 1e-5 / (P + 1) per GPU-hour, 8e-8 at 24 pools in a
+    five-scenario tree), below HiGHS's default dual feasibility tolerance (1e-7): which idle GPUs ran the work was
+    the vertex the solve path reached (a tree's stranded dollars 0.4-0.7 % apart between two settings). At 1e-9
+    the answer is one: the memo's re-solves of a one-year five-scenario tree and of XL give the same figures warm or
+    cold (to 3e-9). HiGHS's cost perturbation (pseudo-random, on a scale set by the largest cost and each column's
+    own) is larger than those differences; the dual simplex works on the perturbed costs, then removes them and
+    cleans up. Measured on the memo's re-solves, warm as they run (benchmarks/README.md, issue 37, nineteenth
+    round): the tree's 152.8 s became 86.8 s (78.8 s at the default tolerances), XL's 33.0 s 33.2 s. The costs are
+    the same. A decision's LP (cuts, ``"costs"``), priced warm in the Benders loop, keeps HiGHS's defaults: its
+    purchases are decided on costs, not on the tie-break."""
     return dict(PLAN_LP_OPTIONS) if solution is True and len(getattr(batch, "owned", ((),))[0]) else {}
 
 
