@@ -258,17 +258,22 @@ def lp_options(batch: Batch, solution) -> dict:
     defaults (:func:`_price`).
 
     The tie-break (:data:`planner.model.objective.OWNED_TIE_USD`, 1e-5 to 4e-5 USD per GPU-hour, times the block's
-    weight: a scenario's probability x its hours) tells apart choices that differ by far less than itself (two pools
-    or two classes trading places: a difference of order 1e-5 / (P + 1) per GPU-hour, 8e-8 at 24 pools in a
-    five-scenario tree), below HiGHS's default dual feasibility tolerance (1e-7): which idle GPUs ran the work was
-    the vertex the solve path reached (a tree's stranded dollars 0.4-0.7 % apart between two settings). At 1e-9
-    the answer is one: the memo's re-solves of a one-year five-scenario tree and of XL give the same figures warm or
-    cold (to 3e-9). HiGHS's cost perturbation (pseudo-random, on a scale set by the largest cost and each column's
-    own) is larger than those differences; the dual simplex works on the perturbed costs, then removes them and
-    cleans up. Measured on the memo's re-solves, warm as they run (benchmarks/README.md, issue 37, nineteenth
-    round): the tree's 152.8 s became 86.8 s (78.8 s at the default tolerances), XL's 33.0 s 33.2 s. The costs are
-    the same. A decision's LP (cuts, ``"costs"``), priced warm in the Benders loop, keeps HiGHS's defaults: its
-    purchases are decided on costs, not on the tie-break."""
+    weight: a scenario's probability x its hours) tells apart choices that differ by far less than itself: a class's
+    work moving to the next pool by about 1e-5 / (P + 1) x probability per GPU-hour, two classes trading two pools
+    by about 1e-5 / ((P + 1)(K + 1)) x probability (second order: 1.6e-9 at XL's 24 pools and 50 classes in a
+    five-scenario tree). Below HiGHS's default dual feasibility tolerance (1e-7) the solve path picked the vertex
+    (a tree's stranded dollars 0.4-0.7 % apart between two settings). At 1e-9 the answer is one down to differences
+    of about that size: the memo's re-solves of a one-year five-scenario tree and of XL give the same figures warm
+    or cold (to 3e-9), and so does a batch of 8 pools, 20 classes and 10 scenarios (a review; at the defaults warm
+    and cold moved 25,321 of 47,839 GPU-hours). Past it they still follow the path: 12 pools, 40 classes and 20
+    scenarios (9.4e-10) moved 24.5 % of the GPU-hours warm against cold (65.5 % at the defaults); an XL-sized tree
+    of eight or more equally likely scenarios is there. HiGHS's cost perturbation (pseudo-random, on a scale set by
+    the largest cost and each column's own) is larger than those differences; the dual simplex works on the
+    perturbed costs, then removes them and cleans up. Measured on the memo's re-solves, warm as they run
+    (benchmarks/README.md, issue 37, nineteenth round): the tree's 152.8 s became 86.3 s (78.8 s without the
+    perturbation alone, at the default tolerances), XL's 33.0 s 33.2 s. The costs are the same. A decision's LP
+    (cuts, ``"costs"``), priced warm in the Benders loop, keeps HiGHS's defaults: its purchases are decided on
+    costs, not on the tie-break."""
     return dict(PLAN_LP_OPTIONS) if solution is True and len(getattr(batch, "owned", ((),))[0]) else {}
 
 
