@@ -66,6 +66,8 @@ class Batch:
     # ``cost`` (planner.model.objective.tie_breaks: not costs; a pricing's values less them are costs)
     owned: tuple = (np.zeros(0, np.int32), np.zeros(0))  # their owned-GPU part (planner.model.objective.owned_tie):
     # in a plan's pricing (``solution=True``), left out of a decision's (cuts, costs)
+    plan_scale: tuple | None = None  # (per column, per row) float32: each block's objective over its probability in
+    # a plan's LP (:func:`plan_scale`); None where every block's is 1 (one scenario) or a row spans blocks
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -126,6 +128,8 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
 
     block_price = np.ascontiguousarray(block_prices(sub, model.blocks), dtype=float)
     block_hours = scenario_hours(model.blocks, sub.hours)
+    scaled = (plan_scale(block_hours, sub.probability, colblock, ncol, row_of, index, len(start) - 1)
+              if len(model.owned[0]) else None)
     # infinite bounds stay np.inf: highspy's kHighsInf is IEEE infinity (HiGHS reads anything >= 1e20 so)
     return Batch(periods=np.asarray(periods), G=G, R=R,
                  start=start.astype(np.int32), index=index.astype(np.int32), value=value.astype(float),
@@ -137,7 +141,39 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
                  block_of=model.blocks.of.astype(np.int32), row_code=code, row_key=rkey, row_weight=weight,
                  classes_pools=(inp.K, inp.P), row_counts=dict(model.rows), block_price=block_price,
                  block_hours=block_hours, tie=(model.tie[0].astype(np.int32), model.tie[1].astype(float)),
-                 owned=(model.owned[0].astype(np.int32), model.owned[1].astype(float)))
+                 owned=(model.owned[0].astype(np.int32), model.owned[1].astype(float)), plan_scale=scaled)
+
+
+def plan_scale(block_hours: np.ndarray, probability: np.ndarray, colblock: np.ndarray, fixed: np.ndarray,
+               row_of: np.ndarray, index: np.ndarray, rows: int) -> tuple | None:
+    """(per column, per row) factors, float32, that multiply a plan's LP's objective block by block (and divide its
+    row duals back): each block's hours over its probability-weighted hours, so that every block of a scenario of
+    probability ``p`` is priced as if ``p`` were 1 (:func:`lp_options`: the owned-GPU tie-break's differences then
+    do not shrink with the number of scenarios). Exact: with the purchases fixed the batch's LP is the direct sum
+    of its blocks' (each row's columns lie in one block, checked here), and a positive factor on one block's
+    objective leaves its optimal solutions as they are. ``colblock``: each column's block (-1: none), ``fixed``: the
+    purchases' columns (fixed at each pricing; in no block), ``row_of``/``index``: each entry's row and column of
+    ``rows``. None where every factor is 1 (one scenario, or every block's probability 1), or some row holds
+    columns of two blocks or a column of none that is not a purchase (then nothing is scaled)."""
+    hours = block_hours.sum(axis=0)
+    weighted = np.asarray(probability, float) @ block_hours
+    factor = np.divide(hours, weighted, out=np.ones_like(hours), where=weighted > 0)
+    if not len(factor) or np.allclose(factor, 1.0, rtol=0.0, atol=1e-12):
+        return None
+    loose = colblock < 0
+    loose[fixed] = False
+    if loose[index].any():
+        return None  # a column in no block (not a purchase) in some row: it could link blocks
+    block_of_entry = colblock[index]
+    low = np.full(rows, np.iinfo(np.int64).max)
+    high = np.full(rows, -1)
+    live = block_of_entry >= 0
+    np.minimum.at(low, row_of[live], block_of_entry[live])
+    np.maximum.at(high, row_of[live], block_of_entry[live])
+    if (high[high >= 0] != low[high >= 0]).any():
+        return None  # a row across blocks: the LP does not separate by block (no such row is built today)
+    cols = np.where(colblock >= 0, factor[np.clip(colblock, 0, None)], 1.0).astype(np.float32)
+    return cols, np.where(high >= 0, factor[np.clip(high, 0, None)], 1.0).astype(np.float32)
 
 
 @dataclass
@@ -203,15 +239,19 @@ def _price(batch: Batch, n: np.ndarray, basis, solution, portable: bool, scale: 
 
     cost = _decision_cost(batch) if solution is not True else None  # a plan's pricing holds the owned-GPU tie
     options = lp_options(batch, solution)
-    h = _run(batch, n, basis, scale, cost, options, highspy)
+    scaled = getattr(batch, "plan_scale", None) if options else None  # a plan's LP: each block's objective over
+    lp_cost = batch.cost * scaled[0] if scaled is not None else cost  # its probability (:func:`plan_scale`)
+    h = _run(batch, n, basis, scale, lp_cost, options, highspy)
     if options and h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # the tighter settings did not end
-        h = _run(batch, n, basis, scale, cost, {}, highspy)  # optimal: HiGHS's defaults, as a decision's LP
+        h = _run(batch, n, basis, scale, lp_cost, {}, highspy)  # optimal: HiGHS's defaults, as a decision's LP
     status = h.getModelStatus()
     if status != highspy.HighsModelStatus.kOptimal:
         raise SolverError(f"a batch's recourse LP did not solve: {h.modelStatusToString(status)}")
     sol = h.getSolution()
     x = np.asarray(sol.col_value, dtype=float)
     y = np.asarray(sol.row_dual, dtype=float)
+    if scaled is not None:
+        y /= scaled[1]  # the duals of the LP as built (each block's objective back at its probability)
     vals = batch.cost_vals if cost is None else cost[batch.cost_cols]
     values = np.bincount(batch.cost_group, weights=vals * x[batch.cost_cols], minlength=batch.G)
     if cuts:
@@ -265,9 +305,10 @@ def lp_options(batch: Batch, solution) -> dict:
     (a tree's stranded dollars 0.4-0.7 % apart between two settings). At 1e-9 the answer is one down to differences
     of about that size: the memo's re-solves of a one-year five-scenario tree and of XL give the same figures warm
     or cold (to 3e-9), and so does a batch of 8 pools, 20 classes and 10 scenarios (a review; at the defaults warm
-    and cold moved 25,321 of 47,839 GPU-hours). Past it they still follow the path: 12 pools, 40 classes and 20
-    scenarios (9.4e-10) moved 24.5 % of the GPU-hours warm against cold (65.5 % at the defaults); an XL-sized tree
-    of eight or more equally likely scenarios is there. HiGHS's cost perturbation (pseudo-random, on a scale set by
+    and cold moved 25,321 of 47,839 GPU-hours). A tree's blocks are also priced at probability one
+    (:func:`plan_scale`), so the differences do not shrink with the number of scenarios: 12 pools, 40 classes and
+    20 scenarios (9.4e-10 weighed by probability) moved 24.5 % of the GPU-hours warm against cold at 1e-9 unscaled
+    (65.5 % at the defaults), none scaled. HiGHS's cost perturbation (pseudo-random, on a scale set by
     the largest cost and each column's own) is larger than those differences; the dual simplex works on the
     perturbed costs, then removes them and cleans up. Measured on the memo's re-solves, warm as they run
     (benchmarks/README.md, issue 37, nineteenth round): the tree's 152.8 s became 86.3 s (78.8 s without the
