@@ -213,9 +213,11 @@ def test_a_plans_lp_gives_one_tie_broken_answer_warm_or_cold_where_the_ties_lie_
     assert np.allclose(warm.values, cold.values, rtol=1e-12, atol=1e-9)
 
 
-def _tree_day(tmp_path, P: int, K: int, S: int, owned_per_pool: int, hours: int = 24, seed: int = 0):
-    """P pools of one GPU (on-demand 4 USD), K classes over ``hours`` hours, S equally likely scenarios (scenario
-    ``s`` at 1 + 0.1 s times the demand), ``owned_per_pool`` owned GPUs a pool: the inputs and their one batch."""
+def _tree_day(tmp_path, P: int, K: int, S: int, owned_per_pool: int, hours: int = 24, seed: int = 0,
+              probability=None, branch: int = 0):
+    """P pools of one GPU (on-demand 4 USD), K classes over ``hours`` hours, S scenarios (equally likely, or
+    ``probability``; scenario ``s`` at 1 + 0.1 s times the demand from hour ``branch``, the same before it: those
+    hours' blocks are shared), ``owned_per_pool`` owned GPUs a pool: the inputs and their one batch."""
     from planner.solve import recourse
     from planner.solve.decompose import chunk_index, cut_groups
 
@@ -227,49 +229,64 @@ def _tree_day(tmp_path, P: int, K: int, S: int, owned_per_pool: int, hours: int 
     m = write_case(tmp_path, demand, prices, {k: {} for k in demand}, inventory=inv,
                    extra_top='[term]\njudge = "horizon"')
     d = pd.read_csv(tmp_path / "demand.csv")
-    pd.concat([d.assign(scenario=f"s{s}", gpus=d["gpus"] * (1 + 0.1 * s)) for s in range(S)]).to_csv(
-        tmp_path / "demand.csv", index=False)
-    m.write_text(m.read_text() + "\n[scenarios]\n" + "".join(f"s{s} = {1 / S!r}\n" for s in range(S)))
+    after = pd.to_datetime(d["period"]).rank(method="dense").to_numpy() > branch
+    pd.concat([d.assign(scenario=f"s{s}", gpus=np.where(after, d["gpus"] * (1 + 0.1 * s), d["gpus"]))
+               for s in range(S)]).to_csv(tmp_path / "demand.csv", index=False)
+    probability = [1 / S] * S if probability is None else list(probability)
+    m.write_text(m.read_text() + "\n[scenarios]\n" + "".join(f"s{s} = {float(q)!r}\n" for s, q in enumerate(probability)))
     inp = load_inputs(m)
     return inp, recourse.build_batch(inp, chunk_index(inp, "week")[0], cut_groups(inp))
 
 
-def test_a_trees_plan_lp_gives_one_answer_where_the_probability_weighted_ties_lie_below_its_tolerance(tmp_path):
-    """Twelve pools, forty classes, twenty equally likely scenarios, six hours: two classes trading pools differ by 1e-5 /
-    ((P+1)(K+1)) x 1/20 per GPU-hour (9.4e-10), below the plan LP's tolerance (1e-9; a review moved a quarter of
-    the GPU-hours warm against cold on this case). The plan's LP prices each block at probability one
-    (planner.solve.recourse.plan_scale: 1.9e-8 here), so warm and cold give one answer (before, 28 % of its owned
-    GPU-hours moved between them)."""
+GEOMETRIC = list(0.3 * 0.7 ** np.arange(20) / (1 - 0.7 ** 20))  # 0.30 down to 3.5e-4
+
+
+@pytest.mark.parametrize("probability", [None, GEOMETRIC], ids=["equal", "geometric"])
+def test_a_trees_plan_lp_gives_one_answer_where_the_probability_weighted_ties_lie_below_its_tolerance(
+        tmp_path, probability):
+    """Twelve pools, forty classes, twenty scenarios (equally likely, or geometric from 0.3 to 3.5e-4), six hours:
+    two classes trading pools differ by 1e-5 / ((P+1)(K+1)) x probability per GPU-hour (9.4e-10 at 1/20), below the
+    plan LP's tolerance (1e-9). The plan's LP prices each block over its probability
+    (planner.solve.recourse.plan_scale: 1.9e-8 here), so warm and cold give one answer (unscaled, 27.9 % of the
+    equal case's owned GPU-hours moved between them; scaled by the number of scenarios alone, not the
+    probabilities, a review's geometric case moved 47 %)."""
     from planner.solve import recourse
 
     P, K, S = 12, 40, 20
-    inp, b = _tree_day(tmp_path, P, K, S, int(K * 8 * 1.3 / P) + 1, hours=6)
-    assert OWNED_TIE_USD / ((P + 1) * (K + 1)) / S < 1e-9 < OWNED_TIE_USD / ((P + 1) * (K + 1))
-    assert b.plan_scale is not None and set(np.unique(b.plan_scale[0])) == {float(S)}  # every recourse column
+    inp, b = _tree_day(tmp_path, P, K, S, int(K * 8 * 1.3 / P) + 1, hours=6, probability=probability)
+    q = np.full(S, 1 / S) if probability is None else np.asarray(probability)
+    assert OWNED_TIE_USD / ((P + 1) * (K + 1)) * q.max() < 1e-8 and OWNED_TIE_USD / ((P + 1) * (K + 1)) > 1e-8
+    assert b.plan_scale is not None and np.allclose(np.unique(b.plan_scale[0]), np.unique(1 / q.astype(np.float32)))
     n = np.zeros(len(inp.commitments))
     decision = recourse.price(b, n)
     warm = recourse.price(b, n, decision.basis, solution=True)
     cold = recourse.price(b, n, solution=True)
     owned = b.owned[0]
-    assert cold.solution[owned].sum() > 10_000  # (27.9 % of them moved warm against cold before the scaling)
+    assert cold.solution[owned].sum() > 10_000
     assert np.abs(warm.solution[owned] - cold.solution[owned]).max() < 1e-6
     assert np.allclose(warm.values, cold.values, rtol=1e-12, atol=1e-9)
 
 
 def test_a_trees_plan_lp_scaled_by_block_has_the_same_costs_and_duals_as_the_lp_as_built(tmp_path):
     """plan_scale multiplies each block's objective by its hours over its probability-weighted hours (exact: the
-    LP separates by block) and divides the row duals back. Against the same LP unscaled, with fewer owned GPUs than
-    work (on-demand at the margin in every hour: unique demand duals), every cut group's cost and every shadow-price
-    sum agree to 1e-9; a one-scenario batch is not scaled."""
+    LP separates by block) and divides the row duals back. Scenarios of 0.7, 0.2 and 0.1 that share their first
+    three hours (one block each hour: factor 3) and branch after (factors 1/0.7, 5, 10). Against the same LP
+    unscaled, with fewer owned GPUs than work (on-demand at the margin in every hour: unique demand duals), every
+    cut group's cost and every shadow-price sum agree to 1e-9 (a row's factor taken from another block, or a
+    column's from one scenario of a shared block, moved them by hundreds of dollars: a review's mutants); a
+    one-scenario batch is not scaled."""
     from planner.solve import recourse
 
-    inp, b = _tree_day(tmp_path, 3, 4, 3, 4)
-    assert b.plan_scale is not None and set(np.unique(b.plan_scale[0])) == set(np.unique(b.plan_scale[1])) == {3.0}
+    inp, b = _tree_day(tmp_path, 3, 4, 3, 4, hours=6, probability=[0.7, 0.2, 0.1], branch=3)
+    assert b.plan_scale is not None
+    for factors in b.plan_scale:
+        assert np.allclose(np.unique(factors), np.unique(np.float32([1 / 0.7, 3.0, 5.0, 10.0]))), factors
     n = np.zeros(len(inp.commitments))
     ours = recourse.price(b, n, solution=True)
     built = recourse.price(replace(b, plan_scale=None), n, solution=True)
-    assert ours.values.sum() > 1_000  # on-demand GPUs priced
+    assert ours.values.sum() > 100  # on-demand GPUs priced
     assert np.allclose(ours.values, built.values, rtol=1e-9, atol=1e-9)
+    assert np.allclose(ours.solution, built.solution, atol=1e-7)
     assert ours.dual_sums.keys() == built.dual_sums.keys()
     for key in ours.dual_sums:
         assert np.allclose(ours.dual_sums[key], built.dual_sums[key], rtol=1e-9, atol=1e-9), key
@@ -277,3 +294,27 @@ def test_a_trees_plan_lp_scaled_by_block_has_the_same_costs_and_duals_as_the_lp_
     one = tmp_path / "one"
     one.mkdir()
     assert _tree_day(one, 3, 4, 1, 4)[1].plan_scale is None
+
+
+def test_plan_scale_leaves_an_lp_that_does_not_separate_by_block_unscaled_and_stays_finite():
+    """Two blocks, each of both scenarios' cells (probabilities 0.25 / 0.75: factor 2), or one scenario's each (1
+    and 1e-40): rows within one block are scaled; a row across the two blocks, or a column in no block (not a
+    purchase) in some row, leaves the LP unscaled (None), as does every factor 1; a probability of 1e-40 gives a
+    finite factor (at most PLAN_SCALE_MAX: float32 overflowed to inf, and the LP failed)."""
+    from planner.solve.recourse import PLAN_SCALE_MAX, plan_scale
+
+    hours = np.array([[1.0, 1.0], [1.0, 1.0]])  # (S, B): each scenario's hours in each block
+    colblock = np.array([-1, 0, 0, 1, 1])  # column 0: a purchase
+    fixed = np.array([0])
+    within = (np.array([0, 0, 1, 1]), np.array([0, 1, 3, 4]))  # row 0: the purchase and block 0; row 1: block 1
+    cols, rows = plan_scale(hours, np.array([0.25, 0.75]), colblock, fixed, *within, 2)
+    assert np.allclose(cols, [1.0, 2.0, 2.0, 2.0, 2.0]) and np.allclose(rows, [2.0, 2.0])
+    across = (np.array([0, 0, 1]), np.array([1, 3, 4]))  # row 0 holds a column of each block
+    assert plan_scale(hours, np.array([0.25, 0.75]), colblock, fixed, *across, 2) is None
+    assert plan_scale(hours, np.array([0.25, 0.75]), colblock, np.zeros(0, int), *within, 2) is None  # column 0
+    # in no block and, not fixed, no purchase
+    one = np.array([[1.0, 0.0], [0.0, 1.0]])  # block 0: scenario 0 only, block 1: scenario 1 only
+    cols, rows = plan_scale(one, np.array([1.0, 1e-40]), colblock, fixed, *within, 2)
+    assert np.isfinite(cols).all() and np.isfinite(rows).all()
+    assert np.allclose(cols, [1.0, 1.0, 1.0, PLAN_SCALE_MAX, PLAN_SCALE_MAX], rtol=1e-6)
+    assert plan_scale(one, np.array([1.0, 1.0]), colblock, fixed, *within, 2) is None  # every factor 1

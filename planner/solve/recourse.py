@@ -144,12 +144,16 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
                  owned=(model.owned[0].astype(np.int32), model.owned[1].astype(float)), plan_scale=scaled)
 
 
+PLAN_SCALE_MAX = 1e30  # a block's factor at most (a scenario of probability below 1e-30 is scaled by this only)
+
+
 def plan_scale(block_hours: np.ndarray, probability: np.ndarray, colblock: np.ndarray, fixed: np.ndarray,
                row_of: np.ndarray, index: np.ndarray, rows: int) -> tuple | None:
     """(per column, per row) factors, float32, that multiply a plan's LP's objective block by block (and divide its
-    row duals back): each block's hours over its probability-weighted hours, so that every block of a scenario of
-    probability ``p`` is priced as if ``p`` were 1 (:func:`lp_options`: the owned-GPU tie-break's differences then
-    do not shrink with the number of scenarios). Exact: with the purchases fixed the batch's LP is the direct sum
+    row duals back): each block's hours over its probability-weighted hours (at most :data:`PLAN_SCALE_MAX`), the
+    inverse of the mean probability of its (scenario, period) cells: a block of one scenario of probability ``p``
+    is priced as if ``p`` were 1, a block the scenarios share before a branch as if each were (:func:`lp_options`:
+    the owned-GPU tie-break's differences then do not shrink with the number of scenarios). Exact: with the purchases fixed the batch's LP is the direct sum
     of its blocks' (each row's columns lie in one block, checked here), and a positive factor on one block's
     objective leaves its optimal solutions as they are. ``colblock``: each column's block (-1: none), ``fixed``: the
     purchases' columns (fixed at each pricing; in no block), ``row_of``/``index``: each entry's row and column of
@@ -158,6 +162,7 @@ def plan_scale(block_hours: np.ndarray, probability: np.ndarray, colblock: np.nd
     hours = block_hours.sum(axis=0)
     weighted = np.asarray(probability, float) @ block_hours
     factor = np.divide(hours, weighted, out=np.ones_like(hours), where=weighted > 0)
+    factor = np.minimum(factor, PLAN_SCALE_MAX)  # (any positive factor is exact; float32 ends near 3.4e38)
     if not len(factor) or np.allclose(factor, 1.0, rtol=0.0, atol=1e-12):
         return None
     loose = colblock < 0
@@ -305,10 +310,11 @@ def lp_options(batch: Batch, solution) -> dict:
     (a tree's stranded dollars 0.4-0.7 % apart between two settings). At 1e-9 the answer is one down to differences
     of about that size: the memo's re-solves of a one-year five-scenario tree and of XL give the same figures warm
     or cold (to 3e-9), and so does a batch of 8 pools, 20 classes and 10 scenarios (a review; at the defaults warm
-    and cold moved 25,321 of 47,839 GPU-hours). A tree's blocks are also priced at probability one
+    and cold moved 25,321 of 47,839 GPU-hours). A tree's blocks are also priced over their probability
     (:func:`plan_scale`), so the differences do not shrink with the number of scenarios: 12 pools, 40 classes and
-    20 scenarios (9.4e-10 weighed by probability) moved 24.5 % of the GPU-hours warm against cold at 1e-9 unscaled
-    (65.5 % at the defaults), none scaled. HiGHS's cost perturbation (pseudo-random, on a scale set by
+    20 scenarios over a day (9.4e-10 weighed by probability) moved 28.5 % of the owned GPU-hours warm against cold
+    at 1e-9 unscaled, none scaled; the limit left is the model's size and its periods' length (docs/formulation.md).
+    HiGHS's cost perturbation (pseudo-random, on a scale set by
     the largest cost and each column's own) is larger than those differences; the dual simplex works on the
     perturbed costs, then removes them and cleans up. Measured on the memo's re-solves, warm as they run
     (benchmarks/README.md, issue 37, nineteenth round): the tree's 152.8 s became 86.3 s (78.8 s without the
