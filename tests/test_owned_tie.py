@@ -238,24 +238,24 @@ def _tree_day(tmp_path, P: int, K: int, S: int, owned_per_pool: int, hours: int 
     return inp, recourse.build_batch(inp, chunk_index(inp, "week")[0], cut_groups(inp))
 
 
-GEOMETRIC = list(0.3 * 0.7 ** np.arange(20) / (1 - 0.7 ** 20))  # 0.30 down to 3.5e-4
+GEOMETRIC = list(0.3 * 0.7 ** np.arange(20) / (1 - 0.7 ** 20))  # 0.30 down to 3.4e-4
 
 
 @pytest.mark.parametrize("probability", [None, GEOMETRIC], ids=["equal", "geometric"])
 def test_a_trees_plan_lp_gives_one_answer_where_the_probability_weighted_ties_lie_below_its_tolerance(
         tmp_path, probability):
-    """Twelve pools, forty classes, twenty scenarios (equally likely, or geometric from 0.3 to 3.5e-4), six hours:
+    """Twelve pools, forty classes, twenty scenarios (equally likely, or geometric from 0.3 to 3.4e-4), six hours:
     two classes trading pools differ by 1e-5 / ((P+1)(K+1)) x probability per GPU-hour (9.4e-10 at 1/20), below the
     plan LP's tolerance (1e-9). The plan's LP prices each block over its probability
     (planner.solve.recourse.plan_scale: 1.9e-8 here), so warm and cold give one answer (unscaled, 27.9 % of the
     equal case's owned GPU-hours moved between them; scaled by the number of scenarios alone, not the
-    probabilities, a review's geometric case moved 47 %)."""
+    probabilities, 17.6 % of the geometric case's: a review's mutant)."""
     from planner.solve import recourse
 
     P, K, S = 12, 40, 20
     inp, b = _tree_day(tmp_path, P, K, S, int(K * 8 * 1.3 / P) + 1, hours=6, probability=probability)
-    q = np.full(S, 1 / S) if probability is None else np.asarray(probability)
-    assert OWNED_TIE_USD / ((P + 1) * (K + 1)) * q.max() < 1e-8 and OWNED_TIE_USD / ((P + 1) * (K + 1)) > 1e-8
+    q = np.full(S, 1 / S) if probability is None else np.asarray(probability)  # (unscaled, the least likely
+    # scenario's swaps differ by 1e-5 / ((P+1)(K+1)) x q.min(): 9.4e-10 equal, 6.4e-12 geometric)
     assert b.plan_scale is not None and np.allclose(np.unique(b.plan_scale[0]), np.unique(1 / q.astype(np.float32)))
     n = np.zeros(len(inp.commitments))
     decision = recourse.price(b, n)
@@ -300,7 +300,7 @@ def test_plan_scale_leaves_an_lp_that_does_not_separate_by_block_unscaled_and_st
     """Two blocks, each of both scenarios' cells (probabilities 0.25 / 0.75: factor 2), or one scenario's each (1
     and 1e-40): rows within one block are scaled; a row across the two blocks, or a column in no block (not a
     purchase) in some row, leaves the LP unscaled (None), as does every factor 1; a probability of 1e-40 gives a
-    finite factor (at most PLAN_SCALE_MAX: float32 overflowed to inf, and the LP failed)."""
+    finite factor (at most PLAN_SCALE_MAX: float32 overflowed to inf, and the LP failed), as does one of 1e-310."""
     from planner.solve.recourse import PLAN_SCALE_MAX, plan_scale
 
     hours = np.array([[1.0, 1.0], [1.0, 1.0]])  # (S, B): each scenario's hours in each block
@@ -317,4 +317,7 @@ def test_plan_scale_leaves_an_lp_that_does_not_separate_by_block_unscaled_and_st
     cols, rows = plan_scale(one, np.array([1.0, 1e-40]), colblock, fixed, *within, 2)
     assert np.isfinite(cols).all() and np.isfinite(rows).all()
     assert np.allclose(cols, [1.0, 1.0, 1.0, PLAN_SCALE_MAX, PLAN_SCALE_MAX], rtol=1e-6)
+    with np.errstate(all="raise"):  # a probability below 1e-308 (1 / p overflows): capped, no warning
+        cols, _ = plan_scale(one, np.array([1.0, 1e-310]), colblock, fixed, *within, 2)
+    assert cols.max() == np.float32(PLAN_SCALE_MAX)
     assert plan_scale(one, np.array([1.0, 1.0]), colblock, fixed, *within, 2) is None  # every factor 1

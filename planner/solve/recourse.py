@@ -144,7 +144,8 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
                  owned=(model.owned[0].astype(np.int32), model.owned[1].astype(float)), plan_scale=scaled)
 
 
-PLAN_SCALE_MAX = 1e30  # a block's factor at most (a scenario of probability below 1e-30 is scaled by this only)
+PLAN_SCALE_MAX = 1e30  # a block's factor at most: a scenario of probability below 1e-30 is scaled by this only (its
+# tie-break's differences then shrink again, as they did unscaled)
 
 
 def plan_scale(block_hours: np.ndarray, probability: np.ndarray, colblock: np.ndarray, fixed: np.ndarray,
@@ -161,7 +162,8 @@ def plan_scale(block_hours: np.ndarray, probability: np.ndarray, colblock: np.nd
     columns of two blocks or a column of none that is not a purchase (then nothing is scaled)."""
     hours = block_hours.sum(axis=0)
     weighted = np.asarray(probability, float) @ block_hours
-    factor = np.divide(hours, weighted, out=np.ones_like(hours), where=weighted > 0)
+    with np.errstate(over="ignore"):  # (a probability below 1e-308: inf, capped next)
+        factor = np.divide(hours, weighted, out=np.ones_like(hours), where=weighted > 0)
     factor = np.minimum(factor, PLAN_SCALE_MAX)  # (any positive factor is exact; float32 ends near 3.4e38)
     if not len(factor) or np.allclose(factor, 1.0, rtol=0.0, atol=1e-12):
         return None
