@@ -154,9 +154,9 @@ def plan_scale(block_hours: np.ndarray, probability: np.ndarray, colblock: np.nd
     row duals back): each block's hours over its probability-weighted hours (at most :data:`PLAN_SCALE_MAX`), the
     inverse of the mean probability of its (scenario, period) cells: a block of one scenario of probability ``p``
     is priced as if ``p`` were 1, a block the scenarios share before a branch as if each were (:func:`lp_options`:
-    the owned-GPU tie-break's differences then do not shrink with the number of scenarios). Exact: with the purchases fixed the batch's LP is the direct sum
-    of its blocks' (each row's columns lie in one block, checked here), and a positive factor on one block's
-    objective leaves its optimal solutions as they are. ``colblock``: each column's block (-1: none), ``fixed``: the
+    the owned-GPU tie-break's differences then do not shrink with the number of scenarios). Exact: with the
+    purchases fixed the batch's LP is the direct sum of its blocks' (each row's columns lie in one block, checked
+    here), and a positive factor on one block's objective leaves its optimal solutions as they are. ``colblock``: each column's block (-1: none), ``fixed``: the
     purchases' columns (fixed at each pricing; in no block), ``row_of``/``index``: each entry's row and column of
     ``rows``. None where every factor is 1 (one scenario, or every block's probability 1), or some row holds
     columns of two blocks or a column of none that is not a purchase (then nothing is scaled)."""
@@ -316,9 +316,8 @@ def lp_options(batch: Batch, solution) -> dict:
     (:func:`plan_scale`), so the differences do not shrink with the number of scenarios: 12 pools, 40 classes and
     20 scenarios over a day (9.4e-10 weighed by probability) moved 28.5 % of the owned GPU-hours warm against cold
     at 1e-9 unscaled, none scaled; the limit left is the model's size and its periods' length (docs/formulation.md).
-    HiGHS's cost perturbation (pseudo-random, on a scale set by
-    the largest cost and each column's own) is larger than those differences; the dual simplex works on the
-    perturbed costs, then removes them and cleans up. Measured on the memo's re-solves, warm as they run
+    HiGHS's cost perturbation (pseudo-random, on a scale set by the largest cost and each column's own) is larger
+    than those differences; the dual simplex works on the perturbed costs, then removes them and cleans up. Measured on the memo's re-solves, warm as they run
     (benchmarks/README.md, issue 37, nineteenth round): the tree's 152.8 s became 86.3 s (78.8 s without the
     perturbation alone, at the default tolerances), XL's 33.0 s 33.2 s. The costs are the same. A decision's LP
     (cuts, ``"costs"``), priced warm in the Benders loop, keeps HiGHS's defaults: its purchases are decided on
