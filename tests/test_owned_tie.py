@@ -321,3 +321,27 @@ def test_plan_scale_leaves_an_lp_that_does_not_separate_by_block_unscaled_and_st
         cols, _ = plan_scale(one, np.array([1.0, 1e-310]), colblock, fixed, *within, 2)
     assert cols.max() == np.float32(PLAN_SCALE_MAX)
     assert plan_scale(one, np.array([1.0, 1.0]), colblock, fixed, *within, 2) is None  # every factor 1
+
+
+def test_a_decomposed_plan_whose_plan_lp_fell_back_to_highs_defaults_says_so_and_costs_the_same(tmp_path,
+                                                                                                  monkeypatch):
+    """Where a batch's plan LP does not end optimal at its tight settings it is priced at HiGHS's defaults
+    (recourse._price); the plan then says in how many weekly batches (its tie-broken reading there is not held to
+    one answer), and its costs are the plan's without the fallback. A plan without one has no such note."""
+    from test_decompose import _case
+
+    from planner.solve import recourse
+
+    inp = _case(tmp_path, 11, scenarios=True, days=30)
+    inp = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders")))
+    plain = make_plan(inp, mip_gap=0.0, risk=False)
+    assert "Benders" in plain.solve.message and not any("HiGHS's defaults" in n for n in plain.notes)
+    monkeypatch.setattr(recourse, "PLAN_LP_OPTIONS", {"time_limit": 1e-12, "simplex_iteration_limit": 0})
+    fell = make_plan(inp, mip_gap=0.0, risk=False)
+    notes = [n for n in fell.notes if "priced at HiGHS's defaults" in n]
+    weeks = len(fell.recourse["chunks"])
+    said = [int(x) for x in notes[0].split(" weekly batches")[0].split(" of ")] if notes else []
+    assert len(said) == 2 and 0 < said[0] <= said[1] == weeks, fell.notes  # (a batch already optimal at its start
+    # basis, or without owned GPUs in its weeks, does not fall back)
+    assert fell.cost["total"] == pytest.approx(plain.cost["total"], rel=1e-9)
+    assert np.allclose(fell.purchases["units"], plain.purchases["units"])

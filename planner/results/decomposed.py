@@ -131,6 +131,12 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
     plan = extract_plan(inp, model, result, timings, allocation=allocation)
     plan.timings["extract"] = time.perf_counter() - t0
     plan.dual_sums = summed_duals(bd.priced)
+    fell = sum(bool(getattr(r, "fell_back", False)) for r in bd.priced)
+    if fell:  # (costs are the same; the tie-broken reading of those weeks is not held to one answer)
+        plan.notes.append(f"{fell} of {len(bd.priced)} weekly batches did not solve at the plan LP's tight settings "
+                          "(no cost perturbation, tolerances 1e-9) and were priced at HiGHS's defaults: the costs are "
+                          "the same, but in those weeks which idle reserved GPUs ran the work (tranche use, stranded "
+                          "dollars, allocation, chargeback) may differ between runs that take another solve path")
     from planner.solve.recourse import portable_basis
 
     plan.recourse = {"chunks": bd.chunk_periods, "cut_by": bd.cut_by, "units": np.asarray(bd.n, float),

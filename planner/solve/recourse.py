@@ -150,16 +150,16 @@ PLAN_SCALE_MAX = 1e30  # a block's factor at most: a scenario of probability bel
 
 def plan_scale(block_hours: np.ndarray, probability: np.ndarray, colblock: np.ndarray, fixed: np.ndarray,
                row_of: np.ndarray, index: np.ndarray, rows: int) -> tuple | None:
-    """(per column, per row) factors, float32, that multiply a plan's LP's objective block by block (and divide its
-    row duals back): each block's hours over its probability-weighted hours (at most :data:`PLAN_SCALE_MAX`), the
-    inverse of the mean probability of its (scenario, period) cells: a block of one scenario of probability ``p``
-    is priced as if ``p`` were 1, a block the scenarios share before a branch as if each were (:func:`lp_options`:
-    the owned-GPU tie-break's differences then do not shrink with the number of scenarios). Exact: with the
-    purchases fixed the batch's LP is the direct sum of its blocks' (each row's columns lie in one block, checked
-    here), and a positive factor on one block's objective leaves its optimal solutions as they are. ``colblock``: each column's block (-1: none), ``fixed``: the
-    purchases' columns (fixed at each pricing; in no block), ``row_of``/``index``: each entry's row and column of
-    ``rows``. None where every factor is 1 (one scenario, or every block's probability 1), or some row holds
-    columns of two blocks or a column of none that is not a purchase (then nothing is scaled)."""
+    """(per column, per row) factors, float32, that multiply a plan's LP's objective block by block (and divide its row
+    duals back): each block's hours over its probability-weighted hours (at most :data:`PLAN_SCALE_MAX`), the inverse of
+    the mean probability of its (scenario, period) cells: a block of one scenario of probability ``p`` is priced as if
+    ``p`` were 1, a block the scenarios share before a branch as if each were (:func:`lp_options`: the owned-GPU
+    tie-break's differences then do not shrink with the number of scenarios). Exact: with the purchases fixed the
+    batch's LP is the direct sum of its blocks' (each row's columns lie in one block, checked here), and a positive
+    factor on one block's objective leaves its optimal solutions as they are. ``colblock``: each column's block (-1:
+    none), ``fixed``: the purchases' columns (fixed at each pricing; in no block), ``row_of``/``index``: each entry's
+    row and column of ``rows``. None where every factor is 1 (one scenario, or every block's probability 1), or some row
+    holds columns of two blocks or a column of none that is not a purchase (then nothing is scaled)."""
     hours = block_hours.sum(axis=0)
     weighted = np.asarray(probability, float) @ block_hours
     with np.errstate(over="ignore"):  # (a probability below 1e-308: inf, capped next)
@@ -197,6 +197,8 @@ class Priced:
     dual_sums: dict | None = None  # shadow-price sums of the row duals (asked for the plan)
     costs: dict | None = None  # per scenario: rented USD by kind, USD savings plans paid, shortfall GPU-hours by
     # class (asked for a decision: :func:`scenario_costs`)
+    fell_back: bool = False  # a plan's LP priced again at HiGHS's defaults: its tighter settings (lp_options) did not
+    # end optimal, so which idle GPUs ran the work may follow the solve path in this batch (the plan says so)
     cut: "Priced | None" = None  # ``solution="plan+cuts"``: the decision's pricing at the same purchases, whose
     # values and duals are the Benders cuts there (the plan's own LP holds the owned-GPU tie-break; the loop's not)
 
@@ -249,8 +251,9 @@ def _price(batch: Batch, n: np.ndarray, basis, solution, portable: bool, scale: 
     scaled = getattr(batch, "plan_scale", None) if options else None  # a plan's LP: each block's objective over
     lp_cost = batch.cost * scaled[0] if scaled is not None else cost  # its probability (:func:`plan_scale`)
     h = _run(batch, n, basis, scale, lp_cost, options, highspy)
-    if options and h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # the tighter settings did not end
-        h = _run(batch, n, basis, scale, lp_cost, {}, highspy)  # optimal: HiGHS's defaults, as a decision's LP
+    fell_back = bool(options) and h.getModelStatus() != highspy.HighsModelStatus.kOptimal
+    if fell_back:  # the tighter settings did not end optimal: HiGHS's defaults, as a decision's LP
+        h = _run(batch, n, basis, scale, lp_cost, {}, highspy)
     status = h.getModelStatus()
     if status != highspy.HighsModelStatus.kOptimal:
         raise SolverError(f"a batch's recourse LP did not solve: {h.modelStatusToString(status)}")
@@ -271,6 +274,7 @@ def _price(batch: Batch, n: np.ndarray, basis, solution, portable: bool, scale: 
     hb = h.getBasis()
     iters = int(h.getInfo().simplex_iteration_count)
     return Priced(values=values, group=uniq[keep] // batch.R, row=uniq[keep] % batch.R, coef=d[keep],
+                  fell_back=fell_back,
                   basis=_portable(hb, batch) if portable else hb, iterations=iters,
                   solution=x if solution is True else None,
                   dual_sums=sums_from_codes(batch.row_code, batch.row_key, _weights(batch, scale), y,
@@ -300,28 +304,28 @@ PLAN_LP_OPTIONS = {"dual_simplex_cost_perturbation_multiplier": 0.0, "dual_feasi
 
 def lp_options(batch: Batch, solution) -> dict:
     """HiGHS options of one pricing's LP beyond :func:`~planner.solve.monolithic.new_highs`'s: a plan's LP that holds
-    the owned-GPU tie-break (``solution=True``) runs without HiGHS's cost perturbation and at feasibility
-    tolerances of 1e-9 (:data:`PLAN_LP_OPTIONS`); where that does not end optimal, it is run again at HiGHS's
-    defaults (:func:`_price`).
+    the owned-GPU tie-break (``solution=True``) runs without HiGHS's cost perturbation and at feasibility tolerances of
+    1e-9 (:data:`PLAN_LP_OPTIONS`); where that does not end optimal, it is run again at HiGHS's defaults
+    (:func:`_price`).
 
     The tie-break (:data:`planner.model.objective.OWNED_TIE_USD`, 1e-5 to 4e-5 USD per GPU-hour, times the block's
     weight: a scenario's probability x its hours) tells apart choices that differ by far less than itself: a class's
-    work moving to the next pool by about 1e-5 / (P + 1) x probability per GPU-hour, two classes trading two pools
-    by about 1e-5 / ((P + 1)(K + 1)) x probability (second order: 1.6e-9 at XL's 24 pools and 50 classes in a
-    five-scenario tree). Below HiGHS's default dual feasibility tolerance (1e-7) the solve path picked the vertex
-    (a tree's stranded dollars 0.4-0.7 % apart between two settings). At 1e-9 the answer is one down to differences
-    of about that size: the memo's re-solves of a one-year five-scenario tree and of XL give the same figures warm
-    or cold (to 3e-9), and so does a batch of 8 pools, 20 classes and 10 scenarios (a review; at the defaults warm
-    and cold moved 25,321 of 47,839 GPU-hours). A tree's blocks are also priced over their probability
-    (:func:`plan_scale`), so the differences do not shrink with the number of scenarios: 12 pools, 40 classes and
-    20 scenarios over a day (9.4e-10 weighed by probability) moved 28.5 % of the owned GPU-hours warm against cold
-    at 1e-9 unscaled, none scaled; the limit left is the model's size and its periods' length (docs/formulation.md).
-    HiGHS's cost perturbation (pseudo-random, on a scale set by the largest cost and each column's own) is larger
-    than those differences; the dual simplex works on the perturbed costs, then removes them and cleans up. Measured on the memo's re-solves, warm as they run
+    work moving to the next pool by about 1e-5 / (P + 1) x probability per GPU-hour, two classes trading two pools by
+    about 1e-5 / ((P + 1)(K + 1)) x probability (second order: 1.6e-9 at XL's 24 pools and 50 classes in a five-scenario
+    tree). Below HiGHS's default dual feasibility tolerance (1e-7) the solve path picked the vertex (a tree's stranded
+    dollars 0.4-0.7 % apart between two settings). At 1e-9 the answer is one down to differences of about that size: the
+    memo's re-solves of a one-year five-scenario tree and of XL give the same figures warm or cold (to 3e-9), and so
+    does a batch of 8 pools, 20 classes and 10 scenarios (a review; at the defaults warm and cold moved 25,321 of 47,839
+    GPU-hours). A tree's blocks are also priced over their probability (:func:`plan_scale`), so the differences do not
+    shrink with the number of scenarios: 12 pools, 40 classes and 20 scenarios over a day (9.4e-10 weighed by
+    probability) moved 28.5 % of the owned GPU-hours warm against cold at 1e-9 unscaled, none scaled; the limit left is
+    the model's size and its periods' length (docs/formulation.md). HiGHS's cost perturbation (pseudo-random, on a scale
+    set by the largest cost and each column's own) is larger than those differences; the dual simplex works on the
+    perturbed costs, then removes them and cleans up. Measured on the memo's re-solves, warm as they run
     (benchmarks/README.md, issue 37, nineteenth round): the tree's 152.8 s became 86.3 s (78.8 s without the
-    perturbation alone, at the default tolerances), XL's 33.0 s 33.2 s. The costs are the same. A decision's LP
-    (cuts, ``"costs"``), priced warm in the Benders loop, keeps HiGHS's defaults: its purchases are decided on
-    costs, not on the tie-break."""
+    perturbation alone, at the default tolerances), XL's 33.0 s 33.2 s. The costs are the same. A decision's LP (cuts,
+    ``"costs"``), priced warm in the Benders loop, keeps HiGHS's defaults: its purchases are decided on costs, not on
+    the tie-break."""
     return dict(PLAN_LP_OPTIONS) if solution is True and len(getattr(batch, "owned", ((),))[0]) else {}
 
 
