@@ -335,12 +335,12 @@ def test_a_decomposed_plan_whose_plan_lp_fell_back_to_highs_defaults_says_so_and
     inp = _case(tmp_path, 11, scenarios=True, days=30)
     inp = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders")))
     plain = make_plan(inp, mip_gap=0.0, risk=False)
-    assert "Benders" in plain.solve.message and not any("HiGHS's defaults" in n for n in plain.notes)
+    assert "Benders" in plain.solve.message and not any("HiGHS's default" in n for n in plain.notes)
     monkeypatch.setattr(recourse, "PLAN_LP_OPTIONS", {"time_limit": 1e-12, "simplex_iteration_limit": 0})
     fell = make_plan(inp, mip_gap=0.0, risk=False)
-    notes = [n for n in fell.notes if "priced at HiGHS's defaults" in n]
+    notes = [n for n in fell.notes if "re-solved at HiGHS's default settings" in n]
     weeks = len(fell.recourse["chunks"])
-    said = [int(x) for x in notes[0].split(" weekly batches")[0].split(" of ")] if notes else []
+    said = [int(x) for x in notes[0].split(" weeks were")[0].split(" of ")] if notes else []
     assert len(said) == 2 and 0 < said[0] <= said[1] == weeks, fell.notes  # (a batch already optimal at its start
     # basis, or without owned GPUs in its weeks, does not fall back)
     assert fell.cost["total"] == pytest.approx(plain.cost["total"], rel=1e-9)
