@@ -172,12 +172,10 @@ def plan_scale(block_hours: np.ndarray, probability: np.ndarray, colblock: np.nd
     if loose[index].any():
         return None  # a column in no block (not a purchase) in some row: it could link blocks
     block_of_entry = colblock[index]
-    low = np.full(rows, np.iinfo(np.int64).max)
-    high = np.full(rows, -1)
     live = block_of_entry >= 0
-    np.minimum.at(low, row_of[live], block_of_entry[live])
-    np.maximum.at(high, row_of[live], block_of_entry[live])
-    if (high[high >= 0] != low[high >= 0]).any():
+    high = np.full(rows, -1)
+    np.maximum.at(high, row_of[live], block_of_entry[live])  # each row's block (-1: none)
+    if (high[row_of[live]] != block_of_entry[live]).any():
         return None  # a row across blocks: the LP does not separate by block (no such row is built today)
     cols = np.where(colblock >= 0, factor[np.clip(colblock, 0, None)], 1.0).astype(np.float32)
     return cols, np.where(high >= 0, factor[np.clip(high, 0, None)], 1.0).astype(np.float32)
