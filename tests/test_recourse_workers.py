@@ -620,3 +620,43 @@ def test_a_failed_build_raises_again_when_read_again_and_its_workers_stop(tmp_pa
             pricer.groups
     pricer.close()
     assert all(p.poll() is not None for p in pricer.procs)
+
+
+def test_dask_shares_are_scattered_while_the_caller_works_and_a_failure_is_raised_when_read(tmp_path, monkeypatch):
+    """A DaskPricer cuts and scatters its actors' shares from a thread (as a ProcessPricer sends its payloads): the
+    constructor returns at once, and what the thread raised (a share that could not be sent) is raised when the
+    build is first read, and again when read again; close() then ends the thread and cancels what was made."""
+    import threading
+
+    from planner.solve import workers
+    from planner.solve.workers import DaskPricer
+
+    inp = _case(tmp_path, 22, days=60)
+    chunks = chunk_index(inp, "week")
+    gate = threading.Event()
+    cut = workers.share_inputs
+
+    def slow_then_fail(inp_, chunks_, share):
+        gate.wait(30)  # the constructor must not wait for this
+        if share == DaskPricer_shares[-1]:
+            raise MemoryError("share too large to send")
+        return cut(inp_, chunks_, share)
+
+    DaskPricer_shares: list = []
+    monkeypatch.setattr(workers, "share_inputs", slow_then_fail)
+    with DaskExecutor(jobs=2, processes=False) as ex:
+        p = DaskPricer(inp, chunks, cut_groups(inp), ex)
+        DaskPricer_shares[:] = p.shares
+        assert p._sending.is_alive() and p._made == []  # returned before any share was sent
+        gate.set()
+        for _ in range(2):
+            with pytest.raises(MemoryError, match="share too large"):
+                p.groups
+        p.close()
+        assert not p._sending.is_alive() and p._made == [] and p._actors == []
+        monkeypatch.setattr(workers, "share_inputs", cut)
+        q = DaskPricer(inp, chunks, cut_groups(inp), ex)  # the same cluster serves a new pricer
+        got = q.price(np.zeros(len(inp.commitments)), [None] * len(chunks))
+        want = LocalPricer(inp, chunks, cut_groups(inp)).price(np.zeros(len(inp.commitments)), [None] * len(chunks))
+        assert all(np.array_equal(a.values, b.values) for a, b in zip(got, want))
+        q.close()

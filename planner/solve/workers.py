@@ -483,10 +483,26 @@ class DaskPricer:
         self.restarts = 0
         self.bases_lost = 0  # kept bases an actor no longer had (made again since): batches started cold
         # every actor is asked for at once (each builds its batches where it lives) and read when first used: the
-        # actors were made one after the other, each waiting for the last one's build
-        self._made = [self._submit(w, addresses[w] if w < len(addresses) else None) for w in range(self.workers)]
+        # actors were made one after the other, each waiting for the last one's build. The shares are cut and
+        # scattered from a thread, as a ProcessPricer's payloads are sent: the caller's own work (the Benders'
+        # aggregate start) overlaps the pickling and the sending (a second at XL), not only the build
+        import threading
+
+        self._made: list = []
         self._actors: list = []
         self._built: dict | None = None
+        self._send_error: BaseException | None = None
+        self._sending = threading.Thread(target=self._submit_all, args=(addresses,), name="planner-dask-shares",
+                                         daemon=True)
+        self._sending.start()
+
+    def _submit_all(self, addresses: list) -> None:
+        """Every actor asked for (the constructor's thread); what it raised is raised by :meth:`_wait_built`."""
+        try:
+            for w in range(self.workers):
+                self._made.append(self._submit(w, addresses[w] if w < len(addresses) else None))
+        except BaseException as exc:
+            self._send_error = exc
 
     @property
     def actors(self) -> list:
@@ -498,6 +514,9 @@ class DaskPricer:
         """Per batch, what its actor built ((cut groups, keys, block_of, row counts, shape)): the actors made
         and their builds read once, when first needed."""
         if self._built is None:
+            self._sending.join()
+            if self._send_error is not None:
+                raise self._send_error
             self._actors = [fut.result() for fut in self._made]
             self._made = []
             built: dict = {}
@@ -525,7 +544,9 @@ class DaskPricer:
         """The future of a new actor for share ``w`` (on ``address`` when given), its inputs scattered to it."""
         part, items = share_inputs(self.inp, self.chunks, self.shares[w])
         where = {"workers": [address], "allow_other_workers": True} if address else {}
-        data = self.client.scatter(part, **({"workers": [address]} if address else {}))
+        # (hash=False: a key of its own; by content, a share scattered again as a cancelled actor's is released
+        # would be that key, and the new actor lost with it: "lost dependencies")
+        data = self.client.scatter(part, hash=False, **({"workers": [address]} if address else {}))
         return self.client.submit(RecourseActor, data, items, self.cut_by, actor=True, pure=False, **where)
 
     def _actor(self, w: int, address: str | None):
@@ -602,6 +623,7 @@ class DaskPricer:
 
     def close(self) -> None:
         """Drop the actors, made or still being made (the cluster is the executor's to close)."""
+        self._sending.join()  # (a share still being scattered: its future is cancelled with the rest)
         for fut in self._made:
             fut.cancel()
         self._made, self._actors, self._built = [], [], {}
