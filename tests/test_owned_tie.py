@@ -345,3 +345,21 @@ def test_a_decomposed_plan_whose_plan_lp_fell_back_to_highs_defaults_says_so_and
     # basis, or without owned GPUs in its weeks, does not fall back)
     assert fell.cost["total"] == pytest.approx(plain.cost["total"], rel=1e-9)
     assert np.allclose(fell.purchases["units"], plain.purchases["units"])
+    # the finance reader sees it too: every note of the plan, under the Assumptions sheet's table, as plan.json has it
+    import json
+
+    from openpyxl import load_workbook
+
+    from planner.pipeline.run import write_outputs
+
+    paths = write_outputs(fell, tmp_path / "out")
+    lines = [r[0] for r in load_workbook(paths["xlsx"], read_only=True)["Assumptions"].iter_rows(values_only=True)
+             if r and isinstance(r[0], str)]
+    head = [i for i, x in enumerate(lines) if x.startswith("This run's notes (")]
+    written = json.loads(paths["json"].read_text())["notes"]
+    assert len(head) == 1 and lines[head[0]] == f"This run's notes ({len(written)}; the same as plan.json's notes):"
+    assert lines[head[0] + 1:head[0] + 1 + len(written)] == [f"- {n}" for n in written] and notes[0] in written
+    plain_paths = write_outputs(plain, tmp_path / "plain")
+    heads = [r[0] for r in load_workbook(plain_paths["xlsx"], read_only=True)["Assumptions"].iter_rows(
+        values_only=True) if r and str(r[0]).startswith("This run's notes")]
+    assert heads == ([f"This run's notes ({len(plain.notes)}; the same as plan.json's notes):"] if plain.notes else [])

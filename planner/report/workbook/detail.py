@@ -65,6 +65,12 @@ def _write_assumptions(ws, plan: Plan, extra_notes: list[str] | None = None) -> 
     s.note()  # the notes stand below the table
     for note in notes:
         s.note(note)
+    said = [str(n) for n in (plan.notes or []) if str(n).strip()]
+    if said:  # what the run itself says (how the purchases were judged, a memo not computed, a fallback): plan.json's
+        s.note()  # notes and the printed summary's, for the reader of the workbook too
+        s.note(f"This run's notes ({len(said)}; the same as plan.json's notes):")
+        for note in said:
+            s.note(f"- {note}")
 
 
 def _write_scenarios(ws, plan: Plan) -> None:
