@@ -334,10 +334,22 @@ def test_a_decomposed_plan_whose_plan_lp_fell_back_to_highs_defaults_says_so_and
 
     inp = _case(tmp_path, 11, scenarios=True, days=30)
     inp = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders")))
-    plain = make_plan(inp, mip_gap=0.0, risk=False)
+    from planner.pipeline.run import with_memo
+
+    plain = with_memo(make_plan(inp, mip_gap=0.0, risk=False))
     assert "Benders" in plain.solve.message and not any("HiGHS's default" in n for n in plain.notes)
+    assert plain.memo is not None and (plain.memo.curve["weeks_fell_back"] == 0).all()
     monkeypatch.setattr(recourse, "PLAN_LP_OPTIONS", {"time_limit": 1e-12, "simplex_iteration_limit": 0})
-    fell = make_plan(inp, mip_gap=0.0, risk=False)
+    fell = with_memo(make_plan(inp, mip_gap=0.0, risk=False))
+    # the memo's re-solves fall back too: a note of their own names each row (not the plan's own: shock 0, factor 1)
+    memo_notes = [n for n in fell.notes if n.startswith("some of the purchase memo's re-solves")]
+    curve, down = fell.memo.curve, fell.memo.downside
+    assert (curve["weeks_fell_back"] > 0).sum() >= 2 and len(memo_notes) == 1, fell.notes
+    for f, w in zip(curve["factor"], curve["weeks_fell_back"]):
+        assert (f"the commitment curve at x{f:g}: {w} week" in memo_notes[0]) == (f != 1 and w > 0)
+    for s, w in zip(down["shock"], down["weeks_fell_back"]):
+        assert (f"the downside at {s:.0%} less demand: {w} week" in memo_notes[0]) == (s != 0 and w > 0)
+    assert curve["total_cost_usd"].to_numpy() == pytest.approx(plain.memo.curve["total_cost_usd"].to_numpy(), rel=1e-9)
     notes = [n for n in fell.notes if "re-solved at HiGHS's default settings" in n]
     weeks = len(fell.recourse["chunks"])
     said = [int(x) for x in notes[0].split(" weeks were")[0].split(" of ")] if notes else []

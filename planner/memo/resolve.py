@@ -16,7 +16,8 @@ commitments' whole liability + the recourse), ``on_demand_usd``, ``spot_usd``, `
 ``stranded_usd`` (the new commitments' GPU-hours left unused x their effective rate, plus the savings
 plans' unused dollars), ``stranded_owned_usd`` (the inventory's, at its rate), ``liability_past_horizon_usd``,
 ``shortfall_gpu_hours``, ``objective_usd``, ``npv_usd`` (the plan's cash schedule at ``[finance]
-discount_rate``).
+discount_rate``), ``weeks_fell_back`` (weekly batches whose plan LP was re-solved at HiGHS's defaults: said in the
+plan's notes, :func:`planner.memo.build.fallback_note`; not in plan.json's tables).
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def plan_figures(p) -> dict:
             "liability_past_horizon_usd": float(c.get("liability_past_horizon_usd", 0.0)),
             "shortfall_gpu_hours": float(p.shortfall_gpu_hours), "objective_usd": float(p.objective),
             "npv_usd": float(p.finance.get("npv_usd", 0.0)),
-            "baseline_all_on_demand_usd": float(p.baseline_all_on_demand)}
+            "baseline_all_on_demand_usd": float(p.baseline_all_on_demand),
+            "weeks_fell_back": int(getattr(p, "weeks_fell_back", 0))}  # (said in a note: planner.memo.build.fallback_note)
 
 
 def _init_worker(inp, solve: dict, warm: dict | None = None, make_plan=None) -> None:

@@ -273,7 +273,7 @@ def with_memo(plan: Plan, *, executor=None, backend: str | None = None, time_lim
     with the purchases fixed, mapped over ``executor`` (local processes by default)."""
     if not plan.status.has_plan:
         return plan
-    from planner.memo.build import build_memo
+    from planner.memo.build import build_memo, fallback_note
 
     from planner.core.errors import PlannerError
 
@@ -281,6 +281,9 @@ def with_memo(plan: Plan, *, executor=None, backend: str | None = None, time_lim
     try:
         plan.memo = build_memo(plan, executor=executor, backend=backend, time_limit_s=time_limit_s, mip_gap=mip_gap,
                                make_plan=make_plan)
+        note = fallback_note(plan.memo)
+        if note:
+            plan.notes.append(note)
     except PlannerError as exc:  # the plan stands without its memo's re-solves: say why, never lose the plan
         plan.notes.append(f"the purchase memo's re-solves were not computed ({exc}); the plan itself is unaffected")
     plan.timings["memo"] = time.perf_counter() - t0

@@ -132,12 +132,13 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
     plan.timings["extract"] = time.perf_counter() - t0
     plan.dual_sums = summed_duals(bd.priced)
     fell = sum(bool(getattr(r, "fell_back", False)) for r in bd.priced)
+    plan.weeks_fell_back = int(fell)  # (read by the memo's figures: its re-solves' own count, in a note of theirs)
     if fell:  # (costs are the same; the tie-broken reading of those weeks is not held to one answer)
         plan.notes.append(f"{fell} of {len(bd.priced)} weeks were re-solved at HiGHS's default settings because the "
                           "plan's tighter ones did not finish: the costs are unaffected, but in those weeks which idle "
                           "reserved GPUs are shown running the work (tranche use, stranded dollars, allocation, "
                           "chargeback) is one of several equal-cost answers and may differ between runs (the purchase "
-                          "memo's re-solves are not counted here)")
+                          "memo's re-solves are counted in a note of their own)")
     from planner.solve.recourse import portable_basis
 
     plan.recourse = {"chunks": bd.chunk_periods, "cut_by": bd.cut_by, "units": np.asarray(bd.n, float),

@@ -78,6 +78,8 @@ class Plan:
     term: dict | None = None  # how commitments outliving the horizon were judged (planner.pipeline.whole_term)
     solve_term: object = None  # the whole-term solve that decided the purchases, when they were judged on the term
     spares_peak_gpus: float = 0.0  # the most reserved GPUs held as spares in any period
+    weeks_fell_back: int = 0  # a decomposed plan: weekly batches whose plan LP was re-solved at HiGHS's defaults (its
+    # tighter settings did not finish; planner.results.decomposed): their tie-broken reading is not held to one answer
 
     @property
     def allocation(self) -> pd.DataFrame:
