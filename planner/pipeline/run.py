@@ -115,8 +115,15 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     note = None if fixed_reserved is not None else monolithic_note(inp, backend or s.backend, extend is None)
     if write_model is not None:
         model.write(write_model)
+    tied = None
+    if (backend or s.backend) == "highs" and extend is None and allocation:  # a plan (not a decision's costs) read
+        # as a decomposed plan is: its recourse at the purchases, each block over its probability (solve.reading)
+        from planner.model.blocks import scenario_hours
+        from planner.solve.reading import tied_lp
+
+        tied = tied_lp(model, scenario_hours(model.blocks, inp.hours), inp.probability)
     result = solve(model, backend or s.backend, time_limit_s if time_limit_s is not None else s.time_limit_s,
-                   s.mip_gap if mip_gap is None else mip_gap, s.threads)
+                   s.mip_gap if mip_gap is None else mip_gap, s.threads, tied=tied)
     timings["solve"] = result.seconds
     t0 = time.perf_counter()
     plan = extract_plan(inp, model, result, timings, allocation=allocation)

@@ -100,13 +100,15 @@ def available_backends() -> list[str]:
 
 
 def solve(model: PlanModel, backend: str = "cbc", time_limit_s: float | None = None,
-          mip_gap: float = 1e-4, threads: int | None = None, strategy: str = "auto") -> SolveResult:
-    """Solve with ``backend``; ``strategy`` ("auto" or "mip") picks HiGHS's LP-rounding first pass."""
+          mip_gap: float = 1e-4, threads: int | None = None, strategy: str = "auto", tied=None) -> SolveResult:
+    """Solve with ``backend``; ``strategy`` ("auto" or "mip") picks HiGHS's LP-rounding first pass. ``tied``
+    (:func:`planner.solve.reading.tied_lp`, HiGHS only): the plan is read from that LP at the solution's purchases,
+    as a decomposed plan is (its values, objective and duals; the MIP's own where it does not end optimal)."""
     backend = backend.lower()
     if backend == "cbc":
         result = _solve_cbc(model, time_limit_s, mip_gap, threads)
     elif backend == "highs":
-        result = _solve_highs(model, time_limit_s, mip_gap, threads, strategy)
+        result = _solve_highs(model, time_limit_s, mip_gap, threads, strategy, tied)
     else:
         raise SolverError(f"unknown solver backend {backend!r}; expected 'cbc' or 'highs'")
     return replace(result, time_limit_s=time_limit_s, mip_gap_limit=mip_gap)
@@ -328,12 +330,14 @@ def time_left(h, seconds: float, least: float = 0.01) -> None:
     h.setOptionValue("time_limit", float(h.getRunTime()) + max(float(seconds), least))
 
 
-def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
+def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0, tied=None):
     """Solve the LP relaxation, round the few integer columns, re-solve with them fixed (warm).
 
     The relaxation's optimum is a lower bound on the MILP's, so the rounded plan is proven optimal
-    within ``(upper - lower) / upper``. Returns (values, objective, lower bound) or None when the
-    relaxation did not solve; the caller decides whether the bound certifies the gap.
+    within ``(upper - lower) / upper``. Returns (values, objective, lower bound, duals) or None when the
+    relaxation did not solve; the caller decides whether the bound certifies the gap. With ``tied``, the best
+    rounding's values and duals are read from that LP, warm from the rounding's basis
+    (:func:`_read_on`; its own where that does not end optimal).
     """
     h = new_highs(highspy, time_limit_s, mip_gap, threads)
     if pass_model(h, model, highspy, integer=False) == highspy.HighsStatus.kError:
@@ -362,6 +366,12 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
                 best = (values, objective, rounded, np.asarray(sol.row_dual, dtype=float))
             if (best[1] - lower) <= mip_gap * max(abs(best[1]), 1e-9):
                 break  # the relaxation's bound already proves this rounding: the other is not needed
+    if best is not None and tied is not None:  # (its integer columns are purchases: fixed at the best rounding there)
+        got = _read_on(h, highspy, tied, best[0], _remaining(time_limit_s, t0))
+        if got is not None:
+            values, duals = got
+            values[cols] = best[2]
+            best = (values, float(model.cost @ values), best[2], duals)
     return None if best is None else (best[0], best[1], lower, best[3])
 
 
@@ -376,9 +386,11 @@ def _unbounded_or_infeasible(model, highspy, threads):
     return ms if ms == highspy.HighsModelStatus.kUnbounded else highspy.HighsModelStatus.kInfeasible
 
 
-def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str = "auto") -> SolveResult:
+def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str = "auto", tied=None) -> SolveResult:
     """HiGHS on the model's arrays. With ``strategy="auto"`` and integer columns, first the LP relaxation
-    and rounding (proven within the gap by the relaxation's bound, or else), then the branch and bound."""
+    and rounding (proven within the gap by the relaxation's bound, or else), then the branch and bound. With
+    ``tied`` (see :func:`solve`) the plan is read from the plan LP: warm after the rounding or an LP, cold after the
+    branch and bound."""
     if not highs_available():
         raise SolverError("HiGHS is not installed: pip install 'planner[highs]' (highspy), or use --solver cbc")
     import highspy
@@ -389,7 +401,7 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
     has_int = bool(model.integer.any())
     rounded = None
     if has_int and strategy == "auto":
-        rounded = _lp_round(model, highspy, time_limit_s, mip_gap, threads, t0)
+        rounded = _lp_round(model, highspy, time_limit_s, mip_gap, threads, t0, tied)
         if rounded is not None:
             values, objective, lower, duals = rounded
             gap = (objective - lower) / max(abs(objective), 1e-9)
@@ -437,4 +449,48 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
             return _result(model, "highs", kept, t0, r_gap, best,
                            f"{text}; kept the rounded LP-relaxation plan", r_values, r_duals)
     duals = np.asarray(h.getSolution().row_dual, dtype=float) if not has_int and status is Status.optimal else None
+    if tied is not None and status in (Status.optimal, Status.feasible):  # read from the plan LP (reading.py)
+        got = _read_on(h, highspy, tied, values, _remaining(time_limit_s, t0)) if not has_int else \
+            _read_cold(model, tied, values, threads, _remaining(time_limit_s, t0))
+        if got is not None:
+            values = got[0]
+            duals = got[1] if duals is not None else None
     return _result(model, "highs", status, t0, gap, bound, text, values, duals)
+
+
+def _read_on(h, highspy, tied, values: np.ndarray, seconds: float | None = None):
+    """Solve the plan LP ``tied`` (:class:`planner.solve.reading.Tied`) on ``h``, a HiGHS object holding the model's
+    LP (its basis a warm start): the purchase columns fixed at ``values``, the plan LP's objective and options, at
+    most ``seconds`` (at least 1). (column values, row duals divided back), or None where it does not end optimal."""
+    f = np.asarray(tied.fixed, dtype=np.int32)
+    if len(f):
+        h.changeColsBounds(len(f), f, values[tied.fixed], values[tied.fixed])
+    h.changeColsCost(len(tied.cost), np.arange(len(tied.cost), dtype=np.int32), np.ascontiguousarray(tied.cost, float))
+    for key, v in tied.options.items():
+        h.setOptionValue(key, v)
+    if seconds is not None:
+        time_left(h, seconds, least=1.0)
+    run(h)
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    sol = h.getSolution()
+    out = np.asarray(sol.col_value, dtype=float)
+    out[tied.fixed] = values[tied.fixed]
+    duals = np.asarray(sol.row_dual, dtype=float)
+    return out, (duals if tied.row_factor is None else duals / tied.row_factor)
+
+
+def _read_cold(model: PlanModel, tied, values: np.ndarray, threads, seconds: float | None):
+    """:func:`_read_on` on a new HiGHS object holding ``model``'s LP (after a branch and bound: no LP basis to start
+    from); None where it does not end optimal or HiGHS rejects it."""
+    import highspy
+
+    h = new_highs(highspy, None, 0.0, threads)
+    if pass_model(h, model, highspy, integer=False) == highspy.HighsStatus.kError:
+        return None
+    return _read_on(h, highspy, tied, values, seconds)
+
+
+def _remaining(time_limit_s: float | None, t0: float) -> float | None:
+    """The seconds a time limit leaves since ``t0`` (None: no limit)."""
+    return None if time_limit_s is None else float(time_limit_s) - (time.perf_counter() - t0)
