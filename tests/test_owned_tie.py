@@ -355,6 +355,11 @@ def test_a_decomposed_plan_whose_plan_lp_fell_back_to_highs_defaults_says_so_and
     said = [int(x) for x in notes[0].split(" weeks were")[0].split(" of ")] if notes else []
     assert len(said) == 2 and 0 < said[0] <= said[1] == weeks, fell.notes  # (a batch already optimal at its start
     # basis, or without owned GPUs in its weeks, does not fall back)
+    import re
+
+    starts = {pd.Timestamp(inp.periods[int(min(c))]).strftime("%Y-%m-%d") for c in fell.recourse["chunks"]}
+    named = re.findall(r"\d{4}-\d{2}-\d{2}", notes[0].split("the week")[1])  # which weeks: by their first day
+    assert len(named) == min(said[0], 8) and set(named) <= starts and named == sorted(named)
     assert fell.cost["total"] == pytest.approx(plain.cost["total"], rel=1e-9)
     assert np.allclose(fell.purchases["units"], plain.purchases["units"])
     # the finance reader sees it too: every note of the plan, under the Assumptions sheet's table, as plan.json has it

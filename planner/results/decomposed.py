@@ -8,6 +8,7 @@ import time
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 
 from planner.inputs.arrays import PlanInputs
 from planner.model import build_model
@@ -106,6 +107,13 @@ def finite(x):
     return float(x) if x is not None and np.isfinite(x) else None
 
 
+def _weeks_named(inp: PlanInputs, chunks: list, most: int = 8) -> str:
+    """The weeks (batches of period positions) named by their first period's date, the first ``most`` of them."""
+    starts = sorted({pd.Timestamp(inp.periods[int(np.min(c))]).strftime("%Y-%m-%d") for c in chunks if len(c)})
+    named = ", ".join(starts[:most]) + (f" and {len(starts) - most} more" if len(starts) > most else "")
+    return f"the week{'s' if len(starts) != 1 else ''} starting {named}"
+
+
 def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, write_model=None,
                        allocation: bool = True, keep_bases: bool = True, layout=None, reuse: dict | None = None) -> Plan:
     """The plan of the purchases ``bd.n`` from every batch's pricing at them (:mod:`planner.solve.recourse`): the
@@ -137,8 +145,9 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
         plan.notes.append(f"{fell} of {len(bd.priced)} weeks were re-solved at HiGHS's default settings because the "
                           "plan's tighter ones did not finish: the costs are unaffected, but in those weeks which idle "
                           "reserved GPUs are shown running the work (tranche use, stranded dollars, allocation, "
-                          "chargeback) is one of several equal-cost answers and may differ between runs (the purchase "
-                          "memo's re-solves are counted in a note of their own)")
+                          "chargeback) is one of several equal-cost answers and may differ between runs ("
+                          + _weeks_named(inp, [c for c, r in zip(bd.chunk_periods, bd.priced) if getattr(r, "fell_back", False)])
+                          + "; the purchase memo's re-solves are counted in a note of their own)")
     from planner.solve.recourse import portable_basis
 
     plan.recourse = {"chunks": bd.chunk_periods, "cut_by": bd.cut_by, "units": np.asarray(bd.n, float),
