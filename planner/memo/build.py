@@ -122,22 +122,23 @@ def build_memo(plan, inp=None, *, shocks=DEFAULT_SHOCKS, factors=None, executor=
 
 
 def fallback_note(memo: Memo) -> str | None:
-    """The note a plan carries when some of its memo's re-solves read weeks whose plan LP was re-solved at HiGHS's
-    defaults (the row's ``weeks_fell_back``: the plan's own rows, shock 0 and factor 1, are the plan's note's), naming
-    each such row; None when none did."""
+    """The note a plan carries when some of its memo's re-solves were not read from their plan LP at its tighter
+    settings (the row's ``fell_back``, :func:`planner.memo.resolve.fell_back`: weeks re-solved at HiGHS's defaults, or
+    a whole model read from its MIP), naming each such row; the plan's own figures, not re-solved (``seconds`` 0), are
+    the plan's own note's. None when none was."""
     said = []
-    for table, key, own, name in ((memo.downside, "shock", 0.0, "the downside at {:.0%} less demand"),
-                                  (memo.curve, "factor", 1.0, "the commitment curve at x{:g}")):
-        if table is None or not len(table) or "weeks_fell_back" not in table:
+    for table, key, name in ((memo.downside, "shock", "the downside at {:.0%} less demand"),
+                             (memo.curve, "factor", "the commitment curve at x{:g}")):
+        if table is None or not len(table) or "fell_back" not in table:
             continue
-        for level, weeks in zip(table[key], table["weeks_fell_back"]):
-            if float(level) != own and weeks == weeks and int(weeks) > 0:  # (weeks == weeks: a point with no plan)
-                said.append(f"{name.format(float(level))}: {int(weeks)} week{'s' if int(weeks) != 1 else ''}")
+        for level, what, seconds in zip(table[key], table["fell_back"], table["seconds"]):
+            if isinstance(what, str) and what and float(seconds) > 0:  # (NaN: a point with no plan)
+                said.append(f"{name.format(float(level))}: {what}")
     if not said:
         return None
-    return ("some of the purchase memo's re-solves were re-solved at HiGHS's default settings in some weeks, because "
-            "the tighter ones did not finish: their costs are unaffected, but their tranche use and stranded dollars "
-            "are one of several equal-cost readings (" + "; ".join(said) + ")")
+    return ("some of the purchase memo's re-solves did not finish at the plan LP's tighter settings (weeks re-solved "
+            "at HiGHS's defaults, or a whole model read from its MIP): their costs are unaffected, but their tranche use "
+            "and stranded dollars are one of several equal-cost readings (" + "; ".join(said) + ")")
 
 
 def _plain(v):

@@ -16,7 +16,7 @@ commitments' whole liability + the recourse), ``on_demand_usd``, ``spot_usd``, `
 ``stranded_usd`` (the new commitments' GPU-hours left unused x their effective rate, plus the savings
 plans' unused dollars), ``stranded_owned_usd`` (the inventory's, at its rate), ``liability_past_horizon_usd``,
 ``shortfall_gpu_hours``, ``objective_usd``, ``npv_usd`` (the plan's cash schedule at ``[finance]
-discount_rate``), ``weeks_fell_back`` (weekly batches whose plan LP was re-solved at HiGHS's defaults: said in the
+discount_rate``), ``fell_back`` (:func:`fell_back`: the weeks whose plan LP was re-solved at HiGHS's defaults: said in the
 plan's notes, :func:`planner.memo.build.fallback_note`; not in plan.json's tables).
 """
 
@@ -57,7 +57,16 @@ def plan_figures(p) -> dict:
             "shortfall_gpu_hours": float(p.shortfall_gpu_hours), "objective_usd": float(p.objective),
             "npv_usd": float(p.finance.get("npv_usd", 0.0)),
             "baseline_all_on_demand_usd": float(p.baseline_all_on_demand),
-            "weeks_fell_back": int(getattr(p, "weeks_fell_back", 0))}  # (said in a note: planner.memo.build.fallback_note)
+            "fell_back": fell_back(p)}  # (said in a note: planner.memo.build.fallback_note)
+
+
+def fell_back(p) -> str:
+    """What of plan ``p``'s reading was not held to one answer: "" (none), "N week(s)" whose plan LP was re-solved at
+    HiGHS's defaults (a decomposed plan), or "its whole-model LP" (a plan solved whole read from its MIP)."""
+    weeks = int(getattr(p, "weeks_fell_back", 0))
+    if weeks:
+        return f"{weeks} week{'s' if weeks != 1 else ''}"
+    return "its whole-model LP" if getattr(p, "read_fell_back", False) else ""
 
 
 def _init_worker(inp, solve: dict, warm: dict | None = None, make_plan=None) -> None:

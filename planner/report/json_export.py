@@ -354,8 +354,8 @@ def _memo(plan: Plan) -> dict:
                  cash_next_12_months_usd=cash_next_12_months(plan), coverage=coverage(plan), savings=None)
     d = m.to_dict()
     for key in ("tranches", "downside", "curve"):  # seconds are timings: plan.json is the same for the same inputs
-        # (and weeks_fell_back is said in the plan's notes: planner.memo.build.fallback_note)
-        d[key] = [{k: v for k, v in r.items() if k not in ("seconds", "weeks_fell_back")} for r in d[key]]
+        # (and fell_back is said in the plan's notes: planner.memo.build.fallback_note)
+        d[key] = [{k: v for k, v in r.items() if k not in ("seconds", "fell_back")} for r in d[key]]
     computed = plan.memo is not None
     from planner.memo.tranches import verdict
 

@@ -147,7 +147,7 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
                           "reserved GPUs are shown running the work (tranche use, stranded dollars, allocation, "
                           "chargeback) is one of several equal-cost answers and may differ between runs ("
                           + _weeks_named(inp, [c for c, r in zip(bd.chunk_periods, bd.priced) if getattr(r, "fell_back", False)])
-                          + "; the purchase memo's re-solves are counted in a note of their own)")
+                          + "; this counts the plan's own weeks, not the purchase memo's re-solves)")
     from planner.solve.recourse import portable_basis
 
     plan.recourse = {"chunks": bd.chunk_periods, "cut_by": bd.cut_by, "units": np.asarray(bd.n, float),

@@ -80,6 +80,8 @@ class Plan:
     spares_peak_gpus: float = 0.0  # the most reserved GPUs held as spares in any period
     weeks_fell_back: int = 0  # a decomposed plan: weekly batches whose plan LP was re-solved at HiGHS's defaults (its
     # tighter settings did not finish; planner.results.decomposed): their tie-broken reading is not held to one answer
+    read_fell_back: bool = False  # a plan solved whole whose plan LP did not end optimal (planner.solve.reading): read
+    # from the MIP's own solution, its tie-broken reading not held to one answer
 
     @property
     def allocation(self) -> pd.DataFrame:

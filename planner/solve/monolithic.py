@@ -62,6 +62,7 @@ class SolveResult:
     time_limit_s: float | None = None  # the limits this solve ran under (after any override of the model file)
     mip_gap_limit: float | None = None
     row_duals: np.ndarray | None = None  # the rows' duals where the plan came from an LP (integers fixed), else None
+    read_fell_back: bool = False  # a plan LP was asked for (``tied``) and did not end optimal: the MIP's own values
 
 
 HIGHS_RAN = False  # set once HiGHS has solved in this process (its native thread pool exists: fork is unsafe)
@@ -334,7 +335,8 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0, tie
     """Solve the LP relaxation, round the few integer columns, re-solve with them fixed (warm).
 
     The relaxation's optimum is a lower bound on the MILP's, so the rounded plan is proven optimal
-    within ``(upper - lower) / upper``. Returns (values, objective, lower bound, duals) or None when the
+    within ``(upper - lower) / upper``. Returns (values, objective, lower bound, duals, whether the plan LP
+    asked for did not end optimal) or None when the
     relaxation did not solve; the caller decides whether the bound certifies the gap. With ``tied``, the best
     rounding's values and duals are read from that LP, warm from the rounding's basis
     (:func:`_read_on`; its own where that does not end optimal).
@@ -366,13 +368,15 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0, tie
                 best = (values, objective, rounded, np.asarray(sol.row_dual, dtype=float))
             if (best[1] - lower) <= mip_gap * max(abs(best[1]), 1e-9):
                 break  # the relaxation's bound already proves this rounding: the other is not needed
+    fell = False
     if best is not None and tied is not None:  # (its integer columns are purchases: fixed at the best rounding there)
         got = _read_on(h, highspy, tied, best[0], _remaining(time_limit_s, t0))
+        fell = got is None
         if got is not None:
             values, duals = got
             values[cols] = best[2]
             best = (values, float(model.cost @ values), best[2], duals)
-    return None if best is None else (best[0], best[1], lower, best[3])
+    return None if best is None else (best[0], best[1], lower, best[3], fell)
 
 
 def _unbounded_or_infeasible(model, highspy, threads):
@@ -403,11 +407,12 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
     if has_int and strategy == "auto":
         rounded = _lp_round(model, highspy, time_limit_s, mip_gap, threads, t0, tied)
         if rounded is not None:
-            values, objective, lower, duals = rounded
+            values, objective, lower, duals, fell = rounded
             gap = (objective - lower) / max(abs(objective), 1e-9)
             if gap <= mip_gap + 1e-12:
-                return _result(model, "highs", Status.optimal, t0, max(gap, 0.0), lower,
-                               "Optimal (LP relaxation rounded; its bound proves the gap)", values, duals)
+                return replace(_result(model, "highs", Status.optimal, t0, max(gap, 0.0), lower,
+                                       "Optimal (LP relaxation rounded; its bound proves the gap)", values, duals),
+                               read_fell_back=fell)
         if time_limit_s is not None:
             time_limit_s = max(time_limit_s - (time.perf_counter() - t0), 0.01)
     h = new_highs(highspy, time_limit_s, mip_gap, threads)
@@ -441,13 +446,14 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
         else np.full(model.n_variables, np.nan)
     if status != Status.optimal and rounded is not None:
         # stopped early: keep the rounded plan if branch and bound found nothing better
-        r_values, r_objective, lower, r_duals = rounded
+        r_values, r_objective, lower, r_duals, r_fell = rounded
         if status != Status.feasible or r_objective < float(model.cost @ np.nan_to_num(values)):
             best = max(lower, bound) if bound is not None and np.isfinite(bound) else lower
             r_gap = max((r_objective - best) / max(abs(r_objective), 1e-9), 0.0)
             kept = Status.optimal if r_gap <= mip_gap + 1e-12 else Status.feasible
-            return _result(model, "highs", kept, t0, r_gap, best,
-                           f"{text}; kept the rounded LP-relaxation plan", r_values, r_duals)
+            return replace(_result(model, "highs", kept, t0, r_gap, best,
+                                   f"{text}; kept the rounded LP-relaxation plan", r_values, r_duals),
+                           read_fell_back=r_fell)
     duals = np.asarray(h.getSolution().row_dual, dtype=float) if not has_int and status is Status.optimal else None
     if tied is not None and status in (Status.optimal, Status.feasible):  # read from the plan LP (reading.py)
         got = _read_on(h, highspy, tied, values, _remaining(time_limit_s, t0)) if not has_int else \
@@ -455,6 +461,7 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
         if got is not None:
             values = got[0]
             duals = got[1] if duals is not None else None
+        return replace(_result(model, "highs", status, t0, gap, bound, text, values, duals), read_fell_back=got is None)
     return _result(model, "highs", status, t0, gap, bound, text, values, duals)
 
 

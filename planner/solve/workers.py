@@ -492,15 +492,26 @@ class DaskPricer:
         self._actors: list = []
         self._built: dict | None = None
         self._send_error: BaseException | None = None
+        self._closed = False  # close() was called: the thread asks for no more actors, and cancels one it just made
+        self._lock = threading.Lock()  # (between the thread's adding an actor and close() cancelling them)
         self._sending = threading.Thread(target=self._submit_all, args=(addresses,), name="planner-dask-shares",
                                          daemon=True)
         self._sending.start()
 
     def _submit_all(self, addresses: list) -> None:
-        """Every actor asked for (the constructor's thread); what it raised is raised by :meth:`_wait_built`."""
+        """Every actor asked for (the constructor's thread); what it raised is raised by :meth:`_wait_built`. After
+        :meth:`close` it stops, and cancels an actor it was making meanwhile (close() does not wait for it: a Ctrl-C
+        or SIGTERM is not held up by the shares still to send)."""
         try:
             for w in range(self.workers):
-                self._made.append(self._submit(w, addresses[w] if w < len(addresses) else None))
+                if self._closed:
+                    return
+                fut = self._submit(w, addresses[w] if w < len(addresses) else None)
+                with self._lock:
+                    if self._closed:
+                        fut.cancel()
+                        return
+                    self._made.append(fut)
         except BaseException as exc:
             self._send_error = exc
 
@@ -622,11 +633,14 @@ class DaskPricer:
         return [(b[1], b[2]) for _, b in sorted(self._wait_built().items())]
 
     def close(self) -> None:
-        """Drop the actors, made or still being made (the cluster is the executor's to close)."""
-        self._sending.join()  # (a share still being scattered: its future is cancelled with the rest)
-        for fut in self._made:
+        """Drop the actors, made or still being made (the cluster is the executor's to close): at once, without waiting
+        for shares still being sent (the thread cancels what it makes after this)."""
+        with self._lock:
+            self._closed = True
+            made, self._made = self._made, []
+        for fut in made:
             fut.cancel()
-        self._made, self._actors, self._built = [], [], {}
+        self._actors, self._built = [], {}
 
 
 def make_pricer(inp, chunks: list[np.ndarray], cut_by: str, executor=None):

@@ -30,6 +30,9 @@ def _write_spot(ws, plan: Plan) -> None:
     s.table("SpotEconomics")
 
 
+RUN_NOTE_CHARS = 110  # a run's note on the Assumptions sheet is broken into lines of at most this many characters
+
+
 def _write_assumptions(ws, plan: Plan, extra_notes: list[str] | None = None) -> None:
     inp = plan.inputs
     cfg = inp.config
@@ -65,12 +68,17 @@ def _write_assumptions(ws, plan: Plan, extra_notes: list[str] | None = None) -> 
     s.note()  # the notes stand below the table
     for note in notes:
         s.note(note)
-    said = [str(n) for n in (plan.notes or []) if str(n).strip()]
+    said = [str(n) for n in (plan.notes or [])]
     if said:  # what the run itself says (how the purchases were judged, a memo not computed, a fallback): plan.json's
-        s.note()  # notes and the printed summary's, for the reader of the workbook too
+        import textwrap  # notes and the printed summary's, for the reader of the workbook too, each broken into lines no
+
+        # wider than the notes above (one line of hundreds of characters made the sheet print at a third of its size)
+        s.note()
         s.note(f"This run's notes ({len(said)}; the same as plan.json's notes):")
         for note in said:
-            s.note(f"- {note}")
+            lines = textwrap.wrap(note, width=RUN_NOTE_CHARS, initial_indent="- ", subsequent_indent="  ") or ["-"]
+            for line in lines:
+                s.note(line)
 
 
 def _write_scenarios(ws, plan: Plan) -> None:
