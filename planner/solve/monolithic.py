@@ -331,15 +331,13 @@ def time_left(h, seconds: float, least: float = 0.01) -> None:
     h.setOptionValue("time_limit", float(h.getRunTime()) + max(float(seconds), least))
 
 
-def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0, tied=None):
+def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0):
     """Solve the LP relaxation, round the few integer columns, re-solve with them fixed (warm).
 
     The relaxation's optimum is a lower bound on the MILP's, so the rounded plan is proven optimal
-    within ``(upper - lower) / upper``. Returns (values, objective, lower bound, duals, whether the plan LP
-    asked for did not end optimal) or None when the
-    relaxation did not solve; the caller decides whether the bound certifies the gap. With ``tied``, the best
-    rounding's values and duals are read from that LP, warm from the rounding's basis
-    (:func:`_read_on`; its own where that does not end optimal).
+    within ``(upper - lower) / upper``. Returns (values, objective, lower bound, duals, the HiGHS object: a warm
+    start for the plan LP, :func:`_read_on`) or None when the relaxation did not solve; the caller decides whether
+    the bound certifies the gap.
     """
     h = new_highs(highspy, time_limit_s, mip_gap, threads)
     if pass_model(h, model, highspy, integer=False) == highspy.HighsStatus.kError:
@@ -368,15 +366,7 @@ def _lp_round(model: PlanModel, highspy, time_limit_s, mip_gap, threads, t0, tie
                 best = (values, objective, rounded, np.asarray(sol.row_dual, dtype=float))
             if (best[1] - lower) <= mip_gap * max(abs(best[1]), 1e-9):
                 break  # the relaxation's bound already proves this rounding: the other is not needed
-    fell = False
-    if best is not None and tied is not None:  # (its integer columns are purchases: fixed at the best rounding there)
-        got = _read_on(h, highspy, tied, best[0], _remaining(time_limit_s, t0))
-        fell = got is None
-        if got is not None:
-            values, duals = got
-            values[cols] = best[2]
-            best = (values, float(model.cost @ values), best[2], duals)
-    return None if best is None else (best[0], best[1], lower, best[3], fell)
+    return None if best is None else (best[0], best[1], lower, best[3], h)
 
 
 def _unbounded_or_infeasible(model, highspy, threads):
@@ -403,16 +393,37 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
     if model.n_variables == 0:  # nothing to decide (no demand, nothing to buy): HiGHS calls an empty model an error
         return _result(model, "highs", Status.optimal, t0, 0.0, 0.0, "Optimal (empty model)", np.zeros(0))
     has_int = bool(model.integer.any())
+    limit = time_limit_s  # (the whole solve's: the plan LP gets what it leaves)
+
+    def read(result: SolveResult, h=None) -> SolveResult:
+        """``result`` read from the plan LP ``tied`` (warm on ``h``, else on a new HiGHS object); as it is where none
+        was asked, ``read_fell_back`` where it did not end optimal."""
+        if tied is None or result.status not in (Status.optimal, Status.feasible):
+            return result
+        seconds = _remaining(limit, t0)
+        got = _read_on(h, highspy, tied, result.values, seconds) if h is not None else \
+            _read_cold(model, tied, result.values, threads, seconds)
+        if got is None:
+            return replace(result, read_fell_back=True, seconds=time.perf_counter() - t0)
+        values, duals = got
+        out = _result(model, "highs", result.status, t0, result.mip_gap, None, result.message, values,
+                      duals if result.row_duals is not None else None)
+        bound = result.best_bound  # (proven at the MIP's values, to its tolerance: never above the plan read)
+        if bound is not None and np.isfinite(bound):
+            bound = min(bound + model.tie_at(result.values) - model.tie_at(values), out.objective)
+        return replace(out, best_bound=bound)
+
     rounded = None
     if has_int and strategy == "auto":
-        rounded = _lp_round(model, highspy, time_limit_s, mip_gap, threads, t0, tied)
+        rounded = _lp_round(model, highspy, time_limit_s, mip_gap, threads, t0)
         if rounded is not None:
-            values, objective, lower, duals, fell = rounded
+            values, objective, lower, duals, h_round = rounded
             gap = (objective - lower) / max(abs(objective), 1e-9)
             if gap <= mip_gap + 1e-12:
-                return replace(_result(model, "highs", Status.optimal, t0, max(gap, 0.0), lower,
-                                       "Optimal (LP relaxation rounded; its bound proves the gap)", values, duals),
-                               read_fell_back=fell)
+                return read(_result(model, "highs", Status.optimal, t0, max(gap, 0.0), lower,
+                                    "Optimal (LP relaxation rounded; its bound proves the gap)", values, duals), h_round)
+            rounded = rounded[:4]  # (its HiGHS object freed before the branch and bound)
+            del h_round
         if time_limit_s is not None:
             time_limit_s = max(time_limit_s - (time.perf_counter() - t0), 0.01)
     h = new_highs(highspy, time_limit_s, mip_gap, threads)
@@ -446,23 +457,16 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
         else np.full(model.n_variables, np.nan)
     if status != Status.optimal and rounded is not None:
         # stopped early: keep the rounded plan if branch and bound found nothing better
-        r_values, r_objective, lower, r_duals, r_fell = rounded
+        r_values, r_objective, lower, r_duals = rounded
         if status != Status.feasible or r_objective < float(model.cost @ np.nan_to_num(values)):
             best = max(lower, bound) if bound is not None and np.isfinite(bound) else lower
             r_gap = max((r_objective - best) / max(abs(r_objective), 1e-9), 0.0)
             kept = Status.optimal if r_gap <= mip_gap + 1e-12 else Status.feasible
-            return replace(_result(model, "highs", kept, t0, r_gap, best,
-                                   f"{text}; kept the rounded LP-relaxation plan", r_values, r_duals),
-                           read_fell_back=r_fell)
+            return read(_result(model, "highs", kept, t0, r_gap, best,
+                                f"{text}; kept the rounded LP-relaxation plan", r_values, r_duals))
     duals = np.asarray(h.getSolution().row_dual, dtype=float) if not has_int and status is Status.optimal else None
-    if tied is not None and status in (Status.optimal, Status.feasible):  # read from the plan LP (reading.py)
-        got = _read_on(h, highspy, tied, values, _remaining(time_limit_s, t0)) if not has_int else \
-            _read_cold(model, tied, values, threads, _remaining(time_limit_s, t0))
-        if got is not None:
-            values = got[0]
-            duals = got[1] if duals is not None else None
-        return replace(_result(model, "highs", status, t0, gap, bound, text, values, duals), read_fell_back=got is None)
-    return _result(model, "highs", status, t0, gap, bound, text, values, duals)
+    # the plan LP: warm on this LP, cold after a branch and bound (no LP basis to start from)
+    return read(_result(model, "highs", status, t0, gap, bound, text, values, duals), None if has_int else h)
 
 
 def _read_on(h, highspy, tied, values: np.ndarray, seconds: float | None = None):

@@ -8,7 +8,9 @@ the same purchases, which is read from a plan LP: each block's objective over it
 (:func:`planner.solve.recourse.plan_scale`) at :data:`planner.solve.recourse.PLAN_LP_OPTIONS`. A model solved whole
 is read from the same LP, built from the whole model's arrays (not the batches): :func:`tied_lp` says what it is, and
 :func:`planner.solve.monolithic.solve` solves it after the MIP (warm from the LP rounding's basis, or on a new HiGHS
-object after the branch and bound). Its costs are the MIP's (one LP optimum), its reading the decomposition's.
+object after the branch and bound). Its costs are the MIP's (one LP optimum), its reading the decomposition's
+where the tie-break has one optimum (docs/formulation.md: classes of different speeds on one GPU type can trade
+work at no change of it, and then each path reads one of the optima).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class Tied:
 def tied_lp(model, block_hours: np.ndarray, probability: np.ndarray) -> Tied | None:
     """The plan LP of ``model`` (``block_hours``: (S, B) hours of each scenario in each block,
     :func:`planner.model.blocks.scenario_hours`), or None where a plan of it is read from its own solution: no
-    owned-GPU tie-break, a column in no block that is not a purchase (mean-CVaR, a ``[budget]``'s or an extension's
+    owned-GPU tie-break, a column in no block that is not a purchase (mean-CVaR's or an extension's
     columns), or an integer column in a block."""
     from planner.solve import recourse
 
