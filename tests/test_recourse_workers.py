@@ -405,6 +405,50 @@ def test_a_dask_worker_killed_outright_is_replaced_and_the_answer_is_unchanged(t
         assert all(np.array_equal(a.values, b.values) for a, b in zip(got, want))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("when", ["while its share is sent", "after the shares were sent"])
+def test_a_dask_worker_killed_while_the_actors_build_is_replaced_and_the_answer_is_unchanged(tmp_path, monkeypatch,
+                                                                                             when):
+    """SIGKILL of a worker process before the build is read (as the first share goes out, or once both went): its
+    actor is made again on a live worker when the build is read, and the pricing equals one process's (it failed:
+    "cancelled for reason: already forgotten", "Worker holding Actor was lost"; a review)."""
+    import os
+    import signal
+    import time
+
+    from planner.solve import workers
+    from planner.solve.workers import DaskPricer
+
+    inp = _case(tmp_path, 22, days=60)
+    chunks = chunk_index(inp, "week")
+    n = np.zeros(len(inp.commitments))
+    want = LocalPricer(inp, chunks, cut_groups(inp)).price(n, [None] * len(chunks))
+    with DaskExecutor(jobs=2, processes=True) as ex:
+        pids = ex.client.run(os.getpid)
+        if len(pids) < 2:
+            pytest.skip("one core: a cluster of one worker")
+        first = sorted(pids)[0]
+        cut, calls = workers.share_inputs, []
+
+        def share(*a):
+            calls.append(1)
+            if len(calls) == 2 and when == "while its share is sent":  # the first share went to the first worker
+                os.kill(pids[first], signal.SIGKILL)
+                time.sleep(0.5)
+            return cut(*a)
+
+        monkeypatch.setattr(workers, "share_inputs", share)
+        p = DaskPricer(inp, chunks, cut_groups(inp), ex)
+        if when == "after the shares were sent":
+            p._sending.join(30)
+            os.kill(pids[first], signal.SIGKILL)
+            time.sleep(1.0)
+        got = p.price(n, [None] * len(chunks))
+        assert p.restarts >= 1
+        assert all(np.array_equal(a.values, b.values) for a, b in zip(got, want))
+        p.close()
+
+
 def _descendants(pid: int) -> list[int]:
     from pathlib import Path
 

@@ -523,16 +523,46 @@ class DaskPricer:
 
     def _wait_built(self) -> dict:
         """Per batch, what its actor built ((cut groups, keys, block_of, row counts, shape)): the actors made
-        and their builds read once, when first needed."""
+        and their builds read once, when first needed. An actor lost with its worker while it was made or built is
+        made again on a live worker (:meth:`_remake`), as one lost while pricing is; a SolverError after RETRIES
+        more losses of the same share."""
         if self._built is None:
+            from planner.core.errors import SolverError
+
             self._sending.join()
             if self._send_error is not None:
                 raise self._send_error
-            self._actors = [fut.result() for fut in self._made]
-            self._made = []
+            made, self._made = self._made, []
+            self._actors = [None] * len(made)
+            asked: dict = {}
+            for w, fut in enumerate(made):  # every actor's build asked for before any is awaited (they build at once)
+                try:
+                    self._actors[w] = fut.result()
+                    asked[w] = self._actors[w].built()
+                except Exception as exc:
+                    if isinstance(exc, SolverError):
+                        raise
+                    asked[w] = None
             built: dict = {}
-            for fut in [a.built() for a in self._actors]:
-                built.update(fut.result())
+            for w in range(len(made)):
+                for attempt in range(RETRIES + 1):
+                    try:
+                        if asked[w] is None:
+                            raise RuntimeError("lost")
+                        built.update(asked[w].result())
+                        break
+                    except Exception as exc:
+                        if isinstance(exc, SolverError):
+                            raise
+                        if attempt == RETRIES:
+                            raise SolverError(f"Dask pricing actor {w} was lost {RETRIES + 1} times while building "
+                                              f"its batches ({type(exc).__name__}: {exc})") from None
+                        self.restarts += 1
+                        try:
+                            self._actors[w] = self._remake(w)
+                            asked[w] = self._actors[w].built()
+                        except Exception:  # (no live worker yet: the next attempt tries again)
+                            asked[w] = None
             self._built = built
         return self._built
 
