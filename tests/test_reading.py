@@ -52,3 +52,37 @@ def test_a_plan_read_from_the_plan_lp_never_has_a_bound_above_its_objective(tmp_
         assert plan.status.proven and plan.solve.best_bound is not None
         assert plan.solve.best_bound <= plan.objective + 1e-9 * abs(plan.objective)
         assert plan.solve.best_bound >= plan.objective * (1 - gap) - 1e-6
+
+
+def test_a_rounded_plan_kept_after_a_branch_and_bound_that_stopped_early_is_read_warm(tmp_path, monkeypatch):
+    """A branch and bound stopped by its time limit keeps the LP rounding's plan; that plan is read on the rounding's
+    own HiGHS object (warm: a pivot or two), never cold (a review: a cold read given the 1 s a spent limit leaves did
+    not finish on 462,844 columns, and the plan fell back to the MIP's own reading). The branch and bound is made to
+    stop at once here; the plan read is the decomposition's."""
+    from planner.solve import monolithic
+
+    inp = _monolithic(_tree_with_purchases(tmp_path, 8, 20, 8, 12))
+    made = monolithic.new_highs
+    calls: list = []
+
+    def new_highs(highspy, time_limit_s, mip_gap, threads):
+        h = made(highspy, time_limit_s, mip_gap, threads)
+        calls.append(1)
+        if len(calls) == 2:  # the branch and bound's (the first is the rounding's)
+            h.setOptionValue("time_limit", 1e-6)
+        return h
+
+    def cold(*a, **k):
+        raise AssertionError("a kept rounded plan was read cold")
+
+    monkeypatch.setattr(monolithic, "new_highs", new_highs)
+    monkeypatch.setattr(monolithic, "_read_cold", cold)
+    plan = make_plan(inp, mip_gap=0.0, risk=False)
+    assert "kept the rounded LP-relaxation plan" in plan.solve.message and not plan.read_fell_back
+    monkeypatch.undo()
+    parts = make_plan(replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders"))),
+                      risk=False, fixed_reserved=plan.purchases["units"].to_numpy(float))
+    key = ["scenario", "period", "workload_class", "gpu_type", "region", "option"]
+    a = plan.allocation.groupby(key)["gpu_hours"].sum()
+    b = parts.allocation.groupby(key)["gpu_hours"].sum().reindex(a.index, fill_value=0.0)
+    assert a.sum() > 15_000 and (a - b).abs().max() < 1e-6

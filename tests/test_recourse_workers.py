@@ -727,3 +727,27 @@ def test_dask_shares_are_scattered_while_the_caller_works_and_a_failure_is_raise
         while ex.client.run_on_scheduler(actors) and time.time() < deadline:
             time.sleep(0.1)
         assert ex.client.run_on_scheduler(actors) == []
+
+
+def test_a_dask_actor_whose_build_fails_raises_that_error_at_once_not_a_lost_worker(tmp_path, monkeypatch):
+    """An actor's build that raises (its inputs, its memory) is not a lost worker: its own error is raised when the
+    build is read, after one build per share, not retried and renamed "lost" (a review: eight builds, then
+    "was lost 3 times ... (RuntimeError: lost)")."""
+    from planner.solve import workers
+    from planner.solve.workers import DaskPricer
+
+    inp = _case(tmp_path, 22, days=60)
+    chunks = chunk_index(inp, "week")
+    calls: list = []
+
+    def broken(*a, **k):
+        calls.append(1)
+        raise ValueError("the real cause")
+
+    monkeypatch.setattr(workers, "build_share", broken)
+    with DaskExecutor(jobs=2, processes=False) as ex:
+        p = DaskPricer(inp, chunks, cut_groups(inp), ex)
+        with pytest.raises(ValueError, match="the real cause"):
+            p.price(np.zeros(len(inp.commitments)), [None] * len(chunks))
+        assert len(calls) <= p.workers and p.restarts == 0
+        p.close()

@@ -422,8 +422,8 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
             if gap <= mip_gap + 1e-12:
                 return read(_result(model, "highs", Status.optimal, t0, max(gap, 0.0), lower,
                                     "Optimal (LP relaxation rounded; its bound proves the gap)", values, duals), h_round)
-            rounded = rounded[:4]  # (its HiGHS object freed before the branch and bound)
-            del h_round
+            # (its HiGHS object kept: a rounded plan kept after a branch and bound that stopped early is read warm
+            # on it; cold, the seconds a time limit leaves then were too few for a large model)
         if time_limit_s is not None:
             time_limit_s = max(time_limit_s - (time.perf_counter() - t0), 0.01)
     h = new_highs(highspy, time_limit_s, mip_gap, threads)
@@ -457,13 +457,13 @@ def _solve_highs(model: PlanModel, time_limit_s, mip_gap, threads, strategy: str
         else np.full(model.n_variables, np.nan)
     if status != Status.optimal and rounded is not None:
         # stopped early: keep the rounded plan if branch and bound found nothing better
-        r_values, r_objective, lower, r_duals = rounded
+        r_values, r_objective, lower, r_duals, h_round = rounded
         if status != Status.feasible or r_objective < float(model.cost @ np.nan_to_num(values)):
             best = max(lower, bound) if bound is not None and np.isfinite(bound) else lower
             r_gap = max((r_objective - best) / max(abs(r_objective), 1e-9), 0.0)
             kept = Status.optimal if r_gap <= mip_gap + 1e-12 else Status.feasible
             return read(_result(model, "highs", kept, t0, r_gap, best,
-                                f"{text}; kept the rounded LP-relaxation plan", r_values, r_duals))
+                                f"{text}; kept the rounded LP-relaxation plan", r_values, r_duals), h_round)
     duals = np.asarray(h.getSolution().row_dual, dtype=float) if not has_int and status is Status.optimal else None
     # the plan LP: warm on this LP, cold after a branch and bound (no LP basis to start from)
     return read(_result(model, "highs", status, t0, gap, bound, text, values, duals), None if has_int else h)

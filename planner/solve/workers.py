@@ -468,6 +468,19 @@ class RecourseActor:
         return self.kept.price(self.batches, n, todo, solution, scale, portable), self.kept.lost - lost
 
 
+def _lost(exc: BaseException) -> bool:
+    """True when ``exc`` says a Dask actor was lost with its worker (cancelled, its worker killed or unreachable),
+    not that its own work failed (those are raised as they are, never retried)."""
+    import asyncio
+    import concurrent.futures
+
+    if isinstance(exc, (concurrent.futures.CancelledError, asyncio.CancelledError, OSError, EOFError)):
+        return True
+    name = type(exc).__name__
+    return name in ("FutureCancelledError", "KilledWorker", "CommClosedError") or (
+        isinstance(exc, RuntimeError) and "lost" in str(exc))
+
+
 class DaskPricer:
     """One :class:`RecourseActor` per worker of a Dask cluster, each with a fixed share of the batches."""
 
@@ -534,25 +547,25 @@ class DaskPricer:
                 raise self._send_error
             made, self._made = self._made, []
             self._actors = [None] * len(made)
-            asked: dict = {}
+            asked: dict = {}  # per share: its build's future, or the exception that lost its actor
             for w, fut in enumerate(made):  # every actor's build asked for before any is awaited (they build at once)
                 try:
                     self._actors[w] = fut.result()
                     asked[w] = self._actors[w].built()
                 except Exception as exc:
-                    if isinstance(exc, SolverError):
+                    if not _lost(exc):  # the build itself failed (its inputs, its memory): that error, at once
                         raise
-                    asked[w] = None
+                    asked[w] = exc
             built: dict = {}
             for w in range(len(made)):
                 for attempt in range(RETRIES + 1):
                     try:
-                        if asked[w] is None:
-                            raise RuntimeError("lost")
+                        if isinstance(asked[w], BaseException):
+                            raise asked[w]
                         built.update(asked[w].result())
                         break
                     except Exception as exc:
-                        if isinstance(exc, SolverError):
+                        if not _lost(exc):
                             raise
                         if attempt == RETRIES:
                             raise SolverError(f"Dask pricing actor {w} was lost {RETRIES + 1} times while building "
@@ -561,8 +574,10 @@ class DaskPricer:
                         try:
                             self._actors[w] = self._remake(w)
                             asked[w] = self._actors[w].built()
-                        except Exception:  # (no live worker yet: the next attempt tries again)
-                            asked[w] = None
+                        except Exception as again:  # (no live worker yet: the next attempt tries again)
+                            if not _lost(again):
+                                raise
+                            asked[w] = again
             self._built = built
         return self._built
 
