@@ -474,11 +474,11 @@ def _lost(exc: BaseException) -> bool:
     import asyncio
     import concurrent.futures
 
-    if isinstance(exc, (concurrent.futures.CancelledError, asyncio.CancelledError, OSError, EOFError)):
+    if isinstance(exc, (concurrent.futures.CancelledError, asyncio.CancelledError, ConnectionError, EOFError)):
         return True
     name = type(exc).__name__
-    return name in ("FutureCancelledError", "KilledWorker", "CommClosedError") or (
-        isinstance(exc, RuntimeError) and "lost" in str(exc))
+    return type(exc) is OSError or name in ("FutureCancelledError", "KilledWorker", "CommClosedError") or (
+        isinstance(exc, RuntimeError) and "Worker holding Actor was lost" in str(exc))
 
 
 class DaskPricer:
@@ -637,7 +637,7 @@ class DaskPricer:
                 try:
                     priced, lost = fut.result()
                 except Exception as exc:
-                    if isinstance(exc, SolverError):
+                    if not _lost(exc):  # its own pricing failed (not its worker): that error, never retried
                         raise
                     failed.append(w)
                     continue
