@@ -750,4 +750,6 @@ def test_a_dask_actor_whose_build_fails_raises_that_error_at_once_not_a_lost_wor
         with pytest.raises(ValueError, match="the real cause"):
             p.price(np.zeros(len(inp.commitments)), [None] * len(chunks))
         assert len(calls) <= p.workers and p.restarts == 0
+        with pytest.raises(ValueError, match="the real cause"):  # read again (a kept pricer asked again): the same
+            p.groups  # error, not an empty build
         p.close()

@@ -540,46 +540,54 @@ class DaskPricer:
         made again on a live worker (:meth:`_remake`), as one lost while pricing is; a SolverError after RETRIES
         more losses of the same share."""
         if self._built is None:
-            from planner.core.errors import SolverError
-
             self._sending.join()
-            if self._send_error is not None:
+            if self._send_error is not None:  # (its thread's, or this read's before: the same error)
                 raise self._send_error
             made, self._made = self._made, []
-            self._actors = [None] * len(made)
-            asked: dict = {}  # per share: its build's future, or the exception that lost its actor
-            for w, fut in enumerate(made):  # every actor's build asked for before any is awaited (they build at once)
-                try:
-                    self._actors[w] = fut.result()
-                    asked[w] = self._actors[w].built()
-                except Exception as exc:
-                    if not _lost(exc):  # the build itself failed (its inputs, its memory): that error, at once
-                        raise
-                    asked[w] = exc
-            built: dict = {}
-            for w in range(len(made)):
-                for attempt in range(RETRIES + 1):
-                    try:
-                        if isinstance(asked[w], BaseException):
-                            raise asked[w]
-                        built.update(asked[w].result())
-                        break
-                    except Exception as exc:
-                        if not _lost(exc):
-                            raise
-                        if attempt == RETRIES:
-                            raise SolverError(f"Dask pricing actor {w} was lost {RETRIES + 1} times while building "
-                                              f"its batches ({type(exc).__name__}: {exc})") from None
-                        self.restarts += 1
-                        try:
-                            self._actors[w] = self._remake(w)
-                            asked[w] = self._actors[w].built()
-                        except Exception as again:  # (no live worker yet: the next attempt tries again)
-                            if not _lost(again):
-                                raise
-                            asked[w] = again
-            self._built = built
+            try:
+                self._built = self._read_builds(made)
+            except BaseException as exc:  # read again (a kept pricer asked again): the same error, not an empty build
+                self._send_error = exc
+                raise
         return self._built
+
+    def _read_builds(self, made: list) -> dict:
+        """:meth:`_wait_built`'s reading of the actors ``made`` (their futures) and their builds."""
+        from planner.core.errors import SolverError
+
+        self._actors = [None] * len(made)
+        asked: dict = {}  # per share: its build's future, or the exception that lost its actor
+        for w, fut in enumerate(made):  # every actor's build asked for before any is awaited (they build at once)
+            try:
+                self._actors[w] = fut.result()
+                asked[w] = self._actors[w].built()
+            except Exception as exc:
+                if not _lost(exc):  # the build itself failed (its inputs, its memory): that error, at once
+                    raise
+                asked[w] = exc
+        built: dict = {}
+        for w in range(len(made)):
+            for attempt in range(RETRIES + 1):
+                try:
+                    if isinstance(asked[w], BaseException):
+                        raise asked[w]
+                    built.update(asked[w].result())
+                    break
+                except Exception as exc:
+                    if not _lost(exc):
+                        raise
+                    if attempt == RETRIES:
+                        raise SolverError(f"Dask pricing actor {w} was lost {RETRIES + 1} times while building "
+                                          f"its batches ({type(exc).__name__}: {exc})") from None
+                    self.restarts += 1
+                    try:
+                        self._actors[w] = self._remake(w)
+                        asked[w] = self._actors[w].built()
+                    except Exception as again:  # (no live worker yet: the next attempt tries again)
+                        if not _lost(again):
+                            raise
+                        asked[w] = again
+        return built
 
     @property
     def groups(self) -> list[int]:
