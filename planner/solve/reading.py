@@ -41,10 +41,7 @@ def tied_lp(model, block_hours: np.ndarray, probability: np.ndarray) -> Tied | N
     if not len(model.owned[0]) or model.n_variables == 0:
         return None
     fixed = model.families["n"]["col"].to_numpy() if "n" in model.families else np.zeros(0, dtype=np.int64)
-    colblock = np.full(model.n_variables, -1, dtype=np.int64)
-    for name, frame in model.families.items():
-        if name != "n" and "b" in frame and len(frame):
-            colblock[frame["col"].to_numpy()] = frame["b"].to_numpy()
+    colblock = recourse.column_blocks(model)
     loose = colblock < 0
     loose[fixed] = False
     if loose.any() or model.integer[colblock >= 0].any():

@@ -80,6 +80,16 @@ class Batch:
         return int(len(self.value) + len(self.cost))
 
 
+def column_blocks(model) -> np.ndarray:
+    """Each column's block in ``model`` (a :class:`~planner.model.PlanModel`): its family's ``b``; -1 for the
+    purchases (``n``) and any column of a family without blocks."""
+    colblock = np.full(model.n_variables, -1, dtype=np.int64)
+    for name, frame in model.families.items():
+        if name != "n" and "b" in frame and len(frame):
+            colblock[frame["col"].to_numpy()] = frame["b"].to_numpy()
+    return colblock
+
+
 def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
     """The batch of ``inp``'s periods at positions ``periods`` (all scenarios), cut into ``cut_by`` groups."""
     from planner.solve.chunks import chunk_inputs
@@ -92,10 +102,7 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
     ncol = model.families["n"]["col"].to_numpy()
     cost = model.cost.copy()
     cost[ncol] = 0.0  # purchases are paid in the master
-    colblock = np.full(model.n_variables, -1, dtype=np.int64)
-    for name, frame in model.families.items():
-        if name != "n" and "b" in frame and len(frame):
-            colblock[frame["col"].to_numpy()] = frame["b"].to_numpy()
+    colblock = column_blocks(model)
     B = model.blocks.B
     if cut_by == "block":
         block_group = np.arange(B)
