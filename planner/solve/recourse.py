@@ -68,6 +68,8 @@ class Batch:
     # in a plan's pricing (``solution=True``), left out of a decision's (cuts, costs)
     plan_scale: tuple | None = None  # (per column, per row) float32: each block's objective over its probability in
     # a plan's LP (:func:`plan_scale`); None where every block's is 1 (one scenario) or a row spans blocks
+    parts: tuple | None = None  # (per column, per row) int16: the part of the LP each lies in, solved as LPs of their
+    # own (:func:`split_parts`; -1: a purchase column); None: one LP
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -135,8 +137,8 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
 
     block_price = np.ascontiguousarray(block_prices(sub, model.blocks), dtype=float)
     block_hours = scenario_hours(model.blocks, sub.hours)
-    scaled = (plan_scale(block_hours, sub.probability, colblock, ncol, row_of, index, len(start) - 1)
-              if len(model.owned[0]) else None)
+    rowblock = row_blocks(colblock, ncol, row_of, index, len(start) - 1)
+    scaled = _plan_scale(block_hours, sub.probability, colblock, rowblock) if len(model.owned[0]) else None
     # infinite bounds stay np.inf: highspy's kHighsInf is IEEE infinity (HiGHS reads anything >= 1e20 so)
     return Batch(periods=np.asarray(periods), G=G, R=R,
                  start=start.astype(np.int32), index=index.astype(np.int32), value=value.astype(float),
@@ -148,11 +150,31 @@ def build_batch(inp: PlanInputs, periods: np.ndarray, cut_by: str) -> Batch:
                  block_of=model.blocks.of.astype(np.int32), row_code=code, row_key=rkey, row_weight=weight,
                  classes_pools=(inp.K, inp.P), row_counts=dict(model.rows), block_price=block_price,
                  block_hours=block_hours, tie=(model.tie[0].astype(np.int32), model.tie[1].astype(float)),
-                 owned=(model.owned[0].astype(np.int32), model.owned[1].astype(float)), plan_scale=scaled)
+                 owned=(model.owned[0].astype(np.int32), model.owned[1].astype(float)), plan_scale=scaled,
+                 parts=split_parts(colblock, ncol, rowblock))
 
 
 PLAN_SCALE_MAX = 1e30  # a block's factor at most: a scenario of probability below 1e-30 is scaled by this only (its
 # tie-break's differences then shrink again, as they did unscaled)
+
+
+def row_blocks(colblock: np.ndarray, fixed: np.ndarray, row_of: np.ndarray, index: np.ndarray, rows: int
+               ) -> np.ndarray | None:
+    """Each row's block (-1: a row with no recourse column) when a batch's LP, its purchases fixed, is the direct sum of
+    its blocks' LPs: every row's recourse columns in one block. None where some row holds columns of two blocks, or a
+    column in no block that is not a purchase (it could link blocks). ``colblock``: each column's block (-1: none),
+    ``fixed``: the purchases' columns, ``row_of``/``index``: each entry's row and column of ``rows``."""
+    loose = colblock < 0
+    loose[fixed] = False
+    if loose[index].any():
+        return None  # a column in no block (not a purchase) in some row: it could link blocks
+    block_of_entry = colblock[index]
+    live = block_of_entry >= 0
+    high = np.full(rows, -1, dtype=np.int64)
+    np.maximum.at(high, row_of[live], block_of_entry[live])
+    if (high[row_of[live]] != block_of_entry[live]).any():
+        return None  # a row across blocks: the LP does not separate by block (no such row is built today)
+    return high
 
 
 def plan_scale(block_hours: np.ndarray, probability: np.ndarray, colblock: np.ndarray, fixed: np.ndarray,
@@ -162,30 +184,61 @@ def plan_scale(block_hours: np.ndarray, probability: np.ndarray, colblock: np.nd
     the mean probability of its (scenario, period) cells: a block of one scenario of probability ``p`` is priced as if
     ``p`` were 1, a block the scenarios share before a branch as if each were (:func:`lp_options`: the owned-GPU
     tie-break's differences then do not shrink with the number of scenarios). Exact: with the purchases fixed the
-    batch's LP is the direct sum of its blocks' (each row's columns lie in one block, checked here), and a positive
-    factor on one block's objective leaves its optimal solutions as they are. ``colblock``: each column's block (-1:
-    none), ``fixed``: the purchases' columns (fixed at each pricing; in no block), ``row_of``/``index``: each entry's
-    row and column of ``rows``. None where every factor is 1 (one scenario, or every block's probability 1), or some row
-    holds columns of two blocks or a column of none that is not a purchase (then nothing is scaled)."""
+    batch's LP is the direct sum of its blocks' LPs (each row's columns lie in one block, :func:`row_blocks`), and a
+    positive factor on one block's objective leaves its optimal solutions as they are. ``colblock``: each column's
+    block (-1: none), ``fixed``: the purchases' columns (fixed at each pricing; in no block), ``row_of``/``index``: each
+    entry's row and column of ``rows``. None where every factor is 1 (one scenario, or every block's probability 1),
+    or the LP does not separate by block (then nothing is scaled)."""
+    return _plan_scale(block_hours, probability, colblock, row_blocks(colblock, fixed, row_of, index, rows))
+
+
+def _plan_scale(block_hours: np.ndarray, probability: np.ndarray, colblock: np.ndarray, rowblock: np.ndarray | None
+                ) -> tuple | None:
+    """:func:`plan_scale` with each row's block given (``rowblock``, :func:`row_blocks`)."""
     hours = block_hours.sum(axis=0)
     weighted = np.asarray(probability, float) @ block_hours
     with np.errstate(over="ignore"):  # (a probability below 1e-308: inf, capped next)
         factor = np.divide(hours, weighted, out=np.ones_like(hours), where=weighted > 0)
     factor = np.minimum(factor, PLAN_SCALE_MAX)  # (any positive factor is exact; float32 ends near 3.4e38)
-    if not len(factor) or np.allclose(factor, 1.0, rtol=0.0, atol=1e-12):
+    if not len(factor) or np.allclose(factor, 1.0, rtol=0.0, atol=1e-12) or rowblock is None:
         return None
-    loose = colblock < 0
-    loose[fixed] = False
-    if loose[index].any():
-        return None  # a column in no block (not a purchase) in some row: it could link blocks
-    block_of_entry = colblock[index]
-    live = block_of_entry >= 0
-    high = np.full(rows, -1)
-    np.maximum.at(high, row_of[live], block_of_entry[live])  # each row's block (-1: none)
-    if (high[row_of[live]] != block_of_entry[live]).any():
-        return None  # a row across blocks: the LP does not separate by block (no such row is built today)
     cols = np.where(colblock >= 0, factor[np.clip(colblock, 0, None)], 1.0).astype(np.float32)
-    return cols, np.where(high >= 0, factor[np.clip(high, 0, None)], 1.0).astype(np.float32)
+    return cols, np.where(rowblock >= 0, factor[np.clip(rowblock, 0, None)], 1.0).astype(np.float32)
+
+
+PART_COLUMNS = 12_000  # a batch's LP above about this many columns is solved in parts of about as many (split_parts)
+
+
+def split_parts(colblock: np.ndarray, fixed: np.ndarray, rowblock: np.ndarray | None, columns: int | None = None
+                ) -> tuple | None:
+    """(per column, per row) int16: the part of a batch's LP each column and row lies in, runs of whole blocks of
+    about ``columns`` (default :data:`PART_COLUMNS`) columns each (-1: the purchases' columns, fixed at each pricing; a row with no recourse column
+    goes to part 0); None where the LP is one part (at most 1.5 x ``columns`` columns), does not separate by block
+    (``rowblock`` None, :func:`row_blocks`) or has a column in no block that is not a purchase (``fixed``).
+
+    The parts are solved as LPs of their own (:func:`_run`): with the purchases fixed the batch's LP is their direct
+    sum, so its optima are theirs side by side. The simplex's work per iteration grows with the LP's rows, its
+    iterations do not shrink: measured on four of XL's weekly batches (77,000 columns each; demand 20 % lower from
+    the plan's bases, 25,465 iterations either way), one LP each 1.07 s, in days 0.81 s, in quarters of a day
+    0.81 s (benchmarks/README.md, issue 37, twenty-second round)."""
+    inside = colblock >= 0
+    loose = ~inside
+    loose[fixed] = False
+    if rowblock is None or loose.any():
+        return None
+    columns = PART_COLUMNS if columns is None else int(columns)
+    total = int(inside.sum())
+    n = -(-total // columns) if total else 0
+    if total <= 1.5 * columns or n < 2:
+        return None
+    per_block = np.bincount(colblock[inside], minlength=int(colblock.max()) + 1)
+    before = np.cumsum(per_block) - per_block  # columns in the blocks before each
+    part_of_block = np.minimum(before * n // total, n - 1)  # runs of whole blocks, about total / n columns each
+    part_of_block = np.unique(part_of_block, return_inverse=True)[1].reshape(-1)  # (numbered densely: a block
+    # larger than a part skips a number)
+    col = np.where(inside, part_of_block[np.clip(colblock, 0, None)], -1).astype(np.int16)
+    row = np.where(rowblock >= 0, part_of_block[np.clip(rowblock, 0, None)], 0).astype(np.int16)
+    return col, row
 
 
 @dataclass
@@ -219,9 +272,10 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
     demand, and no column exists or not by its size: the same LP as the batch of the scaled inputs, for
     classes sized in GPUs; the memo's downside).
 
-    ``basis``: None (cold), a (column status, row status) pair of int8 arrays, or a ``highspy.HighsBasis``
-    (in the process that made it). The basis returned is int8 arrays when ``portable`` (to travel between
-    processes), else the HighsBasis itself (no conversion: a pricer in one process keeps them so).
+    ``basis``: None (cold), a (column status, row status) pair of int8 arrays, or a ``highspy.HighsBasis`` or
+    :class:`PartBases` (in the process that made it). The basis returned is int8 arrays when ``portable`` (to travel
+    between processes), else HiGHS's own (no conversion: a pricer in one process keeps them so): a HighsBasis, or a
+    :class:`PartBases` for a batch solved in parts (``batch.parts``, :func:`split_parts`).
 
     A plan's pricing (``solution=True``) holds the owned-GPU tie-break (:func:`planner.model.objective.owned_tie`:
     which idle GPUs run the work, one answer whatever the path); a decision's (cuts, ``"costs"``) leaves it out.
@@ -231,13 +285,10 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
     if solution == "plan+cuts":
         if _decision_cost(batch) is None:  # no owned-GPU tie-break here: the plan's LP is the decision's
             return _price(batch, n, basis, True, portable, scale, cuts=True)
-        import highspy
-
-        out = _price(batch, n, basis, True, True, scale, cuts=False)  # the plan's LP first; the decision's from its
-        out.cut = _price(batch, n, out.basis, False, True, scale)  # basis (the plan's optimum is one of its own)
-        out.cut.basis = None  # (its cuts only: a basis per batch held twice took three years' peak over 4 GB)
-        if not portable:
-            out.basis = _highs_basis(out.basis, highspy)
+        out = _price(batch, n, basis, True, False, scale, cuts=False)  # the plan's LP first; the decision's from its
+        out.cut = _price(batch, n, out.basis, False, None, scale)  # basis (the plan's optimum is one of its own)
+        if portable:  # (HiGHS's own basis between the two: no conversion)
+            out.basis = portable_basis(out.basis)
         return out
     return _price(batch, n, basis, solution, portable, scale, cuts=solution is not True)
 
@@ -245,7 +296,9 @@ def price(batch: Batch, n: np.ndarray, basis=None, solution: bool = False, porta
 def _price(batch: Batch, n: np.ndarray, basis, solution, portable: bool, scale: float,
            cuts: bool = True) -> Priced:
     """:func:`price` of one LP; ``cuts=False``: without the subgradient (a plan's read needs none: its entries,
-    one per group and purchase row in its rows, are most of a pricing's bytes at three years)."""
+    one per group and purchase row in its rows, are most of a pricing's bytes at three years); ``portable=None``:
+    without the basis (the decision's LP of ``"plan+cuts"``, its cuts only: a basis per batch held twice took three
+    years' peak over 4 GB)."""
     import highspy
 
     from planner.solve.duals import sums_from_codes
@@ -255,16 +308,13 @@ def _price(batch: Batch, n: np.ndarray, basis, solution, portable: bool, scale: 
     options = lp_options(batch, solution)
     scaled = getattr(batch, "plan_scale", None) if options else None  # a plan's LP: each block's objective over
     lp_cost = batch.cost * scaled[0] if scaled is not None else cost  # its probability (:func:`plan_scale`)
-    h = _run(batch, n, basis, scale, lp_cost, options, highspy)
-    fell_back = bool(options) and h.getModelStatus() != highspy.HighsModelStatus.kOptimal
+    r = _run(batch, n, basis, scale, lp_cost, options, highspy)
+    fell_back = bool(options) and not r.optimal
     if fell_back:  # the tighter settings did not end optimal: HiGHS's defaults, as a decision's LP
-        h = _run(batch, n, basis, scale, lp_cost, {}, highspy)
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise SolverError(f"a batch's recourse LP did not solve: {h.modelStatusToString(status)}")
-    sol = h.getSolution()
-    x = np.asarray(sol.col_value, dtype=float)
-    y = np.asarray(sol.row_dual, dtype=float)
+        r = _run(batch, n, basis, scale, lp_cost, {}, highspy)
+    if not r.optimal:
+        raise SolverError(f"a batch's recourse LP did not solve: {r.status}")
+    x, y = r.x, r.y
     if scaled is not None:
         y /= scaled[1]  # the duals of the LP as built (each block's objective back at its probability)
     vals = batch.cost_vals if cost is None else cost[batch.cost_cols]
@@ -276,19 +326,131 @@ def _price(batch: Batch, n: np.ndarray, basis, solution, portable: bool, scale: 
         keep = np.abs(d) > 1e-12
     else:
         uniq, d, keep = np.zeros(0, np.int64), np.zeros(0), np.zeros(0, bool)
-    hb = h.getBasis()
-    iters = int(h.getInfo().simplex_iteration_count)
     return Priced(values=values, group=uniq[keep] // batch.R, row=uniq[keep] % batch.R, coef=d[keep],
-                  fell_back=fell_back,
-                  basis=_portable(hb, batch) if portable else hb, iterations=iters,
+                  fell_back=fell_back, iterations=r.iterations,
+                  basis=None if portable is None else portable_basis(r.basis) if portable else r.basis,
                   solution=x if solution is True else None,
                   dual_sums=sums_from_codes(batch.row_code, batch.row_key, _weights(batch, scale), y,
                                             *batch.classes_pools) if solution is True else None,
                   costs=scenario_costs(batch, x) if solution == "costs" else None)
 
 
-def _run(batch: Batch, n: np.ndarray, basis, scale: float, cost, options: dict, highspy):
-    """A HiGHS object with ``batch``'s LP at ``n`` (``options`` set; warm from ``basis``), run."""
+@dataclass
+class _Solved:
+    """One batch's LP run: whether it ended optimal (HiGHS's status otherwise), its column values and row duals,
+    its basis (HiGHS's own object, or :class:`PartBases` for an LP solved in parts) and simplex iterations."""
+
+    optimal: bool
+    status: str
+    x: np.ndarray
+    y: np.ndarray
+    basis: object
+    iterations: int
+
+
+@dataclass
+class PartBases:
+    """The basis of a batch's LP solved in parts (:func:`split_parts`), kept as HiGHS's own objects, one per part (no
+    conversion between pricings in one process); :func:`portable_basis` reads it as the batch's int8 arrays."""
+
+    bases: list  # a highspy.HighsBasis per part
+    cols: list  # each part's columns in the batch (int32)
+    rows: list  # each part's rows
+    shape: tuple  # the batch's (columns, rows)
+
+
+def _run(batch: Batch, n: np.ndarray, basis, scale: float, cost, options: dict, highspy) -> _Solved:
+    """``batch``'s LP at ``n`` (``options`` set; warm from ``basis``), run: as one LP, or where it separates into
+    parts (``batch.parts``, :func:`split_parts`) as one LP per part, side by side."""
+    lower, upper = batch.col_lower.copy(), batch.col_upper.copy()
+    lower[batch.ncols] = upper[batch.ncols] = n
+    row_lower, row_upper = batch.row_lower, batch.row_upper
+    if scale != 1.0:
+        from planner.solve.duals import CODES
+
+        linear = np.isin(batch.row_code, (CODES["demand"], CODES["spot_share"]))
+        row_lower, row_upper = np.where(linear, row_lower * scale, row_lower), np.where(linear, row_upper * scale,
+                                                                                         row_upper)
+    cost = batch.cost if cost is None else cost
+    parts = getattr(batch, "parts", None)
+    if parts is None:
+        h = _highs(options, highspy)
+        _pass(h, highspy, cost, lower, upper, row_lower, row_upper, batch.start, batch.index, batch.value)
+        if basis is not None:
+            h.setBasis(basis if isinstance(basis, highspy.HighsBasis) else _highs_basis(portable_basis(basis), highspy))
+        h.run()
+        status = h.getModelStatus()
+        sol = h.getSolution()
+        return _Solved(status == highspy.HighsModelStatus.kOptimal, h.modelStatusToString(status),
+                       np.asarray(sol.col_value, dtype=float), np.asarray(sol.row_dual, dtype=float), h.getBasis(),
+                       int(h.getInfo().simplex_iteration_count))
+    return _run_parts(batch, parts, lower, upper, row_lower, row_upper, cost, basis, options, highspy)
+
+
+def _run_parts(batch: Batch, parts: tuple, lower, upper, row_lower, row_upper, cost, basis, options: dict,
+               highspy) -> _Solved:
+    """:func:`_run` of a batch's LP in its parts: the purchases' columns (fixed) moved into the rows' bounds, each
+    part's rows and columns an LP of its own, warm from its share of ``basis`` (cold where that share is not a basis:
+    its basic count is not its rows'); the values, duals and bases put back in the batch's order (the purchases'
+    columns at their bound, nonbasic)."""
+    col_part, row_part = parts
+    rows = len(row_lower)
+    row_of = np.repeat(np.arange(rows, dtype=np.int32), np.diff(batch.start))
+    fixed = col_part[batch.index] < 0  # entries of the purchases' columns: constants once they are fixed
+    moved = np.bincount(row_of[fixed], weights=batch.value[fixed] * lower[batch.index[fixed]], minlength=rows)
+    row_lower, row_upper = row_lower - moved, row_upper - moved  # (an infinite bound stays so)
+    keep = np.flatnonzero(~fixed)
+    part_of = row_part[row_of[keep]]
+    keep = keep[np.argsort(part_of, kind="stable")]  # each part's entries together, in row order
+    k = int(col_part.max()) + 1  # (every part holds columns: runs of whole blocks)
+    cols, rowsof = _members(col_part, k), _members(row_part, k)
+    col_local = np.empty(len(col_part), dtype=np.int32)
+    row_local = np.empty(rows, dtype=np.int32)
+    for c, r in zip(cols, rowsof):
+        col_local[c] = np.arange(len(c), dtype=np.int32)
+        row_local[r] = np.arange(len(r), dtype=np.int32)
+    ends = np.concatenate([[0], np.cumsum(np.bincount(part_of, minlength=len(rowsof)))])  # each part's in ``keep``
+    native = isinstance(basis, PartBases) and basis.shape == batch.shape and len(basis.bases) == len(cols)
+    arrays = None if basis is None or native else portable_basis(basis)
+    x = np.zeros(len(col_part))
+    x[batch.ncols] = lower[batch.ncols]
+    y = np.zeros(rows)
+    kept, optimal, status, iterations = [], True, "Optimal", 0
+    for q, (c, r) in enumerate(zip(cols, rowsof)):
+        e = keep[ends[q]:ends[q + 1]]
+        start = np.concatenate([[0], np.cumsum(np.bincount(row_local[row_of[e]], minlength=len(r)))])
+        h = _highs(options, highspy)
+        _pass(h, highspy, cost[c], lower[c], upper[c], row_lower[r], row_upper[r], start, col_local[batch.index[e]],
+              batch.value[e])
+        if native:
+            h.setBasis(basis.bases[q])
+        elif arrays is not None:
+            cs, rs = arrays[0][c], arrays[1][r]
+            if int((cs == 1).sum() + (rs == 1).sum()) == len(r):  # (kBasic: 1) a basis of this part
+                h.setBasis(_highs_basis((cs, rs), highspy))
+        h.run()
+        s = h.getModelStatus()
+        if s != highspy.HighsModelStatus.kOptimal and optimal:
+            optimal, status = False, h.modelStatusToString(s)
+        sol = h.getSolution()
+        x[c] = np.asarray(sol.col_value, dtype=float)
+        y[r] = np.asarray(sol.row_dual, dtype=float)
+        kept.append(h.getBasis())
+        iterations += int(h.getInfo().simplex_iteration_count)
+    return _Solved(optimal, status, x, y, PartBases(kept, cols, rowsof, batch.shape), iterations)
+
+
+def _members(part: np.ndarray, k: int) -> list:
+    """Each of ``k`` parts' positions (int32, in order) from a per-position part (-1: in none)."""
+    order = np.argsort(part, kind="stable").astype(np.int32)
+    counts = np.bincount(part[part >= 0], minlength=k)
+    first = int((part < 0).sum())
+    edges = first + np.concatenate([[0], np.cumsum(counts)])
+    return [order[a:b] for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _highs(options: dict, highspy):
+    """A quiet HiGHS with the planner's options and ``options``."""
     from planner.core.errors import SolverError
     from planner.solve.monolithic import new_highs
 
@@ -296,10 +458,6 @@ def _run(batch: Batch, n: np.ndarray, basis, scale: float, cost, options: dict, 
     for option, value in options.items():
         if h.setOptionValue(option, value) != highspy.HighsStatus.kOk:  # a renamed option is said, not lost
             raise SolverError(f"HiGHS refused option {option}={value!r}")
-    _pass(h, batch, n, highspy, scale, cost)
-    if basis is not None:
-        h.setBasis(basis if isinstance(basis, highspy.HighsBasis) else _highs_basis(basis, highspy))
-    h.run()
     return h
 
 
@@ -400,18 +558,17 @@ def _weights(batch: Batch, scale: float) -> np.ndarray:
                     batch.row_weight)
 
 
-def _portable(hb, batch: Batch) -> tuple:
-    """A HighsBasis as (column status, row status) int8 arrays."""
-    cols, rows = batch.shape
-    return (np.fromiter(map(int, hb.col_status), dtype=np.int8, count=cols),
-            np.fromiter(map(int, hb.row_status), dtype=np.int8, count=rows))
-
-
 def portable_basis(basis, batch_shape: tuple | None = None):
     """Any basis :func:`price` returns, as int8 arrays (None stays None). A reference to a basis a worker kept
     (:class:`planner.solve.workers.Kept`) has nothing here to read: a TypeError (ask for ``portable`` bases)."""
     if basis is None or isinstance(basis, tuple):
         return basis
+    if isinstance(basis, PartBases):  # a batch's LP solved in parts: each part's statuses in its place
+        col, row = np.zeros(basis.shape[0], dtype=np.int8), np.zeros(basis.shape[1], dtype=np.int8)  # (purchases:
+        for b, c, r in zip(basis.bases, basis.cols, basis.rows):  # kLower, 0: nonbasic at their fixed value)
+            col[c] = np.fromiter(map(int, b.col_status), dtype=np.int8, count=len(c))
+            row[r] = np.fromiter(map(int, b.row_status), dtype=np.int8, count=len(r))
+        return col, row
     if not hasattr(basis, "col_status"):
         raise TypeError(f"not a basis that can be read here: {type(basis).__name__} (a basis kept on a worker "
                         "comes back as arrays only from a pricing with portable=True)")
@@ -435,23 +592,13 @@ def _highs_basis(basis: tuple, highspy):
     return b
 
 
-def _pass(h, batch: Batch, n: np.ndarray, highspy, scale: float = 1.0, cost: np.ndarray | None = None):
-    """Hand ``h`` the batch's LP with the purchases' columns fixed at ``n`` (and the demand scaled by ``scale``;
-    ``cost``: another objective than the batch's own)."""
+def _pass(h, highspy, cost, lower, upper, row_lower, row_upper, start, index, value):
+    """Hand ``h`` an LP (a batch's, or a part of it) as row-wise arrays; a SolverError where HiGHS rejects it."""
     from planner.core.errors import SolverError
     from planner.solve.monolithic import pass_arrays
 
-    lower, upper = batch.col_lower.copy(), batch.col_upper.copy()
-    lower[batch.ncols] = upper[batch.ncols] = n
-    row_lower, row_upper = batch.row_lower, batch.row_upper
-    if scale != 1.0:
-        from planner.solve.duals import CODES
-
-        linear = np.isin(batch.row_code, (CODES["demand"], CODES["spot_share"]))
-        row_lower, row_upper = np.where(linear, row_lower * scale, row_lower), np.where(linear, row_upper * scale,
-                                                                                         row_upper)
-    if pass_arrays(h, highspy, batch.cost if cost is None else cost, lower, upper, row_lower, row_upper, batch.start, batch.index,
-                   batch.value) == highspy.HighsStatus.kError:
+    if pass_arrays(h, highspy, cost, lower, upper, row_lower, row_upper, start, index,
+                   value) == highspy.HighsStatus.kError:
         raise SolverError("HiGHS rejected a batch's recourse LP")
 
 
