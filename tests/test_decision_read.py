@@ -204,3 +204,33 @@ def test_the_risk_views_eev_is_the_mean_plans_purchases_costed(tmp_path, monkeyp
     assert rv.eev_usd == pytest.approx(full.objective, rel=1e-7, abs=1e-4)
     assert len(costed) == 1 and np.array_equal(costed[0], n_mean)
     assert rv.eev_usd >= plan.objective - 1e-6 * abs(plan.objective)
+
+
+def test_a_decisions_costs_come_from_the_loops_own_pricing_of_its_purchases(tmp_path):
+    """A decision (``final="costs"``) prices each integer plan with its costs: the last pass is not run again where
+    the loop priced the plan it keeps (one pricing per iteration, none after), and its costs are those a last pass
+    at the same purchases reads (the same LP and settings)."""
+    from planner.solve.decompose import chunk_index, cut_groups, solve_benders
+    from planner.solve.workers import LocalPricer
+
+    inp = ladder_case(tmp_path, 3, scenarios=True)
+    chunks = chunk_index(inp, "week")
+    calls = []
+
+    class Counting(LocalPricer):
+        def price(self, n, bases, solution=False, **kw):
+            calls.append(solution)
+            return super().price(n, bases, solution=solution, **kw)
+
+    bd = solve_benders(inp, chunk="week", mip_gap=1e-7, final="costs", pricer=Counting(inp, chunks, cut_groups(inp)))
+    assert bd.status == "optimal" and bd.phases["plan_pricing"] < 0.05 and "costs" in calls
+    loop = len(calls)
+    calls.clear()
+    full = solve_benders(inp, chunk="week", mip_gap=1e-7, final=True, pricer=Counting(inp, chunks, cut_groups(inp)))
+    assert len(calls) == loop + 1 and calls[-1] is True  # a plan's last pass; a decision's none: the loop's own
+    np.testing.assert_array_equal(full.n, bd.n)
+    again = LocalPricer(inp, chunks, cut_groups(inp)).price(bd.n, [None] * len(chunks), solution="costs")
+    for ours, theirs in zip(bd.priced, again):
+        for key in ("rented", "covered", "short"):
+            assert np.allclose(ours.costs[key], theirs.costs[key], rtol=1e-9, atol=1e-6), key
+    assert sum(float(r.costs["rented"].sum()) for r in bd.priced) > 1000

@@ -381,15 +381,21 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     pool: list = []  # an earlier solve's cuts (warm["prior"]) not all in the master: added where violated
     pooled = [0]  # how many of them were
     dropped = {"slack": 0, "before_integer": 0}  # cuts deleted: slack DROP_AFTER solves; slack before the integer master
+    costs_at: dict = {}  # a decision's integer plans priced -> each batch's costs there (the last pass reads them)
 
     def price(n):
-        """Q(n) = sum_g Q_g(n), each group's value, and the cuts (COO) at n; adds them to the master."""
+        """Q(n) = sum_g Q_g(n), each group's value, and the cuts (COO) at n; adds them to the master. A decision's
+        (``final="costs"``) integer plan is priced with each scenario's costs too, kept for the last pass."""
         nonlocal ages, cut_lo
         t = time.perf_counter()
-        results = pricer.price(n, bases, portable=False)  # each batch's basis stays where it was priced: the
-        # loop hands it back next call (the final pricing below returns them as arrays, for the plan to keep)
+        keep = final == "costs" and np.array_equal(rounded(n), n)
+        results = pricer.price(n, bases, portable=False, solution="costs" if keep else False)  # each batch's basis
+        # stays where it was priced: the loop hands it back next call (the final pricing below returns them as
+        # arrays, for the plan to keep)
         for i, r in enumerate(results):
             bases[i] = r.basis
+        if keep:  # (the same LP as a cut's: its costs at the optimum it was priced at)
+            costs_at[n.tobytes()] = [r.costs for r in results]
         phases["pricing"] += time.perf_counter() - t
         # cut g: theta_g - d_g . n >= Q_g - d_g . n_bar   (rows sorted by group)
         values, g, c, d, rhs = _assemble(results, offsets, n, G)
@@ -666,7 +672,15 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         if closed():
             status = "optimal"
     t = time.perf_counter()  # the plan: every batch at the best purchases, with its columns and duals
-    last_pass = pricer.price(best_n, bases, solution=final)
+    held = costs_at.get(np.asarray(best_n, float).tobytes()) if final == "costs" else None
+    from planner.solve.recourse import Priced
+
+    if held is not None:  # a decision's costs at its purchases, from the loop's own pricing of them: the same LP
+        # and settings as a last pass (decision_from_batches reads each batch's costs only)
+        last_pass = [Priced(values=np.zeros(0), group=np.zeros(0, np.int64), row=np.zeros(0, np.int64),
+                            coef=np.zeros(0), basis=None, costs=c) for c in held]
+    else:
+        last_pass = pricer.price(best_n, bases, solution=final)
     phases["plan_pricing"] = time.perf_counter() - t
     return BendersResult(n=best_n, upper=best_upper, lower=min(bound, best_upper), iterations=it, chunks=G,
                          seconds=elapsed(), status=status, history=history, batches=len(chunks),
