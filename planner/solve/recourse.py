@@ -395,21 +395,19 @@ def _run_parts(batch: Batch, parts: tuple, lower, upper, row_lower, row_upper, c
     columns at their bound, nonbasic)."""
     col_part, row_part = parts
     rows = len(row_lower)
-    row_of = np.repeat(np.arange(rows, dtype=np.int32), np.diff(batch.start))
-    fixed = col_part[batch.index] < 0  # entries of the purchases' columns: constants once they are fixed
-    moved = np.bincount(row_of[fixed], weights=batch.value[fixed] * lower[batch.index[fixed]], minlength=rows)
+    fixed = np.flatnonzero(col_part[batch.index] < 0)  # entries of the purchases' columns: constants once fixed
+    fixed_row = np.searchsorted(batch.start, fixed, side="right") - 1
+    moved = np.bincount(fixed_row, weights=batch.value[fixed] * lower[batch.index[fixed]], minlength=rows)
     row_lower, row_upper = row_lower - moved, row_upper - moved  # (an infinite bound stays so)
-    keep = np.flatnonzero(~fixed)
-    part_of = row_part[row_of[keep]]
-    keep = keep[np.argsort(part_of, kind="stable")]  # each part's entries together, in row order
+    entry_part = np.repeat(row_part, np.diff(batch.start))  # each entry's part (its row's), -1 for the purchases'
+    entry_part[fixed] = -1
+    count = np.diff(batch.start) - np.bincount(fixed_row, minlength=rows)  # each row's entries in its part's LP
     k = int(col_part.max()) + 1  # (every part holds columns: runs of whole blocks)
-    cols, rowsof = _members(col_part, k), _members(row_part, k)
+    cols = [np.flatnonzero(col_part == q).astype(np.int32) for q in range(k)]
+    rowsof = [np.flatnonzero(row_part == q).astype(np.int32) for q in range(k)]
     col_local = np.empty(len(col_part), dtype=np.int32)
-    row_local = np.empty(rows, dtype=np.int32)
-    for c, r in zip(cols, rowsof):
+    for c in cols:
         col_local[c] = np.arange(len(c), dtype=np.int32)
-        row_local[r] = np.arange(len(r), dtype=np.int32)
-    ends = np.concatenate([[0], np.cumsum(np.bincount(part_of, minlength=len(rowsof)))])  # each part's in ``keep``
     native = isinstance(basis, PartBases) and basis.shape == batch.shape and len(basis.bases) == len(cols)
     arrays = None if basis is None or native else portable_basis(basis)
     x = np.zeros(len(col_part))
@@ -417,8 +415,8 @@ def _run_parts(batch: Batch, parts: tuple, lower, upper, row_lower, row_upper, c
     y = np.zeros(rows)
     kept, optimal, status, iterations = [], True, "Optimal", 0
     for q, (c, r) in enumerate(zip(cols, rowsof)):
-        e = keep[ends[q]:ends[q + 1]]
-        start = np.concatenate([[0], np.cumsum(np.bincount(row_local[row_of[e]], minlength=len(r)))])
+        e = np.flatnonzero(entry_part == q)  # its entries, in row order
+        start = np.concatenate([[0], np.cumsum(count[r])])
         h = _highs(options, highspy)
         _pass(h, highspy, cost[c], lower[c], upper[c], row_lower[r], row_upper[r], start, col_local[batch.index[e]],
               batch.value[e])
@@ -438,15 +436,6 @@ def _run_parts(batch: Batch, parts: tuple, lower, upper, row_lower, row_upper, c
         kept.append(h.getBasis())
         iterations += int(h.getInfo().simplex_iteration_count)
     return _Solved(optimal, status, x, y, PartBases(kept, cols, rowsof, batch.shape), iterations)
-
-
-def _members(part: np.ndarray, k: int) -> list:
-    """Each of ``k`` parts' positions (int32, in order) from a per-position part (-1: in none)."""
-    order = np.argsort(part, kind="stable").astype(np.int32)
-    counts = np.bincount(part[part >= 0], minlength=k)
-    first = int((part < 0).sum())
-    edges = first + np.concatenate([[0], np.cumsum(counts)])
-    return [order[a:b] for a, b in zip(edges[:-1], edges[1:])]
 
 
 def _highs(options: dict, highspy):
