@@ -154,3 +154,15 @@ def test_a_block_larger_than_a_part_leaves_no_part_empty():
     rowblock = np.array([0, 0, 1, 2])
     col, row = recourse.split_parts(colblock, [0], rowblock, columns=4)
     assert sorted(set(col[1:])) == list(range(int(col.max()) + 1)) and set(row) <= set(col[1:])
+
+
+def test_a_basis_of_another_shape_starts_a_batch_in_parts_cold(tmp_path, monkeypatch):
+    """As HiGHS does for a whole LP: another batch's basis (longer or shorter) is no basis of this one."""
+    inp, b = _batch(tmp_path, monkeypatch)
+    n = np.array([3.0])
+    cold = recourse.price(b, n, solution=True)
+    col, row = recourse.portable_basis(cold.basis)
+    for wrong in ((col[:-3], row), (np.r_[col, col[:5]], row), (col, row[:-2])):
+        out = recourse.price(b, n, wrong, solution=True)
+        assert out.iterations == cold.iterations
+        _same(out, cold)

@@ -42,9 +42,7 @@ def tied_lp(model, block_hours: np.ndarray, probability: np.ndarray) -> Tied | N
         return None
     fixed = model.families["n"]["col"].to_numpy() if "n" in model.families else np.zeros(0, dtype=np.int64)
     colblock = recourse.column_blocks(model)
-    loose = colblock < 0
-    loose[fixed] = False
-    if loose.any() or model.integer[colblock >= 0].any():
+    if recourse.in_no_block(colblock, fixed).any() or model.integer[colblock >= 0].any():
         return None
     start, index, _value, _lo, _up = model.constraints.to_csr()
     rows = len(start) - 1

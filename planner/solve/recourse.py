@@ -158,15 +158,20 @@ PLAN_SCALE_MAX = 1e30  # a block's factor at most: a scenario of probability bel
 # tie-break's differences then shrink again, as they did unscaled)
 
 
+def in_no_block(colblock: np.ndarray, fixed) -> np.ndarray:
+    """Per column: in no block and not a purchase (``fixed``): such a column could link blocks."""
+    loose = colblock < 0
+    loose[np.asarray(fixed, dtype=np.int64)] = False
+    return loose
+
+
 def row_blocks(colblock: np.ndarray, fixed: np.ndarray, row_of: np.ndarray, index: np.ndarray, rows: int
                ) -> np.ndarray | None:
     """Each row's block (-1: a row with no recourse column) when a batch's LP, its purchases fixed, is the direct sum of
     its blocks' LPs: every row's recourse columns in one block. None where some row holds columns of two blocks, or a
     column in no block that is not a purchase (it could link blocks). ``colblock``: each column's block (-1: none),
     ``fixed``: the purchases' columns, ``row_of``/``index``: each entry's row and column of ``rows``."""
-    loose = colblock < 0
-    loose[fixed] = False
-    if loose[index].any():
+    if in_no_block(colblock, fixed)[index].any():
         return None  # a column in no block (not a purchase) in some row: it could link blocks
     block_of_entry = colblock[index]
     live = block_of_entry >= 0
@@ -216,16 +221,16 @@ def split_parts(colblock: np.ndarray, fixed: np.ndarray, rowblock: np.ndarray | 
     goes to part 0); None where the LP is one part (at most 1.5 x ``columns`` columns), does not separate by block
     (``rowblock`` None, :func:`row_blocks`) or has a column in no block that is not a purchase (``fixed``).
 
-    The parts are solved as LPs of their own (:func:`_run`): with the purchases fixed the batch's LP is their direct
-    sum, so its optima are theirs side by side. The simplex's work per iteration grows with the LP's rows, its
-    iterations do not shrink: measured on four of XL's weekly batches (77,000 columns each; demand 20 % lower from
-    the plan's bases, 25,465 iterations either way), one LP each 1.07 s, in days 0.81 s, in quarters of a day
-    0.81 s (benchmarks/README.md, issue 37, twenty-second round)."""
-    inside = colblock >= 0
-    loose = ~inside
-    loose[fixed] = False
-    if rowblock is None or loose.any():
+    The parts are solved as LPs of their own (:func:`_run_parts`): with the purchases fixed the batch's LP is their
+    direct sum, so its optimal value is theirs, and where its optimum is unique so is its solution (where several
+    optima tie, the parts may end on another of them, as the whole LP warm and cold already do). The simplex's work per
+    iteration grows with the LP's rows, its iterations about stay: four of XL's weekly batches (77,000-80,000 columns
+    each; demand 20 % lower from the plan's bases, 25,465 iterations whole, 25,464 in parts) took 0.98 s as one LP each
+    and 0.66 s in parts; built as batches of a day, 0.69-0.81 s (benchmarks/README.md, issue 37, twenty-second
+    round)."""
+    if rowblock is None or in_no_block(colblock, fixed).any():
         return None
+    inside = colblock >= 0
     columns = PART_COLUMNS if columns is None else int(columns)
     total = int(inside.sum())
     n = -(-total // columns) if total else 0
@@ -410,6 +415,8 @@ def _run_parts(batch: Batch, parts: tuple, lower, upper, row_lower, row_upper, c
         col_local[c] = np.arange(len(c), dtype=np.int32)
     native = isinstance(basis, PartBases) and basis.shape == batch.shape and len(basis.bases) == len(cols)
     arrays = None if basis is None or native else portable_basis(basis)
+    if arrays is not None and (len(arrays[0]), len(arrays[1])) != batch.shape:
+        arrays = None  # another LP's basis: cold, as HiGHS starts the whole LP given one
     x = np.zeros(len(col_part))
     x[batch.ncols] = lower[batch.ncols]
     y = np.zeros(rows)
