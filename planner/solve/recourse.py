@@ -217,9 +217,10 @@ PART_COLUMNS = 12_000  # a batch's LP above about this many columns is solved in
 def split_parts(colblock: np.ndarray, fixed: np.ndarray, rowblock: np.ndarray | None, columns: int | None = None
                 ) -> tuple | None:
     """(per column, per row) int16: the part of a batch's LP each column and row lies in, runs of whole blocks of
-    about ``columns`` (default :data:`PART_COLUMNS`) columns each (-1: the purchases' columns, fixed at each pricing; a row with no recourse column
-    goes to part 0); None where the LP is one part (at most 1.5 x ``columns`` columns), does not separate by block
-    (``rowblock`` None, :func:`row_blocks`) or has a column in no block that is not a purchase (``fixed``).
+    about ``columns`` (default :data:`PART_COLUMNS`) columns each (-1: the purchases' columns, fixed at each pricing;
+    a row with no recourse column goes to part 0); None where the LP is one part (at most 1.5 x ``columns``
+    columns), does not separate by block (``rowblock`` None, :func:`row_blocks`) or has a column in no block that is
+    not a purchase (``fixed``).
 
     The parts are solved as LPs of their own (:func:`_run_parts`): with the purchases fixed the batch's LP is their
     direct sum, so its optimal value is theirs, and where its optimum is unique so is its solution (where several
