@@ -131,9 +131,10 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
     if result.read_fell_back:  # (solve.reading: the MIP's own values stand)
         plan.read_fell_back = True
         plan.notes.append("the plan's LP with the purchases fixed did not end optimal (at its tighter settings, in the "
-                          "time the plan's limit left), so the plan is read from the MIP's own solution: the costs are unaffected, but which idle reserved GPUs "
-                          "are shown running the work (tranche use, stranded dollars, allocation, chargeback) is one "
-                          "of several equal-cost answers and may differ from a decomposed plan's and between runs")
+                          "time the plan's limit left), so the plan is read from the MIP's own solution: the costs are "
+                          "unaffected, but which idle reserved GPUs are shown running the work (tranche use, stranded "
+                          "dollars, allocation, chargeback) is one of several equal-cost answers and may differ from a "
+                          "decomposed plan's and between runs")
     if result.row_duals is not None and extend is None:  # the LP that made the plan left its duals
         from planner.solve.duals import family_sums
 

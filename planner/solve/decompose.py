@@ -673,10 +673,10 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             status = "optimal"
     t = time.perf_counter()  # the plan: every batch at the best purchases, with its columns and duals
     held = costs_at.get(np.asarray(best_n, float).tobytes()) if final == "costs" else None
-    from planner.solve.recourse import Priced
-
     if held is not None:  # a decision's costs at its purchases, from the loop's own pricing of them: the same LP
         # and settings as a last pass (decision_from_batches reads each batch's costs only)
+        from planner.solve.recourse import Priced
+
         last_pass = [Priced(values=np.zeros(0), group=np.zeros(0, np.int64), row=np.zeros(0, np.int64),
                             coef=np.zeros(0), basis=None, costs=c) for c in held]
     else:
