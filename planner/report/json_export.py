@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from planner import __version__
+from planner.core.frames import time_text
 from planner.results.plan import Plan
 from planner.inputs import rented, supply
 from planner.model.sites import site_power_used
@@ -103,7 +104,7 @@ def monthly_usage(plan: Plan) -> pd.DataFrame:
     od = fleet_prices(inp, f, "on_demand")  # each period's and scenario's price (a forward curve, price paths)
     sp = fleet_prices(inp, f, "spot")
     covered = f["on_demand_covered"].to_numpy(float) if "on_demand_covered" in f else np.zeros(len(f))
-    g = pd.DataFrame({"month": f["period"].dt.strftime("%Y-%m").to_numpy(), "gpu_type": f["gpu_type"].to_numpy(),
+    g = pd.DataFrame({"month": time_text(f["period"], "%Y-%m"), "gpu_type": f["gpu_type"].to_numpy(),
                       "region": f["region"].to_numpy(),
                       "reserved_owned_gpu_hours": f["reserved_owned"].to_numpy() * w,
                       "reserved_used_gpu_hours": f["reserved_used"].to_numpy() * w,

@@ -377,9 +377,10 @@ def _by_month(plan: Plan, owned: bool) -> pd.DataFrame:
         cost_pm = cube.T.groupby(res["pool"].to_numpy(int)[held]).sum().stack()  # (p, month)
         cost_pm.index = cost_pm.index.swaplevel()  # (month, p)
     f = plan.fleet
-    pool_of = {(g, r): i for i, (g, r) in enumerate(zip(inp.pools["gpu_type"], inp.pools["region"]))}
+    pool_of = pd.MultiIndex.from_frame(inp.pools[["gpu_type", "region"]]).get_indexer(
+        pd.MultiIndex.from_arrays([f["gpu_type"], f["region"]]))  # each fleet row's pool (every row has one)
     owned_pm = (f["reserved_owned"] * f["hours"] * lookup(f["scenario"], w)).groupby(
-        [time_text(f["period"], "%Y-%m"), [pool_of[(g, r)] for g, r in zip(f["gpu_type"], f["region"])]]).sum()
+        [time_text(f["period"], "%Y-%m"), pool_of]).sum()
     rows: dict = {}
     unallocated: dict = {}
     for (m, pp), cost in cost_pm.items():
