@@ -301,7 +301,7 @@ def build_inputs(config: ModelConfig, tables: Tables) -> PlanInputs:
     pools = _pools(tables.prices)
     options = commitments.option_rows(commitment_rows(tables.prices), pools)
     dem = tables.demand
-    scen = list(dict.fromkeys(dem["scenario"]))
+    scen = list(pd.unique(dem["scenario"]))  # in order of first appearance
     if config.scenarios:
         scen = [s for s in config.scenarios]
         prob = np.array([config.scenarios[s] for s in scen])

@@ -86,6 +86,13 @@ def _close(word: str, known) -> str | None:
     return m[0] if m else None
 
 
+def by_distinct(text: pd.Series, test) -> np.ndarray:
+    """``test(values)`` (a vectorised check of a Series, e.g. ``lambda u: u.str.contains(...)``) for every cell of
+    ``text``, run once per distinct value (a long-form file repeats its periods and labels over every row)."""
+    codes, uniques = pd.factorize(text, use_na_sentinel=False)
+    return np.asarray(test(pd.Series(uniques, dtype=text.dtype)), dtype=bool)[codes]
+
+
 def numbers(raw: RawTable, col: str, bad: Collector, *, blank_ok: bool, low: float | None = 0.0,
             low_open: bool = False, high: float | None = None, expected: str = "a number",
             hint: str | None = None) -> pd.Series:
@@ -134,7 +141,7 @@ def times(raw: RawTable, col: str, bad: Collector, blank_ok: bool = False) -> pd
     blank = text.eq("")
     if not blank_ok:
         _report(bad, raw, blank, col, "blank date", None, expected="an ISO 8601 date such as 2027-01-04T00:00")
-    has_tz = text.str.contains(_TZ) & ~blank
+    has_tz = pd.Series(by_distinct(text, lambda u: u.str.contains(_TZ)), index=text.index) & ~blank
     if has_tz.any() and not has_tz[~blank].all():
         minority = has_tz if has_tz.sum() <= (~has_tz & ~blank).sum() else (~has_tz & ~blank)
         _report(bad, raw, minority, col, "dates mix time zones (some with a UTC offset, some without)",
@@ -143,7 +150,8 @@ def times(raw: RawTable, col: str, bad: Collector, blank_ok: bool = False) -> pd
         return pd.Series(pd.NaT, index=raw.data.index, dtype="datetime64[ns]")
     parsed = pd.Series(pd.NaT, index=raw.data.index, dtype="datetime64[ns]")
     good = ~blank
-    iso = text.str.fullmatch(r"\d{4}-\d\d-\d\d([T ]\d\d(:\d\d(:\d\d(\.\d+)?)?)?)?\s*(Z|[+-]\d\d:?\d\d)?")
+    iso = pd.Series(by_distinct(text, lambda u: u.str.fullmatch(
+        r"\d{4}-\d\d-\d\d([T ]\d\d(:\d\d(:\d\d(\.\d+)?)?)?)?\s*(Z|[+-]\d\d:?\d\d)?")), index=text.index)
     _report(bad, raw, good & ~iso, col, "not an ISO 8601 date", text,
             expected="a date such as 2027-01-04T00:00 (year-month-day)",
             hint="format the column as yyyy-mm-ddThh:mm")
@@ -537,7 +545,7 @@ def check_price_scenarios(config: ModelConfig, prices: pd.DataFrame, demand: pd.
     """Every ``scenario`` named in the price sheet is a scenario of the model (its ``[scenarios]`` or the demand's)."""
     if "scenario" not in prices:
         return
-    known = list(config.scenarios) or ([] if demand is None else list(dict.fromkeys(demand["scenario"])))
+    known = list(config.scenarios) or ([] if demand is None else list(pd.unique(demand["scenario"])))
     known += [n for n in getattr(config, "price_scenarios", ()) if n not in known]  # evaluate: one history of them
     named = prices["scenario"].ne("")
     for i in np.flatnonzero(named & ~prices["scenario"].isin(known)):
@@ -818,7 +826,7 @@ def _check_demand_grid(raw: RawTable, long: pd.DataFrame, config: ModelConfig,
                     expected="one row per period and class", hint="sum or delete the duplicates")
         return None
 
-    scen_names = list(dict.fromkeys(long["scenario"]))
+    scen_names = list(pd.unique(long["scenario"]))  # in order of first appearance
     if config.scenarios:
         missing = [s for s in config.scenarios if s not in scen_names]
         extra = [s for s in scen_names if s not in config.scenarios]
@@ -1095,8 +1103,8 @@ def check_control_characters(raw: RawTable, bad: Collector) -> None:
             bad.add(raw.file, "a column name has a control character", row=1, value=repr(col),
                     expected="printable text")
             found += 1
-        hits = raw.data[col].astype(str).str.contains(_CONTROL, regex=True)
-        for i in np.flatnonzero(hits.to_numpy())[: max(0, 20 - found)]:
+        hits = by_distinct(raw.data[col].astype(str), lambda u: u.str.contains(_CONTROL, regex=True))
+        for i in np.flatnonzero(hits)[: max(0, 20 - found)]:
             text = raw.data[col].iat[i]
             ch = next(c for c in text if re.fullmatch(_CONTROL, c))
             bad.add(raw.file, f"control character U+{ord(ch):04X} in the text", row=int(raw.rows.iat[i]),
