@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from planner.inputs import rented, supply
 from planner.inputs.activity import take_rows
+from planner.core.units import idle_of
 
 TRANCHE_COLUMNS = ["row", "gpu_type", "region", "option", "kind", "purchase_date", "end_date", "firm",
                    "stack_position", "instances", "gpus", "active_periods", "capacity_gpu_hours", "used_gpu_hours",
@@ -231,7 +232,7 @@ def owned_idle(plan) -> dict:
 
     inp = plan.inputs
     st = stack(plan)
-    idle = np.clip(st["inventory"][None] - st["owned_used"], 0.0, None)  # (S, P, T) GPUs
+    idle = idle_of(np.broadcast_to(st["inventory"][None], st["owned_used"].shape), st["owned_used"])  # (S, P, T)
     idle_t = np.einsum("s,spt->pt", inp.probability, idle)
     inv = inventory_table(inp)
     rate = np.zeros((inp.P, inp.T))

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from planner.core.frames import lookup, time_text
+from planner.core.units import idle_of
 from planner.results.plan import Plan
 from planner.inputs import commitments
 from planner.inputs import rented, supply
@@ -285,7 +286,7 @@ def _by_class(plan: Plan, owned: bool) -> pd.DataFrame:
         rate = np.where(owned > 0, cost_p / owned, 0.0)
         share = np.where(used > 0, res_use / used, 0.0)
     reserved_used = (res_use * rate).sum(axis=1)
-    reserved_idle = (share * (rate * np.clip(owned - used, 0.0, None))[None, :]).sum(axis=1)
+    reserved_idle = (share * (rate * idle_of(owned, used))[None, :]).sum(axis=1)
     credit = np.zeros(K)
     cr = savings_plan_credit(plan)
     np.add.at(credit, cr["_k"].to_numpy(int), cr["credit_usd"].to_numpy(float))
@@ -393,7 +394,7 @@ def _by_month(plan: Plan, owned: bool) -> pd.DataFrame:
         rate = cost / owned
         users = use.loc[(m, pp)] if (m, pp) in use.index.droplevel(2) else pd.Series(dtype=float)
         used = float(users.sum())
-        idle = rate * max(owned - used, 0.0)
+        idle = rate * float(idle_of(owned, used))
         if used <= 0:
             unallocated[m] = unallocated.get(m, 0.0) + cost
             continue
