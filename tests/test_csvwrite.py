@@ -76,3 +76,27 @@ def test_header_names_are_quoted_as_pandas_quotes_them(tmp_path):
     frame = pd.DataFrame([[1.0, "a", 2]], columns=["x,y", 'say "hi"', 7])
     assert _ours(frame, tmp_path / "a.csv") == _pandas(frame, tmp_path / "b.csv")
     assert (tmp_path / "a.csv").read_text().splitlines()[0] == '"x,y","say ""hi""",7'
+
+
+def test_chunk_sizes_below_one_write_every_row(tmp_path):
+    frame = pd.DataFrame({"f": [0.5, 1 / 3, 2.0], "t": ["a", "b", "c"]})
+    for size in (0, -1):
+        assert _ours(frame, tmp_path / "a.csv", chunk_rows=size) == _pandas(frame, tmp_path / "b.csv")
+
+
+def test_cells_that_cannot_be_hashed_are_written_by_pandas(tmp_path):
+    frame = pd.DataFrame({"t": pd.Series([[1], {"a": 2}, "=x"], dtype=object), "x": [1.0, 2.0, np.nan]})
+    assert _ours(frame, tmp_path / "a.csv") == _pandas(frame, tmp_path / "b.csv")
+    assert _ours(frame, tmp_path / "a.csv", text=inert_text) == _pandas(inert_frame(frame), tmp_path / "b.csv")
+
+
+def test_missing_and_odd_column_labels_as_pandas_writes_them(tmp_path):
+    frame = pd.DataFrame([[1.0, 2.0, "a", 3]], columns=[None, np.nan, 1 / 3, pd.Timestamp("2027-01-04")])
+    assert _ours(frame, tmp_path / "a.csv") == _pandas(frame, tmp_path / "b.csv")
+    assert (tmp_path / "a.csv").read_text().splitlines()[0].startswith(",,")
+
+
+@pytest.mark.parametrize("fmt", ["%.3f,", 'x"%g', "%.2f\n", None, "{:.3f}".format, "%s", "%r"])
+def test_float_formats_beyond_one_conversion_go_to_pandas(tmp_path, fmt):
+    frame = pd.DataFrame({"f": [1 / 3, np.nan, 2.5], "t": ["a", "b", "c"]})
+    assert _ours(frame, tmp_path / "a.csv", float_format=fmt) == _pandas(frame, tmp_path / "b.csv", fmt)

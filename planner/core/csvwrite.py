@@ -1,16 +1,18 @@
-"""A large table written as CSV: the text ``pandas.DataFrame.to_csv`` writes, about four times faster.
+"""A large table written as CSV: the text ``pandas.DataFrame.to_csv`` writes, nearly four times faster.
 
 ``frame.to_csv(path, index=False, float_format="%.10g")`` formats every float through a Python call per cell
-(with a missing-value check each): 3.0 s for the 533,222 rows of an hourly year's allocation.csv (50 classes, 24
-pools), where this writer takes 0.7 s. Here each column is formatted at once (floats by ``float_format % v`` over
+(with a missing-value check each): 2.42 s for the 533,222 rows of an hourly year's allocation.csv (50 classes, 24
+pools), where this writer takes 0.65 s, and 1.17 s against 0.30 s for its fleet.csv (``benchmarks/outputs.py``,
+medians of three, alternating). Here each column is formatted at once (floats by ``float_format % v`` over
 the column's values, text through each distinct value, a per-period table repeating a few labels over hundreds
 of thousands of rows) and the rows joined, in chunks that bound the memory.
 
 The text is the same, byte for byte (``tests/test_csvwrite.py`` checks it against pandas on awkward tables):
 the header, ``float_format`` on float columns (missing values empty, infinities ``inf``), integers and
 booleans as ``str`` writes them, text quoted as Python's ``csv`` module quotes it (``QUOTE_MINIMAL``) and
-missing text empty, ``os.linesep`` after every line. A table this writer does not cover (another dtype, text
-mixed with numbers in one column, a single column, columns of several levels) is written by pandas itself.
+missing text empty, ``os.linesep`` after every line. A table this writer does not cover (another dtype, an object
+column holding anything but text, a single column, columns of several levels, a ``float_format`` other than one
+printf conversion) is written by pandas itself.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,12 +30,12 @@ import pandas as pd
 CHUNK_ROWS = 100_000  # rows formatted and joined at a time (a few tens of MB of text at most)
 
 
-def write_csv(frame: pd.DataFrame, path: str | Path, *, float_format: str = "%.10g",
+def write_csv(frame: pd.DataFrame, path: str | Path, *, float_format="%.10g",
               text: Callable[[str], str] | None = None, chunk_rows: int = CHUNK_ROWS) -> None:
     """Write ``frame`` (its index left out) to ``path`` as ``frame.to_csv(path, index=False,
     float_format=float_format)`` does, each distinct text value passed through ``text`` first (e.g.
     :func:`planner.core.csvsafe.inert_text`)."""
-    columns = _columns(frame, text)
+    columns = _columns(frame, text) if _plain_format(float_format) else None
     if columns is None:
         if text is not None:
             frame = frame.copy(deep=False)
@@ -42,14 +45,24 @@ def write_csv(frame: pd.DataFrame, path: str | Path, *, float_format: str = "%.1
         frame.to_csv(path, index=False, float_format=float_format)
         return
     end = os.linesep
-    head = ",".join(_quoted([str(c) for c in frame.columns]))
+    head = frame.iloc[:0].to_csv(index=False, lineterminator=end)  # the header line as pandas writes it
     fmt = float_format.__mod__
+    step = max(1, int(chunk_rows))
     with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(head + end)
-        for lo in range(0, len(frame), max(1, int(chunk_rows))):
-            cells = [_cells(kind, values, lo, lo + chunk_rows, fmt) for kind, values in columns]
+        f.write(head)
+        for lo in range(0, len(frame), step):
+            cells = [_cells(kind, values, lo, lo + step, fmt) for kind, values in columns]
             f.write(end.join(map(",".join, zip(*cells))))
             f.write(end)
+
+
+_PRINTF = re.compile(r"%[-+ #0]*\d*(\.\d+)?[eEfFgG]")
+
+
+def _plain_format(float_format) -> bool:
+    """True for one printf conversion of a float alone (``%.10g``, ``%.3f``): its text never needs quoting. Anything
+    else (a callable, None, text around the conversion) is left to pandas."""
+    return isinstance(float_format, str) and _PRINTF.fullmatch(float_format) is not None
 
 
 def _columns(frame: pd.DataFrame, text) -> list | None:
@@ -67,7 +80,10 @@ def _columns(frame: pd.DataFrame, text) -> list | None:
         elif isinstance(dtype, np.dtype) and dtype.kind in "biu":  # numpy booleans and integers (not pandas' nullable)
             out.append(("str", s.to_numpy()))
         elif pd.api.types.is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
-            codes, uniques = pd.factorize(s, use_na_sentinel=True)
+            try:
+                codes, uniques = pd.factorize(s, use_na_sentinel=True)
+            except TypeError:  # a cell that cannot be hashed (a list): pandas writes its text
+                return None
             values = list(uniques)
             if not all(type(v) is str for v in values):  # numbers held as objects: pandas decides their text
                 return None
