@@ -21,28 +21,24 @@ import csv
 import io
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from planner.core.csvsafe import inert_frame, inert_text
+
 CHUNK_ROWS = 100_000  # rows formatted and joined at a time (a few tens of MB of text at most)
 
 
-def write_csv(frame: pd.DataFrame, path: str | Path, *, float_format="%.10g",
-              text: Callable[[str], str] | None = None, chunk_rows: int = CHUNK_ROWS) -> None:
+def write_csv(frame: pd.DataFrame, path: str | Path, *, float_format="%.10g", inert: bool = False,
+              chunk_rows: int = CHUNK_ROWS) -> None:
     """Write ``frame`` (its index left out) to ``path`` as ``frame.to_csv(path, index=False,
-    float_format=float_format)`` does, each distinct text value passed through ``text`` first (e.g.
-    :func:`planner.core.csvsafe.inert_text`)."""
-    columns = _columns(frame, text) if _plain_format(float_format) else None
+    float_format=float_format)`` does; ``inert``: as :func:`planner.core.csvsafe.inert_frame` of it (text a
+    spreadsheet would run as a formula gets a leading apostrophe)."""
+    columns = _columns(frame, inert_text if inert else None) if _plain_format(float_format) else None
     if columns is None:
-        if text is not None:
-            frame = frame.copy(deep=False)
-            for at in range(frame.shape[1]):
-                if not _numeric(frame.iloc[:, at]):
-                    frame.isetitem(at, frame.iloc[:, at].map(lambda v: text(v) if isinstance(v, str) else v))
-        frame.to_csv(path, index=False, float_format=float_format)
+        (inert_frame(frame) if inert else frame).to_csv(path, index=False, float_format=float_format)
         return
     end = os.linesep
     head = frame.iloc[:0].to_csv(index=False, lineterminator=end)  # the header line as pandas writes it
@@ -119,7 +115,3 @@ def _quoted(values: list[str]) -> list[str]:
         w.writerow([v, ""])  # a second (empty) cell: alone, an empty value would be written as ""
         out.append(buf.getvalue()[:-len(os.linesep) - 1])
     return out
-
-
-def _numeric(s: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s)

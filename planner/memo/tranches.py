@@ -232,7 +232,7 @@ def owned_idle(plan) -> dict:
 
     inp = plan.inputs
     st = stack(plan)
-    idle = idle_of(np.broadcast_to(st["inventory"][None], st["owned_used"].shape), st["owned_used"])  # (S, P, T)
+    idle = idle_of(st["inventory"][None], st["owned_used"])  # (S, P, T) GPUs
     idle_t = np.einsum("s,spt->pt", inp.probability, idle)
     inv = inventory_table(inp)
     rate = np.zeros((inp.P, inp.T))

@@ -370,13 +370,12 @@ def write_outputs(plan: Plan, out_dir: str | Path) -> dict[str, Path]:
 def period_csv(frame, path: Path) -> None:
     """A per-period table as CSV: ISO periods, text made inert for spreadsheets (:mod:`planner.core.csvsafe`),
     floats to 10 significant digits (:mod:`planner.core.csvwrite`: pandas' text, several times faster)."""
-    from planner.core.csvsafe import inert_text
     from planner.core.csvwrite import write_csv
     from planner.core.frames import time_text
 
     out = frame.copy(deep=False)
     out["period"] = time_text(out["period"], "%Y-%m-%dT%H:%M")
-    write_csv(out, path, float_format="%.10g", text=inert_text)
+    write_csv(out, path, float_format="%.10g", inert=True)
 
 
 def run(model: str | Path, out_dir: str | Path | None = None, **options) -> Plan:
