@@ -89,12 +89,35 @@ def example_plan(tmp_path_factory):
     return plan, paths
 
 
+_BOOKS: dict = {}  # (path, size, mtime, data_only) -> the workbook loaded whole, for tests that only read it
+BOOKS_KEPT = 4
+
+
+def book(path: Path, *, data_only: bool = False):
+    """The workbook at ``path`` loaded whole by openpyxl, shared by the tests of this process that only read it
+    (a load of the example's is 2-3 s, and a dozen tests read it). Keyed by the file's path, size and modification
+    time, and ``data_only``; the last ``BOOKS_KEPT`` kept. Never edit what it returns: a test that edits a
+    workbook loads its own copy with ``openpyxl.load_workbook``."""
+    from openpyxl import load_workbook
+
+    path = Path(path)
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, data_only)
+    if key not in _BOOKS:
+        while len(_BOOKS) >= BOOKS_KEPT:
+            _BOOKS.pop(next(iter(_BOOKS)))
+        _BOOKS[key] = load_workbook(path, data_only=data_only)
+    return _BOOKS[key]
+
+
 def soffice() -> str | None:
     return shutil.which("soffice") or shutil.which("libreoffice")
 
 
-def lo_convert(src: Path, outdir: Path, to: str, profile: Path, *, calc: bool = False, attempts: int = 3) -> Path:
-    """Convert ``src`` with LibreOffice headless into ``outdir``; return the converted file.
+def lo_convert(src: Path | list[Path], outdir: Path, to: str, profile: Path, *, calc: bool = False,
+               attempts: int = 3) -> Path | list[Path]:
+    """Convert ``src`` (a file, or a list of files with distinct names: one LibreOffice start for all) with
+    LibreOffice headless into ``outdir``; return the converted file (or their list, in ``src``'s order).
 
     LibreOffice headless sometimes aborts at start-up (SIGABRT, exit 134) when several instances start at once
     on a loaded machine, before it has read the file. Such a crash is retried with a fresh user profile, at
@@ -102,15 +125,17 @@ def lo_convert(src: Path, outdir: Path, to: str, profile: Path, *, calc: bool = 
     """
     import subprocess
 
-    target = outdir / f"{src.stem}.{to}"
+    sources = list(src) if isinstance(src, (list, tuple)) else [src]
+    assert len({s.stem for s in sources}) == len(sources), "sources converted together need distinct names"
+    targets = [outdir / f"{s.stem}.{to}" for s in sources]
     for attempt in range(attempts):
         run_profile = profile if attempt == 0 else profile.with_name(f"{profile.name}-retry{attempt}")
         done = subprocess.run([soffice(), f"-env:UserInstallation=file://{run_profile}", "--headless",
                                *(["--calc"] if calc else []), "--convert-to", to, "--outdir", str(outdir),
-                               str(src)], capture_output=True, timeout=240)
+                               *map(str, sources)], capture_output=True, timeout=240 * len(sources))
         crashed = done.returncode < 0 or done.returncode in (134, 139)
-        if done.returncode == 0 and target.exists():
-            return target
+        if done.returncode == 0 and all(t.exists() for t in targets):
+            return targets if isinstance(src, (list, tuple)) else targets[0]
         if not crashed or attempt == attempts - 1:
             raise AssertionError(f"LibreOffice exited {done.returncode} converting {src} to {to}:\n"
                                  f"{done.stdout.decode(errors='replace')}\n{done.stderr.decode(errors='replace')}")

@@ -9,7 +9,7 @@ import pytest
 from openpyxl import load_workbook
 
 from planner.pipeline.run import write_outputs
-from conftest import price, solve_case, write_case
+from conftest import book, price, solve_case, write_case
 from test_workbook import cached_matches_recomputed, named_values, needs_lo, recalc
 
 
@@ -216,7 +216,7 @@ def test_formulas_carry_their_values_for_readers_without_a_calculation_engine(ex
     assert float(value["Total expected cost"]) == pytest.approx(data["cost_usd"]["total"], rel=1e-9)
     assert float(value["The bill for the horizon"]) == pytest.approx(data["bill_usd"]["total_usd"], rel=1e-9)
     assert float(value["All on-demand baseline"]) == pytest.approx(data["baselines_usd"]["all_on_demand"], rel=1e-9)
-    wb = load_workbook(paths["xlsx"], data_only=True)
+    wb = book(paths["xlsx"], data_only=True)
     costs = [r[8].value for r in wb["Costs"].iter_rows(min_row=2)]
     assert all(isinstance(c, (int, float)) for c in costs)
     assert sum(costs) == pytest.approx(data["cost_usd"]["total"], rel=1e-9)
@@ -228,7 +228,7 @@ def test_formulas_carry_their_values_for_readers_without_a_calculation_engine(ex
 
 def test_print_setup_fits_the_width_and_repeats_the_header(example_plan):
     plan, paths = example_plan
-    wb = load_workbook(paths["xlsx"])
+    wb = book(paths["xlsx"])
     from planner.report.workbook.book import FINANCE_PACK
 
     for ws in wb.worksheets:
@@ -275,7 +275,7 @@ def test_raising_on_demand_prices_moves_baseline_and_savings_by_hand(example_pla
     assert got["on_demand_cost_usd"] - before["on_demand_cost_usd"] == pytest.approx(0.1 * od, rel=1e-9)
     assert got["total_cost_usd"] - before["total_cost_usd"] == pytest.approx(0.1 * od, rel=1e-9)
     # the note beside the live saving quotes live figures too (it was stored text, stale after an edit: issue 35)
-    row = next(r for r in load_workbook(again, data_only=True)["Summary"].iter_rows(values_only=True)
+    row = next(r for r in load_workbook(again, data_only=True, read_only=True)["Summary"].iter_rows(values_only=True)
                if r[0] == "Saving against all on-demand")
     saving = got["all_on_demand_usd"] - got["total_cost_usd"]
     assert row[2].startswith(f"{100 * saving / got['all_on_demand_usd']:.1f} % of ${got['all_on_demand_usd']:,.0f};")
@@ -414,7 +414,7 @@ def test_showback_stays_whole_after_a_reserved_price_edit(example_plan, tmp_path
         if (row[0].value, row[1].value, row[2].value) == (bought.gpu_type, bought.region, bought.option):
             row[3].value = row[3].value + 0.1
     wb.save(edited)
-    again = load_workbook(recalc(edited, tmp_path), data_only=True)
+    again = load_workbook(recalc(edited, tmp_path), data_only=True, read_only=True)
     (_, cell), = list(again.defined_names["total_cost_usd"].destinations)
     total = again["Summary"][cell.replace("$", "")].value
     showback = sum(r[9].value for r in again["Showback"].iter_rows(min_row=2) if isinstance(r[9].value, (int, float)))
@@ -431,7 +431,7 @@ def test_showback_stays_whole_after_a_reserved_price_edit(example_plan, tmp_path
         row = next(r for r in ws.iter_rows(min_row=2, values_only=True) if r[0] == label)
         return row[head.index("total_with_owned_usd")]
 
-    base = load_workbook(paths["xlsx"], data_only=True)
+    base = book(paths["xlsx"], data_only=True)
     assert year(again, "calendar 2027") - year(base, "calendar 2027") == pytest.approx(0.1 * bought.gpus * 8688, abs=0.01)
     memo_cash = next(r[1] for r in again["Summary"].iter_rows(values_only=True) if r[0] == "Cash out, calendar 2027")
     assert memo_cash == pytest.approx(year(again, "calendar 2027"), abs=0.01)  # the memo's row is the sheet's cell

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from openpyxl import load_workbook
 
 from planner.pipeline.run import write_outputs
 from planner.report.workbook.book import NAMES
-from conftest import lo_convert, price, soffice, solve_case, write_case
+from conftest import book, lo_convert, price, soffice, solve_case, write_case
 
 SHEETS = ["Summary", "Cash by year", "Tranches", "Downside", "Term downside", "Purchases", "Allocation", "Costs"]
 
@@ -26,24 +27,53 @@ def recalc(path: Path, tmp: Path) -> Path:
     """Recalculate ``path`` in LibreOffice headless; return the recomputed copy.
 
     LibreOffice keeps the values an .xlsx stores with its formulas (it does not recalculate on load by
-    default), so the formulas are first saved without them (openpyxl writes no cached values): every cell
-    LibreOffice returns is then its own computation, never the planner's stored number. The same file (path,
-    size and modification time) is recomputed once per session: several tests read the example's recomputation.
+    default), so the formulas are first saved without them (:func:`formulas_only`): every cell LibreOffice
+    returns is then its own computation, never the planner's stored number. The same file (path, size and
+    modification time) is recomputed once per session: several tests read the example's recomputation.
     """
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    done = _RECALCULATED.get(key)
-    if done is not None and done.exists():
-        return done
-    out = tmp / f"recalc-{path.stem}"
-    profile = tmp / "lo-profile"
-    bare_dir = tmp / f"bare-{path.stem}"
-    bare_dir.mkdir(parents=True, exist_ok=True)
-    bare = bare_dir / path.name
-    load_workbook(path).save(bare)  # formulas only
-    lo_convert(bare, out, "xlsx", profile, calc=True)
-    _RECALCULATED[key] = out / path.name
-    return out / path.name
+    return recalc_many([path], tmp)[0]
+
+
+def recalc_many(paths: list[Path], tmp: Path) -> list[Path]:
+    """:func:`recalc` of several workbooks (distinct file names) in one LibreOffice start: their recomputed
+    copies, in order."""
+    keys = []
+    for path in paths:
+        stat = path.stat()
+        keys.append((str(path.resolve()), stat.st_size, stat.st_mtime_ns))
+    todo = [(p, k) for p, k in zip(paths, keys) if not (k in _RECALCULATED and _RECALCULATED[k].exists())]
+    if todo:
+        out, bare_dir = tmp / "recalc", tmp / "bare"
+        bare_dir.mkdir(parents=True, exist_ok=True)
+        bare = [bare_dir / p.name for p, _ in todo]
+        for (p, _), b in zip(todo, bare):
+            formulas_only(p, b)
+        for (_, k), done in zip(todo, lo_convert(bare, out, "xlsx", tmp / "lo-profile", calc=True)):
+            _RECALCULATED[k] = done
+    return [_RECALCULATED[k] for k in keys]
+
+
+_FORMULA_CELL = re.compile(rb'<c ([^>]*)>(<f(?: [^>]*)?>[^<]*</f>|<f(?: [^>]*)?/>)<v>[^<]*</v></c>')
+_RESULT_TYPE = re.compile(rb' t="[a-z]+"')
+
+
+def formulas_only(src: Path, dst: Path) -> None:
+    """Copy the workbook ``src`` to ``dst`` with every formula's stored value (and its type) taken out, all else
+    byte for byte: the sheets' XML rewritten, not the workbook loaded and saved again by openpyxl (which does the
+    same to the formulas in 5-6 s for the example's, and drops what it cannot read). A formula cell left with a
+    value fails here rather than be recomputed from it."""
+    import zipfile
+
+    def bare(m: re.Match) -> bytes:
+        return b"<c " + _RESULT_TYPE.sub(b"", m.group(1)) + b">" + m.group(2) + b"</c>"
+
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for item in zin.infolist():
+            data = zin.read(item.filename)
+            if item.filename.startswith("xl/worksheets/sheet") and item.filename.endswith(".xml"):
+                data = _FORMULA_CELL.sub(bare, data)
+                assert not re.search(rb"</f><v>[^<]", data), f"{src.name}:{item.filename}: a formula kept its value"
+            zout.writestr(item, data)
 
 
 _RECALCULATED: dict = {}  # (path, size, mtime) -> its recomputed copy, for this session
@@ -55,10 +85,10 @@ def cached_matches_recomputed(path: Path, tmp: Path, strict_blanks: bool = False
     absolute); with ``strict_blanks``, a blank on one side must be blank on the other."""
     import math
 
-    cached = load_workbook(path, data_only=True)
-    again = load_workbook(recalc(path, tmp), data_only=True)
+    cached = book(path, data_only=True)
+    again = book(recalc(path, tmp), data_only=True)
     n = 0
-    for ws in load_workbook(path).worksheets:
+    for ws in book(path).worksheets:
         for row in ws.iter_rows():
             for c in row:
                 if isinstance(c.value, str) and c.value.startswith("="):
@@ -87,7 +117,7 @@ def named_values(path: Path) -> dict[str, float]:
 @pytest.mark.slow
 def test_sheets_tables_and_names(example_plan):
     plan, paths = example_plan
-    wb = load_workbook(paths["xlsx"])
+    wb = book(paths["xlsx"])
     assert wb.sheetnames[:8] == SHEETS
     for name in SHEETS:
         ws = wb[name]
@@ -207,7 +237,7 @@ def test_every_chart_value_axis_starts_at_zero(example_plan):
 
 def test_options_not_bought_are_folded_away(example_plan):
     plan, paths = example_plan
-    ws = load_workbook(paths["xlsx"])["Purchases"]
+    ws = book(paths["xlsx"])["Purchases"]
     for i, r in enumerate(plan.purchases.itertuples()):
         assert ws.row_dimensions[i + 2].hidden == (r.instances <= 0)
 
@@ -257,7 +287,7 @@ def test_sheets_with_nothing_to_show_are_hidden_and_said_so(example_plan):
     """The example has one scenario, no shortfall, no SLO-sized or backfill class, no savings plan and no shadow
     prices: those sheets are hidden (they print nothing useful), the Assumptions sheet says which and why, and
     every sheet with content stays visible."""
-    wb = load_workbook(example_plan[1]["xlsx"])
+    wb = book(example_plan[1]["xlsx"])
     hidden = {ws.title for ws in wb.worksheets if ws.sheet_state == "hidden"}
     # and the check cell's copy of the prices solved with, hidden last (it is no sheet to print)
     assert hidden == {"Scenarios", "Shortfall", "Latency", "Backfill", "Shadow prices", "Savings plans",

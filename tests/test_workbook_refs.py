@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import re
 
-from openpyxl import load_workbook
 
-from conftest import ROOT
+from conftest import ROOT, book
 from planner.report.workbook.book import COLUMNS
 
 CROSS = re.compile(r"(?:'([^']+)'|\b([A-Z][A-Za-z]*))!\$([A-Z]{1,3})\$(\d+)")
@@ -24,7 +23,7 @@ def test_no_column_letter_is_spelled_in_the_workbook_code():
 
 
 def test_every_reference_points_at_the_header_it_names(example_plan):
-    wb = load_workbook(example_plan[1]["xlsx"])
+    wb = book(example_plan[1]["xlsx"])
     for sheet, columns in COLUMNS.items():  # the headers the references are built from are the headers written
         assert tuple(c.value for c in wb[sheet][1][: len(columns)]) == columns, sheet
     seen = {}
@@ -47,7 +46,7 @@ def test_every_reference_points_at_the_header_it_names(example_plan):
 
 
 def test_the_purchase_liability_reads_price_term_upfront_and_residual(example_plan):
-    wb = load_workbook(example_plan[1]["xlsx"])
+    wb = book(example_plan[1]["xlsx"])
     ws = wb["Purchases"]
     col = COLUMNS["Purchases"].index("commitment_usd") + 1
     formula = ws.cell(row=2, column=col).value
@@ -57,7 +56,7 @@ def test_the_purchase_liability_reads_price_term_upfront_and_residual(example_pl
 
 def test_the_memo_reads_the_commitment_and_the_cash_live(example_plan):
     # issue 35 item 2: a sign-now line's value is the whole commitment (not the upfront, $0 on a no-upfront term)
-    wb = load_workbook(example_plan[1]["xlsx"])
+    wb = book(example_plan[1]["xlsx"])
     rows = {r[0].value: r[1].value for r in wb["Summary"].iter_rows(min_row=2) if isinstance(r[0].value, str)}
     sign = [v for k, v in rows.items() if k.startswith("Sign now:")]
     assert sign and all(CROSS.findall(v) for v in sign)
@@ -78,7 +77,7 @@ def test_formulas_written_as_is_are_what_xlsxwriter_would_write(example_plan):
 
     plain = Worksheet()
     plain.use_future_functions = True
-    wb = load_workbook(example_plan[1]["xlsx"])
+    wb = book(example_plan[1]["xlsx"])
     formulas = {c.value for ws in wb.worksheets for row in ws.iter_rows() for c in row
                 if isinstance(c.value, str) and c.value.startswith("=")}
     assert len(formulas) > 50
