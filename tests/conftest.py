@@ -144,3 +144,9 @@ def lo_convert(src: Path | list[Path], outdir: Path, to: str, profile: Path, *, 
 
 def dedent(text: str) -> str:
     return textwrap.dedent(text).lstrip()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests marked ``slow`` first, each group in its collection order: under pytest-xdist a long test
+    scheduled last keeps the suite waiting on one core while the other is idle (the slowest take 20-30 s)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
