@@ -220,6 +220,40 @@ def test_a_long_horizon_is_aggregated_before_the_sheet_grows_and_says_so(tmp_pat
         assert got["total_cost_usd"] == pytest.approx(data["cost_usd"]["total"], abs=0.005)
 
 
+def test_formulas_only_takes_out_every_stored_result_and_nothing_else(tmp_path):
+    """The recomputation tests' own helper: every formula's stored result (number, text, boolean, error) goes, with
+    its type; formulas, plain cells and every other part of the file stay byte for byte."""
+    import zipfile
+
+    import xlsxwriter
+
+    src, dst = tmp_path / "in.xlsx", tmp_path / "out.xlsx"
+    wb = xlsxwriter.Workbook(str(src))
+    ws = wb.add_worksheet("S")
+    ws.write_number(0, 0, 2.5)
+    ws.write_string(0, 1, "=not a formula")
+    ws.write_formula(1, 0, "=A1*2", None, 5.0)
+    ws.write_formula(1, 1, '=IF(A1>1,"big","small")', None, "big")
+    ws.write_formula(1, 2, "=A1>1", None, True)
+    ws.write_formula(1, 3, "=1/0", None, "#DIV/0!")
+    ws.write_array_formula(2, 0, 2, 0, "{=SUM(A1:A2)}", None, 7.5)
+    wb.close()
+    formulas_only(src, dst)
+    with zipfile.ZipFile(src) as a, zipfile.ZipFile(dst) as b:
+        assert a.namelist() == b.namelist()
+        for name in a.namelist():
+            if name != "xl/worksheets/sheet1.xml":
+                assert a.read(name) == b.read(name), name
+        before, after = a.read("xl/worksheets/sheet1.xml"), b.read("xl/worksheets/sheet1.xml")
+    assert after.count(b"<f") == before.count(b"<f") == 5
+    assert b"<v>5.0</v>" in before and b"<v>5.0</v>" not in after and b't="str"' not in after and b't="b"' not in after
+    assert b't="e"' not in after and b"#DIV/0!" not in after
+    assert b"<v>2.5</v>" in after and b"<f>A1*2</f></c>" in after  # the plain number stays; the formula, bare
+    assert load_workbook(dst)["S"]["B1"].value == "=not a formula"  # text stays text
+    again = load_workbook(dst, data_only=True)["S"]
+    assert [again.cell(2, c).value for c in range(1, 5)] == [None] * 4 and again["A1"].value == 2.5
+
+
 def test_every_chart_value_axis_starts_at_zero(example_plan):
     import re
     import zipfile
