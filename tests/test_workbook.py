@@ -43,8 +43,12 @@ def recalc_many(paths: list[Path], tmp: Path) -> list[Path]:
         keys.append((str(path.resolve()), stat.st_size, stat.st_mtime_ns))
     todo = [(p, k) for p, k in zip(paths, keys) if not (k in _RECALCULATED and _RECALCULATED[k].exists())]
     if todo:
-        out, bare_dir = tmp / "recalc", tmp / "bare"
-        bare_dir.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
+        tmp.mkdir(parents=True, exist_ok=True)
+        run = Path(tempfile.mkdtemp(prefix="recalc-", dir=tmp))  # a folder per call: two files of one name
+        out, bare_dir = run / "out", run / "bare"  # recomputed in one tmp never share a result
+        bare_dir.mkdir()
         bare = [bare_dir / p.name for p, _ in todo]
         for (p, _), b in zip(todo, bare):
             formulas_only(p, b)
@@ -53,26 +57,32 @@ def recalc_many(paths: list[Path], tmp: Path) -> list[Path]:
     return [_RECALCULATED[k] for k in keys]
 
 
-_FORMULA_CELL = re.compile(rb'<c ([^>]*)>(<f(?: [^>]*)?>[^<]*</f>|<f(?: [^>]*)?/>)<v>[^<]*</v></c>')
-_RESULT_TYPE = re.compile(rb' t="[a-z]+"')
+_FORMULA_CELL = re.compile(rb'<c ([^>]*)>(\s*(?:<f(?:\s[^>]*)?>[^<]*</f>|<f(?:\s[^>]*)?/>)\s*)<v(?:\s[^>]*)?>[^<]*</v>(\s*)'
+                           rb'</c>')
+_RESULT_TYPE = re.compile(rb'(?:^|(?<=\s))t="[^"]*"\s*')
+# a formula cell still holding a result (a value, an inline string) or its type, however its XML is laid out
+_KEPT = re.compile(rb'<c\s[^>]*>\s*<f[\s>/](?:(?!</c>).)*?(?:<v(?:\s[^>]*)?>[^<]|<is[\s>])'
+                   rb'|<c\s[^>]*?\st="[^"]*"[^>]*>\s*<f[\s>/]|<c t="[^"]*"[^>]*>\s*<f[\s>/]', re.S)
 
 
 def formulas_only(src: Path, dst: Path) -> None:
     """Copy the workbook ``src`` to ``dst`` with every formula's stored value (and its type) taken out, all else
     byte for byte: the sheets' XML rewritten, not the workbook loaded and saved again by openpyxl (which does the
     same to the formulas in 5-6 s for the example's, and drops what it cannot read). A formula cell left with a
-    value fails here rather than be recomputed from it."""
+    result (a value, an inline string) or its type, however its XML is laid out, fails here rather than be
+    recomputed from it."""
     import zipfile
 
     def bare(m: re.Match) -> bytes:
-        return b"<c " + _RESULT_TYPE.sub(b"", m.group(1)) + b">" + m.group(2) + b"</c>"
+        return b"<c " + _RESULT_TYPE.sub(b"", m.group(1)).rstrip() + b">" + m.group(2) + m.group(3) + b"</c>"
 
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
         for item in zin.infolist():
             data = zin.read(item.filename)
             if item.filename.startswith("xl/worksheets/sheet") and item.filename.endswith(".xml"):
                 data = _FORMULA_CELL.sub(bare, data)
-                assert not re.search(rb"</f><v>[^<]", data), f"{src.name}:{item.filename}: a formula kept its value"
+                kept = _KEPT.search(data)
+                assert not kept, f"{src.name}:{item.filename}: a formula kept its result or type: {kept.group(0)[:120]!r}"
             zout.writestr(item, data)
 
 
@@ -81,7 +91,7 @@ _RECALCULATED: dict = {}  # (path, size, mtime) -> its recomputed copy, for this
 
 def cached_matches_recomputed(path: Path, tmp: Path, strict_blanks: bool = False):
     """Recompute ``path`` in LibreOffice and compare every formula's stored value with LibreOffice's own;
-    returns (number of formulas, the recomputed workbook). Numbers must agree to 1e-9 relative (1e-6
+    returns (number of formulas, the recomputed workbook: shared by this process's tests, never edit it). Numbers must agree to 1e-9 relative (1e-6
     absolute); with ``strict_blanks``, a blank on one side must be blank on the other."""
     import math
 
@@ -252,6 +262,27 @@ def test_formulas_only_takes_out_every_stored_result_and_nothing_else(tmp_path):
     assert load_workbook(dst)["S"]["B1"].value == "=not a formula"  # text stays text
     again = load_workbook(dst, data_only=True)["S"]
     assert [again.cell(2, c).value for c in range(1, 5)] == [None] * 4 and again["A1"].value == 2.5
+    assert again["A3"].value is None  # the array formula's 7.5 too
+    # XML laid out otherwise (other writers): blanks between the parts, the type before the reference, an attribute
+    # on the value, a shared formula's dependent cell: each result goes; one it cannot take out fails loudly
+    odd = before.replace(b"<f>A1*2</f><v>5.0</v>", b"<f>A1*2</f>\n  <v xml:space=\"preserve\">5.0</v>\n")
+    odd = odd.replace(b'<c r="B2" t="str">', b'<c t="str" r="B2">')
+    odd = odd.replace(b'<c r="D2" t="e"><f>1/0</f>', b'<c r="D2" t="e"><f t="shared" si="0"/>')
+    assert odd.count(b"<v") == before.count(b"<v")
+    with zipfile.ZipFile(src) as a, zipfile.ZipFile(tmp_path / "odd.xlsx", "w") as b:
+        for item in a.infolist():
+            b.writestr(item, odd if item.filename == "xl/worksheets/sheet1.xml" else a.read(item.filename))
+    formulas_only(tmp_path / "odd.xlsx", tmp_path / "odd-out.xlsx")
+    with zipfile.ZipFile(tmp_path / "odd-out.xlsx") as b:
+        out = b.read("xl/worksheets/sheet1.xml")
+    assert b"5.0" not in out and b">big<" not in out and b"#DIV/0!" not in out and b"7.5" not in out
+    assert not re.findall(rb'<c [^>]*t="[^"]*"[^>]*>\s*<f', out) and b"<v>2.5</v>" in out  # no formula's type
+    kept = odd.replace(b"<f>A1*2</f>", b"<f>A1*2</f><is><t>x</t></is>")  # an inline result it does not take out
+    with zipfile.ZipFile(src) as a, zipfile.ZipFile(tmp_path / "kept.xlsx", "w") as b:
+        for item in a.infolist():
+            b.writestr(item, kept if item.filename == "xl/worksheets/sheet1.xml" else a.read(item.filename))
+    with pytest.raises(AssertionError, match="kept its result"):
+        formulas_only(tmp_path / "kept.xlsx", tmp_path / "kept-out.xlsx")
 
 
 def test_every_chart_value_axis_starts_at_zero(example_plan):
