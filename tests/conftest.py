@@ -150,5 +150,8 @@ def pytest_collection_modifyitems(config, items):
     """The test files holding a test marked ``slow`` first, each file's tests together and in order (its
     module-scoped fixtures are set up once): under pytest-xdist a long test scheduled last keeps the suite waiting
     on one core while the other is idle (the slowest take 20-30 s)."""
-    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.module.__name__ not in slow)
+    def file(item) -> str:
+        return item.nodeid.split("::")[0]
+
+    slow = {file(item) for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: file(item) not in slow)
