@@ -91,8 +91,9 @@ _RECALCULATED: dict = {}  # (path, size, mtime) -> its recomputed copy, for this
 
 def cached_matches_recomputed(path: Path, tmp: Path, strict_blanks: bool = False):
     """Recompute ``path`` in LibreOffice and compare every formula's stored value with LibreOffice's own;
-    returns (number of formulas, the recomputed workbook: shared by this process's tests, never edit it). Numbers must agree to 1e-9 relative (1e-6
-    absolute); with ``strict_blanks``, a blank on one side must be blank on the other."""
+    returns (number of formulas, the recomputed workbook: shared by this process's tests, never edit it). Numbers
+    must agree to 1e-9 relative (1e-6 absolute); with ``strict_blanks``, a blank on one side must be blank on the
+    other."""
     import math
 
     cached = book(path, data_only=True)

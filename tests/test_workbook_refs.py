@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-
 from conftest import ROOT, book
 from planner.report.workbook.book import COLUMNS
 
