@@ -246,3 +246,36 @@ def test_a_seeded_loop_out_of_time_still_prices_a_point_of_its_own(tmp_path, mon
     assert fixed.status.value == "optimal" and plain.upper < fixed.objective * (1 - 1e-3)  # the seed is dearer
     assert seeded.seeded_cuts > 0 and seeded.status == "feasible"
     assert seeded.upper == pytest.approx(plain.upper, rel=1e-9) and np.array_equal(seeded.n, plain.n)
+
+
+def test_short_calendar_chunks_are_joined_up_to_the_longest_and_cover_every_period_once():
+    from planner.solve.chunks import _merged
+
+    starts, ends = _merged(np.array([0, 168, 336, 337, 339, 340, 341, 500]), 510)  # 168, 168, 1, 2, 1, 1, 159, 10
+    assert list(starts) == [0, 168, 336, 500] and list(ends) == [168, 336, 500, 510]  # 1+2+1+1+159 = 164; +10 > 168
+    starts, ends = _merged(np.array([0, 100, 101, 102, 200]), 300)  # the longest is 100: 1+1+98 joined, then 100
+    assert list(starts) == [0, 100, 200] and list(ends) == [100, 200, 300]
+    starts, ends = _merged(np.array([0]), 5)
+    assert list(starts) == [0] and list(ends) == [5]
+
+
+def test_a_whole_term_tail_is_priced_in_few_batches_and_decides_as_the_monolithic_model(tmp_path):
+    """A whole-term tree (a horizon of days, then a tail of 4-5-day periods) batched by week: the tail's weeks of one
+    or two periods are joined up to the longest week's periods (fewer batches, the same cut groups); the decision is
+    the monolithic model's."""
+    from dataclasses import replace
+
+    from planner.inputs import whole_term
+    from planner.pipeline.whole_term import basis_for
+
+    inp = _case(tmp_path, 11, days=120)
+    ext = replace(whole_term.extend(inp, basis_for(inp)), reserved_source=None)
+    weeks = ext.periods.to_period("W").asi8
+    chunks = chunk_index(ext, "week")
+    assert np.array_equal(np.concatenate(chunks), np.arange(ext.T))  # every period once, in order
+    longest = max(np.unique(weeks, return_counts=True)[1])
+    assert max(len(c) for c in chunks) <= longest and len(chunks) < len(np.unique(weeks)) / 2
+    mono = make_plan(ext, mip_gap=0.0, risk=False)
+    bd = solve_benders(ext, mip_gap=1e-7, chunk="week")
+    assert bd.status == "optimal" and bd.batches == len(chunks)
+    assert bd.upper == pytest.approx(tied(mono), rel=1e-6) and bd.lower <= bd.upper + 1e-6

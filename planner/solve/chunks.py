@@ -18,7 +18,29 @@ def chunk_index(inp: PlanInputs, chunk: str | int = "month") -> list[np.ndarray]
     code = {"month": "M", "week": "W", "day": "D"}[chunk]
     key = inp.periods.to_period(code).asi8
     cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    return [np.arange(a, b) for a, b in zip(cuts, np.r_[cuts[1:], inp.T])]
+    return [np.arange(a, b) for a, b in zip(*_merged(cuts, inp.T))]
+
+
+def _merged(starts: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the calendar chunks beginning at ``starts`` (of ``T`` periods), consecutive chunks joined while
+    the joined one holds no more periods than the longest calendar chunk: a whole-term tree's tail of 4-5-day
+    periods is a few batches, not a week's batch of one or two periods each (every batch's LP, build and pricing
+    carry a fixed cost). What one theta stands for (:func:`planner.solve.decompose.cut_groups`) does not change."""
+    ends = np.r_[starts[1:], T]
+    if len(starts) < 2:
+        return starts, ends
+    most = int((ends - starts).max())
+    keep = [0]
+    size = int(ends[0] - starts[0])
+    for i in range(1, len(starts)):
+        n = int(ends[i] - starts[i])
+        if size + n <= most:
+            size += n
+        else:
+            keep.append(i)
+            size = n
+    keep = np.asarray(keep)
+    return starts[keep], np.r_[starts[keep][1:], T]
 
 
 def chunk_inputs(inp: PlanInputs, index: np.ndarray) -> PlanInputs:
