@@ -279,3 +279,33 @@ def test_a_whole_term_tail_is_priced_in_few_batches_and_decides_as_the_monolithi
     bd = solve_benders(ext, mip_gap=1e-7, chunk="week")
     assert bd.status == "optimal" and bd.batches == len(chunks)
     assert bd.upper == pytest.approx(tied(mono), rel=1e-6) and bd.lower <= bd.upper + 1e-6
+
+
+def test_an_integer_master_misread_from_its_start_is_solved_again_without_it(tmp_path):
+    """HiGHS 1.16 with presolve: an integer master given the best plan as a MIP start can come back "optimal" with
+    that start and an objective below its own LP relaxation (helper-71's case: a whole-term tree's first-stage plan
+    stopped "feasible" 0.16 % above the optimum). The misread run is solved again without the start: the decision is
+    proven within the gap asked, at the monolithic model's cost."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from planner.inputs import whole_term
+    from planner.inputs.arrays import first_stage
+    from planner.pipeline.whole_term import basis_for
+    from planner.solve.decompose import misread_start
+
+    cost = np.array([2.0, 3.0])
+    sol = np.array([1.0, 2.0, 5.0, 4.0])  # purchases, then two thetas: 2 + 6 + 9 = 17
+    assert not misread_start(SimpleNamespace(primal_solution_status=2, objective_function_value=17.0), sol, cost)
+    assert misread_start(SimpleNamespace(primal_solution_status=2, objective_function_value=15.0), sol, cost)
+    assert not misread_start(SimpleNamespace(primal_solution_status=0, objective_function_value=15.0), sol, cost)
+
+    inp = _case(tmp_path, 5, scenarios=False, dated=True, days=120)
+    ext = replace(whole_term.extend(inp, basis_for(inp)), reserved_source=None)
+    fs = first_stage(ext)
+    mono = make_plan(replace(fs, config=replace(fs.config, solver=replace(fs.config.solver, method="monolithic"))),
+                     mip_gap=0.0, risk=False)
+    dec = make_plan(replace(fs, config=replace(fs.config, solver=replace(fs.config.solver, method="benders"))),
+                    mip_gap=1e-4, risk=False, decision=True)
+    assert "benders" in dec.stats and dec.status.value == "optimal" and dec.solve.mip_gap <= 1e-4
+    assert dec.objective <= mono.objective * (1 + 1e-4) + 1e-6

@@ -169,6 +169,19 @@ def _seed(warm: dict | None, inp: PlanInputs, chunks: list, groups: list[int], R
     return cuts if same else None
 
 
+def misread_start(info, sol: np.ndarray, cost: np.ndarray) -> bool:
+    """Whether an integer master solved from a MIP start came back misread: "optimal" at an objective that is not
+    the cost of the point it returns (``cost`` of the purchases, then every theta at 1). With HiGHS 1.16 and presolve
+    on, a start can end the run at once with the start itself and a lower objective and bound than the master's own
+    LP relaxation (helper-71: a tree's first-stage plan stopped "feasible", 0.16 % above the optimum, where the same
+    master solved without the start proves it); the monolithic path gives HiGHS no start for the same reason
+    (:mod:`planner.solve.monolithic`)."""
+    if not info.primal_solution_status or len(sol) < len(cost):
+        return False
+    at = float(cost @ sol[:len(cost)] + sol[len(cost):].sum())
+    return abs(float(info.objective_function_value) - at) > 1e-6 * max(1.0, abs(at))
+
+
 def _prior_matches(log: dict | None, inp: PlanInputs, chunks: list, cut_by: str | None = None) -> bool:
     """Whether ``log`` (a :attr:`BendersResult.cut_log`) has cuts and was made for this very ``inp`` on the same
     batches (and cut groups, ``cut_by``, when the log says)."""
@@ -627,11 +640,15 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             it += 1
             if time_limit_s is not None:
                 im.setOptionValue("time_limit", max(time_limit_s - elapsed(), 1.0))  # a MIP's limit is per run
-            if best_n is not None and best_theta is not None and len(best_theta) == G:
+            started = best_n is not None and best_theta is not None and len(best_theta) == G
+            if started:
                 theta0 = np.bincount(agg["of"], best_theta, agg["B"]) if agg is not None else best_theta
                 x0 = np.r_[best_n, theta0].astype(float)
                 im.setSolution(len(x0), np.arange(len(x0), dtype=np.int32), x0)
             info, sol = solve_master("integer", im)
+            if started and misread_start(info, sol, cost):  # HiGHS 1.16: see misread_start; solved again without it
+                im.clearSolver()
+                info, sol = solve_master("integer", im)
             mips += 1
             dual = info.mip_dual_bound
             if np.isfinite(dual) and info.primal_solution_status:
