@@ -135,7 +135,7 @@ def test_the_kept_batches_are_freed_beside_the_sub_plans_and_built_again_for_eev
 
     inp = _method(_case(tmp_path, 23, scenarios=True, days=200), "benders")
     monkeypatch.setattr(sub_plans, "SUB_PLAN_CELLS", 0)
-    plain = make_plan(inp, mip_gap=1e-9, executor=LocalExecutor(2))
+    plain = make_plan(inp, mip_gap=1e-9, executor=LocalExecutor(2), risk=False)  # (its purchases only)
     n = plain.purchases["units"].to_numpy(float)
     ref = make_plan(inp, fixed_reserved=n, executor=LocalExecutor(2))  # never kept
     with workers.keep_pricers(inp):
