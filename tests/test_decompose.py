@@ -309,3 +309,28 @@ def test_an_integer_master_misread_from_its_start_is_solved_again_without_it(tmp
                     mip_gap=1e-4, risk=False, decision=True)
     assert "benders" in dec.stats and dec.status.value == "optimal" and dec.solve.mip_gap <= 1e-4
     assert dec.objective <= mono.objective * (1 + 1e-4) + 1e-6
+
+
+def test_workers_share_batches_by_their_scenario_weighted_periods(tmp_path):
+    """A joined tail batch of a whole-term tree holds as many periods as a horizon week but its branches differ (more
+    blocks): each period weighs its distinct scenario demand columns, and the busiest worker carries less than by
+    the count of periods (helper-71: 1.53x the mean at four workers on the bundled example by count)."""
+    from dataclasses import replace
+
+    from planner.inputs import whole_term
+    from planner.pipeline.whole_term import basis_for
+    from planner.solve.workers import _shares, period_weights
+
+    chunks = [np.arange(10 * i, 10 * i + 10) for i in range(5)]
+    weight = np.r_[np.ones(40), np.full(10, 3.0)]  # four horizon chunks, then a tail chunk of three branches
+
+    def busiest(shares):
+        return max(sum(float(weight[chunks[i]].sum()) for i in s) for s in shares)
+
+    assert busiest(_shares(chunks, 2)) == 50.0 and busiest(_shares(chunks, 2, weight)) == 40.0
+    assert sorted(i for s in _shares(chunks, 3, weight) for i in s) == list(range(5))  # every batch once
+    inp = _case(tmp_path, 5, scenarios=False, dated=True, days=120)
+    ext = replace(whole_term.extend(inp, basis_for(inp)), reserved_source=None)
+    w = period_weights(ext)
+    assert (w[:inp.T] == 1).all() and (w[inp.T:] == len(ext.scenarios)).all() and len(ext.scenarios) == 3
+    assert (period_weights(inp) == 1).all()

@@ -88,15 +88,30 @@ def slim(inp):
     return replace(inp, tables=replace(inp.tables, demand=inp.tables.demand.iloc[:0]))
 
 
-def _shares(chunks: list[np.ndarray], workers: int) -> list[list[int]]:
-    """Batch positions per worker: longest batches first, each to the least loaded worker (deterministic)."""
-    load = [0] * workers
+def _shares(chunks: list[np.ndarray], workers: int, weight: np.ndarray | None = None) -> list[list[int]]:
+    """Batch positions per worker: heaviest batches first, each to the least loaded worker (deterministic). A batch
+    weighs its periods, each by ``weight`` (per period; default 1): :func:`period_weights`."""
+    size = [float(len(c)) if weight is None else float(np.asarray(weight, float)[c].sum()) for c in chunks]
+    load = [0.0] * workers
     out: list[list[int]] = [[] for _ in range(workers)]
-    for i in sorted(range(len(chunks)), key=lambda i: (-len(chunks[i]), i)):
+    for i in sorted(range(len(chunks)), key=lambda i: (-size[i], i)):
         w = min(range(workers), key=lambda j: (load[j], j))
         out[w].append(i)
-        load[w] += len(chunks[i])
+        load[w] += size[i]
     return [sorted(s) for s in out]
+
+
+def period_weights(inp) -> np.ndarray:
+    """(T,) per period, how many of its scenarios' demand columns differ: the blocks a period makes in a batch's LP
+    at most (identical (scenario, period) pairs are one block), so a joined batch of a tree's tail, where the
+    branches differ, weighs more than a horizon week of as many periods, where they are one (a balance of the
+    workers' pricing only: which worker prices a batch never changes its answer)."""
+    d = np.asarray(inp.demand, float)  # (S, K, T)
+    if d.shape[0] < 2:
+        return np.ones(d.shape[2])
+    probe = np.random.default_rng(0).uniform(0.5, 1.5, d.shape[1])  # a demand column's fingerprint (K -> 1)
+    key = np.sort(np.einsum("skt,k->st", d, probe), axis=0)
+    return 1.0 + (np.diff(key, axis=0) != 0).sum(axis=0)
 
 
 def share_inputs(inp, chunks: list[np.ndarray], share: list[int]) -> tuple:
@@ -228,7 +243,7 @@ class ProcessPricer:
         # more processes than cores (or batches) only add start-up and memory
         self.workers = max(1, min(int(jobs), len(chunks), default_jobs()))
         self.chunks, self.cut_by = chunks, cut_by
-        self.shares = _shares(chunks, self.workers)
+        self.shares = _shares(chunks, self.workers, period_weights(inp))
         self.inp = slim(inp)  # each worker is sent only its own periods of it (see _payload)
         self.procs: list = [None] * self.workers
         self.conns: list = [None] * self.workers  # (to the worker, from the worker)
@@ -491,7 +506,7 @@ class DaskPricer:
         self.chunks, self.cut_by = chunks, cut_by
         addresses = sorted(self.client.scheduler_info().get("workers", {}))
         self.workers = max(1, min(len(addresses) or 1, len(chunks)))
-        self.shares = _shares(chunks, self.workers)
+        self.shares = _shares(chunks, self.workers, period_weights(inp))
         self.inp = slim(inp)  # each actor gets only its own periods of it (share_inputs)
         self.restarts = 0
         self.bases_lost = 0  # kept bases an actor no longer had (made again since): batches started cold
