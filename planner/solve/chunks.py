@@ -12,8 +12,8 @@ from planner.inputs.arrays import PlanInputs
 
 
 def chunk_index(inp: PlanInputs, chunk: str | int = "month") -> list[np.ndarray]:
-    """Period positions of each chunk: calendar months (``"month"``), weeks (``"week"``) or days (``"day"``), consecutive
-    short ones joined up to the longest one's periods (:func:`_merged`); or runs of N periods (an int)."""
+    """Period positions of each chunk: calendar months (``"month"``), weeks (``"week"``) or days (``"day"``),
+    consecutive short ones joined up to the longest one's periods (:func:`_merged`); or runs of N periods (an int)."""
     if isinstance(chunk, int):
         return [np.arange(a, min(a + chunk, inp.T)) for a in range(0, inp.T, chunk)]
     code = {"month": "M", "week": "W", "day": "D"}[chunk]

@@ -1,7 +1,8 @@
 """The decomposition's recourse: per-batch LPs with the purchases fixed, priced at any purchases.
 
 A *batch* is the recourse LP of a run of consecutive periods (a calendar week by default, consecutive short weeks
-joined up to the longest one's periods: :func:`planner.solve.chunks.chunk_index`; every scenario of those periods), built once from the inputs and kept as numpy arrays: compact and picklable, so that it can live on
+joined up to the longest one's periods: :func:`planner.solve.chunks.chunk_index`; every scenario of those
+periods), built once from the inputs and kept as numpy arrays: compact and picklable, so that it can live on
 a worker process or a Dask worker. Every pricing makes a fresh HiGHS from the arrays, sets the batch's last
 optimal basis and re-solves warm (measured on XL: as fast as re-solving a live HiGHS, which holds ten times
 the memory). The basis is a batch's only state and travels with every call: what a batch returns depends on
