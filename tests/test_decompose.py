@@ -298,6 +298,9 @@ def test_an_integer_master_misread_from_its_start_is_solved_again_without_it(tmp
     sol = np.array([1.0, 2.0, 5.0, 4.0])  # purchases, then two thetas: 2 + 6 + 9 = 17
     assert not misread_start(SimpleNamespace(primal_solution_status=2, objective_function_value=17.0), sol, cost)
     assert misread_start(SimpleNamespace(primal_solution_status=2, objective_function_value=15.0), sol, cost)
+    near = 17.0 * (1 - 1.6e-8)  # helper-72: a misread 1.6e-8 below the point's cost came back unflagged at 1e-6
+    assert misread_start(SimpleNamespace(primal_solution_status=2, objective_function_value=near), sol, cost)
+    assert not misread_start(SimpleNamespace(primal_solution_status=2, objective_function_value=17.0 + 1e-14), sol, cost)
     assert not misread_start(SimpleNamespace(primal_solution_status=0, objective_function_value=15.0), sol, cost)
 
     inp = _case(tmp_path, 5, scenarios=False, dated=True, days=120)
@@ -308,6 +311,7 @@ def test_an_integer_master_misread_from_its_start_is_solved_again_without_it(tmp
     dec = make_plan(replace(fs, config=replace(fs.config, solver=replace(fs.config.solver, method="benders"))),
                     mip_gap=1e-4, risk=False, decision=True)
     assert "benders" in dec.stats and dec.status.value == "optimal" and dec.solve.mip_gap <= 1e-4
+    assert dec.stats["benders"]["integer_master_solves"] >= 2  # the misread run and its re-solve, both counted
     assert dec.objective <= mono.objective * (1 + 1e-4) + 1e-6
 
 
