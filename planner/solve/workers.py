@@ -91,7 +91,8 @@ def slim(inp):
 def _shares(chunks: list[np.ndarray], workers: int, weight: np.ndarray | None = None) -> list[list[int]]:
     """Batch positions per worker: heaviest batches first, each to the least loaded worker (deterministic). A batch
     weighs its periods, each by ``weight`` (per period; default 1): :func:`period_weights`."""
-    size = [float(len(c)) if weight is None else float(np.asarray(weight, float)[c].sum()) for c in chunks]
+    w = None if weight is None else np.asarray(weight, float)
+    size = [float(len(c)) if w is None else float(w[c].sum()) for c in chunks]
     load = [0.0] * workers
     out: list[list[int]] = [[] for _ in range(workers)]
     for i in sorted(range(len(chunks)), key=lambda i: (-size[i], i)):
