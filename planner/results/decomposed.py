@@ -50,8 +50,8 @@ def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunk
                          chunk_periods=chunks, keys=pricer.keys(), priced=priced, row_counts=row_counts(pricer))
     plan = plan_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model, allocation, keep_bases,
                              layout, reuse)
-    plan.solve = replace(plan.solve, message=f"purchases fixed; the recourse priced in {len(chunks)} weekly batches "
-                                             f"(short weeks joined) ({pricer.workers} worker(s), {pricer.name})")
+    plan.solve = replace(plan.solve, message=f"purchases fixed; the recourse priced in {len(chunks)} weekly batches, "
+                                             f"short weeks joined ({pricer.workers} worker(s), {pricer.name})")
     return plan
 
 

@@ -91,8 +91,8 @@ def slim(inp):
 def _shares(chunks: list[np.ndarray], workers: int, weight: np.ndarray | None = None) -> list[list[int]]:
     """Batch positions per worker: heaviest batches first, each to the least loaded worker (deterministic). A batch
     weighs its periods, each by ``weight`` (per period; default 1): :func:`period_weights`."""
-    w = None if weight is None else np.asarray(weight, float)
-    size = [float(len(c)) if w is None else float(w[c].sum()) for c in chunks]
+    per = None if weight is None else np.asarray(weight, float)
+    size = [float(len(c)) if per is None else float(per[c].sum()) for c in chunks]
     load = [0.0] * workers
     out: list[list[int]] = [[] for _ in range(workers)]
     for i in sorted(range(len(chunks)), key=lambda i: (-size[i], i)):
