@@ -704,25 +704,30 @@ def test_dask_shares_are_scattered_while_the_caller_works_and_a_failure_is_raise
         got = q.price(np.zeros(len(inp.commitments)), [None] * len(chunks))
         want = LocalPricer(inp, chunks, cut_groups(inp)).price(np.zeros(len(inp.commitments)), [None] * len(chunks))
         assert all(np.array_equal(a.values, b.values) for a, b in zip(got, want))
+        held = list(q._actors)  # handles still held elsewhere (a cycle, a traceback's frames) keep no actor alive
         q.close()
+        import time
+
+        def actors(dask_scheduler):
+            return sorted(k for k, t in dask_scheduler.tasks.items() if str(k).startswith("RecourseActor")
+                          and t.state not in ("released", "forgotten"))
+
+        deadline = time.time() + 10
+        while ex.client.run_on_scheduler(actors) and time.time() < deadline:
+            time.sleep(0.1)
+        assert len(held) == 2 and ex.client.run_on_scheduler(actors) == []
+        del held
         # closed while a share is still being cut (a Ctrl-C in the Benders' start): close() returns at once, and the
         # thread, let go, makes no actor that outlives it (it cancels the one it was making; a review found one left)
         gate.clear()
         monkeypatch.setattr(workers, "share_inputs", lambda *a: (gate.wait(30), cut(*a))[1])
         r = DaskPricer(inp, chunks, cut_groups(inp), ex)
-        import time
-
         t0 = time.perf_counter()
         r.close()
         assert time.perf_counter() - t0 < 1.0 and r._sending.is_alive()
         gate.set()
         r._sending.join(30)
         assert not r._sending.is_alive() and r._made == [] and r._send_error is None
-
-        def actors(dask_scheduler):
-            return sorted(k for k, t in dask_scheduler.tasks.items() if str(k).startswith("RecourseActor")
-                          and t.state not in ("released", "forgotten"))
-
         deadline = time.time() + 10
         while ex.client.run_on_scheduler(actors) and time.time() < deadline:
             time.sleep(0.1)
