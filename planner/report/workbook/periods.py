@@ -9,6 +9,7 @@ from planner.results.plan import Plan
 from planner.report.workbook.book import COLUMNS, ref, DATE, F, INT, NUM, PCT, RATE, USD, _Sheet, _date
 from planner.report.workbook.costs import _price_value
 from planner.inputs import supply
+from planner.report.workbook import bulk
 
 
 MAX_SHEET_ROWS = 20_000  # past this the Allocation sheet is summed to days, then weeks, then months (allocation.csv has every period)
@@ -89,29 +90,44 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
     s.header({"period": 18, "workload_class": 20})
     prob = dict(zip(plan.scenario_costs["scenario"], plan.scenario_costs["probability"]))
     prices = {k: _price_value(plan, price_row, k) for k in price_row if k[2] in supply.RENTED}
-    cols = [a[c].tolist() for c in ("scenario", "period", "hours", "workload_class", "gpu_type", "region",
-                                    "option", "gpus")]
+    n = len(a)
+    row = np.arange(2, n + 2).astype(str).tolist()
+    scen, opt = a["scenario"].tolist(), a["option"].tolist()
+    hrs, gpus = a["hours"].to_numpy(float), a["gpus"].to_numpy(float)
+    p = np.array([prob[x] for x in scen], float)
+    gh = gpus * hrs
+    ex = gh * p
+    first = np.array([supply.is_(o, stage="first") for o in opt], bool) if n else np.zeros(0, bool)
+    # each row's price: nothing on a first-stage row; the mean over a price path summed to days, weeks or months;
+    # the Prices row pricing its period and scenario on a price path; else its pool and option's Prices row
+    text: list = [None] * n
+    pv = np.zeros(n)
     usd = a["usd"].to_numpy(float) if "usd" in a else None
     path_row = a["price_row"].to_numpy(int) if "price_row" in a else None
     hourly = plan.inputs.tables.prices["hourly_usd"].to_numpy(float)
-    for i, (scen, per, hrs, cls, gt, rg, opt, gpus) in enumerate(zip(*cols)):
-        row = i + 2
-        gh = gpus * hrs
-        ex = gh * prob[scen]
-        if supply.is_(opt, stage="first"):
-            price, pv = 0, 0.0
-        elif "usd" in a and "price_row" not in a:  # summed to days, weeks or months over a price path: the mean
-            pv = float(usd[i]) / gh if gh > 0 else 0.0
-            price = pv
-        elif "usd" in a and path_row[i] > 0:  # a price path: the Prices row pricing this period and scenario
-            pv = float(hourly[path_row[i] - 2])
-            price = F(f"={ref('Prices', 'hourly_usd', int(path_row[i]))}", pv)
+    cell: dict = {}  # a Prices row's reference, made once
+
+    def at(r: int) -> str:
+        if r not in cell:
+            cell[r] = f"={ref('Prices', 'hourly_usd', r)}"
+        return cell[r]
+
+    keys = list(zip(a["gpu_type"].tolist(), a["region"].tolist(), opt))
+    for i in np.flatnonzero(~first).tolist():
+        if usd is not None and path_row is None:
+            pv[i] = float(usd[i]) / gh[i] if gh[i] > 0 else 0.0
+        elif usd is not None and path_row[i] > 0:
+            pv[i] = float(hourly[path_row[i] - 2])
+            text[i] = at(int(path_row[i]))
         else:
-            key = (gt, rg, opt, None)
-            price = F(f"={ref('Prices', 'hourly_usd', price_row[key])}", prices[key])
-            pv = prices[key]
-        s.append([scen, _date(per), hrs, cls, gt, rg, opt, gpus, F(f"=H{row}*C{row}", gh), prob[scen],
-                  F(f"=I{row}*J{row}", ex), price, F(f"=K{row}*L{row}", ex * pv)])
+            key = (*keys[i], None)
+            pv[i] = prices[key]
+            text[i] = at(price_row[key])
+    s.extend([bulk.Text(scen), bulk.Date(a["period"].tolist()), bulk.Number(hrs), bulk.Text(a["workload_class"].tolist()),
+              bulk.Text(a["gpu_type"].tolist()), bulk.Text(a["region"].tolist()), bulk.Text(opt), bulk.Number(gpus),
+              bulk.Formula([f"=H{r}*C{r}" for r in row], gh), bulk.Number(p),
+              bulk.Formula([f"=I{r}*J{r}" for r in row], ex), bulk.Formula(text, pv),
+              bulk.Formula([f"=K{r}*L{r}" for r in row], ex * pv)])
     s.table("Allocation")
 
 
@@ -131,8 +147,8 @@ def _write_demand(ws, plan: Plan, grain: str | None = None) -> None:
             d = g[list(range(inp.K))].div(g["hours"], axis=0)
             d["hours"] = g["hours"]
             d["period"] = g.index
-        for r in d.itertuples(index=False):
-            s.append([scen, _date(r[-1]), r[-2]] + list(r[:inp.K]))
+        s.extend([bulk.Text([scen] * len(d)), bulk.Date(list(d["period"])), bulk.Number(d["hours"].to_numpy(float))]
+                 + [bulk.Number(d[k].to_numpy(float)) for k in range(inp.K)])
     s.table("Demand")
 
 

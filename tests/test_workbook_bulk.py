@@ -1,0 +1,151 @@
+"""Rows written in bulk (planner.report.workbook.bulk) are the rows xlsxwriter writes cell by cell: the same file,
+every part byte for byte (the oracle is xlsxwriter itself, writing the same rows one cell at a time)."""
+
+from __future__ import annotations
+
+import math
+import re
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner.report.workbook import book as B
+from planner.report.workbook import bulk
+
+
+def _parts(path: Path) -> dict:
+    """Every part of the .xlsx at ``path`` (its creation time taken out: the one part that differs by when)."""
+    with zipfile.ZipFile(path) as z:
+        out = {n: z.read(n) for n in z.namelist()}
+    out["docProps/core.xml"] = re.sub(rb"<dcterms:(created|modified)[^<]*</dcterms:\w+>", b"", out["docProps/core.xml"])
+    return out
+
+
+def _same(a: Path, b: Path) -> None:
+    pa, pb = _parts(a), _parts(b)
+    assert list(pa) == list(pb)
+    differ = [n for n in pa if pa[n] != pb[n]]
+    assert differ == [], f"parts that differ: {differ}"
+
+
+def _both(tmp_path: Path, write, monkeypatch) -> tuple[Path, Path]:
+    """``write(path)`` run with rows in bulk and again cell by cell: the two files."""
+    fast, slow = tmp_path / "bulk.xlsx", tmp_path / "cells.xlsx"
+    monkeypatch.setattr(B, "BULK", True)
+    write(fast)
+    monkeypatch.setattr(B, "BULK", False)
+    write(slow)
+    return fast, slow
+
+
+def _synthetic(path: Path, blocks: list, long_text: bool = False) -> list:
+    """A workbook of two sheets: rows before, between and after bulk rows, strings shared across the sheets,
+    every kind of cell and every kind of missing cell. Returns what each extend wrote to (blocks kept)."""
+    bk = B._Book(path)
+    kept = []
+    for name in ("Allocation", "Demand"):
+        ws = bk.sheet(name)
+        s = B._Sheet(ws, ["who", "when", "n", "formula", "price", "note"],
+                     {"when": B.DATE, "n": B.NUM, "formula": B.USD, "price": B.RATE})
+        s.header({"when": 18})
+        s.append(["first row, cell by cell", B._date("2026-01-01"), 1.5, B.F("=C2*2", 3.0), 0, "x"])
+        for cols in blocks:
+            s.extend(cols)
+            kept.append(list(ws.__dict__.get("planner_blocks", [])))
+        s.append(["after", None, float("nan"), B.F("=C3+1", float("inf")), 2.25, None])
+        if long_text:
+            s.extend([bulk.Text(["y" * 20000]), bulk.Date([None]), bulk.Number([1.0]), bulk.Formula([None], [1.0]),
+                      bulk.Formula([None], [2.0]), bulk.Text(["z"])])
+        s.note("a note below the table")
+        s.table(name.replace(" ", "_"))
+    bk.wb.close()
+    return kept
+
+
+def _columns(n: int, start: int, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    rows = np.arange(start, start + n)
+    who = [None if i % 7 == 3 else f"team-{i % 5}" for i in range(n)]  # repeats, and missing cells
+    when = [None if i % 11 == 5 else B._date(f"2026-01-{1 + i % 28:02d} {i % 24:02d}:00") for i in range(n)]
+    num = rng.normal(size=n) * 1e3
+    num[::9] = np.nan  # no cell
+    num[1::13] = np.inf
+    num[2::17] = 0.1 + 0.2  # a float whose shortest repr has many digits
+    val = rng.random(n) * 1e6
+    val[::5] = np.nan  # cached empty
+    texts = [f"=IF(C{r}>0,C{r}*2,0)" if i % 3 else f"=C{r}&\"<&>\"" for i, r in enumerate(rows)]
+    price_text = [None if i % 4 == 0 else f"=Prices!$E${2 + i % 6}" for i in range(n)]
+    price_val = rng.random(n)
+    price_val[::8] = math.nan
+    note = ["" if i % 10 == 0 else "n<&>\"q\"" for i in range(n)]
+    return [bulk.Text(who), bulk.Date(when), bulk.Number(num), bulk.Formula(texts, val),
+            bulk.Formula(price_text, price_val), bulk.Text(note)]
+
+
+def test_bulk_rows_are_the_cells_xlsxwriter_writes_byte_for_byte(tmp_path, monkeypatch):
+    """Two blocks per sheet (one of 40 rows, one of 3: rows of one 16-row span shared by a block, rows written
+    cell by cell and a comment row), numbers not finite (no cell), missing text and dates, formulas calling IF with
+    characters to escape, cached values missing, a number where a formula column has none, strings repeated
+    across sheets (the shared-string table's order and counts): the same file both ways."""
+    blocks = [_columns(40, 3, 1), _columns(3, 43, 2)]
+    fast, slow = _both(tmp_path, lambda p: _synthetic(p, blocks), monkeypatch)
+    _same(fast, slow)
+    with zipfile.ZipFile(fast) as z:  # the bulk path was taken (not both cell by cell)
+        sheet = z.read("xl/worksheets/sheet1.xml").decode()
+    assert '<row r="20" spans="1:6">' in sheet and "IF(C20&gt;0,C20*2,0)" in sheet
+
+
+def test_rows_bulk_cannot_write_as_xlsxwriter_does_are_written_cell_by_cell(tmp_path, monkeypatch):
+    """A string that may pass Excel's length (xlsxwriter truncates it, with a warning) is refused in bulk and written
+    cell by cell: the same file, and nothing of the refused rows taken in (shared strings, dimensions)."""
+    monkeypatch.setattr(B, "BULK", True)
+    kept = _synthetic(tmp_path / "a.xlsx", [_columns(5, 3, 3)], long_text=True)
+    assert len(kept[0]) == 1  # the first extend went in bulk
+    bk = B._Book(tmp_path / "c.xlsx")
+    ws = bk.sheet("Allocation")
+    before = (dict(ws.str_table.string_table), ws.str_table.count, ws.dim_rowmax)
+    with pytest.raises(bulk.Unsupported):
+        bulk.add(ws, 1, [bulk.Text(["ok", "y" * 20000])], [None])
+    assert (dict(ws.str_table.string_table), ws.str_table.count, ws.dim_rowmax) == before
+    assert "planner_blocks" not in ws.__dict__
+    bk.wb.close()
+    fast, slow = _both(tmp_path, lambda p: _synthetic(p, [_columns(5, 3, 3)], long_text=True), monkeypatch)
+    _same(fast, slow)
+
+
+def test_cells_written_into_bulk_rows_are_refused_at_close(tmp_path):
+    import io
+
+    ws = B._Book(tmp_path / "x.xlsx").sheet("Allocation")
+    bulk.add(ws, 1, [bulk.Number(np.arange(3.0))], [None])
+    ws.write_number(2, 0, 5.0)
+    ws.fh = io.StringIO()
+    with pytest.raises(RuntimeError, match="rows given in bulk"):
+        bulk.write_rows(ws)
+
+
+@pytest.mark.parametrize("model", ["example.toml", "price-paths.toml"])
+def test_the_plan_workbook_is_the_same_file_with_rows_in_bulk(tmp_path, monkeypatch, request, model):
+    """The planner's own workbook (Allocation and Demand in bulk; the price path's rows priced from their Prices
+    rows), and again with Allocation summed to days (its rows priced at their mean) and Demand averaged: every part
+    the same as written cell by cell."""
+    from planner.pipeline.run import load_inputs, make_plan
+    from planner.report import write_workbook
+    from planner.report.workbook import periods
+
+    if model == "example.toml":
+        plan = request.getfixturevalue("example_plan")[0]  # (planned once for the session's tests)
+    else:
+        root = Path(__file__).resolve().parents[1]
+        plan = make_plan(load_inputs(root / "models" / model), risk=False, shadow=False)  # (no bulk rows in those)
+    fast, slow = _both(tmp_path, lambda p: write_workbook(plan, p), monkeypatch)
+    _same(fast, slow)
+    monkeypatch.setattr(periods, "MAX_SHEET_ROWS", 50)  # Allocation summed to days (or coarser)
+    monkeypatch.setattr(periods, "MAX_PERIOD_ROWS", 20)  # Demand and Fleet averaged
+    (tmp_path / "coarse").mkdir()
+    fast, slow = _both(tmp_path / "coarse", lambda p: write_workbook(plan, p), monkeypatch)
+    _same(fast, slow)
+    with zipfile.ZipFile(fast) as z:
+        assert b"summed to" in b"".join(z.read(n) for n in z.namelist() if n.startswith("xl/sharedStrings"))
