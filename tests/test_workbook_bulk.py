@@ -30,13 +30,24 @@ def _same(a: Path, b: Path) -> None:
     assert differ == [], f"parts that differ: {differ}"
 
 
-def _both(tmp_path: Path, write, monkeypatch) -> tuple[Path, Path]:
-    """``write(path)`` run with rows in bulk and again cell by cell: the two files."""
+def _both(tmp_path: Path, write, monkeypatch, taken: list | None = None) -> tuple[Path, Path]:
+    """``write(path)`` run with rows in bulk and again cell by cell: the two files. ``taken``: filled with the
+    sheets whose rows went in bulk (so that a test also fails where nothing did)."""
     fast, slow = tmp_path / "bulk.xlsx", tmp_path / "cells.xlsx"
+    add = bulk.add
+
+    def spy(ws, *a, **k):
+        out = add(ws, *a, **k)
+        if taken is not None:
+            taken.append(ws.get_name())
+        return out
+
+    monkeypatch.setattr(bulk, "add", spy)
     monkeypatch.setattr(B, "BULK", True)
     write(fast)
     monkeypatch.setattr(B, "BULK", False)
     write(slow)
+    monkeypatch.setattr(bulk, "add", add)
     return fast, slow
 
 
@@ -90,11 +101,41 @@ def test_bulk_rows_are_the_cells_xlsxwriter_writes_byte_for_byte(tmp_path, monke
     characters to escape, cached values missing, a number where a formula column has none, strings repeated
     across sheets (the shared-string table's order and counts): the same file both ways."""
     blocks = [_columns(40, 3, 1), _columns(3, 43, 2)]
-    fast, slow = _both(tmp_path, lambda p: _synthetic(p, blocks), monkeypatch)
+    taken: list = []
+    fast, slow = _both(tmp_path, lambda p: _synthetic(p, blocks), monkeypatch, taken)
     _same(fast, slow)
-    with zipfile.ZipFile(fast) as z:  # the bulk path was taken (not both cell by cell)
+    assert taken == ["Allocation", "Allocation", "Demand", "Demand"]  # every block went in bulk
+    with zipfile.ZipFile(fast) as z:
         sheet = z.read("xl/worksheets/sheet1.xml").decode()
     assert '<row r="20" spans="1:6">' in sheet and "IF(C20&gt;0,C20*2,0)" in sheet
+
+
+def test_formats_first_met_in_bulk_rows_and_sheet_settings_made_after_them_are_written_as_cell_by_cell(
+        tmp_path, monkeypatch):
+    """A format's index is given when its first cell is written (row by row, left to right): bulk rows whose first
+    row has no cell in a column, or a column with no cell at all, give them in the same order (and give none to an
+    unused one). Settings made after the rows were given are read at close: a default row height, one bulk row's
+    own height and a comment on another, Excel 2010's data bars (their rows carry a descent): the same file."""
+    def write(path: Path) -> None:
+        bk = B._Book(path)
+        ws = bk.sheet("Allocation")
+        s = B._Sheet(ws, ["a", "b", "c", "d"], {"a": B.NUM, "b": B.USD, "c": B.PCT, "d": B.RATE})
+        s.extend([bulk.Number([math.nan, 1.0, 2.0]), bulk.Number([2.0, 3.0, math.nan]),
+                  bulk.Number([math.nan] * 3), bulk.Formula([None, "=A2*2", None], [math.nan, 2.0, 0.5])])
+        ws.set_default_row(20)
+        ws.set_row(1, 30)
+        ws.write_comment(2, 1, "a comment on a bulk row")
+        ws.conditional_format(0, 0, 2, 0, {"type": "data_bar", "data_bar_2010": True})
+        other = bk.sheet("Demand")  # a sheet of its own rows, with a row of no cell but a height
+        t = B._Sheet(other, ["x"], {"x": B.INT})
+        t.extend([bulk.Number([math.nan, 4.0])])
+        other.set_row(0, 25)
+        bk.wb.close()
+
+    taken: list = []
+    fast, slow = _both(tmp_path, write, monkeypatch, taken)
+    assert taken == ["Allocation", "Demand"]
+    _same(fast, slow)
 
 
 def test_rows_bulk_cannot_write_as_xlsxwriter_does_are_written_cell_by_cell(tmp_path, monkeypatch):
@@ -116,6 +157,8 @@ def test_rows_bulk_cannot_write_as_xlsxwriter_does_are_written_cell_by_cell(tmp_
 
 
 def test_cells_written_into_bulk_rows_are_refused_at_close(tmp_path):
+    """A cell written into a row already given in bulk (a programming error: _Sheet writes past them) is refused
+    when the sheet is written, not written twice."""
     import io
 
     ws = B._Book(tmp_path / "x.xlsx").sheet("Allocation")
@@ -139,13 +182,30 @@ def test_the_plan_workbook_is_the_same_file_with_rows_in_bulk(tmp_path, monkeypa
         plan = request.getfixturevalue("example_plan")[0]  # (planned once for the session's tests)
     else:
         root = Path(__file__).resolve().parents[1]
-        plan = make_plan(load_inputs(root / "models" / model), risk=False, shadow=False)  # (no bulk rows in those)
-    fast, slow = _both(tmp_path, lambda p: write_workbook(plan, p), monkeypatch)
+        plan = make_plan(load_inputs(root / "models" / model), risk=False, shadow=False)  # (seconds less: its risk
+        # view and shadow prices change no bulk row)
+    taken: list = []
+    fast, slow = _both(tmp_path, lambda p: write_workbook(plan, p), monkeypatch, taken)
     _same(fast, slow)
+    assert taken == ["Allocation"] + ["Demand"] * len(plan.inputs.scenarios)  # both long sheets went in bulk
     monkeypatch.setattr(periods, "MAX_SHEET_ROWS", 50)  # Allocation summed to days (or coarser)
     monkeypatch.setattr(periods, "MAX_PERIOD_ROWS", 20)  # Demand and Fleet averaged
     (tmp_path / "coarse").mkdir()
-    fast, slow = _both(tmp_path / "coarse", lambda p: write_workbook(plan, p), monkeypatch)
+    taken.clear()
+    fast, slow = _both(tmp_path / "coarse", lambda p: write_workbook(plan, p), monkeypatch, taken)
     _same(fast, slow)
+    assert taken == ["Allocation"] + ["Demand"] * len(plan.inputs.scenarios)
     with zipfile.ZipFile(fast) as z:
         assert b"summed to" in b"".join(z.read(n) for n in z.namelist() if n.startswith("xl/sharedStrings"))
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_columns_of_different_lengths_are_refused_both_ways(tmp_path, monkeypatch, fast):
+    """Rows given as columns of 3 and 2 values: refused (no row of them written), in bulk or cell by cell alike."""
+    monkeypatch.setattr(B, "BULK", fast)
+    ws = B._Book(tmp_path / "x.xlsx").sheet("Allocation")
+    s = B._Sheet(ws, ["a", "b"], {"a": B.NUM, "b": B.NUM})
+    with pytest.raises(ValueError, match="one value per row"):
+        s.extend([bulk.Number([1.0, 2.0, 3.0]), bulk.Number([1.0, 2.0])])
+    assert s.rows == 0 and not any(ws.table.values()) and "planner_blocks" not in ws.__dict__
+

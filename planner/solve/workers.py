@@ -484,24 +484,6 @@ class RecourseActor:
         return self.kept.price(self.batches, n, todo, solution, scale, portable), self.kept.lost - lost
 
 
-def _drop(fut) -> None:
-    """Cancel the Dask future ``fut`` once its scheduler knows it. The scheduler takes in a submit's graph in a thread
-    of its own, so a cancel sent right after the submit can reach it first and be dropped there (no such key yet),
-    while the client forgets the future at once and never releases it: the actor lived on until the cluster closed
-    (seen in CI). A future done (made, failed or lost) is known; one not yet done is cancelled when it is."""
-
-    def cancel(f) -> None:
-        try:
-            f.cancel()
-        except Exception:  # (the client closed meanwhile: its cluster, and the actor with it, are gone)
-            pass
-
-    if fut.done():
-        cancel(fut)
-    else:
-        fut.add_done_callback(cancel)
-
-
 def _lost(exc: BaseException) -> bool:
     """True when ``exc`` says a Dask actor was lost with its worker (cancelled, its worker killed or unreachable),
     not that its own work failed (those are raised as they are, never retried)."""
@@ -556,7 +538,7 @@ class DaskPricer:
                 fut = self._submit(w, addresses[w] if w < len(addresses) else None)
                 with self._lock:
                     if self._closed:
-                        _drop(fut)
+                        fut.cancel()
                         return
                     self._made.append(fut)
         except BaseException as exc:
@@ -726,7 +708,7 @@ class DaskPricer:
             self._closed = True
             made, self._made = self._made, []
         for fut in made:
-            _drop(fut)
+            fut.cancel()
         # the actors read are cancelled too, not left to their handles' release: a handle held a while longer (a
         # reference cycle, an exception's frames) kept its actor, and its share's batches, on the cluster (seen in CI)
         actors = [a for a in self._actors if a is not None]

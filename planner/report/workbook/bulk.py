@@ -2,16 +2,18 @@
 without a cell object per cell.
 
 xlsxwriter keeps one object per cell and writes each one's XML at close: on an hourly month's Allocation sheet
-(20,000 rows x 13 columns) that was 2.3 s of a 7 s plan, a third of the run. Here a table's rows are given as
+(18,500 rows x 13 columns) that was 2.3 s of a 7 s plan, a third of the run. Here a table's rows are given as
 columns (:class:`Text`, :class:`Number`, :class:`Date`, :class:`Formula`), their shared strings taken in at once
 in the order cell-by-cell writes take them, and their XML made at close from the columns (a few list
 comprehensions). ``tests/test_workbook_bulk.py`` writes the same rows both ways and compares every part of the
 two files, byte for byte.
 
-This reaches into xlsxwriter's worksheet (its ``_write_rows``, its shared-string table, its cell XML), so the
-version is bounded in pyproject.toml and the byte-for-byte test is the guard; anything this module does not
-write as xlsxwriter would (a row with its own height or comments, a string that may pass Excel's length, an
-array formula) is refused here (:class:`Unsupported`) and written cell by cell instead.
+This reaches into xlsxwriter's worksheet (its ``_write_rows``, its shared-string table, its cell XML; each row's
+start tag is its own ``_write_row``'s), so the version is bounded in pyproject.toml and the byte-for-byte tests are
+the guard. Rows this module cannot write as xlsxwriter would (rows already holding cells, a string that may pass
+Excel's length, an array formula) are refused when given (:class:`Unsupported`: nothing taken in) and written
+cell by cell instead. Bulk rows hold no cells a chart could read its cached values from: a sheet behind a chart
+(Fleet) is written cell by cell.
 """
 
 from __future__ import annotations
@@ -79,11 +81,8 @@ def add(ws, first: int, columns: list, formats: list) -> Block:
         raise ValueError("every column needs one value per row")
     if ws.constant_memory or first + n > ws.xls_rowmax or len(columns) > ws.xls_colmax:
         raise Unsupported("constant-memory mode, or past the sheet's limits")
-    if ws.default_row_height != ws.original_row_height:
-        raise Unsupported("the sheet's rows have another default height")
-    taken = [r for r, cells in ws.table.items() if cells] + list(ws.row_info) + list(ws.comments)
-    if any(first <= r < first + n for r in taken):
-        raise Unsupported("these rows already hold cells, comments or their own height")
+    if any(first <= r < first + n for r, cells in ws.table.items() if cells):
+        raise Unsupported("these rows already hold cells")
     present = np.zeros((n, len(columns)), bool)
     cells: list = [None] * len(columns)
     texts = []
@@ -160,15 +159,15 @@ def write_rows(ws) -> None:
     spans = _spans(ws, blocks)
     lo, hi = ws.dim_rowmin, ws.dim_rowmax
     others = sorted(r for r in set(ws.table) | set(ws.row_info) | set(ws.comments) if lo <= r <= hi)
-    for b in blocks:
-        inside = [r for r in others if b.first <= r < b.first + b.n and (ws.table.get(r) or r in ws.row_info
-                                                                         or r in ws.comments)]
-        if inside:
-            raise RuntimeError(f"{ws.get_name()}: cells written into rows given in bulk (row {inside[0] + 1})")
+    inside = [r for b in blocks for r in others if b.first <= r < b.first + b.n and ws.table.get(r)]
+    if inside:  # (a programming error: _Sheet writes past its bulk rows, never into them)
+        raise RuntimeError(f"{ws.get_name()}: cells written into rows given in bulk (row {inside[0] + 1})")
     k = 0
     for b in blocks:
         while k < len(others) and others[k] < b.first:
             _write_row(ws, others[k], spans)
+            k += 1
+        while k < len(others) and others[k] < b.first + b.n:  # a height or a comment of a bulk row: _render's
             k += 1
         ws.fh.write(_render(ws, b, spans))
     for r in others[k:]:
@@ -224,8 +223,8 @@ def _spans(ws, blocks: list) -> dict:
 
 
 def _style(ws, fmt, col: int) -> str:
-    """A block cell's ``s`` attribute: its format's, else its column's (as xlsxwriter picks it; bulk rows have no
-    row format of their own)."""
+    """A block cell's ``s`` attribute: its format's, else its row's, else its column's, as xlsxwriter picks it (a
+    format's index is given when it is first written: :func:`_render` asks in the order cells are written)."""
     if fmt:
         return f' s="{fmt._get_xf_index()}"'
     info = ws.col_info.get(col)
@@ -234,13 +233,36 @@ def _style(ws, fmt, col: int) -> str:
     return ""
 
 
+def _tag(ws, row: int, span, empty: bool = False) -> str:
+    """Row ``row``'s ``<row ...>`` start tag (or its empty ``<row .../>``), made by xlsxwriter's own writer: its
+    height, format, outline and the sheet's row settings (a default height, Excel 2010's descent) as it writes them."""
+    import io
+
+    fh, ws.fh = ws.fh, io.StringIO()
+    try:
+        if empty:
+            ws._write_empty_row(row, span, ws.row_info.get(row))
+        else:
+            ws._write_row(row, span, ws.row_info.get(row))
+        return ws.fh.getvalue()
+    finally:
+        ws.fh = fh
+
+
 def _render(ws, b: Block, spans: dict) -> str:
-    """The block's rows as XML (at close: the formats' indices are known then)."""
+    """The block's rows as XML (at close: the sheet's settings are final then, and the formats' indices are given
+    in the order their cells are written, row by row, left to right)."""
     rows = [str(b.first + 1 + i) for i in range(b.n)]
+    p = b.present
+    seen = p.any(axis=0)
+    first_row = np.where(seen, p.argmax(axis=0), b.n)
+    style = [""] * len(b.columns)
+    for j in sorted(np.flatnonzero(seen).tolist(), key=lambda j: (int(first_row[j]), j)):
+        style[j] = _style(ws, b.formats[j], j)
     parts = []
-    for j, (c, fmt, cells) in enumerate(zip(b.columns, b.formats, b.cells)):
-        letter, s = xl_col_to_name(j), _style(ws, fmt, j)
-        on = b.present[:, j].tolist()
+    for j, (c, cells) in enumerate(zip(b.columns, b.cells)):
+        letter, s = xl_col_to_name(j), style[j]
+        on = p[:, j].tolist()
         if isinstance(c, Text):
             out = [f'<c r="{letter}{r}"{s} t="s"><v>{v}</v></c>' if k else "" for r, v, k in zip(rows, cells, on)]
         elif isinstance(c, Formula):
@@ -249,13 +271,24 @@ def _render(ws, b: Block, spans: dict) -> str:
         else:
             out = [f'<c r="{letter}{r}"{s}><v>{v}</v></c>' if k else "" for r, v, k in zip(rows, cells, on)]
         parts.append(out)
-    any_cell = b.present.any(axis=1).tolist()
+    any_cell = p.any(axis=1).tolist()
     first = b.first
+    own = {r - first for r in set(ws.row_info) | set(ws.comments) if first <= r < first + b.n}  # their own tag
+    rest: dict = {}  # per span: a plain row's tag after its r attribute (xlsxwriter's, made once)
     text = []
     for i, cells in enumerate(zip(*parts)):
+        row = first + i
+        span = spans.get(row // 16)
         if not any_cell[i]:
+            if i in own:  # no cell, but a height or a comment: xlsxwriter's empty row
+                text.append(_tag(ws, row, span, empty=True))
             continue
-        span = spans.get((first + i) // 16)
-        head = f'<row r="{rows[i]}" spans="{span}">' if span else f'<row r="{rows[i]}">'
+        if i in own:
+            head = _tag(ws, row, span)
+        else:
+            if span not in rest:
+                made = _tag(ws, row, span)
+                rest[span] = made[len(f'<row r="{row + 1}"'):]
+            head = f'<row r="{rows[i]}"{rest[span]}'
         text.append(head + "".join(cells) + "</row>")
     return "".join(text)

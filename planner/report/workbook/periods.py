@@ -95,8 +95,9 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
     scen, opt = a["scenario"].tolist(), a["option"].tolist()
     hrs, gpus = a["hours"].to_numpy(float), a["gpus"].to_numpy(float)
     p = np.array([prob[x] for x in scen], float)
-    gh = gpus * hrs
-    ex = gh * p
+    with np.errstate(all="ignore"):  # (GPUs not finite: their cells are left out, as row by row)
+        gh = gpus * hrs
+        ex = gh * p
     first = np.array([supply.is_(o, stage="first") for o in opt], bool) if n else np.zeros(0, bool)
     # each row's price: nothing on a first-stage row; the mean over a price path summed to days, weeks or months;
     # the Prices row pricing its period and scenario on a price path; else its pool and option's Prices row
@@ -115,7 +116,7 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
     keys = list(zip(a["gpu_type"].tolist(), a["region"].tolist(), opt))
     for i in np.flatnonzero(~first).tolist():
         if usd is not None and path_row is None:
-            pv[i] = float(usd[i]) / gh[i] if gh[i] > 0 else 0.0
+            pv[i] = float(usd[i]) / float(gh[i]) if gh[i] > 0 else 0.0
         elif usd is not None and path_row[i] > 0:
             pv[i] = float(hourly[path_row[i] - 2])
             text[i] = at(int(path_row[i]))
@@ -127,8 +128,14 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
               bulk.Text(a["gpu_type"].tolist()), bulk.Text(a["region"].tolist()), bulk.Text(opt), bulk.Number(gpus),
               bulk.Formula([f"=H{r}*C{r}" for r in row], gh), bulk.Number(p),
               bulk.Formula([f"=I{r}*J{r}" for r in row], ex), bulk.Formula(text, pv),
-              bulk.Formula([f"=K{r}*L{r}" for r in row], ex * pv)])
+              bulk.Formula([f"=K{r}*L{r}" for r in row], _times(ex, pv))])
     s.table("Allocation")
+
+
+def _times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a * b`` without numpy's warnings (an infinite times 0 is NaN: that cell is cached empty, as row by row)."""
+    with np.errstate(all="ignore"):
+        return a * b
 
 
 def _write_demand(ws, plan: Plan, grain: str | None = None) -> None:
