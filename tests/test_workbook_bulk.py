@@ -138,6 +138,40 @@ def test_formats_first_met_in_bulk_rows_and_sheet_settings_made_after_them_are_w
     _same(fast, slow)
 
 
+@pytest.mark.parametrize("row", [1, 2])
+def test_a_bulk_row_given_a_format_of_its_own_is_written_as_cell_by_cell(tmp_path, monkeypatch, row):
+    """set_row with a format on a bulk row (the first, or one whose next row starts a column's cells): xlsxwriter
+    gives the row's format its index before that row's cells', and styles the row's unformatted cells with it. The
+    block is then handed to xlsxwriter's own table: the same file, formats' indices and all."""
+    def write(path: Path) -> None:
+        bk = B._Book(path)
+        ws = bk.sheet("Allocation")
+        s = B._Sheet(ws, ["a", "b"], {"a": B.NUM, "b": B.USD})
+        s.extend([bulk.Number([0.0, 1.0, 2.0]), bulk.Number([math.nan, math.nan, 5.0])])
+        ws.set_row(row, 18, bk.wb.add_format({"italic": True}))
+        bulk.add(ws, 5, [bulk.Number([0.0, 1.0]), bulk.Number([3.0, 4.0])], [None, None])  # cells of no format
+        ws.set_row(6, None, bk.wb.add_format({"bold": True}))
+        bk.wb.close()
+
+    def write_cells(path: Path) -> None:  # the reference for the rows given to bulk.add directly: write_number
+        bk = B._Book(path)
+        ws = bk.sheet("Allocation")
+        s = B._Sheet(ws, ["a", "b"], {"a": B.NUM, "b": B.USD})
+        s.extend([bulk.Number([0.0, 1.0, 2.0]), bulk.Number([math.nan, math.nan, 5.0])])
+        ws.set_row(row, 18, bk.wb.add_format({"italic": True}))
+        for r, (a, b) in enumerate([(0.0, 3.0), (1.0, 4.0)], start=5):
+            ws.write_number(r, 0, a)
+            ws.write_number(r, 1, b)
+        ws.set_row(6, None, bk.wb.add_format({"bold": True}))
+        bk.wb.close()
+
+    monkeypatch.setattr(B, "BULK", True)
+    write(tmp_path / "bulk.xlsx")
+    monkeypatch.setattr(B, "BULK", False)
+    write_cells(tmp_path / "cells.xlsx")
+    _same(tmp_path / "bulk.xlsx", tmp_path / "cells.xlsx")
+
+
 def test_rows_bulk_cannot_write_as_xlsxwriter_does_are_written_cell_by_cell(tmp_path, monkeypatch):
     """A string that may pass Excel's length (xlsxwriter truncates it, with a warning) is refused in bulk and written
     cell by cell: the same file, and nothing of the refused rows taken in (shared strings, dimensions)."""
@@ -205,7 +239,11 @@ def test_columns_of_different_lengths_are_refused_both_ways(tmp_path, monkeypatc
     monkeypatch.setattr(B, "BULK", fast)
     ws = B._Book(tmp_path / "x.xlsx").sheet("Allocation")
     s = B._Sheet(ws, ["a", "b"], {"a": B.NUM, "b": B.NUM})
-    with pytest.raises(ValueError, match="one value per row"):
-        s.extend([bulk.Number([1.0, 2.0, 3.0]), bulk.Number([1.0, 2.0])])
+    for cols, why in (([bulk.Number([1.0, 2.0, 3.0]), bulk.Number([1.0, 2.0])], "one value per row"),
+                      ([bulk.Number([1.0, 2.0, 3.0]), bulk.Formula(["=1", "=2", "=3"], [1.0, 2.0])], "one value per row"),
+                      ([bulk.Number([1.0, 2.0]), bulk.Formula(["=1", "=2"], [1.0, 2.0, 3.0])], "one value per row"),
+                      ([bulk.Number([1.0]), bulk.Number([1.0]), bulk.Text(["p"])], "3 columns given for its 2")):
+        with pytest.raises(ValueError, match=why):
+            s.extend(cols)
     assert s.rows == 0 and not any(ws.table.values()) and "planner_blocks" not in ws.__dict__
 

@@ -388,10 +388,13 @@ class _Sheet:
         """Rows given as columns, one :mod:`~planner.report.workbook.bulk` spec (Text, Number, Date, Formula) per
         column of the sheet: the cells :meth:`append` writes row by row, the same file byte for byte, written in bulk
         where they can be (a data table of thousands of rows: seconds less) and row by row where not."""
-        n = len(bulk.values_of(columns[0])) if columns else 0
-        if any(len(bulk.values_of(c)) != n for c in columns):
-            raise ValueError(f"{self.ws.get_name()}: every column needs one value per row "
-                             f"({[len(bulk.values_of(c)) for c in columns]})")
+        if len(columns) != len(self.columns):
+            raise ValueError(f"{self.ws.get_name()}: {len(columns)} columns given for its {len(self.columns)}")
+        lengths = [len(bulk.values_of(c)) for c in columns] + [len(c.values) for c in columns
+                                                                if isinstance(c, bulk.Formula)]
+        n = lengths[0] if lengths else 0
+        if any(k != n for k in lengths):
+            raise ValueError(f"{self.ws.get_name()}: every column needs one value per row ({lengths})")
         fast = self._fast()
         if BULK and n and fast is not None and self.rows + n < EXCEL_MAX_ROWS - 1:
             nums, text_fmt = fast

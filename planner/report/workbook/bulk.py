@@ -67,7 +67,8 @@ class Block:
     n: int
     columns: list  # per column: the spec
     formats: list  # per column: its cell format (xlsxwriter Format or None)
-    cells: list  # per column: what each row's cell holds, made ready at add (string indices, numbers as text ...)
+    cells: list  # per column, per row: what xlsxwriter's cell would hold (a string's index, a number, a date's serial
+    # number, a formula as prepared and its cached value); None where no cell
     present: np.ndarray  # n x columns: where a cell is written
 
 
@@ -77,7 +78,7 @@ def add(ws, first: int, columns: list, formats: list) -> Block:
     workbook's sharedStrings part is the same); the rows' XML is made at close. Raises :class:`Unsupported` (nothing
     taken in) where these rows cannot be written as xlsxwriter would write them."""
     n = len(values_of(columns[0])) if columns else 0
-    if any(len(values_of(c)) != n for c in columns):
+    if any(len(values_of(c)) != n or (isinstance(c, Formula) and len(c.values) != n) for c in columns):
         raise ValueError("every column needs one value per row")
     if ws.constant_memory or first + n > ws.xls_rowmax or len(columns) > ws.xls_colmax:
         raise Unsupported("constant-memory mode, or past the sheet's limits")
@@ -98,14 +99,14 @@ def add(ws, first: int, columns: list, formats: list) -> Block:
         elif isinstance(c, Number):
             x = np.asarray(c.values, float)
             present[:, j] = np.isfinite(x)
-            cells[j] = [f"{a:.16G}" for a in x.tolist()]
+            cells[j] = x.tolist()
         elif isinstance(c, Date):
             v = list(c.values)
             present[:, j] = [x is not None and not pd.isna(x) for x in v]
             distinct = {x for x, ok in zip(v, present[:, j].tolist()) if ok}
-            serial = {x: f"{ws._convert_date_time(pd.Timestamp(x).to_pydatetime()):.16G}" for x in distinct}  # each
-            # distinct time converted once, by xlsxwriter itself (as write_datetime converts it)
-            cells[j] = [serial[x] if ok else "" for x, ok in zip(v, present[:, j].tolist())]
+            serial = {x: ws._convert_date_time(pd.Timestamp(x).to_pydatetime()) for x in distinct}  # each distinct
+            # time converted once, by xlsxwriter itself (as write_datetime converts it)
+            cells[j] = [serial[x] if ok else None for x, ok in zip(v, present[:, j].tolist())]
         elif isinstance(c, Formula):
             t = list(c.texts)
             given = [f for f in t if f is not None]
@@ -117,13 +118,11 @@ def add(ws, first: int, columns: list, formats: list) -> Block:
                 ready = {f: ws._prepare_formula(f) for f in given}
             else:  # (no call, brace or prefix: only the leading "=" goes)
                 ready = {f: f[1:] if f.startswith("=") else f for f in given}
-            if any(ch in joined for ch in "&<>"):  # escaped as the cell XML escapes it
-                ready = {f: g.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for f, g in ready.items()}
             x = np.asarray(c.values, float)
             ok = np.isfinite(x).tolist()
             present[:, j] = [f is not None or k for f, k in zip(t, ok)]
-            cells[j] = [(f"<f>{ready[f]}</f><v>{a!r}</v>" if k else f"<f>{ready[f]}</f><v></v>") if f is not None
-                        else f"{a:.16G}" for f, a, k in zip(t, x.tolist(), ok)]
+            # a formula: (as prepared, its cached value: "" where not finite, as _Sheet.append writes it); else a number
+            cells[j] = [(ready[f], a if k else "") if f is not None else a for f, a, k in zip(t, x.tolist(), ok)]
         else:
             raise TypeError(f"not a column spec: {type(c).__name__}")
     if texts:  # the shared strings, in the order cell-by-cell writes meet them (row by row, left to right)
@@ -135,7 +134,7 @@ def add(ws, first: int, columns: list, formats: list) -> Block:
         table.count += len(flat) - len(pd.unique(flat))
         index = table.string_table
         for j, v in texts:
-            cells[j] = [str(index[x]) if x is not None else "" for x in v]
+            cells[j] = [index[x] if x is not None else None for x in v]
     if present.any():  # the sheet's dimensions, as each cell's write sets them
         rows = np.flatnonzero(present.any(axis=1))
         cols = np.flatnonzero(present.any(axis=0))
@@ -162,6 +161,15 @@ def write_rows(ws) -> None:
     inside = [r for b in blocks for r in others if b.first <= r < b.first + b.n and ws.table.get(r)]
     if inside:  # (a programming error: _Sheet writes past its bulk rows, never into them)
         raise RuntimeError(f"{ws.get_name()}: cells written into rows given in bulk (row {inside[0] + 1})")
+    # a bulk row given a format of its own (set_row after the rows): xlsxwriter gives that format its index between
+    # the row's cells' and styles the row's unformatted cells with it: that block's cells go to xlsxwriter's table
+    own = [b for b in blocks if any(b.first <= r < b.first + b.n and info.row_format is not None
+                                    for r, info in ws.row_info.items())]
+    for b in own:
+        _hand_over(ws, b)
+    blocks = [b for b in blocks if b not in own]
+    if own:
+        others = sorted(r for r in set(ws.table) | set(ws.row_info) | set(ws.comments) if lo <= r <= hi)
     k = 0
     for b in blocks:
         while k < len(others) and others[k] < b.first:
@@ -172,6 +180,24 @@ def write_rows(ws) -> None:
         ws.fh.write(_render(ws, b, spans))
     for r in others[k:]:
         _write_row(ws, r, spans)
+
+
+def _hand_over(ws, b: Block) -> None:
+    """Block ``b``'s cells put in xlsxwriter's table, as its ``write_*`` calls would have put them."""
+    from xlsxwriter.worksheet import CellDatetimeTuple, CellFormulaTuple, CellNumberTuple, CellStringTuple
+
+    for j, (c, fmt, cells) in enumerate(zip(b.columns, b.formats, b.cells)):
+        for i in np.flatnonzero(b.present[:, j]).tolist():
+            v = cells[i]
+            if isinstance(c, Text):
+                cell = CellStringTuple(v, fmt)
+            elif isinstance(c, Date):
+                cell = CellDatetimeTuple(v, fmt)
+            elif isinstance(c, Formula) and isinstance(v, tuple):
+                cell = CellFormulaTuple(v[0], fmt, v[1])
+            else:
+                cell = CellNumberTuple(v, fmt)
+            ws.table[b.first + i][j] = cell
 
 
 def _write_row(ws, row: int, spans: dict) -> None:
@@ -222,9 +248,17 @@ def _spans(ws, blocks: list) -> dict:
     return {g: f"{low[g] + 1}:{high[g] + 1}" for g in low}
 
 
+def _escape(text: str) -> str:
+    """A formula's text as the cell XML escapes it (xlsxwriter's ``_escape_data``)."""
+    if "&" in text or "<" in text or ">" in text:
+        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text
+
+
 def _style(ws, fmt, col: int) -> str:
-    """A block cell's ``s`` attribute: its format's, else its row's, else its column's, as xlsxwriter picks it (a
-    format's index is given when it is first written: :func:`_render` asks in the order cells are written)."""
+    """A block cell's ``s`` attribute: its format's, else its column's, as xlsxwriter picks it (a rendered block has no
+    row of its own format: :func:`write_rows`; a format's index is given when it is first written: :func:`_render`
+    asks in the order cells are written)."""
     if fmt:
         return f' s="{fmt._get_xf_index()}"'
     info = ws.col_info.get(col)
@@ -266,10 +300,10 @@ def _render(ws, b: Block, spans: dict) -> str:
         if isinstance(c, Text):
             out = [f'<c r="{letter}{r}"{s} t="s"><v>{v}</v></c>' if k else "" for r, v, k in zip(rows, cells, on)]
         elif isinstance(c, Formula):
-            out = [(f'<c r="{letter}{r}"{s}>{v}</c>' if v.startswith("<f>") else
-                    f'<c r="{letter}{r}"{s}><v>{v}</v></c>') if k else "" for r, v, k in zip(rows, cells, on)]
+            out = [(f'<c r="{letter}{r}"{s}><f>{_escape(v[0])}</f><v>{v[1]}</v></c>' if type(v) is tuple else
+                    f'<c r="{letter}{r}"{s}><v>{v:.16G}</v></c>') if k else "" for r, v, k in zip(rows, cells, on)]
         else:
-            out = [f'<c r="{letter}{r}"{s}><v>{v}</v></c>' if k else "" for r, v, k in zip(rows, cells, on)]
+            out = [f'<c r="{letter}{r}"{s}><v>{v:.16G}</v></c>' if k else "" for r, v, k in zip(rows, cells, on)]
         parts.append(out)
     any_cell = p.any(axis=1).tolist()
     first = b.first
