@@ -142,22 +142,27 @@ def test_formats_first_met_in_bulk_rows_and_sheet_settings_made_after_them_are_w
 def test_a_bulk_row_given_a_format_of_its_own_is_written_as_cell_by_cell(tmp_path, monkeypatch, row):
     """set_row with a format on a bulk row (the first, or one whose next row starts a column's cells): xlsxwriter
     gives the row's format its index before that row's cells', and styles the row's unformatted cells with it. The
-    block is then handed to xlsxwriter's own table: the same file, formats' indices and all."""
+    block (numbers, text, dates, formulas) is then handed to xlsxwriter's own table: the same file, formats' indices
+    and all."""
     def write(path: Path) -> None:
         bk = B._Book(path)
         ws = bk.sheet("Allocation")
-        s = B._Sheet(ws, ["a", "b"], {"a": B.NUM, "b": B.USD})
-        s.extend([bulk.Number([0.0, 1.0, 2.0]), bulk.Number([math.nan, math.nan, 5.0])])
+        s = B._Sheet(ws, ["a", "b", "t", "d", "f"], {"a": B.NUM, "b": B.USD, "d": B.DATE, "f": B.RATE})
+        s.extend(columns)
         ws.set_row(row, 18, bk.wb.add_format({"italic": True}))
         bulk.add(ws, 5, [bulk.Number([0.0, 1.0]), bulk.Number([3.0, 4.0])], [None, None])  # cells of no format
         ws.set_row(6, None, bk.wb.add_format({"bold": True}))
         bk.wb.close()
 
+    columns = [bulk.Number([0.0, 1.0, 2.0]), bulk.Number([math.nan, math.nan, 5.0]), bulk.Text(["x", None, "y&<"]),
+               bulk.Date([B._date("2026-01-01 05:00"), "NaT", ""]),  # text read as no time: no cell
+               bulk.Formula(['=IF(A2>0,"a&b",A2)', None, "=A4*2"], [1.0, 2.0, math.inf])]
+
     def write_cells(path: Path) -> None:  # the reference for the rows given to bulk.add directly: write_number
         bk = B._Book(path)
         ws = bk.sheet("Allocation")
-        s = B._Sheet(ws, ["a", "b"], {"a": B.NUM, "b": B.USD})
-        s.extend([bulk.Number([0.0, 1.0, 2.0]), bulk.Number([math.nan, math.nan, 5.0])])
+        s = B._Sheet(ws, ["a", "b", "t", "d", "f"], {"a": B.NUM, "b": B.USD, "d": B.DATE, "f": B.RATE})
+        s.extend(columns)
         ws.set_row(row, 18, bk.wb.add_format({"italic": True}))
         for r, (a, b) in enumerate([(0.0, 3.0), (1.0, 4.0)], start=5):
             ws.write_number(r, 0, a)

@@ -102,11 +102,12 @@ def add(ws, first: int, columns: list, formats: list) -> Block:
             cells[j] = x.tolist()
         elif isinstance(c, Date):
             v = list(c.values)
-            present[:, j] = [x is not None and not pd.isna(x) for x in v]
-            distinct = {x for x, ok in zip(v, present[:, j].tolist()) if ok}
-            serial = {x: ws._convert_date_time(pd.Timestamp(x).to_pydatetime()) for x in distinct}  # each distinct
-            # time converted once, by xlsxwriter itself (as write_datetime converts it)
-            cells[j] = [serial[x] if ok else None for x, ok in zip(v, present[:, j].tolist())]
+            # each distinct time read once (text such as "" or "NaT" reads as no time: no cell, as cell by cell) and
+            # converted once, by xlsxwriter itself (as write_datetime converts it)
+            stamp = {x: pd.Timestamp(x) for x in set(v) if x is not None and not pd.isna(x)}
+            serial = {x: ws._convert_date_time(t.to_pydatetime()) for x, t in stamp.items() if not pd.isna(t)}
+            present[:, j] = [x in serial for x in v]
+            cells[j] = [serial.get(x) for x in v]
         elif isinstance(c, Formula):
             t = list(c.texts)
             given = [f for f in t if f is not None]
