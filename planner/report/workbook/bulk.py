@@ -130,9 +130,10 @@ def add(ws, first: int, columns: list, formats: list) -> Block:
         table = ws.str_table
         flat = np.array([v for _, v in texts], dtype=object).T.ravel()
         flat = flat[np.array([x is not None for x in flat], bool)] if len(flat) else flat
-        for s in pd.unique(flat):
+        distinct = pd.unique(flat)
+        for s in distinct:
             table._get_shared_string_index(s)
-        table.count += len(flat) - len(pd.unique(flat))
+        table.count += len(flat) - len(distinct)
         index = table.string_table
         for j, v in texts:
             cells[j] = [index[x] if x is not None else None for x in v]

@@ -98,7 +98,8 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
     with np.errstate(all="ignore"):  # (GPUs not finite: their cells are left out, as row by row)
         gh = gpus * hrs
         ex = gh * p
-    first = np.array([supply.is_(o, stage="first") for o in opt], bool) if n else np.zeros(0, bool)
+    staged = {o: supply.is_(o, stage="first") for o in set(opt)}  # asked once per option, not per row
+    first = np.array([staged[o] for o in opt], bool)
     # each row's price: nothing on a first-stage row; the mean over a price path summed to days, weeks or months;
     # the Prices row pricing its period and scenario on a price path; else its pool and option's Prices row
     text: list = [None] * n
@@ -124,18 +125,14 @@ def _write_allocation(ws, plan: Plan, price_row: dict, a: pd.DataFrame) -> None:
             key = (*keys[i], None)
             pv[i] = prices[key]
             text[i] = at(price_row[key])
+    with np.errstate(all="ignore"):  # (an infinite times 0 is NaN: that cell is cached empty, as row by row)
+        cost = ex * pv
     s.extend([bulk.Text(scen), bulk.Date(a["period"].tolist()), bulk.Number(hrs), bulk.Text(a["workload_class"].tolist()),
               bulk.Text(a["gpu_type"].tolist()), bulk.Text(a["region"].tolist()), bulk.Text(opt), bulk.Number(gpus),
               bulk.Formula([f"=H{r}*C{r}" for r in row], gh), bulk.Number(p),
               bulk.Formula([f"=I{r}*J{r}" for r in row], ex), bulk.Formula(text, pv),
-              bulk.Formula([f"=K{r}*L{r}" for r in row], _times(ex, pv))])
+              bulk.Formula([f"=K{r}*L{r}" for r in row], cost)])
     s.table("Allocation")
-
-
-def _times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a * b`` without numpy's warnings (an infinite times 0 is NaN: that cell is cached empty, as row by row)."""
-    with np.errstate(all="ignore"):
-        return a * b
 
 
 def _write_demand(ws, plan: Plan, grain: str | None = None) -> None:
