@@ -5,7 +5,7 @@
     python benchmarks/scale.py models/ladder.toml
     python benchmarks/scale.py /tmp/bb/L/model.toml --yardstick --time-limit 900
 
-Each run is `planner plan MODEL --out TMP -q --jobs J` (or `--executor dask --jobs J`: a Dask LocalCluster of J
+Each run is `planner plan MODEL --out TMP -q --jobs J` (J = 0: without --jobs, the default) (or `--executor dask --jobs J`: a Dask LocalCluster of J
 worker processes) in a fresh process; the peak memory is the most the whole process tree (the planner and its
 pricing workers, or the Dask cluster) held at once, sampled from /proc every 0.2 s. Printed per run: wall
 seconds, status and proven gap (from plan.json), Benders iterations and pricing workers, the time of each stage
@@ -65,13 +65,14 @@ def watch(cmd: list[str], timeout_s: float) -> tuple[int, float, float, str]:
 def plan_run(model: Path, jobs: int, dask: bool, memo: bool, timeout_s: float) -> dict:
     """`planner plan` once; its figures."""
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
-        cmd = [sys.executable, "-m", "planner", "plan", str(model), "--out", tmp, "-q", "--jobs", str(jobs)]
+        cmd = [sys.executable, "-m", "planner", "plan", str(model), "--out", tmp, "-q"]
+        cmd += ["--jobs", str(jobs)] if jobs else []  # 0: the default (no --jobs), as a user runs it
         cmd += ["--executor", "dask"] if dask else []
         cmd += [] if memo else ["--no-memo"]
         load = os.getloadavg()[0]
         code, wall, peak, err = watch(cmd, timeout_s)
         out = {"model": model.parent.name if model.name == "model.toml" else model.stem,
-               "how": f"{'dask' if dask else 'local'} x{jobs}", "exit": code, "wall_s": round(wall, 1),
+               "how": f"{'dask' if dask else 'local'} x{jobs}" if jobs else "default", "exit": code, "wall_s": round(wall, 1),
                "peak_mb": round(peak), "load1": round(load, 2)}
         path = Path(tmp) / "plan.json"
         if not path.exists():
@@ -110,7 +111,8 @@ def main() -> None:
     """Run every model each way asked; one JSON line per run."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="+", type=Path)
-    ap.add_argument("--jobs", type=int, nargs="+", default=[2], help="local pricing workers to try (default 2)")
+    ap.add_argument("--jobs", type=int, nargs="+", default=[2], help="local pricing workers to try (default 2; 0: no --jobs, "
+                    "the planner's own default: every core's threads in this process below 30,000 cells)")
     ap.add_argument("--dask", type=int, nargs="*", default=[], help="Dask LocalCluster sizes to try")
     ap.add_argument("--no-memo", action="store_true")
     ap.add_argument("--yardstick", action="store_true")

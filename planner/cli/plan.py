@@ -25,8 +25,9 @@ STRATEGY_NAMES = ("stochastic", "point", "percentile_fleet", "recommender", "spo
 
 def _default_pricing(inp):
     """Where ``planner plan`` prices a decomposition's batches when not told: local processes on every core
-    above ``BATCH_PROCESS_CELLS`` periods x classes x scenarios, else here (the processes' start-up and the
-    inputs sent to them cost more than they save on smaller horizons: M is faster in one process, L on two)."""
+    above ``BATCH_PROCESS_CELLS`` periods x classes x scenarios, else here on every core's threads (the processes'
+    start-up and the inputs sent to them cost more than they save on smaller horizons: M is faster in one process,
+    L on two; threads start at once and share the batches: :class:`planner.solve.workers.LocalPricer`)."""
     from planner.core.executors import LocalExecutor
     from planner.memo.resolve import BATCH_PROCESS_CELLS
 
@@ -70,8 +71,9 @@ def plan(model, out_dir, solver, time_limit, mip_gap, prices, demand, write_lp, 
         planner plan big.toml --scheduler tcp://10.0.0.5:8786  # ... on a Dask cluster
 
     A long horizon is decomposed (Benders): its weekly recourse LPs are priced on --jobs local processes
-    (default: every core above 30,000 periods x classes x scenarios, else in this process) or on Dask
-    (--executor dask, --scheduler); the answer is the same on any.
+    (default: every core above 30,000 periods x classes x scenarios, else in this process on every core's
+    threads; --jobs 1: in this process on one) or on Dask (--executor dask, --scheduler); the answer is the same
+    on any.
     """
     from planner.core.executors import sigterm_raises
     from planner.pipeline.run import OUTPUTS, default_out_dir, load_inputs, make_plan, with_memo, write_outputs

@@ -46,6 +46,16 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+_IN_WORKER: dict = {"yes": False}  # set in an executor's worker process (local or Dask): its siblings use the other cores
+
+
+def threads_here() -> int:
+    """How many threads one piece of work here may run side by side (the in-process pricing's,
+    :class:`planner.solve.workers.LocalPricer`): every core in a process of its own, one in an executor's worker
+    (a sweep's or a backtest's: the other workers use the other cores)."""
+    return 1 if _IN_WORKER["yes"] else default_jobs()
+
+
 @dataclass
 class Outcome:
     """One task's result: ``value`` when ``ok``, else ``error`` ("ErrorType: message")."""
@@ -149,6 +159,7 @@ def _worker_start(parent: int, initializer, initargs) -> None:
     die with the parent, then the caller's initializer."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     die_with_parent(parent)
+    _IN_WORKER["yes"] = True
     if initializer is not None:
         initializer(*initargs)
 
@@ -277,6 +288,7 @@ _INIT_LOCK = threading.Lock()
 
 def _dask_task(fn, task, run: str, initializer, initargs):
     """On a Dask worker: run this run's initializer once per worker process, then the task."""
+    _IN_WORKER["yes"] = True
     if initializer is not None:
         with _INIT_LOCK:
             if not _INITIALISED.get(run):

@@ -581,7 +581,13 @@ def scale_inputs(inp: PlanInputs, spot_price: float = 1.0, on_demand_price: floa
                                                              reserved_price, 1.0)
     prices["interruptions_per_hour"] = prices["interruptions_per_hour"] * interruptions
     tables = replace(inp.tables, prices=prices)
-    goodput, reliability, spot = _goodput(inp.config, inp.classes, pools, speed, todays_terms(options, inp.periods[0]))
+    if (spot_price, on_demand_price, reserved_price, interruptions) == (1.0, 1.0, 1.0, 1.0) and speed is inp.speed:
+        # the spot economics depend on the prices, rates and speeds only, all as they were (x 1.0 is x): the
+        # inputs' own (the memo's downside scales the demand alone; it took 0.1 s a level at real744)
+        goodput, reliability, spot = inp.goodput, inp.reliability, inp.spot
+    else:
+        goodput, reliability, spot = _goodput(inp.config, inp.classes, pools, speed,
+                                              todays_terms(options, inp.periods[0]))
     return _refresh_backfill(replace(inp, pools=pools, commitments=reserved, options=options, demand=demand,
                                      reserved_source=source,
                                      speed=speed,

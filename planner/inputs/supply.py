@@ -151,11 +151,9 @@ def mask(kinds, **behaviour) -> np.ndarray:
 
     ``kinds`` is a Series or array of kind names; a missing kind (None/NaN) counts as ``DEFAULT``.
     """
-    values = pd.Series(kinds, dtype=object).fillna(DEFAULT) if not isinstance(kinds, pd.Series) \
-        else kinds.astype(object).fillna(DEFAULT)
-    uniq = pd.unique(values)
-    hit = {k: all(getattr(get(k), b) == v for b, v in behaviour.items()) for k in uniq}
-    return values.map(hit).to_numpy(bool)
+    codes, uniq = pd.factorize(np.asarray(kinds, dtype=object))  # (a missing name: code -1, the last hit below)
+    hit = [all(getattr(get(k), b) == v for b, v in behaviour.items()) for k in (*uniq, DEFAULT)]
+    return np.asarray(hit, bool)[codes]
 
 
 def is_(kind, **behaviour) -> bool:
@@ -173,7 +171,7 @@ def kinds_of(table: pd.DataFrame) -> pd.Series:
 
 def table_mask(table: pd.DataFrame, **behaviour) -> np.ndarray:
     """:func:`mask` over a commitments table's ``kind`` column (``DEFAULT`` where it has none)."""
-    return mask(kinds_of(table), **behaviour)
+    return mask(table["kind"] if "kind" in table else np.full(len(table), DEFAULT, dtype=object), **behaviour)
 
 
 def option_mask(options, **behaviour) -> np.ndarray:

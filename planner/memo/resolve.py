@@ -174,9 +174,10 @@ def _open_pricer(inp, warm: dict, executor):
     from planner.core.executors import LocalExecutor
     from planner.solve.workers import make_pricer
 
-    if executor is None:  # a process pool pays for itself on large models only (above BATCH_PROCESS_CELLS)
+    if executor is None:  # a process pool pays for itself on large models only (above BATCH_PROCESS_CELLS); below,
+        # this process's threads (None: every core's, planner.solve.workers.LocalPricer)
         cells = inp.T * inp.K * len(inp.scenarios)
-        executor = LocalExecutor() if cells > BATCH_PROCESS_CELLS else LocalExecutor(jobs=1)
+        executor = LocalExecutor() if cells > BATCH_PROCESS_CELLS else None
     return make_pricer(inp, warm["chunks"], warm.get("cut_by", "block"), executor)
 
 

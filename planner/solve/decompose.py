@@ -710,6 +710,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
                          cut_by=cut_by, phases={k: float(v) for k, v in phases.items()},
                          cuts=cuts_kept(), integer_master=mips, priced=last_pass,
                          keys=pricer.keys(), row_counts=row_counts(pricer), chunk_periods=chunks, workers=pricer.workers, pricer=pricer.name,
+                         threads=getattr(pricer, "threads", 1),
                          restarts=getattr(pricer, "restarts", 0), cuts_dropped=dict(dropped),
                          bases_lost=getattr(pricer, "bases_lost", 0) - lost0, seeded_cuts=seeded + pooled[0],
                          cut_log={"inputs": inp, "chunks": list(chunks), "cut_by": cut_by,

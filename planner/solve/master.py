@@ -37,6 +37,7 @@ class BendersResult:
     chunk_periods: list | None = None  # per batch, its period positions
     workers: int = 1  # processes (or Dask actors) that priced the batches
     pricer: str = "here"  # "here", "local" (worker processes) or "dask"
+    threads: int = 1  # "here": the threads that priced the batches side by side (planner.solve.workers.LocalPricer)
     restarts: int = 0  # workers replaced after they died
     bases_lost: int = 0  # batches priced cold because the worker that kept their basis had died (this solve)
     cuts_dropped: dict = field(default_factory=dict)  # cuts deleted from the master, by why (slack; before integer)

@@ -1,0 +1,192 @@
+"""The in-process pricing on threads (issue 37, the small models' share of the machine): the batches priced side by
+side in this process must give what one thread gives, bit for bit, and the two shortcuts measured beside it must
+give what they replace.
+
+Oracles: one thread (the batches one after the other, as before) against two; a plan made the default way against
+the same plan made with ``--jobs 1``; ``scale_inputs`` against the spot economics recomputed from scratch; the
+supply registry's ``mask`` against the obvious per-row reading of the registry."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner import make_plan
+from planner.core.executors import LocalExecutor, default_jobs, threads_here
+from planner.inputs import supply
+from planner.inputs.arrays import _goodput, scale_inputs, todays_terms
+from planner.solve.decompose import chunk_index, cut_groups, solve_benders
+from planner.solve.recourse import portable_basis
+from planner.solve.workers import LocalPricer, make_pricer
+from test_decompose import _case
+
+
+def _benders(inp):
+    return replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders")))
+
+
+def _same_priced(a, b):
+    assert np.array_equal(a.values, b.values)
+    assert np.array_equal(a.group, b.group) and np.array_equal(a.row, b.row) and np.array_equal(a.coef, b.coef)
+    assert a.iterations == b.iterations and a.fell_back == b.fell_back
+    assert (a.solution is None) == (b.solution is None)
+    assert a.solution is None or np.array_equal(a.solution, b.solution)
+    _same_tree(a.dual_sums, b.dual_sums)
+    _same_tree(a.costs, b.costs)
+    assert (a.cut is None) == (b.cut is None)
+    if a.cut is not None:
+        _same_priced(a.cut, b.cut)
+    if a.basis is not None or b.basis is not None:
+        pa, pb = portable_basis(a.basis), portable_basis(b.basis)
+        assert np.array_equal(pa[0], pb[0]) and np.array_equal(pa[1], pb[1])
+
+
+def _same_tree(x, y):
+    """Equal, whatever nests dicts, lists and arrays."""
+    assert type(x) is type(y)
+    if isinstance(x, dict):
+        assert x.keys() == y.keys()
+        for k in x:
+            _same_tree(x[k], y[k])
+    elif isinstance(x, (list, tuple)):
+        assert len(x) == len(y)
+        for u, v in zip(x, y):
+            _same_tree(u, v)
+    elif isinstance(x, np.ndarray):
+        assert np.array_equal(x, y)
+    else:
+        assert x == y
+
+
+def test_two_threads_price_every_batch_as_one_thread_does_bit_for_bit(tmp_path):
+    inp = _case(tmp_path, 31, scenarios=True, days=200)
+    chunks = chunk_index(inp, "week")
+    one, two = LocalPricer(inp, chunks, cut_groups(inp), threads=1), LocalPricer(inp, chunks, cut_groups(inp), threads=2)
+    assert one.threads == 1 and two.threads == 2 and len(chunks) > 4
+    try:
+        rng = np.random.default_rng(3)
+        bases_one = bases_two = [None] * len(chunks)
+        for call, (solution, scale) in enumerate([(False, 1.0), (True, 1.0), ("costs", 1.0), (True, 0.8),
+                                                  ("plan+cuts", 1.0), (False, 1.0)]):
+            n = rng.integers(0, 4, len(inp.commitments)).astype(float)
+            a = one.price(n, bases_one, solution=solution, scale=scale)
+            b = two.price(n, bases_two, solution=solution, scale=scale)
+            assert len(a) == len(b) == len(chunks)
+            for x, y in zip(a, b):
+                _same_priced(x, y)
+            bases_one, bases_two = [r.basis for r in a], [r.basis for r in b]  # each warm from its own last
+        assert two._pool is not None  # the threads were used, and kept between calls
+    finally:
+        one.close()
+        two.close()
+    assert two._pool is None and not [t for t in threading.enumerate() if t.name.startswith("planner-pricing")]
+
+
+def test_the_default_plan_is_the_one_thread_plan_and_leaves_no_thread(tmp_path):
+    inp = _benders(_case(tmp_path, 32, days=150))
+    assert isinstance(make_pricer(inp, chunk_index(inp, "week"), "block", None), LocalPricer)
+    a = make_plan(inp, mip_gap=1e-7)  # the default: this process, every core's threads
+    b = make_plan(inp, mip_gap=1e-7, executor=LocalExecutor(1))  # --jobs 1: one thread
+    said = a.stats["benders"], b.stats["benders"]  # plan.json's model_size.benders: how it was priced
+    assert said[0]["threads"] == min(default_jobs(), said[0]["batches"]) and said[1]["threads"] == 1
+    assert said[0]["pricer"] == said[1]["pricer"] == "here" and said[0]["workers"] == said[1]["workers"] == 1
+    assert a.objective == b.objective and a.cost == b.cost
+    pd.testing.assert_frame_equal(a.purchases, b.purchases)
+    pd.testing.assert_frame_equal(a.fleet, b.fleet)
+    pd.testing.assert_frame_equal(a.allocation, b.allocation)
+    assert not [t for t in threading.enumerate() if t.name.startswith("planner-pricing")]
+
+
+def test_a_jobs_1_pricer_runs_one_thread_and_the_default_every_core():
+    assert threads_here() == default_jobs()
+
+
+def _threads_in_worker(_task):
+    return threads_here()
+
+
+def test_an_executors_worker_prices_on_one_thread_its_siblings_use_the_other_cores():
+    got = LocalExecutor(2, isolate=True).map(_threads_in_worker, [0, 1], progress=False)
+    assert [o.value for o in got] == [1, 1] and all(o.ok for o in got)
+
+
+def test_an_error_beside_the_pricing_is_raised_once_the_threads_are_done(tmp_path):
+    inp = _case(tmp_path, 33, days=120)
+    chunks = chunk_index(inp, "week")
+    p = LocalPricer(inp, chunks, cut_groups(inp), threads=2)
+    n = np.zeros(len(inp.commitments))
+
+    def boom():
+        raise RuntimeError("read failed")
+
+    try:
+        with pytest.raises(RuntimeError, match="read failed"):
+            p.price(n, [None] * len(chunks), meanwhile=boom)
+        want = LocalPricer(inp, chunks, cut_groups(inp), threads=1).price(n, [None] * len(chunks))
+        got = p.price(n, [None] * len(chunks))  # the pricer is whole after it
+        for x, y in zip(want, got):
+            _same_priced(x, y)
+    finally:
+        p.close()
+
+
+def test_a_benders_loop_on_two_threads_is_the_loop_on_one(tmp_path):
+    inp = _case(tmp_path, 34, scenarios=True, days=200)
+    chunks = chunk_index(inp, "week")
+    runs = []
+    for threads in (1, 2):
+        p = LocalPricer(inp, chunks, cut_groups(inp), threads=threads)
+        try:
+            runs.append(solve_benders(inp, mip_gap=1e-7, chunk="week", pricer=p))
+        finally:
+            p.close()
+    a, b = runs
+    assert a.upper == b.upper and a.lower == b.lower and a.iterations == b.iterations
+    assert np.array_equal(a.n, b.n)
+
+
+@pytest.mark.parametrize("factors", [dict(demand_level=0.7), dict(demand_growth=1.3),
+                                     dict(demand_level=0.8, spot_price=0.5), dict(interruptions=2.0)])
+def test_scaled_inputs_carry_the_spot_economics_recomputed_from_their_own_prices(tmp_path, factors):
+    inp = _case(tmp_path, 35, days=60)
+    s = scale_inputs(inp, **factors)
+    goodput, reliability, spot = _goodput(s.config, s.classes, s.pools, s.speed, todays_terms(s.options, s.periods[0]))
+    assert np.array_equal(s.goodput, goodput) and np.array_equal(s.reliability, reliability)
+    pd.testing.assert_frame_equal(s.spot.reset_index(drop=True), spot.reset_index(drop=True))
+    if "spot_price" in factors or "interruptions" in factors:  # (the spot economics really moved)
+        assert not s.spot.equals(inp.spot)
+
+
+def _mask_by_rows(kinds, **behaviour):
+    """The registry read row by row: a missing kind is the default kind."""
+    out = []
+    for k in list(kinds):
+        k = supply.DEFAULT if k is None or k is pd.NA or (isinstance(k, float) and np.isnan(k)) else k
+        s = supply.get(k)
+        out.append(all(getattr(s, b) == v for b, v in behaviour.items()))
+    return np.array(out, dtype=bool)
+
+
+@pytest.mark.parametrize("kinds", [
+    ["reserved", "spot", "on_demand", "savings_plan"], [None, "spot", np.nan, "reserved"], [],
+    pd.Series(["reserved", None, "spot"], dtype=object), pd.Series(["spot", pd.NA], dtype="string"),
+    np.array(["on_demand"] * 5, dtype=object), pd.Series(["reserved_1y", "on_demand"]),
+])
+@pytest.mark.parametrize("behaviour", [dict(adds_capacity=True), dict(unit="usd_per_hour"), dict(stage="first"),
+                                       dict(rented=True, preemptible=True)])
+def test_the_registry_mask_is_its_row_by_row_reading(kinds, behaviour):
+    got = supply.mask(kinds, **behaviour)
+    assert got.dtype == bool and np.array_equal(got, _mask_by_rows(kinds, **behaviour))
+    table = pd.DataFrame({"kind": pd.Series(list(kinds), dtype=object)})
+    assert np.array_equal(supply.table_mask(table, **behaviour), _mask_by_rows(table["kind"], **behaviour))
+    bare = pd.DataFrame({"x": range(len(kinds))})  # no kind column: the default kind on every row
+    assert np.array_equal(supply.table_mask(bare, **behaviour), _mask_by_rows([None] * len(kinds), **behaviour))
+
+
+def test_an_unknown_kind_is_still_an_error():
+    with pytest.raises(KeyError):
+        supply.mask(["reserved", "no-such-kind"], adds_capacity=True)
