@@ -72,7 +72,7 @@ def plan_run(model: Path, jobs: int, dask: bool, memo: bool, timeout_s: float) -
         load = os.getloadavg()[0]
         code, wall, peak, err = watch(cmd, timeout_s)
         out = {"model": model.parent.name if model.name == "model.toml" else model.stem,
-               "how": f"{'dask' if dask else 'local'} x{jobs}" if jobs else "default", "exit": code, "wall_s": round(wall, 1),
+               "how": f"{'dask' if dask else 'local'} x{jobs}" if jobs or dask else "default", "exit": code, "wall_s": round(wall, 1),
                "peak_mb": round(peak), "load1": round(load, 2)}
         path = Path(tmp) / "plan.json"
         if not path.exists():

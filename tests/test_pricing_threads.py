@@ -18,10 +18,13 @@ import pytest
 from planner import make_plan
 from planner.core.executors import LocalExecutor, default_jobs, threads_here
 from planner.inputs import supply
+from planner.inputs import arrays
 from planner.inputs.arrays import _goodput, scale_inputs, todays_terms
+from planner.pipeline.run import load_inputs
 from planner.solve.decompose import chunk_index, cut_groups, solve_benders
 from planner.solve.recourse import portable_basis
 from planner.solve.workers import LocalPricer, make_pricer
+from conftest import price, write_case
 from test_decompose import _case
 
 
@@ -101,10 +104,6 @@ def test_the_default_plan_is_the_one_thread_plan_and_leaves_no_thread(tmp_path):
     assert not [t for t in threading.enumerate() if t.name.startswith("planner-pricing")]
 
 
-def test_a_jobs_1_pricer_runs_one_thread_and_the_default_every_core():
-    assert threads_here() == default_jobs()
-
-
 def _threads_in_worker(_task):
     return threads_here()
 
@@ -114,9 +113,50 @@ def test_an_executors_worker_prices_on_one_thread_its_siblings_use_the_other_cor
     assert [o.value for o in got] == [1, 1] and all(o.ok for o in got)
 
 
-def test_an_error_beside_the_pricing_is_raised_once_the_threads_are_done(tmp_path):
+def _watched(monkeypatch):
+    """The batches' LPs counted as they start and end (each held 50 ms, so that they overlap what runs beside)."""
+    import time
+
+    from planner.solve import workers
+
+    seen = {"started": 0, "ended": 0, "first": threading.Event()}
+    real = workers.price
+
+    def price(*args, **kwargs):
+        seen["started"] += 1
+        seen["first"].set()
+        time.sleep(0.05)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            seen["ended"] += 1
+
+    monkeypatch.setattr(workers, "price", price)
+    return seen
+
+
+def test_the_work_beside_runs_while_the_threads_price(tmp_path, monkeypatch):
+    inp = _case(tmp_path, 37, days=120)
+    chunks = chunk_index(inp, "week")
+    seen = _watched(monkeypatch)
+    p = LocalPricer(inp, chunks, cut_groups(inp), threads=2)
+    during = {}
+
+    def beside():
+        during["a batch had started"] = seen["first"].wait(5.0)
+        during["all ended"] = seen["ended"] == len(chunks)
+
+    try:
+        p.price(np.zeros(len(inp.commitments)), [None] * len(chunks), meanwhile=beside)
+    finally:
+        p.close()
+    assert during == {"a batch had started": True, "all ended": False} and seen["ended"] == len(chunks)
+
+
+def test_an_error_beside_the_pricing_is_raised_once_the_threads_are_done(tmp_path, monkeypatch):
     inp = _case(tmp_path, 33, days=120)
     chunks = chunk_index(inp, "week")
+    seen = _watched(monkeypatch)
     p = LocalPricer(inp, chunks, cut_groups(inp), threads=2)
     n = np.zeros(len(inp.commitments))
 
@@ -126,12 +166,67 @@ def test_an_error_beside_the_pricing_is_raised_once_the_threads_are_done(tmp_pat
     try:
         with pytest.raises(RuntimeError, match="read failed"):
             p.price(n, [None] * len(chunks), meanwhile=boom)
+        assert seen["ended"] == seen["started"] == len(chunks)  # no LP still running when it surfaced
+        monkeypatch.undo()
         want = LocalPricer(inp, chunks, cut_groups(inp), threads=1).price(n, [None] * len(chunks))
         got = p.price(n, [None] * len(chunks))  # the pricer is whole after it
         for x, y in zip(want, got):
             _same_priced(x, y)
     finally:
         p.close()
+
+
+def test_a_batch_that_fails_beside_a_failed_read_says_both(tmp_path, monkeypatch):
+    from planner.core.errors import SolverError
+    from planner.solve import workers
+
+    inp = _case(tmp_path, 38, days=120)
+    chunks = chunk_index(inp, "week")
+    p = LocalPricer(inp, chunks, cut_groups(inp), threads=2)
+    real, target = workers.price, p.batches[1]
+
+    def price(batch, *args, **kwargs):
+        if batch is target:
+            raise SolverError("a batch's recourse LP did not solve: Infeasible")
+        return real(batch, *args, **kwargs)
+
+    monkeypatch.setattr(workers, "price", price)
+
+    def boom():
+        raise RuntimeError("read failed")
+
+    try:
+        with pytest.raises(SolverError, match="did not solve") as err:
+            p.price(np.zeros(len(inp.commitments)), [None] * len(chunks), meanwhile=boom)
+        assert isinstance(err.value.__context__, RuntimeError) and "read failed" in str(err.value.__context__)
+    finally:
+        p.close()
+
+
+def test_the_model_files_solver_threads_bound_the_pricing_threads(tmp_path):
+    inp = _case(tmp_path, 39, days=150)
+    chunks = chunk_index(inp, "week")
+    one = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, threads=1)))
+    for given, threads, want in ((inp, None, min(default_jobs(), len(chunks))), (one, None, 1), (one, 2, 1),
+                                 (inp, 1, 1)):
+        p = LocalPricer(given, chunks, cut_groups(given), threads=threads)
+        try:
+            assert p.threads == want
+        finally:
+            p.close()
+
+
+def _threads_in_task(_task):
+    return threads_here()
+
+
+def test_a_dask_task_in_this_process_prices_on_one_thread_and_this_process_on_every_core_after():
+    from planner.core.executors import DaskExecutor
+
+    with DaskExecutor(jobs=1, processes=False) as ex:
+        got = ex.map(_threads_in_task, [0, 1], progress=False)
+    assert [o.value for o in got] == [1, 1]
+    assert threads_here() == default_jobs()  # the flag was the task's, not this process's
 
 
 def test_a_benders_loop_on_two_threads_is_the_loop_on_one(tmp_path):
@@ -149,16 +244,65 @@ def test_a_benders_loop_on_two_threads_is_the_loop_on_one(tmp_path):
     assert np.array_equal(a.n, b.n)
 
 
+def _recomputed(inp):
+    """The spot economics of ``inp`` computed afresh (the last answer forgotten first)."""
+    arrays._GOODPUT_LAST[0] = None
+    return _goodput(inp.config, inp.classes, inp.pools, inp.speed, todays_terms(inp.options, inp.periods[0]))
+
+
+def _carries_its_own(inp):
+    goodput, reliability, spot = _recomputed(inp)
+    assert np.array_equal(inp.goodput, goodput) and np.array_equal(inp.reliability, reliability)
+    pd.testing.assert_frame_equal(inp.spot.reset_index(drop=True), spot.reset_index(drop=True))
+
+
+def _slo_case(folder):
+    demand = [30.0 + 60.0 * (i % 24) / 23 for i in range(72)]
+    m = write_case(folder, {"chat": demand, "train": [8.0] * 72},
+                   [price("H100", hourly=10.0), price("H100", option="spot", hourly=3.0, interruptions_per_hour=0.05),
+                    price("A100", hourly=2.0, max_gpus=20), price("A100", option="spot", hourly=0.8,
+                                                                 interruptions_per_hour=0.1)],
+                   {"chat": {"spot": False, "demand_unit": "requests_per_s", "latency_slo_ms": 3000,
+                             "slo_percentile": 99, "replicas": {"H100": {"service_ms": 400}, "A100": {"service_ms": 550}}},
+                    "train": {"spot": True, "gpu_types": {"H100": 1.0, "A100": 0.5}}})
+    return load_inputs(m)
+
+
 @pytest.mark.parametrize("factors", [dict(demand_level=0.7), dict(demand_growth=1.3),
                                      dict(demand_level=0.8, spot_price=0.5), dict(interruptions=2.0)])
 def test_scaled_inputs_carry_the_spot_economics_recomputed_from_their_own_prices(tmp_path, factors):
     inp = _case(tmp_path, 35, days=60)
     s = scale_inputs(inp, **factors)
-    goodput, reliability, spot = _goodput(s.config, s.classes, s.pools, s.speed, todays_terms(s.options, s.periods[0]))
-    assert np.array_equal(s.goodput, goodput) and np.array_equal(s.reliability, reliability)
-    pd.testing.assert_frame_equal(s.spot.reset_index(drop=True), spot.reset_index(drop=True))
+    _carries_its_own(s)
     if "spot_price" in factors or "interruptions" in factors:  # (the spot economics really moved)
         assert not s.spot.equals(inp.spot)
+
+
+def test_slo_classes_sized_again_with_the_demand_get_the_economics_of_their_new_speeds(tmp_path):
+    inp = _slo_case(tmp_path)
+    s = scale_inputs(inp, demand_level=0.3)
+    assert not np.array_equal(s.speed, inp.speed)  # the queue sized the chat replicas again
+    _carries_its_own(s)
+
+
+def test_inputs_changed_by_hand_get_the_economics_of_their_own_prices_when_scaled(tmp_path):
+    inp = _case(tmp_path, 36, days=60)
+    pools = inp.pools.copy()
+    pools["sp"], pools["ip"] = pools["sp"] * 0.5, pools["ip"] * 3.0
+    hand = replace(inp, pools=pools)  # its goodput still the old prices' (the user did not recompute it)
+    s = scale_inputs(hand, demand_level=0.8)
+    _carries_its_own(s)
+    assert not np.array_equal(s.goodput, inp.goodput)
+    # arrays changed in place after an answer was given are not the ones it was computed from
+    again = scale_inputs(inp, demand_level=0.8)
+    inp.pools["ip"] *= 3.0  # in place: the same DataFrame, other interruption rates
+    moved = scale_inputs(inp, demand_level=0.8)
+    assert not np.array_equal(moved.goodput, again.goodput)
+    _carries_its_own(moved)
+    inp.pools["sp"] *= 0.25  # the spot price moves the table's costs, not the goodput
+    cheaper = scale_inputs(inp, demand_level=0.8)
+    assert not cheaper.spot["spot_usd_per_gpu_hour"].equals(moved.spot["spot_usd_per_gpu_hour"])
+    _carries_its_own(cheaper)
 
 
 def _mask_by_rows(kinds, **behaviour):
@@ -185,6 +329,14 @@ def test_the_registry_mask_is_its_row_by_row_reading(kinds, behaviour):
     assert np.array_equal(supply.table_mask(table, **behaviour), _mask_by_rows(table["kind"], **behaviour))
     bare = pd.DataFrame({"x": range(len(kinds))})  # no kind column: the default kind on every row
     assert np.array_equal(supply.table_mask(bare, **behaviour), _mask_by_rows([None] * len(kinds), **behaviour))
+
+
+@pytest.mark.parametrize("kinds", ["spot", (k for k in ["spot", "reserved"]), {"a": "spot", "b": None}])
+def test_the_registry_mask_takes_what_a_series_takes(kinds):
+    as_series = pd.Series(kinds, dtype=object)
+    want = _mask_by_rows(list(as_series), preemptible=True)
+    assert np.array_equal(supply.mask(kinds if not isinstance(kinds, type(x for x in [])) else
+                                      (k for k in as_series), preemptible=True), want) and len(want) >= 1
 
 
 def test_an_unknown_kind_is_still_an_error():

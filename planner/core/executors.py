@@ -46,14 +46,16 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-_IN_WORKER: dict = {"yes": False}  # set in an executor's worker process (local or Dask): its siblings use the other cores
+_IN_WORKER: dict = {"process": False}  # set in a local executor's worker process: its siblings use the other cores
+_IN_TASK = threading.local()  # .dask set while a Dask task runs on this thread (a worker's thread, or this process's
+# own under DaskExecutor(processes=False): set for the task only)
 
 
 def threads_here() -> int:
     """How many threads one piece of work here may run side by side (the in-process pricing's,
     :class:`planner.solve.workers.LocalPricer`): every core in a process of its own, one in an executor's worker
-    (a sweep's or a backtest's: the other workers use the other cores)."""
-    return 1 if _IN_WORKER["yes"] else default_jobs()
+    process or a Dask task (a sweep's or a backtest's: the other workers use the other cores)."""
+    return 1 if _IN_WORKER["process"] or getattr(_IN_TASK, "dask", False) else default_jobs()
 
 
 @dataclass
@@ -159,7 +161,7 @@ def _worker_start(parent: int, initializer, initargs) -> None:
     die with the parent, then the caller's initializer."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     die_with_parent(parent)
-    _IN_WORKER["yes"] = True
+    _IN_WORKER["process"] = True
     if initializer is not None:
         initializer(*initargs)
 
@@ -287,15 +289,20 @@ _INIT_LOCK = threading.Lock()
 
 
 def _dask_task(fn, task, run: str, initializer, initargs):
-    """On a Dask worker: run this run's initializer once per worker process, then the task."""
-    _IN_WORKER["yes"] = True
-    if initializer is not None:
-        with _INIT_LOCK:
-            if not _INITIALISED.get(run):
-                initializer(*initargs)
-                _INITIALISED.clear()  # one run's state at a time per worker
-                _INITIALISED[run] = True
-    return _guarded(fn, task)
+    """On a Dask worker: run this run's initializer once per worker process, then the task (one pricing thread:
+    :func:`threads_here`)."""
+    before = getattr(_IN_TASK, "dask", False)
+    _IN_TASK.dask = True
+    try:
+        if initializer is not None:
+            with _INIT_LOCK:
+                if not _INITIALISED.get(run):
+                    initializer(*initargs)
+                    _INITIALISED.clear()  # one run's state at a time per worker
+                    _INITIALISED[run] = True
+        return _guarded(fn, task)
+    finally:
+        _IN_TASK.dask = before
 
 
 DASK_TRIM_DEFAULT = 65536  # distributed's own MALLOC_TRIM_THRESHOLD_ for the workers its nannies start

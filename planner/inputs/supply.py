@@ -151,6 +151,8 @@ def mask(kinds, **behaviour) -> np.ndarray:
 
     ``kinds`` is a Series or array of kind names; a missing kind (None/NaN) counts as ``DEFAULT``.
     """
+    if np.ndim(kinds) == 0:  # one name, a generator, a dict: what a Series makes of it
+        kinds = pd.Series(kinds, dtype=object)
     codes, uniq = pd.factorize(np.asarray(kinds, dtype=object))  # (a missing name: code -1, the last hit below)
     hit = [all(getattr(get(k), b) == v for b, v in behaviour.items()) for k in (*uniq, DEFAULT)]
     return np.asarray(hit, bool)[codes]

@@ -141,8 +141,8 @@ def build_share(part, items: list, cut_by: str) -> dict:
 
 class LocalPricer:
     """The batches in this process, priced side by side on ``threads`` threads (default: every core, one in an
-    executor's worker process, :func:`~planner.core.executors.threads_here`; at most one per batch; 1: one after the
-    other). ``Highs.run`` releases Python's lock, so the batches' LPs run in parallel
+    executor's worker process, :func:`~planner.core.executors.threads_here`; never more than the model file's
+    ``[solver] threads`` nor than the batches; 1: one after the other). ``Highs.run`` releases Python's lock, so the batches' LPs run in parallel
     while the rest (their arrays in and out) takes turns: measured on real744's five weekly batches, a pricing of
     0.28 s took 0.20 s on two threads, with no process to start and no inputs to send. Each LP is the same
     whichever thread solves it (its arrays, the purchases and the basis sent with the call): the same answer as
@@ -160,7 +160,11 @@ class LocalPricer:
         self._keys = [(b.keys, b.block_of) for b in self.batches]
         self.row_counts = [b.row_counts for b in self.batches]
         self.sizes = [b.shape for b in self.batches]
-        self.threads = max(1, min(threads_here() if threads is None else int(threads), len(self.batches)))
+        most = threads_here() if threads is None else int(threads)
+        asked = getattr(getattr(getattr(inp, "config", None), "solver", None), "threads", None)
+        if asked:  # [solver] threads: the cores the model file gives the solves
+            most = min(most, int(asked))
+        self.threads = max(1, min(most, len(self.batches)))
         self._pool = None  # the threads, made at the first pricing and kept (HiGHS keeps its scheduler per thread)
 
     def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0,
@@ -176,13 +180,20 @@ class LocalPricer:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="planner-pricing")
+        from concurrent.futures import wait
+
         futures = [self._pool.submit(price, b, n, basis, solution, portable=False, scale=scale)
                    for b, basis in zip(self.batches, bases)]
         late = _while_pricing(meanwhile, defer=True)  # this thread's work while they price (an error waits for them)
-        out = [f.result() for f in futures]
+        wait(futures)  # every LP ended before anything is raised: none runs on past this call
+        failed = next((f.exception() for f in futures if f.exception() is not None), None)
+        if failed is not None:
+            if late is not None and failed.__context__ is None:
+                failed.__context__ = late  # (both said: the batch's error, during which the read's)
+            raise failed
         if late is not None:
             raise late
-        return out
+        return [f.result() for f in futures]
 
     def keys(self) -> list[tuple]:
         """Per batch: (family keys, block_of) for assembling the plan."""
