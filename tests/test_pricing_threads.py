@@ -23,7 +23,7 @@ from planner.inputs.arrays import _goodput, scale_inputs, todays_terms
 from planner.pipeline.run import load_inputs
 from planner.solve.decompose import chunk_index, cut_groups, solve_benders
 from planner.solve.recourse import portable_basis
-from planner.solve.workers import LocalPricer, make_pricer
+from planner.solve.workers import MAX_THREADS, LocalPricer, make_pricer
 from conftest import price, write_case
 from test_decompose import _case
 
@@ -95,7 +95,7 @@ def test_the_default_plan_is_the_one_thread_plan_and_leaves_no_thread(tmp_path):
     a = make_plan(inp, mip_gap=1e-7)  # the default: this process, every core's threads
     b = make_plan(inp, mip_gap=1e-7, executor=LocalExecutor(1))  # --jobs 1: one thread
     said = a.stats["benders"], b.stats["benders"]  # plan.json's model_size.benders: how it was priced
-    assert said[0]["threads"] == min(default_jobs(), said[0]["batches"]) and said[1]["threads"] == 1
+    assert said[0]["threads"] == min(default_jobs(), MAX_THREADS, said[0]["batches"]) and said[1]["threads"] == 1
     assert said[0]["pricer"] == said[1]["pricer"] == "here" and said[0]["workers"] == said[1]["workers"] == 1
     assert a.objective == b.objective and a.cost == b.cost
     pd.testing.assert_frame_equal(a.purchases, b.purchases)
@@ -207,8 +207,8 @@ def test_the_model_files_solver_threads_bound_the_pricing_threads(tmp_path):
     inp = _case(tmp_path, 39, days=150)
     chunks = chunk_index(inp, "week")
     one = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, threads=1)))
-    for given, threads, want in ((inp, None, min(default_jobs(), len(chunks))), (one, None, 1), (one, 2, 1),
-                                 (inp, 1, 1)):
+    every = min(default_jobs(), MAX_THREADS, len(chunks))
+    for given, threads, want in ((inp, None, every), (one, None, 1), (one, 2, 1), (inp, 1, 1)):
         p = LocalPricer(given, chunks, cut_groups(given), threads=threads)
         try:
             assert p.threads == want

@@ -34,6 +34,8 @@ import numpy as np
 from planner.solve.recourse import build_batch, price
 
 RETRIES = 2  # a call is retried this many times after a worker died
+MAX_THREADS = 8  # the most threads a LocalPricer takes by default: the batches priced here are small, their Python
+# between LPs takes turns on one lock, and each thread that runs HiGHS starts a task scheduler of its own
 
 
 @dataclass(frozen=True)
@@ -140,13 +142,13 @@ def build_share(part, items: list, cut_by: str) -> dict:
 
 
 class LocalPricer:
-    """The batches in this process, priced side by side on ``threads`` threads (default: every core, one in an
-    executor's worker process, :func:`~planner.core.executors.threads_here`; never more than the model file's
-    ``[solver] threads`` nor than the batches; 1: one after the other). ``Highs.run`` releases Python's lock, so the batches' LPs run in parallel
-    while the rest (their arrays in and out) takes turns: measured on real744's five weekly batches, a pricing of
-    0.28 s took 0.20 s on two threads, with no process to start and no inputs to send. Each LP is the same
-    whichever thread solves it (its arrays, the purchases and the basis sent with the call): the same answer as
-    one thread, bit for bit."""
+    """The batches in this process, priced side by side on ``threads`` threads (default: every core up to
+    ``MAX_THREADS``, one in an executor's worker process, :func:`~planner.core.executors.threads_here`; never more
+    than the model file's ``[solver] threads`` nor than the batches; 1: one after the other). ``Highs.run``
+    releases Python's lock, so the batches' LPs run in parallel while the rest (their arrays in and out) takes
+    turns: measured on real744's five weekly batches, a pricing of 0.28 s took 0.20 s on two threads, with no
+    process to start and no inputs to send. Each LP is the same whichever thread solves it (its arrays, the
+    purchases and the basis sent with the call): the same answer as one thread, bit for bit."""
 
     workers = 1
     name = "here"
@@ -160,7 +162,7 @@ class LocalPricer:
         self._keys = [(b.keys, b.block_of) for b in self.batches]
         self.row_counts = [b.row_counts for b in self.batches]
         self.sizes = [b.shape for b in self.batches]
-        most = threads_here() if threads is None else int(threads)
+        most = min(threads_here(), MAX_THREADS) if threads is None else int(threads)
         asked = getattr(getattr(getattr(inp, "config", None), "solver", None), "threads", None)
         if asked:  # [solver] threads: the cores the model file gives the solves
             most = min(most, int(asked))
