@@ -111,6 +111,26 @@ def _threads_in_worker(_task):
 def test_an_executors_worker_prices_on_one_thread_its_siblings_use_the_other_cores():
     got = LocalExecutor(2, isolate=True).map(_threads_in_worker, [0, 1], progress=False)
     assert [o.value for o in got] == [1, 1] and all(o.ok for o in got)
+    alone = LocalExecutor(1, isolate=True).map(_threads_in_worker, [0], progress=False)  # a pool of one: no sibling
+    assert [o.value for o in alone] == [default_jobs()]
+
+
+def test_an_interrupt_beside_the_pricing_lets_the_running_lps_end_and_drops_the_rest(tmp_path, monkeypatch):
+    inp = _case(tmp_path, 40, days=200)
+    chunks = chunk_index(inp, "week")
+    seen = _watched(monkeypatch)
+    p = LocalPricer(inp, chunks, cut_groups(inp), threads=2)
+
+    def interrupt():
+        seen["first"].wait(5.0)
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            p.price(np.zeros(len(inp.commitments)), [None] * len(chunks), meanwhile=interrupt)
+        assert 0 < seen["started"] == seen["ended"] < len(chunks)  # none running when it surfaced; the rest dropped
+    finally:
+        p.close()
 
 
 def _watched(monkeypatch):
@@ -303,6 +323,17 @@ def test_inputs_changed_by_hand_get_the_economics_of_their_own_prices_when_scale
     cheaper = scale_inputs(inp, demand_level=0.8)
     assert not cheaper.spot["spot_usd_per_gpu_hour"].equals(moved.spot["spot_usd_per_gpu_hour"])
     _carries_its_own(cheaper)
+
+
+def test_a_class_policy_changed_in_place_gets_its_own_economics(tmp_path):
+    from planner.inputs.arrays import build_inputs
+
+    inp = _case(tmp_path, 41, days=60)
+    pol = inp.config.classes["b"]
+    inp.config.classes["b"] = replace(pol, checkpoint_minutes=pol.checkpoint_minutes + 90, spot_goodput=0.3)
+    again = build_inputs(inp.config, inp.tables)  # the same settings object, one of its policies replaced
+    assert not np.array_equal(again.goodput, inp.goodput)
+    _carries_its_own(again)
 
 
 def _mask_by_rows(kinds, **behaviour):

@@ -53,8 +53,9 @@ _IN_TASK = threading.local()  # .dask set while a Dask task runs on this thread 
 
 def threads_here() -> int:
     """How many threads one piece of work here may run side by side (the in-process pricing's,
-    :class:`planner.solve.workers.LocalPricer`): every core in a process of its own, one in an executor's worker
-    process or a Dask task (a sweep's or a backtest's: the other workers use the other cores)."""
+    :class:`planner.solve.workers.LocalPricer`): every core in a process of its own (or the one worker of a pool of
+    one), one in a worker process of a pool of several or in a Dask task (a sweep's or a backtest's: the other
+    workers use the other cores)."""
     return 1 if _IN_WORKER["process"] or getattr(_IN_TASK, "dask", False) else default_jobs()
 
 
@@ -156,12 +157,12 @@ def die_with_parent(parent: int | None = None) -> None:
         os._exit(1)
 
 
-def _worker_start(parent: int, initializer, initargs) -> None:
+def _worker_start(parent: int, initializer, initargs, workers: int = 2) -> None:
     """First thing in every local worker: default SIGTERM (a forked worker inherits the parent's handler),
     die with the parent, then the caller's initializer."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     die_with_parent(parent)
-    _IN_WORKER["process"] = True
+    _IN_WORKER["process"] = workers > 1  # (a pool of one: no sibling uses the other cores)
     if initializer is not None:
         initializer(*initargs)
 
@@ -248,8 +249,9 @@ class LocalExecutor(Executor):
     @staticmethod
     def _round(fn, tasks, todo, jobs, initializer, initargs, record, retry: bool) -> list[int]:
         """Run ``todo`` on a pool of ``jobs``; returns the tasks a broken pool took down (when ``retry``)."""
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=_context(),
-                                   initializer=_worker_start, initargs=(os.getpid(), initializer, initargs))
+        workers = min(jobs, len(todo))
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context(),
+                                   initializer=_worker_start, initargs=(os.getpid(), initializer, initargs, workers))
         again = []
         try:
             pending = {pool.submit(_guarded, fn, tasks[i]): i for i in todo}

@@ -458,12 +458,14 @@ def _goodput(config: ModelConfig, classes: list[str], pools: pd.DataFrame, speed
     """g[k, p] on spot, the non-spot reliability, and the per-(class, spot pool) economics table (``today``: the
     terms at today's price, :func:`todays_terms`).
 
-    The same arguments as the last call (the same model settings object; equal classes, pools' names, prices,
+    The same arguments as the last call (equal class policies and failure rate, classes, pools' names, prices,
     rates and sizes, speeds and reserved rates) give the last answer again, copied: the memo's downside scales the
     demand alone, and recomputing took 0.1-0.15 s a level on real744. Anything else is computed."""
     P = speed.shape[1]
     best_res = today.groupby("pool")["r"].min().reindex(range(P)).to_numpy(float)
-    key = (config, tuple(classes), tuple(pools["gpu_type"]), tuple(pools["region"]),
+    key = (repr([config.classes[c] for c in classes]) + repr(config.failure_rate_per_gpu_hour),  # (repr: a policy
+           # replaced in the classes' dict, or a dict inside one changed in place, is another key)
+           tuple(classes), tuple(pools["gpu_type"]), tuple(pools["region"]),
            tuple(np.array(pools[c], dtype=float) for c in _GOODPUT_COLUMNS), np.array(speed, dtype=float), best_res)
     # (copies: arrays a caller changes in place later are not the ones this answer was computed from)
     last = _GOODPUT_LAST[0]
@@ -476,9 +478,9 @@ def _goodput(config: ModelConfig, classes: list[str], pools: pd.DataFrame, speed
 
 
 def _same_goodput_key(a: tuple, b: tuple) -> bool:
-    """Two :func:`_goodput` keys alike: the same settings object, equal names, equal arrays (NaN equal to NaN)."""
+    """Two :func:`_goodput` keys alike: equal policies and names, equal arrays (NaN equal to NaN)."""
     same = lambda x, y: x.shape == y.shape and np.array_equal(x, y, equal_nan=True)  # noqa: E731
-    return (a[0] is b[0] and a[1:4] == b[1:4] and len(a[4]) == len(b[4])
+    return (a[0] == b[0] and a[1:4] == b[1:4] and len(a[4]) == len(b[4])
             and all(same(x, y) for x, y in zip(a[4], b[4])) and same(a[5], b[5]) and same(a[6], b[6]))
 
 

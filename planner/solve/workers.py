@@ -168,6 +168,9 @@ class LocalPricer:
             most = min(most, int(asked))
         self.threads = max(1, min(most, len(self.batches)))
         self._pool = None  # the threads, made at the first pricing and kept (HiGHS keeps its scheduler per thread)
+        import threading
+
+        self._lock = threading.Lock()
 
     def price(self, n: np.ndarray, bases: list, solution: bool = False, scale: float = 1.0,
               portable: bool = True, meanwhile=None) -> list:
@@ -175,19 +178,25 @@ class LocalPricer:
         ``portable`` says); ``meanwhile()`` is called once the batches are handed to the threads, while they price
         (one thread: first); what it raises is raised once they are done. Measured on real744's memo: 1.85 s with
         the reads before the pricing, 1.5 s with the reads beside it."""
-        if self.threads == 1:
+        if self.threads == 1 or not self.batches:  # (closed: no batches, nothing to price)
             _while_pricing(meanwhile)
             return [price(b, n, basis, solution, portable=False, scale=scale) for b, basis in zip(self.batches, bases)]
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import ThreadPoolExecutor, wait
 
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="planner-pricing")
-        from concurrent.futures import wait
-
-        futures = [self._pool.submit(price, b, n, basis, solution, portable=False, scale=scale)
+        with self._lock:  # (one pool, whichever caller comes first)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="planner-pricing")
+            pool = self._pool
+        futures = [pool.submit(price, b, n, basis, solution, portable=False, scale=scale)
                    for b, basis in zip(self.batches, bases)]
-        late = _while_pricing(meanwhile, defer=True)  # this thread's work while they price (an error waits for them)
-        wait(futures)  # every LP ended before anything is raised: none runs on past this call
+        try:
+            late = _while_pricing(meanwhile, defer=True)  # this thread's work while they price (an error waits)
+            wait(futures)  # every LP ended before anything is raised: none runs on past this call
+        except BaseException:  # an interrupt (Ctrl-C, SIGTERM) here or in the work beside: the batches not begun
+            for f in futures:  # are dropped, the LPs running end (milliseconds at these sizes), then it is raised
+                f.cancel()
+            wait(futures)
+            raise
         failed = next((f.exception() for f in futures if f.exception() is not None), None)
         if failed is not None:
             if late is not None and failed.__context__ is None:
