@@ -157,9 +157,10 @@ def die_with_parent(parent: int | None = None) -> None:
         os._exit(1)
 
 
-def _worker_start(parent: int, initializer, initargs, workers: int = 2) -> None:
+def _worker_start(parent: int, initializer, initargs, workers: int) -> None:
     """First thing in every local worker: default SIGTERM (a forked worker inherits the parent's handler),
-    die with the parent, then the caller's initializer."""
+    die with the parent, say whether it has siblings (``workers`` in its pool: :func:`threads_here`), then the
+    caller's initializer."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     die_with_parent(parent)
     _IN_WORKER["process"] = workers > 1  # (a pool of one: no sibling uses the other cores)

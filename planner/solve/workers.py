@@ -163,7 +163,7 @@ class LocalPricer:
         self.row_counts = [b.row_counts for b in self.batches]
         self.sizes = [b.shape for b in self.batches]
         most = min(threads_here(), MAX_THREADS) if threads is None else int(threads)
-        asked = getattr(getattr(getattr(inp, "config", None), "solver", None), "threads", None)
+        asked = inp.config.solver.threads
         if asked:  # [solver] threads: the cores the model file gives the solves
             most = min(most, int(asked))
         self.threads = max(1, min(most, len(self.batches)))
