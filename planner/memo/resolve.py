@@ -36,9 +36,10 @@ _WORKER: dict = {}  # the shared inputs and solve settings of this worker proces
 
 def plan_figures(p) -> dict:
     """The figures of one (re-solved) plan that the memo tables report (see the module docstring)."""
-    from planner.memo.tranches import owned_idle, tranche_utilisation
+    from planner.memo.tranches import owned_idle, stack, tranche_utilisation
 
-    tr = tranche_utilisation(p)
+    st = stack(p)  # (read once: both figures stack the same use on the same tranches)
+    tr = tranche_utilisation(p, st)
     stranded = float(((tr["capacity_gpu_hours"] - tr["used_gpu_hours"]) * tr["effective_usd_per_gpu_hour"]).sum()) \
         if len(tr) else 0.0
     if len(p.spend):
@@ -52,7 +53,7 @@ def plan_figures(p) -> dict:
             "on_demand_usd": float(p.cost["on_demand"]), "spot_usd": float(p.cost["spot"]),
             **{f"{k}_usd": float(p.cost[k]) for k in rented.reported(p.inputs.pools) if k not in rented.ALWAYS},
             "reserved_utilisation": float(p.reserved_utilisation), "stranded_usd": stranded,
-            "stranded_owned_usd": owned_idle(p)["usd"],
+            "stranded_owned_usd": owned_idle(p, st)["usd"],
             "liability_past_horizon_usd": float(c.get("liability_past_horizon_usd", 0.0)),
             "shortfall_gpu_hours": float(p.shortfall_gpu_hours), "objective_usd": float(p.objective),
             "npv_usd": float(p.finance.get("npv_usd", 0.0)),
@@ -230,7 +231,8 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
                 layouts[level] = (scaled, column_layout(scaled), {})  # its inputs, columns, column map
             scaled, layout, reuse = layouts[level]
             p = plan_from_priced(scaled, units, priced, pricer, chunks, cut_by, seconds, allocation=False,
-                                 keep_bases=False, layout=layout, reuse=reuse)  # the figures need the fleet and costs only
+                                 keep_bases=False, layout=layout, reuse=reuse, detail=False)  # the figures need
+            # the fleet and costs only
             rows[i] = dict(plan_figures(p), seconds=time.perf_counter() - t0)
 
         # each task's figures are read while the workers price the next task (the read is this process's work,

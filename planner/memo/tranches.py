@@ -101,7 +101,7 @@ def stack(plan) -> dict:
             "owned_used": owned_used, "inventory": inv, "used_total": U}
 
 
-def tranche_utilisation(plan) -> pd.DataFrame:
+def tranche_utilisation(plan, st: dict | None = None) -> pd.DataFrame:
     """One row per purchase bought (a tranche), with its MARGINAL utilisation (see the module docstring).
 
     Columns: ``row`` (of ``plan.purchases``), ``gpu_type``, ``region``, ``option``, ``kind``,
@@ -123,7 +123,7 @@ def tranche_utilisation(plan) -> pd.DataFrame:
     (flex-start) where the sheet sells it, for classes that may wait for it (NaN elsewhere).
     """
     inp = plan.inputs
-    st = stack(plan)
+    st = stack(plan) if st is None else st  # (``st``: the plan's stack(), when the caller has it)
     rows = st["rows"]
     if not len(rows):
         return pd.DataFrame(columns=TRANCHE_COLUMNS)
@@ -225,13 +225,13 @@ def spend_verdict(drawn_usd: float, worth_usd: float, utilisation: float) -> tup
     return be, "pays" if float(utilisation) >= be - 1e-12 else "DOES NOT PAY"
 
 
-def owned_idle(plan) -> dict:
+def owned_idle(plan, st: dict | None = None) -> dict:
     """The commitments already owned left unused (expected over scenarios): ``gpu_hours`` and ``usd`` (those
     GPU-hours at each inventory row's effective rate, ``planner.results.bill.inventory_table``; 0 where unpriced)."""
     from planner.results.bill import inventory_cost_by_period, inventory_table
 
     inp = plan.inputs
-    st = stack(plan)
+    st = stack(plan) if st is None else st  # (``st``: the plan's stack(), when the caller has it)
     idle = idle_of(st["inventory"][None], st["owned_used"])  # (S, P, T) GPUs
     idle_t = np.einsum("s,spt->pt", inp.probability, idle)
     inv = inventory_table(inp)

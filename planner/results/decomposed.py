@@ -33,9 +33,11 @@ def _with_purchases(layout, n: np.ndarray):
 
 def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunks: list, cut_by: str,
                      seconds: float, timings: dict | None = None, write_model=None, time_limit_s=None,
-                     allocation: bool = True, keep_bases: bool = True, layout=None, reuse: dict | None = None) -> Plan:
+                     allocation: bool = True, keep_bases: bool = True, layout=None, reuse: dict | None = None,
+                     detail: bool = True) -> Plan:
     """The plan of the purchases ``n`` from every batch's pricing at them (``pricer``'s batches of ``chunks``);
-    ``allocation=False``: without the per-class allocation table (:func:`planner.results.plan.extract_plan`);
+    ``allocation=False``: without the per-class allocation table, ``detail=False``: without the tables the memo's
+    figures never read (:func:`planner.results.plan.extract_plan`);
     ``keep_bases=False``: ``plan.recourse`` keeps no bases (a pricing that left them on its workers); ``layout``:
     ``inp``'s :func:`column_layout` when the caller keeps one (else built here); ``reuse``: a dict kept with it
     across reads (:func:`planner.solve.recourse.assemble`)."""
@@ -49,7 +51,7 @@ def plan_from_priced(inp: PlanInputs, n: np.ndarray, priced: list, pricer, chunk
                          cut_by=cut_by, iterations=1, workers=pricer.workers, pricer=pricer.name,
                          chunk_periods=chunks, keys=pricer.keys(), priced=priced, row_counts=row_counts(pricer))
     plan = plan_from_batches(inp, bd, 0.0, time_limit_s, dict(timings or {}), write_model, allocation, keep_bases,
-                             layout, reuse)
+                             layout, reuse, detail)
     plan.solve = replace(plan.solve, message=f"purchases fixed; the recourse priced in {len(chunks)} weekly batches, "
                                              f"short weeks joined ({pricer.workers} worker(s), {pricer.name})")
     return plan
@@ -115,10 +117,12 @@ def _weeks_named(inp: PlanInputs, chunks: list, most: int = 8) -> str:
 
 
 def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, write_model=None,
-                       allocation: bool = True, keep_bases: bool = True, layout=None, reuse: dict | None = None) -> Plan:
+                       allocation: bool = True, keep_bases: bool = True, layout=None, reuse: dict | None = None,
+                       detail: bool = True) -> Plan:
     """The plan of the purchases ``bd.n`` from every batch's pricing at them (:mod:`planner.solve.recourse`): the
     whole model is built with the purchases fixed (its columns, for the plan's tables; from ``layout``, the
-    inputs' :func:`column_layout`, when given), never solved."""
+    inputs' :func:`column_layout`, when given), never solved. ``allocation``, ``detail``: as
+    :func:`planner.results.plan.extract_plan`."""
     from planner.solve.recourse import assemble
 
     t0 = time.perf_counter()
@@ -136,7 +140,7 @@ def plan_from_batches(inp: PlanInputs, bd, gap: float, limit, timings: dict, wri
     result = _result(bd, gap, limit, values, float(model.cost @ values) - tie, held)
     timings["build"] = model.seconds
     timings["solve"] = bd.seconds
-    plan = extract_plan(inp, model, result, timings, allocation=allocation)
+    plan = extract_plan(inp, model, result, timings, allocation=allocation, detail=detail)
     plan.timings["extract"] = time.perf_counter() - t0
     plan.dual_sums = summed_duals(bd.priced)
     fell = sum(bool(getattr(r, "fell_back", False)) for r in bd.priced)

@@ -333,11 +333,13 @@ def commitment_costs(inp: PlanInputs, n: np.ndarray) -> dict:
 
 
 def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings: dict | None = None,
-                 allocation: bool = True) -> Plan:
+                 allocation: bool = True, detail: bool = True) -> Plan:
     """The :class:`Plan` of a solved model: quantities in tidy tables, costs recomputed from the price sheet.
 
     ``allocation=False`` leaves the per-class allocation table empty (the figures of a re-solve need the fleet and
-    the costs only: the memo's; a tenth of the memory on a year of hours)."""
+    the costs only: the memo's; a tenth of the memory on a year of hours). ``detail=False`` also leaves out what
+    those figures (:func:`planner.memo.resolve.plan_figures`) never read: every payment option of each purchase,
+    the spot table's reasons, the latency and savings-plan coverage tables (empty tables instead)."""
     K, P, T, S = inp.K, inp.P, inp.T, len(inp.scenarios)
     fam, v, blocks = model.families, result.values, model.blocks
     have = result.status in (Status.optimal, Status.feasible)
@@ -448,14 +450,14 @@ def extract_plan(inp: PlanInputs, model: PlanModel, result: SolveResult, timings
                            set(budget.loc[budget["binding"].astype(bool), "name"]))
     cash = _cash(inp, blocks, Rb, kinds, purchases, Vb)
     spend = _spend_table(inp, fam, v, blocks, purchases)
-    coverage = _coverage(inp, fam, v, blocks)
-    finance, payments = _finance(inp, purchases, cash)
+    coverage = _coverage(inp, fam, v, blocks) if detail else pd.DataFrame()
+    finance, payments = _finance(inp, purchases, cash, detail)
     spot = inp.spot.copy()
     if len(spot):
         zh = np.einsum("kpb,b->kp", Zb, w)
         spot["spot_gpu_hours"] = zh[spot["class_index"].to_numpy(), spot["pool"].to_numpy()]
-        spot["why"] = [_spot_reason(inp, row) for row in spot.itertuples()]
-    latency = _latency(inp, blocks, Xb, Yb)
+        spot["why"] = [_spot_reason(inp, row) for row in spot.itertuples()] if detail else ""
+    latency = _latency(inp, blocks, Xb, Yb) if detail else pd.DataFrame()
     backfill = inp.backfill.copy() if inp.backfill is not None and len(inp.backfill) else pd.DataFrame()
     if len(backfill):
         xh = np.einsum("kpb,b->kp", Xrisk, w)
@@ -495,9 +497,11 @@ def _spares_held(inp: PlanInputs, blocks, X: np.ndarray, owned_block: np.ndarray
     return np.minimum(out, idle)
 
 
-def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
+def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame,
+             options: bool = True) -> tuple[dict, pd.DataFrame]:
     """The plan's NPV at ``[finance] discount_rate`` (its whole cash schedule, to the last term's end), each
-    purchase's NPV (a column of ``purchases``) and every payment option of each purchase bought."""
+    purchase's NPV (a column of ``purchases``) and every payment option of each purchase bought (``options=False``:
+    an empty table)."""
     from planner.inputs.finance import cash_npv, payment_options, purchase_npv_per_gpu
 
     f = inp.config.finance
@@ -507,7 +511,7 @@ def _finance(inp: PlanInputs, purchases: pd.DataFrame, cash: pd.DataFrame) -> tu
         if len(purchases) else 0.0
     doc = {"discount_rate": f.discount_rate, "objective": f.objective,
            "npv_usd": cash_npv(cash, origin, f.discount_rate) if origin is not None else 0.0}
-    return doc, payment_options(inp, purchases)
+    return doc, payment_options(inp, purchases) if options else pd.DataFrame()
 
 
 def _owned(inp: PlanInputs, gpus: np.ndarray, active_t: np.ndarray) -> np.ndarray:
