@@ -619,6 +619,11 @@ def _capacity_blocks(raw: RawTable, bad: Collector, out: pd.DataFrame, is_block:
     liability, cash, the workbook's formulas) applies to it unchanged.
     """
     d = raw.data
+    if not is_block.any() and not any(c in d for c in ("block_start", "block_days", "provider")):
+        out["block_start"] = pd.Series(pd.NaT, index=out.index, dtype="datetime64[ns]")  # no block, none of its
+        out["block_days"] = np.nan  # columns: nothing to check, each row as the checks below leave it
+        out["provider"] = ""
+        return
     start = times(raw, "block_start", bad, blank_ok=True)
     days = numbers(raw, "block_days", bad, blank_ok=True, low=1, high=MAX_BLOCK_DAYS,
                    expected=f"a whole number of days, 1 to {MAX_BLOCK_DAYS}")
@@ -675,6 +680,9 @@ def _spend_rows(raw: RawTable, bad: Collector, out: pd.DataFrame, is_spend: pd.S
     _report(bad, raw, is_spend & out["max_gpus"].notna(), "max_gpus", "max_gpus on a savings plan row",
             d.get("max_gpus"), expected="blank: a savings plan is a dollar commitment, not capacity",
             hint="cap the pool's on_demand row instead")
+    if not is_spend.any():  # no savings plan: every check below is of its rows
+        out["plan_family"] = ""
+        return
     hours = out["term_months"] * 730.0
     _report(bad, raw, is_spend & (out["upfront_usd"] > hours + 1e-9), "upfront_usd",
             "savings plan upfront above the whole term's commitment", d.get("upfront_usd"),
