@@ -1,5 +1,6 @@
-"""A price sheet without savings plans or capacity blocks skips their checks (planner.inputs.validate): it reads to
-the same validated table as the same sheet with their columns present and blank, which takes every check."""
+"""A price sheet without savings plans, capacity blocks or queued capacity (flex-start) skips their checks
+(planner.inputs.validate): it reads to the same validated table as the same sheet with their columns present and
+blank, which takes every check."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from conftest import ROOT
 
 SHEETS = ["example", "ladder", "flex", "quotas", "pooling"]
 BLOCK_AND_SPEND_COLUMNS = ("block_start", "block_days", "provider", "plan_family")
+QUEUE_COLUMNS = ("queue_hours_p50", "queue_hours_p90", "max_run_hours")
+OPTIONAL_COLUMNS = BLOCK_AND_SPEND_COLUMNS + QUEUE_COLUMNS
 
 
 def _raw(path):
@@ -23,8 +26,9 @@ def test_a_sheet_without_blocks_or_savings_plans_reads_as_with_their_columns_bla
     src = ROOT / "data" / sheet / "prices.csv"
     prices = pd.read_csv(src, dtype=str, keep_default_na=False)
     assert not prices["option"].str.contains("capacity_block|savings_plan").any()
-    assert not set(BLOCK_AND_SPEND_COLUMNS) & set(prices.columns)  # the short path's case
-    wide = prices.assign(**{c: "" for c in BLOCK_AND_SPEND_COLUMNS})  # the columns present: every check runs
+    absent = [c for c in OPTIONAL_COLUMNS if c not in prices.columns]  # a short path's case
+    assert set(BLOCK_AND_SPEND_COLUMNS) <= set(absent)
+    wide = prices.assign(**{c: "" for c in absent})  # the columns present: every check runs
     wide.to_csv(tmp_path / "wide.csv", index=False)
     prices.to_csv(tmp_path / "narrow.csv", index=False)
     got = {}
@@ -47,3 +51,14 @@ def test_a_block_column_on_a_sheet_without_blocks_is_still_reported(tmp_path):
     validate_prices(_raw(tmp_path / "p.csv"), bad)
     assert [p.message for p in bad.problems] == ["provider on a row that is not a capacity_block"]
 
+
+
+def test_a_queue_column_on_a_sheet_without_queued_capacity_is_still_reported(tmp_path):
+    prices = pd.read_csv(ROOT / "data" / "example" / "prices.csv", dtype=str, keep_default_na=False)
+    assert not prices["option"].str.contains("flex").any()
+    prices["max_run_hours"] = ""
+    prices.loc[0, "max_run_hours"] = "4"
+    prices.to_csv(tmp_path / "p.csv", index=False)
+    bad = Collector()
+    validate_prices(_raw(tmp_path / "p.csv"), bad)
+    assert [p.message for p in bad.problems] == ["max_run_hours on a row that is not queued capacity"]
