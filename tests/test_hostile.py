@@ -216,8 +216,21 @@ def _workbook_run_id(path: Path) -> str:
     return ""
 
 
+def _write_started(folder: Path, pid: int) -> bool:
+    """True once the planner process ``pid`` has begun its write under ``folder``: its new output folder
+    (``.out.new-<host>-<pid>-<8 chars>``) or a temporary file in the output folder (``.plan.xlsx.<host>-<pid>.<8
+    chars>.tmp``, where the outputs are replaced one by one) is there (:mod:`planner.core.atomic`)."""
+    import re
+
+    mine = re.compile(rf"^\..*-{pid}[.-][a-z0-9_]{{8}}(\.tmp)?$")
+    return any(mine.match(p.name) for p in list(folder.iterdir()) + list((folder / "out").glob(".*")))
+
+
 @pytest.mark.slow
 def test_kills_during_the_write_leave_a_pair_from_one_run_and_no_temp_files(tmp_path):
+    """Four runs, each SIGKILLed inside its write: once its first temporary folder or file is there, at a random
+    point of one quarter of the write's length (measured on a first, whole run; the four quarters in turn). The
+    pair left is always from one run, and the next run leaves no temporary file or folder behind."""
     import json
     import random
     import signal
@@ -230,20 +243,33 @@ def test_kills_during_the_write_leave_a_pair_from_one_run_and_no_temp_files(tmp_
     rng = np.random.default_rng(7)
     demand = {c: list(rng.uniform(0, 50, 600).round(1)) for c in ("a", "b", "c")}
     m = write_case(tmp_path, demand, [price(hourly=3.0), price(option="reserved_1y", hourly=1.0, term_months=12)],
-                   {c: {} for c in demand}, solver={"backend": "highs"})
+                   {c: {} for c in demand}, solver={"backend": "highs"},
+                   extra_top='[term]\njudge = "horizon"')  # the write is the point: no whole-term solves before it
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "planner", "plan", str(m), "--out", str(out), "-q", "--no-memo"]  # the write is the point
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True)
-    full = time.perf_counter() - t0
-    random.seed(3)
-    for _ in range(6):
+    cmd = [sys.executable, "-m", "planner", "plan", str(m), "--out", str(out), "-q", "--no-memo"]
+
+    def start_writing():
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(random.uniform(0.5 * full, 1.05 * full))  # mostly inside the write phase
+        deadline = time.monotonic() + 120
+        while not _write_started(tmp_path, proc.pid):
+            assert proc.poll() is None and time.monotonic() < deadline, "the run ended before its write was seen"
+            time.sleep(0.005)
+        return proc, time.monotonic()
+
+    proc, t0 = start_writing()
+    assert proc.wait(timeout=120) == 0
+    write = time.monotonic() - t0  # the write and the process's exit
+    random.seed(3)
+    mid_write = 0
+    for quarter in range(4):
+        proc, _ = start_writing()
+        time.sleep(random.uniform(quarter / 4, (quarter + 1) / 4) * 0.9 * write)
+        mid_write += proc.poll() is None
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         run_id = json.loads((out / "plan.json").read_text())["run_id"]
         assert _workbook_run_id(out / "plan.xlsx") == run_id, "plan.json and plan.xlsx from different runs"
+    assert mid_write >= 2, "the kills came after the runs had ended"
     subprocess.run(cmd, check=True)  # the next run removes what killed runs left
     leftovers = [p.name for p in list(out.iterdir()) + list(tmp_path.iterdir()) if p.name.startswith(".")]
     assert leftovers == []
