@@ -156,9 +156,26 @@ def test_xlsx_reads_the_active_sheet_not_a_hidden_first_one(tmp_path):
     assert load_inputs(m).demand[0, 0].tolist() == [1.0, 2.0]  # the current data, not the hidden first sheet
 
 
+def _example_week(folder: Path) -> Path:
+    """The bundled example's first week of demand (its six classes), as a demand file in ``folder``."""
+    import pandas as pd
+
+    root = Path(__file__).resolve().parent.parent
+    demand = pd.read_csv(root / "data" / "example" / "demand.csv")
+    week = demand[demand["period"].isin(sorted(demand["period"].unique())[:168])]
+    assert week["workload_class"].nunique() == 6 and len(week) == 168 * 6
+    folder.mkdir(parents=True, exist_ok=True)
+    week.to_csv(folder / "week.csv", index=False)
+    return folder / "week.csv"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
 def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
+    """The bundled example on its first week of demand, solved by CBC (its first CBC solve starts about 2 s in;
+    the whole quarter's, 6-12 s in): the planner killed while CBC runs (CBC stopped first, so that it cannot end
+    on its own) leaves no CBC process, and its CBC folder is removed by the next CBC solve."""
+    import contextlib
     import glob
     import signal
     import subprocess
@@ -170,7 +187,8 @@ def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
 
     root = Path(__file__).resolve().parent.parent
     proc = subprocess.Popen([sys.executable, "-m", "planner", "plan", str(root / "models" / "example.toml"),
-                             "--solver", "cbc", "--out", str(tmp_path / "out")],
+                             "--demand", str(_example_week(tmp_path)), "--solver", "cbc",
+                             "--out", str(tmp_path / "out")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     folder = None
     deadline = time.time() + 120
@@ -185,20 +203,27 @@ def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
         proc.kill()
         pytest.skip("the solve ended before CBC could be caught running")
     cbc = [int(k) for k in kids]
-    os.kill(proc.pid, getattr(signal, sig))
-    try:  # what matters is that nothing outlives it; on a loaded machine the interrupted run took over 30 s to go
-        proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise
-    deadline = time.time() + 5
+    for pid in cbc:  # stopped, CBC cannot end on its own (its first solve here lasts about 2 s): only the planner's
+        os.kill(pid, signal.SIGSTOP)  # end can end it (the kernel's SIGKILL ends a stopped process too)
     alive = cbc
-    while time.time() < deadline and alive:
-        alive = [p for p in cbc if os.path.exists(f"/proc/{p}")
-                 and Path(f"/proc/{p}/stat").read_text().split()[2] != "Z"]
-        time.sleep(0.1)
-    assert not alive, "CBC outlived the planner"
+    try:
+        os.kill(proc.pid, getattr(signal, sig))
+        try:  # what matters is that nothing outlives it; on a loaded machine the interrupted run took over 30 s
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        deadline = time.time() + 5
+        while time.time() < deadline and alive:
+            alive = [p for p in cbc if os.path.exists(f"/proc/{p}")
+                     and Path(f"/proc/{p}/stat").read_text().split()[2] != "Z"]
+            time.sleep(0.05)
+        assert not alive, "CBC outlived the planner"
+    finally:
+        for pid in alive:  # a failed run: no stopped CBC left behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     solve._remove_stale_cbc_folders()  # what the next CBC solve does first
     assert not os.path.exists(folder)
 
