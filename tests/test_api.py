@@ -160,9 +160,17 @@ def test_import_is_lazy_and_exports_the_public_names():
 
 
 @pytest.mark.slow
-def test_example_notebook_plan_uses_highs_by_default():
-    p = planner.plan(ROOT / "models" / "example.toml", risk=False)
+def test_example_notebook_plan_uses_highs_by_default(tmp_path):
+    """The bundled example's model file planned as a notebook plans it (no backend= given): solved by HiGHS, to
+    optimality. Its first week of demand (``demand=``): the backend is chosen the same way for any demand, and
+    the whole quarter is planned by docs/api.md's walkthrough (tests/test_docs_api.py)."""
+    demand = pd.read_csv(ROOT / "data" / "example" / "demand.csv")
+    week = demand[demand["period"].isin(sorted(demand["period"].unique())[:168])]
+    assert week["workload_class"].nunique() == 6 and len(week) == 168 * 6
+    week.to_csv(tmp_path / "demand.csv", index=False)
+    p = planner.plan(ROOT / "models" / "example.toml", demand=tmp_path / "demand.csv", risk=False)
     assert p.solve.backend == "highs" and p.status.value == "optimal"
+    assert p.inputs.T == 168 and p.purchases["instances"].sum() > 0  # the example's model, a week of its demand
 
 
 def test_extension_inputs_are_checked_and_duplicates_are_summed(tmp_path):

@@ -156,9 +156,26 @@ def test_xlsx_reads_the_active_sheet_not_a_hidden_first_one(tmp_path):
     assert load_inputs(m).demand[0, 0].tolist() == [1.0, 2.0]  # the current data, not the hidden first sheet
 
 
+def _example_week(folder: Path) -> Path:
+    """The bundled example's first week of demand (its six classes), as a demand file in ``folder``."""
+    import pandas as pd
+
+    root = Path(__file__).resolve().parent.parent
+    demand = pd.read_csv(root / "data" / "example" / "demand.csv")
+    week = demand[demand["period"].isin(sorted(demand["period"].unique())[:168])]
+    assert week["workload_class"].nunique() == 6 and len(week) == 168 * 6
+    folder.mkdir(parents=True, exist_ok=True)
+    week.to_csv(folder / "week.csv", index=False)
+    return folder / "week.csv"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
 def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
+    """The bundled example on its first week of demand, solved by CBC (its first CBC solve starts about 2 s in;
+    the whole quarter's, 6-12 s in): the planner killed while CBC runs (CBC stopped first, so that it cannot end
+    on its own) leaves no CBC process, and its CBC folder is removed by the next CBC solve."""
+    import contextlib
     import glob
     import signal
     import subprocess
@@ -170,7 +187,8 @@ def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
 
     root = Path(__file__).resolve().parent.parent
     proc = subprocess.Popen([sys.executable, "-m", "planner", "plan", str(root / "models" / "example.toml"),
-                             "--solver", "cbc", "--out", str(tmp_path / "out")],
+                             "--demand", str(_example_week(tmp_path)), "--solver", "cbc",
+                             "--out", str(tmp_path / "out")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     folder = None
     deadline = time.time() + 120
@@ -185,20 +203,27 @@ def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
         proc.kill()
         pytest.skip("the solve ended before CBC could be caught running")
     cbc = [int(k) for k in kids]
-    os.kill(proc.pid, getattr(signal, sig))
-    try:  # what matters is that nothing outlives it; on a loaded machine the interrupted run took over 30 s to go
-        proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise
-    deadline = time.time() + 5
+    for pid in cbc:  # stopped, CBC cannot end on its own (its first solve here lasts about 2 s): only the planner's
+        os.kill(pid, signal.SIGSTOP)  # end can end it (the kernel's SIGKILL ends a stopped process too)
     alive = cbc
-    while time.time() < deadline and alive:
-        alive = [p for p in cbc if os.path.exists(f"/proc/{p}")
-                 and Path(f"/proc/{p}/stat").read_text().split()[2] != "Z"]
-        time.sleep(0.1)
-    assert not alive, "CBC outlived the planner"
+    try:
+        os.kill(proc.pid, getattr(signal, sig))
+        try:  # what matters is that nothing outlives it; on a loaded machine the interrupted run took over 30 s
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        deadline = time.time() + 5
+        while time.time() < deadline and alive:
+            alive = [p for p in cbc if os.path.exists(f"/proc/{p}")
+                     and Path(f"/proc/{p}/stat").read_text().split()[2] != "Z"]
+            time.sleep(0.05)
+        assert not alive, "CBC outlived the planner"
+    finally:
+        for pid in alive:  # a failed run: no stopped CBC left behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     solve._remove_stale_cbc_folders()  # what the next CBC solve does first
     assert not os.path.exists(folder)
 
@@ -216,8 +241,21 @@ def _workbook_run_id(path: Path) -> str:
     return ""
 
 
+def _write_started(folder: Path, pid: int) -> bool:
+    """True once the planner process ``pid`` has begun its write under ``folder``: its new output folder
+    (``.out.new-<host>-<pid>-<8 chars>``) or a temporary file in the output folder (``.plan.xlsx.<host>-<pid>.<8
+    chars>.tmp``, where the outputs are replaced one by one) is there (:mod:`planner.core.atomic`)."""
+    import re
+
+    mine = re.compile(rf"^\..*-{pid}[.-][a-z0-9_]{{8}}(\.tmp)?$")
+    return any(mine.match(p.name) for p in list(folder.iterdir()) + list((folder / "out").glob(".*")))
+
+
 @pytest.mark.slow
 def test_kills_during_the_write_leave_a_pair_from_one_run_and_no_temp_files(tmp_path):
+    """Four runs, each SIGKILLed inside its write: once its first temporary folder or file is there, at a random
+    point of one quarter of the write's length (measured on a first, whole run; the four quarters in turn). The
+    pair left is always from one run, and the next run leaves no temporary file or folder behind."""
     import json
     import random
     import signal
@@ -230,20 +268,33 @@ def test_kills_during_the_write_leave_a_pair_from_one_run_and_no_temp_files(tmp_
     rng = np.random.default_rng(7)
     demand = {c: list(rng.uniform(0, 50, 600).round(1)) for c in ("a", "b", "c")}
     m = write_case(tmp_path, demand, [price(hourly=3.0), price(option="reserved_1y", hourly=1.0, term_months=12)],
-                   {c: {} for c in demand}, solver={"backend": "highs"})
+                   {c: {} for c in demand}, solver={"backend": "highs"},
+                   extra_top='[term]\njudge = "horizon"')  # the write is the point: no whole-term solves before it
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "planner", "plan", str(m), "--out", str(out), "-q", "--no-memo"]  # the write is the point
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True)
-    full = time.perf_counter() - t0
-    random.seed(3)
-    for _ in range(6):
+    cmd = [sys.executable, "-m", "planner", "plan", str(m), "--out", str(out), "-q", "--no-memo"]
+
+    def start_writing():
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(random.uniform(0.5 * full, 1.05 * full))  # mostly inside the write phase
+        deadline = time.monotonic() + 120
+        while not _write_started(tmp_path, proc.pid):
+            assert proc.poll() is None and time.monotonic() < deadline, "the run ended before its write was seen"
+            time.sleep(0.005)
+        return proc, time.monotonic()
+
+    proc, t0 = start_writing()
+    assert proc.wait(timeout=120) == 0
+    write = time.monotonic() - t0  # the write and the process's exit
+    random.seed(3)
+    mid_write = 0
+    for quarter in range(4):
+        proc, _ = start_writing()
+        time.sleep(random.uniform(quarter / 4, (quarter + 1) / 4) * 0.9 * write)
+        mid_write += proc.poll() is None
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         run_id = json.loads((out / "plan.json").read_text())["run_id"]
         assert _workbook_run_id(out / "plan.xlsx") == run_id, "plan.json and plan.xlsx from different runs"
+    assert mid_write >= 2, "the kills came after the runs had ended"
     subprocess.run(cmd, check=True)  # the next run removes what killed runs left
     leftovers = [p.name for p in list(out.iterdir()) + list(tmp_path.iterdir()) if p.name.startswith(".")]
     assert leftovers == []

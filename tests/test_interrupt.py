@@ -95,7 +95,7 @@ def test_a_second_run_of_one_highs_object_gets_the_seconds_left():
 
     from planner.solve.monolithic import time_left
 
-    h = random_lp(4000)
+    h = random_lp(2500)  # a few tenths of a second of dual simplex
     h.run()
     first = h.getRunTime()
     assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal and first > 0.05

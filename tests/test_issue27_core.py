@@ -318,8 +318,7 @@ def talk():
         time.sleep(0.002)
 t = threading.Thread(target=talk)
 t.start()
-for _ in range(3):
-    planner.plan(inp)
+planner.plan(inp)  # whole-term judging: several HiGHS objects made, their solves most of the time the thread talks
 stop.set()
 t.join()
 os.write(2, f"{count[0]}\n".encode())
@@ -333,6 +332,7 @@ def test_another_threads_output_is_not_lost_while_highs_solves(tmp_path):
     sent = int(out.stderr.strip().splitlines()[-1])
     got = out.stdout.count("tick")
     assert sent > 50 and got >= 0.97 * sent, (got, sent)  # only the instant a HiGHS object is made is silenced
+    # (fd 1 silenced for each whole solve instead, about 90 % of the ticks are lost: 76-113 of 892-941 arrived)
 
 
 def test_an_slo_class_that_misses_on_mixed_gpu_types_says_so_and_exits_3(tmp_path):
