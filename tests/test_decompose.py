@@ -160,9 +160,10 @@ def test_a_time_limit_too_short_gives_the_incumbent_not_proven(tmp_path):
 def test_a_start_changes_where_the_loop_starts_not_its_answer(tmp_path):
     """solve_benders(start=, warm=): the optimum's purchases as the start (and a plan's bases) give the same proven
     optimum; a start that is not one finite value >= 0 per purchase row is ignored (the aggregate start is used)."""
-    inp = _case(tmp_path, 9)
+    inp = _case(tmp_path, 9, days=200)
     mono = make_plan(inp, mip_gap=0.0, risk=False)
     units = mono.purchases["units"].to_numpy(float)
+    assert units.sum() > 0
     fixed = make_plan(inp, fixed_reserved=units, risk=False)  # decomposed where long: its recourse has the bases
     R = len(units)
     for start in (units, units * 0.5, -np.ones(R), np.full(R, np.nan), np.full(R, np.inf), np.ones(R + 1)):
@@ -235,7 +236,7 @@ def test_a_seeded_loop_out_of_time_still_prices_a_point_of_its_own(tmp_path, mon
     does."""
     from dataclasses import replace
 
-    inp = _case(tmp_path, 12)
+    inp = _case(tmp_path, 12, days=200)
     inp = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders")))
     dear = np.where(inp.commitments["gpu_type"].to_numpy() == "B", 30.0, 0.0)  # pool B has no cap
     fixed = make_plan(inp, fixed_reserved=dear, risk=False, keep_cuts=True)
