@@ -213,7 +213,7 @@ def test_a_decisions_costs_come_from_the_loops_own_pricing_of_its_purchases(tmp_
     from planner.solve.decompose import chunk_index, cut_groups, solve_benders
     from planner.solve.workers import LocalPricer
 
-    inp = ladder_case(tmp_path, 3, scenarios=True)
+    inp = ladder_case(tmp_path, 3, scenarios=True, days=200)
     chunks = chunk_index(inp, "week")
     calls = []
 

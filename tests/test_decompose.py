@@ -160,9 +160,10 @@ def test_a_time_limit_too_short_gives_the_incumbent_not_proven(tmp_path):
 def test_a_start_changes_where_the_loop_starts_not_its_answer(tmp_path):
     """solve_benders(start=, warm=): the optimum's purchases as the start (and a plan's bases) give the same proven
     optimum; a start that is not one finite value >= 0 per purchase row is ignored (the aggregate start is used)."""
-    inp = _case(tmp_path, 9)
+    inp = _case(tmp_path, 9, days=200)
     mono = make_plan(inp, mip_gap=0.0, risk=False)
     units = mono.purchases["units"].to_numpy(float)
+    assert units.sum() > 0
     fixed = make_plan(inp, fixed_reserved=units, risk=False)  # decomposed where long: its recourse has the bases
     R = len(units)
     for start in (units, units * 0.5, -np.ones(R), np.full(R, np.nan), np.full(R, np.inf), np.ones(R + 1)):
@@ -175,10 +176,11 @@ def test_a_start_changes_where_the_loop_starts_not_its_answer(tmp_path):
 def test_a_plans_pricing_as_cuts_starts_the_master_not_its_answer(tmp_path, seed, scenarios):
     """A fixed plan's pricing kept as cuts (``keep_cuts``: the horizon-only comparison's start) puts one exact cut per
     group into the master and its purchases as the first incumbent: the same proven optimum as the monolithic
-    model's from any purchases (the optimum's, none, half); the cuts of other inputs are never used."""
+    model's from any purchases (the optimum's, none, half); the cuts of other inputs are never used (which cuts seed
+    the master is settled before its first iteration: those two loops are stopped there)."""
     from dataclasses import replace
 
-    inp = _case(tmp_path, seed, scenarios)
+    inp = _case(tmp_path, seed, scenarios, days=200)  # 28-29 weeks: a loop of several iterations from each seed
     inp = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders")))
     mono = make_plan(inp, mip_gap=0.0, risk=False)
     opt = mono.purchases["units"].to_numpy(float)
@@ -188,7 +190,7 @@ def test_a_plans_pricing_as_cuts_starts_the_master_not_its_answer(tmp_path, seed
         cuts = fixed.recourse["cuts"]
         assert cuts["inputs"] is inp and np.array_equal(cuts["units"], units)
         bd = solve_benders(inp, chunk="week", mip_gap=1e-7, warm=fixed.recourse)
-        assert bd.seeded_cuts == bd.chunks > 0
+        assert bd.seeded_cuts == bd.chunks > 0 and bd.iterations > 2
         assert bd.status == "optimal" and bd.upper == pytest.approx(tied(mono), rel=1e-6)
         assert bd.lower <= tied(mono) * (1 + 1e-9) + 1e-6
         # the seed's incumbent is the fixed plan's exact cost: never above it
@@ -196,8 +198,9 @@ def test_a_plans_pricing_as_cuts_starts_the_master_not_its_answer(tmp_path, seed
     plain = make_plan(inp, fixed_reserved=opt, risk=False)
     assert "cuts" not in plain.recourse  # kept only when asked
     other = replace(inp)  # equal inputs, another object: its cuts are not taken on trust
-    assert solve_benders(other, chunk="week", mip_gap=1e-7, warm=fixed.recourse).seeded_cuts == 0
-    assert solve_benders(inp, chunk="month", mip_gap=1e-7, warm=fixed.recourse).seeded_cuts == 0  # other batches
+    assert solve_benders(other, chunk="week", mip_gap=1e-7, time_limit_s=1e-9, warm=fixed.recourse).seeded_cuts == 0
+    assert solve_benders(inp, chunk="month", mip_gap=1e-7, time_limit_s=1e-9,
+                         warm=fixed.recourse).seeded_cuts == 0  # other batches
 
 
 def test_fixed_purchases_over_a_pools_cap_are_infeasible_and_say_which_pool(tmp_path):
@@ -233,7 +236,7 @@ def test_a_seeded_loop_out_of_time_still_prices_a_point_of_its_own(tmp_path, mon
     does."""
     from dataclasses import replace
 
-    inp = _case(tmp_path, 12)
+    inp = _case(tmp_path, 12, days=200)
     inp = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="benders")))
     dear = np.where(inp.commitments["gpu_type"].to_numpy() == "B", 30.0, 0.0)  # pool B has no cap
     fixed = make_plan(inp, fixed_reserved=dear, risk=False, keep_cuts=True)

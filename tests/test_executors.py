@@ -77,7 +77,7 @@ def _points(result):
 @pytest.mark.slow
 def test_sweep_on_dask_equals_the_local_run(case, dask_threads):
     spec = SweepSpec({"spot_price": [0.5, 1.0, 2.0], "reserved_price": [0.8, 1.2]})
-    local = run_sweep(case, spec, executor=LocalExecutor(2), progress=False)
+    local = run_sweep(case, spec, executor=LocalExecutor(1), progress=False)  # here, point by point
     remote = run_sweep(case, spec, executor=dask_threads, progress=False)
     assert _points(local) == _points(remote)
     assert len(local.frame) == 5 and {"spot_price", "reserved_price", "total_usd"} <= set(local.frame.columns)

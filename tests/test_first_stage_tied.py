@@ -26,14 +26,34 @@ def _method(inp, method):
     return replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method=method)))
 
 
+_TREES: dict = {}  # per grouping: the tree and the plans of it that several tests read (never change)
+
+
 @pytest.fixture(params=["block", "week"])
-def tree(request, tmp_path, monkeypatch):
-    """A two-scenario tree with quarterly purchases, its groups per block or (MAX_GROUPS 0) per week."""
+def tree(request, tmp_path_factory, monkeypatch):
+    """A two-scenario tree with quarterly purchases, its groups per block or (MAX_GROUPS 0) per week (one inputs
+    object per grouping, shared by the tests: see :func:`_shared`)."""
     if request.param == "week":
         monkeypatch.setattr(decompose, "MAX_GROUPS", 0)
-    inp = _method(_case(tmp_path, 23, scenarios=True, days=200), "benders")
+    if request.param not in _TREES:
+        inp = _method(_case(tmp_path_factory.mktemp(request.param), 23, scenarios=True, days=200), "benders")
+        _TREES[request.param] = {"inp": inp}
+    inp = _TREES[request.param]["inp"]
     assert inp.reserved_member is not None and (inp.reserved_member.sum(axis=1) < 2).any()  # rows split by node
     return inp
+
+
+def _shared(tree, name: str, made=None):
+    """The tree's own plan with its cuts kept (``"own"``), or its first-stage plan made cold (``"cold"``): each made
+    once per tree (the same call every test made; ``made``: a test's own such call, kept), then read by every test
+    that needs it."""
+    kept = next(v for v in _TREES.values() if v["inp"] is tree)
+    if made is not None:
+        kept.setdefault(name, made)
+    if name not in kept:
+        kw = dict(keep_cuts=True) if name == "own" else dict(common=True)
+        kept[name] = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, **kw)
+    return kept[name]
 
 
 def _spy(monkeypatch) -> list:
@@ -64,7 +84,7 @@ def test_the_first_stage_plan_on_the_trees_batches_is_the_first_stage_inputs_pla
     whole = make_plan(_method(fs, "monolithic"), mip_gap=1e-9, risk=False)
     own = make_plan(fs, mip_gap=1e-9, risk=False, decision=True)  # Benders on batches of its own
     calls = _spy(monkeypatch)
-    tied = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, common=True)
+    tied = _shared(tree, "cold", make_plan(tree, mip_gap=1e-9, risk=False, decision=True, common=True))
     assert [c["tie"] for c in calls] == [True]  # priced on the tree's batches
     assert "benders" in tied.stats and "benders" in own.stats and "benders" not in whole.stats
     assert tied.objective == pytest.approx(whole.objective, rel=1e-7)
@@ -76,11 +96,11 @@ def test_the_first_stage_plan_on_the_trees_batches_is_the_first_stage_inputs_pla
     priced = make_plan(_method(fs, "monolithic"), fixed_reserved=tied.purchases["units"].to_numpy(float), risk=False)
     assert priced.objective == pytest.approx(tied.objective, rel=1e-7)
     # the tree may wait: it costs no more
-    assert make_plan(tree, mip_gap=1e-9, risk=False, decision=True).objective <= tied.objective + 1e-6
+    assert _shared(tree, "own").objective <= tied.objective + 1e-6
 
 
 def test_the_trees_cuts_start_the_tied_master_and_change_only_the_iterations(tree, monkeypatch):
-    own = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, keep_cuts=True)
+    own = _shared(tree, "own")  # make_plan(tree, mip_gap=1e-9, risk=False, decision=True, keep_cuts=True)
     prior = own.recourse["prior"]
     assert prior["inputs"] is tree and 0 < len(prior["entries"]) <= own.stats["benders"]["iterations"]  # a pricing each
     calls = _spy(monkeypatch)
@@ -96,7 +116,7 @@ def test_the_trees_cuts_start_the_tied_master_and_change_only_the_iterations(tre
 def test_cuts_of_other_inputs_are_never_used(tree, monkeypatch, tmp_path):
     """The prior's cuts are used for the very same inputs object only: an equal-looking copy (which may have been
     edited) and a tree of other demand start cold."""
-    prior = make_plan(tree, mip_gap=1e-9, risk=False, decision=True, keep_cuts=True).recourse["prior"]
+    prior = _shared(tree, "own").recourse["prior"]
     calls = _spy(monkeypatch)
     copy = replace(tree)
     (tmp_path / "other").mkdir()
@@ -105,8 +125,7 @@ def test_cuts_of_other_inputs_are_never_used(tree, monkeypatch, tmp_path):
     make_plan(other, mip_gap=1e-9, risk=False, decision=True, common=True, warm={"prior": prior})
     assert [c["prior"] for c in calls] == [False, False]
     assert all(c["bd"].seeded_cuts == 0 for c in calls)
-    assert a.objective == pytest.approx(make_plan(tree, mip_gap=1e-9, risk=False, decision=True,
-                                                  common=True).objective, rel=1e-9)
+    assert a.objective == pytest.approx(_shared(tree, "cold").objective, rel=1e-9)
 
 
 def test_common_on_a_whole_model_solves_the_first_stage_inputs(tmp_path):

@@ -538,12 +538,14 @@ def test_a_kept_pricer_that_raised_is_not_lent_again(tmp_path):
 
     inp = _benders(_case(tmp_path, 24, scenarios=True, days=160))
     ex = LocalExecutor(2)
-    n = make_plan(inp, mip_gap=1e-7, risk=False, shadow=False, executor=ex).purchases["units"].to_numpy(float)
+    whole = replace(inp, config=replace(inp.config, solver=replace(inp.config.solver, method="monolithic")))
+    n = make_plan(whole, mip_gap=1e-7, risk=False, shadow=False).purchases["units"].to_numpy(float)  # (any plan's)
+    assert n.sum() > 0
 
-    def cost(units):
-        return make_plan(inp, fixed_reserved=units, risk=False, shadow=False, executor=ex).cost["total"]
+    def cost(units, executor=ex):
+        return make_plan(inp, fixed_reserved=units, risk=False, shadow=False, executor=executor).cost["total"]
 
-    fresh = [cost(n), cost(np.maximum(n - 1, 0))]
+    fresh = [cost(n, None), cost(np.maximum(n - 1, 0), None)]  # priced anew, here (the same numbers on any pricer)
     with keep_pricers(inp):
         with pytest.raises(SolverError):
             cost(n - 100)  # negative purchases: a batch's LP is infeasible (a pool's cap is refused before pricing)

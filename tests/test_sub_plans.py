@@ -29,7 +29,7 @@ def test_the_sub_plans_on_two_processes_give_the_view_of_one_by_one(tmp_path, mo
     inp = _method(_case(tmp_path, 23, scenarios=True, days=200), method)
     assert inp.reserved_member is not None  # a tree: the first-stage plan is one of the sub-plans
     assert [t.kind for t in sub_problems(inp)] == ["mean", "first", "ws", "ws"]
-    one = make_plan(inp, mip_gap=1e-9, executor=LocalExecutor(2))  # sub-plans below SUB_PLAN_CELLS: one by one
+    one = make_plan(inp, mip_gap=1e-9)  # no executor: every sub-plan (and every batch) solved in this process
     mapped = []
     original = LocalExecutor.map
 
@@ -134,10 +134,11 @@ def test_the_kept_batches_are_freed_beside_the_sub_plans_and_built_again_for_eev
     from planner.solve import workers
 
     inp = _method(_case(tmp_path, 23, scenarios=True, days=200), "benders")
-    monkeypatch.setattr(sub_plans, "SUB_PLAN_CELLS", 0)
-    plain = make_plan(inp, mip_gap=1e-9, executor=LocalExecutor(2), risk=False)  # (its purchases only)
+    plain = make_plan(_method(inp, "monolithic"), mip_gap=1e-9, risk=False)  # (its purchases only)
     n = plain.purchases["units"].to_numpy(float)
-    ref = make_plan(inp, fixed_reserved=n, executor=LocalExecutor(2))  # never kept
+    assert n.sum() > 0
+    ref = make_plan(inp, fixed_reserved=n)  # never kept: no executor, every sub-plan solved one by one here
+    monkeypatch.setattr(sub_plans, "SUB_PLAN_CELLS", 0)
     with workers.keep_pricers(inp):
         make_plan(inp, fixed_reserved=n, executor=LocalExecutor(2), risk=False)  # builds and keeps the batches
         first = list(workers._KEPT[id(inp)]["pricers"])
