@@ -155,3 +155,36 @@ def pytest_collection_modifyitems(config, items):
 
     slow = {file(item) for item in items if item.get_closest_marker("slow") is not None}
     items.sort(key=lambda item: file(item) not in slow)
+
+
+def edit_numbers(src: Path, dst: Path, edits: dict[str, dict[str, float]]) -> Path:
+    """Copy the workbook ``src`` to ``dst`` with the numbers typed in given cells changed, as a reader typing over
+    them: ``edits`` maps a sheet's name to {cell reference: new number}. Only that sheet's XML is rewritten (each
+    cell must hold a plain number, no formula, no text: anything else fails here); every other part stays byte for
+    byte (loading and saving the example's workbook with openpyxl to make the same edit takes 5-6 s). Formulas keep
+    their stored values (stale after the edit): a recomputation takes them out first (``formulas_only``)."""
+    import re
+    import zipfile
+
+    with zipfile.ZipFile(src) as z:
+        book_xml = z.read("xl/workbook.xml").decode()
+        rels = z.read("xl/_rels/workbook.xml.rels").decode()
+    target = {}
+    for name, rid in re.findall(r'<sheet name="([^"]*)"[^>]*? r:id="([^"]+)"', book_xml):
+        (part,) = re.findall(rf'<Relationship Id="{rid}" [^>]*?Target="([^"]+)"', rels)
+        target[name] = "xl/" + part.lstrip("/").removeprefix("xl/")
+    parts = {target[sheet]: cells for sheet, cells in edits.items()}
+    assert len(parts) == len(edits), f"sheets not in {src.name}: {set(edits) - set(target)}"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for item in zin.infolist():
+            data = zin.read(item.filename)
+            if item.filename in parts:
+                text = data.decode()
+                for ref, value in parts[item.filename].items():
+                    found = re.findall(rf'<c r="{ref}"(?: s="\d+")?><v>[^<]*</v></c>', text)
+                    assert len(found) == 1, f"{item.filename}!{ref} is not one plain number: {found}"
+                    style = re.search(r' s="\d+"', found[0])
+                    text = text.replace(found[0], f'<c r="{ref}"{style.group(0) if style else ""}><v>{float(value)!r}</v></c>')
+                data = text.encode()
+            zout.writestr(item, data)
+    return dst

@@ -9,8 +9,8 @@ import pytest
 from openpyxl import load_workbook
 
 from planner.pipeline.run import write_outputs
-from conftest import book, price, solve_case, write_case
-from test_workbook import cached_matches_recomputed, named_values, needs_lo, recalc
+from conftest import book, edit_numbers, price, solve_case, write_case
+from test_workbook import cached_matches_recomputed, named_values, needs_lo, recalc_many
 
 
 def bill_case(tmp_path):
@@ -68,12 +68,43 @@ def test_solver_settings_actually_used_and_traceability(tmp_path):
     assert "Solver used: highs, time limit 42 s" in notes
 
 
+@pytest.fixture(scope="module")
+def recomputed(example_plan, tmp_path_factory):
+    """The workbooks this file's LibreOffice tests read, recomputed in one LibreOffice start (each start is 2-4 s):
+    the example's as written ("example"), with every on-demand price of its Prices sheet raised 10 % ("on_demand"),
+    with the price of its first reserved purchase's Prices row raised 0.10 $/GPU-hour ("reserved"), and the bill
+    case's ("bill", with its plan and outputs). The edits are the numbers typed over in the sheet, every other part of
+    the file as written. Shared: never edit what it returns."""
+    from openpyxl import load_workbook
+
+    plan, paths = example_plan
+    folder = tmp_path_factory.mktemp("finance-lo")
+    wb = load_workbook(paths["xlsx"], read_only=True)  # (read-only: one small sheet of a large workbook)
+    rows = list(wb["Prices"].iter_rows(values_only=True))
+    wb.close()
+    head = list(rows[0])
+    assert head[:4] == ["gpu_type", "region", "option", "hourly_usd"]
+    bought = plan.purchases[plan.purchases.instances > 0].iloc[0]
+    od = {f"D{i}": 1.1 * r[3] for i, r in enumerate(rows[1:], start=2) if r[2] == "on_demand"}
+    res = {f"D{i}": r[3] + 0.1 for i, r in enumerate(rows[1:], start=2)
+           if tuple(r[:3]) == (bought.gpu_type, bought.region, bought.option)}
+    assert od and res
+    edited_od = edit_numbers(paths["xlsx"], folder / "edited-on-demand.xlsx", {"Prices": od})
+    edited_res = edit_numbers(paths["xlsx"], folder / "edited-reserved.xlsx", {"Prices": res})
+    bill_plan = solve_case(bill_case(folder / "bill"))
+    bill_paths = write_outputs(bill_plan, folder / "bill" / "out")
+    bill_xlsx = folder / "bill.xlsx"  # (a name of its own: the books recomputed together need distinct names)
+    bill_xlsx.write_bytes(bill_paths["xlsx"].read_bytes())
+    names = ("example", "on_demand", "reserved", "bill")
+    again = recalc_many([paths["xlsx"], edited_od, edited_res, bill_xlsx], folder / "lo")
+    return dict(zip(names, again)) | {"bill_plan": (bill_plan, bill_paths)}
+
+
 @needs_lo
-def test_libreoffice_recomputes_the_bill(tmp_path):
-    plan = solve_case(bill_case(tmp_path))
-    paths = write_outputs(plan, tmp_path / "out")
+def test_libreoffice_recomputes_the_bill(recomputed):
+    plan, paths = recomputed["bill_plan"]
     data = json.loads(paths["json"].read_text())
-    got = named_values(recalc(paths["xlsx"], tmp_path))
+    got = named_values(recomputed["bill"])
     assert got["already_committed_usd"] == pytest.approx(30, abs=0.005)
     assert got["bill_usd"] == pytest.approx(data["bill_usd"]["total_usd"], abs=0.005)
 
@@ -248,23 +279,17 @@ def test_print_setup_fits_the_width_and_repeats_the_header(example_plan):
 
 
 @needs_lo
-def test_cached_values_equal_libreoffice_recomputation_everywhere(example_plan, tmp_path):
-    plan, paths = example_plan
+def test_cached_values_equal_libreoffice_recomputation_everywhere(example_plan, recomputed, tmp_path):
+    plan, paths = example_plan  # (recomputed: LibreOffice's copy made beside this file's others, in one start)
     n, _ = cached_matches_recomputed(paths["xlsx"], tmp_path, strict_blanks=True)
     assert n > 10_000
 
 
 @needs_lo
-def test_raising_on_demand_prices_moves_baseline_and_savings_by_hand(example_plan, tmp_path):
+def test_raising_on_demand_prices_moves_baseline_and_savings_by_hand(example_plan, recomputed):
     plan, paths = example_plan
     data = json.loads(paths["json"].read_text())
-    edited = tmp_path / "edited.xlsx"
-    wb = load_workbook(paths["xlsx"])
-    for row in wb["Prices"].iter_rows(min_row=2):
-        if row[2].value == "on_demand":
-            row[3].value = 1.1 * row[3].value
-    wb.save(edited)
-    again = recalc(edited, tmp_path)
+    again = recomputed["on_demand"]  # every on-demand row of Prices at 1.1 x its price, recomputed by LibreOffice
     got = named_values(again)
     base, od = data["baselines_usd"]["all_on_demand"], data["cost_usd"]["on_demand"]
     assert got["all_on_demand_usd"] == pytest.approx(1.1 * base, rel=1e-9)
@@ -405,16 +430,11 @@ def test_inventory_that_ended_before_the_horizon_did_not_expire_in_it(tmp_path):
 
 
 @needs_lo
-def test_showback_stays_whole_after_a_reserved_price_edit(example_plan, tmp_path):
+def test_showback_stays_whole_after_a_reserved_price_edit(example_plan, recomputed):
     plan, paths = example_plan
     bought = plan.purchases[plan.purchases.instances > 0].iloc[0]
-    edited = tmp_path / "edited.xlsx"
-    wb = load_workbook(paths["xlsx"])
-    for row in wb["Prices"].iter_rows(min_row=2):
-        if (row[0].value, row[1].value, row[2].value) == (bought.gpu_type, bought.region, bought.option):
-            row[3].value = row[3].value + 0.1
-    wb.save(edited)
-    again = load_workbook(recalc(edited, tmp_path), data_only=True, read_only=True)
+    # the Prices row of the first purchase's pool and option at +0.10 $/GPU-hour, recomputed by LibreOffice
+    again = load_workbook(recomputed["reserved"], data_only=True, read_only=True)
     (_, cell), = list(again.defined_names["total_cost_usd"].destinations)
     total = again["Summary"][cell.replace("$", "")].value
     showback = sum(r[9].value for r in again["Showback"].iter_rows(min_row=2) if isinstance(r[9].value, (int, float)))

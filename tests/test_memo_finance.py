@@ -4,6 +4,8 @@ lines carrying the whole commitment."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 from openpyxl import load_workbook
@@ -13,7 +15,7 @@ from planner.pipeline.run import write_outputs
 
 from test_memo import H, two_tranches  # noqa: F401
 from conftest import book
-from test_workbook import needs_lo, recalc, recalc_many
+from test_workbook import needs_lo, recalc_many
 
 
 @pytest.fixture(scope="module")
@@ -180,15 +182,16 @@ def _summary_rows(path) -> dict:
     return {r[0].value: (r[1].value, r[2].value) for r in ws.iter_rows(min_row=2) if isinstance(r[0].value, str)}
 
 
-@needs_lo
-def test_after_a_price_and_rate_edit_every_memo_figure_moves_by_hand_or_is_flagged(payment_book, tmp_path):
-    from planner.report.workbook.memo import CHECK_EDITED, CHECK_OK
-
-    plan, paths = payment_book
-    before = _summary_rows(recalc(paths["xlsx"], tmp_path / "lo1"))
-    check = "Check: prices and discount rate as solved"
-    assert before[check][0] == CHECK_OK  # LibreOffice's checksum is the one stored
+def _edited(paths, out, change) -> Path:
+    """The workbook of ``paths`` with ``change(workbook)`` made to it by openpyxl, saved as ``out``."""
     wb = load_workbook(paths["xlsx"])
+    change(wb)
+    wb.save(out)
+    return out
+
+
+def _price_and_rate(wb) -> None:
+    """All upfront at 9,000 a GPU (was 8,000) and the discount rate at 9 % (was 5 %)."""
     prices = wb["Prices"]
     head = [c.value for c in prices[1]]
     for row in prices.iter_rows(min_row=2):
@@ -196,9 +199,62 @@ def test_after_a_price_and_rate_edit_every_memo_figure_moves_by_hand_or_is_flagg
             row[head.index("upfront_usd")].value = 9000.0  # was 8,000
     (_, cell), = list(wb.defined_names["discount_rate"].destinations)
     wb["Summary"][cell.replace("$", "")].value = 0.09
-    edited = tmp_path / "edited.xlsx"
-    wb.save(edited)
-    after = _summary_rows(recalc(edited, tmp_path / "lo2"))
+
+
+def _prices_edit(change):
+    def edit(wb) -> None:
+        prices = wb["Prices"]
+        change(prices, [c.value for c in prices[1]])
+    edit.__name__ = change.__name__
+    return edit
+
+
+def overwrite_effective(ws, head):
+    ws.cell(2, head.index("effective_usd_per_gpu_hour") + 1).value = 2.0
+
+
+def tiny(ws, head):
+    c = ws.cell(2, head.index("hourly_usd") + 1)
+    c.value = float(c.value) + 0.0002
+
+
+def cancelling(ws, head):
+    col = head.index("hourly_usd") + 1
+    a, b = ws.cell(2, col), ws.cell(3, col)
+    a.value, b.value = float(a.value) + 0.01, float(b.value) - 0.01
+
+
+def new_row(ws, head):
+    r = ws.max_row + 1
+    for name, v in (("gpu_type", "A"), ("region", "r1"), ("option", "on_demand"), ("hourly_usd", 1.0)):
+        ws.cell(r, head.index(name) + 1).value = v
+
+
+CHECK_CHANGES = (overwrite_effective, tiny, cancelling, new_row)  # edits a checksum of Prices missed
+
+
+@pytest.fixture(scope="module")
+def payment_recomputed(payment_book, tmp_path_factory):
+    """The payment case's workbook recomputed by LibreOffice as written ("as written"), after the price and rate edit
+    (``_price_and_rate``: "price and rate") and after each of ``CHECK_CHANGES`` (by name): all in one LibreOffice
+    start (each start is 2-4 s). Shared: never edit what it returns."""
+    _plan, paths = payment_book
+    folder = tmp_path_factory.mktemp("memo-finance-lo")
+    books = [paths["xlsx"], _edited(paths, folder / "edited.xlsx", _price_and_rate)]
+    books += [_edited(paths, folder / f"edit{k}.xlsx", _prices_edit(change)) for k, change in enumerate(CHECK_CHANGES, 1)]
+    names = ["as written", "price and rate"] + [change.__name__ for change in CHECK_CHANGES]
+    return dict(zip(names, recalc_many(books, folder / "lo")))
+
+
+@needs_lo
+def test_after_a_price_and_rate_edit_every_memo_figure_moves_by_hand_or_is_flagged(payment_book, payment_recomputed):
+    from planner.report.workbook.memo import CHECK_EDITED, CHECK_OK
+
+    plan, paths = payment_book
+    before = _summary_rows(payment_recomputed["as written"])
+    check = "Check: prices and discount rate as solved"
+    assert before[check][0] == CHECK_OK  # LibreOffice's checksum is the one stored
+    after = _summary_rows(payment_recomputed["price and rate"])  # all upfront 9,000 (was 8,000), the rate 9 %
     assert after[check][0] == CHECK_EDITED
     sign = next(k for k in after if k.startswith("Sign now:"))
     assert after[sign][0] == pytest.approx(10 * 9000.0)  # the whole commitment, by hand
@@ -287,7 +343,7 @@ def test_the_whole_term_downside_of_a_hand_stack(tmp_path):
 
 
 @needs_lo
-def test_the_check_cell_sees_every_edit_that_moves_money(payment_book, tmp_path):
+def test_the_check_cell_sees_every_edit_that_moves_money(payment_book, payment_recomputed):
     """The check cell compares every Prices cell with the hidden copy solved with: a finance review's edits that
     a checksum missed (the effective rate typed over, a 0.0002 change, two edits that cancelled in the sum, a
     row typed below the table) each turn it red; the workbook as written reads "as solved"."""
@@ -295,38 +351,10 @@ def test_the_check_cell_sees_every_edit_that_moves_money(payment_book, tmp_path)
 
     plan, paths = payment_book
     check = "Check: prices and discount rate as solved"
-    assert _summary_rows(recalc(paths["xlsx"], tmp_path / "lo0"))[check][0] == CHECK_OK
+    assert _summary_rows(payment_recomputed["as written"])[check][0] == CHECK_OK
     assert book(paths["xlsx"])[SOLVED_SHEET].sheet_state == "hidden"
-
-    def edited(k, change):
-        wb = load_workbook(paths["xlsx"])
-        prices = wb["Prices"]
-        head = [c.value for c in prices[1]]
-        change(prices, head)
-        out = tmp_path / f"edit{k}.xlsx"
-        wb.save(out)
-        return out
-
-    def overwrite_effective(ws, head):
-        ws.cell(2, head.index("effective_usd_per_gpu_hour") + 1).value = 2.0
-
-    def tiny(ws, head):
-        c = ws.cell(2, head.index("hourly_usd") + 1)
-        c.value = float(c.value) + 0.0002
-
-    def cancelling(ws, head):
-        col = head.index("hourly_usd") + 1
-        a, b = ws.cell(2, col), ws.cell(3, col)
-        a.value, b.value = float(a.value) + 0.01, float(b.value) - 0.01
-
-    def new_row(ws, head):
-        r = ws.max_row + 1
-        for name, v in (("gpu_type", "A"), ("region", "r1"), ("option", "on_demand"), ("hourly_usd", 1.0)):
-            ws.cell(r, head.index(name) + 1).value = v
-    changes = (overwrite_effective, tiny, cancelling, new_row)
-    books = recalc_many([edited(k, change) for k, change in enumerate(changes, start=1)], tmp_path / "lo")
-    for change, again in zip(changes, books):  # (recomputed in one LibreOffice start)
-        assert _summary_rows(again)[check][0] == CHECK_EDITED, change.__name__
+    for change in CHECK_CHANGES:  # (recomputed in one LibreOffice start, with the rest of this file's)
+        assert _summary_rows(payment_recomputed[change.__name__])[check][0] == CHECK_EDITED, change.__name__
 
 
 def test_one_verdict_says_when_spot_beats_the_purchase():

@@ -18,7 +18,7 @@ from planner import load_inputs, make_plan
 from planner.cli import cli
 from planner.pipeline.run import write_outputs
 from conftest import price, solve_case, write_case
-from test_workbook import named_values, needs_lo, recalc
+from test_workbook import named_values, needs_lo, recalc_many
 
 UPFRONT = 8000.0  # all upfront, per GPU for a year, against 1.00/h x 8,760 h = 8,760 with no upfront
 PRICES = [price(hourly=2.0), price(option="reserved_1y_no_upfront", hourly=1.0, term_months=12),
@@ -163,14 +163,15 @@ def test_the_workbook_rebuilds_the_npv_and_an_edited_rate_moves_it_by_hand(tmp_p
 
     plan = solve_case(case(tmp_path, 0.05, objective="cost"))
     paths = write_outputs(plan, tmp_path / "out")
-    got = named_values(recalc(paths["xlsx"], tmp_path))
-    assert got["npv_usd"] == pytest.approx(plan.finance["npv_usd"], rel=1e-9)
-    assert got["discount_rate"] == pytest.approx(0.05)
     wb = load_workbook(paths["xlsx"])
     (_, cell), = list(wb.defined_names["discount_rate"].destinations)
     wb["Summary"][cell.replace("$", "")].value = 0.12
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
-    again = named_values(recalc(edited, tmp_path / "lo2"))
+    as_written, rate_edited = recalc_many([paths["xlsx"], edited], tmp_path)  # (both in one LibreOffice start)
+    got = named_values(as_written)
+    assert got["npv_usd"] == pytest.approx(plan.finance["npv_usd"], rel=1e-9)
+    assert got["discount_rate"] == pytest.approx(0.05)
+    again = named_values(rate_edited)
     cash = plan.cash_schedule["total_usd"].to_numpy(float)
     assert again["npv_usd"] == pytest.approx(sum(c * 1.12 ** (-i / 12) for i, c in enumerate(cash)), rel=1e-9)

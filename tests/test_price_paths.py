@@ -203,31 +203,51 @@ def test_the_whole_term_reads_the_curve_past_the_horizon(tmp_path):
     assert got["flat"] > 50 and got["falling"] == 0.0
 
 
-@pytest.mark.slow
-def test_the_price_path_workbook_ties_out_in_libreoffice(tmp_path):
-    from openpyxl import load_workbook
-
+@pytest.fixture(scope="module")
+def lo_books(tmp_path_factory):
+    """The plans of this file's two LibreOffice tests, each written by `planner plan`, and their workbooks recomputed
+    by LibreOffice in one start (each start is 2-4 s; the recomputations are kept for cached_matches_recomputed):
+    {"price path": ..., "shared purchase": ...}, each (output folder, its workbook as written under a name of its
+    own: books recomputed together need distinct names). Shared: never edit what it returns."""
     from conftest import soffice
-    from test_workbook import cached_matches_recomputed
+    from test_workbook import recalc_many
 
     if not soffice():
         pytest.skip("LibreOffice not installed")
-    path = _two_paths(tmp_path, 1.4, 0.6, 0.5)
-    text = (tmp_path / "prices.csv").read_text().splitlines()
+    folder = tmp_path_factory.mktemp("price-path")
+    path = _two_paths(folder, 1.4, 0.6, 0.5)
+    text = (folder / "prices.csv").read_text().splitlines()
     # on-demand falls from February in every scenario, and further in the steep one from March
     text.append("A,r1,on_demand,1.9,,,,,,2027-02-01,")
     text.append("A,r1,on_demand,1.7,,,,,,2027-03-01,steep")
-    (tmp_path / "prices.csv").write_text("\n".join(text) + "\n")
-    out = tmp_path / "out"
-    r = CliRunner().invoke(cli, ["plan", str(path), "--out", str(out)])
-    assert r.exit_code == 0, r.output
-    n, recomputed = cached_matches_recomputed(out / "plan.xlsx", tmp_path / "lo", strict_blanks=True)
+    (folder / "prices.csv").write_text("\n".join(text) + "\n")
+    shared = tmp_path_factory.mktemp("shared-purchase")
+    books = {}
+    for name, model, where in (("price path", path, folder), ("shared purchase", _shared_purchase_case(shared), shared)):
+        out = where / "out"
+        r = CliRunner().invoke(cli, ["plan", str(model), "--out", str(out)])
+        assert r.exit_code == 0, r.output
+        books[name] = (out, where / f"{name.replace(' ', '-')}.xlsx")
+        books[name][1].write_bytes((out / "plan.xlsx").read_bytes())
+    recalc_many([xlsx for _, xlsx in books.values()], tmp_path_factory.mktemp("lo"))
+    return books
+
+
+@pytest.mark.slow
+def test_the_price_path_workbook_ties_out_in_libreoffice(lo_books, tmp_path):
+    from conftest import book
+    from test_workbook import cached_matches_recomputed
+
+    out, xlsx = lo_books["price path"]  # (planned with its two dated on-demand rows below, recomputed in one start)
+    # on-demand falls from February in every scenario, and further in the steep one from March
+    assert "A,r1,on_demand,1.7,,,,,,2027-03-01,steep" in (out.parent / "prices.csv").read_text()
+    n, recomputed = cached_matches_recomputed(xlsx, tmp_path / "lo", strict_blanks=True)
     assert n > 100
     errors = [f"{ws.title}!{c.coordinate}={c.value}" for ws in recomputed.worksheets for row in ws.iter_rows()
               for c in row if isinstance(c.value, str) and c.value.startswith("#")]
     assert not errors, errors[:5]
     doc = json.loads((out / "plan.json").read_text())
-    costs = load_workbook(out / "plan.xlsx", data_only=True)["Costs"]
+    costs = book(xlsx, data_only=True)["Costs"]  # (the cached values, loaded once by cached_matches_recomputed)
     head = [c.value for c in costs[1]]
     total = sum(row[head.index("cost_usd")] or 0.0 for row in costs.iter_rows(min_row=2, values_only=True)
                 if row[0] in ("reserved", "on_demand", "spot"))
@@ -321,24 +341,18 @@ def test_a_scenario_priced_twice_or_a_dated_cap_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_shared_purchase_reads_its_scenarios_mix_of_prices_in_libreoffice(tmp_path):
+def test_a_shared_purchase_reads_its_scenarios_mix_of_prices_in_libreoffice(lo_books, tmp_path):
     """A purchase shared by scenarios whose prices differ reads their mix of Prices rows: numbers LibreOffice
     computes (it once wrote np.float64(0.5): #NAME?), and the Costs sheet adds up to plan.json's total."""
-    from openpyxl import load_workbook
-
-    from conftest import soffice
+    from conftest import book
     from test_workbook import cached_matches_recomputed
 
-    if not soffice():
-        pytest.skip("LibreOffice not installed")
-    out = tmp_path / "out"
-    r = CliRunner().invoke(cli, ["plan", str(_shared_purchase_case(tmp_path)), "--out", str(out)])
-    assert r.exit_code == 0, r.output
-    formulas = load_workbook(out / "plan.xlsx")["Purchases"]
+    out, xlsx = lo_books["shared purchase"]  # (_shared_purchase_case planned, recomputed with the other in one start)
+    formulas = book(xlsx)["Purchases"]  # (loaded once, for cached_matches_recomputed too)
     mixed = [c.value for row in formulas.iter_rows(min_row=2) for c in row
              if isinstance(c.value, str) and "0.5*Prices!" in c.value]
     assert mixed and not any("np." in f for f in mixed)
-    n, recomputed = cached_matches_recomputed(out / "plan.xlsx", tmp_path / "lo", strict_blanks=True)
+    n, recomputed = cached_matches_recomputed(xlsx, tmp_path / "lo", strict_blanks=True)
     errors = [f"{ws.title}!{c.coordinate}={c.value}" for ws in recomputed.worksheets for row in ws.iter_rows()
               for c in row if isinstance(c.value, str) and c.value.startswith("#")]
     assert n > 50 and not errors, errors[:5]

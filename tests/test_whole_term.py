@@ -301,9 +301,7 @@ def test_purchases_carried_as_dated_inventory_stay_owned_over_the_tail(tmp_path)
 
 @pytest.mark.slow
 def test_the_whole_term_workbook_ties_out_in_libreoffice_and_says_how_it_judged(tmp_path):
-    from openpyxl import load_workbook
-
-    from conftest import soffice
+    from conftest import book, soffice
     from test_workbook import cached_matches_recomputed
 
     if not soffice():
@@ -315,8 +313,8 @@ def test_the_whole_term_workbook_ties_out_in_libreoffice_and_says_how_it_judged(
     n, _ = cached_matches_recomputed(out / "plan.xlsx", tmp_path / "lo", strict_blanks=True)
     assert n > 100
     doc = json.loads((out / "plan.json").read_text())
-    summary = {row[0]: row[1] for row in load_workbook(out / "plan.xlsx", data_only=True)["Summary"].iter_rows(
-        values_only=True) if row and row[0]}
+    summary = {row[0]: row[1] for row in book(out / "plan.xlsx", data_only=True)["Summary"].iter_rows(
+        values_only=True) if row and row[0]}  # (the stored values, as loaded by cached_matches_recomputed)
     assert summary["Expected cost over the whole term (as solved)"] == pytest.approx(
         doc["term"]["expected_cost_over_term_usd"], rel=1e-9)
 
