@@ -161,7 +161,9 @@ def test_amortised_npv_charges_the_level_rate_of_the_whole_term_by_hand(tmp_path
 def test_the_workbook_rebuilds_the_npv_and_an_edited_rate_moves_it_by_hand(tmp_path):
     from openpyxl import load_workbook
 
-    plan = solve_case(case(tmp_path, 0.05, objective="cost"))
+    plan = solve_case(case(tmp_path, 0.30))  # at 30 % a year paying by the month wins: cash in every month of the
+    # term, so the NPV moves with the rate (all upfront, the cheapest in sum, pays in month 0 only)
+    assert chosen(plan) == "reserved_1y_no_upfront"
     paths = write_outputs(plan, tmp_path / "out")
     wb = load_workbook(paths["xlsx"])
     (_, cell), = list(wb.defined_names["discount_rate"].destinations)
@@ -171,7 +173,9 @@ def test_the_workbook_rebuilds_the_npv_and_an_edited_rate_moves_it_by_hand(tmp_p
     as_written, rate_edited = recalc_many([paths["xlsx"], edited], tmp_path)  # (both in one LibreOffice start)
     got = named_values(as_written)
     assert got["npv_usd"] == pytest.approx(plan.finance["npv_usd"], rel=1e-9)
-    assert got["discount_rate"] == pytest.approx(0.05)
+    assert got["discount_rate"] == pytest.approx(0.30)
     again = named_values(rate_edited)
     cash = plan.cash_schedule["total_usd"].to_numpy(float)
+    assert (cash[1:] > 0).sum() >= 11  # a year of monthly cash
     assert again["npv_usd"] == pytest.approx(sum(c * 1.12 ** (-i / 12) for i, c in enumerate(cash)), rel=1e-9)
+    assert again["npv_usd"] > got["npv_usd"] * 1.05  # the edit moved it (less discounting: a larger NPV)
