@@ -40,25 +40,18 @@ def test_a_sheet_without_blocks_or_savings_plans_reads_as_with_their_columns_bla
     assert got["narrow"]["block_start"].isna().all() and got["narrow"]["plan_family"].eq("").all()
 
 
-def test_a_block_column_on_a_sheet_without_blocks_is_still_reported(tmp_path):
-    """The short path is taken only when no block column is there to check: a provider on an on-demand row is an
-    error still."""
+@pytest.mark.parametrize("column, value, message", [
+    ("provider", "aws", "provider on a row that is not a capacity_block"),
+    ("max_run_hours", "4", "max_run_hours on a row that is not queued capacity"),
+    ("plan_family", "compute", "plan_family on a row that is not a savings plan")])
+def test_a_column_of_a_kind_the_sheet_does_not_sell_is_still_reported(tmp_path, column, value, message):
+    """The short paths are taken only when none of the kind's columns is there to check: a provider (a block's),
+    a max_run_hours (queued capacity's) or a plan_family (a savings plan's) on an on-demand row is an error still."""
     prices = pd.read_csv(ROOT / "data" / "example" / "prices.csv", dtype=str, keep_default_na=False)
-    prices["provider"] = ""
-    prices.loc[0, "provider"] = "aws"
+    assert not prices["option"].str.contains("capacity_block|flex|savings_plan").any()
+    prices[column] = ""
+    prices.loc[0, column] = value
     prices.to_csv(tmp_path / "p.csv", index=False)
     bad = Collector()
     validate_prices(_raw(tmp_path / "p.csv"), bad)
-    assert [p.message for p in bad.problems] == ["provider on a row that is not a capacity_block"]
-
-
-
-def test_a_queue_column_on_a_sheet_without_queued_capacity_is_still_reported(tmp_path):
-    prices = pd.read_csv(ROOT / "data" / "example" / "prices.csv", dtype=str, keep_default_na=False)
-    assert not prices["option"].str.contains("flex").any()
-    prices["max_run_hours"] = ""
-    prices.loc[0, "max_run_hours"] = "4"
-    prices.to_csv(tmp_path / "p.csv", index=False)
-    bad = Collector()
-    validate_prices(_raw(tmp_path / "p.csv"), bad)
-    assert [p.message for p in bad.problems] == ["max_run_hours on a row that is not queued capacity"]
+    assert [p.message for p in bad.problems] == [message]
