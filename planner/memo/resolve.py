@@ -230,9 +230,9 @@ def _run_batched(inp, tasks: list[dict], executor, warm: dict) -> list[dict]:
                 scaled = inp if level == 1.0 else scale_inputs(inp, demand_level=level)
                 layouts[level] = (scaled, column_layout(scaled), {})  # its inputs, columns, column map
             scaled, layout, reuse = layouts[level]
+            # the figures read the fleet, purchases and costs only: no allocation, no detail tables
             p = plan_from_priced(scaled, units, priced, pricer, chunks, cut_by, seconds, allocation=False,
-                                 keep_bases=False, layout=layout, reuse=reuse, detail=False)  # the figures need
-            # the fleet and costs only
+                                 keep_bases=False, layout=layout, reuse=reuse, detail=False)
             rows[i] = dict(plan_figures(p), seconds=time.perf_counter() - t0)
 
         # each task's figures are read while the workers price the next task (the read is this process's work,
