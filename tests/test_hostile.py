@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -175,7 +176,6 @@ def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
     """The bundled example on its first week of demand, solved by CBC (its first CBC solve starts about 2 s in;
     the whole quarter's, 6-12 s in): the planner killed while CBC runs (CBC stopped first, so that it cannot end
     on its own) leaves no CBC process, and its CBC folder is removed by the next CBC solve."""
-    import contextlib
     import glob
     import signal
     import subprocess
@@ -193,15 +193,23 @@ def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
                             # SIGINT at its default in the planner even where pytest runs with it ignored (nohup, a
                             # script's `&`): else it never sees the signal and waits on the stopped CBC (helper-82)
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    binary = os.path.realpath(solve.cbc_path())
+
+    def is_cbc(pid):  # past the launcher's shell and setpriv (its death signal set): the CBC binary itself
+        try:
+            return os.path.realpath(f"/proc/{pid}/exe") == binary
+        except OSError:
+            return False
+
     folder = None
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:  # wait until CBC runs
         hits = glob.glob(os.path.join(tempfile.gettempdir(), f"planner-cbc-{proc.pid}-*"))
         kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
-        if hits and kids:
-            folder = hits[0]
+        if hits and kids and all(is_cbc(k) for k in kids):  # stopped inside the launcher, it would never reach
+            folder = hits[0]  # CBC: test_a_planner_killed_inside_the_launcher_starts_no_cbc covers that window
             break
-        time.sleep(0.1)
+        time.sleep(0.02)
     if folder is None:
         proc.kill()
         pytest.skip("the solve ended before CBC could be caught running")
@@ -233,6 +241,55 @@ def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
                 os.kill(pid, signal.SIGKILL)
     solve._remove_stale_cbc_folders()  # what the next CBC solve does first
     assert not os.path.exists(folder)
+
+
+def test_a_planner_killed_inside_the_launcher_starts_no_cbc(tmp_path):
+    """A planner killed between its fork and setpriv's death signal: the launcher, continued once the planner is
+    gone, exits instead of running the program (here ``sleep 30``, in place of CBC). A live planner's launcher
+    runs it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from planner.solve.monolithic import _dies_with_us
+
+    if _dies_with_us("/bin/echo") == "/bin/echo":
+        pytest.skip("no setpriv here: CBC is run without a launcher")
+    ran = subprocess.run([_dies_with_us("/bin/echo"), "ran"], capture_output=True, text=True)
+    assert (ran.returncode, ran.stdout) == (0, "ran\n")
+    planner = (  # a process that forks, stops its child before the exec, prints its id and dies
+        "import os, signal, sys\n"
+        "from planner.solve.monolithic import _dies_with_us\n"
+        "launcher = _dies_with_us('/bin/sleep')\n"
+        "kid = os.fork()\n"
+        "if kid == 0:\n"
+        "    null = os.open(os.devnull, os.O_WRONLY)\n"  # the pipes closed, so that the run below can return
+        "    os.dup2(null, 1)\n"
+        "    os.dup2(null, 2)\n"
+        "    os.kill(os.getpid(), signal.SIGSTOP)\n"
+        "    os.execv(launcher, [launcher, '30'])\n"
+        "while open(f'/proc/{kid}/stat').read().split()[2] != 'T':\n"
+        "    pass\n"
+        "print(kid, flush=True)\n"
+        "os._exit(0)\n")
+    out = subprocess.run([sys.executable, "-c", planner], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parent.parent)
+    kid = int(out.stdout)
+    try:
+        os.kill(kid, signal.SIGCONT)
+        deadline = time.time() + 10
+        alive = True
+        while alive and time.time() < deadline:
+            try:
+                alive = Path(f"/proc/{kid}/stat").read_text().split()[2] != "Z"
+            except OSError:
+                alive = False
+            time.sleep(0.02)
+        assert not alive, "the launcher ran its program for a planner that was gone"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(kid, signal.SIGKILL)
 
 
 def _workbook_run_id(path: Path) -> str:

@@ -196,34 +196,41 @@ def _solve_cbc(model: PlanModel, time_limit_s, mip_gap, threads) -> SolveResult:
 
 
 _LAUNCHER_LOCK = threading.Lock()
-_LAUNCHER: dict = {}  # cbc path -> this process's launcher script (written once)
+_LAUNCHER: dict = {}  # (process id, cbc path) -> this process's launcher script (written once)
 
 
 def _dies_with_us(cbc: str) -> str:
     """A launcher for CBC that the kernel kills when the planner dies (SIGKILL included): util-linux's
     ``setpriv --pdeathsig KILL``; the plain binary where setpriv is missing.
 
-    Written once per process (under a lock) in a private folder, closed before any solve runs it: a script
+    A planner killed between its fork and setpriv's ``prctl`` would leave CBC running with no one to kill
+    it, so once the death signal is set a shell checks that its parent is still this process (a killed
+    parent's children pass to init or a subreaper) and exits otherwise, before CBC starts.
+
+    Written once per process (under a lock; keyed by the process id, which the launcher names, as a
+    forked worker inherits the table) in a private folder, closed before any solve runs it: a script
     written while another thread forks would be "text file busy" (ETXTBSY) for that thread's exec.
     """
     setpriv = shutil.which("setpriv")
     if not setpriv or sys.platform != "linux":
         return cbc
+    pid = os.getpid()
     with _LAUNCHER_LOCK:
-        launcher = _LAUNCHER.get(cbc)
+        launcher = _LAUNCHER.get((pid, cbc))
         if launcher and os.path.exists(launcher):
             return launcher
         import atexit
 
-        folder = tempfile.mkdtemp(prefix=f"planner-cbc-{os.getpid()}-launcher-")
+        folder = tempfile.mkdtemp(prefix=f"planner-cbc-{pid}-launcher-")
         atexit.register(shutil.rmtree, folder, True)
         launcher = os.path.join(folder, "cbc")
         tmp = launcher + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(f'#!/bin/sh\nexec "{setpriv}" --pdeathsig KILL -- "{cbc}" "$@"\n')
+            f.write(f'#!/bin/sh\nexec "{setpriv}" --pdeathsig KILL -- /bin/sh -c '
+                    f"'[ \"$PPID\" = {pid} ] || exit 137; exec \"$@\"' cbc \"{cbc}\" \"$@\"\n")
         os.chmod(tmp, 0o700)
         os.replace(tmp, launcher)
-        _LAUNCHER[cbc] = launcher
+        _LAUNCHER[(pid, cbc)] = launcher
         return launcher
 
 
