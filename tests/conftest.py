@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import json
 import shutil
 import textwrap
@@ -10,10 +11,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from planner import load_inputs, make_plan
-from planner.solve.monolithic import available_backends
-
 ROOT = Path(__file__).resolve().parent.parent
+# The planner's modules compiled once, before any test imports them: the suite starts `python -m planner` some
+# two hundred times and each xdist worker imports it; on a machine that sets PYTHONDONTWRITEBYTECODE each start
+# would compile every module again (about 0.3 s). An up-to-date file is only looked at (a worker's call is cheap).
+compileall.compile_dir(str(ROOT / "planner"), quiet=2)
+
+from planner import load_inputs, make_plan  # noqa: E402
+from planner.solve.monolithic import available_backends  # noqa: E402
+
 SHARED = ROOT.parent / "shared"
 BACKENDS = available_backends()
 
