@@ -127,13 +127,14 @@ def main() -> None:
     a = ap.parse_args()
     where = subprocess.run([sys.executable, "-c", "import os, planner; print(os.path.dirname(planner.__file__))"],
                            capture_output=True, text=True, check=True).stdout.strip()  # what `-m planner` runs
+    how = "as it is"
     if not a.no_compile:
         import compileall
 
-        compileall.compile_dir(where, quiet=2)
+        how = "compiled" if compileall.compile_dir(where, quiet=2) else "as it is: compiling it failed"
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, commit "
           + subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
-                           text=True).stdout.strip() + f", planner {where} ({'as it is' if a.no_compile else 'compiled'})",
+                           text=True).stdout.strip() + f", planner {where} ({how})",
           flush=True)
     for model in a.models:
         for jobs in a.jobs:

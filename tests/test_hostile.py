@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -193,11 +194,11 @@ def test_a_killed_planner_leaves_no_cbc_process_or_files(tmp_path, sig):
                             # SIGINT at its default in the planner even where pytest runs with it ignored (nohup, a
                             # script's `&`): else it never sees the signal and waits on the stopped CBC (helper-82)
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    binary = os.path.realpath(solve.cbc_path())
+    launcher = {os.path.realpath(p) for p in ("/bin/sh", shutil.which("setpriv") or "/bin/sh")}
 
-    def is_cbc(pid):  # past the launcher's shell and setpriv (its death signal set): the CBC binary itself
+    def is_cbc(pid):  # past the launcher's shell and setpriv (its death signal set): CBC (or a wrapper of it)
         try:
-            return os.path.realpath(f"/proc/{pid}/exe") == binary
+            return os.path.realpath(f"/proc/{pid}/exe") not in launcher
         except OSError:
             return False
 
@@ -271,11 +272,12 @@ def test_a_planner_killed_inside_the_launcher_starts_no_cbc(tmp_path):
         "    os.execv(launcher, [launcher, '30'])\n"
         "while open(f'/proc/{kid}/stat').read().split()[2] != 'T':\n"
         "    pass\n"
-        "print(kid, flush=True)\n"
+        "print(kid, launcher, flush=True)\n"
         "os._exit(0)\n")
     out = subprocess.run([sys.executable, "-c", planner], capture_output=True, text=True, timeout=60,
                          cwd=Path(__file__).resolve().parent.parent)
-    kid = int(out.stdout)
+    kid, launcher = out.stdout.split(maxsplit=1)
+    kid = int(kid)
     try:
         os.kill(kid, signal.SIGCONT)
         deadline = time.time() + 10
@@ -290,6 +292,27 @@ def test_a_planner_killed_inside_the_launcher_starts_no_cbc(tmp_path):
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(kid, signal.SIGKILL)
+        shutil.rmtree(os.path.dirname(launcher.strip()), ignore_errors=True)  # (its process ended without atexit)
+
+
+def test_the_launcher_runs_a_program_whose_path_the_shell_would_read(tmp_path):
+    """A CBC in a folder whose name holds a space, quotes, ``$``, a backtick and a backslash: the launcher runs that
+    very program (the path quoted for the shell), and nothing the name spells is run."""
+    import subprocess
+
+    from planner.solve.monolithic import _dies_with_us
+
+    folder = tmp_path / "a b'c\"d $HOME `touch pwned` \\e"
+    folder.mkdir()
+    program = folder / "cbc"
+    program.write_text("#!/bin/sh\necho ran \"$@\"\n")
+    program.chmod(0o700)
+    launcher = _dies_with_us(str(program))
+    if launcher == str(program):
+        pytest.skip("no setpriv here: CBC is run without a launcher")
+    ran = subprocess.run([launcher, "x y", "$HOME"], capture_output=True, text=True, cwd=tmp_path)
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, "ran x y $HOME\n", "")
+    assert not (tmp_path / "pwned").exists()
 
 
 def _workbook_run_id(path: Path) -> str:

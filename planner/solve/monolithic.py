@@ -11,6 +11,7 @@ import contextlib
 import enum
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -225,9 +226,9 @@ def _dies_with_us(cbc: str) -> str:
         atexit.register(shutil.rmtree, folder, True)
         launcher = os.path.join(folder, "cbc")
         tmp = launcher + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(f'#!/bin/sh\nexec "{setpriv}" --pdeathsig KILL -- /bin/sh -c '
-                    f"'[ \"$PPID\" = {pid} ] || exit 137; exec \"$@\"' cbc \"{cbc}\" \"$@\"\n")
+        with open(tmp, "w", encoding="utf-8") as f:  # (paths quoted for the shell: a $ or ` in one is text)
+            f.write(f"#!/bin/sh\nexec {shlex.quote(setpriv)} --pdeathsig KILL -- /bin/sh -c "
+                    f"'[ \"$PPID\" = {pid} ] || exit 137; exec \"$@\"' cbc {shlex.quote(cbc)} \"$@\"\n")
         os.chmod(tmp, 0o700)
         os.replace(tmp, launcher)
         _LAUNCHER[(pid, cbc)] = launcher
