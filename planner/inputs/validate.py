@@ -559,13 +559,14 @@ def _queue_columns(raw: RawTable, bad: Collector, out: pd.DataFrame, queued: pd.
     """``queue_hours_p50`` / ``queue_hours_p90`` (required) and ``max_run_hours`` of queued capacity rows (flex_start),
     blank on every other row."""
     d = raw.data
-    if not queued.any() and not any(c in d for c in ("queue_hours_p50", "queue_hours_p90", "max_run_hours")):
-        for col in ("queue_hours_p50", "queue_hours_p90", "max_run_hours"):  # no queued row, none of its columns:
-            out[col] = np.nan  # nothing to check, each row as the checks below leave it
+    columns = (("queue_hours_p50", True, False), ("queue_hours_p90", True, False),  # (column, required, > 0)
+               ("max_run_hours", False, True))
+    if not queued.any() and not any(c in d for c, _, _ in columns):
+        for col, _, _ in columns:  # no queued row, none of its columns: nothing to check, each row as the checks
+            out[col] = np.nan  # below leave it
         return
     got = {}
-    for col, need, low_open in (("queue_hours_p50", True, False), ("queue_hours_p90", True, False),
-                                ("max_run_hours", False, True)):
+    for col, need, low_open in columns:
         v = numbers(raw, col, bad, blank_ok=True, low=0, low_open=low_open, high=8760,
                     expected="hours >= 0" if not low_open else "hours > 0")
         text = d.get(col, pd.Series("", index=d.index))
