@@ -143,21 +143,47 @@ def _first_stage_on_tree(tree: PlanInputs, view: tuple, warm: dict | None, execu
         pricer.close()
 
 
-def risk_of(plan: Plan, make_plan, executor, time_limit_s, mip_gap):
+def risk_settings(executor, time_limit_s, mip_gap) -> dict:
+    """How a decomposed plan's risk view solves its sub-plans (each a decision: :func:`risk_of`)."""
+    return dict(backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, risk=False, shadow=False,
+                executor=_sub_executor(executor))
+
+
+def early_eev(plan: Plan, make_plan, executor, time_limit_s, mip_gap, early):
+    """The risk view's EEV (the mean plan's purchases in every scenario) priced now, on the plan's own batches from
+    its bases, where the sub-plans begun early (:func:`planner.pipeline.sub_plans.start_early`) have the mean plan in
+    hand: ``(purchases, plan)`` for :func:`risk_of`, else None. Priced while the plan's batches are kept, it is
+    priced on them as the view would price it after building them again (the same batches, the same bases)."""
+    from planner.results.risk import SubPlan, eev_purchases
+
+    settings = risk_settings(executor, time_limit_s, mip_gap)
+    if early is None or not early.serves(plan.inputs, settings | {"decision": True}):
+        return None
+    mean = early.done().get(SubPlan("mean"))
+    if mean is None or not mean.ok:
+        return None
+    n = eev_purchases(plan.inputs, mean.value[1])
+    return n, make_plan(plan.inputs, fixed_reserved=n, warm=plan.recourse, decision=True, **settings)
+
+
+def risk_of(plan: Plan, make_plan, executor, time_limit_s, mip_gap, early=None, eev=None):
     """The risk view of a decomposed plan: its sub-plans are decisions (the view reads their objective and purchases
     only), solved side by side on local processes where that pays (:mod:`planner.pipeline.sub_plans`), else here,
-    pricing where :func:`_sub_executor` says."""
+    pricing where :func:`_sub_executor` says. ``early``: those of them begun before the plan was made
+    (:func:`planner.pipeline.sub_plans.start_early`); ``eev``: EEV priced already (:func:`early_eev`)."""
     from planner.pipeline.sub_plans import many_solver, on_processes
     from planner.solve.workers import release_kept
 
-    settings = dict(backend="highs", time_limit_s=time_limit_s, mip_gap=mip_gap, risk=False, shadow=False,
-                    executor=_sub_executor(executor))
+    settings = risk_settings(executor, time_limit_s, mip_gap)
 
     released = on_processes(executor, plan.inputs)  # the sub-plans' processes hold GBs of batches of their own:
     if released:  # the horizon's kept batches are freed meanwhile (built again for EEV: at three hourly years x 5
         release_kept(plan.inputs)  # scenarios 45 s, where their 8 GB beside the sub-plans took 23 of 24 GB)
 
     def sub(i, fixed_reserved=None):
+        if fixed_reserved is not None and eev is not None and i is plan.inputs and \
+                np.array_equal(np.asarray(fixed_reserved), eev[0]):
+            return eev[1]  # (priced already, on the plan's own batches)
         if fixed_reserved is not None:  # EEV: the plan's own batches at other purchases, from the plan's bases
             # (built again where they were released, on the plan's processes, and kept); its cost only (read from
             # each batch's costs: no tie-break LP, no whole model laid out)
@@ -165,7 +191,8 @@ def risk_of(plan: Plan, make_plan, executor, time_limit_s, mip_gap):
                              decision=True, **(settings | ({"executor": executor} if released else {})))
         return make_plan(i, decision=True, **settings)
 
-    return risk_view(plan, sub, many_solver(executor, plan.inputs, settings | {"decision": True}, make_plan))
+    return risk_view(plan, sub, many_solver(executor, plan.inputs, settings | {"decision": True}, make_plan,
+                                            early=early))
 
 
 def _sub_executor(executor):
@@ -178,7 +205,7 @@ def _sub_executor(executor):
 
 def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: bool, write_model, executor,
                time_limit_s, mip_gap, warm: dict | None = None, keep_cuts: bool = False,
-               decision: bool = False) -> Plan:
+               decision: bool = False, early=None) -> Plan:
     """The plan of the purchases ``n`` on a long horizon: every batch priced once at ``n`` (here, on worker
     processes or on Dask) and read into the whole model's columns; the same LP as the whole model's, solved
     apart (the recourse separates by period). ``keep_cuts``: that pricing kept in ``plan.recourse["cuts"]`` as
@@ -186,7 +213,8 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
     only (the risk view's EEV: the mean plan's purchases in every scenario), read from each batch's costs
     (:func:`~planner.results.decomposed.costs_plan`): no owned-GPU tie-break, no whole model laid out, empty
     per-period tables; its cuts (``keep_cuts``), risk view and written model (the LP with the purchases fixed) as
-    a full read's."""
+    a full read's. ``early``: the risk view's sub-plans begun before (:func:`~planner.pipeline.sub_plans.start_early`;
+    its caller closes it when the view does not read it)."""
     from planner.solve.decompose import chunk_index, cut_groups, point_cuts
     from planner.solve.workers import make_pricer
 
@@ -210,6 +238,6 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
         plan.recourse["cuts"] = point_cuts(inp, n, priced, pricer.groups)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t1 = time.perf_counter()
-        plan.risk = risk_of(plan, make_plan, executor, time_limit_s, mip_gap)
+        plan.risk = risk_of(plan, make_plan, executor, time_limit_s, mip_gap, early)
         plan.timings["risk"] = time.perf_counter() - t1
     return plan

@@ -15,11 +15,17 @@ at once than the memory available holds (:func:`need`: a process's base and its 
 for every scenario, on as many processes of its own as run side by side). A Dask executor keeps pricing each
 sub-plan's batches on its cluster, one sub-plan after another; a model extended by rows of the caller's own
 (``extend=``) keeps them in the plan's process (its function need not pickle).
+
+Begun early: the mean plan and each scenario alone depend on the inputs only, so a whole-term plan begins them
+before it decides its purchases (:func:`start_early`), one after another on one process of the lowest CPU priority
+(:mod:`planner.core.background`), where the decision and the plan's own read leave a core idle. When the view comes
+it takes back those not begun and solves them as above, beside the first-stage plan; the early process finishes the
+one in hand. The same inputs and settings, the same solver calls: the same figures to the last digit.
 """
 
 from __future__ import annotations
 
-from planner.results.risk import solve_sub, sub_problems
+from planner.results.risk import SubPlan, solve_sub, sub_problems
 
 SUB_PLAN_CELLS = 30_000  # periods x classes of one sub-plan above which the sub-plans run on worker processes
 SUB_PLAN_BASE_BYTES = 1 << 30  # a sub-plan's process before its batches: Python, the plan's inputs sent to it
@@ -49,35 +55,134 @@ def _solve(task):
     return solve_sub(lambda i: make_plan(i, **settings), _STATE["inp"], task)
 
 
-def many_solver(executor, inp, settings: dict, make_plan):
+def many_solver(executor, inp, settings: dict, make_plan, early: "Early | None" = None):
     """A ``solve_many(inp, tasks)`` for :func:`planner.results.risk.risk_view` that solves ``tasks`` on the local
     processes of ``executor``, each as ``make_plan(sub_inputs, **settings)`` would here (``make_plan``: the
     pipeline's, a module-level function: it is sent to the workers by name); None where the sub-plans should be
-    solved one by one in this process (see the module docstring)."""
-    from planner.core.executors import LocalExecutor
+    solved one by one in this process (see the module docstring).
 
-    if not on_processes(executor, inp):
-        return None
-    jobs = side_by_side(inp, executor.workers)  # never more at once than this machine's memory holds
-    if jobs < 2:
-        return None
+    ``early`` (:func:`start_early`, started for these very inputs and settings): the sub-plans it has begun are
+    its; the rest are solved here as without it, then its answers are read (one whose process died is solved
+    here). Given for other inputs or settings, it is closed and not read."""
+    if early is not None and not early.serves(inp, settings):
+        early.close()
+        early = None
+    if not on_processes(executor, inp) or (early is None and side_by_side(inp, executor.workers) < 2):
+        if early is not None:
+            early.close()
+        return None  # (never more at once than this machine's memory holds)
 
     def solve_many(inp, tasks):
-        from planner.core.errors import SolverError
-
-        outcomes = LocalExecutor(jobs=min(jobs, len(tasks))).map(_solve, tasks, initializer=_start,
-                                                                 initargs=(inp, dict(settings), make_plan,
-                                                                           jobs),
-                                                                 progress=False)
-        failed = [(t, o) for t, o in zip(tasks, outcomes) if not o.ok]
-        if failed:
-            task, out = failed[0]
-            what = (f"scenario {inp.scenarios[task.scenario]} alone" if task.kind == "ws" else
-                    "the first-stage plan" if task.kind == "first" else f"the {task.kind} plan")
-            raise SolverError(f"the risk view's sub-plan ({what}) failed on a worker process: {out.error}")
-        return [o.value for o in outcomes]
+        if early is None:
+            return _values(inp, tasks, _on_processes(executor, inp, settings, make_plan, tasks))
+        try:
+            theirs = early.begun_of(tasks)
+            mine = [t for t in tasks if t not in theirs]
+            outcomes = dict(zip(mine, _on_processes(executor, inp, settings, make_plan, mine))) if mine else {}
+            got = early.results()
+            again = [t for t in theirs if t not in got or not got[t].ok]  # its process died, or the task failed
+            # there: solved here, as it would have been without it (an error here is the sub-plan's own)
+            outcomes |= {t: got[t] for t in theirs if t not in again}
+            if again:
+                outcomes |= dict(zip(again, _on_processes(executor, inp, settings, make_plan, again)))
+        finally:
+            early.close()
+        return _values(inp, tasks, [outcomes[t] for t in tasks])
 
     return solve_many
+
+
+def _on_processes(executor, inp, settings: dict, make_plan, tasks: list) -> list:
+    """The outcomes of ``tasks``, as many side by side on worker processes as the memory holds (one: here, the
+    first-stage plan priced on processes of its own where they fit)."""
+    from planner.core.executors import LocalExecutor
+
+    jobs, first_jobs = jobs_for(inp, executor.workers, tasks)
+    try:
+        return LocalExecutor(jobs=min(jobs, len(tasks))).map(_solve, tasks, initializer=_start,
+                                                             initargs=(inp, dict(settings), make_plan, first_jobs),
+                                                             progress=False)
+    finally:
+        if jobs < 2:
+            _STATE.clear()  # (solved here: the inputs are not held past them)
+
+
+def _values(inp, tasks: list, outcomes: list) -> list:
+    """Each task's value, or a SolverError naming the first that failed."""
+    from planner.core.errors import SolverError
+
+    failed = [(t, o) for t, o in zip(tasks, outcomes) if not o.ok]
+    if failed:
+        task, out = failed[0]
+        what = (f"scenario {inp.scenarios[task.scenario]} alone" if task.kind == "ws" else
+                "the first-stage plan" if task.kind == "first" else f"the {task.kind} plan")
+        raise SolverError(f"the risk view's sub-plan ({what}) failed on a worker process: {out.error}")
+    return [o.value for o in outcomes]
+
+
+def jobs_for(inp, workers: int, tasks: list, available: int | None = None) -> tuple[int, int]:
+    """How ``tasks`` are solved: (sub-plans side by side, the first-stage plan's own pricing processes). Side by side
+    as :func:`side_by_side` says; one at a time (in the plan's process), the first-stage plan is still priced on
+    ``workers`` processes of its own where they fit in the memory."""
+    jobs = side_by_side(inp, workers, available, tasks)
+    if jobs >= 2:
+        return jobs, jobs
+    first = [t for t in tasks if t.kind == "first"]
+    if first and workers >= 2 and fits([need(inp, first[0], first_jobs=workers)], available) >= 1:
+        return 1, workers
+    return 1, 1
+
+
+class Early:
+    """The risk view's sub-plans begun before the plan is made (:func:`start_early`): for the inputs and settings
+    it was started with."""
+
+    def __init__(self, inp, settings: dict, background):
+        self.inp, self.settings, self.background = inp, dict(settings), background
+
+    def serves(self, inp, settings: dict) -> bool:
+        """Whether it was started for ``inp`` (the very object) and ``settings``."""
+        return inp is self.inp and dict(settings) == self.settings
+
+    def begun_of(self, tasks: list) -> list:
+        """Stop its claiming; which of ``tasks`` it has begun (its to finish)."""
+        left = set(self.background.stop())
+        mine = [t for k, t in enumerate(self.background.tasks) if k not in left]
+        return [t for t in tasks if t in mine]
+
+    def done(self) -> dict:
+        """Its outcomes so far by task, without waiting."""
+        return {self.background.tasks[i]: o for i, o in self.background.done().items()}
+
+    def results(self) -> dict:
+        """Its outcomes by task (:class:`~planner.results.risk.SubPlan`), once those begun have ended."""
+        return {self.background.tasks[i]: o for i, o in self.background.results().items()}
+
+    def close(self) -> None:
+        """Stop it now (its process killed; an answer not read is lost)."""
+        self.background.close()
+
+
+def start_early(executor, inp, settings: dict, make_plan) -> Early | None:
+    """Start the risk view's mean plan and each scenario alone now, one after another on one process of the lowest
+    CPU priority (:class:`planner.core.background.Background`), for :func:`many_solver` to read when the view
+    comes: they depend on the inputs only, and the stages before the view (the whole-term decision's masters, the
+    plan's build and read) leave a core idle for minutes. None where the view's sub-plans would not run on
+    processes (:func:`on_processes`), where two would not fit side by side in the memory, or where the largest
+    would not fit beside the run's own processes, counted at all the scenarios' batches on the executor's processes
+    (:func:`need` of the first-stage plan: 10.2 GB at three years x 5 scenarios, where the whole-term decision was
+    measured at 10.5 GB). The first-stage plan (all the scenarios) is left to the view. Should the machine run out
+    of memory all the same, the kernel ends the early process first (its sub-plans are then solved in the view)."""
+    from planner.core.background import Background
+
+    if not on_processes(executor, inp) or side_by_side(inp, executor.workers) < 2:
+        return None
+    tasks = [t for t in sub_problems(inp) if t.kind != "first"]
+    run = need(inp, SubPlan("first"), first_jobs=executor.workers)
+    if fits([run, max(need(inp, t) for t in tasks)]) < 2:
+        return None
+    return Early(inp, settings, Background(_solve, tasks, initializer=_start,
+                                           initargs=(inp, dict(settings), make_plan, 1)))
 
 
 def on_processes(executor, inp) -> bool:
@@ -121,13 +226,13 @@ def need(inp, task, first_jobs: int = 1) -> int:
     return (1 + first_jobs) * SUB_PLAN_BASE_BYTES + int(batches * FIRST_SPLIT_FACTOR)
 
 
-def side_by_side(inp, workers: int, available: int | None = None) -> int:
+def side_by_side(inp, workers: int, available: int | None = None, tasks: list | None = None) -> int:
     """How many sub-plans run at once on ``workers`` processes: the most, ``j``, whose ``j`` largest fit in the memory
     available (:func:`fits`; where it cannot be read, ``workers``), the first-stage plan counted priced on ``j``
     processes of its own (:func:`_solve`); 1 where no two fit (then one by one, in the plan's process)."""
     if available is None:
         available = _available_bytes()
-    tasks = sub_problems(inp)
+    tasks = sub_problems(inp) if tasks is None else tasks  # (default: every sub-plan of the view)
     for j in range(min(workers, len(tasks)), 1, -1):
         if fits([need(inp, t, first_jobs=j) for t in tasks], available) >= j:
             return j

@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from planner.core.options import PlanOptions
+from planner.pipeline.benders import early_eev, risk_of
 from planner.inputs import whole_term
 from planner.inputs.term import term_judgement
 
@@ -83,6 +84,42 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
         plan.term = _horizon_term(inp, why)
         return plan
     t0 = time.perf_counter()
+    # the risk view's sub-plans that need only the inputs, begun on a core the decision leaves idle (read by the plan's
+    # view; stopped however this ends)
+    early = _risk_early(inp, o, make_plan)
+    try:
+        return _over_term(inp, make_plan, o, history, t0, early)
+    finally:
+        if early is not None:
+            early.close()
+
+
+def _risk_early(inp, o: PlanOptions, make_plan):
+    """The risk view's mean plan and each scenario alone begun now (:func:`planner.pipeline.sub_plans.start_early`)
+    where the plan will take a decomposed risk view on local processes (``make_plan`` the pipeline's, which the
+    view's workers run); else None."""
+    if not o.risk or len(inp.scenarios) < 2:
+        return None
+    from planner.pipeline import run
+    from planner.pipeline.benders import risk_settings, use_benders
+    from planner.pipeline.sub_plans import start_early
+
+    if make_plan is not run.make_plan or not use_benders(inp, o.backend or inp.config.solver.backend):
+        return None
+    settings = risk_settings(o.executor, o.time_limit_s, o.mip_gap) | {"decision": True}
+    return start_early(o.executor, inp, settings, make_plan)
+
+
+def _risk_later(inp, o: PlanOptions) -> bool:
+    """Whether the plan's risk view is taken after the comparison (:func:`_over_term`): a plan over scenarios whose
+    purchases, fixed, are priced batch by batch (:func:`planner.pipeline.benders.fixed_plan`: the view of a plan of
+    the whole model is its own)."""
+    from planner.pipeline.benders import use_benders
+
+    return bool(o.risk) and len(inp.scenarios) > 1 and use_benders(inp, o.backend or inp.config.solver.backend)
+
+
+def _over_term(inp, make_plan, o: PlanOptions, history, t0: float, early):
     basis = basis_for(inp, history)
     # the tree's rows before the split (their table and activity) are for re-splitting
     # when the demand changes; the decision never changes it
@@ -97,11 +134,17 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
     timings["whole_term"] = time.perf_counter() - t0  # the tree built and the purchases decided on it (wall)
     from planner.solve.workers import keep_pricers
 
+    # a decomposed plan's risk view comes after the comparison: the sub-plans begun early go on meanwhile, and EEV
+    # is priced on the plan's kept batches before the view frees them for its own processes
+    later = _risk_later(inp, o)
     with keep_pricers(inp):  # the horizon's weekly batches, built once for the plan and its comparison
         plan = make_plan(inp, PlanOptions.of(o, fixed_reserved=units, timings=timings, write_model=None,
-                                             keep_cuts=True))
+                                             keep_cuts=True, early=early, risk=o.risk and not later))
         if not plan.status.has_plan:
             return plan
+        t_eev = time.perf_counter()
+        eev = early_eev(plan, make_plan, o.executor, o.time_limit_s, o.mip_gap, early) if later else None
+        t_eev = time.perf_counter() - t_eev
         t1 = time.perf_counter()
         # its first pricing starts from the plan's bases (the same batches, priced at the whole-term purchases),
         # and its master from the plan's pricing as cuts, the whole-term purchases its first incumbent
@@ -110,6 +153,10 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
         plan.timings["horizon_only"] = time.perf_counter() - t1  # the comparison: the horizon's own optimum
         if plan.recourse is not None:
             plan.recourse.pop("cuts", None)  # (held by the plan no longer: tens of MB at three years)
+        if later:  # (before the plan takes the decision's status and gap: RP is the plan of these purchases, exact)
+            t2 = time.perf_counter()
+            plan.risk = risk_of(plan, make_plan, o.executor, o.time_limit_s, o.mip_gap, early, eev)
+            plan.timings["risk"] = time.perf_counter() - t2 + t_eev
     # the purchases are the whole-term solve's: its status, gap and limits are the plan's (its recourse in the
     # horizon is one LP with them fixed, solved to optimality)
     plan.status = decide.status

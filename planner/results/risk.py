@@ -104,6 +104,14 @@ def solve_sub(make_plan, inp: PlanInputs, task: SubPlan) -> tuple[float, np.ndar
     return float(sub.objective), sub.purchases["units"].to_numpy(), unproven(sub.objective, sub.solve)
 
 
+def eev_purchases(inp: PlanInputs, n_mean: np.ndarray) -> np.ndarray:
+    """EEV's purchases: the mean plan's ``n_mean`` in every node of the tree (the same at each date whatever happened
+    before), per row of ``inp.commitments``."""
+    n_mean = np.asarray(n_mean)
+    origin = inp.commitments["origin"].to_numpy(int) if "origin" in inp.commitments else np.arange(len(n_mean))
+    return n_mean[origin]
+
+
 def risk_view(plan: Plan, make_plan, solve_many=None) -> RiskView | None:
     """Solve the extra problems behind VSS and EVPI; None for a single-scenario plan.
 
@@ -122,9 +130,7 @@ def risk_view(plan: Plan, make_plan, solve_many=None) -> RiskView | None:
               [solve_sub(make_plan, inp, t) for t in tasks])
     by = dict(zip(tasks, solved))
     n_mean = by[SubPlan("mean")][1]
-    # the mean plan's purchases in every node of the tree (the same at each date whatever happened before)
-    origin = inp.commitments["origin"].to_numpy(int) if "origin" in inp.commitments else np.arange(len(n_mean))
-    eev = make_plan(inp, fixed_reserved=n_mean[origin]).objective
+    eev = make_plan(inp, fixed_reserved=eev_purchases(inp, n_mean)).objective
     first, waiting, fs_err = None, None, None
     if inp.reserved_member is not None:  # a tree: the same plan made without waiting for information
         first = by[SubPlan("first")][0]
