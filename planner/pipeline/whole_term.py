@@ -96,15 +96,20 @@ def plan_over_term(inp, make_plan, options: PlanOptions | None = None, /, histor
 
 def _risk_early(inp, o: PlanOptions, make_plan):
     """The risk view's mean plan and each scenario alone begun now (:func:`planner.pipeline.sub_plans.start_early`)
-    where the plan will take a decomposed risk view on local processes (``make_plan`` the pipeline's, which the
-    view's workers run); else None."""
+    where the plan will take a decomposed risk view on local processes; else None. ``make_plan`` is sent to the
+    early process by name (the pipeline's; a lambda or a closure of the caller's own is not: no early start)."""
     if not o.risk or len(inp.scenarios) < 2:
         return None
-    from planner.pipeline import run
+    import pickle
+
     from planner.pipeline.benders import risk_settings, use_benders
     from planner.pipeline.sub_plans import start_early
 
-    if make_plan is not run.make_plan or not use_benders(inp, o.backend or inp.config.solver.backend):
+    try:
+        pickle.dumps(make_plan)
+    except Exception:  # (pickle's errors vary by what it was given)
+        return None
+    if not use_benders(inp, o.backend or inp.config.solver.backend):
         return None
     settings = risk_settings(o.executor, o.time_limit_s, o.mip_gap) | {"decision": True}
     return start_early(o.executor, inp, settings, make_plan)
