@@ -38,8 +38,6 @@ class PlanOptions:
       the purchases, costs, objective and per-scenario costs, without the exit value's extra solve; a decomposed
       solve reads them from its batches' costs without building the whole model (its per-period tables are then
       empty), a solve of the whole model without its per-class allocation table.
-    - ``early``: the risk view's sub-plans begun before this plan (``planner.pipeline.sub_plans.start_early``): the
-      view reads those it serves; whoever began them closes them.
     """
 
     backend: str | None = None
@@ -57,7 +55,6 @@ class PlanOptions:
     decision: bool = False
     keep_cuts: bool = False
     common: bool = False
-    early: Any = None
 
     @classmethod
     def of(cls, options: "PlanOptions | None" = None, **overrides) -> "PlanOptions":

@@ -205,7 +205,7 @@ def _sub_executor(executor):
 
 def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: bool, write_model, executor,
                time_limit_s, mip_gap, warm: dict | None = None, keep_cuts: bool = False,
-               decision: bool = False, early=None) -> Plan:
+               decision: bool = False) -> Plan:
     """The plan of the purchases ``n`` on a long horizon: every batch priced once at ``n`` (here, on worker
     processes or on Dask) and read into the whole model's columns; the same LP as the whole model's, solved
     apart (the recourse separates by period). ``keep_cuts``: that pricing kept in ``plan.recourse["cuts"]`` as
@@ -213,8 +213,7 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
     only (the risk view's EEV: the mean plan's purchases in every scenario), read from each batch's costs
     (:func:`~planner.results.decomposed.costs_plan`): no owned-GPU tie-break, no whole model laid out, empty
     per-period tables; its cuts (``keep_cuts``), risk view and written model (the LP with the purchases fixed) as
-    a full read's. ``early``: the risk view's sub-plans begun before (:func:`~planner.pipeline.sub_plans.start_early`;
-    its caller closes it when the view does not read it)."""
+    a full read's."""
     from planner.solve.decompose import chunk_index, cut_groups, point_cuts
     from planner.solve.workers import make_pricer
 
@@ -238,6 +237,6 @@ def fixed_plan(inp: PlanInputs, make_plan, n: np.ndarray, timings: dict, risk: b
         plan.recourse["cuts"] = point_cuts(inp, n, priced, pricer.groups)
     if risk and len(inp.scenarios) > 1 and plan.status.has_plan:
         t1 = time.perf_counter()
-        plan.risk = risk_of(plan, make_plan, executor, time_limit_s, mip_gap, early)
+        plan.risk = risk_of(plan, make_plan, executor, time_limit_s, mip_gap)
         plan.timings["risk"] = time.perf_counter() - t1
     return plan

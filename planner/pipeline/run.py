@@ -98,8 +98,7 @@ def make_plan(inp: PlanInputs, options: PlanOptions | None = None, /, **override
         return _with_shadow(plan, shadow)
     if fixed_reserved is not None and extend is None and use_benders(inp, backend or s.backend):
         return _with_shadow(fixed_plan(inp, make_plan, np.asarray(fixed_reserved, float), timings, risk, write_model,
-                                       executor, time_limit_s, mip_gap, warm, o.keep_cuts, o.decision, o.early),
-                            shadow)
+                                       executor, time_limit_s, mip_gap, warm, o.keep_cuts, o.decision), shadow)
     if fixed_reserved is not None:  # purchases no plan may hold (an offer's max_units, a cap): never priced
         from planner.model.stages import violations
         from planner.results.decomposed import infeasible_plan

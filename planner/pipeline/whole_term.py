@@ -144,7 +144,7 @@ def _over_term(inp, make_plan, o: PlanOptions, history, t0: float, early):
     later = _risk_later(inp, o)
     with keep_pricers(inp):  # the horizon's weekly batches, built once for the plan and its comparison
         plan = make_plan(inp, PlanOptions.of(o, fixed_reserved=units, timings=timings, write_model=None,
-                                             keep_cuts=True, early=early, risk=o.risk and not later))
+                                             keep_cuts=True, risk=o.risk and not later))
         if not plan.status.has_plan:
             return plan
         t_eev = time.perf_counter()
