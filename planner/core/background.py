@@ -5,7 +5,10 @@ A plan's later stages need work that does not depend on its earlier ones (the ri
 inputs only), while those earlier stages leave a core idle for minutes (a Benders master, a model's build and read,
 a worker's start). :class:`Background` starts such tasks at once on a process of its own: under contention the
 kernel gives it the cycles the run's own processes leave (a nice-19 process gets about 1.5 % of a core that a
-nice-0 one wants), so the run is not slowed, and every task begun there is one the run need not do later.
+nice-0 one wants), so the run is hardly slowed (the cores share their cache and memory: a three-year decision took
+3 % longer beside it), and every task begun there is one the run need not do later. Its tasks get only the cycles
+left over: a task with a wall-clock limit may reach it there where it would not have in the run's own time (the
+caller judges such an answer: :func:`planner.pipeline.sub_plans._solve_early`).
 
 - ``Background(fn, tasks, initializer=..., initargs=...)`` starts the worker (forked where that is safe, else
   spawned, as :class:`~planner.core.executors.LocalExecutor`'s); ``fn`` and ``initializer`` must be module-level
@@ -91,7 +94,12 @@ class Background:
         self.stop()
         try:
             while len(self._got) < self.begun and not self._read.closed:
-                self._take()
+                if self._read.poll(1.0):
+                    self._take()
+                elif not self.process.is_alive():  # (ended without a word: what it sent is read, then no more)
+                    while self._read.poll(0):
+                        self._take()
+                    break
         except (EOFError, OSError):  # the worker died: its task in hand is missing
             pass
         self.close()

@@ -20,12 +20,15 @@ Begun early: the mean plan and each scenario alone depend on the inputs only, so
 before it decides its purchases (:func:`start_early`), one after another on one process of the lowest CPU priority
 (:mod:`planner.core.background`), where the decision and the plan's own read leave a core idle. When the view comes
 it takes back those not begun and solves them as above, beside the first-stage plan; the early process finishes the
-one in hand. The same inputs and settings, the same solver calls: the same figures to the last digit.
+one in hand. Only an answer that ended optimal is read: the sub-plans' time limit is wall-clock, and the early
+process gets only the cycles left over, so one stopped by its limit there is solved again in the view, as it would
+have been without the early start (helper-84: a mean plan stopped early bought nothing, and VSS came out $768 k for
+$6.9 k). The same inputs and settings, the same solver calls: the same figures to the last digit.
 """
 
 from __future__ import annotations
 
-from planner.results.risk import SubPlan, solve_sub, sub_problems
+from planner.results.risk import SubPlan, solve_sub, solve_sub_ended, sub_problems
 
 SUB_PLAN_CELLS = 30_000  # periods x classes of one sub-plan above which the sub-plans run on worker processes
 SUB_PLAN_BASE_BYTES = 1 << 30  # a sub-plan's process before its batches: Python, the plan's inputs sent to it
@@ -53,6 +56,14 @@ def _solve(task):
 
         settings = settings | {"executor": LocalExecutor(jobs=_STATE["first_jobs"])}
     return solve_sub(lambda i: make_plan(i, **settings), _STATE["inp"], task)
+
+
+def _solve_early(task):
+    """A sub-plan begun early (:func:`start_early`): its answer and how its solve ended. It runs under the sub-plans'
+    wall-clock time limit on a core the run may leave it little of: only an answer proven optimal is read; one
+    stopped by its limit is solved again in the view, where it would have been solved without the early start."""
+    settings, make_plan = _STATE["settings"], _STATE["make_plan"]
+    return solve_sub_ended(lambda i: make_plan(i, **settings), _STATE["inp"], task)
 
 
 def many_solver(executor, inp, settings: dict, make_plan, early: "Early | None" = None):
@@ -151,12 +162,26 @@ class Early:
         return [t for t in tasks if t in mine]
 
     def done(self) -> dict:
-        """Its outcomes so far by task, without waiting."""
-        return {self.background.tasks[i]: o for i, o in self.background.done().items()}
+        """Its outcomes so far by task, without waiting (:meth:`results`)."""
+        return self._read(self.background.done())
 
     def results(self) -> dict:
-        """Its outcomes by task (:class:`~planner.results.risk.SubPlan`), once those begun have ended."""
-        return {self.background.tasks[i]: o for i, o in self.background.results().items()}
+        """Its outcomes by task (:class:`~planner.results.risk.SubPlan`), once those begun have ended: each sub-plan's
+        answer where its solve ended optimal; one that did not (stopped by its time limit: :func:`_solve_early`) is
+        a failed outcome, solved again in the view."""
+        return self._read(self.background.results())
+
+    def _read(self, outcomes: dict) -> dict:
+        from planner.core.executors import Outcome
+
+        out = {}
+        for i, o in outcomes.items():
+            if o.ok:
+                value, ended = o.value
+                o = (Outcome(o.index, True, value, "", o.seconds) if ended == "optimal" else
+                     Outcome(o.index, False, None, f"ended {ended} (its time limit, on a core left idle)", o.seconds))
+            out[self.background.tasks[i]] = o
+        return out
 
     def close(self) -> None:
         """Stop it now (its process killed; an answer not read is lost)."""
@@ -181,7 +206,7 @@ def start_early(executor, inp, settings: dict, make_plan) -> Early | None:
     run = need(inp, SubPlan("first"), first_jobs=executor.workers)
     if fits([run, max(need(inp, t) for t in tasks)]) < 2:
         return None
-    return Early(inp, settings, Background(_solve, tasks, initializer=_start,
+    return Early(inp, settings, Background(_solve_early, tasks, initializer=_start,
                                            initargs=(inp, dict(settings), make_plan, 1)))
 
 

@@ -100,8 +100,15 @@ def sub_inputs(inp: PlanInputs, task: SubPlan) -> PlanInputs:
 def solve_sub(make_plan, inp: PlanInputs, task: SubPlan) -> tuple[float, np.ndarray, float]:
     """``task`` solved by ``make_plan``: its objective, its purchases (units per commitments row) and how far above
     its optimum the objective may be (:func:`unproven`, USD)."""
+    return solve_sub_ended(make_plan, inp, task)[0]
+
+
+def solve_sub_ended(make_plan, inp: PlanInputs, task: SubPlan) -> tuple[tuple[float, np.ndarray, float], str]:
+    """:func:`solve_sub`'s answer and how its solve ended (``"optimal"``, or e.g. ``"feasible"``: stopped by its time
+    limit with a plan in hand)."""
     sub = make_plan(sub_inputs(inp, task))
-    return float(sub.objective), sub.purchases["units"].to_numpy(), unproven(sub.objective, sub.solve)
+    value = float(sub.objective), sub.purchases["units"].to_numpy(), unproven(sub.objective, sub.solve)
+    return value, str(getattr(sub.status, "value", sub.status))
 
 
 def eev_purchases(inp: PlanInputs, n_mean: np.ndarray) -> np.ndarray:
