@@ -24,7 +24,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
-from xlsxwriter.worksheet import re_dynamic_function
+try:  # how xlsxwriter tells a dynamic-array formula (write_formula writes those another way): a function from 3.3.4
+    from xlsxwriter.worksheet import _has_dynamic_function
+except ImportError:  # before 3.3.4: a pattern
+    from xlsxwriter.worksheet import re_dynamic_function
+
+    def _has_dynamic_function(formula: str) -> bool:
+        return re_dynamic_function.search(formula) is not None
 
 
 class Unsupported(Exception):
@@ -112,7 +118,7 @@ def add(ws, first: int, columns: list, formats: list) -> Block:
             t = list(c.texts)
             given = [f for f in t if f is not None]
             joined = "\n".join(given)
-            if any(f == "" for f in given) or re_dynamic_function.search(joined) or any(
+            if any(f == "" for f in given) or any(_has_dynamic_function(f) for f in set(given)) or any(
                     f.startswith("{") and f.endswith("}") for f in given):
                 raise Unsupported("a formula xlsxwriter writes another way (empty, dynamic array, array)")
             if any(ch in joined for ch in "({}") or "_xlfn." in joined:  # as write_formula prepares each
