@@ -89,9 +89,12 @@ def test_formulas_written_as_is_are_what_xlsxwriter_would_write(example_plan):
     import inspect
 
     patterns = re.findall(r're\.sub\(\s*r"([^"]*)"', inspect.getsource(Worksheet._prepare_formula))
-    assert len(patterns) > 100 and all(re.fullmatch(r"\\[bS][A-Z0-9.]+\\\(", p) for p in patterns), patterns
+    if not patterns:  # xlsxwriter 3.3.4 on: one pattern and a table of names, not a re.sub per name: every formula
+        patterns = ["x" * 10 ** 6]  # is checked alone (about 6 s)
+    assert (len(patterns) > 100 and all(re.fullmatch(r"\\[bS][A-Z0-9.]+\\\(", p) for p in patterns)) or \
+        patterns == ["x" * 10 ** 6], patterns
     width = max(map(len, patterns))
-    alone = {f for f in formulas if "_xlfn." in f or f[1:2] == "{" or f.endswith("}")}
+    alone = {f for f in formulas if "_xlfn." in f or f[1:2] == "{" or f.endswith("}") or width >= 10 ** 6}
     texts: dict[str, list[str]] = {}
     for f in formulas - alone:
         for m in re.finditer(r"\(", f):
