@@ -284,7 +284,7 @@ def test_a_whole_term_tail_is_priced_in_few_batches_and_decides_as_the_monolithi
     assert bd.upper == pytest.approx(tied(mono), rel=1e-6) and bd.lower <= bd.upper + 1e-6
 
 
-def test_an_integer_master_misread_from_its_start_is_solved_again_without_it(tmp_path):
+def test_an_integer_master_misread_from_its_start_is_solved_again_without_it(tmp_path, monkeypatch):
     """HiGHS 1.16 with presolve: an integer master given the best plan as a MIP start can come back "optimal" with
     that start and an objective below its own LP relaxation (helper-71's case: a whole-term tree's first-stage plan
     stopped "feasible" 0.16 % above the optimum). The misread run is solved again without the start: the decision is
@@ -306,6 +306,11 @@ def test_an_integer_master_misread_from_its_start_is_solved_again_without_it(tmp
     assert not misread_start(SimpleNamespace(primal_solution_status=2, objective_function_value=17.0 + 1e-14), sol, cost)
     assert not misread_start(SimpleNamespace(primal_solution_status=0, objective_function_value=15.0), sol, cost)
 
+    from planner.solve import decompose
+
+    # the LP phase's cuts kept 8 master solves, as when the case was found: the master's path (and HiGHS's misread
+    # start) depends on which slack cuts it holds; the pool gives the same bounds by another path
+    monkeypatch.setattr(decompose, "DROP_AFTER", 8)
     inp = _case(tmp_path, 5, scenarios=False, dated=True, days=120)
     ext = replace(whole_term.extend(inp, basis_for(inp)), reserved_source=None)
     fs = first_stage(ext)
@@ -341,3 +346,24 @@ def test_workers_share_batches_by_their_scenario_weighted_periods(tmp_path):
     w = period_weights(ext)
     assert (w[:inp.T] == 1).all() and (w[inp.T:] == len(ext.scenarios)).all() and len(ext.scenarios) == 3
     assert (period_weights(inp) == 1).all()
+
+
+@pytest.mark.parametrize("seed,scenarios", [(3, True), (8, False)])
+def test_slack_cuts_leave_the_master_and_come_back_when_violated(tmp_path, monkeypatch, seed, scenarios):
+    """The LP phase's master keeps only the cuts binding at its last solve (``DROP_AFTER = 1``); every cut priced waits
+    in the pool and goes back in where the master's point violates it. Its optimum is the full master's at every
+    solve, so the loop is the one that keeps every cut: each iteration's bound, the iterations, the purchases and
+    their cost, to the last digit; with fewer rows in the master, and some cuts put back (the pool was needed)."""
+    from planner.solve import decompose
+
+    inp = _case(tmp_path, seed, scenarios=scenarios)
+    lean = solve_benders(inp, mip_gap=1e-7)
+    monkeypatch.setattr(decompose, "DROP_AFTER", 10 ** 9)  # no cut ever leaves the master
+    full = solve_benders(inp, mip_gap=1e-7)
+    assert full.cuts_dropped["slack"] == 0 and lean.cuts_dropped["slack"] > 0
+    assert lean.cuts_dropped["returned"] > 0  # dropped cuts the master's later points violated
+    assert [h[0] for h in lean.history] == [h[0] for h in full.history]
+    np.testing.assert_allclose([h[1] for h in lean.history], [h[1] for h in full.history], rtol=1e-10)
+    assert lean.iterations == full.iterations and np.array_equal(lean.n, full.n)
+    assert lean.upper == pytest.approx(full.upper, rel=1e-12) and lean.status == full.status == "optimal"
+    assert lean.cuts < full.cuts

@@ -40,7 +40,8 @@ class BendersResult:
     threads: int = 1  # "here": the threads that priced the batches side by side (planner.solve.workers.LocalPricer)
     restarts: int = 0  # workers replaced after they died
     bases_lost: int = 0  # batches priced cold because the worker that kept their basis had died (this solve)
-    cuts_dropped: dict = field(default_factory=dict)  # cuts deleted from the master, by why (slack; before integer)
+    cuts_dropped: dict = field(default_factory=dict)  # cuts deleted from the master, by why (slack; before integer),
+    # and of the slack ones how many went back in (returned)
     seeded_cuts: int = 0  # cuts from an earlier solve: a plan's pricing (``warm["cuts"]``), a solve's log (``warm["prior"]``)
     cut_log: dict | None = None  # every pricing's cuts (``keep_log=True``): a later solve's ``warm["prior"]``
 
