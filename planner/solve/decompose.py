@@ -221,16 +221,22 @@ def _gather(cuts: list, pick: np.ndarray) -> tuple:
     return g[order], c[order], d[order]
 
 
-def _select(entries: list, x: np.ndarray, G: int, R: int, k: int = PRIOR_PER_GROUP) -> list:
+def _select(entries: list, x: np.ndarray, G: int, R: int, k: int = PRIOR_PER_GROUP, picks: bool = False):
     """Of ``entries`` (logged pricings' cuts, one per group each: :func:`_logged`), the ``k`` highest at purchases
     ``x`` in each group, as ``k`` logged entries of one cut per group: the cuts that bound the recourse tightest near
-    ``x`` (any subset of valid cuts is valid)."""
+    ``x`` (any subset of valid cuts is valid). ``picks``: and which (a bool (len(entries), G): entry e's cut of group
+    g was taken)."""
     if len(entries) <= k:
-        return list(entries)
+        return (list(entries), np.ones((len(entries), G), bool)) if picks else list(entries)
     cuts = [_unlogged(e) for e in entries]
     rank = np.argsort(-_values(cuts, x, G), axis=0, kind="stable")[:k]  # (k, G): per group, its k highest cuts
     rhs_all = np.stack([cut[3] for cut in cuts])
-    return [_logged(*_gather(cuts, pick), rhs_all[pick, np.arange(G)], G, R) for pick in rank]
+    out = [_logged(*_gather(cuts, pick), rhs_all[pick, np.arange(G)], G, R) for pick in rank]
+    if not picks:
+        return out
+    taken = np.zeros((len(entries), G), bool)
+    taken[rank, np.arange(G)] = True
+    return out, taken
 
 
 def _violated(pool: list, x: np.ndarray, theta: np.ndarray, G: int, which: bool = False) -> tuple:
@@ -400,6 +406,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     fixed_rows = master.getNumRow()
     ages = np.zeros(0, dtype=np.int64)  # per cut row: consecutive master solves it was slack
     cut_lo = np.zeros(0)  # and its right-hand side
+    solved_rows = [0]  # the cut rows the master's last solve had (rows added since are after them)
 
     last: dict = {}  # the last pricing's per-group values
     cut_log: list = []  # every pricing's cuts (:func:`_logged`: per-group counts, columns, coefficients, right-hand sides)
@@ -407,6 +414,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     agg_rows: list = []  # the batch master's cut rows, when it was used
     pool: list = []  # an earlier solve's cuts (warm["prior"]) not all in the master: added where violated
     pooled = [0]  # how many of them were
+    entered = np.zeros((0, 0), bool)  # per earlier solve's cut (entry, group): whether it was in the master yet
     own: list = []  # this solve's own cuts in the LP phase (:func:`_light`), those slack gone from the master: added
     # back where violated, as the pool's
     dropped = {"slack": 0, "before_integer": 0, "returned": 0}  # cuts deleted: slack DROP_AFTER solves; slack before
@@ -457,13 +465,18 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         for _ in range(POOL_ROUNDS if phase == "master" and (h is None or h is master) else 0):
             if not (pool or own) or out_of_time() or not info.primal_solution_status:
                 break
+            t = time.perf_counter()
             groups, cuts, which = _violated(pool + own, sol[:R], sol[R:R + G], G, which=True)
+            phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - t  # (the pool's scan is the master's time)
             if cuts is None:
                 break
             add_cuts(*cuts, groups=groups)
-            prior_ones = int((which < len(pool)).sum())
-            pooled[0] += prior_ones
-            dropped["returned"] += len(groups) - prior_ones
+            prior = which < len(pool)  # an earlier solve's cut: counted once, the first time it enters
+            first = prior.copy()
+            first[prior] = ~entered[which[prior], groups[prior]]
+            entered[which[prior], groups[prior]] = True
+            pooled[0] += int(first.sum())
+            dropped["returned"] += int((~first).sum())  # (a cut that was in the master before, back again)
             info, sol = _solve_master(phase, h)
         return info, sol
 
@@ -476,13 +489,17 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
             raise SolverError(f"HiGHS failed on the Benders master ({phase}): {h.getModelStatus()}; "
                               "nothing was written (a [solver] threads setting HiGHS refused is one cause)")
         phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - t
+        if h is master:
+            solved_rows[0] = len(cut_lo)
         check_master(h, highspy, phase)
         return h.getInfo(), np.asarray(h.getSolution().col_value, dtype=float)
 
     def drop_slack_cuts():
         """Delete the cuts slack in the last DROP_AFTER master solves (the active ones stay)."""
         nonlocal ages, cut_lo
-        ages = np.where(slack_now(basic=True), ages + 1, 0)
+        slack = slack_now(basic=True)
+        slack[solved_rows[0]:] = False  # rows added since the last solve (an early rounding's cuts) wait for one
+        ages = np.where(slack, ages + 1, 0)
         dropped["slack"] += delete_cuts(np.flatnonzero(ages >= DROP_AFTER))
 
     def slack_now(basic: bool = False) -> np.ndarray:
@@ -501,6 +518,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
         if len(old):
             master.deleteRows(len(old), (old + fixed_rows).astype(np.int32))
             ages, cut_lo = np.delete(ages, old), np.delete(cut_lo, old)
+            solved_rows[0] -= int((old < solved_rows[0]).sum())
         return len(old)
 
     def prune(lp_rows: int) -> int:
@@ -564,7 +582,8 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     if prior:  # a few per group: those tightest at the earlier solve's purchases
         x0 = np.asarray(warm["prior"].get("units", n), float)
         x0 = x0 if len(x0) == R and np.isfinite(x0).all() else n
-        for entry in _select(prior, np.clip(x0, 0.0, None), G, R):
+        chosen, entered = _select(prior, np.clip(x0, 0.0, None), G, R, picks=True)
+        for entry in chosen:
             add_cuts(*_unlogged(entry))  # (all of prior is in the pool below: these come back from there if dropped)
             cut_log.append(entry)
             seeded += G
