@@ -45,7 +45,7 @@ MAX_GROUPS = 10_000  # "auto" cuts: one theta per block up to this many, else pe
 AGGREGATE_PERIODS = 384  # the warm start's aggregate keeps about this many periods
 DROP_AFTER = 1  # a cut slack at the master's last solve leaves it (LP phase); it waits in the pool (every cut this
 # solve priced, and an earlier solve's), and goes back in when the master's point violates it (POOL_ROUNDS). XLh's
-# master kept 43,804 rows at its sixth solve, 38,138 of them slack (1.9 s); 8,823 so (0.4-0.6 s, the same bound)
+# master kept 43,804 rows at its sixth solve, 38,138 of them slack (1.9 s); so, 14,690 (0.2-0.5 s a solve, the same bound)
 INTEGER_THETA = "group"  # the integer master's thetas: the LP phase's ("group") or one per batch ("batch": summed cuts)
 PRUNE_BEFORE_INTEGER = True  # drop the LP phase's cuts slack at the relaxation's optimum before the integer master
 MASTER_GAP = 0.9  # the integer master's relative gap, as a share of the gap asked for (it starts from the best plan)
