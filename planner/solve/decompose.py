@@ -122,8 +122,12 @@ def _cut_rows(g: np.ndarray, c: np.ndarray, d: np.ndarray, G: int, R: int, theta
 def _logged(g: np.ndarray, c: np.ndarray, d: np.ndarray, rhs: np.ndarray, G: int, R: int) -> tuple:
     """One pricing's cuts as the loop keeps them (every pricing's, to the end): per group its entries' count
     instead of a group per entry, purchase columns in the narrowest integer type; half the bytes of (g, c, d)."""
-    width = np.int16 if R <= np.iinfo(np.int16).max else np.int32
-    return np.bincount(g, minlength=G).astype(np.int32), c.astype(width), d, rhs
+    return np.bincount(g, minlength=G).astype(np.int32), c.astype(_column_width(R)), d, rhs
+
+
+def _column_width(R: int):
+    """The narrowest integer type that numbers ``R`` purchase columns (the kept cuts' columns)."""
+    return np.int16 if R <= np.iinfo(np.int16).max else np.int32
 
 
 def _unlogged(entry: tuple) -> tuple:
@@ -260,8 +264,7 @@ def _violated(pool: list, x: np.ndarray, theta: np.ndarray, G: int, which: bool 
 def _light(g: np.ndarray, c: np.ndarray, d: np.ndarray, rhs: np.ndarray, R: int) -> tuple:
     """One pricing's cuts (unlogged: g, c, d, rhs) for the pool, in narrower integers (groups int32, purchase
     columns as :func:`_logged` keeps them): what :func:`_values`, :func:`_gather` and :func:`_cut_rows` read."""
-    width = np.int16 if R <= np.iinfo(np.int16).max else np.int32
-    return g.astype(np.int32), c.astype(width), d, rhs
+    return g.astype(np.int32), c.astype(_column_width(R)), d, rhs
 
 
 def _aggregate_master(inp, cost, ubound, pricer, cut_log, highspy, new_highs, mip_gap, threads) -> dict:
@@ -418,7 +421,7 @@ def _loop(inp, pricer, chunks, cut_by, cost, whole, ubound, rounded, elapsed, ou
     own: list = []  # this solve's own cuts in the LP phase (:func:`_light`), those slack gone from the master: added
     # back where violated, as the pool's
     dropped = {"slack": 0, "before_integer": 0, "returned": 0}  # cuts deleted: slack DROP_AFTER solves; slack before
-    # the integer master; and of the slack ones, how many went back in (violated again at a later master point)
+    # the integer master; and the times a cut that had been in the master went back in (violated at a later point)
     costs_at: dict = {}  # a decision's integer plans priced -> each batch's costs there (the last pass reads them)
 
     def price(n):
